@@ -1,0 +1,116 @@
+"""Agent profiles: a typed per-agent record for input/output and a columnar store for scale.
+
+A million pydantic objects would cost far more than the 2 KB per agent socium budgets, so the
+simulation keeps a :class:`Population` of columns (numpy arrays and plain lists) and materialises
+an :class:`AgentProfile` only when one agent is looked at (prompts, interviews, the trace).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+HOURS = 24
+
+
+class AgentProfile(BaseModel):
+    """One agent as a researcher writes or reads it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: int = Field(ge=0, description="Dense agent index 0..N-1; the id used everywhere in the trace.")
+    name: str = Field("", description="Display name.")
+    username: str = Field("", description="Handle, unique within a population.")
+    bio: str = Field("", description="Self-description / persona text shown to the agent itself.")
+    interests: list[str] = Field(default_factory=list, description="Topics the agent cares about.")
+    stance: float | None = Field(None, description="Optional numeric opinion, conventionally in [-1, 1].")
+    goal: str | None = Field(None, description="Optional private goal; only some perspectives reveal it to others.")
+    activity: list[float] = Field(
+        default_factory=lambda: [0.1] * HOURS,
+        description="24 probabilities of being active in a step that falls in each hour of the day.",
+    )
+    extra: dict[str, Any] = Field(default_factory=dict, description="Source-specific attributes (age, mbti, ...).")
+
+    @field_validator("activity")
+    @classmethod
+    def _activity_24(cls, v: list[float]) -> list[float]:
+        if len(v) != HOURS:
+            raise ValueError(f"activity must have {HOURS} hourly probabilities, got {len(v)}")
+        bad = [p for p in v if not (0.0 <= p <= 1.0)]
+        if bad:
+            raise ValueError(f"activity probabilities must lie in [0, 1], got {bad[0]!r}")
+        return v
+
+
+class Population:
+    """Columnar agent attributes; index i is agent id i."""
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        usernames: Sequence[str],
+        bios: Sequence[str],
+        interests: Sequence[list[str]],
+        activity: np.ndarray,
+        stance: np.ndarray | None = None,
+        goals: Sequence[str | None] | None = None,
+        extra: Sequence[dict[str, Any]] | None = None,
+    ) -> None:
+        n = len(names)
+        activity = np.ascontiguousarray(activity, dtype=np.float32)
+        if activity.shape != (n, HOURS):
+            raise ValueError(f"activity must have shape ({n}, {HOURS}), got {activity.shape}")
+        for label, col in (("usernames", usernames), ("bios", bios), ("interests", interests)):
+            if len(col) != n:
+                raise ValueError(f"{label} has {len(col)} entries for {n} agents")
+        self.names = list(names)
+        self.usernames = list(usernames)
+        self.bios = list(bios)
+        self.interests = list(interests)
+        self.activity = activity
+        self.stance = (
+            np.full(n, np.nan, dtype=np.float32) if stance is None else np.asarray(stance, dtype=np.float32).copy()
+        )
+        self.goals: list[str | None] = list(goals) if goals is not None else [None] * n
+        self.extra: list[dict[str, Any]] | None = list(extra) if extra is not None else None
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @classmethod
+    def from_profiles(cls, profiles: Iterable[AgentProfile]) -> "Population":
+        """Build from typed profiles; ids must be exactly 0..N-1 in order."""
+        profs = list(profiles)
+        for i, p in enumerate(profs):
+            if p.id != i:
+                raise ValueError(f"profile ids must be 0..N-1 in order; position {i} has id {p.id}")
+        return cls(
+            names=[p.name for p in profs],
+            usernames=[p.username for p in profs],
+            bios=[p.bio for p in profs],
+            interests=[list(p.interests) for p in profs],
+            activity=np.array([p.activity for p in profs], dtype=np.float32).reshape(len(profs), HOURS),
+            stance=np.array([np.nan if p.stance is None else p.stance for p in profs], dtype=np.float32),
+            goals=[p.goal for p in profs],
+            extra=[dict(p.extra) for p in profs],
+        )
+
+    def profile(self, i: int) -> AgentProfile:
+        """Materialise agent ``i`` as a typed profile."""
+        s = float(self.stance[i])
+        return AgentProfile(
+            id=i,
+            name=self.names[i],
+            username=self.usernames[i],
+            bio=self.bios[i],
+            interests=list(self.interests[i]),
+            stance=None if np.isnan(s) else s,
+            goal=self.goals[i],
+            activity=[float(x) for x in self.activity[i]],
+            extra=dict(self.extra[i]) if self.extra is not None else {},
+        )
+
+    def profiles(self) -> list[AgentProfile]:
+        return [self.profile(i) for i in range(len(self))]
