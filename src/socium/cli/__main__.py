@@ -1,0 +1,3 @@
+from socium.cli.main import app
+
+app(prog_name="socium")

@@ -1,0 +1,145 @@
+"""The ``socium`` command line. Thin: every command calls a function a library user could call."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from socium.errors import SociumError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="socium: simulate societies of LLM agents.")
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _fail(exc: Exception) -> None:
+    err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+    raise typer.Exit(2)
+
+
+@app.command()
+def run(
+    config: Optional[Path] = typer.Argument(None, help="Experiment YAML (omit with --resume to reuse the run's own)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<name>-seed<seed>)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Override the root seed."),
+    steps: Optional[int] = typer.Option(None, "--steps", help="Override the number of steps."),
+    resume: bool = typer.Option(False, "--resume", help="Continue from the last committed step."),
+    force: bool = typer.Option(False, "--force", help="Overwrite a run directory that already holds a run."),
+    set_: list[str] = typer.Option([], "--set", help="Override a config field: key.path=value (repeatable)."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+) -> None:
+    """Run (or resume) a simulation and write RUN_DIR/trace.duckdb."""
+    from socium.config import load_config
+    from socium.simulator.simulation import Simulation, load_run_config
+
+    try:
+        overrides = list(set_)
+        if seed is not None:
+            overrides.append(f"seed={seed}")
+        if steps is not None:
+            overrides.append(f"steps={steps}")
+        if resume and config is None:
+            if out is None:
+                raise SociumError("--resume needs the run directory: socium run --resume --out RUN_DIR (or CONFIG --out RUN_DIR)")
+            cfg = load_run_config(out)
+        elif config is None:
+            raise SociumError("missing CONFIG (a YAML file), or use --resume --out RUN_DIR")
+        else:
+            cfg = load_config(config, overrides)
+        run_dir = out or Path("runs") / f"{cfg.name}-seed{cfg.seed}"
+        sim = Simulation(cfg, run_dir, resume=resume, force=force)
+    except SociumError as exc:
+        _fail(exc)
+        return
+    todo = cfg.steps - sim.next_step
+    t0 = time.perf_counter()
+    totals = {"actions": 0}
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
+                  TextColumn("{task.fields[info]}"), TimeRemainingColumn(), console=console, disable=quiet) as prog:  # fmt: skip
+        task = prog.add_task(cfg.name, total=cfg.steps, completed=sim.next_step, info="")
+
+        def on_step(s) -> None:
+            totals["actions"] += s.n_actions
+            rate = totals["actions"] / max(time.perf_counter() - t0, 1e-9)
+            hours = s.sim_time_s / 3600
+            prog.update(task, advance=1, info=f"t={hours:.1f}h active={s.n_active} actions/s={rate:,.0f}")
+
+        try:
+            sim.run(on_step=on_step)
+        except SociumError as exc:
+            _fail(exc)
+    console.print(f"ran {todo} steps in {time.perf_counter() - t0:.1f}s")
+    console.print(f"trace: {Path(run_dir) / 'trace.duckdb'}")
+    console.print(f"card:  socium card {run_dir}")
+
+
+@app.command()
+def query(run_dir: Path, sql: str, limit: int = typer.Option(50, help="Rows to print.")) -> None:
+    """Run read-only SQL over a run's trace (tables and views such as cascade_metrics)."""
+    import duckdb
+
+    from socium.simulator.store import require_store
+
+    try:
+        db = require_store(run_dir)
+        con = duckdb.connect(str(db), read_only=True)
+    except (SociumError, Exception) as exc:  # duckdb raises its own errors
+        _fail(exc)
+        return
+    try:
+        cur = con.execute(sql)
+        cols = [d[0] for d in cur.description] if cur.description else []
+        rows = cur.fetchmany(limit)
+    except Exception as exc:
+        _fail(exc)
+        return
+    finally:
+        pass
+    table = Table(*cols)
+    for r in rows:
+        table.add_row(*["NULL" if v is None else str(v) for v in r])
+    console.print(table)
+    con.close()
+
+
+@app.command()
+def card(run_dir: Path, as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
+    """Print the run's Simulation Card: perspective, who saw what, model, seeds, totals."""
+    from socium.experiments.card import simulation_card
+
+    try:
+        c = simulation_card(run_dir)
+    except SociumError as exc:
+        _fail(exc)
+        return
+    if as_json:
+        sys.stdout.write(json.dumps(c, indent=2, default=str) + "\n")
+        return
+    table = Table("field", "value", title=f"Simulation Card: {run_dir}")
+    for k, v in c.items():
+        table.add_row(k, v if isinstance(v, str) else json.dumps(v, default=str))
+    console.print(table)
+
+
+@app.command("config-schema")
+def config_schema() -> None:
+    """Print the JSON schema of the experiment config (every key, default and description)."""
+    from socium.config import ExperimentConfig
+
+    sys.stdout.write(json.dumps(ExperimentConfig.model_json_schema(), indent=2) + "\n")
+
+
+def main() -> None:  # pragma: no cover
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,178 @@
+"""The experiment config: one validated pydantic tree, loaded from YAML with a safe loader.
+
+Validation happens before a run directory is touched, so a typo never leaves a half-written run.
+Errors name the key path, the bad value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from socium.errors import ConfigError
+
+
+class _Cfg(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class PlatformConfig(_Cfg):
+    preset: Literal["x", "reddit"] = Field("x", description="Social-media rules: 'x' (follows, reposts, quotes) or 'reddit' (votes, comments).")
+    max_post_chars: int = Field(2000, ge=1, description="Agent text longer than this is truncated and the truncation recorded.")
+    trend_window_steps: int = Field(24, ge=1, description="How many recent steps the `trend` action looks back.")
+    search_limit: int = Field(10, ge=1, description="Results returned by search_posts / search_user.")
+
+
+class PopulationConfig(_Cfg):
+    source: Literal["synthetic", "oasis_csv", "reddit_json"] = Field("synthetic", description="Where profiles come from.")
+    path: str | None = Field(None, description="File for oasis_csv / reddit_json sources.")
+    n_agents: int = Field(100, ge=1, description="Number of agents for the synthetic source.")
+    stance: Literal["none", "uniform", "bimodal"] = Field("none", description="Initial numeric stance distribution (synthetic).")
+    activity: Literal["diurnal", "uniform"] = Field("diurnal", description="Shape of the 24 hourly activation probabilities (synthetic).")
+    mean_activity: float = Field(0.1, gt=0, le=1, description="Mean hourly activation probability (synthetic).")
+
+    @model_validator(mode="after")
+    def _path_needed(self) -> "PopulationConfig":
+        if self.source != "synthetic" and not self.path:
+            raise ValueError(f"population.path is required when population.source is '{self.source}'")
+        return self
+
+
+class GraphConfig(_Cfg):
+    kind: Literal[
+        "barabasi_albert", "watts_strogatz", "stochastic_block", "core_periphery", "random_out", "empty",
+        "edgelist", "profiles",
+    ] = Field("barabasi_albert", description="Follow-graph generator, an edge-list file, or the profiles' following lists.")  # fmt: skip
+    path: str | None = Field(None, description="Edge-list file (SNAP format, .gz allowed) for kind 'edgelist'.")
+    directed: bool = Field(False, description="Edge-list lines are directed follows (otherwise reciprocal).")
+    params: dict[str, Any] = Field(default_factory=dict, description="Generator parameters, e.g. {m: 3} for barabasi_albert.")
+
+
+class RecsysConfig(_Cfg):
+    kind: str = Field("chronological", description="A built-in recommender name or a dotted path 'pkg.module:Class'.")
+    k: int = Field(5, ge=1, le=200, description="Posts per feed.")
+    window_steps: int = Field(48, ge=1, description="Only posts from this many recent steps are candidates.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Recommender-specific options.")
+
+
+class PolicyConfig(_Cfg):
+    kind: Literal["random", "independent_cascade", "threshold", "bounded_confidence", "llm"] = Field(
+        "random", description="How agents decide: a rule-based null model or an LLM."
+    )
+    p_post: float = Field(0.2, ge=0, le=1, description="Probability an active rule-based agent writes an original post.")
+    p_repost: float = Field(0.1, ge=0, le=1, description="Independent cascade: chance to repost each exposed post once.")
+    p_like: float = Field(0.2, ge=0, le=1, description="Random actor: chance to like an exposed post.")
+    threshold: float = Field(0.3, ge=0, le=1, description="Linear threshold: mean adoption fraction needed to repost.")
+    threshold_spread: float = Field(0.1, ge=0, description="Linear threshold: per-agent thresholds ~ U(t - s, t + s).")
+    epsilon: float = Field(0.3, gt=0, description="Bounded confidence: only authors within this stance distance influence.")
+    mu: float = Field(0.3, gt=0, le=0.5, description="Bounded confidence: convergence rate.")
+    post_on_change: float = Field(0.05, ge=0, description="Bounded confidence: post when stance moved at least this much.")
+
+
+class SeedPost(_Cfg):
+    author: int = Field(ge=0, description="Agent id that writes the post.")
+    content: str = Field(description="Post text.")
+    step: int = Field(0, ge=0, description="Step at whose start the post appears.")
+
+
+class ExecutorConfig(_Cfg):
+    kind: Literal["inprocess", "ray"] = Field("inprocess", description="Where policies run.")
+    address: str | None = Field(None, description="Ray cluster address; null starts Ray locally.")
+    actors: int = Field(2, ge=1, description="Ray actors holding agent shards.")
+    concurrency_per_actor: int = Field(16, ge=1, description="LLM calls in flight per actor.")
+    num_gpus: float = Field(0.0, ge=0, description="GPUs per actor (for in-process vLLM engines).")
+
+
+class ExperimentConfig(_Cfg):
+    name: str = Field("experiment", description="Human label for the run.")
+    seed: int = Field(0, ge=0, description="Root seed; every random stream is derived from it.")
+    steps: int = Field(10, ge=1, description="Number of steps to simulate.")
+    step_minutes: float = Field(60.0, gt=0, description="Simulated minutes per step.")
+    start_hour: int = Field(8, ge=0, le=23, description="Hour of day at step 0 (drives hourly activation).")
+    perspective: Literal["local", "mindreader", "omniscient"] = Field("local", description="What each agent may see.")
+    platform: PlatformConfig = Field(default_factory=PlatformConfig)
+    population: PopulationConfig = Field(default_factory=PopulationConfig)
+    graph: GraphConfig = Field(default_factory=GraphConfig)
+    recsys: RecsysConfig = Field(default_factory=RecsysConfig)
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    seed_posts: list[SeedPost] = Field(default_factory=list, description="Posts injected at given steps.")
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
+    llm: dict[str, Any] | None = Field(None, description="LLM backend settings (used when policy.kind is 'llm').")
+
+    def canonical_json(self) -> str:
+        """Key-sorted JSON of the fully defaulted config, so equal configs hash equal."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+    def config_hash(self) -> str:
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+
+
+def _format_error(err: ValidationError, source: str) -> str:
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "<root>"
+        val = e.get("input")
+        if e["type"] == "literal_error":
+            allowed = e.get("ctx", {}).get("expected", "").replace(" or ", ", ")
+            lines.append(f"{loc}: {val!r} is not one of {allowed}")
+        elif e["type"] == "extra_forbidden":
+            lines.append(f"{loc}: unknown key (check spelling; see `socium config-schema`)")
+        elif e["type"] == "missing":
+            lines.append(f"{loc}: required key is missing")
+        else:
+            shown = repr(val) if not isinstance(val, dict) else "{...}"
+            lines.append(f"{loc}: {shown} is invalid: {e['msg']}")
+    return f"invalid config ({source}):\n  " + "\n  ".join(lines)
+
+
+def _apply_override(data: dict[str, Any], item: str) -> None:
+    if "=" not in item:
+        raise ConfigError(f"--set {item!r}: expected key.path=value")
+    key, raw = item.split("=", 1)
+    parts = [p for p in key.strip().split(".") if p]
+    if not parts:
+        raise ConfigError(f"--set {item!r}: empty key path")
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--set {key}: value {raw!r} is not valid YAML: {exc}") from None
+    node = data
+    for p in parts[:-1]:
+        nxt = node.get(p)
+        if nxt is None:
+            nxt = node[p] = {}
+        if not isinstance(nxt, dict):
+            raise ConfigError(f"--set {key}: '{p}' is not a section")
+        node = nxt
+    node[parts[-1]] = value
+
+
+def config_from_dict(data: dict[str, Any], overrides: list[str] | None = None, source: str = "<dict>") -> ExperimentConfig:
+    data = json.loads(json.dumps(data))  # deep copy; also rejects non-JSON values early
+    for item in overrides or []:
+        _apply_override(data, item)
+    try:
+        return ExperimentConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_format_error(err, source)) from None
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:
+    """Load and validate a YAML config; ``overrides`` are ``key.path=value`` strings (values are YAML)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file not found: {p}")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}" if mark is not None else str(p)
+        raise ConfigError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: top level must be a mapping of config keys")
+    return config_from_dict(data, overrides, source=str(p))

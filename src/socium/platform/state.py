@@ -1,0 +1,335 @@
+"""The platform's in-memory state and the rules that decide whether an action is allowed.
+
+Every action is validated against the current state and either applied in full (``ok``) or
+rejected with a reason (``invalid``) leaving the state untouched, so an agent's mistake is data in
+the trace rather than a corrupted world. No LLM, no Ray, no store here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from socium.platform import actions as A
+from socium.platform.graph import FollowIndex
+from socium.platform.posts import COMMENT, ORIGINAL, QUOTE, REPOST, PostTable
+from socium.platform.text import clean_text
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+def _tokens(text: str) -> set[str]:
+    return {t for t in _TOKEN.findall(text.lower()) if len(t) > 1}
+
+
+@dataclass
+class StepEvents:
+    """What changed during the current step, drained by the simulator into the trace."""
+
+    post_flags: dict[int, tuple[bool, bool]] = field(default_factory=dict)
+    follows: list[tuple[int, int, int]] = field(default_factory=list)  # (src, dst, +1 follow / -1 unfollow)
+    groups: list[tuple[int, int, str]] = field(default_factory=list)  # (group_id, creator, name)
+    group_messages: list[tuple[int, int, str]] = field(default_factory=list)  # (group_id, author, text)
+    first_post: int = 0
+
+
+class PlatformState:
+    """Users 0..n-1, posts, follows, mutes, votes, reports and groups under one preset's rules."""
+
+    def __init__(
+        self,
+        n_users: int,
+        follows: FollowIndex,
+        preset: str = "x",
+        max_post_chars: int = 2000,
+        trend_window_steps: int = 24,
+        search_limit: int = 10,
+        usernames: list[str] | None = None,
+    ) -> None:
+        self.n_users = n_users
+        self.preset = preset
+        self.allowed = frozenset(A.PRESET_ACTIONS[preset])
+        self.follows = follows
+        self.max_post_chars = max_post_chars
+        self.trend_window_steps = trend_window_steps
+        self.search_limit = search_limit
+        self.usernames = usernames
+        self.posts = PostTable()
+        self.likes: set[tuple[int, int]] = set()
+        self.dislikes: set[tuple[int, int]] = set()
+        self.reposted: set[tuple[int, int]] = set()
+        self.reported: set[tuple[int, int]] = set()
+        self.mutes: dict[int, set[int]] = {}
+        self.adopters: dict[int, set[int]] = {}  # root post -> users who posted, reposted or quoted it
+        self.by_author: dict[int, list[int]] = {}
+        self.groups: list[tuple[str, set[int]]] = []
+        self._index: dict[str, list[int]] = {}
+        self.step = 0
+        self.time = 0.0
+        self.events = StepEvents()
+
+    # ---- clock and events -------------------------------------------------------------------
+    def begin_step(self, step: int, time_s: float) -> None:
+        self.step, self.time = step, time_s
+        self.events = StepEvents(first_post=len(self.posts))
+
+    # ---- queries used by feeds and policies ------------------------------------------------
+    def muted(self, user: int) -> set[int]:
+        return self.mutes.get(user, set())
+
+    def recent_posts_of(self, author: int, k: int) -> list[int]:
+        lst = self.by_author.get(author)
+        return lst[-k:] if lst else []
+
+    def trend(self, k: int | None = None) -> list[int]:
+        """Most engaged posts (likes + reposts + comments) of the recent window, ties to newest."""
+        k = k or self.search_limit
+        start = self.posts.first_in_step(self.step - self.trend_window_steps + 1)
+        n = len(self.posts)
+        if n == start:
+            return []
+        p = self.posts
+        score = p.col("likes")[start:n] + p.col("reposts")[start:n] + p.col("comments")[start:n] - p.col("dislikes")[start:n]
+        ids = np.arange(start, n)
+        order = np.lexsort((-ids, -score))[:k]
+        return [int(i) for i in ids[order]]
+
+    def search_posts(self, query: str) -> list[int]:
+        toks = _tokens(query)
+        if not toks:
+            return []
+        lists = sorted((self._index.get(t, []) for t in toks), key=len)
+        hits = set(lists[0]).intersection(*lists[1:]) if lists[0] else set()
+        return sorted(hits, reverse=True)[: self.search_limit]
+
+    def search_user(self, query: str) -> list[int]:
+        q = query.strip().lower()
+        if not q or self.usernames is None:
+            return []
+        out = [i for i, u in enumerate(self.usernames) if q in u.lower()]
+        return out[: self.search_limit]
+
+    # ---- applying actions -------------------------------------------------------------------
+    def apply(self, agent: int, action: A._Action) -> A.Outcome:
+        """Validate ``action`` by ``agent`` against the state; apply it only if valid."""
+        if not (0 <= agent < self.n_users):
+            return A.Outcome(status="invalid", reason=f"unknown agent {agent}")
+        if action.type not in self.allowed:
+            return A.Outcome(status="invalid", reason=f"action '{action.type}' is not available on preset '{self.preset}'")
+        handler = getattr(self, "_do_" + action.type)
+        return handler(agent, action)
+
+    def _bad(self, reason: str) -> A.Outcome:
+        return A.Outcome(status="invalid", reason=reason)
+
+    def _post_check(self, post_id: int, *, comment: bool | None = None) -> str | None:
+        if not self.posts.exists(post_id):
+            return f"post {post_id} does not exist"
+        is_comment = self.posts.get("kind", post_id) == COMMENT
+        if comment is True and not is_comment:
+            return f"post {post_id} is not a comment"
+        if comment is False and is_comment:
+            return f"post {post_id} is a comment; use the comment action"
+        return None
+
+    def _user_check(self, agent: int, user_id: int, verb: str) -> str | None:
+        if not (0 <= user_id < self.n_users):
+            return f"user {user_id} does not exist"
+        if user_id == agent:
+            return f"cannot {verb} yourself"
+        return None
+
+    def _new_post(self, agent: int, kind: int, parent: int, root: int, raw: str) -> A.Outcome:
+        ct = clean_text(raw, self.max_post_chars)
+        if not ct.text.strip() and kind in (ORIGINAL, QUOTE, COMMENT):
+            return self._bad("content is empty")
+        pid = self.posts.add(agent, self.step, self.time, kind, parent, root, ct.text)
+        root_id = self.posts.get("root", pid)
+        if kind != COMMENT:
+            self.adopters.setdefault(root_id, set()).add(agent)
+            self.by_author.setdefault(agent, []).append(pid)
+        for t in _tokens(ct.text):
+            self._index.setdefault(t, []).append(pid)
+        if ct.truncated or ct.sanitized:
+            self.events.post_flags[pid] = (ct.truncated, ct.sanitized)
+        return A.Outcome(status="ok", post_id=pid, truncated=ct.truncated, sanitized=ct.sanitized)
+
+    def _do_create_post(self, agent: int, a: A.CreatePost) -> A.Outcome:
+        return self._new_post(agent, ORIGINAL, -1, -1, a.content)
+
+    def _do_repost(self, agent: int, a: A.Repost) -> A.Outcome:
+        if err := self._post_check(a.post_id, comment=False):
+            return self._bad(err)
+        if (agent, a.post_id) in self.reposted:
+            return self._bad(f"already reposted post {a.post_id}")
+        root = self.posts.get("root", a.post_id)
+        if self.posts.get("author", root) == agent:
+            return self._bad("cannot repost your own post")
+        out = self._new_post(agent, REPOST, a.post_id, root, "")
+        self.reposted.add((agent, a.post_id))
+        self.posts.bump("reposts", a.post_id)
+        if root != a.post_id:
+            self.posts.bump("reposts", root)
+        return out
+
+    def _do_quote_post(self, agent: int, a: A.QuotePost) -> A.Outcome:
+        if err := self._post_check(a.post_id, comment=False):
+            return self._bad(err)
+        out = self._new_post(agent, QUOTE, a.post_id, self.posts.get("root", a.post_id), a.content)
+        if out.ok:
+            self.posts.bump("reposts", a.post_id)
+        return out
+
+    def _vote(self, agent: int, post_id: int, comment: bool, up: bool) -> A.Outcome:
+        if err := self._post_check(post_id, comment=comment):
+            return self._bad(err)
+        key = (agent, post_id)
+        mine, other = (self.likes, self.dislikes) if up else (self.dislikes, self.likes)
+        if key in mine:
+            return self._bad(f"already {'liked' if up else 'disliked'} {post_id}")
+        if key in other:
+            return self._bad(f"already {'disliked' if up else 'liked'} {post_id}; undo that first")
+        mine.add(key)
+        self.posts.bump("likes" if up else "dislikes", post_id)
+        return A.Outcome(status="ok")
+
+    def _unvote(self, agent: int, post_id: int, up: bool) -> A.Outcome:
+        if err := self._post_check(post_id):
+            return self._bad(err)
+        mine = self.likes if up else self.dislikes
+        if (agent, post_id) not in mine:
+            return self._bad(f"has not {'liked' if up else 'disliked'} post {post_id}")
+        mine.discard((agent, post_id))
+        self.posts.bump("likes" if up else "dislikes", post_id, -1)
+        return A.Outcome(status="ok")
+
+    def _do_like_post(self, agent: int, a: A.LikePost) -> A.Outcome:
+        return self._vote(agent, a.post_id, False, True)
+
+    def _do_dislike_post(self, agent: int, a: A.DislikePost) -> A.Outcome:
+        return self._vote(agent, a.post_id, False, False)
+
+    def _do_like_comment(self, agent: int, a: A.LikeComment) -> A.Outcome:
+        return self._vote(agent, a.comment_id, True, True)
+
+    def _do_dislike_comment(self, agent: int, a: A.DislikeComment) -> A.Outcome:
+        return self._vote(agent, a.comment_id, True, False)
+
+    def _do_unlike_post(self, agent: int, a: A.UnlikePost) -> A.Outcome:
+        return self._unvote(agent, a.post_id, True)
+
+    def _do_undo_dislike_post(self, agent: int, a: A.UndoDislikePost) -> A.Outcome:
+        return self._unvote(agent, a.post_id, False)
+
+    def _do_create_comment(self, agent: int, a: A.CreateComment) -> A.Outcome:
+        if err := self._post_check(a.post_id):
+            return self._bad(err)
+        out = self._new_post(agent, COMMENT, a.post_id, self.posts.get("root", a.post_id), a.content)
+        if out.ok:
+            self.posts.bump("comments", a.post_id)
+        return out
+
+    def _do_follow(self, agent: int, a: A.Follow) -> A.Outcome:
+        if err := self._user_check(agent, a.user_id, "follow"):
+            return self._bad(err)
+        if self.follows.is_following(agent, a.user_id):
+            return self._bad(f"already following user {a.user_id}")
+        self.follows.add(agent, a.user_id)
+        self.events.follows.append((agent, a.user_id, 1))
+        return A.Outcome(status="ok")
+
+    def _do_unfollow(self, agent: int, a: A.Unfollow) -> A.Outcome:
+        if err := self._user_check(agent, a.user_id, "unfollow"):
+            return self._bad(err)
+        if not self.follows.is_following(agent, a.user_id):
+            return self._bad(f"not following user {a.user_id}")
+        self.follows.remove(agent, a.user_id)
+        self.events.follows.append((agent, a.user_id, -1))
+        return A.Outcome(status="ok")
+
+    def _do_mute(self, agent: int, a: A.Mute) -> A.Outcome:
+        if err := self._user_check(agent, a.user_id, "mute"):
+            return self._bad(err)
+        m = self.mutes.setdefault(agent, set())
+        if a.user_id in m:
+            return self._bad(f"already muted user {a.user_id}")
+        m.add(a.user_id)
+        return A.Outcome(status="ok")
+
+    def _do_unmute(self, agent: int, a: A.Unmute) -> A.Outcome:
+        if err := self._user_check(agent, a.user_id, "unmute"):
+            return self._bad(err)
+        if a.user_id not in self.mutes.get(agent, ()):
+            return self._bad(f"user {a.user_id} is not muted")
+        self.mutes[agent].discard(a.user_id)
+        return A.Outcome(status="ok")
+
+    def _do_search_posts(self, agent: int, a: A.SearchPosts) -> A.Outcome:
+        muted = self.muted(agent)
+        hits = [p for p in self.search_posts(a.query[:200]) if self.posts.get("author", p) not in muted]
+        return A.Outcome(status="ok", results=tuple(hits))
+
+    def _do_search_user(self, agent: int, a: A.SearchUser) -> A.Outcome:
+        return A.Outcome(status="ok", results=tuple(self.search_user(a.query[:200])))
+
+    def _do_trend(self, agent: int, a: A.Trend) -> A.Outcome:
+        muted = self.muted(agent)
+        return A.Outcome(status="ok", results=tuple(p for p in self.trend() if self.posts.get("author", p) not in muted))
+
+    def _do_refresh(self, agent: int, a: A.Refresh) -> A.Outcome:
+        return A.Outcome(status="ok")
+
+    def _do_report_post(self, agent: int, a: A.ReportPost) -> A.Outcome:
+        if err := self._post_check(a.post_id):
+            return self._bad(err)
+        if (agent, a.post_id) in self.reported:
+            return self._bad(f"already reported post {a.post_id}")
+        self.reported.add((agent, a.post_id))
+        self.posts.bump("reports", a.post_id)
+        return A.Outcome(status="ok")
+
+    def _do_create_group(self, agent: int, a: A.CreateGroup) -> A.Outcome:
+        name = clean_text(a.name, 100).text.strip()
+        if not name:
+            return self._bad("group name is empty")
+        gid = len(self.groups)
+        self.groups.append((name, {agent}))
+        self.events.groups.append((gid, agent, name))
+        return A.Outcome(status="ok", group_id=gid)
+
+    def _group_check(self, group_id: int) -> str | None:
+        return None if 0 <= group_id < len(self.groups) else f"group {group_id} does not exist"
+
+    def _do_join_group(self, agent: int, a: A.JoinGroup) -> A.Outcome:
+        if err := self._group_check(a.group_id):
+            return self._bad(err)
+        members = self.groups[a.group_id][1]
+        if agent in members:
+            return self._bad(f"already a member of group {a.group_id}")
+        members.add(agent)
+        return A.Outcome(status="ok", group_id=a.group_id)
+
+    def _do_leave_group(self, agent: int, a: A.LeaveGroup) -> A.Outcome:
+        if err := self._group_check(a.group_id):
+            return self._bad(err)
+        members = self.groups[a.group_id][1]
+        if agent not in members:
+            return self._bad(f"not a member of group {a.group_id}")
+        members.discard(agent)
+        return A.Outcome(status="ok", group_id=a.group_id)
+
+    def _do_send_to_group(self, agent: int, a: A.SendToGroup) -> A.Outcome:
+        if err := self._group_check(a.group_id):
+            return self._bad(err)
+        if agent not in self.groups[a.group_id][1]:
+            return self._bad(f"not a member of group {a.group_id}")
+        ct = clean_text(a.content, self.max_post_chars)
+        if not ct.text.strip():
+            return self._bad("content is empty")
+        self.events.group_messages.append((a.group_id, agent, ct.text))
+        return A.Outcome(status="ok", group_id=a.group_id, truncated=ct.truncated, sanitized=ct.sanitized)
+
+    def _do_do_nothing(self, agent: int, a: A.DoNothing) -> A.Outcome:
+        return A.Outcome(status="ok")

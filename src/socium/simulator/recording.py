@@ -1,0 +1,113 @@
+"""Turn one step's happenings into Arrow-ready columns for the trace store."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from socium.platform.actions import Outcome, action_args
+from socium.platform.posts import KIND_NAMES
+from socium.platform.state import PlatformState
+from socium.platform.text import clean_text
+
+TEXT_FIELDS = ("content", "name", "reason", "query")
+
+
+def clean_action(action: Any, max_chars: int) -> tuple[Any, bool, bool]:
+    """Bound and sanitise every free-text field of an action before it is applied or recorded."""
+    update: dict[str, str] = {}
+    truncated = sanitized = False
+    for f in TEXT_FIELDS:
+        v = getattr(action, f, None)
+        if isinstance(v, str):
+            limit = max_chars if f == "content" else min(max_chars, 500)
+            ct = clean_text(v, limit)
+            if ct.text != v:
+                update[f] = ct.text
+            truncated |= ct.truncated
+            sanitized |= ct.sanitized
+    return (action.model_copy(update=update) if update else action), truncated, sanitized
+
+
+@dataclass
+class StepRecorder:
+    step: int
+    actions: dict[str, list] = field(default_factory=lambda: {k: [] for k in (
+        "step", "agent_id", "seq", "origin", "type", "args", "outcome", "reason", "post_id")})  # fmt: skip
+    exposures: dict[str, list] = field(default_factory=lambda: {k: [] for k in ("step", "agent_id", "post_id", "rank", "source")})
+    stances: dict[str, list] = field(default_factory=lambda: {"step": [], "agent_id": [], "stance": []})
+    extra: dict[str, dict[str, list]] = field(default_factory=dict)
+    flags: dict[int, tuple[bool, bool]] = field(default_factory=dict)
+
+    def action(self, agent: int, origin: str, action: Any, outcome: Outcome) -> None:
+        a = self.actions
+        a["step"].append(self.step)
+        a["agent_id"].append(agent)
+        a["seq"].append(len(a["seq"]))
+        a["origin"].append(origin)
+        a["type"].append(action.type)
+        a["args"].append(json.dumps(action_args(action), ensure_ascii=False, sort_keys=True))
+        a["outcome"].append(outcome.status)
+        a["reason"].append(outcome.reason)
+        a["post_id"].append(outcome.post_id)
+
+    def invalid_output(self, agent: int, origin: str, reason: str, raw: str | None) -> None:
+        a = self.actions
+        for k, v in (("step", self.step), ("agent_id", agent), ("seq", len(a["seq"])), ("origin", origin),
+                     ("type", "invalid_llm_output"), ("args", json.dumps({"raw": (raw or "")[:2000]}, ensure_ascii=False)),
+                     ("outcome", "invalid_llm_output"), ("reason", reason[:1000]), ("post_id", None)):  # fmt: skip
+            a[k].append(v)
+
+    def exposure(self, agent: int, post_ids: tuple[int, ...] | list[int], source: str | tuple[str, ...]) -> None:
+        e = self.exposures
+        n = len(post_ids)
+        e["step"].extend([self.step] * n)
+        e["agent_id"].extend([agent] * n)
+        e["post_id"].extend(post_ids)
+        e["rank"].extend(range(n))
+        e["source"].extend([source] * n if isinstance(source, str) else source)
+
+    def stance(self, agent: int, value: float) -> None:
+        self.stances["step"].append(self.step)
+        self.stances["agent_id"].append(agent)
+        self.stances["stance"].append(float(value))
+
+    def batches(self, state: PlatformState) -> dict[str, pa.Table | dict[str, list]]:
+        ev = state.events
+        p = state.posts
+        ids = range(ev.first_post, len(p))
+        flags = {**ev.post_flags, **self.flags}
+        posts = {
+            "post_id": list(ids),
+            "step": [int(p.get("step", i)) for i in ids],
+            "time_s": [float(p.col("time")[i]) for i in ids],
+            "author": [p.get("author", i) for i in ids],
+            "kind": [KIND_NAMES[p.get("kind", i)] for i in ids],
+            "parent_id": [(lambda x: None if x < 0 else x)(p.get("parent", i)) for i in ids],
+            "root_id": [p.get("root", i) for i in ids],
+            "content": [p.text[i] for i in ids],
+            "truncated": [flags.get(i, (False, False))[0] for i in ids],
+            "sanitized": [flags.get(i, (False, False))[1] for i in ids],
+        }
+        follows = {"step": [self.step] * len(ev.follows), "seq": list(range(len(ev.follows))),
+                   "src": [f[0] for f in ev.follows], "dst": [f[1] for f in ev.follows],
+                   "event": [f[2] for f in ev.follows]}  # fmt: skip
+        groups = {"group_id": [g[0] for g in ev.groups], "step": [self.step] * len(ev.groups),
+                  "creator": [g[1] for g in ev.groups], "name": [g[2] for g in ev.groups]}  # fmt: skip
+        msgs = {"step": [self.step] * len(ev.group_messages), "seq": list(range(len(ev.group_messages))),
+                "group_id": [m[0] for m in ev.group_messages], "agent_id": [m[1] for m in ev.group_messages],
+                "content": [m[2] for m in ev.group_messages]}  # fmt: skip
+        out: dict[str, Any] = {"posts": _typed(posts, {"parent_id": pa.int64(), "post_id": pa.int64(), "root_id": pa.int64()}),
+                               "actions": _typed(self.actions, {"post_id": pa.int64(), "reason": pa.string()}),
+                               "exposures": _typed(self.exposures, {"post_id": pa.int64(), "rank": pa.int16()}),
+                               "stances": self.stances, "follow_events": _typed(follows, {"event": pa.int8()}),
+                               "groups": groups, "group_messages": msgs}  # fmt: skip
+        out.update(self.extra)
+        return out
+
+
+def _typed(cols: dict[str, list], types: dict[str, pa.DataType]) -> pa.Table:
+    return pa.table({k: pa.array(v, type=types.get(k)) for k, v in cols.items()})

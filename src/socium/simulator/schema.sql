@@ -1,0 +1,70 @@
+-- socium trace schema. Every table is append-only; `steps` holds one row per committed step and
+-- is written in the same transaction as that step's rows, so it is the resume marker.
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR, name VARCHAR, config VARCHAR, config_hash VARCHAR, seed BIGINT,
+    perspective VARCHAR, socium_version VARCHAR, python_version VARCHAR, duckdb_version VARCHAR,
+    created_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS agents (
+    agent_id BIGINT, name VARCHAR, username VARCHAR, bio VARCHAR, interests VARCHAR[],
+    stance DOUBLE, goal VARCHAR, activity FLOAT[]
+);
+CREATE TABLE IF NOT EXISTS follow_events (step INTEGER, seq INTEGER, src BIGINT, dst BIGINT, event TINYINT);
+CREATE TABLE IF NOT EXISTS posts (
+    post_id BIGINT, step INTEGER, time_s DOUBLE, author BIGINT, kind VARCHAR, parent_id BIGINT,
+    root_id BIGINT, content VARCHAR, truncated BOOLEAN, sanitized BOOLEAN
+);
+CREATE TABLE IF NOT EXISTS actions (
+    step INTEGER, agent_id BIGINT, seq INTEGER, origin VARCHAR, type VARCHAR, args VARCHAR,
+    outcome VARCHAR, reason VARCHAR, post_id BIGINT
+);
+CREATE TABLE IF NOT EXISTS exposures (step INTEGER, agent_id BIGINT, post_id BIGINT, rank SMALLINT, source VARCHAR);
+CREATE TABLE IF NOT EXISTS stances (step INTEGER, agent_id BIGINT, stance DOUBLE);
+CREATE TABLE IF NOT EXISTS groups (group_id BIGINT, step INTEGER, creator BIGINT, name VARCHAR);
+CREATE TABLE IF NOT EXISTS group_messages (step INTEGER, seq INTEGER, group_id BIGINT, agent_id BIGINT, content VARCHAR);
+CREATE TABLE IF NOT EXISTS surveys (step INTEGER, agent_id BIGINT, question VARCHAR, answer VARCHAR, value DOUBLE);
+CREATE TABLE IF NOT EXISTS steps (
+    step INTEGER PRIMARY KEY, sim_time_s DOUBLE, n_active INTEGER, n_actions INTEGER, n_posts INTEGER,
+    n_exposures INTEGER, wall_s DOUBLE, committed_at TIMESTAMP
+);
+
+-- Derived views: analysis is SQL over the trace, so any run can be re-analysed without re-running.
+CREATE OR REPLACE VIEW follows AS
+SELECT src, dst, step AS start_step, end_step FROM (
+    SELECT src, dst, step, event,
+           lead(step) OVER (PARTITION BY src, dst ORDER BY step, seq) AS end_step
+    FROM follow_events
+) WHERE event = 1;
+
+CREATE OR REPLACE VIEW votes AS
+SELECT step, agent_id, CAST(coalesce(json_extract(args, '$.post_id'), json_extract(args, '$.comment_id')) AS BIGINT) AS target,
+       CASE WHEN type IN ('like_post', 'like_comment') THEN 1
+            WHEN type IN ('dislike_post', 'dislike_comment') THEN -1
+            WHEN type = 'unlike_post' THEN -1 ELSE 1 END AS delta,
+       type
+FROM actions
+WHERE outcome = 'ok' AND type IN ('like_post', 'dislike_post', 'like_comment', 'dislike_comment', 'unlike_post', 'undo_dislike_post');
+
+CREATE OR REPLACE VIEW cascade_nodes AS
+WITH RECURSIVE t(post_id, root_id, author, step, depth) AS (
+    SELECT post_id, post_id, author, step, 0 FROM posts WHERE kind = 'original'
+    UNION ALL
+    SELECT p.post_id, t.root_id, p.author, p.step, t.depth + 1
+    FROM posts p JOIN t ON p.parent_id = t.post_id
+    WHERE p.kind IN ('repost', 'quote')
+)
+SELECT * FROM t;
+
+-- size (nodes incl. root), depth and max breadth (most nodes on one level) of every cascade at every
+-- committed step from its start on.
+CREATE OR REPLACE VIEW cascade_metrics AS
+WITH lvl AS (SELECT root_id, depth, step, count(*) AS n FROM cascade_nodes GROUP BY ALL),
+starts AS (SELECT root_id, min(step) AS s0 FROM cascade_nodes GROUP BY root_id),
+grid AS (SELECT r.root_id, s.step FROM starts r JOIN steps s ON s.step >= r.s0),
+cum AS (
+    SELECT g.root_id, g.step, l.depth, sum(l.n) AS n
+    FROM grid g JOIN lvl l ON l.root_id = g.root_id AND l.step <= g.step
+    GROUP BY ALL
+)
+SELECT root_id, step, CAST(sum(n) AS BIGINT) AS size, max(depth) AS depth, CAST(max(n) AS BIGINT) AS max_breadth
+FROM cum GROUP BY root_id, step;

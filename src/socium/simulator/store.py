@@ -1,0 +1,126 @@
+"""The DuckDB trace store: one file per run, one transaction per step, values only as Arrow batches.
+
+The ``steps`` row of a step is committed in the same transaction as all of that step's rows, so
+"the last committed step" read from the database is exact and a crash can never leave half a step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+import duckdb
+import pyarrow as pa
+
+from socium.errors import TraceError
+
+TABLES = (
+    "runs", "agents", "follow_events", "posts", "actions", "exposures", "stances", "groups",
+    "group_messages", "surveys", "steps",
+)  # fmt: skip
+# Columns that hold wall-clock facts; excluded when comparing two runs for determinism.
+VOLATILE = {"runs": {"run_id", "created_at", "socium_version", "python_version", "duckdb_version"},
+            "steps": {"wall_s", "committed_at"},
+            "llm_calls": {"latency_s", "created_at"}}  # fmt: skip
+
+
+def _schema_sql() -> str:
+    return resources.files("socium.simulator").joinpath("schema.sql").read_text(encoding="utf-8")
+
+
+class TraceStore:
+    """Single writer of a run's ``trace.duckdb``."""
+
+    def __init__(self, path: str | Path, read_only: bool = False) -> None:
+        self.path = Path(path)
+        self.con = duckdb.connect(str(self.path), read_only=read_only)
+        if not read_only:
+            self.con.execute(_schema_sql())
+        self._extra_tables: dict[str, str] = {}
+
+    def close(self) -> None:
+        self.con.close()
+
+    def ensure_table(self, name: str, ddl: str) -> None:
+        """Let other modules (LLM cache, surveys) add their own append-only tables."""
+        self.con.execute(ddl)
+        self._extra_tables[name] = ddl
+
+    def last_step(self) -> int | None:
+        """The last committed step (-1 means only the set-up rows); None for an empty store."""
+        row = self.con.execute("SELECT max(step) FROM steps").fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    def run_row(self) -> dict[str, Any] | None:
+        cur = self.con.execute("SELECT * FROM runs LIMIT 1")
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return dict(zip([d[0] for d in cur.description], row))
+
+    def append_step(self, step: int, batches: Mapping[str, pa.Table | dict[str, list]], step_row: dict[str, Any]) -> None:
+        """Write all of a step's rows and its ``steps`` marker in one transaction."""
+        con = self.con
+        con.begin()
+        try:
+            for table, batch in batches.items():
+                tbl = batch if isinstance(batch, pa.Table) else pa.table(batch)
+                if tbl.num_rows == 0:
+                    continue
+                con.register("_batch", tbl)
+                cols = ", ".join(f'"{c}"' for c in tbl.column_names)
+                con.execute(f'INSERT INTO "{table}" ({cols}) SELECT {cols} FROM _batch')  # names are ours, values are Arrow
+                con.unregister("_batch")
+            row = pa.table({k: [v] for k, v in {"step": step, **step_row}.items()})
+            con.register("_batch", row)
+            cols = ", ".join(f'"{c}"' for c in row.column_names)
+            con.execute(f"INSERT INTO steps ({cols}) SELECT {cols} FROM _batch")
+            con.unregister("_batch")
+            con.commit()
+        except Exception:
+            con.rollback()
+            raise
+
+    def query(self, sql: str, params: list[Any] | None = None) -> duckdb.DuckDBPyRelation:
+        return self.con.execute(sql, params or [])
+
+
+def table_digest(con: duckdb.DuckDBPyConnection, table: str) -> str:
+    """sha256 over a table's rows in sorted order, ignoring wall-clock columns."""
+    cols = [r[0] for r in con.execute(f'DESCRIBE "{table}"').fetchall() if r[0] not in VOLATILE.get(table, set())]
+    if not cols:
+        return ""
+    col_list = ", ".join(f'"{c}"' for c in cols)
+    rows = con.execute(f'SELECT {col_list} FROM "{table}" ORDER BY ALL').fetchall()
+    h = hashlib.sha256()
+    for r in rows:
+        h.update(repr(r).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def trace_digest(path: str | Path) -> dict[str, str]:
+    """Per-table digests of a finished run, for comparing two runs row for row."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        names = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables WHERE table_type='BASE TABLE'").fetchall()]
+        return {t: table_digest(con, t) for t in sorted(names)}
+    finally:
+        con.close()
+
+
+def check_no_duplicates(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Count exact duplicate rows per table (0 everywhere in a healthy trace)."""
+    out = {}
+    for t in TABLES:
+        n = con.execute(f'SELECT count(*) - (SELECT count(*) FROM (SELECT DISTINCT * FROM "{t}")) FROM "{t}"').fetchone()
+        out[t] = int(n[0]) if n else 0
+    return out
+
+
+def require_store(path: Path) -> Path:
+    db = path / "trace.duckdb" if path.is_dir() else path
+    if not db.exists():
+        raise TraceError(f"no trace found at {db}")
+    return db
