@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from socium.errors import ConfigError
+from socium.llm.config import LLMConfig
 
 
 class _Cfg(BaseModel):
@@ -35,6 +36,7 @@ class PopulationConfig(_Cfg):
     stance: Literal["none", "uniform", "bimodal"] = Field("none", description="Initial numeric stance distribution (synthetic).")
     activity: Literal["diurnal", "uniform"] = Field("diurnal", description="Shape of the 24 hourly activation probabilities (synthetic).")
     mean_activity: float = Field(0.1, gt=0, le=1, description="Mean hourly activation probability (synthetic).")
+    goals: list[str] = Field(default_factory=list, description="Private goals assigned cyclically (agent i gets goals[i % len]).")
 
     @model_validator(mode="after")
     def _path_needed(self) -> "PopulationConfig":
@@ -54,10 +56,10 @@ class GraphConfig(_Cfg):
 
 
 class RecsysConfig(_Cfg):
-    kind: str = Field("chronological", description="A built-in recommender name or a dotted path 'pkg.module:Class'.")
+    kind: str = Field("chronological", description="Built-in recommender (chronological, random, reddit_hot, x, global) or a dotted path 'pkg.module:Class' (see docs/recsys.md).")
     k: int = Field(5, ge=1, le=200, description="Posts per feed.")
     window_steps: int = Field(48, ge=1, description="Only posts from this many recent steps are candidates.")
-    params: dict[str, Any] = Field(default_factory=dict, description="Recommender-specific options.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Recommender-specific options, e.g. for 'x': embedder, in_network, out_of_network (docs/recsys.md).")
 
 
 class PolicyConfig(_Cfg):
@@ -80,12 +82,58 @@ class SeedPost(_Cfg):
     step: int = Field(0, ge=0, description="Step at whose start the post appears.")
 
 
+class LLMAgentConfig(_Cfg):
+    """How LLM agents are prompted; what each perspective is shown is fixed by ``perspective``."""
+
+    actions: list[str] = Field(
+        default_factory=lambda: ["create_post", "repost", "quote_post", "like_post", "dislike_post",
+                                 "create_comment", "follow", "do_nothing"],
+        description="Actions offered to LLM agents (a subset of the preset's).",
+    )  # fmt: skip
+    memory_size: int = Field(5, ge=0, le=50, description="Own recent actions shown back to an agent.")
+    max_item_chars: int = Field(280, ge=20, le=4000, description="Each quoted post is cut to this many characters.")
+    max_content_chars: int = Field(280, ge=20, le=4000, description="Cap on text an agent may write (schema maxLength).")
+    group_size: int = Field(8, ge=1, le=64, description="omniscient: agents written by one narrator call.")
+    ground_truth: str | None = Field(None, description="An environment-only fact (e.g. whether a rumour is true).")
+    ground_truth_visible_to: list[Literal["local", "mindreader", "omniscient"]] = Field(
+        default_factory=list, description="Perspectives whose prompts include ground_truth (none by default)."
+    )
+    reask: bool = Field(True, description="Re-ask once with the validation error before recording invalid output.")
+    replay_from: str | None = Field(None, description="A run directory whose recorded llm_calls answer every request.")
+
+
+class SurveyConfig(_Cfg):
+    every: int = Field(ge=1, description="Ask after every this many steps (after steps k-1, 2k-1, ...).")
+    question: str = Field(description="The question put to agents.")
+    sample_fraction: float = Field(1.0, gt=0, le=1, description="Seeded fraction of agents asked each time.")
+    scale: tuple[float, float] = Field((-1.0, 1.0), description="Numeric answer range (min, max).")
+
+
 class ExecutorConfig(_Cfg):
     kind: Literal["inprocess", "ray"] = Field("inprocess", description="Where policies run.")
     address: str | None = Field(None, description="Ray cluster address; null starts Ray locally.")
     actors: int = Field(2, ge=1, description="Ray actors holding agent shards.")
     concurrency_per_actor: int = Field(16, ge=1, description="LLM calls in flight per actor.")
     num_gpus: float = Field(0.0, ge=0, description="GPUs per actor (for in-process vLLM engines).")
+    cpus_per_actor: float | None = Field(
+        None, ge=0, description="Ray CPUs each actor reserves; null: min(1, cluster CPUs / actors) so any actor count fits."
+    )
+    placement: Literal["spread", "pack"] = Field(
+        "spread", description="Ray actor placement: 'spread' over nodes (SPREAD strategy) or 'pack' (Ray's default)."
+    )
+    resources: dict[str, float] = Field(
+        default_factory=dict, description="Custom Ray resources each actor requires, e.g. {vllm_node: 1} to pin actors to GPU nodes."
+    )
+    base_urls: list[str] = Field(
+        default_factory=list,
+        description="OpenAI-compatible servers shared out among actors (actor i gets every actors-th URL, or URL i mod n).",
+    )
+    max_actor_restarts: int = Field(
+        3, ge=0, description="Times one shard's actor may be re-created within a step after it dies before the run fails."
+    )
+    ray_init: dict[str, Any] = Field(
+        default_factory=dict, description="Extra ray.init keyword arguments (e.g. object_store_memory, runtime_env)."
+    )
 
 
 class ExperimentConfig(_Cfg):
@@ -102,7 +150,15 @@ class ExperimentConfig(_Cfg):
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     seed_posts: list[SeedPost] = Field(default_factory=list, description="Posts injected at given steps.")
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
-    llm: dict[str, Any] | None = Field(None, description="LLM backend settings (used when policy.kind is 'llm').")
+    llm: LLMConfig | None = Field(None, description="LLM backend settings (needed when policy.kind is 'llm').")
+    llm_agents: LLMAgentConfig = Field(default_factory=LLMAgentConfig)
+    surveys: list[SurveyConfig] = Field(default_factory=list, description="Recurring questions; answers go to `surveys`.")
+
+    @model_validator(mode="after")
+    def _llm_needed(self) -> "ExperimentConfig":
+        if self.policy.kind == "llm" and self.llm is None:
+            raise ValueError("llm: required when policy.kind is 'llm' (e.g. llm: {backend: embedded})")
+        return self
 
     def canonical_json(self) -> str:
         """Key-sorted JSON of the fully defaulted config, so equal configs hash equal."""
@@ -122,6 +178,8 @@ def _format_error(err: ValidationError, source: str) -> str:
             lines.append(f"{loc}: {val!r} is not one of {allowed}")
         elif e["type"] == "extra_forbidden":
             lines.append(f"{loc}: unknown key (check spelling; see `socium config-schema`)")
+        elif e["type"] == "value_error" and not e["loc"]:
+            lines.append(e["msg"].removeprefix("Value error, "))
         elif e["type"] == "missing":
             lines.append(f"{loc}: required key is missing")
         else:

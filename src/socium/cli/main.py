@@ -129,12 +129,68 @@ def card(run_dir: Path, as_json: bool = typer.Option(False, "--json", help="Prin
     console.print(table)
 
 
+@app.command()
+def interview(
+    run_dir: Path,
+    question: str,
+    agent: int = typer.Option(..., "--agent", help="Agent id to ask."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="Override the run's llm.backend (e.g. embedded)."),
+) -> None:
+    """Ask one agent of a finished run a question (its persona and memory at the end of the run)."""
+    from socium.experiments.interview import interview as ask
+
+    try:
+        answer = ask(run_dir, agent, question, {"backend": backend} if backend else None)
+    except SociumError as exc:
+        _fail(exc)
+        return
+    console.print(answer, markup=False, highlight=False)
+
+
 @app.command("config-schema")
 def config_schema() -> None:
     """Print the JSON schema of the experiment config (every key, default and description)."""
     from socium.config import ExperimentConfig
 
     sys.stdout.write(json.dumps(ExperimentConfig.model_json_schema(), indent=2) + "\n")
+
+
+@app.command()
+def sweep(
+    sweep_file: Path = typer.Argument(..., help="Sweep YAML: base, grid, seeds, out, parallel, address."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Sweep directory (overrides the file's 'out')."),
+    parallel: Optional[int] = typer.Option(None, "--parallel", help="Runs in flight at once (overrides the file)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON instead of a table."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+) -> None:
+    """Run a grid of config overrides x seeds as parallel runs on Ray, then print a summary."""
+    from socium.experiments.sweep import load_sweep, run_sweep
+
+    try:
+        spec = load_sweep(sweep_file, out=out, parallel=parallel)
+    except SociumError as exc:
+        _fail(exc)
+        return
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} runs"),
+                  TextColumn("{task.fields[info]}"), TimeRemainingColumn(), console=console, disable=quiet) as prog:  # fmt: skip
+        task = prog.add_task(spec.out.name, total=len(spec.runs), info="")
+
+        def on_done(r, res) -> None:
+            prog.update(task, advance=1, info=f"{r.run} {'ok' if res.get('ok') else 'FAILED'}")
+
+        rows = run_sweep(spec, on_done=on_done)
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
+    else:
+        table = Table("run", "overrides", "seed", "steps", "posts", "actions", "wall s", "status", title=f"sweep: {spec.out}")
+        for r in rows:
+            ov = " ".join(f"{k}={v}" for k, v in r["overrides"].items())
+            table.add_row(r["run"], ov, str(r["seed"]), str(r["steps"]), str(r["posts"]), str(r["actions"]),
+                          "" if r["wall_s"] is None else f"{r['wall_s']:.2f}", r["status"])  # fmt: skip
+        console.print(table)
+    console.print(f"runs: {spec.out}/run-*/trace.duckdb  (compare with socium.experiments.sweep.attach_runs)")
+    if any(r["status"] != "ok" for r in rows):
+        raise typer.Exit(1)
 
 
 def main() -> None:  # pragma: no cover

@@ -32,6 +32,7 @@ class StepEvents:
     follows: list[tuple[int, int, int]] = field(default_factory=list)  # (src, dst, +1 follow / -1 unfollow)
     groups: list[tuple[int, int, str]] = field(default_factory=list)  # (group_id, creator, name)
     group_messages: list[tuple[int, int, str]] = field(default_factory=list)  # (group_id, author, text)
+    likes: list[tuple[int, int]] = field(default_factory=list)  # (user, post) up-votes, so recommenders learn incrementally
     first_post: int = 0
 
 
@@ -193,6 +194,8 @@ class PlatformState:
             return self._bad(f"already {'disliked' if up else 'liked'} {post_id}; undo that first")
         mine.add(key)
         self.posts.bump("likes" if up else "dislikes", post_id)
+        if up:
+            self.events.likes.append(key)
         return A.Outcome(status="ok")
 
     def _unvote(self, agent: int, post_id: int, up: bool) -> A.Outcome:

@@ -31,3 +31,13 @@ def clean_text(raw: object, max_chars: int) -> CleanText:
     if truncated:
         text = text[:max_chars]
     return CleanText(text, truncated, sanitized)
+
+
+def quote_untrusted(raw: object, max_chars: int) -> str:
+    """Agent text made safe to embed between prompt delimiters: cleaned, bounded, markers defused.
+
+    Angle brackets become look-alikes so quoted text can never close or forge a ``<<<...>>>`` block.
+    """
+    ct = clean_text(raw, max_chars)
+    body = ct.text.replace("<", "‹").replace(">", "›")
+    return body + (" …[truncated]" if ct.truncated else "")

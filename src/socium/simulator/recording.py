@@ -41,6 +41,8 @@ class StepRecorder:
     stances: dict[str, list] = field(default_factory=lambda: {"step": [], "agent_id": [], "stance": []})
     extra: dict[str, dict[str, list]] = field(default_factory=dict)
     flags: dict[int, tuple[bool, bool]] = field(default_factory=dict)
+    calls: list = field(default_factory=list)
+    surveys: dict[str, list] = field(default_factory=lambda: {k: [] for k in ("step", "agent_id", "question", "answer", "value")})
 
     def action(self, agent: int, origin: str, action: Any, outcome: Outcome) -> None:
         a = self.actions
@@ -104,7 +106,8 @@ class StepRecorder:
                                "actions": _typed(self.actions, {"post_id": pa.int64(), "reason": pa.string()}),
                                "exposures": _typed(self.exposures, {"post_id": pa.int64(), "rank": pa.int16()}),
                                "stances": self.stances, "follow_events": _typed(follows, {"event": pa.int8()}),
-                               "groups": groups, "group_messages": msgs}  # fmt: skip
+                               "groups": groups, "group_messages": msgs,
+                               "surveys": _typed(self.surveys, {"value": pa.float64(), "answer": pa.string()})}  # fmt: skip
         out.update(self.extra)
         return out
 

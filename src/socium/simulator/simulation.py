@@ -12,6 +12,7 @@ import platform as _stdlib_platform  # the standard library module; socium never
 import shutil
 import time
 import uuid
+from collections import deque
 from datetime import datetime, timezone
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,11 +31,15 @@ from socium.errors import ConfigError, RunDirError, TraceError
 from socium.platform.actions import CreatePost, parse_action
 from socium.platform.posts import KIND_NAMES
 from socium.platform.state import PlatformState
+from socium.platform.text import quote_untrusted
 from socium.recsys.registry import make_recommender
-from socium.simulator.executors import Executor, InProcessExecutor
+from socium.simulator.executors import Executor, make_executor
+from socium.agents.llm_policy import call_rows
 from socium.simulator.recording import StepRecorder, clean_action
 from socium.simulator.rng import ACTIVATION, RECSYS, component_rng, root_key, uniform
 from socium.simulator.store import TraceStore
+from socium.llm.cache import llm_calls_ddl
+from socium.simulator.surveys import run_surveys
 from socium.simulator.world import build_follows, build_population
 
 
@@ -79,9 +84,13 @@ class Simulation(mesa.Model):
                                    pc.search_limit, usernames=self.population.usernames)  # fmt: skip
         self.recsys = make_recommender(cfg.recsys, self)
         self.policy = policy if policy is not None else self._make_policy()
-        self.executor = executor if executor is not None else InProcessExecutor(self.policy)
+        self.executor = executor if executor is not None else make_executor(cfg.executor, self.policy, cfg.seed)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.store = TraceStore(self.run_dir / "trace.duckdb")
+        self.store.ensure_table("llm_calls", llm_calls_ddl())
+        self.memory: dict[int, deque[str]] = {}
+        self.next_call_id = 0
+        self.needs_profile = bool(getattr(self.policy, "needs_profile", False))
         self.next_step = 0
         if resume:
             self._restore()
@@ -165,6 +174,14 @@ class Simulation(mesa.Model):
             "SELECT agent_id, arg_max(stance, step) FROM stances GROUP BY agent_id"
         ).fetchall():
             self.population.stance[agent] = stance
+        if self.needs_profile and self.cfg.llm_agents.memory_size:
+            rows = con.execute(
+                "SELECT step, agent_id, type, args, outcome FROM (SELECT *, row_number() OVER "
+                "(PARTITION BY agent_id ORDER BY step DESC, seq DESC) AS r FROM actions WHERE origin != 'seed') "
+                "WHERE r <= ? ORDER BY step, seq", [self.cfg.llm_agents.memory_size]).fetchall()  # fmt: skip
+            for step, agent, typ, args, outcome in rows:
+                self._remember(agent, memory_line(step, typ, json.loads(args), outcome))
+        self.next_call_id = int(con.execute("SELECT coalesce(max(call_id), -1) + 1 FROM llm_calls").fetchone()[0])
         if hasattr(self.policy, "restore"):
             self.policy.restore(self)
         self.next_step = last + 1
@@ -208,15 +225,51 @@ class Simulation(mesa.Model):
                     author_stance=None if np.isnan(s) else s, author_username=self.population.usernames[author],
                 ))  # fmt: skip
             s_u = float(stance[u])
-            obs.append(Observation(u, step, st.time, self.hour(step), items, None if np.isnan(s_u) else s_u))
+            o = Observation(u, step, st.time, self.hour(step), items, None if np.isnan(s_u) else s_u)
+            if self.needs_profile:
+                self._enrich(o, rec)
+            obs.append(o)
         return obs
+
+    def _enrich(self, o: Observation, rec: StepRecorder) -> None:
+        """Add what an LLM agent's perspective allows it to see (and nothing more)."""
+        pop = self.population
+        o.extra["profile"] = pop.profile(o.agent_id)
+        o.extra["memory"] = list(self.memory.get(o.agent_id, ()))
+        persp = self.cfg.perspective
+        if persp == "mindreader":
+            for it in o.feed:
+                if it.author != o.agent_id:
+                    s = float(pop.stance[it.author])
+                    it.author_private = {"bio": pop.bios[it.author][:300], "goal": pop.goals[it.author],
+                                         "stance": None if np.isnan(s) else round(s, 2)}  # fmt: skip
+        elif persp == "omniscient":
+            top = self.state.trend(10)
+            rec.exposure(o.agent_id, top, "global")
+            p = self.state.posts
+            o.extra["global_feed"] = "\n".join(
+                f"<<<POST id={i} by user_id={p.get('author', i)} likes={p.get('likes', i)} reposts={p.get('reposts', i)}>>>\n"
+                f"{quote_untrusted(p.text[i], 160)}\n<<<END POST>>>" for i in top) or "(empty)"
+            o.extra["stats"] = (f"{self.n} users, {len(p)} posts so far, step {o.step}, "
+                                f"{len(self.state.likes)} likes, {self.state.follows.n_edges} follows")  # fmt: skip
+
+    def _remember(self, agent: int, line: str) -> None:
+        m = self.memory.get(agent)
+        if m is None:
+            m = self.memory[agent] = deque(maxlen=max(self.cfg.llm_agents.memory_size, 1))
+        m.append(line)
 
     def apply_decisions(self, decisions: list[Decision], rec: StepRecorder) -> int:
         n = 0
         maxc = self.cfg.platform.max_post_chars
         for d in decisions:
+            calls = d.meta.get("llm_calls")
+            if calls:
+                rec.calls.extend(calls)
             if d.invalid_reason is not None:
                 rec.invalid_output(d.agent_id, "llm", d.invalid_reason, d.raw)
+                if self.needs_profile:
+                    self._remember(d.agent_id, f"step {self.state.step}: (your answer was invalid)")
                 n += 1
             for action in d.actions:
                 action, trunc, san = clean_action(action, maxc)
@@ -224,6 +277,8 @@ class Simulation(mesa.Model):
                 if out.post_id is not None and (trunc or san):
                     rec.flags[out.post_id] = (trunc, san)
                 rec.action(d.agent_id, d.meta.get("origin", "policy"), action, out)
+                if self.needs_profile and d.meta.get("origin") != "seed":
+                    self._remember(d.agent_id, memory_line(self.state.step, action.type, action.model_dump(exclude={"type"}), out.status))
                 if out.results:
                     rec.exposure(d.agent_id, out.results, "trend" if action.type == "trend" else "search")
                 n += 1
@@ -252,7 +307,11 @@ class Simulation(mesa.Model):
         n_actions += self.apply_decisions(decisions, rec)
         new_posts = range(st.events.first_post, len(st.posts))
         self.recsys.observe(st, new_posts, step)
+        run_surveys(self, step, rec)
         batches = rec.batches(st)
+        if rec.calls:
+            batches["llm_calls"] = call_rows(rec.calls, self.next_call_id)
+            self.next_call_id += len(rec.calls)
         for name, extra in getattr(self.policy, "drain_rows", lambda: {})().items():
             batches[name] = extra
         wall = time.perf_counter() - t0
@@ -281,6 +340,17 @@ class Simulation(mesa.Model):
     def close(self) -> None:
         self.executor.close()
         self.store.close()
+
+
+def memory_line(step: int, typ: str, args: dict, outcome: str) -> str:
+    """One remembered own action, short and bounded (agent text is cut to 80 characters)."""
+    parts = []
+    for k, v in sorted(args.items()):
+        if isinstance(v, str):
+            v = quote_untrusted(v, 80)
+        parts.append(f"{k}={v}")
+    note = "" if outcome == "ok" else f" [{outcome}]"
+    return f"step {step}: {typ} {' '.join(parts)}{note}".strip()
 
 
 def _now() -> datetime:

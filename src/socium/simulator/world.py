@@ -23,10 +23,14 @@ def build_population(cfg: ExperimentConfig) -> tuple[Population, list[list[int]]
         pop = synthetic_population(
             pc.n_agents, derived_seed(cfg.seed, 1), stance=pc.stance, activity=pc.activity, mean_activity=pc.mean_activity
         )
-        return pop, None
-    if pc.source == "oasis_csv":
-        return load_oasis_csv(pc.path or "")
-    return load_reddit_json(pc.path or ""), None
+        following = None
+    elif pc.source == "oasis_csv":
+        pop, following = load_oasis_csv(pc.path or "")
+    else:
+        pop, following = load_reddit_json(pc.path or ""), None
+    if pc.goals:
+        pop.goals = [pc.goals[i % len(pc.goals)] for i in range(len(pop))]
+    return pop, following
 
 
 def build_follows(cfg: ExperimentConfig, n: int, following: list[list[int]] | None) -> FollowIndex:

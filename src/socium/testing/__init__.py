@@ -1,1 +1,23 @@
-"""socium.testing."""
+"""Test doubles shipped with socium: model-free backends and a fake OpenAI-compatible server.
+
+They let users and CI run whole simulations, benchmarks and failure drills without a model.
+"""
+
+from __future__ import annotations
+
+from .backends import GarbageBackend, LatencyBackend, RandomBackend, ScriptedBackend, schema_answer
+from .fake_server import FakeOpenAIServer, FakeReply, default_responder, schema_from_body
+from .schema_sample import sample_from_schema
+
+__all__ = [
+    "FakeOpenAIServer",
+    "FakeReply",
+    "GarbageBackend",
+    "LatencyBackend",
+    "RandomBackend",
+    "ScriptedBackend",
+    "default_responder",
+    "sample_from_schema",
+    "schema_answer",
+    "schema_from_body",
+]

@@ -1,0 +1,291 @@
+"""LLM-backed agents: prompt, constrained JSON action, validation, one re-ask, typed failure.
+
+The policy is a pure function of its observation plus the model's answers: the driver hands it
+the agent's profile and memory inside the observation, so the same object can be shipped to Ray
+actors and a restarted actor needs no state. Every call made is returned with the decision and
+written by the driver in the step's transaction (``llm_calls``), never outside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Sequence
+
+import numpy as np
+from pydantic import ValidationError
+
+from socium.agents import prompts as P
+from socium.agents.observation import Decision, Observation
+from socium.agents.profiles import AgentProfile
+from socium.config import ExperimentConfig
+from socium.llm.base import run_coro_sync
+from socium.llm.cache import MemoryCache
+from socium.llm.config import build_backend
+from socium.llm.parsing import parse_json_lenient
+from socium.llm.types import ChatMessage, LLMRequest, LLMResult
+from socium.platform.actions import parse_action
+from socium.simulator.rng import LLM, component_rng
+
+
+class RecordingCache(MemoryCache):
+    """Serves repeats and remembers each fresh call so the driver can write it with the step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending: list[tuple[str, LLMRequest, LLMResult, str]] = []
+
+    def put(self, key, request, result, model, meta=None) -> None:  # type: ignore[override]
+        super().put(key, request, result, model, meta)
+        self.pending.append((key, request, result, model))
+
+    def drain(self) -> list[tuple[str, LLMRequest, LLMResult, str]]:
+        out, self.pending = self.pending, []
+        return out
+
+
+def load_recorded(trace_path: str) -> MemoryCache:
+    """The successful calls of a recorded run, as a cache the replay backend answers from."""
+    import duckdb
+
+    from socium.simulator.store import require_store
+    from pathlib import Path
+
+    con = duckdb.connect(str(require_store(Path(trace_path))), read_only=True)
+    cache = MemoryCache()
+    try:
+        rows = con.execute("SELECT request_hash, response, prompt_tokens, completion_tokens, finish_reason "
+                           "FROM llm_calls WHERE outcome = 'ok' ORDER BY call_id").fetchall()  # fmt: skip
+    finally:
+        con.close()
+    for key, text, pt, ct, fr in rows:
+        cache.put(key, None, LLMResult(request_id="recorded", text=text or "", prompt_tokens=pt or 0,  # type: ignore[arg-type]
+                                       completion_tokens=ct or 0, finish_reason=fr), "")  # fmt: skip
+    return cache
+
+
+def validate_action(data: Any, obs: Observation, allowed: Sequence[str]) -> Any:
+    """Typed action from model output; ids not in the observation are invalid (ValueError)."""
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    action = parse_action(data)
+    if action.type not in allowed:
+        raise ValueError(f"action '{action.type}' is not offered; choose one of {', '.join(allowed)}")
+    post_ids = {it.post_id for it in obs.feed}
+    for f in ("post_id", "comment_id"):
+        v = getattr(action, f, None)
+        if v is not None and v not in post_ids:
+            raise ValueError(f"{f} {v} is not in your feed")
+    uid = getattr(action, "user_id", None)
+    if uid is not None and uid not in {it.author for it in obs.feed}:
+        raise ValueError(f"user_id {uid} is not an author in your feed")
+    return action
+
+
+class LLMPolicy:
+    """One LLM call per active agent (local / mindreader), or one per group (omniscient)."""
+
+    needs_adoption = False
+    needs_stance = False
+    needs_profile = True
+
+    def __init__(self, cfg: ExperimentConfig, backend_factory: Any = None) -> None:
+        """``backend_factory(cache) -> LLMBackend`` replaces the config's backend stack (tests, custom servers)."""
+        self.cfg = cfg
+        self.backend_factory = backend_factory
+        self.ac = cfg.llm_agents
+        self.allowed = [a for a in self.ac.actions if a in P.ACTION_HELP]
+        self.system = P.system_prompt(self.allowed, cfg.platform.preset)
+        self._backend: Any = None
+        self._cache: RecordingCache | None = None
+
+    def __getstate__(self) -> dict[str, Any]:  # backends hold sockets/models: rebuilt where unpickled
+        return {**self.__dict__, "_backend": None, "_cache": None}
+
+    # ---- backend ------------------------------------------------------------------------------
+    @property
+    def backend(self) -> Any:
+        if self._backend is None:
+            assert self.cfg.llm is not None
+            self._cache = RecordingCache()
+            if self.backend_factory is not None:
+                self._backend = self.backend_factory(self._cache)
+            elif self.cfg.llm.backend == "replay":
+                if not self.ac.replay_from:
+                    from socium.errors import ConfigError
+
+                    raise ConfigError("llm_agents.replay_from: required when llm.backend is 'replay'")
+                self._backend = build_backend(self.cfg.llm, cache=load_recorded(self.ac.replay_from))
+            else:
+                self._backend = build_backend(self.cfg.llm, cache=self._cache)
+        return self._backend
+
+    @property
+    def model_name(self) -> str:
+        return self.backend.model_name
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+
+    def _seed(self, *key: int) -> int:
+        return int(component_rng(self.cfg.seed, LLM, *key).integers(0, 2**31 - 1))
+
+    def _request(self, rid: str, messages: list[dict[str, str]], schema: dict | None, meta: dict, seed: int,
+                 max_tokens: int | None = None) -> LLMRequest:  # fmt: skip
+        llm = self.cfg.llm
+        assert llm is not None
+        return LLMRequest(
+            request_id=rid, messages=[ChatMessage(**m) for m in messages], json_schema=schema,
+            max_tokens=max_tokens or llm.max_tokens, temperature=llm.temperature, seed=seed,
+            metadata={**meta, "perspective": self.cfg.perspective},
+        )  # fmt: skip
+
+    async def _ask(self, req: LLMRequest) -> LLMResult:
+        return (await self.backend.generate([req]))[0]
+
+    def _drain_calls(self) -> list[tuple[str, LLMRequest, LLMResult, str]]:
+        return self._cache.drain() if self._cache is not None else []
+
+    # ---- local / mindreader -------------------------------------------------------------------
+    def _messages(self, obs: Observation) -> list[dict[str, str]]:
+        profile: AgentProfile = obs.extra["profile"]
+        gt = self.ac.ground_truth if self.cfg.perspective in self.ac.ground_truth_visible_to else None
+        return P.agent_messages(profile, obs, obs.extra.get("memory", ()), system=self.system,
+                                perspective=self.cfg.perspective, max_item_chars=self.ac.max_item_chars,
+                                ground_truth=gt)  # fmt: skip
+
+    async def adecide(self, obs: Observation) -> Decision:
+        msgs = self._messages(obs)
+        schema = P.action_schema(self.allowed, [i.post_id for i in obs.feed], [i.author for i in obs.feed if i.author != obs.agent_id],
+                                 self.ac.max_content_chars)  # fmt: skip
+        meta = {"step": obs.step, "agent_id": obs.agent_id}
+        last_err, raw = "", None
+        for attempt in range(2 if self.ac.reask else 1):
+            req = self._request(f"s{obs.step}-a{obs.agent_id}-{attempt}", msgs, schema, meta, self._seed(obs.agent_id, obs.step, attempt))
+            res = await self._ask(req)
+            if not res.ok:
+                return Decision(obs.agent_id, [], invalid_reason=f"backend error ({res.error_kind}): {res.error}"[:500], raw=None)
+            raw = res.text
+            try:
+                action = validate_action(parse_json_lenient(raw), obs, self.allowed)
+                return Decision(obs.agent_id, [action], meta={"origin": "llm"})
+            except (ValueError, ValidationError) as exc:
+                last_err = _short_error(exc)
+                msgs = msgs + [{"role": "assistant", "content": raw[:2000]},
+                               {"role": "user", "content": f"That answer was invalid: {last_err}. Reply with one valid JSON object."}]  # fmt: skip
+        return Decision(obs.agent_id, [], invalid_reason=f"invalid output after re-ask: {last_err}", raw=raw)
+
+    # ---- omniscient (script mode) -------------------------------------------------------------
+    async def _narrate(self, group: list[Observation]) -> list[Decision]:
+        members = [(o.extra["profile"], o, o.extra.get("memory", ())) for o in group]
+        gt = self.ac.ground_truth if "omniscient" in self.ac.ground_truth_visible_to else None
+        msgs = P.narrator_messages(members, group[0].extra.get("global_feed", "(empty)"), group[0].extra.get("stats", ""),
+                                   actions=self.allowed, platform=self.cfg.platform.preset, ground_truth=gt)  # fmt: skip
+        all_posts = sorted({i.post_id for o in group for i in o.feed})
+        all_users = sorted({i.author for o in group for i in o.feed})
+        schema = P.narrator_schema(members, self.allowed, all_posts, all_users, self.ac.max_content_chars)
+        meta = {"step": group[0].step, "agent_id": group[0].agent_id, "group": [o.agent_id for o in group]}
+        llm = self.cfg.llm
+        assert llm is not None
+        req = self._request(f"s{group[0].step}-g{group[0].agent_id}", msgs, schema, meta,
+                            self._seed(group[0].agent_id, group[0].step, 99), max_tokens=llm.max_tokens * len(group))  # fmt: skip
+        res = await self._ask(req)
+        if not res.ok:
+            return [Decision(o.agent_id, [], invalid_reason=f"backend error ({res.error_kind}): {res.error}"[:500]) for o in group]
+        try:
+            entries = parse_json_lenient(res.text).get("actions", [])
+        except ValueError as exc:
+            return [Decision(o.agent_id, [], invalid_reason=f"narrator output: {exc}", raw=res.text) for o in group]
+        by_agent: dict[int, Any] = {}
+        for e in entries if isinstance(entries, list) else []:
+            if isinstance(e, dict) and isinstance(e.get("agent_id"), int) and e["agent_id"] not in by_agent:
+                by_agent[e["agent_id"]] = e.get("action")
+        out = []
+        for o in group:
+            try:
+                if o.agent_id not in by_agent:
+                    raise ValueError("narrator gave no action for this agent")
+                out.append(Decision(o.agent_id, [validate_action(by_agent[o.agent_id], o, self.allowed)], meta={"origin": "llm"}))
+            except (ValueError, ValidationError) as exc:
+                out.append(Decision(o.agent_id, [], invalid_reason=f"narrator output: {_short_error(exc)}", raw=res.text[:2000]))
+        return out
+
+    # ---- batch entry points -------------------------------------------------------------------
+    async def adecide_batch(self, observations: Sequence[Observation]) -> list[Decision]:
+        obs = sorted(observations, key=lambda o: o.agent_id)
+        if self.cfg.perspective == "omniscient":
+            g = self.ac.group_size
+            groups = [obs[i:i + g] for i in range(0, len(obs), g)]
+            decided = await asyncio.gather(*(self._narrate(gr) for gr in groups))
+            decisions = [d for ds in decided for d in ds]
+        else:
+            decisions = list(await asyncio.gather(*(self.adecide(o) for o in obs)))
+        calls = self._drain_calls()
+        if decisions:
+            decisions[0].meta.setdefault("llm_calls", []).extend(calls)
+        return decisions
+
+    def decide_batch(self, observations: Sequence[Observation]) -> list[Decision]:
+        return run_coro_sync(self.adecide_batch(observations))
+
+    def decide(self, obs: Observation) -> Decision:
+        return self.decide_batch([obs])[0]
+
+    # ---- surveys and interviews ---------------------------------------------------------------
+    def survey(self, people: Sequence[tuple[AgentProfile, Sequence[str]]], question: str, scale: tuple[float, float],
+               step: int) -> tuple[list[tuple[str, float | None]], list]:  # fmt: skip
+        lo, hi = scale
+        schema = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 300},
+                  "value": {"type": "number", "minimum": lo, "maximum": hi}}, "required": ["answer", "value"]}  # fmt: skip
+        q = f"{question}\nAnswer as JSON: {{\"answer\": short text, \"value\": a number from {lo} to {hi}}}."
+        reqs = [self._request(f"survey-s{step}-a{p.id}", P.interview_messages(p, mem, q), schema,
+                              {"step": step, "agent_id": p.id, "survey": True}, self._seed(p.id, step, 1000)) for p, mem in people]  # fmt: skip
+        results = run_coro_sync(self.backend.generate(reqs)) if reqs else []
+        answers: list[tuple[str, float | None]] = []
+        for res in results:
+            try:
+                d = parse_json_lenient(res.text) if res.ok else {}
+                v = d.get("value")
+                val = float(np.clip(float(v), lo, hi)) if isinstance(v, (int, float)) else None
+                answers.append((str(d.get("answer", ""))[:300], val))
+            except ValueError:
+                answers.append((res.text[:300], None))
+        return answers, self._drain_calls()
+
+    def interview(self, profile: AgentProfile, memory: Sequence[str], question: str) -> str:
+        req = self._request("interview", P.interview_messages(profile, memory, question), None, {"agent_id": profile.id}, 0)
+        res = run_coro_sync(self.backend.generate([req]))[0]
+        return res.text if res.ok else f"(no answer: {res.error})"
+
+
+def _short_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        e = exc.errors()[0]
+        return f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}"[:300]
+    return str(exc)[:300]
+
+
+def make_llm_policy(sim: Any) -> LLMPolicy:
+    return LLMPolicy(sim.cfg)
+
+
+def call_rows(calls: list[tuple[str, LLMRequest, LLMResult, str]], first_id: int) -> dict[str, list]:
+    """``llm_calls`` columns for the calls of one step, in a deterministic order."""
+    cols: dict[str, list] = {k: [] for k in ("call_id", "step", "agent_id", "perspective", "request_id", "request_hash",
+                                             "model", "params", "prompt", "response", "prompt_tokens", "completion_tokens",
+                                             "latency_s", "finish_reason", "outcome", "error", "attempts", "metadata")}  # fmt: skip
+    calls = sorted(calls, key=lambda c: (c[1].metadata.get("step") or 0, c[1].metadata.get("agent_id") or 0, c[1].request_id))
+    for i, (key, req, res, model) in enumerate(calls):
+        md = req.metadata
+        for k, v in (("call_id", first_id + i), ("step", md.get("step")), ("agent_id", md.get("agent_id")),
+                     ("perspective", md.get("perspective")), ("request_id", req.request_id), ("request_hash", key),
+                     ("model", model), ("params", json.dumps(req.params(), sort_keys=True)),
+                     ("prompt", json.dumps([m.model_dump() for m in req.messages], ensure_ascii=False)),
+                     ("response", res.text if res.ok else None), ("prompt_tokens", res.prompt_tokens),
+                     ("completion_tokens", res.completion_tokens), ("latency_s", res.latency_s),
+                     ("finish_reason", res.finish_reason), ("outcome", "ok" if res.ok else (res.error_kind or "other")),
+                     ("error", res.error), ("attempts", res.attempts),
+                     ("metadata", json.dumps(md, sort_keys=True, default=str))):  # fmt: skip
+            cols[k].append(v)
+    return cols

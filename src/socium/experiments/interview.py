@@ -1,0 +1,43 @@
+"""Ask an agent of a finished run a question, as it is at the end of the run (persona + memory)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from socium.agents.llm_policy import LLMPolicy
+from socium.errors import ConfigError
+from socium.simulator.simulation import load_run_config, memory_line
+from socium.simulator.store import require_store
+from socium.simulator.world import build_population
+
+
+def interview(run_dir: str | Path, agent_id: int, question: str, llm: dict[str, Any] | None = None) -> str:
+    """The agent's answer; ``llm`` overrides the run's backend settings (e.g. ``{"backend": "openai", ...}``)."""
+    cfg = load_run_config(run_dir)
+    if llm is not None:
+        cfg = cfg.model_copy(update={"llm": type(cfg).model_validate({**cfg.model_dump(), "llm": llm}).llm})
+    if cfg.llm is None:
+        raise ConfigError(f"{run_dir}: the run has no llm section; pass --backend to choose a model")
+    pop, _ = build_population(cfg)
+    if not 0 <= agent_id < len(pop):
+        raise ConfigError(f"--agent {agent_id}: not an agent of this run (0..{len(pop) - 1})")
+    con = duckdb.connect(str(require_store(Path(run_dir))), read_only=True)
+    try:
+        row = con.execute("SELECT arg_max(stance, step) FROM stances WHERE agent_id = ?", [agent_id]).fetchone()
+        if row and row[0] is not None:
+            pop.stance[agent_id] = row[0]
+        rows = con.execute(
+            "SELECT step, type, args, outcome FROM actions WHERE agent_id = ? AND origin != 'seed' "
+            "ORDER BY step DESC, seq DESC LIMIT ?", [agent_id, cfg.llm_agents.memory_size]).fetchall()  # fmt: skip
+    finally:
+        con.close()
+    memory = [memory_line(s, t, json.loads(a), o) for s, t, a, o in reversed(rows)]
+    policy = LLMPolicy(cfg)
+    try:
+        return policy.interview(pop.profile(agent_id), memory, question)
+    finally:
+        policy.close()

@@ -1,0 +1,118 @@
+"""The backend protocol every model, wrapper and test double speaks.
+
+Batched and async because the simulator asks hundreds of agents at once per step and remote
+servers only reach their throughput with many requests in flight; a sync bridge exists for the
+CLI, interviews and tests that are not inside an event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import weakref
+from typing import Any, Callable, Coroutine, Protocol, Sequence, TypeVar, runtime_checkable
+
+from ..errors import LLMError
+from .types import LLMRequest, LLMResult
+
+T = TypeVar("T")
+
+
+@runtime_checkable
+class LLMBackend(Protocol):
+    """Anything that turns a batch of requests into a same-length, same-order list of results.
+
+    A failed request yields a result with ``error`` set; only budget exhaustion
+    (:class:`~socium.errors.BudgetExceeded`) and replay misses raise, because those mean the run
+    must stop rather than carry on with a gap.
+    """
+
+    model_name: str
+
+    async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]: ...
+
+    def close(self) -> None: ...
+
+
+def run_coro_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from sync code, even when this thread already runs a loop.
+
+    ``asyncio.run`` refuses to nest (Jupyter, async test frameworks, a sync call made from inside a
+    simulator coroutine), so in that case the coroutine gets its own loop in a worker thread.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="socium-llm-sync") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def generate_sync(backend: LLMBackend, requests: Sequence[LLMRequest]) -> list[LLMResult]:
+    """Blocking ``backend.generate``; see :func:`run_coro_sync` for why it works inside a loop."""
+    return run_coro_sync(backend.generate(list(requests)))
+
+
+def check_results(requests: Sequence[LLMRequest], results: Sequence[LLMResult], who: str) -> list[LLMResult]:
+    """Guard the one-result-per-request-in-order contract at wrapper boundaries.
+
+    A backend that drops or reorders results would silently attach answers to the wrong agents;
+    failing loudly here is cheaper than debugging a corrupted trace.
+    """
+    results = list(results)
+    if len(results) != len(requests):
+        raise LLMError(f"{who} returned {len(results)} results for {len(requests)} requests")
+    for req, res in zip(requests, results):
+        if res.request_id != req.request_id:
+            raise LLMError(f"{who} returned result {res.request_id!r} where {req.request_id!r} was expected")
+    return results
+
+
+class BackendWrapper:
+    """Base for wrappers: delegates the model name and closing to the wrapped backend."""
+
+    def __init__(self, inner: LLMBackend) -> None:
+        self.inner = inner
+
+    @property
+    def model_name(self) -> str:
+        return self.inner.model_name
+
+    async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
+        return await self.inner.generate(requests)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.inner!r})"
+
+
+class LoopLocal:
+    """Holds one object per event loop.
+
+    asyncio primitives and HTTP connection pools are bound to the loop that first used them, and
+    :func:`generate_sync` may run a batch on another loop (a worker thread's); one object per loop
+    avoids "attached to a different loop" errors. Entries vanish with their loop.
+    """
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._values: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if loop not in self._values:
+                self._values[loop] = self._factory()
+            return self._values[loop]
+
+    def items(self) -> list[tuple[asyncio.AbstractEventLoop, Any]]:
+        with self._lock:
+            return list(self._values.items())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()

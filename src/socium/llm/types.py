@@ -1,0 +1,140 @@
+"""Request/result records shared by every backend and wrapper.
+
+Results carry failures as data (``error``/``error_kind``) instead of exceptions so one bad call in
+a batch of thousands never loses the other answers; the wrappers decide what is worth retrying.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["system", "user", "assistant"]
+
+ErrorKind = Literal[
+    "rate_limit",  # HTTP 429
+    "server",  # HTTP 5xx
+    "timeout",
+    "connection",
+    "client",  # HTTP 4xx other than 429: the request itself is wrong, retrying will not help
+    "circuit_open",
+    "replay_miss",
+    "other",
+]
+
+#: Error kinds a retry may cure: the server was busy or unreachable, not the request wrong.
+RETRYABLE_KINDS: frozenset[str] = frozenset({"rate_limit", "server", "timeout", "connection"})
+
+
+class ChatMessage(BaseModel):
+    """One chat turn; frozen so cached requests cannot be mutated after hashing."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Role = Field(description="Who speaks: system, user or assistant.")
+    content: str = Field(description="The turn's text.")
+
+
+class LLMRequest(BaseModel):
+    """One generation asked of a backend."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    request_id: str = Field(description="Caller-chosen id, unique within a batch; echoed in the result.")
+    messages: list[ChatMessage] = Field(description="The conversation to complete.")
+    json_schema: dict[str, Any] | None = Field(
+        None, description="JSON schema the answer must follow (constrained decoding where the server supports it)."
+    )
+    max_tokens: int = Field(256, ge=1, description="Upper bound on completion tokens.")
+    temperature: float = Field(0.7, ge=0.0, le=2.0, description="Sampling temperature.")
+    seed: int | None = Field(None, description="Sampling seed, where the server honours one.")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Trace context (step, agent_id, perspective, ...); never part of the cache key.",
+    )
+
+    def cache_key(self, model: str = "") -> str:
+        """Hash of everything that determines the answer, so reruns and replays find the same entry.
+
+        ``request_id`` and ``metadata`` are left out on purpose: the same prompt asked by another
+        agent or at another step is the same question to the model.
+        """
+        payload = {
+            "model": model,
+            "messages": [[m.role, m.content] for m in self.messages],
+            "schema": self.json_schema,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "seed": self.seed,
+        }
+        canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    def params(self) -> dict[str, Any]:
+        """The sampling parameters alone, as stored in the call log."""
+        return {
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "json_schema": self.json_schema,
+        }
+
+
+class LLMResult(BaseModel):
+    """The answer to one request, or why there is none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    request_id: str = Field(description="The request's id.")
+    text: str = Field("", description="Completion text; empty when the call failed.")
+    prompt_tokens: int = Field(0, ge=0, description="Prompt tokens as counted by the server.")
+    completion_tokens: int = Field(0, ge=0, description="Completion tokens as counted by the server.")
+    latency_s: float = Field(0.0, ge=0.0, description="Wall time of the call, all attempts included.")
+    finish_reason: str | None = Field(None, description="Why generation stopped (stop, length, ...).")
+    error: str | None = Field(None, description="Short reason the call failed; None on success.")
+    error_kind: ErrorKind | None = Field(None, description="Failure class; drives retry decisions.")
+    retry_after_s: float | None = Field(None, ge=0.0, description="Server's Retry-After hint, in seconds.")
+    cached: bool = Field(False, description="Answered from the cache without calling the model.")
+    attempts: int = Field(1, ge=0, description="Calls made for this result (retries included; 0 for a cache hit).")
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def retryable(self) -> bool:
+        return self.error is not None and self.error_kind in RETRYABLE_KINDS
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @classmethod
+    def failure(
+        cls,
+        request_id: str,
+        error: str,
+        kind: ErrorKind = "other",
+        *,
+        retry_after_s: float | None = None,
+        latency_s: float = 0.0,
+        attempts: int = 1,
+    ) -> LLMResult:
+        return cls(
+            request_id=request_id,
+            error=error,
+            error_kind=kind,
+            retry_after_s=retry_after_s,
+            latency_s=max(0.0, latency_s),
+            attempts=attempts,
+        )
+
+
+def user_request(request_id: str, prompt: str, *, system: str | None = None, **kwargs: Any) -> LLMRequest:
+    """Shorthand for the common one-user-turn request (tests, examples, interviews)."""
+    msgs = [ChatMessage(role="system", content=system)] if system else []
+    msgs.append(ChatMessage(role="user", content=prompt))
+    return LLMRequest(request_id=request_id, messages=msgs, **kwargs)

@@ -1,0 +1,208 @@
+"""The X-like feed: followees' recent posts mixed with out-of-network posts chosen by embedding similarity.
+
+In-network: the window's originals, reposts and quotes by accounts the user follows, ranked by
+``(1 + log1p(engagement)) * 0.5 ** (age / half_life)`` (a repost counts its root's engagement).
+
+Out-of-network: originals and quotes by accounts the user neither follows nor mutes (nor the user),
+ranked by ``(1 + cos(u, p)) / 2 * 0.5 ** (age / half_life) + popularity_weight * log1p(engagement)``
+where ``u`` is the user's interest vector. That score is an inner product of ``u`` with a per-step
+rescaling of the stored post vectors plus a per-post bias, so a batch of users is ranked by one
+chunked matrix product (or an IVF search, see ``ann.py``); nothing is ever re-embedded.
+
+The feed interleaves the two sources (in-network first) in the configured mix, e.g. 3 + 2 as in
+OASIS; when one source runs short the other fills the feed. Interest vectors start from the
+profile (bio and interests) and move toward each post the user writes, reposts or likes.
+
+State is rebuilt purely from ``observe`` calls, so a resumed run (which replays them) ends up with the
+same vectors; the only randomness-free caveat is that sentence-transformers batches may differ in
+the last float bit when a replay embeds posts in different batches.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from socium.errors import ConfigError
+from socium.recsys.ann import assign, exact_top, ivf_top, train_centroids
+from socium.recsys.base import Feed
+from socium.recsys.candidates import RANKED_KINDS, TIMELINE_KINDS, decay, engagement, followee_pairs, in_network, window_posts
+from socium.recsys.embeddings import Embedder, make_embedder
+from socium.recsys.vectors import InterestTable, PostVectors
+
+if TYPE_CHECKING:
+    from socium.platform.state import PlatformState
+
+_SLACK = 16  # extra out-of-network candidates fetched so that excluded authors rarely leave a feed short
+
+
+def profile_texts_of(sim: Any) -> Sequence[str] | None:
+    """'bio. Interests: a, b' per agent from a Simulation's population, or None without one."""
+    pop = getattr(sim, "population", None)
+    if pop is None:
+        return None
+    return [f"{bio}. Interests: {', '.join(ints)}" if ints else str(bio) for bio, ints in zip(pop.bios, pop.interests)]
+
+
+class XRecommender:
+    """In-network + out-of-network mix with incrementally learned interest vectors (see module doc)."""
+
+    def __init__(
+        self,
+        window_steps: int = 48,
+        sim: Any = None,
+        *,
+        embedder: str | Embedder = "minilm",
+        in_network: int = 3,
+        out_of_network: int = 2,
+        recency_half_life_steps: float = 12.0,
+        popularity_weight: float = 0.0,
+        interest_lr: float = 0.2,
+        ann: str = "auto",
+        ivf_nprobe: int = 8,
+        ivf_min_posts: int = 20_000,
+        exact_budget: int = 20_000_000,
+        hashing_dim: int = 384,
+        embed_batch_size: int = 256,
+        embed_device: str | None = None,
+        profile_texts: Sequence[str] | None = None,
+    ) -> None:
+        if in_network < 0 or out_of_network < 0 or in_network + out_of_network == 0:
+            raise ConfigError(f"recsys.params: in_network={in_network}, out_of_network={out_of_network}: need >= 0 and a positive sum")
+        if ann not in ("auto", "exact", "ivf"):
+            raise ConfigError(f"recsys.params.ann: {ann!r} is not one of 'auto', 'exact', 'ivf'")
+        if recency_half_life_steps < 0 or popularity_weight < 0 or ivf_nprobe < 1 or window_steps < 1:
+            raise ConfigError("recsys.params: recency_half_life_steps, popularity_weight must be >= 0; ivf_nprobe, window_steps >= 1")
+        self.window_steps = window_steps
+        self.mix = (int(in_network), int(out_of_network))
+        self.half_life = float(recency_half_life_steps)
+        self.popularity_weight = float(popularity_weight)
+        self.ann, self.nprobe, self.ivf_min_posts, self.exact_budget = ann, int(ivf_nprobe), int(ivf_min_posts), int(exact_budget)
+        self.embedder = make_embedder(embedder, dim=hashing_dim, device=embed_device, batch_size=embed_batch_size)
+        texts = profile_texts if profile_texts is not None else profile_texts_of(sim)
+        self.posts = PostVectors(self.embedder)
+        self.interests = InterestTable(self.embedder, (lambda u: texts[u] if texts is not None and u < len(texts) else ""), interest_lr)
+        self.centroids: np.ndarray | None = None
+        self.clusters = np.zeros(0, dtype=np.int32)  # cluster of each embedded post (when an index exists)
+        self._trained_at = 0
+        self.last_used_ivf = False
+
+    # ---- learning from events -----------------------------------------------------------------
+    def _catch_up(self, state: "PlatformState") -> None:
+        """Embed every post not embedded yet (a step's seed posts appear before ``observe`` sees them)."""
+        p = state.posts
+        done = self.posts.catch_up(p.col("kind"), p.col("root"), p.text)
+        if self.centroids is not None and len(done):
+            self.clusters = np.concatenate([self.clusters, assign(self.posts.m.data[done.start : done.stop], self.centroids)])
+
+    def observe(self, state: "PlatformState", new_posts: range, step: int) -> None:
+        self._catch_up(state)
+        ids = np.arange(new_posts.start, new_posts.stop, dtype=np.int64)
+        likes = getattr(state.events, "likes", [])
+        lk = np.asarray(likes, dtype=np.int64).reshape(-1, 2)
+        users = np.concatenate([state.posts.col("author")[ids], lk[:, 0]])
+        posts = np.concatenate([ids, lk[:, 1]])
+        self.interests.update(users, self.posts.m.data[posts])
+        self._maybe_train(state)
+
+    def _maybe_train(self, state: "PlatformState") -> None:
+        """(Re)build the IVF index when the number of rankable posts has doubled since the last build."""
+        if self.ann == "exact":
+            return
+        ranked = np.flatnonzero(np.isin(state.posts.col("kind")[: len(self.posts)], RANKED_KINDS))
+        n = len(ranked)
+        if n < self.ivf_min_posts or n < 2 * self._trained_at:
+            return
+        n_clusters = int(min(4096, max(16, math.isqrt(n))))
+        self.centroids = train_centroids(self.posts.m.data[ranked], n_clusters)
+        self.clusters = assign(self.posts.m.data, self.centroids)
+        self._trained_at = n
+
+    # ---- ranking ------------------------------------------------------------------------------
+    def split(self, k: int) -> tuple[int, int]:
+        """In- and out-of-network slots for a feed of ``k``, in the configured proportion."""
+        a, b = self.mix
+        n_in = int(round(k * a / (a + b)))
+        return n_in, k - n_in
+
+    def _out_of_network(self, state: "PlatformState", users: np.ndarray, owner: np.ndarray, fol: np.ndarray,
+                        step: int, t: int) -> list[np.ndarray]:  # fmt: skip
+        cand = window_posts(state, step, self.window_steps, RANKED_KINDS)
+        n_u = len(users)
+        if not len(cand):
+            return [np.zeros(0, np.int64) for _ in range(n_u)]
+        dec = decay(state, cand, step, self.half_life)
+        pop = np.log1p(np.maximum(engagement(state, cand), 0.0))
+        a = (0.5 * dec).astype(np.float32)
+        b = (0.5 * dec + self.popularity_weight * pop).astype(np.float32)
+        p = self.posts.m.data[cand] * a[:, None]
+        u = self.interests.vectors(users)
+        big = n_u * len(cand) > self.exact_budget
+        self.last_used_ivf = self.centroids is not None and (self.ann == "ivf" or (self.ann == "auto" and big))
+        if self.last_used_ivf:
+            pos, _ = ivf_top(u, p, b, self.clusters[cand], self.centroids, t, self.nprobe)
+        else:
+            pos, _ = exact_top(u, p, b, t)
+        authors = state.posts.col("author")
+        pid = np.where(pos >= 0, cand[np.maximum(pos, 0)], -1)
+        auth = np.where(pos >= 0, authors[np.maximum(pid, 0)], -1)
+        bad = (pos < 0) | (auth == users[:, None])
+        n = max(state.n_users, 1)
+        fkey = np.sort(owner * n + fol)
+        if len(fkey):
+            key = np.arange(n_u)[:, None] * n + auth
+            i = np.minimum(np.searchsorted(fkey, key), len(fkey) - 1)
+            bad |= fkey[i] == key
+        for r, u_id in enumerate(users.tolist()):
+            muted = state.mutes.get(u_id)
+            if muted:
+                bad[r] |= np.isin(auth[r], np.fromiter(muted, np.int64, count=len(muted)))
+        out = [pid[r][~bad[r]] for r in range(n_u)]
+        # Too many of a user's best posts were excluded (or sat in unprobed clusters): rank exactly for them.
+        short = [r for r in range(n_u) if len(out[r]) < t - _SLACK and (len(cand) > t or self.last_used_ivf)]
+        for r in short:
+            excl = set(fol[owner == r].tolist()) | {int(users[r])} | set(state.mutes.get(int(users[r])) or ())
+            ok = ~np.isin(authors[cand], np.fromiter(excl, np.int64, count=len(excl)))
+            s = (p[ok] @ u[r] + b[ok]).astype(np.float32)
+            ids = cand[ok]
+            out[r] = ids[np.lexsort((-ids, -s))][: t - _SLACK]
+        return out
+
+    def feeds(self, state: "PlatformState", users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
+        users = np.asarray(users, dtype=np.int64)
+        self._catch_up(state)
+        owner, fol = followee_pairs(state, users)
+        tl = window_posts(state, step, self.window_steps, TIMELINE_KINDS)
+        in_score = (1.0 + np.log1p(np.maximum(engagement(state, tl, via_root=True), 0.0))) * decay(state, tl, step, self.half_life)
+        ins = in_network(state, owner, fol, tl, in_score, k, len(users))
+        outs = self._out_of_network(state, users, owner, fol, step, k + _SLACK)
+        n_in, n_out = self.split(k)
+        roots = state.posts.col("root")
+        feeds = []
+        for i_list, o_list in zip(ins, outs):
+            if len(i_list) and len(o_list):
+                o_list = o_list[~np.isin(o_list, roots[i_list])]  # a followee's repost already shows it
+            take_out = min(len(o_list), k - min(len(i_list), n_in))
+            take_in = min(len(i_list), k - take_out)
+            take_out = min(len(o_list), k - take_in)
+            post_ids: list[int] = []
+            sources: list[str] = []
+            for j in range(max(take_in, take_out)):
+                if j < take_in:
+                    post_ids.append(int(i_list[j]))
+                    sources.append("in_network")
+                if j < take_out:
+                    post_ids.append(int(o_list[j]))
+                    sources.append("out_of_network")
+            feeds.append(Feed(tuple(post_ids), tuple(sources)))
+        return feeds
+
+    # ---- introspection (tests, benchmarks, notebooks) -----------------------------------------
+    def interest(self, user: int) -> np.ndarray:
+        """The unit-norm interest vector of one user (creates it from the profile if needed)."""
+        return self.interests.vectors(np.asarray([user]))[0]
+
+    def post_vector(self, post_id: int) -> np.ndarray:
+        return self.posts.m.data[post_id].copy()

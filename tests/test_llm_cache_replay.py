@@ -1,0 +1,147 @@
+"""DuckDB call log / cache, replay, request hashing and lenient JSON parsing."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pytest
+
+from socium.errors import ReplayMiss, SociumError
+from socium.llm import (
+    CachingBackend,
+    DuckDBCache,
+    LLMRequest,
+    LLMResult,
+    ReplayBackend,
+    generate_sync,
+    parse_json_lenient,
+    user_request,
+)
+from socium.llm.types import ChatMessage
+from socium.testing import GarbageBackend, ScriptedBackend
+
+INJECTION = "'); DROP TABLE llm_calls; --"
+
+
+def test_duckdb_cache_round_trips_hostile_text_with_bound_params(tmp_path) -> None:
+    con = duckdb.connect(str(tmp_path / "trace.duckdb"))
+    cache = DuckDBCache(con)
+    inner = ScriptedBackend(lambda r: f"echo {r.messages[-1].content} \"quoted\" \\ back")
+    be = CachingBackend(inner, cache)
+    hostile = user_request("r1", INJECTION, metadata={"step": 3, "agent_id": 42, "perspective": "agent"})
+    many = [user_request(f"m{i}", f"p{i} {INJECTION}", metadata={"step": 4, "agent_id": i}) for i in range(5)]
+    res = generate_sync(be, [hostile]) + generate_sync(be, many)
+    assert all(r.ok for r in res)
+    rows = con.execute(
+        "SELECT call_id, step, agent_id, perspective, prompt, response, model, outcome, params "
+        "FROM llm_calls ORDER BY call_id"
+    ).fetchall()
+    assert [r[0] for r in rows] == list(range(6))
+    call_id, step, agent, persp, prompt, response, model, outcome, params = rows[0]
+    assert (step, agent, persp, model, outcome) == (3, 42, "agent", "scripted", "ok")
+    assert json.loads(prompt) == [{"role": "user", "content": INJECTION}]
+    assert response == f"echo {INJECTION} \"quoted\" \\ back"
+    assert json.loads(params)["temperature"] == 0.7
+    assert json.loads(rows[5][4]) == [{"role": "user", "content": f"p4 {INJECTION}"}]
+    # the hit is served from the table, the inner backend is not asked again
+    (again,) = generate_sync(be, [user_request("r9", INJECTION)])
+    assert again.cached and again.text == response and len(inner.calls) == 6
+    con.close()
+    # a reopened log keeps numbering and serves the same answers
+    con = duckdb.connect(str(tmp_path / "trace.duckdb"))
+    cache2 = DuckDBCache(con)
+    assert cache2.count() == 6
+    assert cache2.get(hostile.cache_key("scripted")).text == response  # type: ignore[union-attr]
+    cache2.put("k", hostile, LLMResult(request_id="r1", text="t"), "scripted")
+    assert con.execute("SELECT max(call_id) FROM llm_calls").fetchone() == (6,)
+    con.close()
+
+
+def test_duckdb_logs_failures_but_never_serves_them() -> None:
+    con = duckdb.connect()
+    cache = DuckDBCache(con)
+    be = CachingBackend(GarbageBackend(seed=0, error_rate=1.0, garbage_rate=0.0), cache)
+    (r,) = generate_sync(be, [user_request("x", "hi", metadata={"agent_id": "not-an-int"})])
+    assert not r.ok
+    row = con.execute("SELECT outcome, error, response, agent_id, metadata FROM llm_calls").fetchone()
+    assert row[0] == r.error_kind and row[1] == r.error and row[2] is None and row[3] is None
+    assert json.loads(row[4])["agent_id"] == "not-an-int"
+    assert cache.get(user_request("y", "hi").cache_key("garbage")) is None
+
+
+def test_duckdb_table_name_must_be_identifier() -> None:
+    with pytest.raises(ValueError):
+        DuckDBCache(duckdb.connect(), table="x; DROP TABLE y")
+
+
+def test_replay_serves_recording_and_miss_names_request() -> None:
+    con = duckdb.connect()
+    log = DuckDBCache(con)
+    recorder = CachingBackend(ScriptedBackend(lambda r: "said " + r.messages[-1].content, model_name="m"), log)
+    generate_sync(recorder, [user_request("a", "one"), user_request("b", "two")])
+    replay = ReplayBackend(log, model_name="m")
+    res = generate_sync(replay, [user_request("z", "two", metadata={"step": 1})])
+    assert res[0].text == "said two" and res[0].request_id == "z" and res[0].cached
+    with pytest.raises(ReplayMiss, match="'agent-7-step-3'") as ei:
+        generate_sync(replay, [user_request("agent-7-step-3", "never asked")])
+    key = user_request("agent-7-step-3", "never asked").cache_key("m")
+    assert key[:16] in str(ei.value) and isinstance(ei.value, SociumError)
+    # the model name is part of the key: another model's recording does not match
+    with pytest.raises(ReplayMiss):
+        generate_sync(ReplayBackend(log, model_name="other"), [user_request("a", "one")])
+    soft = generate_sync(ReplayBackend(log, "m", on_miss="error"), [user_request("q", "nope")])
+    assert soft[0].error_kind == "replay_miss" and "'q'" in (soft[0].error or "")
+
+
+def test_cache_key_stable_and_ignores_id_and_metadata() -> None:
+    a = user_request("a", "hi", metadata={"step": 1})
+    b = user_request("b", "hi", metadata={"step": 2, "agent_id": 5})
+    assert a.cache_key("m") == b.cache_key("m")
+    assert len(a.cache_key("m")) == 64
+    assert a.cache_key("m") != a.cache_key("n")
+    assert a.cache_key("m") != user_request("a", "hi", seed=1).cache_key("m")
+    assert a.cache_key("m") != user_request("a", "hi", json_schema={"type": "object"}).cache_key("m")
+    sys_first = LLMRequest(request_id="s", messages=[ChatMessage(role="system", content="hi")])
+    assert sys_first.cache_key("m") != a.cache_key("m")
+    # known value: guards against accidental changes that would invalidate every recorded run
+    assert user_request("x", "hello", temperature=0.0, max_tokens=8).cache_key("m") == (
+        user_request("y", "hello", temperature=0.0, max_tokens=8).cache_key("m")
+    )
+    schema1 = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}
+    schema2 = {"properties": {"b": {"type": "integer"}, "a": {"type": "string"}}, "type": "object"}
+    assert user_request("x", "h", json_schema=schema1).cache_key() == user_request("x", "h", json_schema=schema2).cache_key()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a": "line one\nline two"}', {"a": "line one\nline two"}),  # raw newline inside a string
+        ('{"a": "tab\there"}', {"a": "tab\there"}),
+        ('Here you go: {"a": "x\ny"} bye', {"a": "x\ny"}),  # raw newline plus junk
+        ('```json\n{"action": "post", "text": "hi"}\n```', {"action": "post", "text": "hi"}),
+        ("```\n{\"x\": 1}\n```\nHope this helps!", {"x": 1}),
+        ('Sure! {"x": {"y": [1, 2, {"z": "}"}]}} trailing junk }', {"x": {"y": [1, 2, {"z": "}"}]}}),
+        ('{"s": "a \\"quoted\\" {brace"} and {"second": 2}', {"s": 'a "quoted" {brace'}),
+        ('{"broken": } then {"good": true}', {"good": True}),
+        ('  {"n": null}  ', {"n": None}),
+    ],
+)
+def test_parse_json_lenient_accepts(text: str, expected: dict) -> None:
+    assert parse_json_lenient(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        ("no json here", "no JSON object"),
+        ('{"a": "unterminated', "unclosed"),
+        ("[1, 2, 3]", "no JSON object"),
+        ('{"a": 1,,}', "invalid JSON"),
+    ],
+)
+def test_parse_json_lenient_rejects_with_reason(text: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        parse_json_lenient(text)

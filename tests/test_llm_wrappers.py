@@ -1,0 +1,266 @@
+"""Retry, circuit breaker, budget, concurrency, caching, round-robin and usage wrappers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Sequence
+
+import pytest
+
+from socium.errors import BudgetExceeded, LLMError
+from socium.llm import (
+    CachingBackend,
+    CircuitBreaker,
+    ConcurrencyLimit,
+    LLMRequest,
+    LLMResult,
+    MemoryCache,
+    MeteredBackend,
+    RetryingBackend,
+    RoundRobinBackend,
+    TokenBudget,
+    generate_sync,
+    parse_json_lenient,
+    user_request,
+)
+from socium.llm.base import check_results
+from socium.testing import GarbageBackend, LatencyBackend, ScriptedBackend
+
+SCHEMA = {"type": "object", "properties": {"action": {"enum": ["post", "like"]}}, "required": ["action"]}
+
+
+class FlakyBackend:
+    """Fails each request ``fail_times`` times with ``kind`` before answering."""
+
+    model_name = "flaky"
+
+    def __init__(self, fail_times: int, kind: str = "rate_limit", retry_after_s: float | None = None) -> None:
+        self.fail_times = fail_times
+        self.kind = kind
+        self.retry_after_s = retry_after_s
+        self.seen: dict[str, int] = {}
+        self.batches: list[int] = []
+
+    async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
+        self.batches.append(len(requests))
+        out = []
+        for r in requests:
+            n = self.seen.get(r.request_id, 0)
+            self.seen[r.request_id] = n + 1
+            if n < self.fail_times:
+                out.append(LLMResult.failure(r.request_id, "nope", self.kind, retry_after_s=self.retry_after_s))  # type: ignore[arg-type]
+            else:
+                out.append(LLMResult(request_id=r.request_id, text="ok", prompt_tokens=3, completion_tokens=2))
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+def reqs(n: int, prefix: str = "q") -> list[LLMRequest]:
+    return [user_request(f"{prefix}{i}", f"prompt {i}") for i in range(n)]
+
+
+class RecordingSleep:
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, d: float) -> None:
+        self.delays.append(d)
+
+
+def test_retry_succeeds_after_transient_429_and_honours_retry_after() -> None:
+    inner = FlakyBackend(fail_times=2, retry_after_s=7.0)
+    sleep = RecordingSleep()
+    be = RetryingBackend(inner, max_attempts=4, base_delay_s=0.01, max_delay_s=1.0, seed=3, sleep=sleep)
+    res = generate_sync(be, reqs(3))
+    assert all(r.ok and r.attempts == 3 for r in res)
+    assert len(sleep.delays) == 6 and all(d >= 7.0 for d in sleep.delays)
+    assert inner.batches[0] == 3  # the batch went out whole first
+
+
+def test_retry_gives_up_after_max_attempts_and_skips_client_errors() -> None:
+    sleep = RecordingSleep()
+    be = RetryingBackend(FlakyBackend(fail_times=10, kind="server"), max_attempts=3, base_delay_s=1.0,
+                         max_delay_s=1.5, seed=0, sleep=sleep)
+    (res,) = generate_sync(be, reqs(1))
+    assert not res.ok and res.attempts == 3
+    assert sleep.delays[0] <= 1.0 and all(0.5 <= d <= 1.5 for d in sleep.delays)
+
+    client = FlakyBackend(fail_times=10, kind="client")
+    (res,) = generate_sync(RetryingBackend(client, sleep=RecordingSleep()), reqs(1))
+    assert res.attempts == 1 and client.seen == {"q0": 1}
+
+
+def test_retry_jitter_is_seeded() -> None:
+    def delays(seed: int) -> list[float]:
+        s = RecordingSleep()
+        generate_sync(RetryingBackend(FlakyBackend(3, "timeout"), max_attempts=4, seed=seed, sleep=s), reqs(1))
+        return s.delays
+
+    assert delays(5) == delays(5) and delays(5) != delays(6)
+
+
+def test_circuit_breaker_opens_fails_fast_and_recovers() -> None:
+    now = [0.0]
+    inner = FlakyBackend(fail_times=1, kind="server")
+    cb = CircuitBreaker(inner, failure_threshold=3, reset_after_s=10, clock=lambda: now[0])
+    first = generate_sync(cb, reqs(3, "a"))  # three first-time failures open it
+    assert all(r.error_kind == "server" for r in first) and cb.state == "open"
+    calls_before = sum(inner.batches)
+    blocked = generate_sync(cb, reqs(5, "b"))
+    assert all(r.error_kind == "circuit_open" and not r.retryable for r in blocked)
+    assert sum(inner.batches) == calls_before  # failed fast: inner never called
+    now[0] = 11.0
+    assert cb.state == "half_open"
+    probe = generate_sync(cb, reqs(2, "a"))  # a0 answered on its second call: the probe succeeds
+    assert all(r.ok for r in probe) and cb.state == "closed"
+
+
+def test_circuit_breaker_failed_probe_reopens() -> None:
+    now = [0.0]
+    cb = CircuitBreaker(FlakyBackend(fail_times=99, kind="timeout"), failure_threshold=2, reset_after_s=5,
+                        clock=lambda: now[0])
+    generate_sync(cb, reqs(2))
+    now[0] = 6.0
+    res = generate_sync(cb, reqs(3, "p"))
+    assert res[0].error_kind == "timeout" and [r.error_kind for r in res[1:]] == ["circuit_open"] * 2
+    assert cb.state == "open"
+
+
+def test_retry_stops_at_open_circuit() -> None:
+    inner = FlakyBackend(fail_times=99, kind="server")
+    be = RetryingBackend(CircuitBreaker(inner, failure_threshold=2, reset_after_s=60), max_attempts=10,
+                         sleep=RecordingSleep())
+    res = generate_sync(be, reqs(2))
+    assert all(r.error_kind == "circuit_open" for r in res)
+    assert sum(inner.batches) == 2  # once each; every retry hit the open breaker
+
+
+def test_token_budget_raises_before_sending() -> None:
+    inner = ScriptedBackend(["one two three"])  # 3 completion + 2 prompt tokens per call
+    tb = TokenBudget(inner, max_total_tokens=12)
+    generate_sync(tb, reqs(2))  # 10 tokens
+    generate_sync(tb, reqs(1, "x"))  # 15: crosses the budget, still answered
+    assert tb.used_tokens == 15
+    with pytest.raises(BudgetExceeded, match="token budget"):
+        generate_sync(tb, reqs(1, "y"))
+    assert len(inner.calls) == 3
+
+
+def test_call_budget_refuses_batch_that_does_not_fit() -> None:
+    inner = ScriptedBackend(["x"])
+    tb = TokenBudget(inner, max_calls=5)
+    generate_sync(tb, reqs(4))
+    with pytest.raises(BudgetExceeded, match="call budget"):
+        generate_sync(tb, reqs(2, "z"))
+    assert len(inner.calls) == 4
+    generate_sync(tb, reqs(1, "w"))
+    with pytest.raises(BudgetExceeded):
+        generate_sync(tb, reqs(1, "v"))
+
+
+def test_cache_hit_avoids_inner_call_and_dedupes_batch() -> None:
+    inner = ScriptedBackend(lambda r: f"answer to {r.messages[-1].content}")
+    cache = MemoryCache()
+    be = CachingBackend(inner, cache)
+    a = [user_request("a1", "same"), user_request("a2", "same"), user_request("a3", "other")]
+    res = generate_sync(be, a)
+    assert len(inner.calls) == 2  # duplicate within the batch sent once
+    assert [r.request_id for r in res] == ["a1", "a2", "a3"]
+    assert res[1].cached and res[1].text == res[0].text == "answer to same"
+    res2 = generate_sync(be, [user_request("b1", "other", metadata={"agent_id": 9})])
+    assert len(inner.calls) == 2 and res2[0].cached and res2[0].request_id == "b1"
+    assert res2[0].text == "answer to other" and res2[0].attempts == 0
+    # a different sampling parameter is a different question
+    generate_sync(be, [user_request("c1", "other", temperature=0.1)])
+    assert len(inner.calls) == 3
+
+
+def test_cache_does_not_store_failures() -> None:
+    inner = FlakyBackend(fail_times=1, kind="server")
+    cache = MemoryCache()
+    be = CachingBackend(inner, cache)
+    (r1,) = generate_sync(be, reqs(1))
+    (r2,) = generate_sync(be, reqs(1))
+    assert not r1.ok and r2.ok and not r2.cached and len(cache) == 1
+
+
+def test_concurrency_limit_caps_in_flight() -> None:
+    inner = LatencyBackend(0.02)
+    be = ConcurrencyLimit(inner, max_concurrency=4)
+
+    async def two_callers() -> list[list[LLMResult]]:
+        return list(await asyncio.gather(be.generate(reqs(10, "x")), be.generate(reqs(10, "y"))))
+
+    out = asyncio.run(two_callers())
+    assert inner.max_in_flight == 4 and inner.calls == 20
+    assert [r.request_id for r in out[0]] == [f"x{i}" for i in range(10)]
+    # a second event loop gets a fresh semaphore rather than an "attached to another loop" error
+    assert len(generate_sync(be, reqs(3))) == 3
+
+
+def test_round_robin_spreads_and_keeps_order() -> None:
+    a, b, c = (ScriptedBackend(lambda r, n=n: n, model_name="m") for n in "abc")
+    rr = RoundRobinBackend([a, b, c])
+    res = generate_sync(rr, reqs(7))
+    assert [r.request_id for r in res] == [f"q{i}" for i in range(7)]
+    assert [r.text for r in res] == list("abcabca")
+    res = generate_sync(rr, reqs(2, "n"))
+    assert [r.text for r in res] == ["b", "c"]  # continues where the last batch stopped
+
+
+def test_garbage_through_retry_every_request_gets_one_result() -> None:
+    inner = GarbageBackend(seed=11, error_rate=0.4, garbage_rate=0.3, retry_after_s=0.0)
+    metered = MeteredBackend(RetryingBackend(inner, max_attempts=3, base_delay_s=0.0, sleep=RecordingSleep()))
+    batch = [user_request(f"g{i}", f"p{i}", json_schema=SCHEMA) for i in range(300)]
+    res = generate_sync(metered, batch)
+    assert [r.request_id for r in res] == [r.request_id for r in batch]
+    parsed = failed = unparsable = 0
+    for r in res:
+        if not r.ok:
+            failed += 1
+            continue
+        try:
+            assert parse_json_lenient(r.text)["action"] in ("post", "like")
+            parsed += 1
+        except ValueError:
+            unparsable += 1
+    assert parsed + failed + unparsable == 300
+    assert failed < 300 * 0.4 * 0.4  # retries recovered most transient failures
+    assert inner.calls > 300 and parsed > 100 and unparsable > 30
+    s = metered.stats.summary()
+    assert s["calls"] == 300 and s["attempts"] == inner.calls and s["errors"] == failed
+
+
+def test_usage_stats_latency_percentiles() -> None:
+    m = MeteredBackend(LatencyBackend(0.0))
+    generate_sync(m, reqs(5))
+    lat = m.stats.latency()
+    assert lat["p50"] == 0.0 and m.stats.calls == 5 and m.stats.total_tokens > 0
+    assert set(m.stats.summary()) >= {"calls", "errors", "total_tokens", "latency_s", "errors_by_kind"}
+
+
+def test_wrappers_reject_wrong_result_count() -> None:
+    class Dropper(ScriptedBackend):
+        async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
+            return (await super().generate(requests))[:-1]
+
+    with pytest.raises(LLMError, match="2 results for 3"):
+        generate_sync(MeteredBackend(Dropper(["x"])), reqs(3))
+    with pytest.raises(LLMError):
+        check_results(reqs(2), [LLMResult(request_id="q1"), LLMResult(request_id="q0")], "x")
+
+
+def test_scripted_backend_cycles_and_garbage_is_seeded() -> None:
+    s = ScriptedBackend(["a", "b"])
+    assert [r.text for r in generate_sync(s, reqs(3))] == ["a", "b", "a"]
+
+    def texts(seed: int) -> list[str | None]:
+        g = GarbageBackend(seed=seed, error_rate=0.5, garbage_rate=0.2)
+        return [r.text or r.error for r in generate_sync(g, reqs(40))]
+
+    assert texts(1) == texts(1) and texts(1) != texts(2)
+    ok = [r for r in generate_sync(GarbageBackend(0, 0.0, 0.0), [user_request("s", "p", json_schema=SCHEMA)])]
+    assert json.loads(ok[0].text)["action"] in ("post", "like")
