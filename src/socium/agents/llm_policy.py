@@ -275,7 +275,8 @@ def call_rows(calls: list[tuple[str, LLMRequest, LLMResult, str]], first_id: int
     cols: dict[str, list] = {k: [] for k in ("call_id", "step", "agent_id", "perspective", "request_id", "request_hash",
                                              "model", "params", "prompt", "response", "prompt_tokens", "completion_tokens",
                                              "latency_s", "finish_reason", "outcome", "error", "attempts", "metadata")}  # fmt: skip
-    calls = sorted(calls, key=lambda c: (c[1].metadata.get("step") or 0, c[1].metadata.get("agent_id") or 0, c[1].request_id))
+    keyed = [((c[1].metadata.get("step") or 0), (c[1].metadata.get("agent_id") or 0), c[1].request_id, i) for i, c in enumerate(calls)]
+    calls = [calls[k[3]] for k in sorted(keyed)]
     for i, (key, req, res, model) in enumerate(calls):
         md = req.metadata
         for k, v in (("call_id", first_id + i), ("step", md.get("step")), ("agent_id", md.get("agent_id")),

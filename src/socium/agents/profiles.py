@@ -100,7 +100,7 @@ class Population:
     def profile(self, i: int) -> AgentProfile:
         """Materialise agent ``i`` as a typed profile."""
         s = float(self.stance[i])
-        return AgentProfile(
+        return AgentProfile.model_construct(  # columns were validated on the way in
             id=i,
             name=self.names[i],
             username=self.usernames[i],

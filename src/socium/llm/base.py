@@ -54,7 +54,7 @@ def generate_sync(backend: LLMBackend, requests: Sequence[LLMRequest]) -> list[L
     return run_coro_sync(backend.generate(list(requests)))
 
 
-def check_results(requests: Sequence[LLMRequest], results: Sequence[LLMResult], who: str) -> list[LLMResult]:
+def check_results(requests: Sequence[LLMRequest], results: Sequence[LLMResult], who: object) -> list[LLMResult]:
     """Guard the one-result-per-request-in-order contract at wrapper boundaries.
 
     A backend that drops or reorders results would silently attach answers to the wrong agents;
@@ -62,10 +62,10 @@ def check_results(requests: Sequence[LLMRequest], results: Sequence[LLMResult], 
     """
     results = list(results)
     if len(results) != len(requests):
-        raise LLMError(f"{who} returned {len(results)} results for {len(requests)} requests")
+        raise LLMError(f"{who!r} returned {len(results)} results for {len(requests)} requests")
     for req, res in zip(requests, results):
         if res.request_id != req.request_id:
-            raise LLMError(f"{who} returned result {res.request_id!r} where {req.request_id!r} was expected")
+            raise LLMError(f"{who!r} returned result {res.request_id!r} where {req.request_id!r} was expected")
     return results
 
 

@@ -84,7 +84,7 @@ class MeteredBackend(BackendWrapper):
         self.stats = stats if stats is not None else UsageStats()
 
     async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
-        results = check_results(requests, await self.inner.generate(requests), repr(self.inner))
+        results = check_results(requests, await self.inner.generate(requests), self.inner)
         for r in results:
             self.stats.record(r)
         return results

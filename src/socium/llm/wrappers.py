@@ -68,7 +68,7 @@ class CachingBackend(BackendWrapper):
                 to_send.append(i)
         if to_send:
             sent = [requests[i] for i in to_send]
-            fresh = check_results(sent, await self.inner.generate(sent), repr(self.inner))
+            fresh = check_results(sent, await self.inner.generate(sent), self.inner)
             self.misses += len(sent)
             for i, res in zip(to_send, fresh):
                 out[i] = res
@@ -128,14 +128,14 @@ class RetryingBackend(BackendWrapper):
             await self._sleep(delay)
             attempt += 1
             self.retries += 1
-            result = check_results([req], await self.inner.generate([req]), repr(self.inner))[0]
+            result = check_results([req], await self.inner.generate([req]), self.inner)[0]
         return result.model_copy(update={"attempts": attempt, "latency_s": time.perf_counter() - t0})
 
     async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
         if not requests:
             return []
         t0 = time.perf_counter()
-        first = check_results(requests, await self.inner.generate(requests), repr(self.inner))
+        first = check_results(requests, await self.inner.generate(requests), self.inner)
         if not any(r.retryable for r in first):
             return first
         return list(await asyncio.gather(*(self._retry(q, r, t0) if r.retryable else _done(r)
@@ -202,7 +202,7 @@ class CircuitBreaker(BackendWrapper):
             return self._fail_fast(requests)
         if state == "half_open":
             self.opened_at = self.clock()  # concurrent callers fail fast while the probe runs
-            probe = check_results(requests[:1], await self.inner.generate(requests[:1]), repr(self.inner))
+            probe = check_results(requests[:1], await self.inner.generate(requests[:1]), self.inner)
             if not probe[0].ok and probe[0].retryable:
                 self.opened_at = self.clock()
                 return probe + self._fail_fast(requests[1:])
@@ -211,10 +211,10 @@ class CircuitBreaker(BackendWrapper):
             rest = requests[1:]
             if not rest:
                 return probe
-            more = check_results(rest, await self.inner.generate(rest), repr(self.inner))
+            more = check_results(rest, await self.inner.generate(rest), self.inner)
             self._observe(more)
             return probe + more
-        results = check_results(requests, await self.inner.generate(requests), repr(self.inner))
+        results = check_results(requests, await self.inner.generate(requests), self.inner)
         self._observe(results)
         return results
 
@@ -235,7 +235,7 @@ class ConcurrencyLimit(BackendWrapper):
 
     async def _one(self, sem: asyncio.Semaphore, req: LLMRequest) -> LLMResult:
         async with sem:
-            return check_results([req], await self.inner.generate([req]), repr(self.inner))[0]
+            return check_results([req], await self.inner.generate([req]), self.inner)[0]
 
     async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
         if not requests:
@@ -275,7 +275,7 @@ class TokenBudget(BackendWrapper):
         if not requests:
             return []
         self.check(len(requests))
-        results = check_results(requests, await self.inner.generate(requests), repr(self.inner))
+        results = check_results(requests, await self.inner.generate(requests), self.inner)
         for r in results:
             self.used_tokens += r.total_tokens if not r.cached else 0
             self.used_calls += r.attempts

