@@ -64,5 +64,10 @@ def test_missing_config_file(tmp_path):
 def test_examples_validate():
     from pathlib import Path
 
+    checked = 0
     for p in sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.yaml")):
+        if p.stem.startswith(("sweep", "episodes")):  # other file formats, tested with their loaders
+            continue
         load_config(p)
+        checked += 1
+    assert checked >= 2

@@ -65,3 +65,15 @@ def test_overlong_prompt_fails_only_its_request(backend: object) -> None:
     assert [r.request_id for r in res] == ["long", "short"]
     assert not res[0].ok and res[0].error_kind == "client"
     assert res[1].ok
+
+
+def test_build_backend_embedded_default_model() -> None:
+    from socium.llm import build_backend
+
+    be = build_backend({"backend": "embedded", "n_ctx": 256, "retries": 0})
+    try:
+        (res,) = generate_sync(be, [user_request("b1", "Say hi.", max_tokens=4, temperature=0.0)])
+    finally:
+        be.close()
+    assert res.ok and res.completion_tokens > 0
+    assert be.model_name == "SmolLM2-135M-Instruct.Q4_1"

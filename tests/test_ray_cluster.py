@@ -32,21 +32,26 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+# A throwaway loopback cluster: no token auth, so the test never depends on ~/.ray/auth_token.
+ENV = {**os.environ, "RAY_DISABLE_USAGE_STATS": "1", "RAY_AUTH_MODE": "disabled"}
+
+
 def _start(args: list[str], log: Path) -> subprocess.Popen:
-    env = {**os.environ, "RAY_DISABLE_USAGE_STATS": "1"}
     return subprocess.Popen([RAY_BIN, "start", "--block", *args], stdout=log.open("w"), stderr=subprocess.STDOUT,
-                            env=env, start_new_session=True)  # fmt: skip
+                            env=ENV, start_new_session=True)  # fmt: skip
 
 
 def _stop(p: subprocess.Popen) -> None:
-    if p.poll() is not None:
-        return
-    os.killpg(p.pid, signal.SIGTERM)
-    try:
-        p.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait(timeout=10)
+    """SIGTERM the node's own process group, then SIGKILL whatever of that group is left."""
+    for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            p.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def _wait_nodes(ray, n: int, timeout: float) -> None:
@@ -72,7 +77,7 @@ def test_actors_land_on_both_nodes_of_a_real_cluster(tmp_path):
     try:
         address = f"127.0.0.1:{port}"
         deadline = time.monotonic() + 60
-        while subprocess.run([RAY_BIN, "status", f"--address={address}"], capture_output=True, timeout=30).returncode != 0:
+        while subprocess.run([RAY_BIN, "status", f"--address={address}"], capture_output=True, timeout=30, env=ENV).returncode != 0:
             assert head.poll() is None, (tmp_path / "head.log").read_text()[-3000:]
             assert time.monotonic() < deadline, "head never came up"
             time.sleep(1)

@@ -78,6 +78,36 @@ def test_fake_llm_inprocess_equals_ray_1_2_4_actors(ray_local, tmp_path):
     assert other["actions"] != ref["actions"]
 
 
+@pytest.mark.ray
+@pytest.mark.parametrize("perspective", ["local", "omniscient"])
+def test_llm_policy_inprocess_equals_ray_with_its_call_log(ray_local, tmp_path, perspective):
+    """The real LLM policy on the model-free 'random' backend: decisions and the llm_calls log (which
+    travels back from actors in Decision.meta) are identical with 2 actors."""
+    import functools
+
+    from socium.agents.llm_policy import LLMPolicy
+    from socium.simulator.ray_executor import partition_in_groups
+
+    def policy(cfg):
+        pol = LLMPolicy(cfg)
+        if not hasattr(pol, "partition"):  # script mode's narrator groups must stay whole on one shard
+            pol.partition = functools.partial(partition_in_groups, group_size=cfg.llm_agents.group_size)
+        return pol
+
+    base = {"steps": 3, "perspective": perspective, "population": {"n_agents": 40, "mean_activity": 0.3},
+            "policy": {"kind": "llm"}, "llm": {"backend": "random"}}  # fmt: skip
+    c0 = small_config(**base)
+    ref, _ = _run(c0, tmp_path / "inproc", policy(c0))
+    c2 = small_config(**base, executor={"kind": "ray", "actors": 2})
+    got, _ = _run(c2, tmp_path / "ray2", policy(c2))
+    assert got == ref
+    con = duckdb.connect(str(tmp_path / "ray2" / "trace.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM llm_calls").fetchone()[0] > 0
+    finally:
+        con.close()
+
+
 def _obs(n: int, step: int = 0) -> list[Observation]:
     return [Observation(agent_id=i, step=step, time_s=0.0, hour=8, feed=[]) for i in range(n)]
 
@@ -165,3 +195,44 @@ def test_inprocess_executor_overlaps_async_policies():
     out = ex.run(list(reversed(_obs(100))))
     assert time.perf_counter() - t0 < 2.0  # 2 rounds of 0.1 s, not 10 s
     assert [d.agent_id for d in out] == list(range(100))
+
+
+DRIVER = """
+import sys
+from conftest import small_config
+from socium.simulator.simulation import Simulation
+from socium.testing.fake_policies import SleepyPolicy
+address, out, resume = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+cfg = small_config(steps=8, executor={"kind": "ray", "address": address, "actors": 2, "ray_init": {"log_to_driver": False}})
+sim = Simulation(cfg, out, resume=resume, policy=SleepyPolicy(0.2, cfg.seed))
+sim.run(on_step=lambda s: print(s.step, flush=True))
+"""
+
+
+@pytest.mark.ray
+def test_killed_driver_resumes_on_ray_to_the_clean_trace(ray_local, tmp_path):
+    """SIGKILL the driver in the middle of step 3 (its actors die with it), resume, compare."""
+    address = ray_local.get_runtime_context().gcs_address  # join the running runtime: no second Ray start
+    out = tmp_path / "killed"
+    cmd = [sys.executable, "-c", DRIVER, address, str(out)]
+    here = os.path.dirname(__file__)
+    p = subprocess.Popen([*cmd, "0"], cwd=here, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        for line in p.stdout:
+            if line.strip() == "2":  # step 2 committed; step 3 (>= 0.2 s of fake latency) is under way
+                break
+        os.kill(p.pid, signal.SIGKILL)
+    finally:
+        p.wait(timeout=60)
+    con = duckdb.connect(str(out / "trace.duckdb"), read_only=True)
+    assert con.execute("SELECT max(step) FROM steps").fetchone()[0] in (2, 3)
+    con.close()
+    subprocess.run([*cmd, "1"], cwd=here, check=True, capture_output=True, timeout=120)
+    cfg = small_config(steps=8)
+    clean, _ = _run(cfg, tmp_path / "clean", SleepyPolicy(0.0, cfg.seed))
+    assert comparable_digest(out) == clean
+    con = duckdb.connect(str(out / "trace.duckdb"), read_only=True)
+    try:
+        assert set(check_no_duplicates(con).values()) == {0}
+    finally:
+        con.close()

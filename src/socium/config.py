@@ -69,6 +69,7 @@ class PolicyConfig(_Cfg):
     p_post: float = Field(0.2, ge=0, le=1, description="Probability an active rule-based agent writes an original post.")
     p_repost: float = Field(0.1, ge=0, le=1, description="Independent cascade: chance to repost each exposed post once.")
     p_like: float = Field(0.2, ge=0, le=1, description="Random actor: chance to like an exposed post.")
+    p_dislike: float = Field(0.0, ge=0, le=1, description="Random actor: chance to dislike an exposed post it did not like (random-voting null for herding).")
     threshold: float = Field(0.3, ge=0, le=1, description="Linear threshold: mean adoption fraction needed to repost.")
     threshold_spread: float = Field(0.1, ge=0, description="Linear threshold: per-agent thresholds ~ U(t - s, t + s).")
     epsilon: float = Field(0.3, gt=0, description="Bounded confidence: only authors within this stance distance influence.")
@@ -80,6 +81,28 @@ class SeedPost(_Cfg):
     author: int = Field(ge=0, description="Agent id that writes the post.")
     content: str = Field(description="Post text.")
     step: int = Field(0, ge=0, description="Step at whose start the post appears.")
+
+
+class SeedAction(_Cfg):
+    """An action injected for an agent at a step (after that step's seed posts, before anyone acts).
+
+    Why: experiments need exogenous interventions recorded in the trace like any action (origin
+    'seed'), e.g. the herding treatment's initial up- or down-vote by an experimenter account.
+    """
+
+    agent: int = Field(ge=0, description="Agent id that performs the action.")
+    step: int = Field(0, ge=0, description="Step at whose start the action is applied.")
+    action: dict[str, Any] = Field(description="The action as JSON, e.g. {type: like_post, post_id: 3}.")
+
+    @model_validator(mode="after")
+    def _valid_action(self) -> "SeedAction":
+        from socium.platform.actions import parse_action
+
+        try:
+            parse_action(self.action)
+        except ValidationError as exc:
+            raise ValueError(f"seed action {self.action!r} is not a valid action: {exc.errors()[0]['msg']}") from None
+        return self
 
 
 class LLMAgentConfig(_Cfg):
@@ -149,6 +172,7 @@ class ExperimentConfig(_Cfg):
     recsys: RecsysConfig = Field(default_factory=RecsysConfig)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     seed_posts: list[SeedPost] = Field(default_factory=list, description="Posts injected at given steps.")
+    seed_actions: list[SeedAction] = Field(default_factory=list, description="Actions injected at given steps, after that step's seed posts (interventions such as herding treatments).")
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     llm: LLMConfig | None = Field(None, description="LLM backend settings (needed when policy.kind is 'llm').")
     llm_agents: LLMAgentConfig = Field(default_factory=LLMAgentConfig)

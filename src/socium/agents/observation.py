@@ -22,6 +22,7 @@ class FeedItem:
     rank: int
     adopted: bool = False  # the viewer already posted/reposted/quoted this cascade
     liked: bool = False  # the viewer already liked this post
+    disliked: bool = False  # the viewer already disliked this post
     adoption: float = 0.0  # fraction of the viewer's followees who adopted this cascade
     author_stance: float | None = None
     author_username: str = ""

@@ -10,7 +10,7 @@ import numpy as np
 
 from socium.agents.observation import Decision, Observation
 from socium.config import PolicyConfig
-from socium.platform.actions import CreatePost, LikePost, Repost
+from socium.platform.actions import CreatePost, DislikePost, LikePost, Repost
 from socium.simulator.rng import POLICY, agent_rng, root_key, uniform
 
 _WORDS = ("news", "today", "think", "people", "great", "new", "why", "world", "update", "read", "opinion", "thread")
@@ -41,7 +41,8 @@ class RulePolicy:
 
 
 class RandomPolicy(RulePolicy):
-    """Posts, likes and reposts at fixed rates regardless of content: the no-mechanism baseline."""
+    """Posts, likes (and, if ``p_dislike`` > 0, dislikes) and reposts at fixed rates regardless of
+    content or visible score: the no-mechanism baseline, and the random-voting null for herding."""
 
     def decide(self, obs: Observation) -> Decision:
         rng = self.rng(obs)
@@ -49,8 +50,10 @@ class RandomPolicy(RulePolicy):
         if rng.random() < self.cfg.p_post:
             acts.append(CreatePost(content=_chatter(rng)))
         for item in obs.feed:
-            if not item.liked and rng.random() < self.cfg.p_like:
+            if not item.liked and not item.disliked and rng.random() < self.cfg.p_like:
                 acts.append(LikePost(post_id=item.post_id))
+            elif self.cfg.p_dislike and not item.liked and not item.disliked and rng.random() < self.cfg.p_dislike:
+                acts.append(DislikePost(post_id=item.post_id))
             if not item.adopted and item.kind != "comment" and rng.random() < self.cfg.p_repost:
                 acts.append(Repost(post_id=item.post_id))
         return Decision(obs.agent_id, acts)

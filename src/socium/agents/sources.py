@@ -156,6 +156,9 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
     ``extra['previous_tweets']``; ``bio`` is ``description``. Following lists are returned as written
     (self-follows included); :func:`socium.platform.graph.graph_from_following` drops self-loops.
 
+    ``stance`` is optional: a number in [-1, 1] per row (empty = no opinion), the initial stance that
+    opinion-dynamics null models and persona prompts use.
+
     ``activity_level_frequency`` is optional. Values all within [0, 1] are taken as probabilities.
     Otherwise they are counts on OASIS's 0-100 scale (OASIS divides them by 100), so each row is
     divided by ``max(100, row max)``: 100 means "always active", and rows with larger counts are scaled
@@ -177,6 +180,7 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
         if name not in col:
             raise InputFileError(path, 1, f"missing column {name!r} (required: {', '.join(_OASIS_REQUIRED)})")
     act_col = col.get("activity_level_frequency")
+    stance_col = col.get("stance")
 
     names: list[str] = []
     usernames: list[str] = []
@@ -184,6 +188,7 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
     extras: list[dict[str, Any]] = []
     following: list[list[int]] = []
     activity_rows: list[np.ndarray] = []
+    stances: list[float] = []
     lines: list[int] = []
     while True:
         line = reader.line_num + 1  # first physical line of the record; fields may span lines
@@ -204,6 +209,8 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
         tweets = _parse_literal_list(path, line, "previous_tweets", get("previous_tweets"))
         if act_col is not None:
             activity_rows.append(_parse_activity(path, line, row[act_col]))
+        if stance_col is not None:
+            stances.append(_parse_stance(path, line, row[stance_col]))
         uid_text = get("user_id").strip()
         uid: int | str = int(uid_text) if uid_text.lstrip("-").isdigit() else uid_text
         names.append(get("name"))
@@ -221,7 +228,8 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
                 path, lines[i], f"column 'following_agentid_list': agent id {bad[0]} out of range 0..{n - 1}"
             )
     activity = np.stack(activity_rows) if act_col is not None and n else np.full((n, HOURS), DEFAULT_ACTIVITY)
-    pop = Population(names, usernames, bios, [[] for _ in range(n)], activity, extra=extras)
+    stance = np.asarray(stances, dtype=np.float32) if stance_col is not None else None
+    pop = Population(names, usernames, bios, [[] for _ in range(n)], activity, stance=stance, extra=extras)
     return pop, following
 
 
@@ -313,6 +321,20 @@ def _parse_activity(path: Path, line: int, text: str) -> np.ndarray:
     if arr.max() > 1.0:
         arr = arr / max(100.0, float(arr.max()))
     return arr.astype(np.float32)
+
+
+def _parse_stance(path: Path, line: int, text: str) -> float:
+    """Optional ``stance`` column: a number in [-1, 1], or empty for "no opinion" (NaN)."""
+    s = text.strip()
+    if not s:
+        return float("nan")
+    try:
+        v = float(s)
+    except ValueError:
+        raise InputFileError(path, line, f"column 'stance': not a number: {_clip(s)!r}") from None
+    if not -1.0 <= v <= 1.0:
+        raise InputFileError(path, line, f"column 'stance': {v} is outside [-1, 1]")
+    return v
 
 
 def _clip(s: str, limit: int = 80) -> str:

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from socium.errors import SociumError
+from socium.errors import BudgetExceeded, SociumError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="socium: simulate societies of LLM agents.")
 console = Console()
@@ -74,6 +74,9 @@ def run(
 
         try:
             sim.run(on_step=on_step)
+        except BudgetExceeded as exc:
+            err_console.print(f"stopped: {exc}; steps 0..{sim.next_step - 1} are committed and kept", highlight=False)
+            raise typer.Exit(3) from None
         except SociumError as exc:
             _fail(exc)
     console.print(f"ran {todo} steps in {time.perf_counter() - t0:.1f}s")
@@ -192,6 +195,56 @@ def sweep(
     if any(r["status"] != "ok" for r in rows):
         raise typer.Exit(1)
 
+
+def _print_report_tables(rep) -> None:
+    for t in rep.tables:
+        if t.summary:
+            table = Table(*t.columns, title=t.title)
+            for row in t.rows:
+                table.add_row(*row)
+            console.print(table)
+
+
+@app.command()
+def report(run_dir: Path = typer.Argument(..., help="A run directory (trace.duckdb) or an experiment directory (results.json).")) -> None:
+    """Write RUN_DIR/report/index.html with PNG plots and series.json; print a summary table."""
+    from socium.experiments.report import write_report
+
+    try:
+        rep = write_report(run_dir)
+    except SociumError as exc:
+        _fail(exc)
+        return
+    _print_report_tables(rep)
+    console.print(f"report: {rep.html}  ({len(rep.images)} plots, series in {rep.out_dir / 'series.json'})")
+
+
+@app.command()
+def experiment(
+    kind: str = typer.Argument(..., help="propagation, herding, polarisation, or compare (the spec's experiment under 3 perspectives)."),
+    spec_file: Path = typer.Argument(..., help="Experiment spec YAML (see examples/propagation.yaml)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Experiment directory (default: the spec's 'out' or runs/<name>)."),
+    set_: list[str] = typer.Option([], "--set", help="Override a spec field: key.path=value (repeatable), e.g. base.seed=3."),
+    force: bool = typer.Option(False, "--force", help="Re-run runs whose directories already hold a finished run."),
+    no_report: bool = typer.Option(False, "--no-report", help="Skip writing the report."),
+) -> None:
+    """Run a phenomenon experiment (model population + rule-based null) and report it."""
+    from socium.experiments.phenomena import run_experiment
+    from socium.experiments.report import write_report
+
+    try:
+        target, _ = run_experiment(kind, spec_file, out, set_, force=force, log=lambda m: console.print(m, markup=False, highlight=False))
+        if not no_report:
+            rep = write_report(target)
+            _print_report_tables(rep)
+            console.print(f"report: {rep.html}")
+    except BudgetExceeded as exc:
+        err_console.print(f"stopped: {exc}; committed steps are kept; rerun the same command to resume", highlight=False)
+        raise typer.Exit(3) from None
+    except SociumError as exc:
+        _fail(exc)
+        return
+    console.print(f"results: {target / 'results.json'}")
 
 def main() -> None:  # pragma: no cover
     app()

@@ -44,7 +44,8 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
         "wall_seconds": round(steps[2] or 0.0, 2),
     }  # fmt: skip
     if cfg.get("llm"):
-        card["llm"] = {k: v for k, v in cfg["llm"].items() if "key" not in k.lower()}
+        card["llm"] = {k: cfg["llm"].get(k) for k in ("backend", "model", "server_kind", "temperature", "max_tokens")
+                       if cfg["llm"].get(k) is not None}  # never the key's env name or value
     if llm:
         card["llm_usage"] = llm
     return card

@@ -1,7 +1,8 @@
 """Top-k inner-product search for a batch of users over the window's post vectors.
 
-The score of post p for user u is ``u . P[p] + b[p]`` (the caller folds recency decay into P's rows
-and adds popularity through b), so one chunked matrix product ranks every user at once.
+The score of candidate ``i`` for user ``u`` is ``scale[i] * (u . data[rows[i]]) + bias[i]`` (the
+caller puts recency decay in ``scale`` and popularity in ``bias``), so one chunked matrix product
+ranks every user at once.
 
 Why an inverted-file (IVF) index as well: on 2 CPU cores an exact product of 10^4 users by 10^5
 posts by 384 dims is ~8 * 10^11 flops (~15 s). The IVF path clusters post vectors with spherical
@@ -9,55 +10,65 @@ k-means, scores each user against the centroids, and scores exactly only the pos
 ``nprobe`` nearest clusters: ~nprobe / n_clusters of the work, at the cost of occasionally missing
 a good post in an unprobed cluster (recall is measured in benchmarks/bench_recsys.py).
 
-Both paths are deterministic: no random numbers, ties broken by the newer post (larger position).
+Ties: every (score, candidate) pair is packed into one unique 64-bit key (the float's bits made
+order-preserving in the high half, the candidate position in the low half), so "the best t" is a
+well-defined set whatever selection algorithm runs, ties go to the newer post, and no random
+numbers are involved.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-
-def _select(rows: np.ndarray, pos: np.ndarray, score: np.ndarray, n_rows: int, t: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, the ``t`` best (score desc, pos desc) of the given triples, padded with -1 / -inf."""
-    out_p = np.full((n_rows, t), -1, dtype=np.int64)
-    out_s = np.full((n_rows, t), -np.inf, dtype=np.float32)
-    if not len(rows):
-        return out_p, out_s
-    order = np.lexsort((-pos, -score, rows))
-    r = rows[order]
-    starts = np.searchsorted(r, np.arange(n_rows))
-    rank = np.arange(len(r)) - starts[r]
-    keep = rank < t
-    out_p[r[keep], rank[keep]] = pos[order][keep]
-    out_s[r[keep], rank[keep]] = score[order][keep]
-    return out_p, out_s
+_LOW = np.uint64(0xFFFFFFFF)
 
 
-def _block_top(s: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
-    """(row, col) of every entry at least as large as its row's t-th largest value (ties included)."""
-    n = s.shape[1]
-    if n <= t:
-        return np.nonzero(np.ones(s.shape, dtype=bool))
-    thr = np.partition(s, n - t, axis=1)[:, n - t]
-    return np.nonzero(s >= thr[:, None])
+def sort_keys(score: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """uint64 keys ordering by (score, pos): larger key = higher score, then larger position."""
+    signed = np.ascontiguousarray(score, dtype=np.float32).view(np.int32)
+    flip = (signed >> 31).view(np.uint32) | np.uint32(0x80000000)  # negative: all bits; else: the sign bit
+    ordered = signed.view(np.uint32) ^ flip
+    return (ordered.astype(np.uint64) << np.uint64(32)) | np.asarray(pos, dtype=np.uint64)
 
 
-def exact_top(u: np.ndarray, p: np.ndarray, b: np.ndarray, t: int, chunk_elems: int = 1 << 22) -> tuple[np.ndarray, np.ndarray]:
-    """Exact top ``t`` positions and scores per user row, user chunks bounded to ``chunk_elems`` scores."""
-    n_u, n_p = len(u), len(p)
+def key_score(keys: np.ndarray) -> np.ndarray:
+    """Invert the score half of :func:`sort_keys` (for diagnostics and tests)."""
+    hi = (keys >> np.uint64(32)).astype(np.uint32)
+    bits = np.where(hi & np.uint32(0x80000000), hi & np.uint32(0x7FFFFFFF), ~hi)
+    return bits.view(np.float32)
+
+
+def _top_keys(keys: np.ndarray, t: int) -> np.ndarray:
+    """The ``t`` largest keys of each row, unordered (all of them if the row is shorter)."""
+    n = keys.shape[1]
+    return keys if n <= t else np.partition(keys, n - t, axis=1)[:, n - t :]
+
+
+def _finish(buf: np.ndarray, t: int) -> np.ndarray:
+    """Best ``t`` positions per row in descending order; -1 where a row has fewer (key 0 = empty)."""
+    top = np.sort(_top_keys(buf, t), axis=1)[:, ::-1]
+    pos = (top & _LOW).astype(np.int64)
+    pos[top == 0] = -1
+    if pos.shape[1] < t:
+        pos = np.concatenate([pos, np.full((len(pos), t - pos.shape[1]), -1, np.int64)], axis=1)
+    return pos
+
+
+def exact_top(u: np.ndarray, data: np.ndarray, rows: np.ndarray, scale: np.ndarray, bias: np.ndarray, t: int,
+              chunk_elems: int = 1 << 22) -> np.ndarray:  # fmt: skip
+    """Exact best ``t`` candidate positions (indices into ``rows``) per user, best first, -1 padded."""
+    n_u, n_p = len(u), len(rows)
     if n_p == 0 or n_u == 0:
-        return _select(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32), n_u, t)
-    pt = np.ascontiguousarray(p.T)
+        return np.full((n_u, t), -1, np.int64)
+    pt = np.ascontiguousarray((data[rows] * scale[:, None]).T)
+    pos = np.arange(n_p, dtype=np.uint64)
     step = max(1, chunk_elems // n_p)
-    rows, pos, sc = [], [], []
+    parts = []
     for lo in range(0, n_u, step):
         s = u[lo : lo + step] @ pt
-        s += b
-        r, c = _block_top(s, t)
-        rows.append(r + lo)
-        pos.append(c)
-        sc.append(s[r, c])
-    return _select(np.concatenate(rows), np.concatenate(pos), np.concatenate(sc), n_u, t)
+        s += bias
+        parts.append(_top_keys(sort_keys(s, pos[None, :]), t))
+    return _finish(np.concatenate(parts), t)
 
 
 def train_centroids(x: np.ndarray, n_clusters: int, iters: int = 8, max_sample: int = 64) -> np.ndarray:
@@ -92,37 +103,34 @@ def assign(x: np.ndarray, centroids: np.ndarray, chunk: int = 8192) -> np.ndarra
     return out
 
 
-def ivf_top(
-    u: np.ndarray, p: np.ndarray, b: np.ndarray, clusters: np.ndarray, centroids: np.ndarray, t: int, nprobe: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Approximate top ``t`` per user: exact scores over the posts of each user's ``nprobe`` best clusters.
-
-    ``clusters[i]`` is the cluster of ``p[i]``. Users are grouped by probed cluster so each cluster's
-    posts meet all their users in one small matrix product.
-    """
+def ivf_top(u: np.ndarray, data: np.ndarray, rows: np.ndarray, scale: np.ndarray, bias: np.ndarray,
+            clusters: np.ndarray, centroids: np.ndarray, t: int, nprobe: int) -> np.ndarray:  # fmt: skip
+    """Approximate :func:`exact_top`: exact scores over the candidates in each user's ``nprobe`` best
+    clusters (``clusters[i]`` is the cluster of candidate ``i``). Users are grouped by probed cluster
+    so each cluster's candidates meet all their users in one small matrix product."""
     n_u, n_c = len(u), len(centroids)
+    if len(rows) == 0 or n_u == 0:
+        return np.full((n_u, t), -1, np.int64)
     nprobe = max(1, min(nprobe, n_c))
-    cs = u @ centroids.T
-    probe = np.argpartition(-cs, nprobe - 1, axis=1)[:, :nprobe] if nprobe < n_c else np.broadcast_to(np.arange(n_c), (n_u, n_c))
-    pair_user = np.repeat(np.arange(n_u), nprobe)
-    pair_cl = probe.ravel()
-    by_cl = np.argsort(pair_cl, kind="stable")
-    pair_user, pair_cl = pair_user[by_cl], pair_cl[by_cl]
-    p_order = np.argsort(clusters, kind="stable")  # positions grouped by cluster, ascending within
-    p_sorted = np.ascontiguousarray(p[p_order])
-    b_sorted = b[p_order]
+    if nprobe < n_c:
+        probe = np.argpartition(-(u @ centroids.T), nprobe - 1, axis=1)[:, :nprobe]
+    else:
+        probe = np.broadcast_to(np.arange(n_c), (n_u, n_c))
+    by_cl = np.argsort(probe.ravel(), kind="stable")
+    pair_user = (by_cl // nprobe).astype(np.int64)
+    pair_slot = by_cl % nprobe
+    u_lo = np.searchsorted(probe.ravel()[by_cl], np.arange(n_c + 1))
+    p_order = np.argsort(clusters, kind="stable")  # candidates grouped by cluster, ascending within
     p_lo = np.searchsorted(clusters[p_order], np.arange(n_c + 1))
-    u_lo = np.searchsorted(pair_cl, np.arange(n_c + 1))
-    rows, pos, sc = [], [], []
+    p_sorted = data[rows[p_order]] * scale[p_order, None]
+    b_sorted = bias[p_order]
+    pos_sorted = p_order.astype(np.uint64)
+    buf = np.zeros((n_u, nprobe, t), dtype=np.uint64)  # 0 = empty slot
     for c in np.flatnonzero((np.diff(u_lo) > 0) & (np.diff(p_lo) > 0)).tolist():
-        users = pair_user[u_lo[c] : u_lo[c + 1]]
         a, z = p_lo[c], p_lo[c + 1]
-        s = u[users] @ p_sorted[a:z].T
+        us = pair_user[u_lo[c] : u_lo[c + 1]]
+        s = u[us] @ p_sorted[a:z].T
         s += b_sorted[a:z]
-        r, col = _block_top(s, t)
-        rows.append(users[r])
-        pos.append(p_order[a + col])
-        sc.append(s[r, col])
-    if not rows:
-        return _select(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32), n_u, t)
-    return _select(np.concatenate(rows), np.concatenate(pos), np.concatenate(sc), n_u, t)
+        top = _top_keys(sort_keys(s, pos_sorted[None, a:z]), t)
+        buf[us, pair_slot[u_lo[c] : u_lo[c + 1]], : top.shape[1]] = top
+    return _finish(buf.reshape(n_u, nprobe * t), t)

@@ -111,6 +111,11 @@ class InterestTable:
         n = np.linalg.norm(v, axis=1, keepdims=True)
         return np.divide(v, n, out=np.zeros_like(v), where=n > 0)
 
+    def raw(self, user: int) -> np.ndarray:
+        """A copy of one user's unnormalised interest row (created from the profile if needed)."""
+        row = self.rows(np.asarray([user]))[0]
+        return self.m.data[row].copy()
+
     def update(self, users: np.ndarray, vecs: np.ndarray) -> None:
         """Apply events in order: v <- (1 - lr) v + lr e for each (user, vector) pair."""
         if not len(users):

@@ -4,8 +4,10 @@ In-network: the window's originals, reposts and quotes by accounts the user foll
 ``(1 + log1p(engagement)) * 0.5 ** (age / half_life)`` (a repost counts its root's engagement).
 
 Out-of-network: originals and quotes by accounts the user neither follows nor mutes (nor the user),
-ranked by ``(1 + cos(u, p)) / 2 * 0.5 ** (age / half_life) + popularity_weight * log1p(engagement)``
-where ``u`` is the user's interest vector. That score is an inner product of ``u`` with a per-step
+ranked by ``cos(u, p) * 0.5 ** (age / half_life) + popularity_weight * log1p(engagement)`` where
+``u`` is the user's interest vector (decay multiplies similarity rather than adding to it, so a
+fresh but irrelevant post does not outrank a relevant one from a few hours ago; a user with no
+interest signal yet gets the newest, or with a popularity weight the most engaging, posts). That score is an inner product of ``u`` with a per-step
 rescaling of the stored post vectors plus a per-post bias, so a batch of users is ranked by one
 chunked matrix product (or an IVF search, see ``ann.py``); nothing is ever re-embedded.
 
@@ -61,7 +63,7 @@ class XRecommender:
         popularity_weight: float = 0.0,
         interest_lr: float = 0.2,
         ann: str = "auto",
-        ivf_nprobe: int = 8,
+        ivf_nprobe: int = 16,
         ivf_min_posts: int = 20_000,
         exact_budget: int = 20_000_000,
         hashing_dim: int = 384,
@@ -86,7 +88,7 @@ class XRecommender:
         self.interests = InterestTable(self.embedder, (lambda u: texts[u] if texts is not None and u < len(texts) else ""), interest_lr)
         self.centroids: np.ndarray | None = None
         self.clusters = np.zeros(0, dtype=np.int32)  # cluster of each embedded post (when an index exists)
-        self._trained_at = 0
+        self._trained_at = self._ranked_at_training = self._n_ranked_seen = self._seen_upto = 0
         self.last_used_ivf = False
 
     # ---- learning from events -----------------------------------------------------------------
@@ -105,20 +107,32 @@ class XRecommender:
         users = np.concatenate([state.posts.col("author")[ids], lk[:, 0]])
         posts = np.concatenate([ids, lk[:, 1]])
         self.interests.update(users, self.posts.m.data[posts])
-        self._maybe_train(state)
+        self._maybe_train(state, step)
 
-    def _maybe_train(self, state: "PlatformState") -> None:
-        """(Re)build the IVF index when the number of rankable posts has doubled since the last build."""
+    def _maybe_train(self, state: "PlatformState", step: int) -> None:
+        """(Re)build the IVF index over the window when it has doubled or turned over since the last build.
+
+        Only window posts can be candidates, so only they are clustered and assigned (older posts
+        keep cluster -1); the decision depends only on counts seen in ``observe``, so a replayed
+        run rebuilds the same index at the same steps.
+        """
         if self.ann == "exact":
             return
-        ranked = np.flatnonzero(np.isin(state.posts.col("kind")[: len(self.posts)], RANKED_KINDS))
-        n = len(ranked)
-        if n < self.ivf_min_posts or n < 2 * self._trained_at:
+        kinds = state.posts.col("kind")
+        self._n_ranked_seen += int(np.isin(kinds[self._seen_upto : len(self.posts)], RANKED_KINDS).sum())
+        self._seen_upto = len(self.posts)
+        if self.centroids is not None and self._n_ranked_seen - self._ranked_at_training < self._trained_at:
             return
-        n_clusters = int(min(4096, max(16, math.isqrt(n))))
-        self.centroids = train_centroids(self.posts.m.data[ranked], n_clusters)
-        self.clusters = assign(self.posts.m.data, self.centroids)
-        self._trained_at = n
+        first = state.posts.first_in_step(step - self.window_steps + 1)
+        ranked = first + np.flatnonzero(np.isin(kinds[first : len(self.posts)], RANKED_KINDS))
+        if len(ranked) < self.ivf_min_posts:
+            return
+        n_clusters = int(min(4096, max(16, math.isqrt(len(ranked)))))
+        data = self.posts.m.data
+        self.centroids = train_centroids(data[ranked], n_clusters)
+        self.clusters = np.full(len(self.posts), -1, dtype=np.int32)
+        self.clusters[first:] = assign(data[first:], self.centroids)
+        self._trained_at, self._ranked_at_training = len(ranked), self._n_ranked_seen
 
     # ---- ranking ------------------------------------------------------------------------------
     def split(self, k: int) -> tuple[int, int]:
@@ -135,16 +149,40 @@ class XRecommender:
             return [np.zeros(0, np.int64) for _ in range(n_u)]
         dec = decay(state, cand, step, self.half_life)
         pop = np.log1p(np.maximum(engagement(state, cand), 0.0))
-        a = (0.5 * dec).astype(np.float32)
-        b = (0.5 * dec + self.popularity_weight * pop).astype(np.float32)
-        p = self.posts.m.data[cand] * a[:, None]
+        a = dec.astype(np.float32)
+        b = (self.popularity_weight * pop).astype(np.float32)
         u = self.interests.vectors(users)
+        data = self.posts.m.data
         big = n_u * len(cand) > self.exact_budget
         self.last_used_ivf = self.centroids is not None and (self.ann == "ivf" or (self.ann == "auto" and big))
         if self.last_used_ivf:
-            pos, _ = ivf_top(u, p, b, self.clusters[cand], self.centroids, t, self.nprobe)
+            pos = ivf_top(u, data, cand, a, b, self.clusters[cand], self.centroids, t, self.nprobe)
         else:
-            pos, _ = exact_top(u, p, b, t)
+            pos = exact_top(u, data, cand, a, b, t)
+        out = self._allowed(state, users, owner, fol, cand, pos)
+        # Too many of a user's best posts were excluded (or sat in unprobed clusters): rank those
+        # users exactly, first as a batch with a deeper cut, then one by one over their allowed posts.
+        short = np.asarray([r for r in range(n_u) if len(out[r]) < t - _SLACK], dtype=np.int64)
+        if len(short) and (len(cand) > t or self.last_used_ivf):
+            sel = np.isin(owner, short)
+            deeper = self._allowed(state, users[short], np.searchsorted(short, owner[sel]), fol[sel], cand,
+                                   exact_top(u[short], data, cand, a, b, 4 * t))  # fmt: skip
+            authors = state.posts.col("author")
+            for j, r in enumerate(short.tolist()):
+                out[r] = deeper[j]
+                if len(out[r]) < t - _SLACK and len(cand) > 4 * t:
+                    lo, hi = np.searchsorted(owner, [r, r + 1])
+                    excl = np.concatenate([fol[lo:hi], [users[r]], np.fromiter(state.mutes.get(int(users[r]), ()), np.int64)])
+                    ok = np.flatnonzero(~np.isin(authors[cand], excl))
+                    best = exact_top(u[r : r + 1], data, cand[ok], a[ok], b[ok], t - _SLACK)[0]
+                    out[r] = cand[ok[best[best >= 0]]]
+        return out
+
+    @staticmethod
+    def _allowed(state: "PlatformState", users: np.ndarray, owner: np.ndarray, fol: np.ndarray, cand: np.ndarray,
+                 pos: np.ndarray) -> list[np.ndarray]:  # fmt: skip
+        """Ranked candidate ids per user minus the user's own, its followees' and muted authors' posts."""
+        n_u = len(users)
         authors = state.posts.col("author")
         pid = np.where(pos >= 0, cand[np.maximum(pos, 0)], -1)
         auth = np.where(pos >= 0, authors[np.maximum(pid, 0)], -1)
@@ -159,16 +197,7 @@ class XRecommender:
             muted = state.mutes.get(u_id)
             if muted:
                 bad[r] |= np.isin(auth[r], np.fromiter(muted, np.int64, count=len(muted)))
-        out = [pid[r][~bad[r]] for r in range(n_u)]
-        # Too many of a user's best posts were excluded (or sat in unprobed clusters): rank exactly for them.
-        short = [r for r in range(n_u) if len(out[r]) < t - _SLACK and (len(cand) > t or self.last_used_ivf)]
-        for r in short:
-            excl = set(fol[owner == r].tolist()) | {int(users[r])} | set(state.mutes.get(int(users[r])) or ())
-            ok = ~np.isin(authors[cand], np.fromiter(excl, np.int64, count=len(excl)))
-            s = (p[ok] @ u[r] + b[ok]).astype(np.float32)
-            ids = cand[ok]
-            out[r] = ids[np.lexsort((-ids, -s))][: t - _SLACK]
-        return out
+        return [pid[r][~bad[r]] for r in range(n_u)]
 
     def feeds(self, state: "PlatformState", users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
         users = np.asarray(users, dtype=np.int64)
@@ -180,10 +209,14 @@ class XRecommender:
         outs = self._out_of_network(state, users, owner, fol, step, k + _SLACK)
         n_in, n_out = self.split(k)
         roots = state.posts.col("root")
+        in_all = np.concatenate(ins) if ins else np.zeros(0, np.int64)
+        lens = np.fromiter((len(x) for x in ins), np.int64, count=len(ins))
+        has_repost = set(np.repeat(np.arange(len(ins)), lens)[roots[in_all] != in_all].tolist())
         feeds = []
-        for i_list, o_list in zip(ins, outs):
-            if len(i_list) and len(o_list):
-                o_list = o_list[~np.isin(o_list, roots[i_list])]  # a followee's repost already shows it
+        for r, (i_list, o_list) in enumerate(zip(ins, outs)):
+            if r in has_repost:  # a followee's repost already shows its root: don't show it twice
+                shown = set(roots[i_list].tolist())
+                o_list = np.asarray([p for p in o_list.tolist() if p not in shown], dtype=np.int64)
             take_out = min(len(o_list), k - min(len(i_list), n_in))
             take_in = min(len(i_list), k - take_out)
             take_out = min(len(o_list), k - take_in)

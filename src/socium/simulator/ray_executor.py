@@ -18,23 +18,31 @@ explicit restart keeps the count per step, lets the driver log it, and works the
 actors.) A killed *driver* takes its actors with it (they are owned by the driver) and the run
 resumes from the trace with ``socium run --resume``.
 
-Concurrency inside an actor. A policy with ``async def adecide(obs)`` (an LLM policy) has its
-shard's observations overlapped on the actor's event loop, at most ``concurrency_per_actor`` in
-flight; otherwise ``decide_batch``/``decide`` run in a loop. Throughput of LLM agents is thus
-bounded by ``actors * concurrency_per_actor / latency``.
+Concurrency inside an actor. The actor calls, in this order of preference: the policy's own
+``async adecide_batch(observations)`` (an LLM policy: it groups agents for script mode and
+attaches its call log to the decisions' ``meta``, which the driver records); else
+``async adecide(obs)`` overlapped on the actor's event loop with at most
+``concurrency_per_actor`` in flight; else ``decide_batch``/``decide`` in a loop. Throughput of
+LLM agents is thus bounded by ``actors * concurrency_per_actor / latency``.
 
 Hooks a policy may implement (all optional):
 - ``for_actor(ctx: ActorContext) -> policy``: specialise the policy inside the actor, e.g. to
-  build its LLM backend against ``ctx.base_urls`` (the servers this actor is assigned) or on the
-  GPU Ray gave it. Backends must be created lazily inside the actor, never pickled.
-- ``drain_rows() -> dict[table, rows]``: extra trace rows (LLM calls) produced in the actor; they
-  are returned with the decisions and handed to the driver policy's ``absorb_rows(rows)``, or
-  kept for :meth:`RayExecutor.drain_rows` when it has none.
+  build its LLM backend against ``ctx.base_urls`` (the servers this actor is assigned), cap its
+  in-flight requests at ``ctx.concurrency``, or load an engine on the GPU Ray gave it. Backends
+  must be created lazily inside the actor, never pickled.
+- ``partition(observations, n) -> list[list[Observation]]``: how to split one step over ``n``
+  shards when ``agent_id % n`` would change results (script mode's narrator groups are chunks
+  of the *sorted active set*; a partition keeps each group on one shard).
+- Trace rows an actor produces must travel in ``Decision.meta`` (as ``llm_calls`` do). Rows a
+  policy returns from ``drain_rows()`` inside an actor are handed to the driver policy's
+  ``absorb_rows(rows)``; without that hook the run stops rather than lose them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import operator
 import os
 import socket
 from dataclasses import dataclass, field
@@ -44,7 +52,7 @@ import pyarrow as pa
 import ray
 from ray.exceptions import RayActorError
 
-from socium.agents.observation import Decision, Observation
+from socium.agents.observation import Decision, FeedItem, Observation
 from socium.config import ExecutorConfig
 from socium.errors import SociumError
 from socium.simulator.executors import adecide_all, decide_sync
@@ -79,6 +87,52 @@ def shard_urls(urls: Sequence[str], shard: int, n_shards: int) -> list[str]:
     return [urls[shard % len(urls)]]
 
 
+# ---- wire format -----------------------------------------------------------------------------
+# Pickling a slotted dataclass or a pydantic model goes through Python-level __reduce_ex__ per
+# object; for 10^5 observations of 5 feed items that dominated a rule-based step. Observations
+# travel as nested tuples and actions as (class, fields, fields_set), rebuilt without
+# re-validation (they were validated where they were made): about half the bytes and time.
+_FEED_FIELDS = [f.name for f in dataclasses.fields(FeedItem)]
+_feed_tuple = operator.attrgetter(*_FEED_FIELDS)
+
+
+def pack_observations(obs: Sequence[Observation]) -> list[tuple]:
+    return [(o.agent_id, o.step, o.time_s, o.hour, [_feed_tuple(i) for i in o.feed], o.stance, o.extra) for o in obs]
+
+
+def unpack_observations(packed: list[tuple]) -> list[Observation]:
+    return [Observation(a, s, t, h, [FeedItem(*i) for i in feed], st, ex) for a, s, t, h, feed, st, ex in packed]
+
+
+def pack_decisions(decisions: Sequence[Decision]) -> list[tuple]:
+    return [(d.agent_id, [(type(a), a.__dict__, a.model_fields_set) if hasattr(a, "model_fields_set") else (None, a, None)
+                          for a in d.actions], d.stance, d.invalid_reason, d.raw, d.meta) for d in decisions]  # fmt: skip
+
+
+def _rebuild(cls: Any, values: dict[str, Any], fields_set: set[str]) -> Any:
+    # pydantic's own unpickling path (``__setstate__``), minus the per-object reduce machinery
+    obj = cls.__new__(cls)
+    obj.__setstate__({"__dict__": values, "__pydantic_fields_set__": fields_set, "__pydantic_extra__": None,
+                      "__pydantic_private__": None})  # fmt: skip
+    return obj
+
+
+def unpack_decisions(packed: list[tuple]) -> list[Decision]:
+    return [Decision(aid, [a if cls is None else _rebuild(cls, a, fs) for cls, a, fs in acts], st, inv, raw, meta)
+            for aid, acts, st, inv, raw, meta in packed]  # fmt: skip
+
+
+def partition_in_groups(observations: Sequence[Observation], n: int, group_size: int) -> list[list[Observation]]:
+    """A ``partition`` for policies that decide for consecutive groups of the sorted active set (script
+    mode): group j goes whole to shard j mod n. Every group but the last is full, so a shard that
+    re-chunks its (still sorted) share by ``group_size`` gets back exactly the groups it was sent."""
+    obs = sorted(observations, key=lambda o: o.agent_id)
+    out: list[list[Observation]] = [[] for _ in range(n)]
+    for j, i in enumerate(range(0, len(obs), group_size)):
+        out[j % n].extend(obs[i : i + group_size])
+    return out
+
+
 class ShardActor:
     """Holds one shard's policy; runs its observations. Created through ``ray.remote`` below."""
 
@@ -92,14 +146,18 @@ class ShardActor:
         return {"shard": self.ctx.shard, "pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id(),
                 "host": socket.gethostname()}  # fmt: skip
 
-    async def decide(self, observations: list[Observation]) -> tuple[list[Decision], dict[str, Any]]:
+    async def decide(self, packed: list[tuple]) -> tuple[list[tuple], dict[str, Any]]:
+        """One shard's step: packed observations in, packed decisions (and any drained rows) out."""
         policy = self.policy
-        if hasattr(policy, "adecide"):
+        observations = unpack_observations(packed)
+        if hasattr(policy, "adecide_batch"):
+            decisions = list(await policy.adecide_batch(observations))
+        elif hasattr(policy, "adecide"):
             decisions = await adecide_all(policy, observations, self.ctx.concurrency)
         else:
             decisions = decide_sync(policy, observations)
         drain = getattr(policy, "drain_rows", None)
-        return decisions, (drain() if drain is not None else {})
+        return pack_decisions(decisions), (drain() if drain is not None else {})
 
     async def close(self) -> None:
         close = getattr(self.policy, "close", None)
@@ -140,7 +198,6 @@ class RayExecutor:
         self.restarts = 0  # actor re-creations over the run (for tests and logs)
         self._owns_ray = False
         self._policy_ref: Any = None
-        self._rows: dict[str, list[Any]] = {}
 
     # ---- actor lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -186,13 +243,11 @@ class RayExecutor:
     # ---- one step --------------------------------------------------------------------------
     def run(self, observations: Sequence[Observation]) -> list[Decision]:
         self.start()
-        batches: list[list[Observation]] = [[] for _ in range(self.n)]
-        for o in observations:
-            batches[o.agent_id % self.n].append(o)
-        refs = {s: ray.put(b) for s, b in enumerate(batches) if b}  # put once; a re-run reuses it
+        batches = self._partition(observations)
+        refs = {s: ray.put(pack_observations(b)) for s, b in enumerate(batches) if b}  # put once; a re-run reuses it
         pending = {self.actors[s].decide.remote(ref): s for s, ref in refs.items()}
         attempts = [0] * self.n
-        results: dict[int, tuple[list[Decision], dict[str, Any]]] = {}
+        results: dict[int, tuple[list[tuple], dict[str, Any]]] = {}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             shard = pending.pop(done[0])
@@ -204,30 +259,36 @@ class RayExecutor:
                     raise ExecutorError(f"shard {shard}: actor died {attempts[shard]} times in one step; giving up") from exc
                 self._restart(shard, exc)
                 pending[self.actors[shard].decide.remote(refs[shard])] = shard
-        decisions = [d for s in sorted(results) for d in results[s][0]]
+        decisions = [d for s in sorted(results) for d in unpack_decisions(results[s][0])]
         self._collect_rows([results[s][1] for s in sorted(results)])
         return sorted(decisions, key=lambda d: d.agent_id)
+
+    def _partition(self, observations: Sequence[Observation]) -> list[list[Observation]]:
+        hook = getattr(self.policy, "partition", None)
+        if hook is not None:
+            batches = [list(b) for b in hook(list(observations), self.n)]
+            if len(batches) != self.n or sum(map(len, batches)) != len(observations):
+                raise ExecutorError(f"policy.partition returned {len(batches)} shards / {sum(map(len, batches))} "
+                                    f"observations for {self.n} shards / {len(observations)} observations")  # fmt: skip
+            return batches
+        out: list[list[Observation]] = [[] for _ in range(self.n)]
+        for o in observations:
+            out[o.agent_id % self.n].append(o)
+        return out
 
     def _collect_rows(self, per_shard: list[dict[str, Any]]) -> None:
         merged: dict[str, list[Any]] = {}
         for rows in per_shard:
             for table, batch in rows.items():
-                merged.setdefault(table, []).append(batch)
+                if _n_rows(batch):
+                    merged.setdefault(table, []).append(batch)
         if not merged:
             return
-        out = {t: _concat(bs) for t, bs in merged.items()}
         absorb = getattr(self.policy, "absorb_rows", None)
-        if absorb is not None:
-            absorb(out)
-        else:
-            for t, b in out.items():
-                self._rows.setdefault(t, []).append(b)
-
-    def drain_rows(self) -> dict[str, Any]:
-        """Rows produced in actors that no driver-side ``absorb_rows`` took (then cleared)."""
-        out = {t: _concat(bs) for t, bs in self._rows.items()}
-        self._rows = {}
-        return out
+        if absorb is None:
+            raise ExecutorError(f"the policy produced trace rows ({sorted(merged)}) inside Ray actors but has no "
+                                "absorb_rows(rows) to hand them to the driver; return them in Decision.meta instead")  # fmt: skip
+        absorb({t: _concat(bs) for t, bs in merged.items()})
 
     def close(self) -> None:
         for a in self.actors:
@@ -245,6 +306,12 @@ class RayExecutor:
             self._owns_ray = False
 
 
+def _n_rows(batch: Any) -> int:
+    if isinstance(batch, dict):
+        return max((len(v) for v in batch.values()), default=0)
+    return int(getattr(batch, "num_rows", len(batch)))
+
+
 def _concat(batches: list[Any]) -> Any:
     """Merge one table's row batches (all dict-of-lists, or anything pyarrow can make a table of)."""
     if all(isinstance(b, dict) for b in batches):
@@ -254,4 +321,7 @@ def _concat(batches: list[Any]) -> Any:
     return pa.concat_tables(tables, promote_options="default")
 
 
-__all__ = ["ActorContext", "ExecutorError", "RayExecutor", "ShardActor", "connect", "shard_urls"]
+__all__ = [
+    "ActorContext", "ExecutorError", "RayExecutor", "ShardActor", "connect", "pack_decisions", "pack_observations",
+    "partition_in_groups", "shard_urls", "unpack_decisions", "unpack_observations",
+]  # fmt: skip

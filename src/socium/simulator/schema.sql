@@ -41,7 +41,7 @@ SELECT step, agent_id, CAST(coalesce(json_extract(args, '$.post_id'), json_extra
        CASE WHEN type IN ('like_post', 'like_comment') THEN 1
             WHEN type IN ('dislike_post', 'dislike_comment') THEN -1
             WHEN type = 'unlike_post' THEN -1 ELSE 1 END AS delta,
-       type
+       type, seq, origin
 FROM actions
 WHERE outcome = 'ok' AND type IN ('like_post', 'dislike_post', 'like_comment', 'dislike_comment', 'unlike_post', 'undo_dislike_post');
 

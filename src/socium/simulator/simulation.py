@@ -78,6 +78,9 @@ class Simulation(mesa.Model):
         for sp in cfg.seed_posts:
             if sp.author >= self.n:
                 raise ConfigError(f"seed_posts: author {sp.author} is not an agent id (population has {self.n})")
+        for sa in cfg.seed_actions:
+            if sa.agent >= self.n:
+                raise ConfigError(f"seed_actions: agent {sa.agent} is not an agent id (population has {self.n})")
         follows = build_follows(cfg, self.n, following)
         pc = cfg.platform
         self.state = PlatformState(self.n, follows, pc.preset, pc.max_post_chars, pc.trend_window_steps,
@@ -220,7 +223,7 @@ class Simulation(mesa.Model):
                     post_id=pid, author=author, kind=KIND_NAMES[p.get("kind", pid)], text=p.text[pid], root_id=root,
                     likes=p.get("likes", pid), dislikes=p.get("dislikes", pid), reposts=p.get("reposts", pid),
                     comments=p.get("comments", pid), source=src, rank=rank, adopted=u in adopters,
-                    liked=(u, pid) in st.likes,
+                    liked=(u, pid) in st.likes, disliked=(u, pid) in st.dislikes,
                     adoption=(len(followees & adopters) / len(followees)) if followees else 0.0,
                     author_stance=None if np.isnan(s) else s, author_username=self.population.usernames[author],
                 ))  # fmt: skip
@@ -300,6 +303,8 @@ class Simulation(mesa.Model):
         rec = StepRecorder(step)
         seeds = [Decision(sp.author, [CreatePost(content=sp.content)], meta={"origin": "seed"})
                  for sp in self.cfg.seed_posts if sp.step == step]  # fmt: skip
+        seeds += [Decision(sa.agent, [parse_action(sa.action)], meta={"origin": "seed"})
+                  for sa in self.cfg.seed_actions if sa.step == step]  # fmt: skip
         n_actions = self.apply_decisions(seeds, rec)
         active = self.active_agents(step)
         observations = self.observe(active, step, rec)

@@ -1,0 +1,97 @@
+"""Perspective comparison at network scale: one experiment under local, mindreader and omniscient.
+
+Zhou et al. (2024, arXiv 2403.05020) found that who-sees-what changes dyadic results (script mode
+looks better than agents mode); this asks the same question of network phenomena. The experiment
+spec (population, seed content, seed, platform) is run unchanged except for ``perspective``, so
+every difference in cascades, votes or stances -- and in token cost -- comes from what the agents
+could see. Null models are skipped here: they have no perspective.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from socium.errors import ConfigError
+from socium.experiments.spec import connect, deep_merge, llm_usage, write_results
+
+PERSPECTIVES = ("local", "mindreader", "omniscient")
+
+
+def trace_stats(run_dir: Path) -> dict[str, Any]:
+    """Experiment-agnostic facts of one run: posts, reshares, crowd votes, seed cascade, last survey."""
+    con = connect(run_dir)
+    try:
+        kinds = dict(con.execute("SELECT kind, count(*) FROM posts GROUP BY kind").fetchall())
+        v = con.execute("SELECT count(*), avg(CASE WHEN delta > 0 THEN 1.0 ELSE 0.0 END) FROM votes WHERE origin != 'seed'").fetchone()
+        c = con.execute("SELECT size, depth, max_breadth FROM cascade_metrics WHERE root_id = 0 ORDER BY step DESC LIMIT 1").fetchone()
+        s = con.execute("SELECT var_samp(value), avg(abs(value)), count(value) FROM surveys WHERE step = (SELECT max(step) FROM surveys)").fetchone()
+        agent_steps = con.execute("SELECT coalesce(sum(n_active), 0) FROM steps").fetchone()[0]
+    finally:
+        con.close()
+    use = llm_usage(run_dir)
+    tokens = use["prompt_tokens"] + use["completion_tokens"]
+    return {
+        "posts": int(sum(kinds.values())), "originals": int(kinds.get("original", 0)),
+        "reshares": int(kinds.get("repost", 0) + kinds.get("quote", 0)), "comments": int(kinds.get("comment", 0)),
+        "crowd_votes": int(v[0]), "p_positive_vote": None if v[1] is None else float(v[1]),
+        "seed_cascade": None if c is None else {"size": int(c[0]), "depth": int(c[1]), "max_breadth": int(c[2])},
+        "final_stance_variance": None if s[0] is None else float(s[0]),
+        "final_mean_abs_stance": None if s[1] is None else float(s[1]),
+        "agent_steps": int(agent_steps), "tokens_per_agent_step": tokens / agent_steps if agent_steps else 0.0, **use,
+    }  # fmt: skip
+
+
+def model_dirs(results: dict[str, Any]) -> list[Path]:
+    """The model (non-null) run directories of an experiment's results."""
+    if results["experiment"] == "propagation":
+        return [Path(c["runs"]["model"]["dir"]) for c in results["cascades"]]
+    return [Path(results["runs"]["model"]["dir"])]
+
+
+def headline(results: dict[str, Any]) -> dict[str, Any]:
+    """The experiment's own key numbers for its model run(s)."""
+    kind = results["experiment"]
+    if kind == "propagation":
+        return {"nrmse": results["summary"]["model"]["nrmse"]}
+    m = results["runs"]["model"]["metrics"]
+    if kind == "herding":
+        return {"effects": m["effects"], "p_next_positive": {g: d["p_next_positive"] for g, d in m["groups"].items()}}
+    last = m["points"][-1]
+    return {"group_extremity_shift": m["group_extremity_shift"], "final_variance": last["variance"], "final_bimodality": last["bimodality"]}
+
+
+def aggregate(stats: list[dict[str, Any]]) -> dict[str, Any]:
+    """Sum counts and tokens over runs; average the per-run seed-cascade and stance figures."""
+    def mean(vals: list[Any]) -> float | None:
+        vals = [x for x in vals if x is not None]
+        return sum(vals) / len(vals) if vals else None
+
+    out: dict[str, Any] = {k: sum(s[k] for s in stats) for k in ("posts", "reshares", "comments", "crowd_votes", "llm_calls",
+                                                                    "prompt_tokens", "completion_tokens", "agent_steps")}  # fmt: skip
+    out["wall_s"] = round(sum(s["wall_s"] for s in stats), 2)
+    out["tokens_per_agent_step"] = (out["prompt_tokens"] + out["completion_tokens"]) / out["agent_steps"] if out["agent_steps"] else 0.0
+    out["invalid_rate"] = mean([s["invalid_rate"] for s in stats])
+    out["p_positive_vote"] = mean([s["p_positive_vote"] for s in stats])
+    for k in ("size", "depth", "max_breadth"):
+        out[f"seed_cascade_{k}"] = mean([s["seed_cascade"][k] if s["seed_cascade"] else None for s in stats])
+    out["final_stance_variance"] = mean([s["final_stance_variance"] for s in stats])
+    out["final_mean_abs_stance"] = mean([s["final_mean_abs_stance"] for s in stats])
+    return out
+
+
+def run_compare(spec: Any, out: Path, runner: Callable[..., dict[str, Any]], *, force: bool = False,
+                log: Callable[[str], None] = lambda s: None, perspectives: tuple[str, ...] = PERSPECTIVES) -> dict[str, Any]:  # fmt: skip
+    """Run ``runner(spec', out/<perspective>)`` for each perspective and tabulate the differences."""
+    if "perspective" in spec.base:
+        raise ConfigError("compare: remove base.perspective; every perspective is run")
+    rows: dict[str, Any] = {}
+    for persp in perspectives:
+        s = spec.model_copy(update={"base": deep_merge(spec.base, {"perspective": persp}), "null": False})
+        log(f"compare: {persp}")
+        res = runner(s, out / persp, force=force, log=log)
+        stats = [trace_stats(d) for d in model_dirs(res)]
+        rows[persp] = {"dir": str(out / persp), "totals": aggregate(stats), "headline": headline(res), "runs": len(stats)}
+    results = {"experiment": "compare", "of": spec.experiment, "spec": spec.model_dump(mode="json"), "perspectives": rows}
+    write_results(out, results)
+    return results

@@ -1,0 +1,48 @@
+"""Entry points for the phenomenon experiments: parse a spec file, run it, return its results.
+
+One place maps an experiment name to its spec model and runner, so the CLI, notebooks and the
+perspective comparison all start experiments the same way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from socium.errors import ConfigError
+from socium.experiments.compare import run_compare
+from socium.experiments.herding import HerdingSpec, run_herding
+from socium.experiments.polarisation import PolarisationSpec, run_polarisation
+from socium.experiments.propagation import PropagationSpec, run_propagation
+from socium.experiments.spec import load_spec_data, parse_spec
+
+SPECS: dict[str, type] = {"propagation": PropagationSpec, "herding": HerdingSpec, "polarisation": PolarisationSpec}
+RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
+    "propagation": run_propagation, "herding": run_herding, "polarisation": run_polarisation,
+}  # fmt: skip
+KINDS = (*SPECS, "compare")
+
+
+def load_experiment(path: str | Path, overrides: Sequence[str] = (), kind: str | None = None) -> Any:
+    """The typed spec in ``path``; ``kind`` (if given) must match its ``experiment`` key (or fills it in)."""
+    data = load_spec_data(path, overrides)
+    name = data.get("experiment") or (kind if kind in SPECS else None)
+    if name not in SPECS:
+        raise ConfigError(f"{path}: experiment: {name!r} is not one of {', '.join(SPECS)}")
+    if kind in SPECS and kind != name:
+        raise ConfigError(f"{path}: the spec is a {name!r} experiment, not {kind!r}")
+    data["experiment"] = name
+    return parse_spec(SPECS[name], data, str(path))
+
+
+def run_experiment(kind: str, path: str | Path, out: Path | None = None, overrides: Sequence[str] = (), *,
+                   force: bool = False, log: Callable[[str], None] = lambda s: None) -> tuple[Path, dict[str, Any]]:  # fmt: skip
+    """Run ``kind`` (propagation, herding, polarisation, or compare of the spec's experiment)."""
+    if kind not in KINDS:
+        raise ConfigError(f"experiment kind {kind!r} is not one of {', '.join(KINDS)}")
+    spec = load_experiment(path, overrides, kind)
+    suffix = "-compare" if kind == "compare" else ""
+    target = Path(out) if out is not None else Path((spec.out or f"runs/{spec.name}") + suffix)
+    if kind == "compare":
+        return target, run_compare(spec, target, RUNNERS[spec.experiment], force=force, log=log)
+    return target, RUNNERS[kind](spec, target, force=force, log=log)

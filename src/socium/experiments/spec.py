@@ -1,0 +1,218 @@
+"""What the phenomenon experiments share: their spec files, config assembly, population files, runs.
+
+An experiment (propagation, herding, polarisation) is several ordinary runs -- the LLM population
+and its rule-based null model, one per cascade or condition -- built from one YAML spec. Each run
+is a normal ``ExperimentConfig`` + ``trace.duckdb``, so everything the experiment reports can be
+recomputed from the traces with SQL, and any run can be opened with ``socium card`` or ``query``.
+
+Populations built from data (a retweet tree, OASIS's core users, Reddit personas) are written as
+OASIS-style CSV files next to the runs and loaded through ``population.source: oasis_csv``, so a
+run's config names every input it used and the simulator needs no experiment-specific code path.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import duckdb
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from socium.config import ExperimentConfig, _apply_override, config_from_dict
+from socium.errors import ConfigError, RunDirError
+
+RESULTS_FILE = "results.json"
+"""Every experiment directory holds one; ``socium report`` reads it to know what it is looking at."""
+
+
+class ExperimentSpec(BaseModel):
+    """Fields every experiment spec has; ``base`` holds ExperimentConfig keys shared by all its runs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("experiment", description="Label used in reports and default output paths.")
+    out: str | None = Field(None, description="Output directory (the CLI's --out wins).")
+    base: dict[str, Any] = Field(default_factory=dict, description="ExperimentConfig keys for every run (seed, steps, llm, policy, recsys, perspective, llm_agents, ...).")  # fmt: skip
+    null: bool = Field(True, description="Also run the experiment's rule-based null model on the same platform.")
+    bootstrap: int = Field(1000, ge=0, description="Bootstrap resamples for confidence intervals (0: none).")
+
+
+def deep_merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """``b`` over ``a``, recursing into nested dicts (lists and scalars are replaced)."""
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def build_config(defaults: dict[str, Any], base: dict[str, Any], owned: dict[str, Any], where: str) -> ExperimentConfig:
+    """``defaults`` < the user's ``base`` < the experiment-``owned`` sections, validated.
+
+    The experiment owns the sections that define it (population, graph, seed posts, ...): a user
+    value there would silently change what is being measured, so it is an error, not an override.
+    """
+    clash = sorted(set(base) & set(owned))
+    if clash:
+        raise ConfigError(f"{where}: base.{clash[0]} is set by the experiment itself; remove it from base")
+    return config_from_dict(deep_merge(deep_merge(defaults, base), owned), source=where)
+
+
+def load_spec_data(path: str | Path, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """A spec YAML as a dict, with ``key.path=value`` overrides applied (values are YAML)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"experiment spec not found: {p}")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: top level must be a mapping")
+    for item in overrides:
+        _apply_override(data, item)
+    return data
+
+
+def parse_spec(model: type[BaseModel], data: dict[str, Any], source: str) -> Any:
+    """Validate ``data`` into ``model``; errors name the key path like config errors do."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        lines = [f"{'.'.join(str(x) for x in e['loc']) or '<root>'}: {e['msg']}" for e in err.errors()]
+        raise ConfigError(f"invalid experiment spec ({source}):\n  " + "\n  ".join(lines)) from None
+
+
+# ---- population files ----------------------------------------------------------------------------
+@dataclass
+class PersonRow:
+    """One agent of a data-built population (written as a row of an OASIS-style CSV)."""
+
+    user_id: str
+    name: str
+    username: str
+    description: str
+    following: list[int]
+    activity: list[float]
+    stance: float | None = None
+    user_char: str = ""
+
+
+def write_population_csv(path: Path, rows: Sequence[PersonRow]) -> Path:
+    """Write ``rows`` so ``population.source: oasis_csv`` loads them as agents 0..N-1.
+
+    Text from data files goes through :mod:`csv` quoting, never through a format string, so a bio
+    with commas, quotes or newlines round-trips unchanged.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with_stance = any(r.stance is not None for r in rows)
+    cols = ["user_id", "name", "username", "following_agentid_list", "previous_tweets", "user_char",
+            "description", "activity_level_frequency"] + (["stance"] if with_stance else [])  # fmt: skip
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(cols)
+        for r in rows:
+            act = [float(min(max(a, 0.0), 1.0)) for a in r.activity]
+            rec = [r.user_id, r.name, r.username, json.dumps(sorted(set(r.following))), "[]", r.user_char or r.description,
+                   r.description, json.dumps(act)]  # fmt: skip
+            if with_stance:
+                rec.append("" if r.stance is None else f"{r.stance:.6f}")
+            w.writerow(rec)
+    return path
+
+
+# ---- runs ----------------------------------------------------------------------------------------
+@dataclass
+class RunInfo:
+    """Where a run lives and how it was obtained (fresh, resumed or reused from an earlier call)."""
+
+    run_dir: Path
+    status: str
+    wall_s: float
+
+
+def _trace_state(db: Path) -> tuple[str | None, int | None]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        row = con.execute("SELECT config_hash FROM runs LIMIT 1").fetchone()
+        last = con.execute("SELECT max(step) FROM steps").fetchone()
+    except duckdb.Error:
+        return None, None
+    finally:
+        con.close()
+    return (row[0] if row else None), (None if last is None or last[0] is None else int(last[0]))
+
+
+def run_config(cfg: ExperimentConfig, run_dir: Path, *, force: bool = False,
+               on_step: Callable[[Any], None] | None = None) -> RunInfo:  # fmt: skip
+    """Run ``cfg`` into ``run_dir``; a finished run of the same config is reused, an unfinished one resumed.
+
+    Why reuse: an experiment is many runs and an embedded-model run can take minutes, so re-running
+    an experiment after an interruption (or to re-analyse) should redo only what is missing. A run
+    dir holding a *different* config is an error unless ``force``.
+    """
+    from socium.simulator.simulation import Simulation
+
+    db = run_dir / "trace.duckdb"
+    t0 = time.perf_counter()
+    if db.exists() and not force:
+        h, last = _trace_state(db)
+        if h == cfg.config_hash() and last is not None and last >= cfg.steps - 1:
+            return RunInfo(run_dir, "reused", 0.0)
+        if h is not None and h != cfg.config_hash():
+            raise RunDirError(f"{run_dir} holds a run of a different config; pass --force to overwrite")
+        Simulation(cfg, run_dir, resume=True).run(on_step=on_step)
+        return RunInfo(run_dir, "resumed", time.perf_counter() - t0)
+    Simulation(cfg, run_dir, force=force).run(on_step=on_step)
+    return RunInfo(run_dir, "ran", time.perf_counter() - t0)
+
+
+def connect(run_dir: Path) -> duckdb.DuckDBPyConnection:
+    """Read-only connection to a run's trace."""
+    from socium.simulator.store import require_store
+
+    return duckdb.connect(str(require_store(Path(run_dir))), read_only=True)
+
+
+def llm_usage(run_dir: Path) -> dict[str, float]:
+    """LLM calls and tokens of one run (zeros for a rule-based run), plus its simulated wall time."""
+    con = connect(run_dir)
+    try:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        calls = pt = ct = 0
+        if "llm_calls" in tables:
+            r = con.execute("SELECT count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0) FROM llm_calls").fetchone()
+            calls, pt, ct = int(r[0]), int(r[1]), int(r[2])
+        wall = con.execute("SELECT coalesce(sum(wall_s), 0) FROM steps").fetchone()[0]
+        inv = con.execute("SELECT count(*) FILTER (WHERE outcome != 'ok'), count(*) FROM actions WHERE origin != 'seed'").fetchone()
+    finally:
+        con.close()
+    return {"llm_calls": calls, "prompt_tokens": pt, "completion_tokens": ct, "wall_s": round(float(wall), 3),
+            "invalid_rate": round(inv[0] / inv[1], 4) if inv[1] else 0.0}  # fmt: skip
+
+
+def write_results(out: Path, results: dict[str, Any]) -> Path:
+    """Write ``results.json`` (the experiment's numbers, spec and run directories)."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / RESULTS_FILE
+    path.write_text(json.dumps(results, indent=1, default=_jsonable), encoding="utf-8")
+    return path
+
+
+def _jsonable(x: Any) -> Any:
+    if hasattr(x, "tolist"):
+        return x.tolist()
+    if isinstance(x, Path):
+        return str(x)
+    raise TypeError(f"not JSON serialisable: {type(x).__name__}")
+
+
+def read_results(out: Path) -> dict[str, Any]:
+    p = Path(out) / RESULTS_FILE
+    if not p.is_file():
+        raise RunDirError(f"{out}: no {RESULTS_FILE} (not an experiment directory)")
+    return json.loads(p.read_text(encoding="utf-8"))

@@ -1,0 +1,37 @@
+"""Perspective comparison runs one spec under three perspectives and accounts for each one's tokens."""
+
+import json
+
+import duckdb
+import pytest
+
+from socium.errors import ConfigError
+from socium.experiments.compare import run_compare
+from socium.experiments.herding import HerdingSpec, run_herding
+from socium.experiments.report import write_report
+
+
+def test_three_perspectives_same_design_different_cost(tmp_path):
+    items = [{"text": f"claim {i}", "group": ("up", "control", "down")[i % 3]} for i in range(6)]
+    people = [{"realname": f"P {i}", "username": f"p{i}", "bio": "b", "persona": "p"} for i in range(16)]
+    (tmp_path / "i.json").write_text(json.dumps(items))
+    (tmp_path / "p.json").write_text(json.dumps(people))
+    spec = HerdingSpec(items=str(tmp_path / "i.json"), personas=str(tmp_path / "p.json"), n_items=6, activation=1.0, bootstrap=10,
+                       base={"seed": 1, "steps": 2, "llm": {"backend": "random"}, "llm_agents": {"group_size": 8}})  # fmt: skip
+    res = run_compare(spec, tmp_path / "cmp", run_herding)
+    rows = res["perspectives"]
+    assert list(rows) == ["local", "mindreader", "omniscient"]
+    for p, r in rows.items():
+        con = duckdb.connect(f"{r['dir']}/runs/model/trace.duckdb", read_only=True)
+        persp, calls = con.execute("SELECT perspective, (SELECT count(*) FROM llm_calls) FROM runs").fetchone()
+        seeded = con.execute("SELECT count(*) FROM posts WHERE step = 0 AND author = 16").fetchone()[0]
+        con.close()
+        assert persp == p and calls == r["totals"]["llm_calls"] and seeded == 6
+        assert r["totals"]["prompt_tokens"] > 0 and not (tmp_path / "cmp" / p / "runs" / "null").exists()
+    # 16 always-active voters: one call each per step locally, one narrator call per 8 agents in script mode
+    assert rows["local"]["totals"]["llm_calls"] == 32 and rows["omniscient"]["totals"]["llm_calls"] == 4
+    assert rows["omniscient"]["totals"]["prompt_tokens"] < rows["local"]["totals"]["prompt_tokens"]
+    rep = write_report(tmp_path / "cmp")
+    assert "perspective_tokens.png" in {p.name for p in rep.images}
+    with pytest.raises(ConfigError, match="perspective"):
+        run_compare(spec.model_copy(update={"base": {**spec.base, "perspective": "local"}}), tmp_path / "x", run_herding)
