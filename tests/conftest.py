@@ -5,7 +5,15 @@ from pathlib import Path
 
 import pytest
 
-SHARED_DATA = Path(os.environ.get("SOCIUM_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+def _shared_data() -> Path:
+    """../shared/data beside the checkout (as CI has it), or $SOCIUM_SHARED_DATA, or the workspace copy."""
+    env = os.environ.get("SOCIUM_SHARED_DATA")
+    candidates = [Path(env)] if env else []
+    candidates += [Path(__file__).resolve().parents[2] / "shared" / "data", Path("/work/shared/data")]
+    return next((c for c in candidates if c.is_dir()), candidates[0])
+
+
+SHARED_DATA = _shared_data()
 
 
 @pytest.fixture

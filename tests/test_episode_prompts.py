@@ -28,7 +28,9 @@ from socium.experiments.episodes.prompts import (
 from socium.experiments.episodes.sotopia import CharacterProfile, EnvironmentProfile, SotopiaData, render_for
 from socium.testing.schema_sample import sample_from_schema
 
-DATA = Path(os.environ.get("SOCIUM_SOTOPIA_DIR", "/work/shared/data/sotopia"))
+from conftest import SHARED_DATA
+
+DATA = Path(os.environ.get("SOCIUM_SOTOPIA_DIR", SHARED_DATA / "sotopia"))
 
 ENV = EnvironmentProfile(
     env_id="e1", scenario="Two colleagues meet. <p viewer='environment'>ENVONLY answer</p>"

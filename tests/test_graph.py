@@ -19,7 +19,7 @@ from socium.platform.graph import (
     read_edgelist,
 )
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from conftest import SHARED_DATA as DATA
 FACEBOOK = DATA / "snap-ego-facebook" / "facebook_combined.txt.gz"
 
 KINDS = [

@@ -18,7 +18,7 @@ from socium.agents.sources import (
 )
 from socium.errors import ConfigError, InputFileError
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from conftest import SHARED_DATA as DATA
 OASIS = DATA / "oasis-reference"
 TOPIC_CSV = OASIS / "twitter_dataset" / "anonymous_topic_200_1h" / "False_Business_0.csv"
 POLAR_CSV = OASIS / "twitter_dataset" / "group_polarization" / "197_baoshou.csv"

@@ -23,7 +23,7 @@ from socium.experiments.realcascades import (
     real_curves,
 )
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from conftest import SHARED_DATA as DATA
 TAR = DATA / "twitter15" / "twitter15_trees.tar.gz"
 STATS = DATA / "twitter15" / "cascade_stats.csv"
 OASIS = DATA / "oasis-reference" / "twitter_dataset"

@@ -22,7 +22,9 @@ from socium.experiments.episodes.sotopia import (
     render_for,
 )
 
-DATA = Path(os.environ.get("SOCIUM_SOTOPIA_DIR", "/work/shared/data/sotopia"))
+from conftest import SHARED_DATA
+
+DATA = Path(os.environ.get("SOCIUM_SOTOPIA_DIR", SHARED_DATA / "sotopia"))
 needs_data = pytest.mark.skipif(not (DATA / "agent_profiles.jsonl").exists(), reason="SOTOPIA data not available")
 
 FILES = {

@@ -47,7 +47,10 @@ def default_data_dir() -> Path:
     The data are research-use only and must not be packaged, so they live outside the repository.
     """
     env = os.environ.get("SOCIUM_DATA_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[4] / "shared" / "data"
+    if env:
+        return Path(env)
+    beside = Path(__file__).resolve().parents[4] / "shared" / "data"
+    return beside if beside.is_dir() else Path("/work/shared/data")
 
 
 @dataclass(slots=True)
