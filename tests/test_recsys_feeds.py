@@ -8,6 +8,7 @@ import pytest
 from socium.platform import actions as A
 from socium.platform.graph import FollowIndex
 from socium.platform.state import PlatformState
+from socium.recsys.base import SOURCES
 from socium.recsys.candidates import hot_score
 from socium.recsys.chronological import ChronologicalRecommender
 from socium.recsys.simple import GlobalRecommender, RandomRecommender, RedditHotRecommender
@@ -153,4 +154,8 @@ def test_same_seed_same_feeds_for_every_builtin():
         for r in (r1, r2):
             r.observe(st, range(len(st.posts)), 0)
         users = np.arange(30)
-        assert feeds(r1, st, users, seed=3) == feeds(r2, st, users, seed=3)
+        got = feeds(r1, st, users, seed=3)
+        assert got == feeds(r2, st, users, seed=3)
+        assert {s for f in got for s in f.sources} <= set(SOURCES)
+        assert all(len(f.post_ids) == len(f.sources) == len(set(f.post_ids)) <= 5 for f in got)
+        assert feeds(r1, st, np.zeros(0, np.int64)) == []

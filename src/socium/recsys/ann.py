@@ -18,6 +18,11 @@ numbers are involved.
 
 from __future__ import annotations
 
+import contextlib
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
 import numpy as np
 
 _LOW = np.uint64(0xFFFFFFFF)
@@ -61,13 +66,22 @@ def exact_top(u: np.ndarray, data: np.ndarray, rows: np.ndarray, scale: np.ndarr
     if n_p == 0 or n_u == 0:
         return np.full((n_u, t), -1, np.int64)
     pt = np.ascontiguousarray((data[rows] * scale[:, None]).T)
-    pos = np.arange(n_p, dtype=np.uint64)
+    pos = np.arange(n_p, dtype=np.uint64)[None, :]
     step = max(1, chunk_elems // n_p)
-    parts = []
-    for lo in range(0, n_u, step):
+    starts = list(range(0, n_u, step))
+
+    def one(lo: int) -> np.ndarray:
         s = u[lo : lo + step] @ pt
         s += bias
-        parts.append(_top_keys(sort_keys(s, pos[None, :]), t))
+        return _top_keys(sort_keys(s, pos), t)
+
+    with _single_threaded_blas():  # one chunk per thread: no BLAS thread team spinning on a busy machine
+        workers = min(_cpus(), len(starts), 8)
+        if workers <= 1:
+            parts = [one(lo) for lo in starts]
+        else:
+            with ThreadPoolExecutor(workers) as ex:
+                parts = list(ex.map(one, starts))
     return _finish(np.concatenate(parts), t)
 
 
@@ -104,10 +118,12 @@ def assign(x: np.ndarray, centroids: np.ndarray, chunk: int = 8192) -> np.ndarra
 
 
 def ivf_top(u: np.ndarray, data: np.ndarray, rows: np.ndarray, scale: np.ndarray, bias: np.ndarray,
-            clusters: np.ndarray, centroids: np.ndarray, t: int, nprobe: int) -> np.ndarray:  # fmt: skip
+            clusters: np.ndarray, centroids: np.ndarray, t: int, nprobe: int, threads: int | None = None) -> np.ndarray:  # fmt: skip
     """Approximate :func:`exact_top`: exact scores over the candidates in each user's ``nprobe`` best
     clusters (``clusters[i]`` is the cluster of candidate ``i``). Users are grouped by probed cluster
-    so each cluster's candidates meet all their users in one small matrix product."""
+    so each cluster's candidates meet all their users in one small matrix product; clusters are
+    spread over ``threads`` worker threads (default: the CPUs this process may use, at most 8), each
+    running single-threaded BLAS, since small products gain nothing from a BLAS thread team."""
     n_u, n_c = len(u), len(centroids)
     if len(rows) == 0 or n_u == 0:
         return np.full((n_u, t), -1, np.int64)
@@ -126,11 +142,38 @@ def ivf_top(u: np.ndarray, data: np.ndarray, rows: np.ndarray, scale: np.ndarray
     b_sorted = bias[p_order]
     pos_sorted = p_order.astype(np.uint64)
     buf = np.zeros((n_u, nprobe, t), dtype=np.uint64)  # 0 = empty slot
-    for c in np.flatnonzero((np.diff(u_lo) > 0) & (np.diff(p_lo) > 0)).tolist():
-        a, z = p_lo[c], p_lo[c + 1]
-        us = pair_user[u_lo[c] : u_lo[c + 1]]
-        s = u[us] @ p_sorted[a:z].T
-        s += b_sorted[a:z]
-        top = _top_keys(sort_keys(s, pos_sorted[None, a:z]), t)
-        buf[us, pair_slot[u_lo[c] : u_lo[c + 1]], : top.shape[1]] = top
+
+    def run(cs: list[int]) -> None:  # each (user, slot) cell is written by exactly one cluster: no races
+        for c in cs:
+            a, z = p_lo[c], p_lo[c + 1]
+            us = pair_user[u_lo[c] : u_lo[c + 1]]
+            s = u[us] @ p_sorted[a:z].T
+            s += b_sorted[a:z]
+            top = _top_keys(sort_keys(s, pos_sorted[None, a:z]), t)
+            buf[us, pair_slot[u_lo[c] : u_lo[c + 1]], : top.shape[1]] = top
+
+    todo = np.flatnonzero((np.diff(u_lo) > 0) & (np.diff(p_lo) > 0)).tolist()
+    workers = max(1, min(_cpus(), len(todo) // 8, 8)) if threads is None else max(1, threads)
+    with _single_threaded_blas():  # many small products: a BLAS thread team per product only spins
+        if workers == 1:
+            run(todo)
+        else:
+            with ThreadPoolExecutor(workers) as ex:
+                list(ex.map(run, [todo[i::workers] for i in range(workers)]))
     return _finish(buf.reshape(n_u, nprobe * t), t)
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _single_threaded_blas() -> Any:
+    """Limit BLAS to one thread per call (threadpoolctl); parallelism comes from our own threads."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - a dependency; without it BLAS keeps its default
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")

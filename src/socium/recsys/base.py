@@ -11,6 +11,10 @@ if TYPE_CHECKING:
     from socium.platform.state import PlatformState
 
 
+SOURCES = ("in_network", "out_of_network", "global", "random", "search")
+"""The channels a feed item may come through; ``exposures.source`` holds one of them (or 'trend')."""
+
+
 @dataclass(frozen=True, slots=True)
 class Feed:
     """Post ids in rank order, each with the channel it came through (logged to ``exposures``)."""

@@ -16,14 +16,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from socium.platform.posts import ORIGINAL, QUOTE, REPOST
-from socium.recsys.base import Feed
+from socium.recsys.base import SOURCES, Feed  # noqa: F401  (SOURCES re-exported for recommender authors)
 
 if TYPE_CHECKING:
     from socium.platform.state import PlatformState
 
 RANKED_KINDS = (ORIGINAL, QUOTE)
 TIMELINE_KINDS = (ORIGINAL, REPOST, QUOTE)
-SOURCES = ("in_network", "out_of_network", "global", "random", "search")
 
 
 def window_posts(state: "PlatformState", step: int, window_steps: int, kinds: tuple[int, ...]) -> np.ndarray:

@@ -5,19 +5,21 @@ In-network: the window's originals, reposts and quotes by accounts the user foll
 
 Out-of-network: originals and quotes by accounts the user neither follows nor mutes (nor the user),
 ranked by ``cos(u, p) * 0.5 ** (age / half_life) + popularity_weight * log1p(engagement)`` where
-``u`` is the user's interest vector (decay multiplies similarity rather than adding to it, so a
+``u`` is the user's interest vector. Decay multiplies similarity rather than adding to it, so a
 fresh but irrelevant post does not outrank a relevant one from a few hours ago; a user with no
-interest signal yet gets the newest, or with a popularity weight the most engaging, posts). That score is an inner product of ``u`` with a per-step
-rescaling of the stored post vectors plus a per-post bias, so a batch of users is ranked by one
-chunked matrix product (or an IVF search, see ``ann.py``); nothing is ever re-embedded.
+interest signal yet gets the newest (or, with a popularity weight, the most engaging) posts. The
+score is an inner product of ``u`` with a per-step rescaling of the stored post vectors plus a
+per-post bias, so a batch of users is ranked by one chunked matrix product (or an IVF search, see
+``ann.py``); nothing is ever re-embedded.
 
 The feed interleaves the two sources (in-network first) in the configured mix, e.g. 3 + 2 as in
 OASIS; when one source runs short the other fills the feed. Interest vectors start from the
 profile (bio and interests) and move toward each post the user writes, reposts or likes.
 
-State is rebuilt purely from ``observe`` calls, so a resumed run (which replays them) ends up with the
-same vectors; the only randomness-free caveat is that sentence-transformers batches may differ in
-the last float bit when a replay embeds posts in different batches.
+No random numbers are used. State is rebuilt purely from ``observe`` calls, so a resumed run (which
+replays them) ends up with the same vectors and index. One caveat with sentence-transformers models:
+a replay may embed a step's seed posts in a different batch than the original run did, which can
+change the last float bit of their vectors (the hashing embedder is exact).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ class XRecommender:
         popularity_weight: float = 0.0,
         interest_lr: float = 0.2,
         ann: str = "auto",
-        ivf_nprobe: int = 16,
+        ivf_nprobe: int = 8,
         ivf_min_posts: int = 20_000,
         exact_budget: int = 20_000_000,
         hashing_dim: int = 384,
@@ -72,20 +74,26 @@ class XRecommender:
         profile_texts: Sequence[str] | None = None,
     ) -> None:
         if in_network < 0 or out_of_network < 0 or in_network + out_of_network == 0:
-            raise ConfigError(f"recsys.params: in_network={in_network}, out_of_network={out_of_network}: need >= 0 and a positive sum")
+            raise ConfigError(
+                f"recsys.params: in_network={in_network}, out_of_network={out_of_network}: need >= 0 and a positive sum"
+            )
         if ann not in ("auto", "exact", "ivf"):
             raise ConfigError(f"recsys.params.ann: {ann!r} is not one of 'auto', 'exact', 'ivf'")
         if recency_half_life_steps < 0 or popularity_weight < 0 or ivf_nprobe < 1 or window_steps < 1:
-            raise ConfigError("recsys.params: recency_half_life_steps, popularity_weight must be >= 0; ivf_nprobe, window_steps >= 1")
+            raise ConfigError(
+                "recsys.params: recency_half_life_steps, popularity_weight must be >= 0; ivf_nprobe, window_steps >= 1"
+            )
         self.window_steps = window_steps
         self.mix = (int(in_network), int(out_of_network))
         self.half_life = float(recency_half_life_steps)
         self.popularity_weight = float(popularity_weight)
-        self.ann, self.nprobe, self.ivf_min_posts, self.exact_budget = ann, int(ivf_nprobe), int(ivf_min_posts), int(exact_budget)
+        self.ann, self.nprobe = ann, int(ivf_nprobe)
+        self.ivf_min_posts, self.exact_budget = int(ivf_min_posts), int(exact_budget)
         self.embedder = make_embedder(embedder, dim=hashing_dim, device=embed_device, batch_size=embed_batch_size)
         texts = profile_texts if profile_texts is not None else profile_texts_of(sim)
         self.posts = PostVectors(self.embedder)
-        self.interests = InterestTable(self.embedder, (lambda u: texts[u] if texts is not None and u < len(texts) else ""), interest_lr)
+        profile = (lambda u: texts[u] if texts is not None and u < len(texts) else "")  # noqa: E731
+        self.interests = InterestTable(self.embedder, profile, interest_lr)
         self.centroids: np.ndarray | None = None
         self.clusters = np.zeros(0, dtype=np.int32)  # cluster of each embedded post (when an index exists)
         self._trained_at = self._ranked_at_training = self._n_ranked_seen = self._seen_upto = 0
