@@ -148,7 +148,8 @@ def main() -> None:
     os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
     print(f"machine: {stdlib_platform.machine()}, {os.cpu_count()} cores, Python {stdlib_platform.python_version()}, "
-          f"ray {ray.__version__}; {steps} timed steps after 1 warm-up step; gc.freeze: {GC_FREEZE}")  # fmt: skip
+          f"ray {ray.__version__}; {steps} timed steps after 1 warm-up step; gc.freeze: {GC_FREEZE}; "
+          f"load average at start {os.getloadavg()[0]:.2f}")  # fmt: skip
     print(HEADER)
     if args.only in (None, "rule"):
         for n in [int(x) // scale for x in args.sizes_rule.split(",")]:
@@ -168,6 +169,7 @@ def main() -> None:
             r = measure(n, 0.1, steps, {"kind": "inprocess", "concurrency_per_actor": c}, args.latency)
             print(_row(f"in-process x{c} (fake LLM)", r, c / args.latency), flush=True)
     ray.shutdown()
+    print(f"load average at the end (other processes share these CPUs): {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

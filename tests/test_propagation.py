@@ -1,9 +1,7 @@
 """Propagation experiment: tree -> population -> runs -> curves and NRMSE, checked against hand counts."""
 
-import json
 
 import duckdb
-import numpy as np
 import pytest
 
 from socium.agents.observation import Decision
@@ -72,7 +70,7 @@ def test_propagation_runs_scores_and_reports_defects(tmp_path, tree_file):
 def test_max_users_keeps_an_earliest_connected_prefix(tmp_path, tree_file):
     tree = parse_tree(tree_file, strict=False)
     assert earliest_users(tree, 4) == ["10", "11", "12", "14"]
-    res = run_propagation(_spec(tree_file, max_users=4, null=False), tmp_path / "exp")
+    res = run_propagation(_spec(tree_file, max_users=4, run_null=False), tmp_path / "exp")
     c = res["cascades"][0]
     assert c["agents"] == 4 and "null" not in c["runs"]
     assert c["real"]["scale"][29] == 4 and c["real_full"]["scale"][29] == 5

@@ -8,6 +8,7 @@ the machine, other users' included.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -21,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from conftest import small_config
-from socium.simulator.simulation import Simulation
 
 RAY_BIN = str(Path(sys.executable).with_name("ray"))
 
@@ -54,19 +54,34 @@ def _stop(p: subprocess.Popen) -> None:
             pass
 
 
-def _wait_nodes(ray, n: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if sum(1 for nd in ray.nodes() if nd["Alive"]) >= n:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"cluster never reached {n} nodes: {ray.nodes()}")
+# The driver runs in its own process with the cluster's environment: a pytest process that already
+# ran a local Ray runtime carries that runtime's auth mode, which this cluster does not share.
+DRIVER = """
+import json, sys, time
+import ray
+from conftest import small_config
+from socium.simulator.simulation import Simulation
+address, out = sys.argv[1], sys.argv[2]
+ray.init(address=address, log_to_driver=False)
+deadline = time.monotonic() + 60
+while sum(1 for n in ray.nodes() if n["Alive"]) < 2:
+    assert time.monotonic() < deadline, ray.nodes()
+    time.sleep(0.5)
+node_ids = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
+ray.shutdown()  # the executor joins through executor.address itself
+cfg = small_config(executor={"kind": "ray", "address": address, "actors": 2, "placement": "spread",
+                             "cpus_per_actor": 0.5, "ray_init": {"log_to_driver": False}})
+sim = Simulation(cfg, out)
+info = sim.executor.actor_info()
+stats = sim.run()
+print(json.dumps({"nodes": node_ids, "actors": info, "steps": len(stats), "actions": sum(s.n_actions for s in stats)}))
+"""
 
 
 @pytest.mark.ray
 def test_actors_land_on_both_nodes_of_a_real_cluster(tmp_path):
     ray = pytest.importorskip("ray")
-    ray.shutdown()
+    ray.shutdown()  # this test's Ray is the cluster it starts, reached from a separate driver process
     port = _free_port()
     temp = Path(tempfile.mkdtemp(prefix="srt", dir="/tmp"))  # short: Ray's socket paths are length-limited
     common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--object-store-memory=80000000",
@@ -82,20 +97,14 @@ def test_actors_land_on_both_nodes_of_a_real_cluster(tmp_path):
             assert time.monotonic() < deadline, "head never came up"
             time.sleep(1)
         worker = _start([f"--address={address}", '--resources={"worker_node": 1}', *common], tmp_path / "worker.log")
-        cfg = small_config(executor={"kind": "ray", "address": address, "actors": 2, "placement": "spread",
-                                     "cpus_per_actor": 0.5, "ray_init": {"log_to_driver": False}})  # fmt: skip
-        ray.init(address=address, log_to_driver=False)
-        _wait_nodes(ray, 2, 60)
-        node_ids = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
-        ray.shutdown()  # the executor joins through executor.address itself
-        sim = Simulation(cfg, tmp_path / "run")
-        info = sim.executor.actor_info()
-        stats = sim.run()
-        assert len(stats) == cfg.steps and sum(s.n_actions for s in stats) > 0
-        used = {i["node_id"] for i in info}
-        assert len(used) == 2 and used <= node_ids, info
+        res = subprocess.run([sys.executable, "-c", DRIVER, address, str(tmp_path / "run")], env=ENV, cwd=os.path.dirname(__file__),
+                             capture_output=True, text=True, timeout=180)  # fmt: skip
+        assert res.returncode == 0, res.stderr[-3000:]
+        got = json.loads(res.stdout.strip().splitlines()[-1])
+        assert got["steps"] == small_config().steps and got["actions"] > 0
+        used = {a["node_id"] for a in got["actors"]}
+        assert len(got["nodes"]) == 2 and used == set(got["nodes"]), got
     finally:
-        ray.shutdown()
         if worker is not None:
             _stop(worker)
         _stop(head)

@@ -40,7 +40,7 @@ def test_sweep_2_configs_x_2_seeds_gives_4_runs_and_a_summary(tmp_path):
     path = _write(tmp_path)
     res = CliRunner().invoke(app, ["sweep", str(path), "--json", "--quiet"])
     assert res.exit_code == 0, res.output
-    rows = json.loads(res.output[: res.output.rindex("]") + 1])
+    rows = json.loads(res.stdout)
     assert [r["run"] for r in rows] == ["run-000", "run-001", "run-002", "run-003"]
     assert [(r["overrides"]["policy.p_repost"], r["seed"]) for r in rows] == [(0.0, 1), (0.0, 2), (0.5, 1), (0.5, 2)]
     assert all(r["status"] == "ok" and r["steps"] == 4 and r["actions"] > 0 for r in rows)

@@ -191,7 +191,7 @@ def sweep(
             table.add_row(r["run"], ov, str(r["seed"]), str(r["steps"]), str(r["posts"]), str(r["actions"]),
                           "" if r["wall_s"] is None else f"{r['wall_s']:.2f}", r["status"])  # fmt: skip
         console.print(table)
-    console.print(f"runs: {spec.out}/run-*/trace.duckdb  (compare with socium.experiments.sweep.attach_runs)")
+        console.print(f"runs: {spec.out}/run-*/trace.duckdb  (compare with socium.experiments.sweep.attach_runs)")
     if any(r["status"] != "ok" for r in rows):
         raise typer.Exit(1)
 
@@ -245,6 +245,69 @@ def experiment(
         _fail(exc)
         return
     console.print(f"results: {target / 'results.json'}")
+
+@app.command()
+def episodes(
+    config: Path = typer.Argument(..., help="Episodes YAML (see examples/episodes.yaml)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: the file's 'out' or runs/<name>-seed<seed>)."),
+    set_: list[str] = typer.Option([], "--set", help="Override a config field: key.path=value (repeatable)."),
+    force: bool = typer.Option(False, "--force", help="Discard episodes already in the run directory."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+) -> None:
+    """Run dyadic episodes (scenarios x modes x repeats), then print a table per mode and write plots."""
+    from socium.experiments.episodes.config import load_episodes_config
+    from socium.experiments.episodes.report import TABLE_HEADER, table_rows
+    from socium.experiments.episodes.runner import run_episodes
+
+    try:
+        cfg = load_episodes_config(config, list(set_))
+        if out is not None:
+            cfg = cfg.model_copy(update={"out": str(out)})
+    except SociumError as exc:
+        _fail(exc)
+        return
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} episodes"),
+                  TextColumn("{task.fields[info]}"), TimeRemainingColumn(), console=console, disable=quiet) as prog:  # fmt: skip
+        task = prog.add_task(cfg.name, total=None, info="")
+
+        def on_done(res, n, total) -> None:
+            prog.update(task, completed=n, total=total, info=f"{res.spec.episode_id} ended_by={res.ended_by}")
+
+        try:
+            rep = run_episodes(cfg, force=force, on_done=on_done)
+        except SociumError as exc:
+            _fail(exc)
+            return
+    table = Table(*TABLE_HEADER, title=f"episodes: {rep.out}")
+    for row in table_rows(rep.summary, paper=False):
+        table.add_row(*row)
+    console.print(table)
+    console.print("paper (Zhou et al. 2024, SOTOPIA, GPT-4 judge): goal agents / mindreaders / script = "
+                  "GPT-3.5 6.95 / 7.45 / 8.44, Mixtral 7.49 / 8.30 / 8.40; words per turn agents 29.8, script 16.0")
+    rate = rep.summary["this_invocation"]["episodes_per_min"]
+    console.print(f"ran {rep.ran} episodes ({rep.skipped} already done) in {rep.wall_s:.1f}s"
+                  + (f", {rate:.2f} episodes/min" if rate else ""))
+    console.print(f"trace: {rep.out / 'episodes.duckdb'}  summary: {rep.out / 'summary.md'}  plots: {rep.out / 'plots'}")
+
+
+@app.command("export-sft")
+def export_sft_cmd(
+    run_dir: Path = typer.Argument(..., help="An episodes run directory (episodes.duckdb)."),
+    mode: str = typer.Option("script", "--mode", help="Episodes of this mode ('all' for every mode)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="JSONL file (default RUN_DIR/sft-<mode>-<format>.jsonl)."),
+    fmt: str = typer.Option("turns", "--format", help="turns: one agent-view example per turn; script: one per episode."),
+    min_goal: Optional[float] = typer.Option(None, "--min-goal", help="Keep only episodes whose goal reaches this."),
+) -> None:
+    """Write episodes as chat-format JSONL ({"messages": [...]}) for supervised fine-tuning."""
+    from socium.experiments.episodes.export import export_sft
+
+    try:
+        path, n = export_sft(run_dir, out, None if mode == "all" else mode, fmt, min_goal)  # type: ignore[arg-type]
+    except SociumError as exc:
+        _fail(exc)
+        return
+    console.print(f"wrote {n} examples to {path}")
+
 
 def main() -> None:  # pragma: no cover
     app()

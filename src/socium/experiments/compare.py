@@ -87,7 +87,7 @@ def run_compare(spec: Any, out: Path, runner: Callable[..., dict[str, Any]], *, 
         raise ConfigError("compare: remove base.perspective; every perspective is run")
     rows: dict[str, Any] = {}
     for persp in perspectives:
-        s = spec.model_copy(update={"base": deep_merge(spec.base, {"perspective": persp}), "null": False})
+        s = spec.model_copy(update={"base": deep_merge(spec.base, {"perspective": persp}), "run_null": False})
         log(f"compare: {persp}")
         res = runner(s, out / persp, force=force, log=log)
         stats = [trace_stats(d) for d in model_dirs(res)]

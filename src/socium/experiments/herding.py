@@ -223,7 +223,7 @@ def run_herding(spec: HerdingSpec, out: Path, *, force: bool = False, log: Calla
     runs: dict[str, Any] = {}
     info = run_config(cfg, out / "runs" / "model", force=force)
     runs["model"] = {"dir": str(info.run_dir), "status": info.status, "policy": cfg.policy.kind}
-    if spec.null:
+    if spec.run_null:
         fit = fit_random_voting(info.run_dir, range(len(groups)))
         data = cfg.model_dump(mode="json")
         data.update(name=f"{cfg.name}-null", llm=None, policy={"kind": "random", "p_post": 0.0, "p_repost": 0.0,

@@ -208,7 +208,7 @@ def run_polarisation(spec: PolarisationSpec, out: Path, *, force: bool = False,
     runs: dict[str, Any] = {}
     info = run_config(cfg, out / "runs" / "model", force=force)
     runs["model"] = {"dir": str(info.run_dir), "status": info.status, "policy": cfg.policy.kind}
-    if spec.null:
+    if spec.run_null:
         data = cfg.model_dump(mode="json")
         data.update(name=f"{cfg.name}-null", llm=None, policy={"kind": "bounded_confidence", "epsilon": spec.epsilon, "mu": spec.mu,
                                                                 "p_post": 0.05})  # fmt: skip

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from socium.config import config_from_dict
 from socium.errors import ConfigError, InputFileError
@@ -58,6 +58,12 @@ class PropagationSpec(ExperimentSpec):
     follows: Literal["tree", "real", "both"] = Field("both", description="Follow edges: child->parent of the tree, OASIS's real ones, or both.")  # fmt: skip
     extra_follows: int = Field(0, ge=0, description="Random extra followees per agent (noise edges).")
     minutes: int = Field(150, ge=1, description="Comparison window in minutes.")
+
+    @field_validator("cascades", mode="before")
+    @classmethod
+    def _ids_as_text(cls, v: Any) -> Any:
+        """Tweet ids written unquoted in YAML arrive as ints; they are names, not numbers."""
+        return [str(x) for x in v] if isinstance(v, list) else v
 
 
 # ---- inputs ------------------------------------------------------------------------------------
@@ -247,7 +253,7 @@ def run_propagation(spec: PropagationSpec, out: Path, *, force: bool = False,
         fit_all = fit_independent_cascade(info_m.run_dir)
         runs["model"]["reshare_fit"] = {"p": fit.p, "adoptions": fit.adoptions, "trials": fit.trials,
                                         "p_all_cascades": fit_all.p}  # fmt: skip
-        if spec.null:
+        if spec.run_null:
             data = cfg.model_dump(mode="json")
             data.update(name=f"{cfg.name}-null", llm=None, policy={"kind": "independent_cascade", "p_repost": fit.p, "p_post": 0.0})
             ncfg = config_from_dict(data, source=f"propagation {cid} null")

@@ -22,6 +22,8 @@ from socium.experiments.card import simulation_card
 from socium.experiments.spec import RESULTS_FILE, connect, read_results
 
 REPORT_DIR = "report"
+MAX_CASCADE_PLOTS = 24
+MAX_CARDS = 12
 
 
 @dataclass
@@ -94,9 +96,13 @@ def _propagation(rep: Report, res: dict[str, Any]) -> list[Path]:
                      " ".join(f"{k}={v}" for k, v in runs["model"]["final"].items())])  # fmt: skip
         series = {"real": c["real"], **{m: r["curves"] for m, r in runs.items()}}
         rep.series[f"cascade:{c['id']}"] = series
+        dirs += [Path(r["dir"]) for r in runs.values()]
+        if len(rows) > MAX_CASCADE_PLOTS:
+            continue
         rep.image(P.cascade_curves(rep.out_dir / f"cascade_{c['id']}.png", f"cascade {c['id']} ({c.get('topic') or 'own tree'})", series),
                   f"Cascade {c['id']}: real vs simulated")  # fmt: skip
-        dirs += [Path(r["dir"]) for r in runs.values()]
+    if len(rows) > MAX_CASCADE_PLOTS:
+        rep.note(f"Curves plotted for the first {MAX_CASCADE_PLOTS} of {len(rows)} cascades; all are in series.json.")
     rep.table(ReportTable("Per cascade", ["id", "topic", "label", "agents/real users", "fitted p", "NRMSE scale model",
                                           "NRMSE scale null", "real final (150 min)", "model final"], rows))  # fmt: skip
     d = res["defects"]
@@ -232,7 +238,9 @@ def _single_run(rep: Report, run_dir: Path) -> list[Path]:
 
 def _cards(rep: Report, dirs: list[Path]) -> None:
     rep.heading("Simulation Cards")
-    for d in dirs:
+    if len(dirs) > MAX_CARDS:
+        rep.note(f"Cards of the first {MAX_CARDS} of {len(dirs)} runs; `socium card RUN_DIR` prints any other.")
+    for d in dirs[:MAX_CARDS]:
         try:
             card = simulation_card(d)
         except SociumError as exc:

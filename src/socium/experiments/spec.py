@@ -38,7 +38,7 @@ class ExperimentSpec(BaseModel):
     name: str = Field("experiment", description="Label used in reports and default output paths.")
     out: str | None = Field(None, description="Output directory (the CLI's --out wins).")
     base: dict[str, Any] = Field(default_factory=dict, description="ExperimentConfig keys for every run (seed, steps, llm, policy, recsys, perspective, llm_agents, ...).")  # fmt: skip
-    null: bool = Field(True, description="Also run the experiment's rule-based null model on the same platform.")
+    run_null: bool = Field(True, description="Also run the experiment's rule-based null model on the same platform.")
     bootstrap: int = Field(1000, ge=0, description="Bootstrap resamples for confidence intervals (0: none).")
 
 

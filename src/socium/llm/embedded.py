@@ -141,6 +141,14 @@ class EmbeddedBackend:
             return []
         return await asyncio.to_thread(self._run, list(requests))
 
+    def enable_prompt_cache(self, capacity_bytes: int) -> None:
+        """Keep KV states of recent prompts in RAM so a prompt sharing a long prefix with an
+        earlier one (the next turn of the same character) only evaluates its new tokens."""
+        llama_cpp = _import_llama()
+        with self._lock:
+            if self._llama is not None:
+                self._llama.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=int(capacity_bytes)))
+
     def close(self) -> None:
         with self._lock:
             llama, self._llama = self._llama, None

@@ -28,12 +28,16 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
-async def adecide_all(policy: Any, observations: Sequence[Observation], concurrency: int) -> list[Decision]:
+async def adecide_all(
+    policy: Any, observations: Sequence[Observation], concurrency: int, limit: asyncio.Semaphore | None = None
+) -> list[Decision]:
     """``policy.adecide`` over all observations with at most ``concurrency`` in flight.
 
     A fixed pool of ``concurrency`` workers pulls from a shared index rather than one task per
     observation: 10^5 pending coroutines would cost hundreds of MB, a pool costs ``concurrency``.
-    Results keep the observations' order; the first exception cancels the rest and propagates.
+    ``limit``, when given, is shared by several concurrent calls (a Ray actor receiving a shard in
+    chunks) so that all of them together stay within ``concurrency``. Results keep the
+    observations' order; the first exception cancels the rest and propagates.
     """
     obs = list(observations)
     out: list[Decision | None] = [None] * len(obs)
@@ -44,7 +48,11 @@ async def adecide_all(policy: Any, observations: Sequence[Observation], concurre
         while next_i < len(obs):
             i = next_i
             next_i += 1
-            out[i] = await policy.adecide(obs[i])
+            if limit is None:
+                out[i] = await policy.adecide(obs[i])
+            else:
+                async with limit:
+                    out[i] = await policy.adecide(obs[i])
 
     tasks = [asyncio.ensure_future(worker()) for _ in range(max(1, min(concurrency, len(obs))))]
     try:

@@ -91,11 +91,16 @@ class EpisodesConfig(BaseModel):
     include_environment: bool = Field(
         False, description="Show environment-only ground truth (e.g. the mutual friend) to agents and script writers.")
     max_turn_chars: int = Field(1000, ge=1, description="Each quoted turn is cut to this many characters in prompts.")
+    argument_chars: int = Field(
+        600, ge=16, le=1000, description=("maxLength of each turn's argument in the schema sent for constrained "
+                                          "decoding, the same in every mode so utterance lengths stay comparable."))
     script_max_tokens: int = Field(1536, ge=1, description="Completion-token cap of a script-mode call.")
     answer_max_tokens: int = Field(48, ge=1, description="Completion-token cap of the end-of-episode answer questions.")
     judge_max_tokens: int = Field(2048, ge=1, description="Completion-token cap of a judge call.")
     judge_reasoning_chars: int = Field(
         400, ge=1, le=4000, description="maxLength of each reasoning string in the schema sent to the judge.")
+    prompt_cache_mb: int = Field(
+        512, ge=0, description="embedded backend: RAM for llama.cpp's prompt-prefix KV cache (0 disables).")
     reask: bool = Field(True, description="Re-ask once with the validation error before recording a call as invalid.")
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
 
@@ -116,8 +121,8 @@ class EpisodesConfig(BaseModel):
         return Path(self.out) if self.out else Path("runs") / f"{self.name}-seed{self.seed}"
 
     def canonical_json(self) -> str:
-        """Everything that determines results; ``out`` and the executor only decide where and how fast."""
-        data = self.model_dump(mode="json", exclude={"out", "executor"})
+        """Everything that determines results; ``out``, the executor and the prompt cache only decide where and how fast."""
+        data = self.model_dump(mode="json", exclude={"out", "executor", "prompt_cache_mb"})
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     def config_hash(self) -> str:

@@ -84,10 +84,12 @@ def sft_examples(run_dir: str | Path, mode: str | None = "script", fmt: ExportFo
 def export_sft(run_dir: str | Path, out: str | Path | None = None, mode: str | None = "script",
                fmt: ExportFormat = "turns", min_goal: float | None = None) -> tuple[Path, int]:
     """Write :func:`sft_examples` to ``out`` (default RUN_DIR/sft-<mode>-<fmt>.jsonl); returns (path, count)."""
+    examples = sft_examples(run_dir, mode, fmt, min_goal)
+    run_config(run_dir)  # fail on a missing or foreign run before creating the output file
     path = Path(out) if out else Path(run_dir) / f"sft-{mode or 'all'}-{fmt}.jsonl"
     n = 0
     with path.open("w", encoding="utf-8") as fh:
-        for ex in sft_examples(run_dir, mode, fmt, min_goal):
+        for ex in examples:
             fh.write(json.dumps(ex, ensure_ascii=False) + "\n")
             n += 1
     return path, n

@@ -154,11 +154,19 @@ def end_reason(turns: list[TurnRecord], max_turns: int, max_none_streak: int) ->
     return None
 
 
+def _clean_argument(item: Any) -> Any:
+    """Cut and sanitise a reply's argument before validation (as ``Turn.from_untrusted``): a long or
+    NUL-laden utterance is still an utterance; the wrong type or action stays invalid."""
+    if isinstance(item, dict) and isinstance(item.get("argument"), str):
+        return {**item, "argument": clean_text(item["argument"], MAX_ARGUMENT_CHARS).text}
+    return item
+
+
 def validate_turn(data: Any) -> TurnAction:
     """A turn reply; 'none' and 'leave' may omit their (empty) argument."""
     if isinstance(data, dict) and "argument" not in data and data.get("action_type") in ("none", "leave"):
         data = {**data, "argument": ""}
-    return TurnAction.model_validate(data)
+    return TurnAction.model_validate(_clean_argument(data))
 
 
 def _argument(text: str) -> str:
@@ -180,7 +188,8 @@ async def _dialogue(spec: EpisodeSpec, cfg: EpisodesConfig, backend: LLMBackend)
                                  include_environment=cfg.include_environment, max_turn_chars=cfg.max_turn_chars)
         out = await ask_structured(backend, f"{spec.episode_id}-t{t}", msgs, turn_json_schema(), validate_turn,
                                    seed=spec.seed, max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature,
-                                   metadata=_meta(spec, "turn", t, speaker), reask=cfg.reask)
+                                   metadata=_meta(spec, "turn", t, speaker), reask=cfg.reask,
+                                   max_string_chars=cfg.argument_chars)
         if out.value is not None:
             turns.append(TurnRecord(t, speaker, out.value.action_type, _argument(out.value.argument), out.raw, True))
         else:
@@ -197,12 +206,13 @@ async def _script(spec: EpisodeSpec, cfg: EpisodesConfig,
 
     def validate(data: Any) -> Script:
         if isinstance(data, dict) and isinstance(data.get("turns"), list):
-            data = {**data, "turns": data["turns"][: cfg.max_turns]}  # turns beyond the cap are cut, not fatal
+            data = {**data, "turns": [_clean_argument(t) for t in data["turns"][: cfg.max_turns]]}  # cut, not fatal
         return Script.model_validate(data)
 
     out = await ask_structured(backend, f"{spec.episode_id}-script", msgs, script_json_schema(cfg.max_turns), validate,
                                seed=spec.seed, max_tokens=cfg.script_max_tokens, temperature=cfg.llm.temperature,
-                               metadata=_meta(spec, "script", 0, None), reask=cfg.reask)
+                               metadata=_meta(spec, "script", 0, None), reask=cfg.reask,
+                               max_string_chars=cfg.argument_chars)
     if out.value is None:
         return [], "invalid_script", out.error
     turns: list[TurnRecord] = []

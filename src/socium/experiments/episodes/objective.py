@@ -46,7 +46,7 @@ class FriendAnswer(BaseModel):
 class DealAnswer(BaseModel):
     model_config = ConfigDict(extra="forbid")
     deal: bool = Field(description="Whether the two agreed on a sale.")
-    price: float | None = Field(None, description="The agreed price in dollars; null without a deal.")
+    price: float | None = Field(None, allow_inf_nan=False, description="The agreed price in dollars; null without a deal.")
 
 
 def answer_model(task: Task) -> type[BaseModel]:

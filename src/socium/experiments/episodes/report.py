@@ -50,9 +50,9 @@ def t_ci95(mean: float | None, sd: float | None, n: int, lo: float = 0.0,
     """Two-sided 95% t interval for a mean, clipped to the goal scale [lo, hi]; None below two observations."""
     if mean is None or sd is None or n < 2 or math.isnan(sd):
         return None, None
-    from scipy.stats import t
+    from scipy.special import stdtrit  # the t quantile; scipy.stats takes seconds to import
 
-    half = float(t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    half = float(stdtrit(n - 1, 0.975)) * sd / math.sqrt(n)
     return max(lo, mean - half), min(hi, mean + half)
 
 
@@ -90,28 +90,29 @@ def _f(v: Any, digits: int = 2) -> str:
     return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
 
 
-TABLE_HEADER = ("mode", "task", "episodes", "goal (95% CI)", "judge goal", "words/turn", "turns/ep",
-                "agreement", "leave", "valid", "paper goal GPT-3.5 / Mixtral", "paper words/turn")
+TABLE_HEADER = ("mode", "task", "n", "goal [95% CI]", "judge", "words/turn", "turns", "agree", "leave", "valid")
+PAPER_HEADER = ("paper goal GPT-3.5 / Mixtral", "paper words/turn")
 
 
-def table_rows(summary: dict[str, Any]) -> list[list[str]]:
-    """The report table as strings, the paper's figures beside each mode's 'all' row."""
+def table_rows(summary: dict[str, Any], paper: bool = True) -> list[list[str]]:
+    """The report table as strings; with ``paper`` the paper's figures sit beside each mode's 'all' row."""
     out = []
     for r in summary["rows"]:
         ci = (f"{_f(r['goal_mean'])} [{_f(r['goal_ci_low'])}, {_f(r['goal_ci_high'])}]"
               if r["goal_ci_low"] is not None else _f(r["goal_mean"]))
-        paper = words = ""
+        paper_goal = words = ""
         if r["task"] == "all":
-            paper = " / ".join(_f(PAPER_GOAL[m].get(r["mode"])) for m in PAPER_GOAL)
+            paper_goal = " / ".join(_f(PAPER_GOAL[m].get(r["mode"])) for m in PAPER_GOAL)
             words = _f(PAPER_WORDS_PER_TURN.get(r["mode"]), 1)
-        out.append([r["mode"], r["task"], str(r["episodes"]), ci, _f(r["judge_goal_mean"]), _f(r["words_per_turn"], 1),
-                    _f(r["turns_per_episode"], 1), _f(r["agreement_rate"]), _f(r["leave_rate"]), _f(r["valid_rate"]),
-                    paper, words])
+        row = [r["mode"], r["task"], str(r["episodes"]), ci, _f(r["judge_goal_mean"]), _f(r["words_per_turn"], 1),
+               _f(r["turns_per_episode"], 1), _f(r["agreement_rate"]), _f(r["leave_rate"]), _f(r["valid_rate"])]
+        out.append(row + ([paper_goal, words] if paper else []))
     return out
 
 
 def markdown_table(summary: dict[str, Any]) -> str:
-    lines = ["| " + " | ".join(TABLE_HEADER) + " |", "|" + "---|" * len(TABLE_HEADER)]
+    header = TABLE_HEADER + PAPER_HEADER
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in table_rows(summary)]
     return "\n".join(lines)
 

@@ -17,11 +17,13 @@ import pyarrow as pa
 from socium.agents.llm_policy import call_rows
 from socium.errors import RunDirError, TraceError
 from socium.llm.cache import llm_calls_ddl
+from socium.platform.text import clean_text
 
 from .config import EpisodesConfig
 from .loop import EpisodeResult
 
 DB_NAME = "episodes.duckdb"
+MAX_CALL_TEXT = 1_000_000  # per llm_calls text cell; prompts are far smaller, replies are token-capped
 
 EPISODE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("episode_id", "VARCHAR PRIMARY KEY"), ("idx", "BIGINT"), ("mode", "VARCHAR"), ("task_kind", "VARCHAR"),
@@ -146,6 +148,8 @@ class EpisodeStore:
             self._insert("episodes", EPISODE_COLUMNS, [episode_row(result)])
             self._insert("turns", TURN_COLUMNS, turns)
             calls = call_rows(result.calls, int(first))
+            for col in ("prompt", "response", "error", "metadata", "params"):  # model text: valid UTF-8, no NULs
+                calls[col] = [None if v is None else clean_text(v, MAX_CALL_TEXT).text for v in calls[col]]
             if calls["call_id"]:
                 tbl = pa.table(calls)
                 con.register("_batch", tbl)

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from socium.llm.base import LLMBackend
 from socium.llm.parsing import parse_json_lenient
 from socium.llm.types import ChatMessage, LLMRequest
+from socium.platform.text import clean_text
 
 T = TypeVar("T")
 MAX_RAW_CHARS = 8000
@@ -42,6 +43,10 @@ class Outcome(Generic[T]):
         return self.error is None
 
 
+def _clean(text: str, limit: int) -> str:
+    return clean_text(text, limit).text
+
+
 def short_error(exc: Exception) -> str:
     """First validation problem with its location, bounded: it goes back into a prompt."""
     if isinstance(exc, ValidationError):
@@ -58,16 +63,18 @@ def request_seed(seed: int, *key: int | str) -> int:
     return int(np.random.SeedSequence(seed, spawn_key=tuple(ints)).generate_state(1)[0] & 0x7FFFFFFF)
 
 
-def wire_schema(schema: dict[str, Any] | None, max_tokens: int) -> dict[str, Any] | None:
+def wire_schema(schema: dict[str, Any] | None, max_tokens: int,
+                max_string_chars: int | None = None) -> dict[str, Any] | None:
     """The schema as sent: every string's ``maxLength`` capped so a reply fits in ``max_tokens``.
 
     A string the grammar lets run past the token cap ends as truncated, invalid JSON; capping it
     at about 3 characters per token makes constrained decoding close the object in time. The
     reply is still validated against the full model, whose bounds are never loosened.
+    ``max_string_chars`` caps further (the same utterance cap in every mode keeps lengths comparable).
     """
     if schema is None:
         return None
-    cap = min(WIRE_MAX_STRING_CHARS, max(16, CHARS_PER_TOKEN * max_tokens))
+    cap = min(WIRE_MAX_STRING_CHARS, max(16, CHARS_PER_TOKEN * max_tokens), max_string_chars or WIRE_MAX_STRING_CHARS)
 
     def walk(node: Any) -> Any:
         if isinstance(node, dict):
@@ -85,14 +92,14 @@ def wire_schema(schema: dict[str, Any] | None, max_tokens: int) -> dict[str, Any
 async def ask_structured(backend: LLMBackend, request_id: str, messages: list[dict[str, str]],
                          schema: dict[str, Any] | None, validate: Callable[[Any], T], *, seed: int,
                          max_tokens: int, temperature: float, metadata: dict[str, Any],
-                         reask: bool = True) -> Outcome[T]:
+                         reask: bool = True, max_string_chars: int | None = None) -> Outcome[T]:
     """Ask, validate with ``validate(parsed_json)`` (raises ValueError/ValidationError), re-ask once.
 
     A backend failure (HTTP error, context overflow) is not re-asked here: the retry wrapper in the
     backend stack already handled transient ones, and the same prompt would overflow again.
     """
     msgs = list(messages)
-    schema = wire_schema(schema, max_tokens)
+    schema = wire_schema(schema, max_tokens, max_string_chars)
     last_err = ""
     raw: str | None = None
     attempts = 0
@@ -103,12 +110,12 @@ async def ask_structured(backend: LLMBackend, request_id: str, messages: list[di
                          seed=request_seed(seed, request_id, attempt), metadata={**metadata, "attempt": attempt})
         res = (await backend.generate([req]))[0]
         if not res.ok:
-            return Outcome(None, None, f"backend error ({res.error_kind}): {res.error}"[:500], attempts)
-        raw = res.text[:MAX_RAW_CHARS]
+            return Outcome(None, None, _clean(f"backend error ({res.error_kind}): {res.error}", 500), attempts)
+        raw = _clean(res.text, MAX_RAW_CHARS)  # stored in the trace: no NULs, no lone surrogates, bounded
         try:
             return Outcome(validate(parse_json_lenient(res.text)), raw, None, attempts)
         except (ValueError, ValidationError) as exc:
-            last_err = short_error(exc)
+            last_err = _clean(short_error(exc), 300)
             msgs = msgs + [{"role": "assistant", "content": raw[:_REASK_ECHO_CHARS]},
                            {"role": "user", "content": f"That answer was invalid: {last_err}. "
                                                        "Reply with one valid JSON object."}]

@@ -1,0 +1,91 @@
+"""Dyadic-episodes benchmark: agents vs mindreaders vs script on the procedural tasks.
+
+    python benchmarks/bench_episodes.py [--minutes 20] [--per-task 12] [--max-turns 8] [--backend embedded]
+
+Runs every mode on the same mutual-friend (cooperative) and bargaining (competitive) instances
+with the embedded CPU model (SmolLM2-135M, llama.cpp, one thread) until the time budget runs out;
+the run order interleaves tasks and modes, so whatever finished is balanced. Rerunning with the
+same arguments continues the run (``--fresh`` starts over). Prints the summary table (mean goal
+with 95% CI, words per turn, turns, agreement and leave rates), episodes per minute and the
+machine, and writes them to OUT/bench.json. Goal scores are rule-based (no judge).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+from socium.experiments.episodes.config import episodes_config_from_dict
+from socium.experiments.episodes.report import markdown_table
+from socium.experiments.episodes.runner import run_episodes
+
+
+def machine() -> dict:
+    info = {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
+            "load_avg_start": os.getloadavg()}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            info["cpu"] = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), "?")
+    except OSError:
+        pass
+    try:
+        import llama_cpp
+
+        info["llama_cpp_python"] = llama_cpp.__version__
+    except ImportError:
+        info["llama_cpp_python"] = None
+    return info
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--minutes", type=float, default=20.0, help="Stop starting episodes after this long.")
+    ap.add_argument("--per-task", type=int, default=12, help="Instances of each task (upper bound on the run).")
+    ap.add_argument("--max-turns", type=int, default=8)
+    ap.add_argument("--n-friends", type=int, default=3)
+    ap.add_argument("--max-tokens", type=int, default=100, help="Completion cap per turn.")
+    ap.add_argument("--argument-chars", type=int, default=240, help="Utterance cap (schema maxLength), every mode.")
+    ap.add_argument("--script-max-tokens", type=int, default=900, help="Completion cap of a whole script.")
+    ap.add_argument("--threads", type=int, default=1, help="llama.cpp threads.")
+    ap.add_argument("--backend", default="embedded", choices=["embedded", "random"])
+    ap.add_argument("--out", default="runs/bench-episodes")
+    ap.add_argument("--fresh", action="store_true", help="Discard a previous run in --out.")
+    args = ap.parse_args()
+
+    cfg = episodes_config_from_dict({
+        "name": "bench-episodes", "seed": 0, "out": args.out,
+        "llm": {"backend": args.backend, "n_threads": args.threads, "max_tokens": args.max_tokens, "temperature": 0.7},
+        "modes": ["agents", "mindreaders", "script"],
+        "tasks": {"mutual_friend": args.per_task, "bargaining": args.per_task, "n_friends": args.n_friends},
+        "max_turns": args.max_turns, "argument_chars": args.argument_chars, "script_max_tokens": args.script_max_tokens,
+    })
+    info = machine()
+    t0 = time.perf_counter()
+
+    def on_done(res, n, total) -> None:
+        goal = res.objective.goal if res.objective else None
+        print(f"[{time.perf_counter() - t0:7.1f}s] {n}/{total} {res.spec.episode_id:40s} {res.ended_by:12s} "
+              f"turns={len(res.turns):2d} goal={goal} {res.wall_s:.1f}s", flush=True)
+
+    rep = run_episodes(cfg, force=args.fresh, on_done=on_done, time_budget_s=args.minutes * 60)
+    info["load_avg_end"] = os.getloadavg()
+    s = rep.summary
+    result = {"args": vars(args), "machine": info, "this_invocation": s["this_invocation"],
+              "episodes_total": s["episodes"], "episode_wall_s_total": s["episode_wall_s_total"],
+              "episodes_per_min_total": 60.0 * s["episodes"] / s["episode_wall_s_total"] if s["episode_wall_s_total"] else None,
+              "llm_calls": s["llm_calls"], "prompt_tokens": s["prompt_tokens"], "completion_tokens": s["completion_tokens"],
+              "ended_by": s["ended_by"], "rows": s["rows"], "model": s["model"]}
+    Path(args.out, "bench.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+    print(markdown_table(s))
+    print(json.dumps({k: result[k] for k in ("this_invocation", "episodes_total", "episodes_per_min_total",
+                                             "llm_calls", "prompt_tokens", "completion_tokens", "model")},
+                     indent=2, default=str))
+    print(json.dumps(info, default=str))
+
+
+if __name__ == "__main__":
+    main()
