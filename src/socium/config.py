@@ -189,7 +189,10 @@ class ExperimentConfig(_Cfg):
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
 
     def config_hash(self) -> str:
-        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+        """Hash of what determines the trace; where it runs (``executor``) is left out, so a run can be
+        resumed on a different number of Ray actors and still count as the same run."""
+        data = self.model_dump(mode="json", exclude={"executor"})
+        return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def _format_error(err: ValidationError, source: str) -> str:

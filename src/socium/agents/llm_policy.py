@@ -25,6 +25,7 @@ from socium.llm.config import build_backend
 from socium.llm.parsing import parse_json_lenient
 from socium.llm.types import ChatMessage, LLMRequest, LLMResult
 from socium.platform.actions import parse_action
+from socium.platform.text import clean_text
 from socium.simulator.rng import LLM, component_rng
 
 
@@ -211,6 +212,29 @@ class LLMPolicy:
                 out.append(Decision(o.agent_id, [], invalid_reason=f"narrator output: {_short_error(exc)}", raw=res.text[:2000]))
         return out
 
+    # ---- Ray hooks (see socium.simulator.ray_executor) ------------------------------------------
+    def partition(self, observations: Sequence[Observation], n: int) -> list[list[Observation]]:
+        """Keep each narrator group on one shard so script mode gives the same trace on any actor count."""
+        from socium.simulator.ray_executor import partition_in_groups
+
+        if self.cfg.perspective != "omniscient":
+            out: list[list[Observation]] = [[] for _ in range(n)]
+            for o in observations:
+                out[o.agent_id % n].append(o)
+            return out
+        return partition_in_groups(observations, n, self.ac.group_size)
+
+    def for_actor(self, ctx: Any) -> "LLMPolicy":
+        """Inside a Ray actor: talk to the servers assigned to it, at its own concurrency."""
+        llm = self.cfg.llm
+        if llm is None:
+            return self
+        update: dict[str, Any] = {"max_concurrency": ctx.concurrency}
+        if getattr(ctx, "base_urls", None):
+            update["base_urls"] = list(ctx.base_urls)
+        cfg = self.cfg.model_copy(update={"llm": llm.model_copy(update=update)})
+        return LLMPolicy(cfg, backend_factory=self.backend_factory)
+
     # ---- batch entry points -------------------------------------------------------------------
     async def adecide_batch(self, observations: Sequence[Observation]) -> list[Decision]:
         obs = sorted(observations, key=lambda o: o.agent_id)
@@ -282,11 +306,11 @@ def call_rows(calls: list[tuple[str, LLMRequest, LLMResult, str]], first_id: int
         for k, v in (("call_id", first_id + i), ("step", md.get("step")), ("agent_id", md.get("agent_id")),
                      ("perspective", md.get("perspective")), ("request_id", req.request_id), ("request_hash", key),
                      ("model", model), ("params", json.dumps(req.params(), sort_keys=True)),
-                     ("prompt", json.dumps([m.model_dump() for m in req.messages], ensure_ascii=False)),
-                     ("response", res.text if res.ok else None), ("prompt_tokens", res.prompt_tokens),
+                     ("prompt", json.dumps([m.model_dump() for m in req.messages])),  # ASCII-escaped: always storable
+                     ("response", clean_text(res.text, 100_000).text if res.ok else None), ("prompt_tokens", res.prompt_tokens),
                      ("completion_tokens", res.completion_tokens), ("latency_s", res.latency_s),
                      ("finish_reason", res.finish_reason), ("outcome", "ok" if res.ok else (res.error_kind or "other")),
-                     ("error", res.error), ("attempts", res.attempts),
+                     ("error", None if res.error is None else clean_text(res.error, 2000).text), ("attempts", res.attempts),
                      ("metadata", json.dumps(md, sort_keys=True, default=str))):  # fmt: skip
             cols[k].append(v)
     return cols

@@ -7,6 +7,7 @@ what lets a million rule-based agents fit on a laptop.
 
 from __future__ import annotations
 
+import gc
 import json
 import platform as _stdlib_platform  # the standard library module; socium never shadows it
 import shutil
@@ -99,6 +100,10 @@ class Simulation(mesa.Model):
             self._restore()
         else:
             self._write_setup()
+        # The world built so far lives for the whole run: moving it out of the collector's view cuts
+        # per-step GC pauses from ~0.5 s to ~0.01 s at 10^5 agents (benchmarks/bench_ray.py --gc-freeze).
+        gc.collect()
+        gc.freeze()
 
     # ---- set-up and resume ------------------------------------------------------------------
     def _check_run_dir(self, resume: bool, force: bool) -> None:
@@ -343,6 +348,7 @@ class Simulation(mesa.Model):
         return out
 
     def close(self) -> None:
+        gc.unfreeze()
         self.executor.close()
         self.store.close()
 
