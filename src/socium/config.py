@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Sequence, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -237,18 +237,26 @@ def _apply_override(data: dict[str, Any], item: str) -> None:
     node[parts[-1]] = value
 
 
-def config_from_dict(data: dict[str, Any], overrides: list[str] | None = None, source: str = "<dict>") -> ExperimentConfig:
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate_dict(model: type[M], data: dict[str, Any], overrides: Sequence[str] | None = None, source: str = "<dict>") -> M:
+    """Apply ``key.path=value`` overrides, then validate into ``model``; errors name the key path.
+
+    Shared by every YAML format socium reads (experiment configs, episode configs, experiment specs)
+    so they all report bad input the same way.
+    """
     data = json.loads(json.dumps(data))  # deep copy; also rejects non-JSON values early
     for item in overrides or []:
         _apply_override(data, item)
     try:
-        return ExperimentConfig.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as err:
         raise ConfigError(_format_error(err, source)) from None
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:
-    """Load and validate a YAML config; ``overrides`` are ``key.path=value`` strings (values are YAML)."""
+def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
+    """A YAML file's top-level mapping, read with the safe loader; errors name file and line."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"config file not found: {p}")
@@ -260,4 +268,13 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Experim
         raise ConfigError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: top level must be a mapping of config keys")
-    return config_from_dict(data, overrides, source=str(p))
+    return data
+
+
+def config_from_dict(data: dict[str, Any], overrides: list[str] | None = None, source: str = "<dict>") -> ExperimentConfig:
+    return validate_dict(ExperimentConfig, data, overrides, source)
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:
+    """Load and validate a YAML config; ``overrides`` are ``key.path=value`` strings (values are YAML)."""
+    return config_from_dict(read_yaml_mapping(path), overrides, source=str(path))

@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import duckdb
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from socium.config import ExperimentConfig, _apply_override, config_from_dict
+from socium.config import ExperimentConfig, _apply_override, config_from_dict, read_yaml_mapping, validate_dict
 from socium.errors import ConfigError, RunDirError
 
 RESULTS_FILE = "results.json"
@@ -64,15 +63,7 @@ def build_config(defaults: dict[str, Any], base: dict[str, Any], owned: dict[str
 
 def load_spec_data(path: str | Path, overrides: Sequence[str] = ()) -> dict[str, Any]:
     """A spec YAML as a dict, with ``key.path=value`` overrides applied (values are YAML)."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"experiment spec not found: {p}")
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{p}: top level must be a mapping")
+    data = read_yaml_mapping(path)
     for item in overrides:
         _apply_override(data, item)
     return data
@@ -80,11 +71,7 @@ def load_spec_data(path: str | Path, overrides: Sequence[str] = ()) -> dict[str,
 
 def parse_spec(model: type[BaseModel], data: dict[str, Any], source: str) -> Any:
     """Validate ``data`` into ``model``; errors name the key path like config errors do."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as err:
-        lines = [f"{'.'.join(str(x) for x in e['loc']) or '<root>'}: {e['msg']}" for e in err.errors()]
-        raise ConfigError(f"invalid experiment spec ({source}):\n  " + "\n  ".join(lines)) from None
+    return validate_dict(model, data, None, source)
 
 
 # ---- population files ----------------------------------------------------------------------------

@@ -13,10 +13,9 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from socium.config import _apply_override, _format_error
+from socium.config import read_yaml_mapping, validate_dict
 from socium.errors import ConfigError
 from socium.llm.config import LLMConfig
 
@@ -132,24 +131,9 @@ class EpisodesConfig(BaseModel):
 def episodes_config_from_dict(data: dict[str, Any], overrides: list[str] | None = None,
                               source: str = "<dict>") -> EpisodesConfig:
     """Validate a mapping after ``key.path=value`` overrides; errors name the key path."""
-    data = json.loads(json.dumps(data))
-    for item in overrides or []:
-        _apply_override(data, item)
-    try:
-        return EpisodesConfig.model_validate(data)
-    except ValidationError as err:
-        raise ConfigError(_format_error(err, source)) from None
+    return validate_dict(EpisodesConfig, data, overrides, source)
 
 
 def load_episodes_config(path: str | Path, overrides: list[str] | None = None) -> EpisodesConfig:
     """Load a YAML episodes config; ``overrides`` as for ``socium run --set``."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"config file not found: {p}")
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{p}: top level must be a mapping of config keys")
-    return episodes_config_from_dict(data, overrides, source=str(p))
+    return episodes_config_from_dict(read_yaml_mapping(path), overrides, source=str(path))
