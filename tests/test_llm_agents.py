@@ -170,3 +170,18 @@ def test_interview_and_surveys(tmp_path):
     assert r.exit_code == 0 and r.output.strip()
     r = CliRunner().invoke(app, ["interview", str(tmp_path / "r"), "Hi", "--agent", "999"])
     assert r.exit_code == 2 and "not an agent" in r.output
+
+
+def test_llm_run_stopped_and_resumed_equals_uninterrupted(tmp_path):
+    """Memory shown to agents and call ids are rebuilt from the trace on resume."""
+    c = cfg("local", steps=4, llm_agents={"memory_size": 3})
+    Simulation(c, tmp_path / "clean").run()
+    Simulation(c, tmp_path / "cut").run(steps=2)
+    Simulation(c, tmp_path / "cut", resume=True).run()
+    a, b = trace_digest(tmp_path / "clean" / "trace.duckdb"), trace_digest(tmp_path / "cut" / "trace.duckdb")
+    assert a == b
+    con = duckdb.connect(str(tmp_path / "cut" / "trace.duckdb"), read_only=True)
+    prompts_late = [p for (p,) in con.execute("SELECT prompt FROM llm_calls WHERE step = 3").fetchall()]
+    assert any("step 1:" in p or "step 2:" in p for p in prompts_late)  # memory carried across the resume
+    ids = [r[0] for r in con.execute("SELECT call_id FROM llm_calls ORDER BY call_id").fetchall()]
+    assert ids == list(range(len(ids)))
