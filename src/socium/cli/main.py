@@ -70,7 +70,7 @@ def run(
             totals["actions"] += s.n_actions
             rate = totals["actions"] / max(time.perf_counter() - t0, 1e-9)
             hours = s.sim_time_s / 3600
-            prog.update(task, advance=1, info=f"t={hours:.1f}h active={s.n_active} actions/s={rate:,.0f}")
+            prog.update(task, advance=1, info=f"t={hours:.1f}h active={s.n_active} actions/s={rate:,.1f}")
 
         try:
             sim.run(on_step=on_step)
