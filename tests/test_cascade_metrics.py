@@ -28,10 +28,6 @@ class PlanPolicy:
         return [Decision(a, [f(self.ids)]) for a, f in PLAN.get(step, [])]
 
 
-class Recorder:
-    """Wrap the store to learn the post ids the platform assigned (needed by later steps)."""
-
-
 def test_cascade_metrics_on_hand_built_tree(tmp_path):
     cfg = small_config(steps=5, seed_posts=[], population={"n_agents": 12, "mean_activity": 1.0}, graph={"kind": "empty", "params": {}})
     pol = PlanPolicy()

@@ -9,7 +9,6 @@ import pytest
 from socium.agents.llm_policy import LLMPolicy
 from socium.config import config_from_dict
 from socium.errors import BudgetExceeded
-from socium.llm.cache import MemoryCache
 from socium.llm.wrappers import CachingBackend, RetryingBackend
 from socium.simulator.simulation import Simulation
 from socium.simulator.store import trace_digest

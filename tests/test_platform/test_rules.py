@@ -1,6 +1,5 @@
 """Per-action rules, including every invalid case: an invalid action must change nothing."""
 
-import copy
 
 import numpy as np
 import pytest

@@ -16,7 +16,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from socium.config import read_yaml_mapping, validate_dict
-from socium.errors import ConfigError
 from socium.llm.config import LLMConfig
 
 from .prompts import MAX_SCRIPT_TURNS
