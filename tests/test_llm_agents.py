@@ -184,3 +184,18 @@ def test_llm_run_stopped_and_resumed_equals_uninterrupted(tmp_path):
     assert any("step 1:" in p or "step 2:" in p for p in prompts_late)  # memory carried across the resume
     ids = [r[0] for r in con.execute("SELECT call_id FROM llm_calls ORDER BY call_id").fetchall()]
     assert ids == list(range(len(ids)))
+
+
+def test_model_output_with_lone_surrogates_and_nuls_is_stored(tmp_path):
+    """Unparseable, unstorable model text becomes a bounded invalid_llm_output row, not a lost step."""
+    from socium.testing.backends import ScriptedBackend
+
+    c = cfg("local", steps=2)
+    bad = "\ud800 not json \x00" + "y" * 10_000
+    factory = lambda cache: CachingBackend(ScriptedBackend([bad]), cache)  # noqa: E731
+    Simulation(c, tmp_path / "r", policy=LLMPolicy(c, backend_factory=factory)).run()
+    con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM steps WHERE step >= 0").fetchone()[0] == 2
+    rows = con.execute("SELECT args FROM actions WHERE outcome = 'invalid_llm_output'").fetchall()
+    assert rows and all(len(a) < 2200 and "\\u0000" not in a for (a,) in rows)
+    assert con.execute("SELECT count(*) FROM llm_calls WHERE response IS NOT NULL").fetchone()[0] > 0

@@ -173,7 +173,7 @@ class LLMPolicy:
                 return Decision(obs.agent_id, [action], meta={"origin": "llm"})
             except (ValueError, ValidationError) as exc:
                 last_err = _short_error(exc)
-                msgs = msgs + [{"role": "assistant", "content": raw[:2000]},
+                msgs = msgs + [{"role": "assistant", "content": clean_text(raw, 2000).text},
                                {"role": "user", "content": f"That answer was invalid: {last_err}. Reply with one valid JSON object."}]  # fmt: skip
         return Decision(obs.agent_id, [], invalid_reason=f"invalid output after re-ask: {last_err}", raw=raw)
 
@@ -284,10 +284,11 @@ class LLMPolicy:
 
 
 def _short_error(exc: Exception) -> str:
+    """A bounded, storable reason; parse errors quote the model's text, which may be hostile."""
     if isinstance(exc, ValidationError):
         e = exc.errors()[0]
-        return f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}"[:300]
-    return str(exc)[:300]
+        return clean_text(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}", 300).text
+    return clean_text(str(exc), 300).text
 
 
 def make_llm_policy(sim: Any) -> LLMPolicy:
@@ -306,7 +307,8 @@ def call_rows(calls: list[tuple[str, LLMRequest, LLMResult, str]], first_id: int
         for k, v in (("call_id", first_id + i), ("step", md.get("step")), ("agent_id", md.get("agent_id")),
                      ("perspective", md.get("perspective")), ("request_id", req.request_id), ("request_hash", key),
                      ("model", model), ("params", json.dumps(req.params(), sort_keys=True)),
-                     ("prompt", json.dumps([m.model_dump() for m in req.messages])),  # ASCII-escaped: always storable
+                     ("prompt", json.dumps([{"role": m.role, "content": clean_text(m.content, 200_000).text}
+                                            for m in req.messages], ensure_ascii=False)),  # always valid UTF-8 JSON
                      ("response", clean_text(res.text, 100_000).text if res.ok else None), ("prompt_tokens", res.prompt_tokens),
                      ("completion_tokens", res.completion_tokens), ("latency_s", res.latency_s),
                      ("finish_reason", res.finish_reason), ("outcome", "ok" if res.ok else (res.error_kind or "other")),

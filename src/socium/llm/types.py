@@ -71,7 +71,7 @@ class LLMRequest(BaseModel):
             "seed": self.seed,
         }
         canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()  # hostile text must still hash
 
     def params(self) -> dict[str, Any]:
         """The sampling parameters alone, as stored in the call log."""

@@ -59,8 +59,8 @@ class StepRecorder:
     def invalid_output(self, agent: int, origin: str, reason: str, raw: str | None) -> None:
         a = self.actions
         for k, v in (("step", self.step), ("agent_id", agent), ("seq", len(a["seq"])), ("origin", origin),
-                     ("type", "invalid_llm_output"), ("args", json.dumps({"raw": (raw or "")[:2000]}, ensure_ascii=False)),
-                     ("outcome", "invalid_llm_output"), ("reason", reason[:1000]), ("post_id", None)):  # fmt: skip
+                     ("type", "invalid_llm_output"), ("args", json.dumps({"raw": clean_text(raw or "", 2000).text}, ensure_ascii=False)),
+                     ("outcome", "invalid_llm_output"), ("reason", clean_text(reason, 1000).text), ("post_id", None)):  # fmt: skip
             a[k].append(v)
 
     def exposure(self, agent: int, post_ids: tuple[int, ...] | list[int], source: str | tuple[str, ...]) -> None:
