@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
-from typing import Any, Collection, Iterator, Literal, TypeVar
+from typing import Annotated, Any, Collection, Iterator, Literal, TypeVar
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
+from pydantic import (AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError)
 
 from socium.errors import InputFileError
 
@@ -48,6 +48,12 @@ def _relationship(value: object) -> RelationshipType:
         except KeyError:
             pass
     raise ValueError(f"relationship must be 0..5 or one of {[r.name.lower() for r in RelationshipType]}, got {value!r}")
+
+
+# Read from a number, a numeric string or a name; written back as SOTOPIA's files store it ("3").
+Relationship = Annotated[
+    RelationshipType, BeforeValidator(_relationship), PlainSerializer(lambda v: str(int(v)), when_used="json")
+]
 
 
 class _Record(BaseModel):
@@ -96,20 +102,11 @@ class EnvironmentProfile(_Record):
     source: str = ""
     scenario: str
     agent_goals: list[str] = Field(min_length=2)
-    relationship: RelationshipType = RelationshipType.STRANGER
+    relationship: Relationship = RelationshipType.STRANGER
     age_constraint: str | None = None
     occupation_constraint: str | None = None
     agent_constraint: str | None = None
     tag: str = ""
-
-    @field_validator("relationship", mode="before")
-    @classmethod
-    def _rel_in(cls, value: object) -> RelationshipType:
-        return _relationship(value)
-
-    @field_serializer("relationship", when_used="json")
-    def _rel_out(self, value: RelationshipType) -> str:
-        return str(int(value))
 
     @property
     def pk(self) -> str:
@@ -122,17 +119,8 @@ class RelationshipProfile(_Record):
     relationship_id: str = Field(validation_alias=AliasChoices("relationship_id", "pk"), min_length=1)
     agent1_id: str = Field(validation_alias=AliasChoices("agent1_id", "agent_1_id"))
     agent2_id: str = Field(validation_alias=AliasChoices("agent2_id", "agent_2_id"))
-    relationship: RelationshipType
+    relationship: Relationship
     background_story: str = ""
-
-    @field_validator("relationship", mode="before")
-    @classmethod
-    def _rel_in(cls, value: object) -> RelationshipType:
-        return _relationship(value)
-
-    @field_serializer("relationship", when_used="json")
-    def _rel_out(self, value: RelationshipType) -> str:
-        return str(int(value))
 
 
 class EnvAgentCombo(_Record):
