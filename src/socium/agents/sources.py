@@ -159,6 +159,9 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
     ``stance`` is optional: a number in [-1, 1] per row (empty = no opinion), the initial stance that
     opinion-dynamics null models and persona prompts use.
 
+    ``goal`` is optional: each row's private goal (empty = none), as ``socium population generate``
+    writes it coherent with the row's stance.
+
     ``activity_level_frequency`` is optional. Values all within [0, 1] are taken as probabilities.
     Otherwise they are counts on OASIS's 0-100 scale (OASIS divides them by 100), so each row is
     divided by ``max(100, row max)``: 100 means "always active", and rows with larger counts are scaled
@@ -181,6 +184,7 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
             raise InputFileError(path, 1, f"missing column {name!r} (required: {', '.join(_OASIS_REQUIRED)})")
     act_col = col.get("activity_level_frequency")
     stance_col = col.get("stance")
+    goal_col = col.get("goal")
 
     names: list[str] = []
     usernames: list[str] = []
@@ -189,6 +193,7 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
     following: list[list[int]] = []
     activity_rows: list[np.ndarray] = []
     stances: list[float] = []
+    goals: list[str | None] = []
     lines: list[int] = []
     while True:
         line = reader.line_num + 1  # first physical line of the record; fields may span lines
@@ -211,6 +216,8 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
             activity_rows.append(_parse_activity(path, line, row[act_col]))
         if stance_col is not None:
             stances.append(_parse_stance(path, line, row[stance_col]))
+        if goal_col is not None:
+            goals.append(row[goal_col].strip() or None)
         uid_text = get("user_id").strip()
         uid: int | str = int(uid_text) if uid_text.lstrip("-").isdigit() else uid_text
         names.append(get("name"))
@@ -229,7 +236,8 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
             )
     activity = np.stack(activity_rows) if act_col is not None and n else np.full((n, HOURS), DEFAULT_ACTIVITY)
     stance = np.asarray(stances, dtype=np.float32) if stance_col is not None else None
-    pop = Population(names, usernames, bios, [[] for _ in range(n)], activity, stance=stance, extra=extras)
+    pop = Population(names, usernames, bios, [[] for _ in range(n)], activity, stance=stance,
+                     goals=goals if goal_col is not None else None, extra=extras)
     return pop, following
 
 
