@@ -123,6 +123,15 @@ class LLMAgentConfig(_Cfg):
     )
     reask: bool = Field(True, description="Re-ask once with the validation error before recording invalid output.")
     replay_from: str | None = Field(None, description="A run directory whose recorded llm_calls answer every request.")
+    group_messages: int = Field(5, ge=0, le=50, description="Recent messages shown of each group the agent belongs to.")
+    groups_listed: int = Field(5, ge=0, le=50, description="Other groups (newest first) shown as joinable when join_group is offered.")
+    max_actions_per_activation: int = Field(
+        1, ge=1, le=10, description="Actions an LLM agent may take per activation (>1: it answers {actions: [...]})."
+    )
+    record_reason: bool = Field(
+        False, description="Ask for a short 'reason' with each answer and store it in actions.rationale (costs tokens)."
+    )
+    max_reason_chars: int = Field(300, ge=20, le=2000, description="Cap on the stored and requested reason text.")
 
 
 class SurveyConfig(_Cfg):

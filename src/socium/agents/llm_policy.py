@@ -80,7 +80,33 @@ def validate_action(data: Any, obs: Observation, allowed: Sequence[str]) -> Any:
     uid = getattr(action, "user_id", None)
     if uid is not None and uid not in {it.author for it in obs.feed}:
         raise ValueError(f"user_id {uid} is not an author in your feed")
+    gid = getattr(action, "group_id", None)
+    if gid is not None:
+        member = action.type != "join_group"
+        if gid not in {g.group_id for g in obs.groups if g.member == member}:
+            raise ValueError(f"group_id {gid} is not a group {'you are in' if member else 'you were offered to join'}")
     return action
+
+
+def validate_answer(data: Any, obs: Observation, allowed: Sequence[str], max_actions: int = 1,
+                    reason: bool = False) -> tuple[list[Any], str | None]:  # fmt: skip
+    """The actions (and the stated reason) of one answer shaped as :func:`prompts.answer_schema` says."""
+    if max_actions <= 1 and not reason:
+        return [validate_action(data, obs, allowed)], None
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    why = data.get("reason")
+    why = clean_text(why, 2000).text if isinstance(why, str) else None
+    if max_actions > 1:
+        items = data.get("actions")
+        if not isinstance(items, list) or not items:
+            raise ValueError("'actions' must be a non-empty list")
+        if len(items) > max_actions:
+            raise ValueError(f"at most {max_actions} actions per turn, got {len(items)}")
+        return [validate_action(a, obs, allowed) for a in items], why
+    if "action" not in data:
+        raise ValueError("missing 'action'")
+    return [validate_action(data["action"], obs, allowed)], why
 
 
 class LLMPolicy:
@@ -96,7 +122,8 @@ class LLMPolicy:
         self.backend_factory = backend_factory
         self.ac = cfg.llm_agents
         self.allowed = [a for a in self.ac.actions if a in P.ACTION_HELP]
-        self.system = P.system_prompt(self.allowed, cfg.platform.preset)
+        self.system = P.system_prompt(self.allowed, cfg.platform.preset, max_actions=self.ac.max_actions_per_activation,
+                                      reason=self.ac.record_reason)  # fmt: skip
         self._backend: Any = None
         self._cache: RecordingCache | None = None
 
@@ -156,10 +183,17 @@ class LLMPolicy:
                                 perspective=self.cfg.perspective, max_item_chars=self.ac.max_item_chars,
                                 ground_truth=gt)  # fmt: skip
 
+    def answer_schema(self, obs: Observation) -> dict[str, Any]:
+        """The schema for this observation: ids limited to what it shows (feed posts, authors, groups)."""
+        ac = self.ac
+        one = P.action_schema(self.allowed, [i.post_id for i in obs.feed], [i.author for i in obs.feed if i.author != obs.agent_id],
+                              ac.max_content_chars, join_ids=[g.group_id for g in obs.groups if not g.member],
+                              member_ids=[g.group_id for g in obs.groups if g.member])  # fmt: skip
+        return P.answer_schema(one, ac.max_actions_per_activation, ac.record_reason, ac.max_reason_chars)
+
     async def adecide(self, obs: Observation) -> Decision:
         msgs = self._messages(obs)
-        schema = P.action_schema(self.allowed, [i.post_id for i in obs.feed], [i.author for i in obs.feed if i.author != obs.agent_id],
-                                 self.ac.max_content_chars)  # fmt: skip
+        schema = self.answer_schema(obs)
         meta = {"step": obs.step, "agent_id": obs.agent_id}
         last_err, raw = "", None
         for attempt in range(2 if self.ac.reask else 1):
@@ -169,8 +203,12 @@ class LLMPolicy:
                 return Decision(obs.agent_id, [], invalid_reason=f"backend error ({res.error_kind}): {res.error}"[:500], raw=None)
             raw = res.text
             try:
-                action = validate_action(parse_json_lenient(raw), obs, self.allowed)
-                return Decision(obs.agent_id, [action], meta={"origin": "llm"})
+                actions, why = validate_answer(parse_json_lenient(raw), obs, self.allowed,
+                                               self.ac.max_actions_per_activation, self.ac.record_reason)  # fmt: skip
+                meta: dict[str, Any] = {"origin": "llm"}
+                if why is not None:
+                    meta["reason"] = clean_text(why, self.ac.max_reason_chars).text
+                return Decision(obs.agent_id, actions, meta=meta)
             except (ValueError, ValidationError) as exc:
                 last_err = _short_error(exc)
                 msgs = msgs + [{"role": "assistant", "content": clean_text(raw, 2000).text},

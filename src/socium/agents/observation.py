@@ -30,6 +30,17 @@ class FeedItem:
 
 
 @dataclass(slots=True)
+class GroupView:
+    """A chat group as one agent sees it: members see its recent messages, others only its name."""
+
+    group_id: int
+    name: str
+    n_members: int
+    member: bool
+    messages: list[tuple[int, int, str, str]] = field(default_factory=list)  # (step, author, username, text)
+
+
+@dataclass(slots=True)
 class Observation:
     agent_id: int
     step: int
@@ -38,6 +49,7 @@ class Observation:
     feed: list[FeedItem]
     stance: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    groups: list[GroupView] = field(default_factory=list)  # filled for LLM agents (see agents.groups)
 
 
 @dataclass(slots=True)

@@ -32,6 +32,8 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
         if "llm_calls" in tables:
             r = con.execute("SELECT count(*), sum(prompt_tokens), sum(completion_tokens), avg(latency_s) FROM llm_calls").fetchone()
             llm = {"calls": r[0], "prompt_tokens": r[1], "completion_tokens": r[2], "mean_latency_s": r[3]}
+            if cfg.get("llm_agents", {}).get("record_reason"):
+                llm["reason"] = _reason_cost(con)
     finally:
         con.close()
     total = sum(outcomes.values()) or 1
@@ -49,3 +51,13 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
     if llm:
         card["llm_usage"] = llm
     return card
+
+
+def _reason_cost(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """What ``llm_agents.record_reason`` cost: each answer's completion tokens shared out by characters
+    between its ``reason`` and the rest (an estimate: the tokenizer is the server's, not ours)."""
+    r = con.execute(
+        "SELECT count(*), sum(completion_tokens * length(why) / greatest(length(response), 1)) FROM ("
+        "  SELECT completion_tokens, response, json_extract_string(response, '$.reason') AS why FROM llm_calls"
+        "  WHERE outcome = 'ok' AND json_valid(response)) WHERE why IS NOT NULL").fetchone()  # fmt: skip
+    return {"answers_with_reason": int(r[0]), "estimated_completion_tokens": round(float(r[1] or 0.0), 1)}

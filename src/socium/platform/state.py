@@ -8,6 +8,7 @@ the trace rather than a corrupted world. No LLM, no Ray, no store here.
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,6 +19,7 @@ from socium.platform.posts import COMMENT, ORIGINAL, QUOTE, REPOST, PostTable
 from socium.platform.text import clean_text
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+GROUP_HISTORY = 50  # messages kept per group for observations; the trace keeps all of them
 
 
 def _tokens(text: str) -> set[str]:
@@ -66,6 +68,8 @@ class PlatformState:
         self.adopters: dict[int, set[int]] = {}  # root post -> users who posted, reposted or quoted it
         self.by_author: dict[int, list[int]] = {}
         self.groups: list[tuple[str, set[int]]] = []
+        self.group_log: list[deque[tuple[int, int, str]]] = []  # per group: recent (step, author, text)
+        self.member_of: dict[int, set[int]] = {}  # agent -> group ids, so an observation needs no scan
         self._index: dict[str, list[int]] = {}
         self.step = 0
         self.time = 0.0
@@ -96,6 +100,14 @@ class PlatformState:
         ids = np.arange(start, n)
         order = np.lexsort((-ids, -score))[:k]
         return [int(i) for i in ids[order]]
+
+    def groups_of(self, agent: int) -> list[int]:
+        return sorted(self.member_of.get(agent, ()))
+
+    def recent_group_messages(self, group_id: int, k: int) -> list[tuple[int, int, str]]:
+        """The last ``k`` messages (step, author, text) of a group, oldest first."""
+        log = self.group_log[group_id]
+        return list(log)[-k:] if k > 0 else []
 
     def search_posts(self, query: str) -> list[int]:
         toks = _tokens(query)
@@ -299,6 +311,8 @@ class PlatformState:
             return self._bad("group name is empty")
         gid = len(self.groups)
         self.groups.append((name, {agent}))
+        self.group_log.append(deque(maxlen=GROUP_HISTORY))
+        self.member_of.setdefault(agent, set()).add(gid)
         self.events.groups.append((gid, agent, name))
         return A.Outcome(status="ok", group_id=gid)
 
@@ -312,6 +326,7 @@ class PlatformState:
         if agent in members:
             return self._bad(f"already a member of group {a.group_id}")
         members.add(agent)
+        self.member_of.setdefault(agent, set()).add(a.group_id)
         return A.Outcome(status="ok", group_id=a.group_id)
 
     def _do_leave_group(self, agent: int, a: A.LeaveGroup) -> A.Outcome:
@@ -321,6 +336,7 @@ class PlatformState:
         if agent not in members:
             return self._bad(f"not a member of group {a.group_id}")
         members.discard(agent)
+        self.member_of[agent].discard(a.group_id)
         return A.Outcome(status="ok", group_id=a.group_id)
 
     def _do_send_to_group(self, agent: int, a: A.SendToGroup) -> A.Outcome:
@@ -332,6 +348,7 @@ class PlatformState:
         if not ct.text.strip():
             return self._bad("content is empty")
         self.events.group_messages.append((a.group_id, agent, ct.text))
+        self.group_log[a.group_id].append((self.step, agent, ct.text))
         return A.Outcome(status="ok", group_id=a.group_id, truncated=ct.truncated, sanitized=ct.sanitized)
 
     def _do_do_nothing(self, agent: int, a: A.DoNothing) -> A.Outcome:

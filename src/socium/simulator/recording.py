@@ -36,7 +36,7 @@ def clean_action(action: Any, max_chars: int) -> tuple[Any, bool, bool]:
 class StepRecorder:
     step: int
     actions: dict[str, list] = field(default_factory=lambda: {k: [] for k in (
-        "step", "agent_id", "seq", "origin", "type", "args", "outcome", "reason", "post_id")})  # fmt: skip
+        "step", "agent_id", "seq", "origin", "type", "args", "outcome", "reason", "post_id", "rationale")})  # fmt: skip
     exposures: dict[str, list] = field(default_factory=lambda: {k: [] for k in ("step", "agent_id", "post_id", "rank", "source")})
     stances: dict[str, list] = field(default_factory=lambda: {"step": [], "agent_id": [], "stance": []})
     extra: dict[str, dict[str, list]] = field(default_factory=dict)
@@ -44,7 +44,7 @@ class StepRecorder:
     calls: list = field(default_factory=list)
     surveys: dict[str, list] = field(default_factory=lambda: {k: [] for k in ("step", "agent_id", "question", "answer", "value")})
 
-    def action(self, agent: int, origin: str, action: Any, outcome: Outcome) -> None:
+    def action(self, agent: int, origin: str, action: Any, outcome: Outcome, rationale: str | None = None) -> None:
         a = self.actions
         a["step"].append(self.step)
         a["agent_id"].append(agent)
@@ -55,12 +55,14 @@ class StepRecorder:
         a["outcome"].append(outcome.status)
         a["reason"].append(outcome.reason)
         a["post_id"].append(outcome.post_id)
+        a["rationale"].append(rationale)
 
     def invalid_output(self, agent: int, origin: str, reason: str, raw: str | None) -> None:
         a = self.actions
         for k, v in (("step", self.step), ("agent_id", agent), ("seq", len(a["seq"])), ("origin", origin),
                      ("type", "invalid_llm_output"), ("args", json.dumps({"raw": clean_text(raw or "", 2000).text}, ensure_ascii=False)),
-                     ("outcome", "invalid_llm_output"), ("reason", clean_text(reason, 1000).text), ("post_id", None)):  # fmt: skip
+                     ("outcome", "invalid_llm_output"), ("reason", clean_text(reason, 1000).text), ("post_id", None),
+                     ("rationale", None)):  # fmt: skip
             a[k].append(v)
 
     def exposure(self, agent: int, post_ids: tuple[int, ...] | list[int], source: str | tuple[str, ...]) -> None:
@@ -103,7 +105,7 @@ class StepRecorder:
                 "group_id": [m[0] for m in ev.group_messages], "agent_id": [m[1] for m in ev.group_messages],
                 "content": [m[2] for m in ev.group_messages]}  # fmt: skip
         out: dict[str, Any] = {"posts": _typed(posts, {"parent_id": pa.int64(), "post_id": pa.int64(), "root_id": pa.int64()}),
-                               "actions": _typed(self.actions, {"post_id": pa.int64(), "reason": pa.string()}),
+                               "actions": _typed(self.actions, {"post_id": pa.int64(), "reason": pa.string(), "rationale": pa.string()}),
                                "exposures": _typed(self.exposures, {"post_id": pa.int64(), "rank": pa.int16()}),
                                "stances": self.stances, "follow_events": _typed(follows, {"event": pa.int8()}),
                                "groups": groups, "group_messages": msgs,

@@ -16,8 +16,10 @@ CREATE TABLE IF NOT EXISTS posts (
 );
 CREATE TABLE IF NOT EXISTS actions (
     step INTEGER, agent_id BIGINT, seq INTEGER, origin VARCHAR, type VARCHAR, args VARCHAR,
-    outcome VARCHAR, reason VARCHAR, post_id BIGINT
+    outcome VARCHAR, reason VARCHAR, post_id BIGINT, rationale VARCHAR
 );
+-- Added later (an LLM agent's stated reason, llm_agents.record_reason): traces written before it gain the column.
+ALTER TABLE actions ADD COLUMN IF NOT EXISTS rationale VARCHAR;
 CREATE TABLE IF NOT EXISTS exposures (step INTEGER, agent_id BIGINT, post_id BIGINT, rank SMALLINT, source VARCHAR);
 CREATE TABLE IF NOT EXISTS stances (step INTEGER, agent_id BIGINT, stance DOUBLE);
 CREATE TABLE IF NOT EXISTS groups (group_id BIGINT, step INTEGER, creator BIGINT, name VARCHAR);

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 import socium
+from socium.agents.groups import group_views
 from socium.agents.observation import Decision, FeedItem, Observation
 from socium.agents.rules import RULE_POLICIES
 from socium.config import ExperimentConfig, config_from_dict
@@ -244,6 +245,10 @@ class Simulation(mesa.Model):
         pop = self.population
         o.extra["profile"] = pop.profile(o.agent_id)
         o.extra["memory"] = list(self.memory.get(o.agent_id, ()))
+        ac = self.cfg.llm_agents
+        if self.state.groups:
+            o.groups = group_views(self.state, o.agent_id, ac.group_messages,
+                                   ac.groups_listed if "join_group" in ac.actions else 0, pop.usernames)  # fmt: skip
         persp = self.cfg.perspective
         if persp == "mindreader":
             for it in o.feed:
@@ -284,7 +289,7 @@ class Simulation(mesa.Model):
                 out = self.state.apply(d.agent_id, action)
                 if out.post_id is not None and (trunc or san):
                     rec.flags[out.post_id] = (trunc, san)
-                rec.action(d.agent_id, d.meta.get("origin", "policy"), action, out)
+                rec.action(d.agent_id, d.meta.get("origin", "policy"), action, out, d.meta.get("reason"))
                 if self.needs_profile and d.meta.get("origin") != "seed":
                     self._remember(d.agent_id, memory_line(self.state.step, action.type, action.model_dump(exclude={"type"}), out.status))
                 if out.results:
