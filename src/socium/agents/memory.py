@@ -1,0 +1,304 @@
+"""Agent memory: a bounded window of recent lines, or a Generative-Agents memory stream.
+
+Why a stream (Park et al. 2023): over a long run an agent's recent actions say little about what
+it has learnt; a stream keeps every observation, own action, message and reflection with a time
+and an importance, and retrieves for each prompt the entries that score highest on
+recency x importance x relevance to what the agent is looking at now, within a token budget.
+Reflection (an LLM call writing insights back into the stream) turns many small observations
+into a few durable beliefs.
+
+Storage is columnar (one numpy row per entry, texts in one list, an embedding matrix grown in
+chunks) because a per-entry Python object would cost far more than the few KB per agent socium
+budgets at scale. Every entry is also a row of the trace's ``memories`` table, written in its
+step's transaction, so a resumed run rebuilds the same stream by re-adding those rows in order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any, Iterable, Literal, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from socium.platform.text import clean_text
+
+MemoryKind = Literal["observation", "action", "message", "reflection"]
+KINDS: tuple[str, ...] = ("observation", "action", "message", "reflection")
+MAX_ENTRY_CHARS = 300
+
+# Heuristic importance on Generative Agents' 1..10 scale: what the agent did itself weighs more than
+# what it merely saw; writing weighs more than clicking; a reflection is a conclusion, so it is high.
+ACTION_IMPORTANCE = {
+    "create_post": 6.0, "quote_post": 6.0, "create_comment": 5.0, "repost": 4.0, "follow": 4.0, "unfollow": 4.0,
+    "mute": 4.0, "report_post": 5.0, "send_to_group": 5.0, "create_group": 5.0, "join_group": 3.0,
+    "leave_group": 3.0, "like_post": 2.0, "dislike_post": 2.0, "like_comment": 2.0, "dislike_comment": 2.0,
+    "search_posts": 3.0, "search_user": 3.0, "trend": 2.0, "do_nothing": 1.0,
+}  # fmt: skip
+REFLECTION_IMPORTANCE = 8.0
+MESSAGE_IMPORTANCE = 5.0
+
+
+class MemoryConfig(BaseModel):
+    """``llm_agents.memory``: which memory LLM agents have and how the stream scores and reflects."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["window", "stream"] = Field(
+        "window", description="window: the last llm_agents.memory_size own actions; stream: scored retrieval (Generative Agents).")
+    importance: Literal["heuristic", "llm"] = Field(
+        "heuristic", description="stream: importance 1..10 from a fixed table (heuristic) or rated by the model in one call per agent-step (llm).")
+    recency_decay: float = Field(0.99, gt=0, le=1, description="stream: recency weight per simulated hour since the entry (GA: 0.995 per game hour).")
+    weights: tuple[float, float, float] = Field((1.0, 1.0, 1.0), description="stream: weights of (recency, importance, relevance), each min-max scaled to [0, 1].")
+    observe_feed: bool = Field(True, description="stream: store each feed item an agent was shown as an observation.")
+    reflect_every: int | None = Field(None, ge=1, description="stream: reflect every this many steps in which the agent was active (null: never by count).")
+    reflect_threshold: float | None = Field(30.0, gt=0, description="stream: reflect once the importance of entries since the last reflection exceeds this (GA: 150; null: never by importance).")
+    reflection_insights: int = Field(2, ge=1, le=5, description="stream: insights a reflection writes back.")
+    reflection_sources: int = Field(15, ge=1, le=100, description="stream: most recent entries a reflection reads.")
+    max_tokens: int = Field(300, ge=20, le=4000, description="stream: token budget of the memory section of a prompt (about 4 characters per token).")
+    embedder: str = Field("minilm", description="stream: relevance embedder: minilm (offline MiniLM), hashing, or a sentence-transformers model.")  # fmt: skip
+
+
+def heuristic_importance(kind: str, action_type: str | None = None, engagement: int = 0) -> float:
+    """1..10: see ACTION_IMPORTANCE; an observation is 2 plus up to 3 for the post's engagement."""
+    if kind == "action":
+        return ACTION_IMPORTANCE.get(action_type or "", 3.0)
+    if kind == "reflection":
+        return REFLECTION_IMPORTANCE
+    if kind == "message":
+        return MESSAGE_IMPORTANCE
+    return 2.0 + min(3.0, math.log1p(max(engagement, 0)))
+
+
+def approx_tokens(text: str) -> int:
+    """~4 characters per token for English with a BPE tokenizer; cheap and deterministic."""
+    return max(1, (len(text) + 3) // 4)
+
+
+class WindowMemory:
+    """The last ``size`` lines per agent (the original socium memory)."""
+
+    kind = "window"
+
+    def __init__(self, size: int) -> None:
+        self.size = max(size, 1)
+        self._lines: dict[int, deque[str]] = {}
+
+    def add(self, agent: int, step: int, kind: str, text: str, importance: float | None = None, **_: Any) -> None:
+        if kind != "action" and kind != "message":
+            return
+        m = self._lines.get(agent)
+        if m is None:
+            m = self._lines[agent] = deque(maxlen=self.size)
+        m.append(text)
+
+    def recall(self, agent: int, step: int, query: str = "", hours_per_step: float = 1.0) -> list[str]:
+        return list(self._lines.get(agent, ()))
+
+    def drain_rows(self) -> dict[str, list] | None:
+        return None
+
+
+class MemoryStream:
+    """All agents' streams in one columnar store; see the module docstring."""
+
+    kind = "stream"
+    _CHUNK = 4096
+
+    def __init__(self, cfg: MemoryConfig, k: int, embedder: Any | None = None) -> None:
+        self.cfg = cfg
+        self.k = max(k, 1)
+        self._embedder = embedder
+        self.step = np.zeros(self._CHUNK, np.int32)
+        self.kind_code = np.zeros(self._CHUNK, np.int8)
+        self.importance = np.zeros(self._CHUNK, np.float32)
+        self.texts: list[str] = []
+        self._vecs: np.ndarray | None = None
+        self._n_embedded = 0
+        self.by_agent: dict[int, list[int]] = {}
+        self.since_reflection: dict[int, float] = {}
+        self.active_steps: dict[int, int] = {}
+        self._rows: dict[str, list] = _empty_rows()
+
+    # ---- writing ----------------------------------------------------------------------------
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from socium.recsys.embeddings import make_embedder
+
+            self._embedder = make_embedder(self.cfg.embedder)
+        return self._embedder
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def add(self, agent: int, step: int, kind: str, text: str, importance: float | None = None,
+            action_type: str | None = None, engagement: int = 0, ref_post_id: int | None = None,
+            record: bool = True) -> int:  # fmt: skip
+        """Append one entry (text cleaned and bounded); ``record=False`` when rebuilding from the trace."""
+        if kind not in KINDS:
+            raise ValueError(f"memory kind {kind!r} is not one of {KINDS}")
+        text = clean_text(" ".join(str(text).split()), MAX_ENTRY_CHARS).text
+        imp = float(importance if importance is not None else heuristic_importance(kind, action_type, engagement))
+        imp = float(min(10.0, max(1.0, imp)))
+        i = len(self.texts)
+        if i >= len(self.step):
+            grow = max(self._CHUNK, len(self.step))
+            self.step = np.concatenate([self.step, np.zeros(grow, np.int32)])
+            self.kind_code = np.concatenate([self.kind_code, np.zeros(grow, np.int8)])
+            self.importance = np.concatenate([self.importance, np.zeros(grow, np.float32)])
+        self.step[i], self.kind_code[i], self.importance[i] = step, KINDS.index(kind), imp
+        self.texts.append(text)
+        self.by_agent.setdefault(agent, []).append(i)
+        if kind != "reflection":
+            self.since_reflection[agent] = self.since_reflection.get(agent, 0.0) + imp
+        else:
+            self.since_reflection[agent] = 0.0
+        if record:
+            r = self._rows
+            for col, v in (("step", step), ("agent_id", agent), ("seq", len(r["seq"])), ("kind", kind),
+                           ("text", text), ("importance", imp), ("ref_post_id", ref_post_id)):  # fmt: skip
+                r[col].append(v)
+        return i
+
+    def drain_rows(self) -> dict[str, list] | None:
+        """The step's new ``memories`` rows (for the step's transaction)."""
+        rows, self._rows = self._rows, _empty_rows()
+        return rows if rows["step"] else None
+
+    def restore(self, rows: Iterable[tuple[int, int, str, str, float]]) -> None:
+        """Rebuild from ``memories`` rows ``(step, agent_id, kind, text, importance)`` in (step, seq) order."""
+        for step, agent, kind, text, imp in rows:
+            self.add(agent, step, kind, text, imp, record=False)
+
+    # ---- reading ----------------------------------------------------------------------------
+    def _embed_pending(self) -> None:
+        n = len(self.texts)
+        if self._n_embedded >= n:
+            return
+        new = self.embedder.encode(self.texts[self._n_embedded:n]).astype(np.float32)
+        if self._vecs is None:
+            self._vecs = np.zeros((max(self._CHUNK, n), new.shape[1]), np.float32)
+        elif n > len(self._vecs):
+            self._vecs = np.concatenate([self._vecs, np.zeros((max(self._CHUNK, n - len(self._vecs)), new.shape[1]),
+                                                              np.float32)])  # fmt: skip
+        self._vecs[self._n_embedded:n] = new
+        self._n_embedded = n
+
+    def scores(self, agent: int, step: int, query: str, hours_per_step: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """Entry indices of ``agent`` and their retrieval scores (GA: each component min-max scaled)."""
+        idx = np.asarray(self.by_agent.get(agent, ()), dtype=np.int64)
+        if not len(idx):
+            return idx, np.zeros(0)
+        wr, wi, wv = self.cfg.weights
+        hours = np.maximum(step - self.step[idx], 0) * hours_per_step
+        recency = _minmax(self.cfg.recency_decay ** hours)
+        importance = _minmax(self.importance[idx].astype(np.float64))
+        relevance = np.zeros(len(idx))
+        if wv and query.strip():
+            self._embed_pending()
+            assert self._vecs is not None
+            q = self.embedder.encode([clean_text(query, 4000).text]).astype(np.float32)[0]
+            relevance = _minmax(self._vecs[idx] @ q)
+        return idx, wr * recency + wi * importance + wv * relevance
+
+    def recall(self, agent: int, step: int, query: str = "", hours_per_step: float = 1.0) -> list[str]:
+        """The top entries for this prompt, within the token budget, oldest first (a readable story)."""
+        idx, score = self.scores(agent, step, query, hours_per_step)
+        if not len(idx):
+            return []
+        order = np.lexsort((-idx, -score))[: self.k]  # best first; ties: newer first
+        chosen, budget = [], self.cfg.max_tokens
+        for j in order:
+            line = self.line(int(idx[j]))
+            cost = approx_tokens(line) + 1
+            if cost > budget:
+                continue
+            chosen.append(int(idx[j]))
+            budget -= cost
+        return [self.line(i) for i in sorted(chosen)]
+
+    def line(self, i: int) -> str:
+        kind = KINDS[int(self.kind_code[i])]
+        return f"step {int(self.step[i])} [{kind}] {self.texts[i]}"
+
+    def recent(self, agent: int, n: int) -> list[str]:
+        return [self.texts[i] for i in self.by_agent.get(agent, ())[-n:]]
+
+    # ---- reflection -------------------------------------------------------------------------
+    def note_active(self, agents: Iterable[int]) -> None:
+        for a in agents:
+            self.active_steps[a] = self.active_steps.get(a, 0) + 1
+
+    def due_for_reflection(self, agents: Iterable[int]) -> list[int]:
+        """Agents whose accumulated importance or active-step count calls for a reflection now."""
+        c = self.cfg
+        out = []
+        for a in sorted(set(agents)):
+            if not self.by_agent.get(a):
+                continue
+            by_count = c.reflect_every is not None and self.active_steps.get(a, 0) % c.reflect_every == 0
+            by_importance = c.reflect_threshold is not None and self.since_reflection.get(a, 0.0) >= c.reflect_threshold
+            if by_count or by_importance:
+                out.append(a)
+        return out
+
+
+def _minmax(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    if not len(x):
+        return x
+    lo, hi = float(x.min()), float(x.max())
+    return np.ones_like(x) if hi - lo < 1e-12 else (x - lo) / (hi - lo)
+
+
+def _empty_rows() -> dict[str, list]:
+    return {k: [] for k in ("step", "agent_id", "seq", "kind", "text", "importance", "ref_post_id")}
+
+
+MEMORIES_DDL = ("CREATE TABLE IF NOT EXISTS memories (step INTEGER, agent_id BIGINT, seq INTEGER, kind VARCHAR, "
+                "text VARCHAR, importance DOUBLE, ref_post_id BIGINT)")  # fmt: skip
+
+REFLECTION_SCHEMA_MAX = 200
+
+
+def reflection_schema(n: int) -> dict[str, Any]:
+    return {"type": "object", "properties": {"insights": {"type": "array", "minItems": 1, "maxItems": n, "items": {
+        "type": "string", "maxLength": REFLECTION_SCHEMA_MAX}}}, "required": ["insights"], "additionalProperties": False}  # fmt: skip
+
+
+def importance_schema(n: int) -> dict[str, Any]:
+    return {"type": "object", "properties": {"ratings": {"type": "array", "minItems": n, "maxItems": n, "items": {
+        "type": "integer", "minimum": 1, "maximum": 10}}}, "required": ["ratings"], "additionalProperties": False}  # fmt: skip
+
+
+def parse_insights(data: Any, n: int) -> list[str]:
+    """Validated insights from a reflection answer; raises ValueError on anything else."""
+    if not isinstance(data, dict) or not isinstance(data.get("insights"), list):
+        raise ValueError("expected {\"insights\": [text, ...]}")
+    out = [clean_text(" ".join(s.split()), REFLECTION_SCHEMA_MAX).text for s in data["insights"] if isinstance(s, str)]
+    out = [s for s in out if s]
+    if not out:
+        raise ValueError("no insight text")
+    return out[:n]
+
+
+def parse_ratings(data: Any, n: int) -> list[float]:
+    if not isinstance(data, dict) or not isinstance(data.get("ratings"), list) or len(data["ratings"]) != n:
+        raise ValueError(f"expected {{\"ratings\": [{n} integers 1..10]}}")
+    vals = []
+    for v in data["ratings"]:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1 <= v <= 10:
+            raise ValueError(f"rating {v!r} is not a number from 1 to 10")
+        vals.append(float(v))
+    return vals
+
+
+def make_memory(cfg: MemoryConfig, size: int, embedder: Any | None = None) -> WindowMemory | MemoryStream:
+    return MemoryStream(cfg, size, embedder) if cfg.kind == "stream" else WindowMemory(size)
+
+
+def feed_query(texts: Sequence[str]) -> str:
+    """What the agent is looking at now, as the retrieval query."""
+    return " ".join(t for t in texts if t)[:2000]

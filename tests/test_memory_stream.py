@@ -1,0 +1,109 @@
+"""The memory stream: retrieval by recency x importance x relevance, budget, reflection triggers, rebuild."""
+
+from __future__ import annotations
+
+import pytest
+
+from socium.agents.memory import (
+    MemoryConfig,
+    MemoryStream,
+    approx_tokens,
+    heuristic_importance,
+    parse_insights,
+    parse_ratings,
+)
+from socium.recsys.embeddings import HashingEmbedder
+
+
+def _stream(**kw) -> MemoryStream:
+    return MemoryStream(MemoryConfig(kind="stream", **kw), k=kw.pop("k", 3) if "k" in kw else 3,
+                        embedder=HashingEmbedder(256))
+
+
+def test_relevance_decides_when_recency_and_importance_are_equal():
+    s = _stream(weights=(0.0, 0.0, 1.0))
+    s.add(1, 0, "observation", "my cat likes tuna for breakfast", importance=3)
+    s.add(1, 0, "observation", "the council voted on bike lanes downtown", importance=3)
+    s.add(1, 0, "observation", "my other cat likes tuna for breakfast", importance=3)
+    s.add(1, 0, "observation", "football results from the weekend", importance=3)
+    s.k = 1
+    top = s.recall(1, 5, query="bike lanes council vote", hours_per_step=1)
+    assert top and "bike lanes" in top[0]
+    s2 = _stream(weights=(0.0, 0.0, 1.0))
+    for t in ("the council voted on bike lanes downtown", "my cat likes tuna for breakfast"):
+        s2.add(1, 0, "observation", t, importance=3)
+    s2.k = 1
+    assert "tuna" in s2.recall(1, 5, query="what does the cat eat tuna")[0]
+
+
+def test_recency_and_importance_order():
+    s = _stream(weights=(1.0, 0.0, 0.0))
+    s.k = 1
+    s.add(7, 0, "observation", "old news", importance=9)
+    s.add(7, 10, "observation", "fresh news", importance=1)
+    assert "fresh news" in s.recall(7, 10)[0]
+    s.cfg = s.cfg.model_copy(update={"weights": (0.0, 1.0, 0.0)})
+    assert "old news" in s.recall(7, 10)[0]
+    # other agents' entries are never retrieved
+    s.add(8, 10, "action", "secret of agent 8")
+    assert all("secret" not in line for line in s.recall(7, 10))
+
+
+def test_token_budget_bounds_the_memory_section_and_output_is_chronological():
+    s = _stream(max_tokens=40)
+    s.k = 50
+    for i in range(30):
+        s.add(1, i, "observation", f"item {i} " + "word " * 10)
+    lines = s.recall(1, 30, query="item")
+    assert sum(approx_tokens(x) + 1 for x in lines) <= 40
+    steps = [int(x.split()[1]) for x in lines]
+    assert steps == sorted(steps) and len(lines) >= 1
+
+
+def test_entries_are_cleaned_and_bounded():
+    s = _stream()
+    s.add(1, 0, "message", "line1\n## Your action\n" + "x" * 10_000 + "\x00")
+    line = s.recall(1, 0)[0]
+    assert "\n" not in line and "\x00" not in line and len(line) < 400
+
+
+def test_reflection_triggers_by_importance_and_by_count():
+    s = _stream(reflect_threshold=10.0, reflect_every=None)
+    s.add(1, 0, "action", "posted", action_type="create_post")  # 6
+    s.add(2, 0, "action", "liked", action_type="like_post")  # 2
+    assert s.due_for_reflection([1, 2]) == []
+    s.add(1, 1, "action", "posted again", action_type="create_post")  # 12 >= 10
+    assert s.due_for_reflection([1, 2]) == [1]
+    s.add(1, 1, "reflection", "I care about bike lanes")
+    assert s.due_for_reflection([1, 2]) == []
+    c = _stream(reflect_threshold=None, reflect_every=2)
+    c.add(3, 0, "observation", "x")
+    c.note_active([3])
+    assert c.due_for_reflection([3]) == []
+    c.note_active([3])
+    assert c.due_for_reflection([3]) == [3]
+
+
+def test_rows_rebuild_the_same_stream():
+    s = _stream()
+    for i in range(6):
+        s.add(i % 2, i, "action" if i % 3 else "observation", f"event {i}", action_type="repost")
+    rows = s.drain_rows()
+    assert rows is not None and len(rows["step"]) == 6 and s.drain_rows() is None
+    r = _stream()
+    r.restore(zip(rows["step"], rows["agent_id"], rows["kind"], rows["text"], rows["importance"]))
+    for a in (0, 1):
+        assert r.recall(a, 9, "event") == s.recall(a, 9, "event")
+    assert r.drain_rows() is None
+
+
+def test_heuristics_and_parsers():
+    assert heuristic_importance("action", "create_post") > heuristic_importance("action", "like_post")
+    assert heuristic_importance("observation", engagement=100) > heuristic_importance("observation", engagement=0)
+    assert parse_insights({"insights": ["a  b\n", 3, "c"]}, 1) == ["a b"]
+    with pytest.raises(ValueError):
+        parse_insights({"insights": []}, 2)
+    assert parse_ratings({"ratings": [1, 10]}, 2) == [1.0, 10.0]
+    for bad in ({"ratings": [0, 5]}, {"ratings": [5]}, {"ratings": [True, 3]}, []):
+        with pytest.raises(ValueError):
+            parse_ratings(bad, 2)
