@@ -309,6 +309,44 @@ def export_sft_cmd(
     console.print(f"wrote {n} examples to {path}")
 
 
+@app.command("group-episodes")
+def group_episodes(
+    config: Path = typer.Argument(..., help="Group-episodes YAML (see examples/group-episodes.yaml)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<name>-seed<seed>)."),
+    force: bool = typer.Option(False, "--force", help="Discard episodes already in the run directory."),
+    set_: list[str] = typer.Option([], "--set", help="Override a config field: key.path=value (repeatable)."),
+) -> None:
+    """N-party deal episodes (3+ characters) under agents / mindreaders / script; rule-scored, optionally judged."""
+    from socium.experiments.episodes.multiparty_runner import load_group_config, run_group_episodes
+
+    try:
+        cfg = load_group_config(config, list(set_) + ([f"out={out}"] if out else []))
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                      TimeRemainingColumn(), console=console) as prog:  # fmt: skip
+            task = prog.add_task("group episodes", total=None)
+
+            def on_done(res, k: int, n: int) -> None:
+                prog.update(task, completed=k, total=n)
+
+            summary = run_group_episodes(cfg, force=force, on_done=on_done)
+    except SociumError as exc:
+        _fail(exc)
+        return
+    table = Table(title=f"{summary['episodes']} group episodes ({cfg.parties} parties, {cfg.turn_taking})")
+    table.add_column("mode", no_wrap=True)
+    for col in ("n", "deal rate [95% CI]", "goal 0-10 [95% CI]", "words/turn", "invalid turns", "calls/ep"):
+        table.add_column(col)
+    for mode, m in summary["modes"].items():
+        ci = m["goal_ci95"]
+        goal = "-" if m["goal_mean"] is None else f"{m['goal_mean']:.2f}" + (
+            f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci[0] is not None else "")
+        table.add_row(mode, str(m["episodes"]), f"{m['deal_rate']:.2f} [{m['deal_ci95'][0]:.2f}, {m['deal_ci95'][1]:.2f}]",
+                      goal, "-" if m["words_per_turn"] is None else f"{m['words_per_turn']:.1f}",
+                      f"{m['invalid_turn_rate']:.0%}", f"{m['calls_per_episode']:.1f}")  # fmt: skip
+    console.print(table)
+    console.print(f"trace: {cfg.out_dir() / 'group_episodes.duckdb'}  summary: {cfg.out_dir() / 'summary.json'}")
+
+
 population_app = typer.Typer(no_args_is_help=True, help="Generate agent populations.")
 app.add_typer(population_app, name="population")
 
