@@ -25,6 +25,7 @@ from socium.llm import (
     user_request,
 )
 from socium.llm.base import check_results
+from socium.llm.wrappers import BudgetLedger, max_request_tokens
 from socium.testing import GarbageBackend, LatencyBackend, ScriptedBackend
 
 SCHEMA = {"type": "object", "properties": {"action": {"enum": ["post", "like"]}}, "required": ["action"]}
@@ -73,11 +74,27 @@ class RecordingSleep:
 def test_retry_succeeds_after_transient_429_and_honours_retry_after() -> None:
     inner = FlakyBackend(fail_times=2, retry_after_s=7.0)
     sleep = RecordingSleep()
-    be = RetryingBackend(inner, max_attempts=4, base_delay_s=0.01, max_delay_s=1.0, seed=3, sleep=sleep)
+    be = RetryingBackend(inner, max_attempts=4, base_delay_s=0.01, max_delay_s=10.0, seed=3, sleep=sleep)
     res = generate_sync(be, reqs(3))
     assert all(r.ok and r.attempts == 3 for r in res)
     assert len(sleep.delays) == 6 and all(d >= 7.0 for d in sleep.delays)
     assert inner.batches[0] == 3  # the batch went out whole first
+
+
+def test_retry_after_is_capped_by_max_delay_and_deadline_stops_retrying() -> None:
+    # a server asking to come back in a day must not park the run: each wait is at most max_delay_s
+    sleep = RecordingSleep()
+    be = RetryingBackend(FlakyBackend(fail_times=2, retry_after_s=86400.0), max_attempts=4, base_delay_s=0.01,
+                         max_delay_s=2.0, seed=3, sleep=sleep)
+    (res,) = generate_sync(be, reqs(1))
+    assert res.ok and res.attempts == 3 and sleep.delays == [2.0, 2.0]
+    # a total deadline: no retry starts that would end past it; the reason says so
+    sleep = RecordingSleep()
+    be = RetryingBackend(FlakyBackend(fail_times=9, kind="server", retry_after_s=5.0), max_attempts=9,
+                         max_delay_s=5.0, deadline_s=12.0, sleep=sleep, clock=lambda: sum(sleep.delays))
+    (res,) = generate_sync(be, reqs(1))
+    assert not res.ok and res.attempts == 3 and sleep.delays == [5.0, 5.0]
+    assert "deadline" in (res.error or "")
 
 
 def test_retry_gives_up_after_max_attempts_and_skips_client_errors() -> None:
@@ -138,15 +155,15 @@ def test_retry_stops_at_open_circuit() -> None:
     assert sum(inner.batches) == 2  # once each; every retry hit the open breaker
 
 
-def test_token_budget_raises_before_sending() -> None:
+def test_token_budget_reserves_the_worst_case_and_is_never_passed() -> None:
     inner = ScriptedBackend(["one two three"])  # 3 completion + 2 prompt tokens per call
-    tb = TokenBudget(inner, max_total_tokens=12)
-    generate_sync(tb, reqs(2))  # 10 tokens
-    generate_sync(tb, reqs(1, "x"))  # 15: crosses the budget, still answered
-    assert tb.used_tokens == 15
-    with pytest.raises(BudgetExceeded, match="token budget"):
-        generate_sync(tb, reqs(1, "y"))
-    assert len(inner.calls) == 3
+    one = max_request_tokens(reqs(1)[0])  # prompt bytes + template allowance + max_tokens
+    tb = TokenBudget(inner, max_total_tokens=2 * one + 3)
+    generate_sync(tb, reqs(2))  # 10 tokens really used
+    assert tb.used_tokens == 10
+    with pytest.raises(BudgetExceeded, match="token budget"):  # 10 + 2 worst cases would not fit
+        generate_sync(tb, reqs(2, "x"))
+    assert len(inner.calls) == 2  # refused before any of the batch was sent
 
 
 def test_call_budget_refuses_batch_that_does_not_fit() -> None:
@@ -157,8 +174,25 @@ def test_call_budget_refuses_batch_that_does_not_fit() -> None:
         generate_sync(tb, reqs(2, "z"))
     assert len(inner.calls) == 4
     generate_sync(tb, reqs(1, "w"))
-    with pytest.raises(BudgetExceeded):
-        generate_sync(tb, reqs(1, "v"))
+
+
+def test_budget_is_exact_under_concurrency_counts_retries_and_starts_from_spent() -> None:
+    # 40 concurrent requests against a budget of 25 calls of which 5 were spent before (a resumed
+    # run): exactly 20 calls go out, the rest are typed 'budget' failures, never sent.
+    ledger = BudgetLedger(max_calls=25, spent_calls=5)
+    be = RetryingBackend(TokenBudget(FlakyBackend(fail_times=1, kind="server"), ledger=ledger, typed=True),
+                         max_attempts=3, sleep=RecordingSleep())
+    res = generate_sync(be, reqs(40))
+    sent = [r for r in res if r.ok]
+    refused = [r for r in res if r.error_kind == "budget"]
+    assert ledger.spent_calls == 25 and ledger.reserved_calls == 0
+    assert sum(r.attempts for r in sent) + 5 <= 25 and len(sent) + len(refused) == 40
+    assert all("call budget spent" in (r.error or "") for r in refused)
+    # the same with a slow inner backend: reservations, not results, decide
+    inner = LatencyBackend(0.01)
+    tb = TokenBudget(inner, ledger=BudgetLedger(max_calls=7), typed=True)
+    res = generate_sync(ConcurrencyLimit(tb, 64), reqs(30, "c"))
+    assert sum(r.ok for r in res) == 7 and inner.calls == 7
 
 
 def test_cache_hit_avoids_inner_call_and_dedupes_batch() -> None:

@@ -15,6 +15,7 @@ from .parsing import parse_json_lenient
 from .replay import ReplayBackend
 from .types import RETRYABLE_KINDS, ChatMessage, LLMRequest, LLMResult, user_request
 from .wrappers import (
+    BudgetLedger,
     CachingBackend,
     CircuitBreaker,
     ConcurrencyLimit,
@@ -44,6 +45,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "RETRYABLE_KINDS",
     "BackendWrapper",
+    "BudgetLedger",
     "CachingBackend",
     "ChatMessage",
     "CircuitBreaker",

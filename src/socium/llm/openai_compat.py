@@ -1,13 +1,24 @@
 """Backend for OpenAI-compatible HTTP servers: vLLM, llama.cpp's server, OpenAI itself.
 
-The official client is used with its own retries off: retry policy lives in
-:class:`~socium.llm.wrappers.RetryingBackend` so it is seeded, observable and the same for every
-backend. Each server spells constrained JSON output differently, hence the per-kind adapter.
+Spoken over one pooled keep-alive ``aiohttp`` session per event loop rather than the official SDK:
+the SDK cost several milliseconds of CPU per call in pydantic models and httpx machinery (the
+HTTP path's bottleneck, see benchmarks/bench_http.py), hid why a connection failed ("Connection
+error.") and, having parsed a response, could not say *what* about a 200 body was unusable.
+Here every response the client cannot use (a truncated or non-JSON body, a null or missing
+message, ``usage`` counts that are not non-negative integers, a dropped connection) becomes a
+typed failed :class:`~socium.llm.types.LLMResult` that the retry wrapper treats like a 5xx; no
+server behaviour raises out of :meth:`OpenAIBackend.generate`. Each attempt has a total deadline
+(``timeout_s``: connect, send, wait and read together), so a server that trickles bytes or never
+answers cannot stall a run. Retry policy lives in :class:`~socium.llm.wrappers.RetryingBackend`,
+seeded and the same for every backend. Each server spells constrained JSON output differently,
+hence the per-kind adapter.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import json
 import os
 import time
 from email.utils import parsedate_to_datetime
@@ -82,6 +93,74 @@ def classify_status(status: int) -> ErrorKind:
     return "client"
 
 
+class BadResponse(Exception):
+    """A 200 response that cannot be used; the message says what is wrong with it."""
+
+
+def _count(usage: dict[str, Any], name: str) -> int:
+    v = usage.get(name, 0)
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or v != v or int(v) != v:
+        raise BadResponse(f"usage.{name} is {v!r}, not a non-negative integer")
+    return int(v)
+
+
+def parse_completion(data: Any) -> tuple[str, int, int, str | None]:
+    """``(text, prompt_tokens, completion_tokens, finish_reason)`` of a chat.completion body.
+
+    Raises :class:`BadResponse` naming the first thing that makes the body unusable. A missing
+    ``usage`` is accepted (some servers omit it) and counts zero tokens; a present one must hold
+    non-negative integers, since budgets and the Simulation Card add them up.
+    """
+    if not isinstance(data, dict):
+        raise BadResponse(f"body is a JSON {type(data).__name__}, not an object")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise BadResponse("response has no choices")
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        raise BadResponse("choices[0] is not an object")
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise BadResponse("choices[0].message is missing or null")
+    text = message.get("content")
+    if not isinstance(text, str):
+        raise BadResponse(f"choices[0].message.content is {'null' if text is None else type(text).__name__}")
+    usage = data.get("usage")
+    if usage is None:
+        pt = ct = 0
+    elif isinstance(usage, dict):
+        pt, ct = _count(usage, "prompt_tokens"), _count(usage, "completion_tokens")
+    else:
+        raise BadResponse(f"usage is a {type(usage).__name__}, not an object")
+    finish = choice.get("finish_reason")
+    return text, pt, ct, (finish if isinstance(finish, str) else None)
+
+
+def _error_message(body: bytes) -> str:
+    """The server's own error message when it sent OpenAI's error shape, else the start of the body."""
+    try:
+        err = json.loads(body).get("error")
+        msg = err.get("message") if isinstance(err, dict) else err
+        if isinstance(msg, str) and msg:
+            return msg[:300]
+    except (ValueError, AttributeError):
+        pass
+    return body[:200].decode("utf-8", "replace").strip() or "(empty body)"
+
+
+def _connect_error(exc: BaseException, where: str) -> str:
+    """Name the real cause of a failed connect: refused, unreachable, DNS, reset."""
+    os_err = getattr(exc, "os_error", None) or exc
+    code = getattr(os_err, "errno", None)
+    if code == errno.ECONNREFUSED:
+        return f"connection refused by {where}"
+    if code in (errno.ECONNRESET, errno.EPIPE):
+        return f"connection reset by {where}"
+    return f"cannot connect to {where}: {os_err}"
+
+
 class OpenAIBackend:
     """Chat completions against one OpenAI-compatible endpoint."""
 
@@ -94,15 +173,16 @@ class OpenAIBackend:
         server_kind: ServerKind = "vllm",
         timeout_s: float = 60.0,
         extra_body: dict[str, Any] | None = None,
+        max_connections: int = 0,
     ) -> None:
         if server_kind not in SERVER_KINDS:
             raise ConfigError(f"llm.server_kind: {server_kind!r} is not one of {', '.join(SERVER_KINDS)}")
         if timeout_s <= 0:
             raise ConfigError(f"llm.timeout_s: must be > 0, got {timeout_s!r}")
         try:
-            import openai  # noqa: F401  (fail at construction, not mid-run)
-        except ImportError as exc:  # pragma: no cover - openai is a core dependency
-            raise LLMError("the 'openai' package is required for the openai backend: pip install openai") from exc
+            import aiohttp  # noqa: F401  (fail at construction, not mid-run)
+        except ImportError as exc:  # pragma: no cover - aiohttp is a core dependency
+            raise LLMError("the 'aiohttp' package is required for the openai backend: pip install aiohttp") from exc
         key = os.environ.get(api_key_env)
         if not key:
             if server_kind == "openai":
@@ -119,7 +199,11 @@ class OpenAIBackend:
         self.api_key_env = api_key_env
         self.timeout_s = float(timeout_s)
         self.extra_body = dict(extra_body or {})
-        self._clients = LoopLocal(self._make_client)
+        self.max_connections = int(max_connections)
+        self._url = self.base_url + "/chat/completions"
+        self._where = self.base_url.split("://", 1)[-1].split("/", 1)[0]
+        self._tokens_key = "max_completion_tokens" if server_kind == "openai" else "max_tokens"
+        self._sessions = LoopLocal(self._make_session)
         self._closing: set[asyncio.Task[Any]] = set()
 
     def __repr__(self) -> str:
@@ -128,12 +212,28 @@ class OpenAIBackend:
             f"server_kind={self.server_kind!r}, api_key_env={self.api_key_env!r})"
         )
 
-    def _make_client(self) -> Any:
-        from openai import AsyncOpenAI
+    def __reduce__(self) -> Any:
+        raise TypeError("API keys are not picklable; build the backend in each process from the config")
 
-        return AsyncOpenAI(
-            api_key=self._key.reveal(), base_url=self.base_url, max_retries=0, timeout=self.timeout_s
+    def _make_session(self) -> Any:
+        """One pooled keep-alive session for the running loop, closed when that loop shuts down.
+
+        ``asyncio.run`` cancels the tasks still pending when its coroutine ends; the watcher task
+        is one of them, and closes the session then, so no "Unclosed client session" is left over
+        from the short-lived loops of :func:`~socium.llm.base.run_coro_sync`.
+        """
+        import aiohttp
+
+        session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=self.max_connections, keepalive_timeout=30.0),
+            timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+            headers={"Authorization": f"Bearer {self._key.reveal()}", "Content-Type": "application/json"},
+            skip_auto_headers=("User-Agent",),
         )
+        watcher = asyncio.get_running_loop().create_task(_close_at_loop_end(session))
+        self._closing.add(watcher)
+        watcher.add_done_callback(self._closing.discard)
+        return session
 
     def _scrub(self, text: str) -> str:
         """Remove the key from error text, in case a server or proxy echoes request headers."""
@@ -142,87 +242,97 @@ class OpenAIBackend:
             text = text.replace(key, "***")
         return text if len(text) <= 500 else text[:500] + "..."
 
-    def request_kwargs(self, req: LLMRequest) -> dict[str, Any]:
-        """The keyword arguments of ``chat.completions.create`` for one request."""
-        kwargs: dict[str, Any] = {
+    def request_body(self, req: LLMRequest) -> dict[str, Any]:
+        """The JSON body of ``POST /chat/completions`` for one request."""
+        body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": m.role, "content": m.content} for m in req.messages],
             "temperature": req.temperature,
+            # OpenAI's newer models reject max_tokens; local servers do not all know the new name.
+            self._tokens_key: req.max_tokens,
         }
-        # OpenAI's newer models reject max_tokens; local servers do not all know the new name.
-        kwargs["max_completion_tokens" if self.server_kind == "openai" else "max_tokens"] = req.max_tokens
         if req.seed is not None:
-            kwargs["seed"] = req.seed
-        fmt = response_format_for(self.server_kind, req.json_schema)
-        if fmt is not None:
-            kwargs["response_format"] = fmt
+            body["seed"] = req.seed
+        if req.json_schema is not None:
+            body["response_format"] = response_format_for(self.server_kind, req.json_schema)
         if self.extra_body:
-            kwargs["extra_body"] = dict(self.extra_body)
-        return kwargs
+            body.update(self.extra_body)
+        return body
 
-    async def _one(self, client: Any, req: LLMRequest) -> LLMResult:
-        import openai
+    async def _one(self, session: Any, req: LLMRequest) -> LLMResult:
+        import aiohttp
 
         t0 = time.perf_counter()
 
         def fail(msg: str, kind: ErrorKind, retry_after: float | None = None) -> LLMResult:
-            return LLMResult.failure(
-                req.request_id,
-                self._scrub(msg),
-                kind,
-                retry_after_s=retry_after,
-                latency_s=time.perf_counter() - t0,
-            )
+            return LLMResult.failure(req.request_id, self._scrub(msg), kind, retry_after_s=retry_after,
+                                     latency_s=time.perf_counter() - t0)
 
         try:
-            resp = await client.chat.completions.create(**self.request_kwargs(req))
-        except openai.APITimeoutError:
-            return fail(f"timeout after {self.timeout_s:g}s", "timeout")
-        except openai.APIConnectionError as exc:
-            return fail(f"connection error: {exc}", "connection")
-        except openai.APIStatusError as exc:
-            status = exc.status_code
-            retry_after = parse_retry_after(exc.response.headers.get("retry-after"))
-            return fail(f"HTTP {status}: {exc.message}", classify_status(status), retry_after)
-        except openai.OpenAIError as exc:
-            return fail(f"{type(exc).__name__}: {exc}", "other")
+            data = json.dumps(self.request_body(req)).encode("ascii")  # \u escapes: even lone surrogates travel
+            async with session.post(self._url, data=data) as resp:
+                status = resp.status
+                raw = await resp.read()
+                retry_after = resp.headers.get("Retry-After") if status != 200 else None
+        except asyncio.TimeoutError:  # aiohttp's connect/read timeouts derive from it too
+            return fail(f"timeout: no complete answer from {self._where} within {self.timeout_s:g}s", "timeout")
+        except aiohttp.ClientConnectorError as exc:
+            return fail(_connect_error(exc, self._where), "connection")
+        except aiohttp.ServerDisconnectedError:
+            return fail(f"{self._where} closed the connection without answering", "connection")
+        except aiohttp.ClientPayloadError as exc:
+            return fail(f"truncated response body from {self._where}: {exc}", "bad_response")
+        except (aiohttp.ClientError, OSError) as exc:
+            return fail(_connect_error(exc, self._where), "connection")
+        except Exception as exc:  # noqa: BLE001 - whatever a server does must end as a typed failure
+            return fail(f"unusable response from {self._where}: {type(exc).__name__}: {exc}", "bad_response")
+        if status != 200:
+            kind = classify_status(status) if status >= 400 else "bad_response"
+            return fail(f"HTTP {status}: {_error_message(raw)}", kind, parse_retry_after(retry_after))
         latency = time.perf_counter() - t0
-        if not getattr(resp, "choices", None):
-            return fail("response has no choices", "server")
-        choice = resp.choices[0]
-        usage = getattr(resp, "usage", None)
-        return LLMResult(
-            request_id=req.request_id,
-            text=(choice.message.content or "") if choice.message is not None else "",
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            latency_s=latency,
-            finish_reason=choice.finish_reason,
-        )
+        try:
+            text, pt, ct, finish = parse_completion(json.loads(raw))
+        except BadResponse as exc:
+            return fail(f"unusable 200 response: {exc}", "bad_response")
+        except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            head = raw[:80].decode("utf-8", "replace")
+            return fail(f"unusable 200 response: body is not JSON ({len(raw)} bytes: {head!r})", "bad_response")
+        return LLMResult(request_id=req.request_id, text=text, prompt_tokens=pt, completion_tokens=ct,
+                         latency_s=latency, finish_reason=finish)
 
     async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
         if not requests:
             return []
-        client = self._clients.get()
-        return list(await asyncio.gather(*(self._one(client, r) for r in requests)))
+        session = self._sessions.get()
+        if len(requests) == 1:
+            return [await self._one(session, requests[0])]
+        return list(await asyncio.gather(*(self._one(session, r) for r in requests)))
 
     def close(self) -> None:
-        """Close the HTTP clients of loops still alive; those of finished loops die with them."""
-        clients = self._clients.items()
-        self._clients.clear()
+        """Close the sessions of loops still alive; those of finished loops closed with them."""
+        sessions = self._sessions.items()
+        self._sessions.clear()
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
-        for loop, client in clients:
-            if loop.is_closed():
+        for loop, session in sessions:
+            if loop.is_closed() or session.closed:
                 continue
             if loop is running:
-                task = loop.create_task(client.close())
+                task = loop.create_task(session.close())
                 self._closing.add(task)  # keep a reference until done, or the task may be collected
                 task.add_done_callback(self._closing.discard)
             elif not loop.is_running():
                 try:
-                    loop.run_until_complete(client.close())
+                    loop.run_until_complete(session.close())
                 except Exception:  # noqa: BLE001 - best effort; sockets close when collected anyway
                     pass
+
+
+async def _close_at_loop_end(session: Any) -> None:
+    try:
+        await asyncio.Event().wait()
+    finally:
+        if not session.closed:
+            await session.close()

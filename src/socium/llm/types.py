@@ -19,14 +19,16 @@ ErrorKind = Literal[
     "server",  # HTTP 5xx
     "timeout",
     "connection",
+    "bad_response",  # HTTP 200 whose body is unusable: truncated, not JSON, no content, nonsense usage
     "client",  # HTTP 4xx other than 429: the request itself is wrong, retrying will not help
     "circuit_open",
+    "budget",  # the run's call or token budget could not cover this request; it was not sent
     "replay_miss",
     "other",
 ]
 
-#: Error kinds a retry may cure: the server was busy or unreachable, not the request wrong.
-RETRYABLE_KINDS: frozenset[str] = frozenset({"rate_limit", "server", "timeout", "connection"})
+#: Error kinds a retry may cure: the server was busy, unreachable or answered garbage, not the request wrong.
+RETRYABLE_KINDS: frozenset[str] = frozenset({"rate_limit", "server", "timeout", "connection", "bad_response"})
 
 
 class ChatMessage(BaseModel):

@@ -26,6 +26,7 @@ __all__ = [
     "MeteredBackend",
     "RetryingBackend",
     "RoundRobinBackend",
+    "BudgetLedger",
     "TokenBudget",
     "UsageStats",
     "find_wrapper",
@@ -83,12 +84,15 @@ class CachingBackend(BackendWrapper):
 
 
 class RetryingBackend(BackendWrapper):
-    """Retry transient failures (429, 5xx, timeouts, connection errors) with jittered exponential
-    backoff, honouring the server's Retry-After.
+    """Retry transient failures (429, 5xx, timeouts, connection errors, unusable 200 bodies) with
+    jittered exponential backoff, honouring the server's Retry-After up to ``max_delay_s``.
 
     The batch goes out once; each failed request then retries on its own so one slow, rate-limited
     request does not hold back the others. Jitter comes from a seeded generator so runs are
-    repeatable; ``sleep`` is injectable so tests need not wait.
+    repeatable; ``sleep`` is injectable so tests need not wait. A Retry-After is a hint, never an
+    order: a server answering ``Retry-After: 86400`` must not park a run for a day, so every wait is
+    capped by ``max_delay_s``, and no retry starts once ``deadline_s`` (all attempts and waits of
+    one request together) would be passed.
     """
 
     def __init__(
@@ -99,6 +103,8 @@ class RetryingBackend(BackendWrapper):
         max_delay_s: float = 30.0,
         seed: int | None = 0,
         sleep: Sleep | None = None,
+        deadline_s: float | None = None,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         super().__init__(inner)
         if max_attempts < 1:
@@ -106,35 +112,42 @@ class RetryingBackend(BackendWrapper):
         self.max_attempts = max_attempts
         self.base_delay_s = base_delay_s
         self.max_delay_s = max_delay_s
+        self.deadline_s = deadline_s
+        self.clock = clock
         self.rng = np.random.default_rng(seed)
         self._sleep: Sleep = sleep or asyncio.sleep
         self.retries = 0
         self.delays: list[float] = []
 
     def backoff(self, attempt: int, retry_after_s: float | None) -> float:
-        """Delay before attempt ``attempt + 1``: half-to-full jittered exponential, at least Retry-After."""
+        """Delay before attempt ``attempt + 1``: half-to-full jittered exponential, at least
+        Retry-After, at most ``max_delay_s``."""
         expo = min(self.max_delay_s, self.base_delay_s * (2.0 ** (attempt - 1)))
         delay = expo * float(self.rng.uniform(0.5, 1.0))
         if retry_after_s is not None:
             delay = max(delay, retry_after_s)
-        return delay
+        return min(delay, self.max_delay_s)
 
     async def _retry(self, req: LLMRequest, first: LLMResult, t0: float) -> LLMResult:
         result = first
         attempt = 1
         while result.retryable and attempt < self.max_attempts:
             delay = self.backoff(attempt, result.retry_after_s)
+            if self.deadline_s is not None and self.clock() - t0 + delay >= self.deadline_s:
+                note = f" (no retry: the {self.deadline_s:g}s request deadline would pass)"
+                result = result.model_copy(update={"error": f"{result.error}{note}"})
+                break
             self.delays.append(delay)
             await self._sleep(delay)
             attempt += 1
             self.retries += 1
             result = check_results([req], await self.inner.generate([req]), self.inner)[0]
-        return result.model_copy(update={"attempts": attempt, "latency_s": time.perf_counter() - t0})
+        return result.model_copy(update={"attempts": attempt, "latency_s": self.clock() - t0})
 
     async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
         if not requests:
             return []
-        t0 = time.perf_counter()
+        t0 = self.clock()
         first = check_results(requests, await self.inner.generate(requests), self.inner)
         if not any(r.retryable for r in first):
             return first
@@ -151,7 +164,9 @@ class CircuitBreaker(BackendWrapper):
 
     Opens after ``failure_threshold`` consecutive transient failures (client errors are the
     request's fault and do not count); while open every request fails fast with
-    ``error_kind='circuit_open'``, which retry wrappers do not retry. After ``reset_after_s`` one
+    ``error_kind='circuit_open'``, which retry wrappers do not retry, and an error text that
+    names the real cause (the last failure: connection refused, HTTP status, timeout), so the
+    call log and the run's stop message say why. After ``reset_after_s`` one
     request goes through as a probe: success closes the circuit, failure reopens it.
     """
 
@@ -171,6 +186,7 @@ class CircuitBreaker(BackendWrapper):
         self.consecutive_failures = 0
         self.opened_at: float | None = None
         self.times_opened = 0
+        self.last_cause: str | None = None  # the failure that made it open, for the fail-fast message
 
     @property
     def state(self) -> str:
@@ -181,12 +197,14 @@ class CircuitBreaker(BackendWrapper):
     def _fail_fast(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
         assert self.opened_at is not None
         wait = max(0.0, self.reset_after_s - (self.clock() - self.opened_at))
-        msg = f"circuit open after {self.failure_threshold} consecutive failures; next probe in {wait:.1f}s"
+        msg = (f"circuit open after {self.failure_threshold} consecutive failures (last: {self.last_cause}); "
+               f"next probe in {wait:.1f}s")
         return [LLMResult.failure(r.request_id, msg, "circuit_open", attempts=0) for r in requests]
 
     def _observe(self, results: Sequence[LLMResult]) -> None:
         for r in results:
             if r.retryable:
+                self.last_cause = f"{r.error_kind}: {r.error}"
                 self.consecutive_failures += 1
                 if self.consecutive_failures >= self.failure_threshold and self.opened_at is None:
                     self.opened_at = self.clock()
@@ -204,6 +222,7 @@ class CircuitBreaker(BackendWrapper):
             self.opened_at = self.clock()  # concurrent callers fail fast while the probe runs
             probe = check_results(requests[:1], await self.inner.generate(requests[:1]), self.inner)
             if not probe[0].ok and probe[0].retryable:
+                self.last_cause = f"{probe[0].error_kind}: {probe[0].error}"
                 self.opened_at = self.clock()
                 return probe + self._fail_fast(requests[1:])
             self.opened_at = None
@@ -244,42 +263,122 @@ class ConcurrencyLimit(BackendWrapper):
         return list(await asyncio.gather(*(self._one(sem, r) for r in requests)))
 
 
-class TokenBudget(BackendWrapper):
-    """Raise :class:`BudgetExceeded` instead of sending once the token or call budget is spent.
+def max_request_tokens(req: LLMRequest) -> int:
+    """An upper bound on the tokens one call of ``req`` can cost, known before it is sent.
 
-    Raised before a batch goes out, never halfway through one, so the simulator can stop cleanly
-    after its last committed step. Calls count attempts (retries included); a batch is refused
-    when it would exceed the call budget. Tokens are known only afterwards, so the token budget
-    may be overrun by at most the batch that crosses it.
+    Byte-level BPE tokenizers never make a token of less than one byte, so the prompt's UTF-8 size
+    bounds its tokens; chat templates add a few special tokens per message; the completion is
+    capped at ``max_tokens``. Reserving this much is what lets concurrent requests never overrun a
+    token budget.
+    """
+    prompt = sum(len(m.content.encode("utf-8", "surrogatepass")) + 16 for m in req.messages)
+    return prompt + 16 + req.max_tokens
+
+
+class BudgetLedger:
+    """Calls and tokens spent and reserved against a run's budgets: the one place they are checked.
+
+    Starts from what the trace already holds (``spent_calls``/``spent_tokens``), so a resumed run
+    continues the same budget. A request reserves one call and :func:`max_request_tokens` before it
+    is sent and settles to what it really cost when it returns, so any number of concurrent requests
+    can never together pass a budget.
     """
 
-    def __init__(self, inner: LLMBackend, max_total_tokens: int | None = None, max_calls: int | None = None) -> None:
-        super().__init__(inner)
-        self.max_total_tokens = max_total_tokens
+    def __init__(self, max_tokens: int | None = None, max_calls: int | None = None, *,
+                 spent_calls: int = 0, spent_tokens: int = 0) -> None:
+        self.max_tokens = max_tokens
         self.max_calls = max_calls
-        self.used_tokens = 0
-        self.used_calls = 0
+        self.spent_calls = int(spent_calls)
+        self.spent_tokens = int(spent_tokens)
+        self.reserved_calls = 0
+        self.reserved_tokens = 0
 
-    def check(self, n_requests: int) -> None:
-        if self.max_total_tokens is not None and self.used_tokens >= self.max_total_tokens:
-            raise BudgetExceeded(
-                f"token budget spent: {self.used_tokens} of {self.max_total_tokens} tokens used"
-            )
-        if self.max_calls is not None and self.used_calls + n_requests > self.max_calls:
-            raise BudgetExceeded(
-                f"call budget: {self.used_calls} of {self.max_calls} calls used, "
-                f"a batch of {n_requests} does not fit"
-            )
+    def refusal(self, tokens: int) -> str | None:
+        """Why a request needing ``tokens`` (upper bound) cannot be reserved now; None if it can."""
+        if self.max_calls is not None and self.spent_calls + self.reserved_calls + 1 > self.max_calls:
+            return f"call budget spent: {self.spent_calls} of {self.max_calls} calls used"
+        if self.max_tokens is not None and self.spent_tokens + self.reserved_tokens + tokens > self.max_tokens:
+            return (f"token budget spent: {self.spent_tokens} of {self.max_tokens} tokens used, and the next "
+                    f"request may cost up to {tokens}")
+        return None
+
+    def reserve(self, tokens: int) -> str | None:
+        why = self.refusal(tokens)
+        if why is None:
+            self.reserved_calls += 1
+            self.reserved_tokens += tokens
+        return why
+
+    def settle(self, reserved_tokens: int, calls: int, tokens: int) -> None:
+        self.reserved_calls -= 1
+        self.reserved_tokens -= reserved_tokens
+        self.spent_calls += calls
+        self.spent_tokens += tokens
+
+    @property
+    def in_flight(self) -> int:
+        return self.reserved_calls
+
+
+class TokenBudget(BackendWrapper):
+    """Enforce a token and/or call budget exactly, per attempt, across concurrent requests.
+
+    Sits inside the retry wrapper so every attempt is counted. A request that does not fit waits
+    for the requests in flight to settle (they may cost less than reserved) and is then refused:
+    with ``typed=True`` as a failed result of kind ``budget`` (the simulator then stops the step
+    without losing the calls already made), otherwise by raising :class:`BudgetExceeded` before it
+    is sent.
+    """
+
+    def __init__(self, inner: LLMBackend, max_total_tokens: int | None = None, max_calls: int | None = None,
+                 *, ledger: BudgetLedger | None = None, typed: bool = False) -> None:
+        super().__init__(inner)
+        self.ledger = ledger if ledger is not None else BudgetLedger(max_total_tokens, max_calls)
+        self.typed = typed
+
+    @property
+    def used_tokens(self) -> int:
+        return self.ledger.spent_tokens
+
+    @property
+    def used_calls(self) -> int:
+        return self.ledger.spent_calls
+
+    async def _one(self, req: LLMRequest) -> LLMResult:
+        ledger = self.ledger
+        need = max_request_tokens(req)
+        why = ledger.reserve(need)
+        while why is not None and ledger.in_flight:
+            await asyncio.sleep(0.005)  # in-flight requests settle below their reservation
+            why = ledger.reserve(need)
+        if why is not None:
+            if not self.typed:
+                raise BudgetExceeded(why)
+            return LLMResult.failure(req.request_id, why, "budget", attempts=0)
+        calls, tokens = 1, 0  # cancelled mid-call: it may have reached the server, count it
+        try:
+            res = check_results([req], await self.inner.generate([req]), self.inner)[0]
+            calls = 0 if res.error_kind == "circuit_open" else 1  # a fail-fast never reached the model
+            tokens = 0 if res.cached else res.total_tokens
+            return res
+        finally:
+            ledger.settle(need, calls, tokens)
 
     async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
         if not requests:
             return []
-        self.check(len(requests))
-        results = check_results(requests, await self.inner.generate(requests), self.inner)
-        for r in results:
-            self.used_tokens += r.total_tokens if not r.cached else 0
-            self.used_calls += r.attempts
-        return results
+        if not self.typed and not self.ledger.in_flight:  # refuse a whole batch before any of it is sent
+            led = self.ledger
+            need = sum(max_request_tokens(r) for r in requests)
+            if led.max_calls is not None and led.spent_calls + len(requests) > led.max_calls:
+                raise BudgetExceeded(f"call budget: {led.spent_calls} of {led.max_calls} calls used, "
+                                     f"a batch of {len(requests)} does not fit")
+            if led.max_tokens is not None and led.spent_tokens + need > led.max_tokens:
+                raise BudgetExceeded(f"token budget: {led.spent_tokens} of {led.max_tokens} tokens used, "
+                                     f"a batch that may cost up to {need} does not fit")
+        if len(requests) == 1:
+            return [await self._one(requests[0])]
+        return list(await asyncio.gather(*(self._one(r) for r in requests)))
 
 
 class RoundRobinBackend:

@@ -1,4 +1,5 @@
-"""Test doubles shipped with socium: model-free backends and a fake OpenAI-compatible server.
+"""Test doubles shipped with socium: model-free backends, a fake OpenAI-compatible server and a
+fault-injection one that breaks a configurable fraction of its answers.
 
 They let users and CI run whole simulations, benchmarks and failure drills without a model.
 """
@@ -7,11 +8,14 @@ from __future__ import annotations
 
 from .backends import GarbageBackend, LatencyBackend, RandomBackend, ScriptedBackend, schema_answer
 from .fake_server import FakeOpenAIServer, FakeReply, default_responder, schema_from_body
+from .fault_server import FAULT_KINDS, FaultyOpenAIServer
 from .schema_sample import sample_from_schema
 
 __all__ = [
+    "FAULT_KINDS",
     "FakeOpenAIServer",
     "FakeReply",
+    "FaultyOpenAIServer",
     "GarbageBackend",
     "LatencyBackend",
     "RandomBackend",

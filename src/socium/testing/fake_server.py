@@ -31,6 +31,9 @@ class FakeReply:
     delay_s: float = 0.0
     finish_reason: str = "stop"
     error_message: str = "fake error"
+    #: A broken 200 answer (see ``socium.testing.fault_server.FAULT_KINDS``): truncated, non_json,
+    #: bad_usage, null_content, no_message, close, hang. None: a well-formed answer.
+    fault: str | None = None
 
 
 FakeResponder = Callable[[dict[str, Any]], Union[str, FakeReply]]
@@ -99,14 +102,17 @@ class _Handler(BaseHTTPRequestHandler):
             return
         owner = self.server.owner
         owner._record(body, {k.lower(): v for k, v in self.headers.items()})
-        try:
-            answer = owner.responder(body)
-        except Exception as exc:  # noqa: BLE001 - a broken responder is a 500, as on a real server
-            answer = FakeReply(status=500, error_message=f"responder failed: {exc}")
-        reply = answer if isinstance(answer, FakeReply) else FakeReply(text=answer)
+        reply = owner.reply_for(body)
         delay = owner.delay_s + reply.delay_s
         if delay > 0:
-            time.sleep(delay)
+            owner._sleep(delay)
+        if reply.fault == "hang":
+            owner._sleep(owner.hang_s)
+            self.close_connection = True
+            return
+        if reply.fault == "close":  # read the request, answer nothing, drop the connection
+            self.close_connection = True
+            return
         if reply.status != 200:
             self._send_json(
                 reply.status,
@@ -114,31 +120,62 @@ class _Handler(BaseHTTPRequestHandler):
                 reply.headers,
             )
             return
-        prompt_tokens = sum(_words(str(m.get("content", ""))) for m in body.get("messages", []))
-        completion_tokens = _words(reply.text)
-        self._send_json(
-            200,
+        payload = completion_payload(body, reply, owner.model, next(owner._ids))
+        if reply.fault is None:
+            self._send_json(200, payload, reply.headers)
+        else:
+            self._send_broken(reply.fault, payload)
+
+    def _send_broken(self, fault: str, payload: dict[str, Any]) -> None:
+        """A 200 answer that no client can use, in one of the ways real servers and proxies break."""
+        choice = payload["choices"][0]
+        content_type = "application/json"
+        if fault == "null_content":
+            choice["message"]["content"] = None
+        elif fault == "no_message":
+            del choice["message"]
+        elif fault == "bad_usage":
+            payload["usage"] = {"prompt_tokens": -7, "completion_tokens": "many", "total_tokens": None}
+        data = json.dumps(payload).encode("utf-8")
+        if fault == "non_json":
+            data, content_type = b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html"
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        try:
+            if fault == "truncated":  # promise the whole body, send half, hang up
+                self.wfile.write(data[: len(data) // 2])
+                self.close_connection = True
+            else:
+                self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+def completion_payload(body: dict[str, Any], reply: FakeReply, model: str, n: int) -> dict[str, Any]:
+    """A well-formed chat.completion for ``reply`` (tokens counted as whitespace words)."""
+    prompt_tokens = sum(_words(str(m.get("content", ""))) for m in body.get("messages", []))
+    completion_tokens = _words(reply.text)
+    return {
+        "id": f"chatcmpl-fake-{n}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", model),
+        "choices": [
             {
-                "id": f"chatcmpl-fake-{next(owner._ids)}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", owner.model),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": reply.text},
-                        "finish_reason": reply.finish_reason,
-                        "logprobs": None,
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "total_tokens": prompt_tokens + completion_tokens,
-                },
-            },
-            reply.headers,
-        )
+                "index": 0,
+                "message": {"role": "assistant", "content": reply.text},
+                "finish_reason": reply.finish_reason,
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
 
 
 class _Server(ThreadingHTTPServer):
@@ -155,17 +192,38 @@ class FakeOpenAIServer:
     """
 
     def __init__(
-        self, responder: FakeResponder | None = None, *, delay_s: float = 0.0, model: str = "fake-model"
+        self,
+        responder: FakeResponder | None = None,
+        *,
+        delay_s: float = 0.0,
+        model: str = "fake-model",
+        port: int = 0,
+        hang_s: float = 3600.0,
     ) -> None:
         self.responder: FakeResponder = responder or default_responder
         self.delay_s = float(delay_s)
         self.model = model
+        self.hang_s = float(hang_s)
+        self._port = int(port)
+        self._stopping = threading.Event()
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
+
+    def reply_for(self, body: dict[str, Any]) -> FakeReply:
+        """What to answer ``body``: the responder's reply (subclasses inject faults here)."""
+        try:
+            answer = self.responder(body)
+        except Exception as exc:  # noqa: BLE001 - a broken responder is a 500, as on a real server
+            answer = FakeReply(status=500, error_message=f"responder failed: {exc}")
+        return answer if isinstance(answer, FakeReply) else FakeReply(text=answer)
+
+    def _sleep(self, seconds: float) -> None:
+        """Sleep, but wake when the server stops (a hanging handler must not outlive its test)."""
+        self._stopping.wait(seconds)
 
     def _record(self, body: dict[str, Any], headers: dict[str, str]) -> None:
         with self._lock:
@@ -185,7 +243,8 @@ class FakeOpenAIServer:
     def start(self) -> FakeOpenAIServer:
         if self._httpd is not None:
             return self
-        httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._stopping.clear()
+        httpd = _Server(("127.0.0.1", self._port), _Handler)
         httpd.owner = self
         self._httpd = httpd
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
@@ -196,6 +255,7 @@ class FakeOpenAIServer:
     def stop(self) -> None:
         if self._httpd is None:
             return
+        self._stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         if self._thread is not None:

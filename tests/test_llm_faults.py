@@ -1,0 +1,102 @@
+"""A faulty OpenAI-compatible server never kills or silently ruins a call (issue 11, point 4).
+
+Every fault kind of ``socium.testing.fault_server`` is served over real HTTP; each must end as a
+typed, retryable failed call, and behind the retry wrapper as an answer once the server behaves.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from socium.llm import RetryingBackend, generate_sync, user_request
+from socium.llm.openai_compat import OpenAIBackend, parse_completion, BadResponse
+from socium.testing.fault_server import FAULT_KINDS, FaultyOpenAIServer
+
+# fault kind -> (error kind the client must report, words its message must contain)
+EXPECTED = {
+    "truncated": ("bad_response", "truncated"),
+    "non_json": ("bad_response", "not json"),
+    "bad_usage": ("bad_response", "usage.prompt_tokens"),
+    "null_content": ("bad_response", "content is null"),
+    "no_message": ("bad_response", "message is missing"),
+    "close": ("connection", "closed the connection"),
+    "rate_limit": ("rate_limit", "http 429"),
+    "server_error": ("server", "http 503"),
+    "hang": ("timeout", "timeout"),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(EXPECTED))
+def test_each_fault_kind_is_a_typed_retryable_failure(fault: str) -> None:
+    with FaultyOpenAIServer({fault: 1.0}, hang_s=5.0) as srv:
+        be = OpenAIBackend(srv.base_url, "m", timeout_s=0.6)
+        t0 = time.perf_counter()
+        results = generate_sync(be, [user_request(f"r{i}", f"prompt {i}") for i in range(3)])
+        elapsed = time.perf_counter() - t0
+        be.close()
+    kind, words = EXPECTED[fault]
+    assert srv.injected[fault] == 3
+    for r in results:
+        assert not r.ok and r.error_kind == kind and r.retryable, (fault, r)
+        assert words in (r.error or "").lower(), (fault, r.error)
+        assert r.text == "" and r.prompt_tokens == 0 and r.completion_tokens == 0
+    if fault == "rate_limit":
+        assert results[0].retry_after_s == 86400.0
+    assert elapsed < 3.0, f"{fault}: a total deadline must bound every attempt ({elapsed:.1f}s)"
+
+
+def test_slow_answers_within_the_deadline_are_fine() -> None:
+    with FaultyOpenAIServer({"slow": 1.0}, slow_s=0.2) as srv:
+        (res,) = generate_sync(OpenAIBackend(srv.base_url, "m", timeout_s=5), [user_request("a", "hi")])
+    assert res.ok and res.latency_s >= 0.2 and srv.injected["slow"] == 1
+
+
+def test_every_fault_mixed_behind_retries_every_request_gets_its_answer() -> None:
+    rates = {k: 0.06 for k in FAULT_KINDS if k != "slow"} | {"slow": 0.04}  # 58% of attempts broken
+    n = 120
+    with FaultyOpenAIServer(rates, seed=7, slow_s=0.05, hang_s=5.0) as srv:
+        be = RetryingBackend(OpenAIBackend(srv.base_url, "m", timeout_s=0.5), max_attempts=12,
+                             base_delay_s=0.001, max_delay_s=0.01, seed=0)
+        t0 = time.perf_counter()
+        results = generate_sync(be, [user_request(f"r{i}", f"prompt {i}") for i in range(n)])
+        elapsed = time.perf_counter() - t0
+    assert [r.request_id for r in results] == [f"r{i}" for i in range(n)]
+    assert all(r.ok and r.text == "This is a fake completion." for r in results), [r.error for r in results if not r.ok]
+    injected = sum(srv.injected.values())
+    assert set(srv.injected) == set(FAULT_KINDS)  # every kind was served at least once
+    assert sum(r.attempts for r in results) == n + injected - srv.injected["slow"]
+    # Retry-After: 86400 was capped at max_delay_s: the whole batch took seconds, not a day
+    assert elapsed < 30
+
+
+def test_parse_completion_names_what_is_wrong() -> None:
+    ok = {"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
+          "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+    assert parse_completion(ok) == ("hi", 3, 1, "stop")
+    assert parse_completion({"choices": [{"message": {"content": "x"}}]}) == ("x", 0, 0, None)  # usage omitted
+    bad = [([], "not an object"), ({"choices": []}, "no choices"), ({"choices": [None]}, "choices[0]"),
+           ({"choices": [{"message": None}]}, "message is missing"),
+           ({"choices": [{"message": {"content": 5}}]}, "content is int"),
+           ({**ok, "usage": {"prompt_tokens": -1}}, "prompt_tokens"),
+           ({**ok, "usage": {"prompt_tokens": 1, "completion_tokens": 2.5}}, "completion_tokens"),
+           ({**ok, "usage": {"prompt_tokens": True}}, "prompt_tokens"),
+           ({**ok, "usage": "lots"}, "usage is a str")]
+    for body, words in bad:
+        with pytest.raises(BadResponse, match=words.replace("[", r"\[").replace("]", r"\]")):
+            parse_completion(body)
+
+
+def test_connection_refused_names_the_cause() -> None:
+    with FaultyOpenAIServer() as srv:
+        url = srv.base_url
+    (res,) = generate_sync(OpenAIBackend(url, "m", timeout_s=2), [user_request("x", "hi")])
+    assert res.error_kind == "connection" and "connection refused" in (res.error or "")
+
+
+def test_fault_rates_are_checked() -> None:
+    with pytest.raises(ValueError, match="unknown fault"):
+        FaultyOpenAIServer({"gremlins": 0.1})
+    with pytest.raises(ValueError, match="sum to at most 1"):
+        FaultyOpenAIServer({"truncated": 0.7, "close": 0.7})
