@@ -1,16 +1,14 @@
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 def _shared_data() -> Path:
-    """../shared/data beside the checkout (as CI has it), or $SOCIUM_SHARED_DATA, or the workspace copy."""
-    env = os.environ.get("SOCIUM_SHARED_DATA")
-    candidates = [Path(env)] if env else []
-    candidates += [Path(__file__).resolve().parents[2] / "shared" / "data", Path("/work/shared/data")]
-    return next((c for c in candidates if c.is_dir()), candidates[0])
+    """The one resolver code and tests share: $SOCIUM_DATA_DIR, else ../shared/data beside the checkout."""
+    from socium.datadir import data_dir
+
+    return data_dir()
 
 
 SHARED_DATA = _shared_data()
@@ -19,7 +17,7 @@ SHARED_DATA = _shared_data()
 @pytest.fixture
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
-        pytest.fail(f"shared data folder not found at {SHARED_DATA}; set SOCIUM_SHARED_DATA")
+        pytest.fail(f"shared data folder not found at {SHARED_DATA}; set SOCIUM_DATA_DIR")
     return SHARED_DATA
 
 

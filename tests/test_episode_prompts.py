@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +29,7 @@ from socium.testing.schema_sample import sample_from_schema
 
 from conftest import SHARED_DATA
 
-DATA = Path(os.environ.get("SOCIUM_SOTOPIA_DIR", SHARED_DATA / "sotopia"))
+DATA = SHARED_DATA / "sotopia"
 
 ENV = EnvironmentProfile(
     env_id="e1", scenario="Two colleagues meet. <p viewer='environment'>ENVONLY answer</p>"

@@ -108,6 +108,15 @@ def test_replay_gives_identical_trace_without_model_calls(tmp_path):
     assert con.execute("SELECT count(*) FROM llm_calls").fetchone()[0] == 0  # nothing was asked of a model
 
 
+def test_replay_reads_the_recorded_model(tmp_path):
+    a = cfg("local", steps=2, llm={"backend": "random", "model": "tiny-recorded-model"})
+    Simulation(a, tmp_path / "a").run()
+    b = cfg("local", steps=2, llm={"backend": "replay"}, llm_agents={"group_size": 4, "replay_from": str(tmp_path / "a")})
+    Simulation(b, tmp_path / "b").run()  # no llm.model: taken from the recorded llm_calls
+    da, db = trace_digest(tmp_path / "a" / "trace.duckdb"), trace_digest(tmp_path / "b" / "trace.duckdb")
+    assert da["actions"] == db["actions"] and da["posts"] == db["posts"]
+
+
 def test_replay_miss_names_the_request(tmp_path):
     from socium.errors import ReplayMiss
 
@@ -165,8 +174,30 @@ def test_interview_and_surveys(tmp_path):
     vals = [v for (v,) in con.execute("SELECT value FROM surveys").fetchall()]
     assert all(v is None or -1 <= v <= 1 for v in vals)
     con.close()
-    r = CliRunner().invoke(app, ["interview", str(tmp_path / "r"), "How was your day?", "--agent", "3"])
-    assert r.exit_code == 0 and r.output.strip()
+    from socium.testing import backends
+
+    seen = []
+    real_generate = backends.ScriptedBackend.generate
+
+    async def spy(self, requests):
+        seen.extend(requests)
+        return await real_generate(self, requests)
+
+    con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
+    agent, typ = con.execute("SELECT agent_id, type FROM actions WHERE origin = 'llm' ORDER BY step DESC, seq DESC "
+                             "LIMIT 1").fetchone()
+    bio = con.execute("SELECT bio FROM agents WHERE agent_id = ?", [agent]).fetchone()[0]
+    con.close()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(backends.ScriptedBackend, "generate", spy)
+        r = CliRunner().invoke(app, ["interview", str(tmp_path / "r"), "How was your day?", "--agent", str(agent),
+                                     "--backend", "scripted"])
+    assert r.exit_code == 0, r.output
+    assert r.output.strip() == '{"action": "do_nothing"}'  # the model's answer, printed as is
+    assert len(seen) == 1
+    user = seen[0].messages[-1].content
+    assert "How was your day?" in user and bio[:40] in user  # the question, asked of this agent's persona
+    assert f": {typ}" in user  # with its memory of what it last did in the run
     r = CliRunner().invoke(app, ["interview", str(tmp_path / "r"), "Hi", "--agent", "999"])
     assert r.exit_code == 2 and "not an agent" in r.output
 

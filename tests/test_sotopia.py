@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ from socium.experiments.episodes.sotopia import (
 
 from conftest import SHARED_DATA
 
-DATA = Path(os.environ.get("SOCIUM_SOTOPIA_DIR", SHARED_DATA / "sotopia"))
+DATA = SHARED_DATA / "sotopia"
 needs_data = pytest.mark.skipif(not (DATA / "agent_profiles.jsonl").exists(), reason="SOTOPIA data not available")
 
 FILES = {

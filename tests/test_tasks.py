@@ -21,8 +21,8 @@ from socium.experiments.episodes.tasks import (
 )
 
 
-@pytest.mark.parametrize("seed", range(20))
-@pytest.mark.parametrize("n", [1, 3, 5, 10])
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(min_value=0, max_value=2**32 - 1), n=st.integers(min_value=1, max_value=20))  # 20: the most names allow
 def test_mutual_friend_shares_exactly_one(seed: int, n: int) -> None:
     task = make_mutual_friend(np.random.default_rng(seed), n_friends=n)
     a, b = task.friends
@@ -80,7 +80,8 @@ def test_mutual_friend_rejects_bad_config() -> None:
     assert custom.attributes == ("time_preference",)
 
 
-@pytest.mark.parametrize("seed", range(50))
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(min_value=0, max_value=2**32 - 1))
 def test_bargaining_targets_conflict(seed: int) -> None:
     task = make_bargaining(np.random.default_rng(seed))
     assert 0 < task.buyer_target < task.seller_target <= task.listing_price

@@ -171,20 +171,23 @@ class ExecutorConfig(_Cfg):
 class ExperimentConfig(_Cfg):
     name: str = Field("experiment", description="Human label for the run.")
     seed: int = Field(0, ge=0, description="Root seed; every random stream is derived from it.")
-    steps: int = Field(10, ge=1, description="Number of steps to simulate.")
+    steps: int = Field(
+        10, ge=1, description="Number of steps to simulate (a stopping rule, left out of the config hash: "
+        "`socium run --resume --steps N` extends a run).",
+    )
     step_minutes: float = Field(60.0, gt=0, description="Simulated minutes per step.")
     start_hour: int = Field(8, ge=0, le=23, description="Hour of day at step 0 (drives hourly activation).")
     perspective: Literal["local", "mindreader", "omniscient"] = Field("local", description="What each agent may see.")
-    platform: PlatformConfig = Field(default_factory=PlatformConfig)
-    population: PopulationConfig = Field(default_factory=PopulationConfig)
-    graph: GraphConfig = Field(default_factory=GraphConfig)
-    recsys: RecsysConfig = Field(default_factory=RecsysConfig)
-    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    platform: PlatformConfig = Field(default_factory=PlatformConfig, description="Platform rules (X- or Reddit-like).")
+    population: PopulationConfig = Field(default_factory=PopulationConfig, description="Who the agents are.")
+    graph: GraphConfig = Field(default_factory=GraphConfig, description="The initial follow graph.")
+    recsys: RecsysConfig = Field(default_factory=RecsysConfig, description="How feeds are built.")
+    policy: PolicyConfig = Field(default_factory=PolicyConfig, description="How agents decide (rule-based or LLM).")
     seed_posts: list[SeedPost] = Field(default_factory=list, description="Posts injected at given steps.")
     seed_actions: list[SeedAction] = Field(default_factory=list, description="Actions injected at given steps, after that step's seed posts (interventions such as herding treatments).")
-    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig, description="Where policies run (not hashed).")
     llm: LLMConfig | None = Field(None, description="LLM backend settings (needed when policy.kind is 'llm').")
-    llm_agents: LLMAgentConfig = Field(default_factory=LLMAgentConfig)
+    llm_agents: LLMAgentConfig = Field(default_factory=LLMAgentConfig, description="How LLM agents are prompted.")
     surveys: list[SurveyConfig] = Field(default_factory=list, description="Recurring questions; answers go to `surveys`.")
 
     @model_validator(mode="after")
@@ -198,9 +201,10 @@ class ExperimentConfig(_Cfg):
         return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
 
     def config_hash(self) -> str:
-        """Hash of what determines the trace; where it runs (``executor``) is left out, so a run can be
-        resumed on a different number of Ray actors and still count as the same run."""
-        data = self.model_dump(mode="json", exclude={"executor"})
+        """Hash of what determines the world; where it runs (``executor``) is left out, so a run can be
+        resumed on a different number of Ray actors and still count as the same run, and so is ``steps``
+        (a stopping rule: the first N steps of a longer run are the run to N), so a run can be extended."""
+        data = self.model_dump(mode="json", exclude={"executor", "steps"})
         return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 

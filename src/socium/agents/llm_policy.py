@@ -65,6 +65,26 @@ def load_recorded(trace_path: str) -> MemoryCache:
     return cache
 
 
+def recorded_model(trace_path: str) -> str:
+    """The model a recorded run called (read from its ``llm_calls``), so replay needs no ``llm.model``."""
+    import duckdb
+
+    from socium.errors import ConfigError
+    from socium.simulator.store import require_store
+    from pathlib import Path
+
+    con = duckdb.connect(str(require_store(Path(trace_path))), read_only=True)
+    try:
+        sql = "SELECT DISTINCT model FROM llm_calls WHERE outcome = 'ok' AND model IS NOT NULL ORDER BY model"
+        models = [r[0] for r in con.execute(sql).fetchall()]
+    finally:
+        con.close()
+    if len(models) != 1:
+        found = ", ".join(repr(m) for m in models) or "none"
+        raise ConfigError(f"llm.model: replay of {trace_path} needs one recorded model, found {found}; set llm.model")
+    return str(models[0])
+
+
 def validate_action(data: Any, obs: Observation, allowed: Sequence[str]) -> Any:
     """Typed action from model output; ids not in the observation are invalid (ValueError)."""
     if not isinstance(data, dict):
@@ -143,7 +163,10 @@ class LLMPolicy:
                     from socium.errors import ConfigError
 
                     raise ConfigError("llm_agents.replay_from: required when llm.backend is 'replay'")
-                self._backend = build_backend(self.cfg.llm, cache=load_recorded(self.ac.replay_from))
+                llm = self.cfg.llm
+                if not llm.model:  # the model is part of every cache key: take the one the recording used
+                    llm = llm.model_copy(update={"model": recorded_model(self.ac.replay_from)})
+                self._backend = build_backend(llm, cache=load_recorded(self.ac.replay_from))
             else:
                 self._backend = build_backend(self.cfg.llm, cache=self._cache)
         return self._backend

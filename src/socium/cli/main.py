@@ -6,18 +6,67 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Literal, Optional
 
+import click
 import typer
+from typer.core import TyperCommand, TyperGroup
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from socium.errors import BudgetExceeded, SociumError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="socium: simulate societies of LLM agents.")
+
+
+def _as_flags(params: list[Any]) -> list[Any]:
+    """Boolean options appear in --help as flags (``--resume``), not as options taking a ``<bool>``."""
+    for p in params:
+        if getattr(p, "is_flag", False):
+            p.metavar = ""
+    return params
+
+
+class _FlagCommand(TyperCommand):
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        return _as_flags(super().get_params(ctx))
+
+
+class _Group(TyperGroup):
+    """Every command of the app (whoever added it) renders its flags as flags."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for cmd in self.commands.values():
+            if type(cmd) is TyperCommand:
+                cmd.__class__ = _FlagCommand
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        return _as_flags(super().get_params(ctx))
+
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, cls=_Group, help="socium: simulate societies of LLM agents."
+)
 console = Console()
 err_console = Console(stderr=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        import socium
+
+        console.print(f"socium {socium.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """socium: simulate societies of LLM agents."""
 
 
 def _fail(exc: Exception) -> None:
@@ -25,12 +74,27 @@ def _fail(exc: Exception) -> None:
     raise typer.Exit(2)
 
 
+def _refuse_resume_overrides(seed: Optional[int], set_: list[str]) -> None:
+    """A resumed run continues the same world: only ``--steps`` (extend) and ``executor.*`` (where it
+    runs; both outside the config hash) can change. Anything else is refused, by name, not ignored."""
+    bad = [f"--seed {seed}"] if seed is not None else []
+    for item in set_:
+        key = item.split("=", 1)[0].strip()
+        if key != "steps" and not key.startswith("executor."):
+            bad.append(f"--set {item}")
+    if bad:
+        raise SociumError(f"--resume cannot honour {', '.join(bad)}: it would change the run's world (only --steps "
+                          "and --set executor.* can change on resume); start a new run without --resume instead")
+
+
 @app.command()
 def run(
     config: Optional[Path] = typer.Argument(None, help="Experiment YAML (omit with --resume to reuse the run's own)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<name>-seed<seed>)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Override the root seed."),
-    steps: Optional[int] = typer.Option(None, "--steps", help="Override the number of steps."),
+    steps: Optional[int] = typer.Option(
+        None, "--steps", help="Override the number of steps (with --resume: extend the run to N)."
+    ),
     resume: bool = typer.Option(False, "--resume", help="Continue from the last committed step."),
     force: bool = typer.Option(False, "--force", help="Overwrite a run directory that already holds a run."),
     set_: list[str] = typer.Option([], "--set", help="Override a config field: key.path=value (repeatable)."),
@@ -46,10 +110,16 @@ def run(
             overrides.append(f"seed={seed}")
         if steps is not None:
             overrides.append(f"steps={steps}")
+        if resume:
+            _refuse_resume_overrides(seed, set_)
         if resume and config is None:
             if out is None:
                 raise SociumError("--resume needs the run directory: socium run --resume --out RUN_DIR (or CONFIG --out RUN_DIR)")
             cfg = load_run_config(out)
+            if overrides:
+                from socium.config import config_from_dict
+
+                cfg = config_from_dict(json.loads(cfg.canonical_json()), overrides, source=f"{out} (the run's config)")
         elif config is None:
             raise SociumError("missing CONFIG (a YAML file), or use --resume --out RUN_DIR")
         else:
@@ -85,12 +155,24 @@ def run(
 
 
 @app.command()
-def query(run_dir: Path, sql: str, limit: int = typer.Option(50, help="Rows to print.")) -> None:
-    """Run read-only SQL over a run's trace (tables and views such as cascade_metrics)."""
+def query(
+    run_dir: Path,
+    sql: str,
+    limit: int = typer.Option(50, "--limit", min=1, help="Rows to print (an --out file gets every row)."),
+    fmt: Literal["table", "csv", "json", "parquet"] = typer.Option(
+        "table", "--format", help="Output format; parquet needs --out."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write every row to this file instead of printing."),
+) -> None:
+    """Run read-only SQL over a run's trace (tables and views such as cascade_metrics).
+
+    Prints at most --limit rows and says when more were left out; --out writes all of them (CSV, JSON or Parquet).
+    """
     import duckdb
 
     from socium.simulator.store import require_store
 
+    if fmt == "parquet" and out is None:
+        _fail(SociumError("--format parquet writes a file: add --out FILE.parquet"))
     try:
         db = require_store(run_dir)
         con = duckdb.connect(str(db), read_only=True)
@@ -98,19 +180,40 @@ def query(run_dir: Path, sql: str, limit: int = typer.Option(50, help="Rows to p
         _fail(exc)
         return
     try:
+        if out is not None:
+            from socium.query_output import write_table
+
+            rel = con.sql(sql)
+            if rel is None:
+                raise SociumError("--out: the statement returns no rows to write")
+            n = write_table(rel.to_arrow_table(), out, "csv" if fmt == "table" else fmt)
+            console.print(f"wrote {n} rows to {out}")
+            return
         cur = con.execute(sql)
         cols = [d[0] for d in cur.description] if cur.description else []
-        rows = cur.fetchmany(limit)
+        rows = cur.fetchmany(limit + 1)
+    except SociumError as exc:
+        _fail(exc)
+        return
     except Exception as exc:
         _fail(exc)
         return
     finally:
-        pass
-    table = Table(*cols)
-    for r in rows:
-        table.add_row(*["NULL" if v is None else str(v) for v in r])
-    console.print(table)
-    con.close()
+        con.close()
+    truncated = len(rows) > limit
+    rows = rows[:limit]
+    if fmt == "table":
+        table = Table(*cols)
+        for r in rows:
+            table.add_row(*["NULL" if v is None else str(v) for v in r])
+        console.print(table)
+    else:
+        from socium.query_output import format_rows
+
+        sys.stdout.write(format_rows(cols, rows, fmt))
+    if truncated:
+        note = f"(output truncated to the first {limit} rows; raise --limit, or --out FILE writes every row)"
+        err_console.print(note, highlight=False)
 
 
 @app.command()
@@ -151,11 +254,34 @@ def interview(
 
 
 @app.command("config-schema")
-def config_schema() -> None:
-    """Print the JSON schema of the experiment config (every key, default and description)."""
+def config_schema(
+    markdown: bool = typer.Option(
+        False, "--markdown", help="A readable reference: every section and key with default and meaning."
+    ),
+) -> None:
+    """Print the experiment config's JSON schema (or, with --markdown, a reference of every key)."""
     from socium.config import ExperimentConfig
 
+    if markdown:
+        from socium.config_doc import config_markdown
+
+        sys.stdout.write(config_markdown(ExperimentConfig) + "\n")
+        return
     sys.stdout.write(json.dumps(ExperimentConfig.model_json_schema(), indent=2) + "\n")
+
+
+@app.command()
+def data() -> None:
+    """Where socium looks for the research data sets ($SOCIUM_DATA_DIR or ../shared/data) and what it finds."""
+    from socium.datadir import ENV_VAR, describe
+
+    tried, used, entries = describe()
+    console.print(f"data folder: {used}  ({'found' if used.is_dir() else 'MISSING'})", highlight=False)
+    console.print(f"looked in (set {ENV_VAR} to choose): " + ", ".join(str(t) for t in tried), highlight=False)
+    table = Table("data set", "used for", "found")
+    for e in entries:
+        table.add_row(e.relpath, e.purpose, "yes" if e.found else "no")
+    console.print(table)
 
 
 @app.command()
@@ -221,7 +347,8 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory (trace.duck
 
 @app.command()
 def experiment(
-    kind: str = typer.Argument(..., help="propagation, herding, polarisation, or compare (the spec's experiment under 3 perspectives)."),
+    kind: Literal["propagation", "herding", "polarisation", "compare"] = typer.Argument(
+        ..., help="The phenomenon, or compare: the spec's experiment under the 3 perspectives."),
     spec_file: Path = typer.Argument(..., help="Experiment spec YAML (see examples/propagation.yaml)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Experiment directory (default: the spec's 'out' or runs/<name>)."),
     set_: list[str] = typer.Option([], "--set", help="Override a spec field: key.path=value (repeatable), e.g. base.seed=3."),
@@ -293,16 +420,18 @@ def episodes(
 @app.command("export-sft")
 def export_sft_cmd(
     run_dir: Path = typer.Argument(..., help="An episodes run directory (episodes.duckdb)."),
-    mode: str = typer.Option("script", "--mode", help="Episodes of this mode ('all' for every mode)."),
+    mode: Literal["agents", "mindreaders", "script", "all"] = typer.Option(
+        "script", "--mode", help="Episodes of this mode ('all' for every mode)."),
     out: Optional[Path] = typer.Option(None, "--out", help="JSONL file (default RUN_DIR/sft-<mode>-<format>.jsonl)."),
-    fmt: str = typer.Option("turns", "--format", help="turns: one agent-view example per turn; script: one per episode."),
+    fmt: Literal["turns", "script"] = typer.Option(
+        "turns", "--format", help="turns: one agent-view example per turn; script: one per episode."),
     min_goal: Optional[float] = typer.Option(None, "--min-goal", help="Keep only episodes whose goal reaches this."),
 ) -> None:
     """Write episodes as chat-format JSONL ({"messages": [...]}) for supervised fine-tuning."""
     from socium.experiments.episodes.export import export_sft
 
     try:
-        path, n = export_sft(run_dir, out, None if mode == "all" else mode, fmt, min_goal)  # type: ignore[arg-type]
+        path, n = export_sft(run_dir, out, None if mode == "all" else mode, fmt, min_goal)
     except SociumError as exc:
         _fail(exc)
         return

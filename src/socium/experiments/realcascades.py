@@ -27,6 +27,7 @@ from typing import ClassVar, TextIO
 import numpy as np
 from numpy.typing import NDArray
 
+from socium.datadir import data_dir
 from socium.errors import InputFileError
 from socium.experiments.curves import DEFAULT_MINUTES, cascade_curves_from_events
 
@@ -42,15 +43,11 @@ _Triple = tuple[str, str, float]
 
 
 def default_data_dir() -> Path:
-    """``$SOCIUM_DATA_DIR`` or the workspace's ``shared/data`` next to the checkout.
+    """The research data folder (``$SOCIUM_DATA_DIR`` or ``../shared/data``; see :mod:`socium.datadir`).
 
     The data are research-use only and must not be packaged, so they live outside the repository.
     """
-    env = os.environ.get("SOCIUM_DATA_DIR")
-    if env:
-        return Path(env)
-    beside = Path(__file__).resolve().parents[4] / "shared" / "data"
-    return beside if beside.is_dir() else Path("/work/shared/data")
+    return data_dir()
 
 
 @dataclass(slots=True)

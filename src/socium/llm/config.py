@@ -236,7 +236,8 @@ def build_backend(
         if cache is None:
             raise ConfigError("llm.backend: 'replay' needs the recorded run's call log (no cache was given)")
         if not cfg.model:
-            raise ConfigError("llm.model: 'replay' needs the recording run's model name, part of every cache key")
+            raise ConfigError("llm.model: 'replay' needs the recording run's model name, part of every cache key "
+                              "(runs read it from the replayed trace; set it when building a backend directly)")
         return MeteredBackend(ReplayBackend(cache, cfg.model), stats)
     backend, is_http = _base_backend(cfg)
     if is_http:

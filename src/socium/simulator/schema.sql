@@ -25,6 +25,8 @@ CREATE TABLE IF NOT EXISTS stances (step INTEGER, agent_id BIGINT, stance DOUBLE
 CREATE TABLE IF NOT EXISTS groups (group_id BIGINT, step INTEGER, creator BIGINT, name VARCHAR);
 CREATE TABLE IF NOT EXISTS group_messages (step INTEGER, seq INTEGER, group_id BIGINT, agent_id BIGINT, content VARCHAR);
 CREATE TABLE IF NOT EXISTS surveys (step INTEGER, agent_id BIGINT, question VARCHAR, answer VARCHAR, value DOUBLE);
+-- steps.wall_s: real seconds from the previous commit (or the start of the session) to this one, so
+-- sum(wall_s) is the run's real wall time, set-up, model loading and resumes included.
 CREATE TABLE IF NOT EXISTS steps (
     step INTEGER PRIMARY KEY, sim_time_s DOUBLE, n_active INTEGER, n_actions INTEGER, n_posts INTEGER,
     n_exposures INTEGER, wall_s DOUBLE, committed_at TIMESTAMP

@@ -69,6 +69,10 @@ class Simulation(mesa.Model):
         executor: Executor | None = None,
     ) -> None:
         super().__init__(seed=cfg.seed)
+        # Every commit records the real seconds since the previous one (or since this session began),
+        # so summing ``steps.wall_s`` gives the run's real wall time: set-up, model loading and resume
+        # included, not just the time spent inside steps.
+        self._last_commit = time.perf_counter()
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self.key = root_key(cfg.seed)
@@ -151,7 +155,7 @@ class Simulation(mesa.Model):
                             "event": pa.array(np.ones(len(src), np.int8))})  # fmt: skip
         self.store.append_step(-1, {"runs": runs, "agents": agents, "follow_events": follows},
                                {"sim_time_s": 0.0, "n_active": 0, "n_actions": 0, "n_posts": 0, "n_exposures": 0,
-                                "wall_s": 0.0, "committed_at": _now()})  # fmt: skip
+                                "wall_s": self._since_last_commit(), "committed_at": _now()})
 
     def _restore(self) -> None:
         """Rebuild platform, recommender and agent state by replaying the committed trace."""
@@ -165,7 +169,13 @@ class Simulation(mesa.Model):
         if row["config_hash"] != self.cfg.config_hash():
             self.store.close()
             raise RunDirError(f"{self.run_dir}: config differs from the one this run started with (hash {row['config_hash'][:12]})")
+        if last >= self.cfg.steps:
+            self.store.close()
+            raise RunDirError(f"{self.run_dir}: {last + 1} steps are already committed; steps={self.cfg.steps} "
+                              "would shorten the run (a run can be extended, not cut)")
         con = self.store.con
+        if json.loads(row["config"]).get("steps") != self.cfg.steps:
+            self._extend_to(self.cfg.steps)
         for step in range(0, last + 1):
             self.state.begin_step(step, self.sim_time(step))
             rows = con.execute(
@@ -194,6 +204,24 @@ class Simulation(mesa.Model):
         if hasattr(self.policy, "restore"):
             self.policy.restore(self)
         self.next_step = last + 1
+
+    def _extend_to(self, steps: int) -> None:
+        """Record a new stopping point: ``steps`` is not part of the world (it is left out of the config
+        hash), so the run row and config.json are updated to say how far the run now goes."""
+        con = self.store.con
+        con.begin()
+        try:
+            con.execute("UPDATE runs SET config = ?", [self.cfg.canonical_json()])
+            con.commit()
+        except Exception:
+            con.rollback()
+            raise
+        (self.run_dir / "config.json").write_text(self.cfg.canonical_json(), encoding="utf-8")
+
+    def _since_last_commit(self) -> float:
+        now = time.perf_counter()
+        dt, self._last_commit = now - self._last_commit, now
+        return dt
 
     # ---- the clock --------------------------------------------------------------------------
     def sim_time(self, step: int) -> float:
@@ -332,7 +360,7 @@ class Simulation(mesa.Model):
         wall = time.perf_counter() - t0
         self.store.append_step(step, batches, {
             "sim_time_s": st.time, "n_active": len(active), "n_actions": n_actions, "n_posts": len(new_posts),
-            "n_exposures": len(rec.exposures["step"]), "wall_s": wall,
+            "n_exposures": len(rec.exposures["step"]), "wall_s": self._since_last_commit(),
             "committed_at": _now(),
         })  # fmt: skip
         self.next_step = step + 1

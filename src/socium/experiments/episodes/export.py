@@ -21,7 +21,7 @@ from typing import Any, Iterator, Literal
 
 from socium.errors import ConfigError
 
-from .config import EpisodesConfig
+from .config import ALL_MODES, EpisodesConfig
 from .loop import EpisodeSpec
 from .prompts import Turn, build_script_prompt, build_turn_prompt
 from .store import open_run
@@ -45,6 +45,14 @@ def _episodes(run_dir: str | Path, mode: str | None, min_goal: float | None) -> 
         con.close()
 
 
+def _check(mode: str | None, fmt: str) -> None:
+    """Bad choices are errors before anything is read or written (never an empty file)."""
+    if fmt not in ("turns", "script"):
+        raise ConfigError(f"export format must be 'turns' or 'script', got {fmt!r}")
+    if mode is not None and mode not in ALL_MODES:
+        raise ConfigError(f"export mode {mode!r} is not one of {', '.join(ALL_MODES)} (or None for all modes)")
+
+
 def run_config(run_dir: str | Path) -> EpisodesConfig:
     con = open_run(run_dir)
     try:
@@ -59,8 +67,7 @@ def run_config(run_dir: str | Path) -> EpisodesConfig:
 def sft_examples(run_dir: str | Path, mode: str | None = "script", fmt: ExportFormat = "turns",
                  min_goal: float | None = None) -> Iterator[dict[str, Any]]:
     """Chat examples ``{"messages": [system, user, assistant]}`` from a finished run."""
-    if fmt not in ("turns", "script"):
-        raise ConfigError(f"export format must be 'turns' or 'script', got {fmt!r}")
+    _check(mode, fmt)
     cfg = run_config(run_dir)
     for spec, turns in _episodes(run_dir, mode, min_goal):
         if fmt == "script":
@@ -84,6 +91,7 @@ def sft_examples(run_dir: str | Path, mode: str | None = "script", fmt: ExportFo
 def export_sft(run_dir: str | Path, out: str | Path | None = None, mode: str | None = "script",
                fmt: ExportFormat = "turns", min_goal: float | None = None) -> tuple[Path, int]:
     """Write :func:`sft_examples` to ``out`` (default RUN_DIR/sft-<mode>-<fmt>.jsonl); returns (path, count)."""
+    _check(mode, fmt)
     examples = sft_examples(run_dir, mode, fmt, min_goal)
     run_config(run_dir)  # fail on a missing or foreign run before creating the output file
     path = Path(out) if out else Path(run_dir) / f"sft-{mode or 'all'}-{fmt}.jsonl"

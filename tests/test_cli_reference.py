@@ -1,0 +1,158 @@
+"""The command line a researcher types every day: version, flags, choices, query output, config reference, data."""
+
+import csv
+import json
+import re
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from socium.cli.main import app
+
+runner = CliRunner()
+CFG = {"name": "cli", "steps": 3, "population": {"n_agents": 60, "mean_activity": 0.3}, "seed_posts": [{"author": 0, "content": "hi, \"there\""}]}
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("q")
+    (d / "c.yaml").write_text(yaml.safe_dump(CFG))
+    r = runner.invoke(app, ["run", str(d / "c.yaml"), "--out", str(d / "run"), "--quiet"])
+    assert r.exit_code == 0, r.output
+    return d / "run"
+
+
+def test_version():
+    import socium
+
+    r = runner.invoke(app, ["--version"])
+    assert r.exit_code == 0 and r.output.strip() == f"socium {socium.__version__}"
+
+
+def test_boolean_options_are_shown_as_flags():
+    for cmd in (["run", "--help"], ["experiment", "--help"], ["card", "--help"], ["--help"]):
+        r = runner.invoke(app, cmd, env={"COLUMNS": "160"})
+        assert r.exit_code == 0
+        assert "<bool>" not in r.output, cmd
+    r = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "160"})
+    assert re.search(r"--resume\s+Continue", r.output)
+
+
+def test_choices_are_listed_and_validated(tmp_path):
+    r = runner.invoke(app, ["experiment", "--help"], env={"COLUMNS": "160"})
+    assert "propagation|herding|polarisation|compare" in r.output
+    r = runner.invoke(app, ["experiment", "bogus", str(tmp_path / "x.yaml")])
+    assert r.exit_code == 2 and "'bogus' is not one of" in r.output
+    r = runner.invoke(app, ["export-sft", "--help"], env={"COLUMNS": "160"})
+    assert "agents|mindreaders|script|all" in r.output and "turns|script" in r.output
+    out = tmp_path / "x.jsonl"
+    r = runner.invoke(app, ["export-sft", str(tmp_path), "--mode", "bogus", "--out", str(out)])
+    assert r.exit_code == 2 and "'bogus' is not one of" in r.output and not out.exists()
+    r = runner.invoke(app, ["export-sft", str(tmp_path), "--format", "chat", "--out", str(out)])
+    assert r.exit_code == 2 and not out.exists()
+
+
+def test_export_sft_library_rejects_unknown_mode_before_writing(tmp_path):
+    from socium.errors import ConfigError
+    from socium.experiments.episodes.export import export_sft
+
+    with pytest.raises(ConfigError, match="'bogus' is not one of agents, mindreaders, script"):
+        export_sft(tmp_path, tmp_path / "x.jsonl", mode="bogus")
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_query_says_when_truncated(run_dir):
+    r = runner.invoke(app, ["query", str(run_dir), "SELECT * FROM steps ORDER BY step", "--limit", "2"])
+    assert r.exit_code == 0 and "truncated to the first 2 rows" in r.output
+    r = runner.invoke(app, ["query", str(run_dir), "SELECT * FROM steps ORDER BY step", "--limit", "4"])
+    assert r.exit_code == 0 and "truncated" not in r.output  # exactly 4 rows (steps -1..2)
+
+
+def test_query_writes_csv_json_parquet(run_dir, tmp_path):
+    sql = "SELECT post_id, content, step FROM posts ORDER BY post_id"
+    con = duckdb.connect(str(run_dir / "trace.duckdb"), read_only=True)
+    want = con.execute(sql).fetchall()
+    con.close()
+    assert len(want) > 3
+    for fmt in ("csv", "json", "parquet"):
+        out = tmp_path / f"q.{fmt}"
+        r = runner.invoke(app, ["query", str(run_dir), sql, "--format", fmt, "--out", str(out), "--limit", "1"])
+        assert r.exit_code == 0, r.output
+        assert f"wrote {len(want)} rows" in r.output  # --out writes every row, not --limit
+        if fmt == "csv":
+            with out.open(newline="", encoding="utf-8") as fh:
+                rows = list(csv.reader(fh))
+            assert rows[0] == ["post_id", "content", "step"]
+            got = [(int(a), b, int(c)) for a, b, c in rows[1:]]
+        elif fmt == "json":
+            got = [(d["post_id"], d["content"], d["step"]) for d in json.loads(out.read_text())]
+        else:
+            got = [tuple(r.values()) for r in pq.read_table(out).to_pylist()]
+        assert got == want, fmt
+    r = runner.invoke(app, ["query", str(run_dir), sql, "--format", "json", "--limit", "2"])
+    assert r.exit_code == 0
+    printed = json.loads(r.stdout)
+    assert [d["post_id"] for d in printed] == [w[0] for w in want[:2]]
+    r = runner.invoke(app, ["query", str(run_dir), sql, "--format", "parquet"])
+    assert r.exit_code == 2 and "--out" in r.output
+    r = runner.invoke(app, ["query", str(run_dir), sql, "--format", "xml"])
+    assert r.exit_code == 2
+
+
+def test_config_reference_documents_every_key():
+    from socium.config import ExperimentConfig
+    from socium.config_doc import sections, undocumented
+
+    assert undocumented(ExperimentConfig) == []
+    r = runner.invoke(app, ["config-schema", "--markdown"])
+    assert r.exit_code == 0
+    text = r.output
+    for prefix, model in sections(ExperimentConfig):
+        for name, f in model.model_fields.items():
+            row = next((ln for ln in text.splitlines() if ln.startswith(f"| `{prefix}{name}` |")), None)
+            assert row is not None, prefix + name
+            assert row.count("|") >= 5 and row.rstrip(" |").split("|")[-1].strip(), prefix + name
+    assert "| `llm.backend` |" in text and "| `platform.max_post_chars` | int | `2000` |" in text
+    assert "## `llm_agents`" in text
+
+
+def test_undocumented_finds_a_missing_description():
+    from pydantic import BaseModel, Field
+
+    from socium.config_doc import undocumented
+
+    class Inner(BaseModel):
+        a: int = Field(1, description="documented")
+        b: int = 2
+
+    class Outer(BaseModel):
+        inner: Inner = Field(default_factory=Inner)
+
+    assert undocumented(Outer) == ["inner", "inner.b"]
+
+
+def test_data_command_and_env_var(tmp_path, monkeypatch):
+    from socium.datadir import data_dir
+
+    (tmp_path / "sotopia").mkdir()
+    monkeypatch.setenv("SOCIUM_DATA_DIR", str(tmp_path))
+    assert data_dir() == tmp_path
+    r = runner.invoke(app, ["data"], env={"COLUMNS": "200", "SOCIUM_DATA_DIR": str(tmp_path)})
+    assert r.exit_code == 0 and str(tmp_path) in r.output
+    line = next(ln for ln in r.output.splitlines() if ln.strip("│ ").startswith("sotopia "))
+    assert line.rstrip(" │").endswith("yes")
+    line = next(ln for ln in r.output.splitlines() if "twitter15" in ln)
+    assert line.rstrip(" │").endswith("no")
+
+
+def test_no_hard_coded_absolute_data_paths():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    needle = "/".join(("", "work", ""))  # the workspace root this project was written in
+    offenders = [str(p) for sub in ("src", "tests", "examples") for p in (root / sub).rglob("*")
+                 if p.suffix in (".py", ".yaml") and needle in p.read_text(encoding="utf-8")]
+    assert offenders == []
