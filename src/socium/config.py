@@ -63,9 +63,14 @@ class RecsysConfig(_Cfg):
 
 
 class PolicyConfig(_Cfg):
-    kind: Literal["random", "independent_cascade", "threshold", "bounded_confidence", "llm"] = Field(
-        "random", description="How agents decide: a rule-based null model or an LLM."
+    kind: Literal["random", "independent_cascade", "threshold", "bounded_confidence", "llm", "group_llm"] = Field(
+        "random", description="How agents decide: a rule-based null model, an LLM per agent (llm), or one LLM call per "
+        "persona cluster's active members (group_llm, GA-S3)."
     )
+    group_cluster_size: int = Field(16, ge=1, description="group_llm: mean agents per persona cluster (K = ceil(n / this)).")
+    group_max_members: int = Field(8, ge=1, le=64, description="group_llm: most active members one call decides for.")
+    group_embedder: str = Field("minilm", description="group_llm: persona embedder for clustering (minilm, hashing, or a model).")
+    group_stance_weight: float = Field(1.0, ge=0, description="group_llm: weight of stance beside the unit-norm persona embedding.")
     p_post: float = Field(0.2, ge=0, le=1, description="Probability an active rule-based agent writes an original post.")
     p_repost: float = Field(0.1, ge=0, le=1, description="Independent cascade: chance to repost each exposed post once.")
     p_like: float = Field(0.2, ge=0, le=1, description="Random actor: chance to like an exposed post.")
@@ -192,7 +197,7 @@ class ExperimentConfig(_Cfg):
 
     @model_validator(mode="after")
     def _llm_needed(self) -> "ExperimentConfig":
-        if self.policy.kind == "llm" and self.llm is None:
+        if self.policy.kind in ("llm", "group_llm") and self.llm is None:
             raise ValueError("llm: required when policy.kind is 'llm' (e.g. llm: {backend: embedded})")
         return self
 

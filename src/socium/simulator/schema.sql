@@ -25,6 +25,11 @@ CREATE TABLE IF NOT EXISTS stances (step INTEGER, agent_id BIGINT, stance DOUBLE
 CREATE TABLE IF NOT EXISTS groups (group_id BIGINT, step INTEGER, creator BIGINT, name VARCHAR);
 CREATE TABLE IF NOT EXISTS group_messages (step INTEGER, seq INTEGER, group_id BIGINT, agent_id BIGINT, content VARCHAR);
 CREATE TABLE IF NOT EXISTS surveys (step INTEGER, agent_id BIGINT, question VARCHAR, answer VARCHAR, value DOUBLE);
+-- group_llm runs: each agent's persona cluster (written with step 0).
+CREATE TABLE IF NOT EXISTS agent_clusters (agent_id BIGINT, cluster INTEGER, cluster_size BIGINT);
+-- llm_agents.memory.kind = stream: every memory entry (observations, own actions, messages, reflections).
+CREATE TABLE IF NOT EXISTS memories (step INTEGER, agent_id BIGINT, seq INTEGER, kind VARCHAR, text VARCHAR,
+                                     importance DOUBLE, ref_post_id BIGINT);
 -- steps.wall_s: real seconds from the previous commit (or the start of the session) to this one, so
 -- sum(wall_s) is the run's real wall time, set-up, model loading and resumes included.
 CREATE TABLE IF NOT EXISTS steps (

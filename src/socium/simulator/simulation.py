@@ -132,6 +132,10 @@ class Simulation(mesa.Model):
             from socium.agents.llm_policy import make_llm_policy  # optional heavy import
 
             return make_llm_policy(self)
+        if kind == "group_llm":
+            from socium.agents.group_policy import make_group_policy
+
+            return make_group_policy(self)
         return RULE_POLICIES[kind](self.cfg.policy, self.cfg.seed)
 
     def _write_setup(self) -> None:
