@@ -152,3 +152,149 @@ def test_several_actions_per_activation_in_order(tmp_path):
     assert rows == [(a, ["first", "second"]) for a in range(5)]
     bad = query(tmp_path / "r", "SELECT agent_id, reason FROM actions WHERE outcome = 'invalid_llm_output'")
     assert len(bad) == 1 and bad[0][0] == 5 and "at most 2 actions" in bad[0][1]
+
+
+# ---- 10.8 step-level control from Python -------------------------------------------------------
+def test_step_api_mixes_manual_and_llm_actions_and_chooses_who_acts(tmp_path):
+    from socium.platform.actions import CreatePost
+
+    c = cfg(steps=5, recsys={"kind": "global"})
+    pol, backend = scripted(c, lambda req: json.dumps({"type": "do_nothing"}))
+    with Simulation(c, tmp_path / "r", policy=pol) as sim:
+        stats = sim.step(actions={0: [CreatePost(content="manual zzman")], 3: [{"type": "like_post", "post_id": 0}]},
+                         active=[1, 2])  # fmt: skip
+        assert stats.step == 0 and stats.n_active == 2
+        sim.step(active=[])
+    assert sorted(r.metadata["agent_id"] for r in backend.calls) == [1, 2]  # only the chosen agents were asked
+    assert all("zzman" in user_text(r) for r in backend.calls)  # manual actions come before the LLM's decisions
+    rows = query(tmp_path / "r", "SELECT step, agent_id, origin, type, outcome FROM actions ORDER BY step, seq")
+    assert rows == [(0, 0, "seed", "create_post", "ok"), (0, 0, "manual", "create_post", "ok"),
+                    (0, 3, "manual", "like_post", "ok"), (0, 1, "llm", "do_nothing", "ok"),
+                    (0, 2, "llm", "do_nothing", "ok")]  # fmt: skip
+    assert query(tmp_path / "r", "SELECT step, n_active FROM steps WHERE step >= 0") == [(0, 2), (1, 0)]
+
+
+def test_step_api_rejects_bad_ids_before_touching_the_world(tmp_path):
+    from socium.errors import UsageError
+
+    c = cfg(steps=3)
+    with Simulation(c, tmp_path / "r") as sim:
+        with pytest.raises(UsageError, match="agent 99 is not an agent id"):
+            sim.step(actions={99: [{"type": "do_nothing"}]})
+        with pytest.raises(UsageError, match="is not a valid action"):
+            sim.step(actions={1: [{"type": "fly"}]})
+        with pytest.raises(UsageError, match="active: agent 7"):
+            sim.step(active=[7])
+        assert sim.next_step == 0
+        sim.step()
+    assert query(tmp_path / "r", "SELECT max(step) FROM steps") == [(0,)]
+
+
+def _driven(sim, upto):
+    from socium.platform.actions import CreatePost, LikePost
+
+    plan = [dict(actions={0: [CreatePost(content="manual one")]}, active=[1, 2]),
+            dict(actions={4: [LikePost(post_id=1), CreatePost(content="manual two")]}, active=[3, 5]),
+            dict(active=[0, 1, 2, 3])]  # fmt: skip
+    for kw in plan[sim.next_step:upto]:
+        sim.step(**kw)
+
+
+def test_manual_steps_resume_to_the_same_trace(tmp_path):
+    from socium.simulator.store import trace_digest
+
+    c = cfg(steps=3, recsys={"kind": "global"}, llm_agents={"memory_size": 3})
+    with Simulation(c, tmp_path / "a") as sim:
+        _driven(sim, 3)
+    with Simulation(c, tmp_path / "b") as sim:
+        _driven(sim, 2)
+    with Simulation(c, tmp_path / "b", resume=True) as sim:
+        assert sim.next_step == 2 and sim.memory[4][-1].startswith("step 1: create_post content=manual two")
+        _driven(sim, 3)
+    da, db = trace_digest(tmp_path / "a" / "trace.duckdb"), trace_digest(tmp_path / "b" / "trace.duckdb")
+    for t in ("posts", "actions", "exposures", "llm_calls", "steps"):
+        assert da[t] == db[t], t
+    assert query(tmp_path / "b", "SELECT count(*) FROM actions WHERE origin = 'manual'") == [(3,)]
+
+
+def test_agents_sign_up_mid_run_with_their_follows_and_resume_replays_it(tmp_path):
+    from socium.simulator.store import trace_digest
+
+    c = cfg(steps=3, policy={"kind": "random"}, graph={"kind": "barabasi_albert", "params": {"m": 2}},
+            population={"join_schedule": [{"step": 1, "agents": [4, 5]}, {"step": None, "agents": [3]}]})  # fmt: skip
+    with Simulation(c, tmp_path / "a") as sim:
+        s0 = sim.step(actions={5: [{"type": "create_post", "content": "too early"}], 0: [{"type": "follow", "user_id": 4}]})
+        assert s0.n_active == 3  # everyone active except the three not yet on the platform
+        sim.step(sign_up=[3])
+        sim.step()
+    r = tmp_path / "a"
+    assert query(r, "SELECT count(*) FROM follow_events WHERE step = -1 AND (src IN (3, 4, 5) OR dst IN (3, 4, 5))") == [(0,)]
+    assert query(r, "SELECT outcome, reason FROM actions WHERE origin = 'manual' ORDER BY agent_id") == [
+        ("invalid", "user 4 does not exist"), ("invalid", "agent 5 has not signed up yet")]
+    assert query(r, "SELECT step, agent_id, origin FROM sign_ups ORDER BY agent_id") == [
+        (1, 3, "manual"), (1, 4, "schedule"), (1, 5, "schedule")]
+    held = query(r, "SELECT count(*) FROM follow_events WHERE step = 1 AND event = 1 AND (src IN (3, 4, 5) OR dst IN (3, 4, 5))")[0][0]
+    assert held > 0 and query(r, "SELECT n_active FROM steps WHERE step = 1") == [(N,)]
+    with Simulation(c, tmp_path / "b") as sim:
+        sim.step(actions={5: [{"type": "create_post", "content": "too early"}], 0: [{"type": "follow", "user_id": 4}]})
+        sim.step(sign_up=[3])
+    with Simulation(c, tmp_path / "b", resume=True) as sim:
+        initial = sim.store.con.execute("SELECT count(*) FROM follow_events WHERE step = -1").fetchone()[0]
+        assert sim.state.joined.all() and sim.state.follows.n_edges == initial + held
+        sim.step()
+    da, db = trace_digest(r / "trace.duckdb"), trace_digest(tmp_path / "b" / "trace.duckdb")
+    for t in ("posts", "actions", "follow_events", "sign_ups", "steps"):
+        assert da[t] == db[t], t
+
+
+# ---- 10.7 interviews during the run ------------------------------------------------------------
+def test_interviews_at_a_step_use_memory_then_and_are_recorded_with_their_call(tmp_path):
+    c = cfg(steps=3, interviews=[{"step": 1, "agents": [0, 2], "question": "What do you think of zzq?"}])
+
+    def answer(req):
+        if req.metadata.get("interview"):
+            return f"answer of {req.metadata['agent_id']}"
+        return json.dumps({"type": "create_post", "content": f"post at {req.metadata['step']}"})
+
+    pol, backend = scripted(c, answer)
+    with Simulation(c, tmp_path / "r", policy=pol) as sim:
+        sim.step()
+        sim.step()
+        got = sim.interview([1], "And now?")
+        assert got == {1: "answer of 1"}
+        sim.step()
+    r = tmp_path / "r"
+    rows = query(r, "SELECT i.step, i.agent_id, i.question, i.answer, i.origin, c.request_id, c.prompt FROM interviews i "
+                    "JOIN llm_calls c USING (call_id) ORDER BY i.origin, i.agent_id")  # fmt: skip
+    assert [x[:5] for x in rows] == [(1, 0, "What do you think of zzq?", "answer of 0", "config"),
+                                     (1, 2, "What do you think of zzq?", "answer of 2", "config"),
+                                     (1, 1, "And now?", "answer of 1", "python")]  # fmt: skip
+    for step, agent, _q, _a, _o, rid, prompt in rows:
+        assert rid.startswith(f"interview-s{step}-a{agent}-")
+        assert "step 1: create_post content=post at 1" in prompt and "step 2" not in prompt  # memory as of step 1
+    ids = [x[0] for x in query(r, "SELECT call_id FROM llm_calls ORDER BY call_id")]
+    assert ids == list(range(len(ids)))  # in-run and between-step calls share one id sequence
+
+
+def test_cli_interview_record_stores_the_answer(tmp_path):
+    from typer.testing import CliRunner
+
+    from socium.cli.main import app
+
+    c = cfg(steps=1)
+    Simulation(c, tmp_path / "r").run()
+    before = query(tmp_path / "r", "SELECT count(*) FROM llm_calls")[0][0]
+    res = CliRunner().invoke(app, ["interview", str(tmp_path / "r"), "How was it?", "--agent", "2", "--record"])
+    assert res.exit_code == 0, res.output
+    rows = query(tmp_path / "r", "SELECT step, agent_id, question, answer, call_id, origin FROM interviews")
+    assert len(rows) == 1 and rows[0][:3] == (0, 2, "How was it?") and rows[0][4] == before and rows[0][5] == "cli"
+    assert rows[0][3] in res.output
+    CliRunner().invoke(app, ["interview", str(tmp_path / "r"), "Again?", "--agent", "2"])
+    assert query(tmp_path / "r", "SELECT count(*) FROM interviews") == [(1,)]  # without --record nothing is stored
+
+
+def test_interviews_need_llm_agents():
+    from socium.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="interviews: need policy.kind 'llm'"):
+        cfg(policy={"kind": "random"}, interviews=[{"step": 0, "agents": [0], "question": "hi"}])

@@ -29,6 +29,16 @@ class PlatformConfig(_Cfg):
     search_limit: int = Field(10, ge=1, description="Results returned by search_posts / search_user.")
 
 
+class JoinAt(_Cfg):
+    """Agents that sign up at the start of a step (OASIS ``sign_up``): before it they cannot act, be
+    followed or be found, and the follow edges of the initial graph that touch them appear then."""
+
+    step: int | None = Field(
+        ge=1, description="Step at whose start the agents sign up; null: only when Python asks (Simulation.step(sign_up=...))."
+    )
+    agents: list[int] = Field(min_length=1, description="Agent ids signing up.")
+
+
 class PopulationConfig(_Cfg):
     source: Literal["synthetic", "oasis_csv", "reddit_json"] = Field("synthetic", description="Where profiles come from.")
     path: str | None = Field(None, description="File for oasis_csv / reddit_json sources.")
@@ -37,6 +47,18 @@ class PopulationConfig(_Cfg):
     activity: Literal["diurnal", "uniform"] = Field("diurnal", description="Shape of the 24 hourly activation probabilities (synthetic).")
     mean_activity: float = Field(0.1, gt=0, le=1, description="Mean hourly activation probability (synthetic).")
     goals: list[str] = Field(default_factory=list, description="Private goals assigned cyclically (agent i gets goals[i % len]).")
+    join_schedule: list[JoinAt] = Field(
+        default_factory=list, description="Agents that sign up mid-run: [{step, agents: [ids]}]; everyone else is there from the start."
+    )
+
+    @model_validator(mode="after")
+    def _join_once(self) -> "PopulationConfig":
+        seen: set[int] = set()
+        for i, j in enumerate(self.join_schedule):
+            if dup := seen.intersection(j.agents):
+                raise ValueError(f"population.join_schedule[{i}]: agent(s) {sorted(dup)} already sign up earlier in the list")
+            seen.update(j.agents)
+        return self
 
     @model_validator(mode="after")
     def _path_needed(self) -> "PopulationConfig":
@@ -146,6 +168,14 @@ class SurveyConfig(_Cfg):
     scale: tuple[float, float] = Field((-1.0, 1.0), description="Numeric answer range (min, max).")
 
 
+class InterviewConfig(_Cfg):
+    """A question put to LLM agents during the run, with their memory at that step (table ``interviews``)."""
+
+    step: int = Field(ge=0, description="Asked after this step's actions, in its transaction.")
+    agents: list[int] = Field(min_length=1, description="Agent ids asked.")
+    question: str = Field(min_length=1, description="The question.")
+
+
 class ExecutorConfig(_Cfg):
     kind: Literal["inprocess", "ray"] = Field("inprocess", description="Where policies run.")
     address: str | None = Field(None, description="Ray cluster address; null starts Ray locally.")
@@ -194,11 +224,16 @@ class ExperimentConfig(_Cfg):
     llm: LLMConfig | None = Field(None, description="LLM backend settings (needed when policy.kind is 'llm').")
     llm_agents: LLMAgentConfig = Field(default_factory=LLMAgentConfig, description="How LLM agents are prompted.")
     surveys: list[SurveyConfig] = Field(default_factory=list, description="Recurring questions; answers go to `surveys`.")
+    interviews: list[InterviewConfig] = Field(
+        default_factory=list, description="Questions asked at given steps (LLM agents); answers go to `interviews`."
+    )
 
     @model_validator(mode="after")
     def _llm_needed(self) -> "ExperimentConfig":
         if self.policy.kind in ("llm", "group_llm") and self.llm is None:
             raise ValueError("llm: required when policy.kind is 'llm' (e.g. llm: {backend: embedded})")
+        if self.interviews and self.policy.kind != "llm":
+            raise ValueError("interviews: need policy.kind 'llm' (rule-based agents cannot be interviewed)")
         return self
 
     def canonical_json(self) -> str:

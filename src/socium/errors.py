@@ -22,6 +22,10 @@ class InputFileError(SociumError):
         super().__init__(f"{where}: {reason}")
 
 
+class UsageError(SociumError):
+    """A Python API call asks for something impossible (an unknown agent id, an agent not signed up)."""
+
+
 class RunDirError(SociumError):
     """A run directory cannot be used as asked (already finished without --force, nothing to resume)."""
 

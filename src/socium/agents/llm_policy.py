@@ -343,6 +343,18 @@ class LLMPolicy:
         res = run_coro_sync(self.backend.generate([req]))[0]
         return res.text if res.ok else f"(no answer: {res.error})"
 
+    def interview_batch(self, people: Sequence[tuple[AgentProfile, Sequence[str]]], question: str, step: int,
+                        key: int) -> tuple[list[tuple[str, str]], list]:  # fmt: skip
+        """Free-text answers ``(request_id, answer)`` of each person (persona + memory at ``step``), plus
+        the calls made, for the driver to write with the ``interviews`` rows; ``key`` tells questions apart."""
+        reqs = [self._request(f"interview-s{step}-a{p.id}-q{key}", P.interview_messages(p, mem, question), None,
+                              {"step": step, "agent_id": p.id, "interview": True}, self._seed(p.id, step + 1, 2000, key))
+                for p, mem in people]  # fmt: skip
+        results = run_coro_sync(self.backend.generate(reqs)) if reqs else []
+        answers = [(req.request_id, clean_text(res.text, 4000).text if res.ok else f"(no answer: {res.error_kind})")
+                   for req, res in zip(reqs, results)]  # fmt: skip
+        return answers, self._drain_calls()
+
 
 def _short_error(exc: Exception) -> str:
     """A bounded, storable reason; parse errors quote the model's text, which may be hostile."""

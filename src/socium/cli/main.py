@@ -241,12 +241,13 @@ def interview(
     question: str,
     agent: int = typer.Option(..., "--agent", help="Agent id to ask."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Override the run's llm.backend (e.g. embedded)."),
+    record: bool = typer.Option(False, "--record", help="Store the answer in the run's `interviews` table (with its LLM call)."),
 ) -> None:
     """Ask one agent of a finished run a question (its persona and memory at the end of the run)."""
     from socium.experiments.interview import interview as ask
 
     try:
-        answer = ask(run_dir, agent, question, {"backend": backend} if backend else None)
+        answer = ask(run_dir, agent, question, {"backend": backend} if backend else None, record=record)
     except SociumError as exc:
         _fail(exc)
         return

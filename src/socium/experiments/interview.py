@@ -8,15 +8,21 @@ from typing import Any
 
 import duckdb
 
-from socium.agents.llm_policy import LLMPolicy
+from socium.agents.llm_policy import LLMPolicy, call_rows
 from socium.errors import ConfigError
-from socium.simulator.simulation import load_run_config, memory_line
-from socium.simulator.store import require_store
+from socium.simulator import interviews as iv
+from socium.simulator.simulation import interview_table, load_run_config, memory_line
+from socium.simulator.store import TraceStore, require_store
 from socium.simulator.world import build_population
 
 
-def interview(run_dir: str | Path, agent_id: int, question: str, llm: dict[str, Any] | None = None) -> str:
-    """The agent's answer; ``llm`` overrides the run's backend settings (e.g. ``{"backend": "openai", ...}``)."""
+def interview(run_dir: str | Path, agent_id: int, question: str, llm: dict[str, Any] | None = None,
+              record: bool = False) -> str:  # fmt: skip
+    """The agent's answer; ``llm`` overrides the run's backend settings (e.g. ``{"backend": "openai", ...}``).
+
+    ``record`` stores the answer in the run's ``interviews`` table (origin 'cli', step = the last
+    committed step) with its ``llm_calls`` row, in one transaction, so later analysis sees it.
+    """
     cfg = load_run_config(run_dir)
     if llm is not None:
         cfg = cfg.model_copy(update={"llm": type(cfg).model_validate({**cfg.model_dump(), "llm": llm}).llm})
@@ -33,11 +39,28 @@ def interview(run_dir: str | Path, agent_id: int, question: str, llm: dict[str, 
         rows = con.execute(
             "SELECT step, type, args, outcome FROM actions WHERE agent_id = ? AND origin != 'seed' "
             "ORDER BY step DESC, seq DESC LIMIT ?", [agent_id, cfg.llm_agents.memory_size]).fetchall()  # fmt: skip
+        last = con.execute("SELECT coalesce(max(step), -1) FROM steps").fetchone()[0]
     finally:
         con.close()
     memory = [memory_line(s, t, json.loads(a), o) for s, t, a, o in reversed(rows)]
     policy = LLMPolicy(cfg)
     try:
-        return policy.interview(pop.profile(agent_id), memory, question)
+        if not record:
+            return policy.interview(pop.profile(agent_id), memory, question)
+        (answered,), calls = policy.interview_batch([(pop.profile(agent_id), memory)], question, last, iv.question_key(question))
     finally:
         policy.close()
+    store = TraceStore(require_store(Path(run_dir)))
+    try:
+        first = int(store.con.execute("SELECT coalesce(max(call_id), -1) + 1 FROM llm_calls").fetchone()[0])
+        batches: dict[str, Any] = {}
+        ids: dict[str, int] = {}
+        if calls:
+            batches["llm_calls"] = call_rows(calls, first)
+            ids = dict(zip(batches["llm_calls"]["request_id"], batches["llm_calls"]["call_id"]))
+        rid, text = answered
+        batches["interviews"] = interview_table([iv.rows(last, question, [(agent_id, rid, text)], ids, "cli")])
+        store.append_rows(batches)
+    finally:
+        store.close()
+    return text

@@ -70,6 +70,7 @@ class PlatformState:
         self.groups: list[tuple[str, set[int]]] = []
         self.group_log: list[deque[tuple[int, int, str]]] = []  # per group: recent (step, author, text)
         self.member_of: dict[int, set[int]] = {}  # agent -> group ids, so an observation needs no scan
+        self.joined: np.ndarray | None = None  # who has signed up (None: everyone; see simulator.signups)
         self._index: dict[str, list[int]] = {}
         self.step = 0
         self.time = 0.0
@@ -121,7 +122,8 @@ class PlatformState:
         q = query.strip().lower()
         if not q or self.usernames is None:
             return []
-        out = [i for i, u in enumerate(self.usernames) if q in u.lower()]
+        j = self.joined
+        out = [i for i, u in enumerate(self.usernames) if q in u.lower() and (j is None or j[i])]
         return out[: self.search_limit]
 
     # ---- applying actions -------------------------------------------------------------------
@@ -129,6 +131,8 @@ class PlatformState:
         """Validate ``action`` by ``agent`` against the state; apply it only if valid."""
         if not (0 <= agent < self.n_users):
             return A.Outcome(status="invalid", reason=f"unknown agent {agent}")
+        if self.joined is not None and not self.joined[agent]:
+            return A.Outcome(status="invalid", reason=f"agent {agent} has not signed up yet")
         if action.type not in self.allowed:
             return A.Outcome(status="invalid", reason=f"action '{action.type}' is not available on preset '{self.preset}'")
         handler = getattr(self, "_do_" + action.type)
@@ -148,7 +152,7 @@ class PlatformState:
         return None
 
     def _user_check(self, agent: int, user_id: int, verb: str) -> str | None:
-        if not (0 <= user_id < self.n_users):
+        if not (0 <= user_id < self.n_users) or (self.joined is not None and not self.joined[user_id]):
             return f"user {user_id} does not exist"
         if user_id == agent:
             return f"cannot {verb} yourself"

@@ -30,6 +30,12 @@ CREATE TABLE IF NOT EXISTS agent_clusters (agent_id BIGINT, cluster INTEGER, clu
 -- llm_agents.memory.kind = stream: every memory entry (observations, own actions, messages, reflections).
 CREATE TABLE IF NOT EXISTS memories (step INTEGER, agent_id BIGINT, seq INTEGER, kind VARCHAR, text VARCHAR,
                                      importance DOUBLE, ref_post_id BIGINT);
+-- Questions put to LLM agents during or after the run (config `interviews`, Simulation.interview, `socium interview --record`).
+CREATE TABLE IF NOT EXISTS interviews (
+    step INTEGER, agent_id BIGINT, question VARCHAR, answer VARCHAR, call_id BIGINT, origin VARCHAR
+);
+-- Agents joining mid-run (population.join_schedule, or Simulation.step(sign_up=...)); resume replays them.
+CREATE TABLE IF NOT EXISTS sign_ups (step INTEGER, agent_id BIGINT, origin VARCHAR);
 -- steps.wall_s: real seconds from the previous commit (or the start of the session) to this one, so
 -- sum(wall_s) is the run's real wall time, set-up, model loading and resumes included.
 CREATE TABLE IF NOT EXISTS steps (

@@ -17,7 +17,7 @@ from collections import deque
 from datetime import datetime, timezone
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 import duckdb
 import mesa
@@ -29,7 +29,7 @@ from socium.agents.groups import group_views
 from socium.agents.observation import Decision, FeedItem, Observation
 from socium.agents.rules import RULE_POLICIES
 from socium.config import ExperimentConfig, config_from_dict
-from socium.errors import ConfigError, RunDirError, TraceError
+from socium.errors import ConfigError, RunDirError, TraceError, UsageError
 from socium.platform.actions import CreatePost, parse_action
 from socium.platform.posts import KIND_NAMES
 from socium.platform.state import PlatformState
@@ -41,6 +41,8 @@ from socium.simulator.recording import StepRecorder, clean_action
 from socium.simulator.rng import ACTIVATION, RECSYS, component_rng, root_key, uniform
 from socium.simulator.store import TraceStore
 from socium.llm.cache import llm_calls_ddl
+from socium.simulator import interviews as iv
+from socium.simulator.signups import SignUps
 from socium.simulator.surveys import run_surveys
 from socium.simulator.world import build_follows, build_population
 
@@ -87,10 +89,15 @@ class Simulation(mesa.Model):
         for sa in cfg.seed_actions:
             if sa.agent >= self.n:
                 raise ConfigError(f"seed_actions: agent {sa.agent} is not an agent id (population has {self.n})")
-        follows = build_follows(cfg, self.n, following)
+        for i, q in enumerate(cfg.interviews):
+            if bad := [a for a in q.agents if not 0 <= a < self.n]:
+                raise ConfigError(f"interviews[{i}].agents: {bad} are not agent ids (population has {self.n})")
+        self.signups = SignUps(cfg.population.join_schedule, self.n)
+        follows = self.signups.withhold(build_follows(cfg, self.n, following))
         pc = cfg.platform
         self.state = PlatformState(self.n, follows, pc.preset, pc.max_post_chars, pc.trend_window_steps,
                                    pc.search_limit, usernames=self.population.usernames)  # fmt: skip
+        self.state.joined = self.signups.initial_joined()
         self.recsys = make_recommender(cfg.recsys, self)
         self.policy = policy if policy is not None else self._make_policy()
         self.executor = executor if executor is not None else make_executor(cfg.executor, self.policy, cfg.seed)
@@ -180,8 +187,13 @@ class Simulation(mesa.Model):
         con = self.store.con
         if json.loads(row["config"]).get("steps") != self.cfg.steps:
             self._extend_to(self.cfg.steps)
+        joins: dict[int, list[int]] = {}
+        for step, agent in con.execute("SELECT step, agent_id FROM sign_ups ORDER BY step, agent_id").fetchall():
+            joins.setdefault(step, []).append(agent)
         for step in range(0, last + 1):
             self.state.begin_step(step, self.sim_time(step))
+            for agent in joins.get(step, ()):
+                self.signups.join(self.state, agent, record=False)
             rows = con.execute(
                 "SELECT agent_id, type, args, outcome, post_id FROM actions WHERE step = ? ORDER BY seq", [step]
             ).fetchall()
@@ -238,7 +250,10 @@ class Simulation(mesa.Model):
         """Agents active this step: one per-agent draw against that agent's probability for the hour."""
         p = self.population.activity[:, self.hour(step)]
         u = uniform(self.key, ACTIVATION, step, np.arange(self.n))
-        return np.flatnonzero(u < p)
+        on = u < p
+        if self.state.joined is not None:
+            on &= self.state.joined
+        return np.flatnonzero(on)
 
     # ---- one step ---------------------------------------------------------------------------
     def observe(self, users: np.ndarray, step: int, rec: StepRecorder) -> list[Observation]:
@@ -332,33 +347,102 @@ class Simulation(mesa.Model):
                 rec.stance(d.agent_id, d.stance)
         return n
 
-    def step(self) -> None:
-        """Mesa's entry point (Mesa wraps it and drops the return value); see :meth:`advance`."""
-        self.advance()
+    def _wrapped_step(self, *args: Any, **kwargs: Any) -> StepStats:
+        """Mesa wraps :meth:`step` to count steps and drops its value; keep the count, return the stats."""
+        self.steps += 1
+        return self._user_step(*args, **kwargs)
 
-    def advance(self) -> StepStats:
-        """Simulate and commit one step."""
+    def step(self, actions: Mapping[int, Sequence[Any]] | None = None, active: Sequence[int] | None = None,
+             sign_up: Sequence[int] | None = None) -> StepStats:  # fmt: skip
+        """Simulate and commit one step, optionally steered from Python (an environment-style API).
+
+        ``actions``: ``{agent_id: [Action or action dict, ...]}`` applied first, in agent-id order, with
+        ``origin = 'manual'`` (they enter the agents' memory like their own choices); ``active``: exactly
+        who decides through the policy this step instead of the hourly draw (``[]``: nobody);
+        ``sign_up``: agents that join the platform at the start of this step. Everything lands in the
+        step's transaction, so a resumed run rebuilds the same world from the trace. Driving stops
+        at ``cfg.steps`` (what resume and the card read as the run's length); raise it to go further.
+        """
+        if self.next_step >= self.cfg.steps:
+            raise UsageError(f"step {self.next_step}: all steps={self.cfg.steps} of the config are committed")
+        return self.advance(actions=actions, active=active, sign_up=sign_up)
+
+    def _manual(self, actions: Mapping[int, Sequence[Any]] | None) -> list[Decision]:
+        out = []
+        for agent in sorted(actions or {}):
+            if not 0 <= agent < self.n:
+                raise UsageError(f"actions: agent {agent} is not an agent id (population has {self.n})")
+            parsed = []
+            for a in actions[agent]:  # type: ignore[index]
+                try:
+                    parsed.append(parse_action(a.model_dump() if hasattr(a, "model_dump") else a))
+                except ValueError as exc:
+                    raise UsageError(f"actions[{agent}]: {a!r} is not a valid action: {exc}") from None
+            out.append(Decision(agent, parsed, meta={"origin": "manual"}))
+        return out
+
+    def _chosen(self, active: Sequence[int]) -> np.ndarray:
+        ids = np.unique(np.asarray(list(active), dtype=np.int64))
+        for a in ids.tolist():
+            if not 0 <= a < self.n:
+                raise UsageError(f"active: agent {a} is not an agent id (population has {self.n})")
+        return ids
+
+    def _sign_up(self, step: int, asked: Sequence[int], rec: StepRecorder) -> None:
+        st = self.state
+        due = [(a, "schedule") for a in self.signups.due.get(step, ()) if st.joined is not None and not st.joined[a]]
+        who = sorted(due + [(int(a), "manual") for a in asked])
+        for agent, origin in who:
+            self.signups.join(st, agent)
+            rec.extra.setdefault("sign_ups", {"step": [], "agent_id": [], "origin": []})
+            for k, v in (("step", step), ("agent_id", agent), ("origin", origin)):
+                rec.extra["sign_ups"][k].append(v)
+
+    def advance(self, actions: Mapping[int, Sequence[Any]] | None = None, active: Sequence[int] | None = None,
+                sign_up: Sequence[int] | None = None) -> StepStats:  # fmt: skip
+        """Simulate and commit one step (see :meth:`step` for the arguments)."""
         t0 = time.perf_counter()
         step = self.next_step
         st = self.state
+        manual = self._manual(actions)  # checked before anything changes, so a bad call leaves the world as it was
+        chosen = None if active is None else self._chosen(active)
+        asked = sorted({int(a) for a in sign_up or ()})
+        self.signups.check(st, asked)
+        if chosen is not None and st.joined is not None:
+            will = st.joined.copy()
+            will[asked + list(self.signups.due.get(step, ()))] = True
+            if (out := chosen[~will[chosen]]).size:
+                raise UsageError(f"active: agent(s) {out.tolist()} have not signed up")
         st.begin_step(step, self.sim_time(step))
         rec = StepRecorder(step)
+        self._sign_up(step, asked, rec)
         seeds = [Decision(sp.author, [CreatePost(content=sp.content)], meta={"origin": "seed"})
                  for sp in self.cfg.seed_posts if sp.step == step]  # fmt: skip
         seeds += [Decision(sa.agent, [parse_action(sa.action)], meta={"origin": "seed"})
                   for sa in self.cfg.seed_actions if sa.step == step]  # fmt: skip
         n_actions = self.apply_decisions(seeds, rec)
-        active = self.active_agents(step)
+        n_actions += self.apply_decisions(manual, rec)
+        active = self.active_agents(step) if chosen is None else chosen
         observations = self.observe(active, step, rec)
         decisions = self.executor.run(observations)
         n_actions += self.apply_decisions(decisions, rec)
         new_posts = range(st.events.first_post, len(st.posts))
         self.recsys.observe(st, new_posts, step)
         run_surveys(self, step, rec)
+        asked_q = []
+        for q in self.cfg.interviews:
+            if q.step == step:
+                answered, calls = iv.ask(self, q.agents, q.question, step)
+                rec.calls.extend(calls)
+                asked_q.append((q.question, answered))
         batches = rec.batches(st)
+        ids: dict[str, int] = {}
         if rec.calls:
             batches["llm_calls"] = call_rows(rec.calls, self.next_call_id)
             self.next_call_id += len(rec.calls)
+            ids = dict(zip(batches["llm_calls"]["request_id"], batches["llm_calls"]["call_id"]))
+        if asked_q:
+            batches["interviews"] = interview_table([iv.rows(step, q, a, ids, "config") for q, a in asked_q])
         for name, extra in getattr(self.policy, "drain_rows", lambda: {})().items():
             batches[name] = extra
         wall = time.perf_counter() - t0
@@ -369,6 +453,27 @@ class Simulation(mesa.Model):
         })  # fmt: skip
         self.next_step = step + 1
         return StepStats(step, st.time, len(active), n_actions, len(new_posts), wall)
+
+    def interview(self, agents: Sequence[int], question: str) -> dict[int, str]:
+        """Ask agents a question now, with their memory as of the last committed step; the answers are
+        stored in ``interviews`` (origin 'python') with their ``llm_calls`` rows, in one transaction."""
+        step = self.next_step - 1
+        answered, calls = iv.ask(self, [int(a) for a in agents], question, step)
+        batches: dict[str, Any] = {}
+        ids: dict[str, int] = {}
+        if calls:
+            batches["llm_calls"] = call_rows(calls, self.next_call_id)
+            ids = dict(zip(batches["llm_calls"]["request_id"], batches["llm_calls"]["call_id"]))
+        batches["interviews"] = interview_table([iv.rows(step, question, answered, ids, "python")])
+        self.store.append_rows(batches)
+        self.next_call_id += len(calls)
+        return {a: text for a, _rid, text in answered}
+
+    def __enter__(self) -> "Simulation":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def run(self, steps: int | None = None, on_step: Callable[[StepStats], None] | None = None) -> list[StepStats]:
         """Run until ``cfg.steps`` steps are committed (or ``steps`` more)."""
@@ -385,9 +490,19 @@ class Simulation(mesa.Model):
         return out
 
     def close(self) -> None:
+        if getattr(self, "_closed", False):  # run() closes, and so does leaving a `with` block
+            return
+        self._closed = True
         gc.unfreeze()
         self.executor.close()
         self.store.close()
+
+
+def interview_table(parts: list[dict[str, list]]) -> pa.Table:
+    cols: dict[str, list] = {k: [] for k in iv.COLUMNS}
+    for p in parts:
+        cols = iv.merge(cols, p)
+    return pa.table({k: pa.array(v, type=pa.int64() if k in ("call_id", "agent_id") else None) for k, v in cols.items()})
 
 
 def memory_line(step: int, typ: str, args: dict, outcome: str) -> str:

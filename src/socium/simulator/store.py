@@ -18,7 +18,7 @@ from socium.errors import TraceError
 
 TABLES = (
     "runs", "agents", "follow_events", "posts", "actions", "exposures", "stances", "groups",
-    "group_messages", "surveys", "steps",
+    "group_messages", "surveys", "interviews", "sign_ups", "steps",
 )  # fmt: skip
 # Columns that hold wall-clock facts; excluded when comparing two runs for determinism.
 VOLATILE = {"runs": {"run_id", "created_at", "socium_version", "python_version", "duckdb_version"},
@@ -65,19 +65,34 @@ class TraceStore:
         con = self.con
         con.begin()
         try:
-            for table, batch in batches.items():
-                tbl = batch if isinstance(batch, pa.Table) else pa.table(batch)
-                if tbl.num_rows == 0:
-                    continue
-                con.register("_batch", tbl)
-                cols = ", ".join(f'"{c}"' for c in tbl.column_names)
-                con.execute(f'INSERT INTO "{table}" ({cols}) SELECT {cols} FROM _batch')  # names are ours, values are Arrow
-                con.unregister("_batch")
+            self._insert(batches)
             row = pa.table({k: [v] for k, v in {"step": step, **step_row}.items()})
             con.register("_batch", row)
             cols = ", ".join(f'"{c}"' for c in row.column_names)
             con.execute(f"INSERT INTO steps ({cols}) SELECT {cols} FROM _batch")
             con.unregister("_batch")
+            con.commit()
+        except Exception:
+            con.rollback()
+            raise
+
+    def _insert(self, batches: Mapping[str, pa.Table | dict[str, list]]) -> None:
+        con = self.con
+        for table, batch in batches.items():
+            tbl = batch if isinstance(batch, pa.Table) else pa.table(batch)
+            if tbl.num_rows == 0:
+                continue
+            con.register("_batch", tbl)
+            cols = ", ".join(f'"{c}"' for c in tbl.column_names)
+            con.execute(f'INSERT INTO "{table}" ({cols}) SELECT {cols} FROM _batch')  # names are ours, values are Arrow
+            con.unregister("_batch")
+
+    def append_rows(self, batches: Mapping[str, pa.Table | dict[str, list]]) -> None:
+        """Rows that belong to no new step (an interview between steps), in one transaction."""
+        con = self.con
+        con.begin()
+        try:
+            self._insert(batches)
             con.commit()
         except Exception:
             con.rollback()
