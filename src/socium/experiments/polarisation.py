@@ -27,6 +27,7 @@ from pydantic import Field
 from socium.config import config_from_dict
 from socium.errors import InputFileError
 from socium.experiments.realcascades import default_data_dir
+from socium.experiments import progress
 from socium.experiments.spec import (
     ExperimentSpec, PersonRow, build_config, connect, llm_usage, run_config, write_population_csv, write_results,
 )  # fmt: skip
@@ -206,6 +207,7 @@ def run_polarisation(spec: PolarisationSpec, out: Path, *, force: bool = False,
     cfg = build_config(defaults, spec.base, owned, "polarisation")
     log(f"polarisation: {len(rows)} agents, model run ({cfg.policy.kind})")
     runs: dict[str, Any] = {}
+    progress.current().expect(1 + int(spec.run_null))
     info = run_config(cfg, out / "runs" / "model", force=force)
     runs["model"] = {"dir": str(info.run_dir), "status": info.status, "policy": cfg.policy.kind}
     if spec.run_null:

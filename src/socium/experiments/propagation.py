@@ -30,6 +30,7 @@ from socium.experiments.realcascades import (
     DEFAULT_HORIZON_MIN, CascadeTree, DefectReport, default_data_dir, load_labels, load_twitter15, oasis_cascade_ids,
     parse_tree,
 )  # fmt: skip
+from socium.experiments import progress
 from socium.experiments.spec import (
     ExperimentSpec, PersonRow, build_config, connect, llm_usage, run_config, write_population_csv, write_results,
 )  # fmt: skip
@@ -231,6 +232,7 @@ def run_propagation(spec: PropagationSpec, out: Path, *, force: bool = False,
     if int(spec.base.get("steps", steps)) < steps:
         raise ConfigError(f"base.steps: {spec.base['steps']} steps of {dt} min do not cover minutes={spec.minutes}")
     cascades, total = [], DefectReport()
+    progress.current().expect(len(trees) * (1 + int(spec.run_null)))
     for cid, tree in trees.items():
         total = total + tree.defects
         info = topics.get(cid, {})

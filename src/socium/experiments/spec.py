@@ -142,19 +142,32 @@ def run_config(cfg: ExperimentConfig, run_dir: Path, *, force: bool = False,
     an experiment after an interruption (or to re-analyse) should redo only what is missing. A run
     dir holding a *different* config is an error unless ``force``.
     """
+    from socium.experiments.progress import current
     from socium.simulator.simulation import Simulation
 
     db = run_dir / "trace.duckdb"
     t0 = time.perf_counter()
+    prog = current()
+
+    def step_done(stats: Any) -> None:
+        prog.step(stats.step, stats.llm_calls, stats.tokens)
+        if on_step is not None:
+            on_step(stats)
+
     if db.exists() and not force:
         h, last = _trace_state(db)
         if h == cfg.config_hash() and last is not None and last >= cfg.steps - 1:
+            prog.finish_item(str(run_dir), reused=True)
             return RunInfo(run_dir, "reused", 0.0)
         if h is not None and h != cfg.config_hash():
             raise RunDirError(f"{run_dir} holds a run of a different config; pass --force to overwrite")
-        Simulation(cfg, run_dir, resume=True).run(on_step=on_step)
+        prog.start_item(str(run_dir), cfg.steps, 0 if last is None else last + 1)
+        Simulation(cfg, run_dir, resume=True).run(on_step=step_done)
+        prog.finish_item(str(run_dir))
         return RunInfo(run_dir, "resumed", time.perf_counter() - t0)
-    Simulation(cfg, run_dir, force=force).run(on_step=on_step)
+    prog.start_item(str(run_dir), cfg.steps)
+    Simulation(cfg, run_dir, force=force).run(on_step=step_done)
+    prog.finish_item(str(run_dir))
     return RunInfo(run_dir, "ran", time.perf_counter() - t0)
 
 

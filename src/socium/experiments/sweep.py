@@ -105,24 +105,60 @@ def expand(spec: SweepSpec) -> list[RunSpec]:
     return runs
 
 
+PROGRESS_FILE = "progress.json"
+"""Written by a sweep cell after each step (steps done, steps, LLM calls, tokens) for the driver's display."""
+
+
 def run_one(base: dict[str, Any], overrides: list[str], run_dir: str) -> dict[str, Any]:
-    """Run (or resume) one sweep cell; errors are returned, not raised, so one bad cell cannot
-    take the rest of the sweep down with it."""
+    """Run (or resume, or reuse when finished) one sweep cell; errors are returned, not raised, so one
+    bad cell cannot take the rest of the sweep down with it."""
+    from socium.experiments.spec import _trace_state
     from socium.simulator.simulation import Simulation
 
     t0 = time.perf_counter()
+    usage = {"llm_calls": 0, "tokens": 0}
     try:
         cfg = config_from_dict(base, overrides)
-        resume = (Path(run_dir) / "trace.duckdb").exists()
-        Simulation(cfg, run_dir, resume=resume).run()
-        return {"ok": True, "error": None, "task_wall_s": time.perf_counter() - t0, "pid": os.getpid()}
+        db = Path(run_dir) / "trace.duckdb"
+        if db.exists():
+            h, last = _trace_state(db)
+            if h == cfg.config_hash() and last is not None and last >= cfg.steps - 1:
+                return {"ok": True, "reused": True, "error": None, "task_wall_s": time.perf_counter() - t0,
+                        "pid": os.getpid(), **usage}
+        progress = Path(run_dir) / PROGRESS_FILE
+
+        def on_step(stats: Any) -> None:
+            usage["llm_calls"] += stats.llm_calls
+            usage["tokens"] += stats.tokens
+            tmp = progress.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"step": stats.step + 1, "steps": cfg.steps, **usage}), encoding="utf-8")
+            os.replace(tmp, progress)
+
+        Simulation(cfg, run_dir, resume=db.exists()).run(on_step=on_step)
+        return {"ok": True, "reused": False, "error": None, "task_wall_s": time.perf_counter() - t0,
+                "pid": os.getpid(), **usage}
     except Exception as exc:  # reported in the summary
-        return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "task_wall_s": time.perf_counter() - t0, "pid": os.getpid()}
+        return {"ok": False, "reused": False, "error": f"{type(exc).__name__}: {exc}",
+                "task_wall_s": time.perf_counter() - t0, "pid": os.getpid(), **usage}
 
 
-def run_sweep(spec: SweepSpec, on_done: Callable[[RunSpec, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+def read_progress(run_dir: str | Path) -> tuple[int, int, int, int] | None:
+    """(steps done, steps, LLM calls, tokens) of a cell in flight, from its progress file."""
+    try:
+        d = json.loads((Path(run_dir) / PROGRESS_FILE).read_text(encoding="utf-8"))
+        return int(d["step"]), int(d["steps"]), int(d["llm_calls"]), int(d["tokens"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+OnPoll = Callable[[dict[str, tuple[int, int, int, int]]], None]
+
+
+def run_sweep(spec: SweepSpec, on_done: Callable[[RunSpec, dict[str, Any]], None] | None = None,
+              on_poll: OnPoll | None = None) -> list[dict[str, Any]]:
     """Run every cell as a Ray task (``num_cpus=1``), at most ``spec.parallel`` in flight, then
-    return :func:`summarize`'s rows. Joins ``spec.address`` or starts Ray locally."""
+    return :func:`summarize`'s rows. Joins ``spec.address`` or starts Ray locally. ``on_poll`` is
+    called about twice a second with the progress of the cells in flight."""
     import ray
 
     spec.out.mkdir(parents=True, exist_ok=True)
@@ -143,7 +179,11 @@ def run_sweep(spec: SweepSpec, on_done: Callable[[RunSpec, dict[str, Any]], None
             while todo and len(pending) < spec.parallel:
                 r = todo.pop(0)
                 pending[task.remote(spec.base, r.override_strings(), str(Path(r.run_dir).resolve()))] = r
-            done, _ = ray.wait(list(pending), num_returns=1)
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+            if not done:
+                if on_poll:
+                    on_poll({r.run: p for r in pending.values() if (p := read_progress(r.run_dir)) is not None})
+                continue
             r = pending.pop(done[0])
             try:
                 res = ray.get(done[0])

@@ -55,6 +55,8 @@ class StepStats:
     n_actions: int
     n_posts: int
     wall_s: float
+    llm_calls: int = 0
+    tokens: int = 0
 
 
 class Simulation(mesa.Model):
@@ -452,7 +454,8 @@ class Simulation(mesa.Model):
             "committed_at": _now(),
         })  # fmt: skip
         self.next_step = step + 1
-        return StepStats(step, st.time, len(active), n_actions, len(new_posts), wall)
+        tokens = sum((c[2].prompt_tokens or 0) + (c[2].completion_tokens or 0) for c in rec.calls)
+        return StepStats(step, st.time, len(active), n_actions, len(new_posts), wall, len(rec.calls), tokens)
 
     def interview(self, agents: Sequence[int], question: str) -> dict[int, str]:
         """Ask agents a question now, with their memory as of the last committed step; the answers are

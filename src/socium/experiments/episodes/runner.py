@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from socium.errors import ConfigError
+from socium.experiments import progress
 from socium.llm.base import LLMBackend, run_coro_sync
 from socium.llm.config import build_backend
 from socium.llm.wrappers import CachingBackend, find_wrapper
@@ -232,16 +233,27 @@ def run_episodes(cfg: EpisodesConfig, *, force: bool = False, models: Models | N
     try:
         done = store.done_ids()
         todo = [s for s in specs if s.episode_id not in done]
+        prog = progress.current()
+        prog.expect(len(todo))
+        if len(todo) < len(specs):
+            prog.note(f"reusing {len(specs) - len(todo)} finished episodes already in {out / 'episodes.duckdb'}")
+
+        def report_done(res: EpisodeResult, n: int, total: int) -> None:
+            tokens = sum((c[2].prompt_tokens or 0) + (c[2].completion_tokens or 0) for c in res.calls)
+            prog.finish_item(res.spec.episode_id, llm_calls=len(res.calls), tokens=tokens)
+            if on_done is not None:
+                on_done(res, n, total)
+
         (out / "config.json").write_text(cfg.model_dump_json(indent=2), encoding="utf-8")
         t0 = time.perf_counter()
         deadline = t0 + time_budget_s if time_budget_s is not None else float("inf")
         if todo and cfg.executor.kind == "ray" and models is None:
-            _ray(todo, cfg, store, on_done, deadline)
+            _ray(todo, cfg, store, report_done, deadline)
         elif todo:
             own = models is None
             m = build_models(cfg) if models is None else models
             try:
-                run_coro_sync(_inprocess(todo, cfg, m, store, on_done, deadline))
+                run_coro_sync(_inprocess(todo, cfg, m, store, report_done, deadline))
             finally:
                 if own:
                     close_models(m)

@@ -1,0 +1,149 @@
+"""One progress display over a whole experiment, sweep or episodes run.
+
+Why: an experiment is many runs (cascades x model/null, perspectives, ...) and an embedded-model
+run can take minutes; a researcher needs to see runs done / total, the current run's step, LLM
+calls and tokens so far and an ETA, and to be told when a finished run is reused rather than
+silently skipped. The experiment code reports through :func:`current` (a no-op unless a display is
+installed with :func:`reporting`), so library callers pay nothing and need no new parameters.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterator
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+
+class ExperimentProgress:
+    """What experiment code reports; this base class ignores it all (the library default)."""
+
+    def expect(self, n: int) -> None:
+        """``n`` more runs (or episodes) will be done."""
+
+    def start_item(self, label: str, steps: int, done_steps: int = 0) -> None:
+        """A run starts (or resumes at ``done_steps``) and will go to ``steps``."""
+
+    def step(self, step: int, llm_calls: int = 0, tokens: int = 0) -> None:
+        """The current run committed ``step``, making ``llm_calls`` calls with ``tokens`` tokens."""
+
+    def finish_item(self, label: str, reused: bool = False, llm_calls: int = 0, tokens: int = 0) -> None:
+        """A run (or episode) is done; ``reused``: an identical finished run was found and kept."""
+
+    def note(self, message: str) -> None:
+        """A line of context printed above the display."""
+
+
+_CURRENT: ContextVar[ExperimentProgress | None] = ContextVar("socium_experiment_progress", default=None)
+_NULL = ExperimentProgress()
+
+
+def current() -> ExperimentProgress:
+    """The installed display, or a no-op."""
+    return _CURRENT.get() or _NULL
+
+
+@contextmanager
+def reporting(progress: ExperimentProgress) -> Iterator[ExperimentProgress]:
+    """Install ``progress`` for the code run inside the ``with`` block."""
+    token = _CURRENT.set(progress)
+    try:
+        yield progress
+    finally:
+        _CURRENT.reset(token)
+
+
+class RichProgress(ExperimentProgress):
+    """The terminal display: one bar over all runs; the current run's step; LLM calls and tokens; ETA.
+
+    The bar counts a run in progress by its fraction of steps, so the ETA moves while a long run runs.
+    """
+
+    def __init__(self, title: str, unit: str = "runs", console: Console | None = None, disable: bool = False) -> None:
+        self.title = title
+        self.unit = unit
+        self.console = console or Console()
+        self.total = 0
+        self.done = 0
+        self.reused = 0
+        self.calls = 0
+        self.tokens = 0
+        self.label = ""
+        self.steps = 0
+        self.at = 0
+        self.started = time.perf_counter()
+        self._inflight: dict[str, tuple[int, int]] = {}
+        self._inflight_usage: dict[str, tuple[int, int]] = {}
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[count]}"),
+            TaskProgressColumn(), TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("ETA"),
+            TimeRemainingColumn(), console=self.console, disable=disable,
+        )
+        self._task = self._progress.add_task(title, total=None, count="", info="")
+
+    def __enter__(self) -> RichProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._refresh()
+        self._progress.stop()
+
+    def _refresh(self) -> None:
+        frac = min(self.at / self.steps, 0.999) if self.steps else 0.0
+        current = f"{self.label} step {self.at}/{self.steps} · " if self.label and self.steps else ""
+        if self._inflight:
+            frac = sum(min(a / s, 0.999) for a, s in self._inflight.values() if s)
+            current = " ".join(f"{k} {a}/{s}" for k, (a, s) in sorted(self._inflight.items())) + " · "
+        total = max(self.total, self.done + (1 if self.steps and self.at < self.steps else 0)) or None
+        calls = self.calls + sum(c for c, _ in self._inflight_usage.values())
+        tokens = self.tokens + sum(t for _, t in self._inflight_usage.values())
+        info = f"{current}{calls:,} LLM calls · {tokens:,} tokens"
+        count = f"{self.done}/{self.total or '?'} {self.unit}" + (f" ({self.reused} reused)" if self.reused else "")
+        self._progress.update(self._task, completed=self.done + frac, total=total, count=count, info=info)
+
+    def expect(self, n: int) -> None:
+        self.total += n
+        self._refresh()
+
+    def start_item(self, label: str, steps: int, done_steps: int = 0) -> None:
+        self.label, self.steps, self.at = label, steps, done_steps
+        if done_steps:
+            self.note(f"resuming {label} at step {done_steps} of {steps}")
+        self._refresh()
+
+    def step(self, step: int, llm_calls: int = 0, tokens: int = 0) -> None:
+        self.at = step + 1
+        self.calls += llm_calls
+        self.tokens += tokens
+        self._refresh()
+
+    def finish_item(self, label: str, reused: bool = False, llm_calls: int = 0, tokens: int = 0) -> None:
+        self.done += 1
+        self._inflight.pop(label, None)
+        self._inflight_usage.pop(label, None)
+        self.calls += llm_calls
+        self.tokens += tokens
+        if reused:
+            self.reused += 1
+            self.note(f"reused finished run {label} (same config, all steps committed)")
+        self.label, self.steps, self.at = "", 0, 0
+        self._refresh()
+
+    def inflight(self, runs: dict[str, tuple[int, int, int, int]]) -> None:
+        """Runs in flight elsewhere (Ray tasks): label -> (steps done, steps, LLM calls, tokens)."""
+        self._inflight = {k: (v[0], v[1]) for k, v in runs.items()}
+        self._inflight_usage = {k: (v[2], v[3]) for k, v in runs.items()}
+        self._refresh()
+
+    def note(self, message: str) -> None:
+        self._progress.console.print(message, markup=False, highlight=False)
+
+    def summary(self) -> str:
+        wall = time.perf_counter() - self.started
+        reused = f", {self.reused} reused" if self.reused else ""
+        return (f"{self.done} {self.unit} done{reused} in {wall:.1f}s wall time; "
+                f"{self.calls:,} LLM calls, {self.tokens:,} tokens")

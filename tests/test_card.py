@@ -1,0 +1,54 @@
+"""The Simulation Card names what was really called, flags smoke runs, and says only what applies."""
+
+import json
+
+from typer.testing import CliRunner
+
+from socium.cli.main import app
+from socium.experiments.card import simulation_card
+from socium.simulator.simulation import Simulation
+
+from conftest import small_config
+
+runner = CliRunner()
+LLM = {"policy": {"kind": "llm"}, "population": {"n_agents": 20, "mean_activity": 0.5}}
+
+
+def test_llm_card_names_models_called_and_flags_smoke_run(tmp_path):
+    Simulation(small_config(steps=2, llm={"backend": "random", "model": "tiny-x"}, **LLM), tmp_path / "r").run()
+    card = simulation_card(tmp_path / "r")
+    assert card["smoke_run"].startswith("SMOKE RUN: llm.backend 'random'")
+    assert list(card)[0] == "smoke_run"  # first thing a reader sees
+    assert card["llm"]["backend"] == "random" and set(card["llm"]["models_called"]) == {"tiny-x"}
+    assert card["llm"]["models_called"]["tiny-x"] == card["llm_usage"]["calls"] > 0
+    assert "server_kind" not in card["llm"] and "servers" not in card["llm"]  # no server behind 'random'
+    assert card["perspective"] == "local" and "own feed" in card["who_saw_what"]
+    r = runner.invoke(app, ["card", str(tmp_path / "r")], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "SMOKE RUN" in r.output.splitlines()[0]
+
+
+def test_replay_card_names_the_recorded_model(tmp_path):
+    Simulation(small_config(steps=2, llm={"backend": "random", "model": "rec-model"}, **LLM), tmp_path / "a").run()
+    cfg = small_config(steps=2, llm={"backend": "replay"}, llm_agents={"replay_from": str(tmp_path / "a")}, **LLM)
+    Simulation(cfg, tmp_path / "b").run()
+    card = simulation_card(tmp_path / "b")
+    assert "smoke_run" not in card and card["llm"]["backend"] == "replay"
+    assert card["llm"]["models_called"] in ({"rec-model": card["llm_usage"]["calls"]}, "none (no calls recorded)")
+
+
+def test_http_card_shows_server_without_credentials(tmp_path):
+    from socium.experiments.card import _backend_section
+
+    sec = _backend_section({"backend": "openai", "base_urls": ["http://user:secret@gpu-1:8000/v1"],
+                            "server_kind": "vllm", "api_key_env": "MY_KEY"}, {"Qwen/Qwen3-8B": 12})
+    assert sec["servers"] == ["http://gpu-1:8000/v1"] and sec["server_kind"] == "vllm"
+    assert "secret" not in json.dumps(sec) and "MY_KEY" not in json.dumps(sec)
+    assert sec["models_called"] == {"Qwen/Qwen3-8B": 12}
+
+
+def test_rule_based_card_has_no_perspective_or_llm(tmp_path):
+    Simulation(small_config(steps=2), tmp_path / "r").run()
+    card = simulation_card(tmp_path / "r")
+    for key in ("perspective", "who_saw_what", "llm", "smoke_run", "llm_usage"):
+        assert key not in card, key
+    assert card["policy"] == "random" and card["socium_version"]

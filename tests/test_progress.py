@@ -1,0 +1,67 @@
+"""One progress display over experiments, sweeps and episodes; reused runs are announced."""
+
+import io
+import json
+
+import yaml
+from rich.console import Console
+from typer.testing import CliRunner
+
+from socium.cli.main import app
+from socium.experiments.progress import RichProgress, current, reporting
+
+runner = CliRunner()
+
+
+def test_rich_progress_counts_runs_steps_calls_and_reuse():
+    buf = io.StringIO()
+    con = Console(file=buf, width=200, force_terminal=False)
+    with RichProgress("exp", "runs", con) as prog, reporting(prog):
+        assert current() is prog
+        prog.expect(3)
+        prog.start_item("a", steps=4)
+        prog.step(0, llm_calls=5, tokens=700)
+        prog.step(1, llm_calls=5, tokens=300)
+        assert prog._progress.tasks[0].completed == 0.5  # half of the first of three runs
+        prog.finish_item("a")
+        prog.finish_item("b", reused=True)
+    out = buf.getvalue()
+    assert "reused finished run b" in out
+    assert "2/3 runs (1 reused)" in out and "10 LLM calls" in out and "1,000 tokens" in out
+    assert prog.summary().startswith("2 runs done, 1 reused")
+    assert current() is not prog  # uninstalled after the block
+
+
+def _herding_spec(tmp_path):
+    items = [{"text": f"claim {i}", "group": ("up", "control", "down")[i % 3]} for i in range(6)]
+    people = [{"realname": f"P {i}", "username": f"p{i}", "bio": "b", "persona": "p"} for i in range(6)]
+    (tmp_path / "items.json").write_text(json.dumps(items))
+    (tmp_path / "people.json").write_text(json.dumps(people))
+    spec = {"experiment": "herding", "items": str(tmp_path / "items.json"), "personas": str(tmp_path / "people.json"),
+            "n_items": 6, "activation": 0.6, "bootstrap": 10, "base": {"seed": 2, "steps": 2, "llm": {"backend": "random"}}}
+    (tmp_path / "h.yaml").write_text(yaml.safe_dump(spec))
+    return tmp_path / "h.yaml"
+
+
+def test_experiment_shows_progress_and_says_when_runs_are_reused(tmp_path):
+    spec = _herding_spec(tmp_path)
+    out = tmp_path / "exp"
+    r = runner.invoke(app, ["experiment", "herding", str(spec), "--out", str(out), "--no-report"])
+    assert r.exit_code == 0, r.output
+    assert "2 runs done in" in r.output and "reused" not in r.output
+    assert "LLM calls" in r.output
+    r = runner.invoke(app, ["experiment", "herding", str(spec), "--out", str(out), "--no-report"])
+    assert r.exit_code == 0, r.output
+    assert r.output.count("reused finished run") == 2 and "2 runs done, 2 reused" in r.output
+
+
+def test_sweep_cell_reports_progress_and_reuse(tmp_path):
+    from socium.experiments.sweep import read_progress, run_one
+
+    base = {"name": "s", "steps": 3, "population": {"n_agents": 40}, "policy": {"kind": "llm"},
+            "llm": {"backend": "random"}, "seed_posts": [{"author": 0, "content": "x"}]}
+    first = run_one(base, ["seed=1"], str(tmp_path / "c"))
+    assert first["ok"] and not first["reused"] and first["llm_calls"] > 0 and first["tokens"] > 0
+    assert read_progress(tmp_path / "c") == (3, 3, first["llm_calls"], first["tokens"])
+    again = run_one(base, ["seed=1"], str(tmp_path / "c"))
+    assert again["ok"] and again["reused"] and again["llm_calls"] == 0
