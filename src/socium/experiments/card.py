@@ -103,7 +103,7 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
     finally:
         con.close()
     total = sum(outcomes.values()) or 1
-    is_llm = cfg["policy"]["kind"] == "llm"
+    is_llm = "llm" in cfg["policy"]["kind"] or bool(models)  # llm, group_llm, or any run that called a model
     llm_cfg = cfg.get("llm") or {}
     card: dict[str, Any] = {}
     banner = smoke_banner(llm_cfg.get("backend")) if is_llm else None
