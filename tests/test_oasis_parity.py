@@ -298,3 +298,47 @@ def test_interviews_need_llm_agents():
 
     with pytest.raises(ConfigError, match="interviews: need policy.kind 'llm'"):
         cfg(policy={"kind": "random"}, interviews=[{"step": 0, "agents": [0], "question": "hi"}])
+
+
+# ---- 10.9 per-agent models ---------------------------------------------------------------------
+def test_agents_are_routed_to_named_backends_recorded_per_call(tmp_path):
+    from socium.experiments.card import simulation_card
+
+    c = cfg(steps=2, llm=None, llms={"big": {"backend": "random", "model": "big-model", "max_tokens": 77},
+                                     "small": {"backend": "random", "model": "small-model", "max_tokens": 33}},
+            population={"llms": ["big", "small", "small"]}, surveys=[{"every": 1, "question": "Trust?"}])  # fmt: skip
+    Simulation(c, tmp_path / "r").run()
+    rows = query(tmp_path / "r", "SELECT agent_id, model, params, metadata FROM llm_calls")
+    assert len(rows) >= 4 * N  # two steps of decisions plus two surveys
+    for agent, model, params, md in rows:
+        want = "big" if agent % 3 == 0 else "small"
+        assert model == f"{want}-model" and json.loads(md)["llm"] == want
+        assert json.loads(params)["max_tokens"] == (77 if want == "big" else 33)
+    usage = simulation_card(tmp_path / "r")["llm_usage"]["by_model"]
+    assert set(usage) == {"big-model", "small-model"} and usage["small-model"]["calls"] == 2 * usage["big-model"]["calls"]
+
+
+def test_llm_routing_errors_name_the_key():
+    from socium.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"population.llms\[1\]: 'huge' is not a key of llms \(big\)"):
+        cfg(llms={"big": {"backend": "random"}}, population={"llms": ["big", "huge"]})
+    with pytest.raises(ConfigError, match="'default' is reserved"):
+        cfg(llms={"default": {"backend": "random"}})
+
+
+def test_oasis_csv_llm_column_routes_rows(tmp_path):
+    from socium.agents.routing import llm_route
+    from socium.agents.sources import load_oasis_csv
+    from socium.errors import ConfigError
+
+    head = "user_id,name,username,description,user_char,following_agentid_list,previous_tweets,llm\n"
+    rows = [f"{i},n{i},u{i},bio,char,[],[],{m}\n" for i, m in enumerate(["big", "", "small"])]
+    (tmp_path / "p.csv").write_text(head + "".join(rows))
+    c = cfg(llms={"big": {"backend": "random"}, "small": {"backend": "random"}},
+            population={"source": "oasis_csv", "path": str(tmp_path / "p.csv")})  # fmt: skip
+    names, route = llm_route(c, load_oasis_csv(tmp_path / "p.csv")[0])
+    assert [names[i] for i in route] == ["big", "default", "small"]
+    (tmp_path / "p.csv").write_text(head + rows[0].replace("big", "nope"))
+    with pytest.raises(ConfigError, match="agent 0: column 'llm' names 'nope'"):
+        llm_route(c, load_oasis_csv(tmp_path / "p.csv")[0])

@@ -47,6 +47,11 @@ class PopulationConfig(_Cfg):
     activity: Literal["diurnal", "uniform"] = Field("diurnal", description="Shape of the 24 hourly activation probabilities (synthetic).")
     mean_activity: float = Field(0.1, gt=0, le=1, description="Mean hourly activation probability (synthetic).")
     goals: list[str] = Field(default_factory=list, description="Private goals assigned cyclically (agent i gets goals[i % len]).")
+    llms: list[str] = Field(
+        default_factory=list,
+        description="Named LLM backends (keys of `llms`, or 'default' for `llm`) assigned cyclically: agent i gets llms[i % len]. "
+        "Without it an oasis_csv 'llm' column routes each row; unrouted agents use `llm`.",
+    )
     join_schedule: list[JoinAt] = Field(
         default_factory=list, description="Agents that sign up mid-run: [{step, agents: [ids]}]; everyone else is there from the start."
     )
@@ -221,7 +226,13 @@ class ExperimentConfig(_Cfg):
     seed_posts: list[SeedPost] = Field(default_factory=list, description="Posts injected at given steps.")
     seed_actions: list[SeedAction] = Field(default_factory=list, description="Actions injected at given steps, after that step's seed posts (interventions such as herding treatments).")
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig, description="Where policies run (not hashed).")
-    llm: LLMConfig | None = Field(None, description="LLM backend settings (needed when policy.kind is 'llm').")
+    llm: LLMConfig | None = Field(
+        None, description="LLM backend settings (needed when policy.kind is 'llm'); with `llms` and no `llm`, the first of `llms`."
+    )
+    llms: dict[str, LLMConfig] = Field(
+        default_factory=dict,
+        description="Several named LLM backends for one run (OASIS-style mixed models); population.llms routes agents to them.",
+    )
     llm_agents: LLMAgentConfig = Field(default_factory=LLMAgentConfig, description="How LLM agents are prompted.")
     surveys: list[SurveyConfig] = Field(default_factory=list, description="Recurring questions; answers go to `surveys`.")
     interviews: list[InterviewConfig] = Field(
@@ -230,9 +241,16 @@ class ExperimentConfig(_Cfg):
 
     @model_validator(mode="after")
     def _llm_needed(self) -> "ExperimentConfig":
+        if "default" in self.llms:
+            raise ValueError("llms: the name 'default' is reserved for the `llm` section")
+        if self.llm is None and self.llms:
+            self.llm = next(iter(self.llms.values()))
+        for i, name in enumerate(self.population.llms):
+            if name != "default" and name not in self.llms:
+                raise ValueError(f"population.llms[{i}]: {name!r} is not a key of llms ({', '.join(self.llms) or 'none'})")
         if self.policy.kind in ("llm", "group_llm") and self.llm is None:
             raise ValueError("llm: required when policy.kind is 'llm' (e.g. llm: {backend: embedded})")
-        if self.interviews and self.policy.kind != "llm":
+        if self.interviews and self.policy.kind not in ("llm", "group_llm"):
             raise ValueError("interviews: need policy.kind 'llm' (rule-based agents cannot be interviewed)")
         return self
 

@@ -53,7 +53,9 @@ class GroupLLMPolicy(LLMPolicy):
 
     def for_actor(self, ctx: Any) -> GroupLLMPolicy:
         base = super().for_actor(ctx)
-        return GroupLLMPolicy(base.cfg, self.labels, backend_factory=self.backend_factory)
+        pol = GroupLLMPolicy(base.cfg, self.labels, backend_factory=self.backend_factory)
+        pol.set_route(self.route_names, self.route)
+        return pol
 
     def partition(self, observations: Sequence[Observation], n: int) -> list[list[Observation]]:
         """A cluster's members stay on one shard, so the trace is the same on any actor count."""

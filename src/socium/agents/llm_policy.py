@@ -146,9 +146,19 @@ class LLMPolicy:
                                       reason=self.ac.record_reason)  # fmt: skip
         self._backend: Any = None
         self._cache: RecordingCache | None = None
+        self._named: dict[str, Any] = {}  # backends of cfg.llms, built on first use
+        self.route: np.ndarray | None = None  # per agent: index into route_names (None: everyone on `llm`)
+        self.route_names: list[str] = ["default"]
 
     def __getstate__(self) -> dict[str, Any]:  # backends hold sockets/models: rebuilt where unpickled
-        return {**self.__dict__, "_backend": None, "_cache": None}
+        return {**self.__dict__, "_backend": None, "_cache": None, "_named": {}}
+
+    def set_route(self, names: Sequence[str], route: np.ndarray | None) -> None:
+        """Which named backend (``llms``) answers for each agent; set by the simulation before any call."""
+        self.route_names, self.route = list(names), route
+
+    def llm_of(self, agent: int) -> str:
+        return "default" if self.route is None else self.route_names[int(self.route[agent])]
 
     # ---- backend ------------------------------------------------------------------------------
     @property
@@ -158,34 +168,62 @@ class LLMPolicy:
             self._cache = RecordingCache()
             if self.backend_factory is not None:
                 self._backend = self.backend_factory(self._cache)
-            elif self.cfg.llm.backend == "replay":
-                if not self.ac.replay_from:
-                    from socium.errors import ConfigError
-
-                    raise ConfigError("llm_agents.replay_from: required when llm.backend is 'replay'")
-                llm = self.cfg.llm
-                if not llm.model:  # the model is part of every cache key: take the one the recording used
-                    llm = llm.model_copy(update={"model": recorded_model(self.ac.replay_from)})
-                self._backend = build_backend(llm, cache=load_recorded(self.ac.replay_from))
             else:
-                self._backend = build_backend(self.cfg.llm, cache=self._cache)
+                self._backend = self._build(self.cfg.llm)
         return self._backend
+
+    def _build(self, llm: Any) -> Any:
+        if llm.backend == "replay":
+            if not self.ac.replay_from:
+                from socium.errors import ConfigError
+
+                raise ConfigError("llm_agents.replay_from: required when llm.backend is 'replay'")
+            if not llm.model:  # the model is part of every cache key: take the one the recording used
+                llm = llm.model_copy(update={"model": recorded_model(self.ac.replay_from)})
+            return build_backend(llm, cache=load_recorded(self.ac.replay_from))
+        return build_backend(llm, cache=self._cache)
+
+    def backend_for(self, name: str) -> Any:
+        """The backend of one of ``llms`` (``default``: the ``llm`` section), sharing the run's call log."""
+        default = self.backend  # also creates the shared recording cache
+        if name == "default":
+            return default
+        if name not in self._named:
+            self._named[name] = self._build(self.cfg.llms[name])
+        return self._named[name]
+
+    async def _generate(self, reqs: Sequence[LLMRequest]) -> list[LLMResult]:
+        """Each request on its agent's backend (``metadata['llm']``), all backends at once, in order."""
+        by: dict[str, list[int]] = {}
+        for i, r in enumerate(reqs):
+            by.setdefault(r.metadata.get("llm", "default"), []).append(i)
+        out: list[Any] = [None] * len(reqs)
+        names = sorted(by)
+        answers = await asyncio.gather(*(self.backend_for(n).generate([reqs[i] for i in by[n]]) for n in names))
+        for n, res in zip(names, answers):
+            for i, r in zip(by[n], res):
+                out[i] = r
+        return out
 
     @property
     def model_name(self) -> str:
         return self.backend.model_name
 
     def close(self) -> None:
-        if self._backend is not None:
-            self._backend.close()
+        for b in [self._backend, *self._named.values()]:
+            if b is not None:
+                b.close()
 
     def _seed(self, *key: int) -> int:
         return int(component_rng(self.cfg.seed, LLM, *key).integers(0, 2**31 - 1))
 
     def _request(self, rid: str, messages: list[dict[str, str]], schema: dict | None, meta: dict, seed: int,
                  max_tokens: int | None = None) -> LLMRequest:  # fmt: skip
-        llm = self.cfg.llm
+        name = self.llm_of(meta["agent_id"]) if self.route is not None and "agent_id" in meta else "default"
+        llm = self.cfg.llm if name == "default" else self.cfg.llms[name]
         assert llm is not None
+        if name != "default":
+            meta = {**meta, "llm": name}
         return LLMRequest(
             request_id=rid, messages=[ChatMessage(**m) for m in messages], json_schema=schema,
             max_tokens=max_tokens or llm.max_tokens, temperature=llm.temperature, seed=seed,
@@ -193,7 +231,7 @@ class LLMPolicy:
         )  # fmt: skip
 
     async def _ask(self, req: LLMRequest) -> LLMResult:
-        return (await self.backend.generate([req]))[0]
+        return (await self.backend_for(req.metadata.get("llm", "default")).generate([req]))[0]
 
     def _drain_calls(self) -> list[tuple[str, LLMRequest, LLMResult, str]]:
         return self._cache.drain() if self._cache is not None else []
@@ -293,8 +331,11 @@ class LLMPolicy:
         update: dict[str, Any] = {"max_concurrency": ctx.concurrency}
         if getattr(ctx, "base_urls", None):
             update["base_urls"] = list(ctx.base_urls)
-        cfg = self.cfg.model_copy(update={"llm": llm.model_copy(update=update)})
-        return LLMPolicy(cfg, backend_factory=self.backend_factory)
+        llms = {k: v.model_copy(update={"max_concurrency": ctx.concurrency}) for k, v in self.cfg.llms.items()}
+        cfg = self.cfg.model_copy(update={"llm": llm.model_copy(update=update), "llms": llms})
+        pol = LLMPolicy(cfg, backend_factory=self.backend_factory)
+        pol.set_route(self.route_names, self.route)
+        return pol
 
     # ---- batch entry points -------------------------------------------------------------------
     async def adecide_batch(self, observations: Sequence[Observation]) -> list[Decision]:
@@ -326,7 +367,7 @@ class LLMPolicy:
         q = f"{question}\nAnswer as JSON: {{\"answer\": short text, \"value\": a number from {lo} to {hi}}}."
         reqs = [self._request(f"survey-s{step}-a{p.id}", P.interview_messages(p, mem, q), schema,
                               {"step": step, "agent_id": p.id, "survey": True}, self._seed(p.id, step, 1000)) for p, mem in people]  # fmt: skip
-        results = run_coro_sync(self.backend.generate(reqs)) if reqs else []
+        results = run_coro_sync(self._generate(reqs)) if reqs else []
         answers: list[tuple[str, float | None]] = []
         for res in results:
             try:
@@ -350,7 +391,7 @@ class LLMPolicy:
         reqs = [self._request(f"interview-s{step}-a{p.id}-q{key}", P.interview_messages(p, mem, question), None,
                               {"step": step, "agent_id": p.id, "interview": True}, self._seed(p.id, step + 1, 2000, key))
                 for p, mem in people]  # fmt: skip
-        results = run_coro_sync(self.backend.generate(reqs)) if reqs else []
+        results = run_coro_sync(self._generate(reqs)) if reqs else []
         answers = [(req.request_id, clean_text(res.text, 4000).text if res.ok else f"(no answer: {res.error_kind})")
                    for req, res in zip(reqs, results)]  # fmt: skip
         return answers, self._drain_calls()

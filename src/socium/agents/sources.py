@@ -185,6 +185,7 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
     act_col = col.get("activity_level_frequency")
     stance_col = col.get("stance")
     goal_col = col.get("goal")
+    llm_col = col.get("llm")  # optional: the named backend (`llms`) this row's agent talks to
 
     names: list[str] = []
     usernames: list[str] = []
@@ -224,6 +225,8 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
         usernames.append(get("username"))
         bios.append(get("description"))
         extras.append({"user_id": uid, "user_char": get("user_char"), "previous_tweets": tweets})
+        if llm_col is not None and row[llm_col].strip():
+            extras[-1]["llm"] = row[llm_col].strip()
         following.append([int(x) for x in follows])
         lines.append(line)
 

@@ -98,6 +98,10 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
             llm = {"calls": r[0], "prompt_tokens": r[1], "completion_tokens": r[2], "mean_latency_s": r[3]}
             models = {str(m): int(n) for m, n in con.execute(
                 "SELECT model, count(*) FROM llm_calls WHERE model IS NOT NULL GROUP BY model ORDER BY 2 DESC, 1").fetchall()}
+            if cfg.get("llms"):  # a mixed-model run: what each model did
+                llm["by_model"] = {m: {"calls": c, "tokens": int(t or 0)} for m, c, t in con.execute(
+                    "SELECT model, count(*), sum(prompt_tokens + completion_tokens) FROM llm_calls GROUP BY 1 ORDER BY 1"
+                ).fetchall()}  # fmt: skip
             if cfg.get("llm_agents", {}).get("record_reason"):
                 llm["reason"] = _reason_cost(con)
     finally:
@@ -126,6 +130,9 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
     inputs = _input_digests(run)
     if inputs:
         card["input_digests"] = inputs
+    if cfg.get("llms"):
+        card["llms"] = {name: {k: c.get(k) for k in ("backend", "model") if c.get(k) is not None}
+                        for name, c in cfg["llms"].items()}  # fmt: skip
     if llm and (is_llm or llm["calls"]):
         card["llm_usage"] = llm
     return card

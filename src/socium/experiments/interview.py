@@ -9,6 +9,7 @@ from typing import Any
 import duckdb
 
 from socium.agents.llm_policy import LLMPolicy, call_rows
+from socium.agents.routing import llm_route
 from socium.errors import ConfigError
 from socium.simulator import interviews as iv
 from socium.simulator.simulation import interview_table, load_run_config, memory_line
@@ -44,6 +45,7 @@ def interview(run_dir: str | Path, agent_id: int, question: str, llm: dict[str, 
         con.close()
     memory = [memory_line(s, t, json.loads(a), o) for s, t, a, o in reversed(rows)]
     policy = LLMPolicy(cfg)
+    policy.set_route(*llm_route(cfg, pop))
     try:
         if not record:
             return policy.interview(pop.profile(agent_id), memory, question)

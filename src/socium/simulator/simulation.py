@@ -27,6 +27,7 @@ import pyarrow as pa
 import socium
 from socium.agents.groups import group_views
 from socium.agents.observation import Decision, FeedItem, Observation
+from socium.agents.routing import llm_route
 from socium.agents.rules import RULE_POLICIES
 from socium.config import ExperimentConfig, config_from_dict
 from socium.errors import ConfigError, RunDirError, TraceError, UsageError
@@ -102,6 +103,8 @@ class Simulation(mesa.Model):
         self.state.joined = self.signups.initial_joined()
         self.recsys = make_recommender(cfg.recsys, self)
         self.policy = policy if policy is not None else self._make_policy()
+        if hasattr(self.policy, "set_route"):  # before the executor ships the policy to workers
+            self.policy.set_route(*llm_route(cfg, self.population))
         self.executor = executor if executor is not None else make_executor(cfg.executor, self.policy, cfg.seed)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.store = TraceStore(self.run_dir / "trace.duckdb")
