@@ -136,8 +136,12 @@ def test_token_budget_stops_cleanly_keeping_committed_steps(tmp_path):
     con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
     last = con.execute("SELECT max(step) FROM steps").fetchone()[0]
     assert 0 <= last < 49
-    for t in ("actions", "posts", "exposures", "llm_calls"):
+    for t in ("actions", "posts", "exposures"):
         assert con.execute(f"SELECT count(*) FROM {t} WHERE step > ?", [last]).fetchone()[0] == 0, t
+    # the calls the uncommitted step made are logged (they were paid for), marked as such
+    aborted = con.execute("SELECT count(*), count(*) FILTER (WHERE metadata->>'aborted_step' = ?) "
+                          "FROM llm_calls WHERE step > ?", [str(last + 1), last]).fetchone()
+    assert aborted[0] > 0 and aborted[0] == aborted[1]
     assert con.execute("SELECT sum(prompt_tokens + completion_tokens) FROM llm_calls").fetchone()[0] <= 20000
 
 

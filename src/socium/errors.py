@@ -42,5 +42,9 @@ class LLMError(SociumError):
     """An LLM backend failed in a way the wrappers could not absorb."""
 
 
+class LLMUnavailable(LLMError):
+    """The model server is down or keeps failing: the step was not committed; ``--resume`` continues it."""
+
+
 class ReplayMiss(LLMError):
     """The replay backend was asked a request that is not in the recorded cache."""

@@ -12,7 +12,6 @@ import asyncio
 import json
 from typing import Any, Sequence
 
-import numpy as np
 from pydantic import ValidationError
 
 from socium.agents import prompts as P
@@ -22,6 +21,7 @@ from socium.config import ExperimentConfig
 from socium.llm.base import run_coro_sync
 from socium.llm.cache import MemoryCache
 from socium.llm.config import build_backend
+from socium.llm.wrappers import BudgetLedger
 from socium.llm.parsing import parse_json_lenient
 from socium.llm.types import ChatMessage, LLMRequest, LLMResult
 from socium.platform.actions import parse_action
@@ -149,6 +149,7 @@ class LLMPolicy:
         self._named: dict[str, Any] = {}  # backends of cfg.llms, built on first use
         self.route: np.ndarray | None = None  # per agent: index into route_names (None: everyone on `llm`)
         self.route_names: list[str] = ["default"]
+        self.spent: dict[str, tuple[int, int]] = {}  # per llms name: (calls, tokens) in the trace; set by the driver
 
     def __getstate__(self) -> dict[str, Any]:  # backends hold sockets/models: rebuilt where unpickled
         return {**self.__dict__, "_backend": None, "_cache": None, "_named": {}}
@@ -172,7 +173,7 @@ class LLMPolicy:
                 self._backend = self._build(self.cfg.llm)
         return self._backend
 
-    def _build(self, llm: Any) -> Any:
+    def _build(self, llm: Any, name: str = "default") -> Any:
         if llm.backend == "replay":
             if not self.ac.replay_from:
                 from socium.errors import ConfigError
@@ -181,7 +182,9 @@ class LLMPolicy:
             if not llm.model:  # the model is part of every cache key: take the one the recording used
                 llm = llm.model_copy(update={"model": recorded_model(self.ac.replay_from)})
             return build_backend(llm, cache=load_recorded(self.ac.replay_from))
-        return build_backend(llm, cache=self._cache)
+        calls, tokens = self.spent.get(name, (0, 0))  # budgets continue from what the trace holds
+        ledger = BudgetLedger(llm.token_budget, llm.call_budget, spent_calls=calls, spent_tokens=tokens)
+        return build_backend(llm, cache=self._cache, ledger=ledger, typed_budget=True)
 
     def backend_for(self, name: str) -> Any:
         """The backend of one of ``llms`` (``default``: the ``llm`` section), sharing the run's call log."""
@@ -189,7 +192,7 @@ class LLMPolicy:
         if name == "default":
             return default
         if name not in self._named:
-            self._named[name] = self._build(self.cfg.llms[name])
+            self._named[name] = self._build(self.cfg.llms[name], name)
         return self._named[name]
 
     async def _generate(self, reqs: Sequence[LLMRequest]) -> list[LLMResult]:
@@ -235,6 +238,10 @@ class LLMPolicy:
 
     def _drain_calls(self) -> list[tuple[str, LLMRequest, LLMResult, str]]:
         return self._cache.drain() if self._cache is not None else []
+
+    def drain_calls(self) -> list[tuple[str, LLMRequest, LLMResult, str]]:
+        """Calls made but not yet handed to the driver (a step that failed midway still logs them)."""
+        return self._drain_calls()
 
     # ---- local / mindreader -------------------------------------------------------------------
     def _messages(self, obs: Observation) -> list[dict[str, str]]:
@@ -360,24 +367,11 @@ class LLMPolicy:
 
     # ---- surveys and interviews ---------------------------------------------------------------
     def survey(self, people: Sequence[tuple[AgentProfile, Sequence[str]]], question: str, scale: tuple[float, float],
-               step: int) -> tuple[list[tuple[str, float | None]], list]:  # fmt: skip
-        lo, hi = scale
-        schema = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 300},
-                  "value": {"type": "number", "minimum": lo, "maximum": hi}}, "required": ["answer", "value"]}  # fmt: skip
-        q = f"{question}\nAnswer as JSON: {{\"answer\": short text, \"value\": a number from {lo} to {hi}}}."
-        reqs = [self._request(f"survey-s{step}-a{p.id}", P.interview_messages(p, mem, q), schema,
-                              {"step": step, "agent_id": p.id, "survey": True}, self._seed(p.id, step, 1000)) for p, mem in people]  # fmt: skip
-        results = run_coro_sync(self._generate(reqs)) if reqs else []
-        answers: list[tuple[str, float | None]] = []
-        for res in results:
-            try:
-                d = parse_json_lenient(res.text) if res.ok else {}
-                v = d.get("value")
-                val = float(np.clip(float(v), lo, hi)) if isinstance(v, (int, float)) else None
-                answers.append((str(d.get("answer", ""))[:300], val))
-            except ValueError:
-                answers.append((res.text[:300], None))
-        return answers, self._drain_calls()
+               step: int) -> tuple[list[tuple[str, float | None, str | None]], list]:
+        """Answers (text, value, reason when there is no value) and the calls made; see socium.simulator.surveys."""
+        from socium.simulator.surveys import ask_llm_survey
+
+        return ask_llm_survey(self, people, question, scale, step), self._drain_calls()
 
     def interview(self, profile: AgentProfile, memory: Sequence[str], question: str) -> str:
         req = self._request("interview", P.interview_messages(profile, memory, question), None, {"agent_id": profile.id}, 0)

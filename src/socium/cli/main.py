@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from socium.errors import BudgetExceeded, SociumError
+from socium.errors import BudgetExceeded, LLMUnavailable, SociumError
 
 
 
@@ -150,6 +150,10 @@ def run(
         except BudgetExceeded as exc:
             err_console.print(f"stopped: {exc}; steps 0..{sim.next_step - 1} are committed and kept", highlight=False)
             raise typer.Exit(3) from None
+        except LLMUnavailable as exc:
+            err_console.print(f"stopped: {exc}; steps 0..{sim.next_step - 1} are committed and kept",
+                              markup=False, highlight=False)
+            raise typer.Exit(4) from None
         except SociumError as exc:
             _fail(exc)
     console.print(f"ran {todo} steps in {time.perf_counter() - t0:.1f}s")

@@ -42,7 +42,8 @@ class StepRecorder:
     extra: dict[str, dict[str, list]] = field(default_factory=dict)
     flags: dict[int, tuple[bool, bool]] = field(default_factory=dict)
     calls: list = field(default_factory=list)
-    surveys: dict[str, list] = field(default_factory=lambda: {k: [] for k in ("step", "agent_id", "question", "answer", "value")})
+    surveys: dict[str, list] = field(default_factory=lambda: {k: [] for k in ("step", "agent_id", "question", "answer", "value",
+                                                                                "reason")})
 
     def action(self, agent: int, origin: str, action: Any, outcome: Outcome, rationale: str | None = None) -> None:
         a = self.actions
@@ -109,7 +110,7 @@ class StepRecorder:
                                "exposures": _typed(self.exposures, {"post_id": pa.int64(), "rank": pa.int16()}),
                                "stances": self.stances, "follow_events": _typed(follows, {"event": pa.int8()}),
                                "groups": groups, "group_messages": msgs,
-                               "surveys": _typed(self.surveys, {"value": pa.float64(), "answer": pa.string()})}  # fmt: skip
+                               "surveys": _typed(self.surveys, {"value": pa.float64(), "answer": pa.string(), "reason": pa.string()})}  # fmt: skip
         out.update(self.extra)
         return out
 

@@ -24,7 +24,8 @@ CREATE TABLE IF NOT EXISTS exposures (step INTEGER, agent_id BIGINT, post_id BIG
 CREATE TABLE IF NOT EXISTS stances (step INTEGER, agent_id BIGINT, stance DOUBLE);
 CREATE TABLE IF NOT EXISTS groups (group_id BIGINT, step INTEGER, creator BIGINT, name VARCHAR);
 CREATE TABLE IF NOT EXISTS group_messages (step INTEGER, seq INTEGER, group_id BIGINT, agent_id BIGINT, content VARCHAR);
-CREATE TABLE IF NOT EXISTS surveys (step INTEGER, agent_id BIGINT, question VARCHAR, answer VARCHAR, value DOUBLE);
+CREATE TABLE IF NOT EXISTS surveys (step INTEGER, agent_id BIGINT, question VARCHAR, answer VARCHAR, value DOUBLE, reason VARCHAR);
+ALTER TABLE surveys ADD COLUMN IF NOT EXISTS reason VARCHAR;  -- traces written before the column existed
 -- group_llm runs: each agent's persona cluster (written with step 0).
 CREATE TABLE IF NOT EXISTS agent_clusters (agent_id BIGINT, cluster INTEGER, cluster_size BIGINT);
 -- llm_agents.memory.kind = stream: every memory entry (observations, own actions, messages, reflections).

@@ -8,6 +8,7 @@ what lets a million rule-based agents fit on a laptop.
 from __future__ import annotations
 
 import gc
+import logging
 import json
 import platform as _stdlib_platform  # the standard library module; socium never shadows it
 import shutil
@@ -44,8 +45,11 @@ from socium.simulator.store import TraceStore
 from socium.llm.cache import llm_calls_ddl
 from socium.simulator import interviews as iv
 from socium.simulator.signups import SignUps
+from socium.simulator.llm_health import mark_aborted, spent_from_trace, step_problem
 from socium.simulator.surveys import run_surveys
 from socium.simulator.world import build_follows, build_population
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -117,6 +121,8 @@ class Simulation(mesa.Model):
             self._restore()
         else:
             self._write_setup()
+        if hasattr(self.policy, "spent"):  # budgets continue from what the trace already holds
+            self.policy.spent = spent_from_trace(self.store.con)
         # The world built so far lives for the whole run: moving it out of the collector's view cuts
         # per-step GC pauses from ~0.5 s to ~0.01 s at 10^5 agents (benchmarks/bench_ray.py --gc-freeze).
         gc.collect()
@@ -429,17 +435,25 @@ class Simulation(mesa.Model):
         n_actions += self.apply_decisions(manual, rec)
         active = self.active_agents(step) if chosen is None else chosen
         observations = self.observe(active, step, rec)
-        decisions = self.executor.run(observations)
-        n_actions += self.apply_decisions(decisions, rec)
-        new_posts = range(st.events.first_post, len(st.posts))
-        self.recsys.observe(st, new_posts, step)
-        run_surveys(self, step, rec)
-        asked_q = []
-        for q in self.cfg.interviews:
-            if q.step == step:
-                answered, calls = iv.ask(self, q.agents, q.question, step)
-                rec.calls.extend(calls)
-                asked_q.append((q.question, answered))
+        try:
+            decisions = self.executor.run(observations)
+            n_actions += self.apply_decisions(decisions, rec)
+            new_posts = range(st.events.first_post, len(st.posts))
+            self.recsys.observe(st, new_posts, step)
+            run_surveys(self, step, rec)
+            asked_q = []
+            for q in self.cfg.interviews:
+                if q.step == step:
+                    answered, calls = iv.ask(self, q.agents, q.question, step)
+                    rec.calls.extend(calls)
+                    asked_q.append((q.question, answered))
+        except BaseException:
+            self._log_aborted_calls(step, rec.calls + getattr(self.policy, "drain_calls", list)())
+            raise
+        problem = step_problem(rec.calls, self.cfg.llm, step)
+        if problem is not None:
+            self._log_aborted_calls(step, rec.calls)
+            raise problem
         batches = rec.batches(st)
         ids: dict[str, int] = {}
         if rec.calls:
@@ -480,6 +494,21 @@ class Simulation(mesa.Model):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _log_aborted_calls(self, step: int, calls: list) -> None:
+        """Write the model calls of a step that will not be committed, in their own transaction.
+
+        They were made (and paid for): the call log and the budgets of a resumed run must count
+        them. The step itself stays uncommitted, so a resume redoes it from the same state.
+        """
+        if not calls:
+            return
+        try:
+            rows = mark_aborted(call_rows(calls, self.next_call_id), step)
+            self.store.append_rows({"llm_calls": rows})
+            self.next_call_id += len(calls)
+        except Exception as exc:  # noqa: BLE001 - never hide the error that stopped the step
+            log.warning("could not log the %d model calls of aborted step %d: %s", len(calls), step, exc)
 
     def run(self, steps: int | None = None, on_step: Callable[[StepStats], None] | None = None) -> list[StepStats]:
         """Run until ``cfg.steps`` steps are committed (or ``steps`` more)."""

@@ -1,0 +1,80 @@
+"""Whether a step's LLM calls are fit to commit, and what the trace says a run has spent.
+
+A server that is down, or answers every request with garbage, must not turn into a "successful"
+run full of ``invalid_llm_output`` rows. The driver therefore looks at every call of a step
+(after retries) before committing it: an open circuit breaker, a refused budget, or more failed
+calls than ``llm.max_invalid_fraction`` stop the run with the step uncommitted, so ``--resume``
+redoes it once the server is back. The calls that were made are still written (marked
+``aborted_step`` in their metadata) so the call log and the budgets lose nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Sequence
+
+from socium.errors import BudgetExceeded, LLMUnavailable
+from socium.llm.types import LLMRequest, LLMResult
+
+Call = tuple[str, LLMRequest, LLMResult, str]
+
+
+def step_problem(calls: Sequence[Call], llm: Any, step: int) -> Exception | None:
+    """The error that must stop the run before ``step`` is committed, or None when it may be.
+
+    ``llm`` is the run's :class:`~socium.llm.config.LLMConfig` (None for rule-based runs).
+    """
+    if not calls or llm is None:
+        return None
+    results = [c[2] for c in calls]
+    refused = [r for r in results if r.error_kind == "budget"]
+    if refused:
+        return BudgetExceeded(f"{refused[0].error} (step {step} not committed: {len(refused)} of its requests "
+                              f"could not be sent)")
+    failed = [r for r in results if not r.ok]
+    if not failed:
+        return None
+    opened = any(r.error_kind == "circuit_open" for r in failed)
+    limit = getattr(llm, "max_invalid_fraction", None)
+    too_many = limit is not None and len(failed) > limit * len(results)
+    if not (opened or too_many):
+        return None
+    why = "the circuit breaker opened" if opened else f"more than {limit:.0%} of its model calls failed"
+    return LLMUnavailable(f"LLM server failing: {len(failed)} of {len(results)} model calls in step {step} failed "
+                          f"after retries ({describe_failures(failed)}); {why}, so step {step} was not committed. "
+                          "Fix the server, then continue with: socium run --resume --out RUN_DIR")
+
+
+def describe_failures(failed: Sequence[LLMResult], examples: int = 3) -> str:
+    """The real causes, most frequent first: kinds with counts and one message each.
+
+    A fail-fast of the open breaker carries the failure that opened it in its own message, so the
+    cause named here is never just "circuit open".
+    """
+    kinds = Counter(r.error_kind or "other" for r in failed)
+    first: dict[str, str] = {}
+    for r in failed:
+        first.setdefault(r.error_kind or "other", (r.error or "")[:240])
+    return "; ".join(f"{n}x {k}: {first[k]}" for k, n in kinds.most_common(examples))
+
+
+def spent_from_trace(con: Any, table: str = "llm_calls") -> dict[str, tuple[int, int]]:
+    """(calls, tokens) already spent per backend (``llms`` name, ``default`` for ``llm``): every attempt
+    in the call log, aborted steps included. Answers served from the cache are not in the log, so
+    they cost nothing here either.
+    """
+    try:
+        rows = con.execute(f"SELECT coalesce(metadata->>'llm', 'default'), sum(attempts), "
+                           f"sum(prompt_tokens + completion_tokens) FROM {table} GROUP BY 1").fetchall()
+    except Exception:  # noqa: BLE001 - no call log yet: nothing spent
+        return {}
+    return {name: (int(c or 0), int(t or 0)) for name, c, t in rows}
+
+
+def mark_aborted(rows: dict[str, list], step: int) -> dict[str, list]:
+    """Mark ``llm_calls`` rows (from :func:`~socium.agents.llm_policy.call_rows`) as made in a step that
+    was not committed, so analyses of committed steps can leave them out."""
+    import json
+
+    rows["metadata"] = [json.dumps({**json.loads(m), "aborted_step": step}, sort_keys=True) for m in rows["metadata"]]
+    return rows
