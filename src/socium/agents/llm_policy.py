@@ -12,6 +12,7 @@ import asyncio
 import json
 from typing import Any, Sequence
 
+import numpy as np
 from pydantic import ValidationError
 
 from socium.agents import prompts as P
