@@ -342,3 +342,68 @@ def test_oasis_csv_llm_column_routes_rows(tmp_path):
     (tmp_path / "p.csv").write_text(head + rows[0].replace("big", "nope"))
     with pytest.raises(ConfigError, match="agent 0: column 'llm' names 'nope'"):
         llm_route(c, load_oasis_csv(tmp_path / "p.csv")[0])
+
+
+# ---- 10.10 clock and feed options --------------------------------------------------------------
+def test_start_datetime_and_time_magnification_drive_clock_prompts_and_trace(tmp_path):
+    c = cfg(steps=3, step_minutes=30, time_magnification=2.0, start_datetime="2024-03-01T09:30:00")
+    pol, backend = scripted(c, lambda req: json.dumps({"type": "do_nothing"}))
+    with Simulation(c, tmp_path / "r", policy=pol) as sim:
+        assert [sim.hour(s) for s in range(4)] == [9, 10, 11, 12] and c.start_hour == 9
+        sim.run()
+    heads = {r.metadata["step"]: user_text(r).split("## Your feed (")[1].split(")")[0] for r in backend.calls}
+    assert heads == {0: "Fri 2024-03-01 09:30", 1: "Fri 2024-03-01 10:30", 2: "Fri 2024-03-01 11:30"}
+    rows = query(tmp_path / "r", "SELECT step, sim_time_s, strftime(sim_datetime, '%H:%M') FROM steps WHERE step >= 0 ORDER BY 1")
+    assert rows == [(0, 0.0, "09:30"), (1, 3600.0, "10:30"), (2, 7200.0, "11:30")]
+    assert query(tmp_path / "r", "SELECT DISTINCT time_s FROM posts") == [(0.0,)]
+
+
+def test_magnification_alone_scales_the_hour_of_activation(tmp_path):
+    with Simulation(cfg(steps=1, step_minutes=60, time_magnification=3.0, start_hour=22), tmp_path / "r") as sim:
+        assert [sim.hour(s) for s in range(3)] == [22, 1, 4] and sim.sim_time(1) == 3 * 3600.0
+
+
+def _feeds(tmp_path, name, **recsys):
+    c = cfg(steps=2, policy={"kind": "random", "p_post": 1.0}, graph={"kind": "barabasi_albert", "params": {"m": 2}},
+            population={"n_agents": 30}, recsys={"kind": "global", **recsys})  # fmt: skip
+    Simulation(c, tmp_path / name).run()
+    return query(tmp_path / name, "SELECT agent_id, list(source ORDER BY rank), count(DISTINCT post_id), count(*) "
+                                  "FROM exposures WHERE step = 1 GROUP BY 1")  # fmt: skip
+
+
+def test_refresh_counts_mix_followee_and_recommended_posts(tmp_path):
+    rows = _feeds(tmp_path, "mix", following_k=1, recommended_k=2)
+    assert rows and all(n_distinct == n <= 3 for _a, _s, n_distinct, n in rows)
+    for _a, sources, _d, _n in rows:
+        assert sources.count("in_network") <= 1 and sources.count("global") <= 2
+        assert sources[: sources.count("in_network")] == ["in_network"] * sources.count("in_network")  # followees first
+    assert any(s == ["in_network", "global", "global"] for _a, s, _d, _n in rows)
+    never = _feeds(tmp_path, "random", following_k=1, recommended_k=2, rec_probability=0.0)
+    assert {x for _a, s, _d, _n in never for x in s} == {"in_network", "random"}
+    half = _feeds(tmp_path, "half", following_k=0, recommended_k=3, rec_probability=0.5)
+    kinds = [set(s) for _a, s, _d, _n in half]
+    assert {"global"} in kinds and {"random"} in kinds
+
+
+def test_refresh_counts_are_validated_together():
+    from socium.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="set both"):
+        cfg(recsys={"following_k": 2})
+    with pytest.raises(ConfigError, match="rec_probability: needs following_k"):
+        cfg(recsys={"rec_probability": 0.5})
+
+
+def test_show_score_shows_one_score_instead_of_votes(tmp_path):
+    def run(name, show):
+        c = cfg(steps=1, platform={"preset": "reddit", "show_score": show},
+                seed_actions=[{"agent": a, "step": 0, "action": {"type": "like_post", "post_id": 0}} for a in (1, 2)]
+                + [{"agent": 3, "step": 0, "action": {"type": "dislike_post", "post_id": 0}}],
+                recsys={"kind": "global"}, llm_agents={"actions": ["like_post", "do_nothing"]})  # fmt: skip
+        pol, backend = scripted(c, lambda req: json.dumps({"type": "do_nothing"}))
+        Simulation(c, tmp_path / name, policy=pol).run()
+        return [user_text(r) for r in backend.calls if r.metadata["agent_id"] == 4][0]
+
+    shown = run("score", True)
+    assert "kind=original score=1 reposts=0" in shown and "likes=" not in shown and "dislikes=" not in shown
+    assert "likes=2 dislikes=1" in run("votes", False)

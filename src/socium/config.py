@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from datetime import datetime
 from typing import Any, Literal, Sequence, TypeVar
 
 import yaml
@@ -27,6 +28,9 @@ class PlatformConfig(_Cfg):
     max_post_chars: int = Field(2000, ge=1, description="Agent text longer than this is truncated and the truncation recorded.")
     trend_window_steps: int = Field(24, ge=1, description="How many recent steps the `trend` action looks back.")
     search_limit: int = Field(10, ge=1, description="Results returned by search_posts / search_user.")
+    show_score: bool = Field(
+        False, description="Feeds show one score (likes - dislikes) instead of separate counts, as Reddit does (OASIS show_score)."
+    )
 
 
 class JoinAt(_Cfg):
@@ -87,6 +91,25 @@ class RecsysConfig(_Cfg):
     k: int = Field(5, ge=1, le=200, description="Posts per feed.")
     window_steps: int = Field(48, ge=1, description="Only posts from this many recent steps are candidates.")
     params: dict[str, Any] = Field(default_factory=dict, description="Recommender-specific options, e.g. for 'x': embedder, in_network, out_of_network (docs/recsys.md).")
+    following_k: int | None = Field(
+        None, ge=0, le=200, description="Per refresh: newest posts from followees (OASIS following_post_count); set with recommended_k, replaces k."
+    )
+    recommended_k: int | None = Field(
+        None, ge=0, le=200, description="Per refresh: posts from the recommender `kind` (OASIS refresh_rec_post_count), after the followees' posts."
+    )
+    rec_probability: float = Field(
+        1.0, ge=0, le=1, description="Chance per agent and refresh that the recommended posts are personalised by `kind` rather than random (OASIS rec_prob)."
+    )
+
+    @model_validator(mode="after")
+    def _refresh_counts(self) -> "RecsysConfig":
+        if (self.following_k is None) != (self.recommended_k is None):
+            raise ValueError("recsys.following_k and recsys.recommended_k: set both (or neither)")
+        if self.following_k is not None and self.following_k + (self.recommended_k or 0) == 0:
+            raise ValueError("recsys.following_k + recsys.recommended_k must be positive")
+        if self.rec_probability < 1 and self.following_k is None:
+            raise ValueError("recsys.rec_probability: needs following_k and recommended_k (it mixes the recommended part)")
+        return self
 
 
 class PolicyConfig(_Cfg):
@@ -217,6 +240,12 @@ class ExperimentConfig(_Cfg):
     )
     step_minutes: float = Field(60.0, gt=0, description="Simulated minutes per step.")
     start_hour: int = Field(8, ge=0, le=23, description="Hour of day at step 0 (drives hourly activation).")
+    start_datetime: datetime | None = Field(
+        None, description="Real date and time of step 0 (OASIS start_time): agents see it, steps.sim_datetime records it; sets the start hour."
+    )
+    time_magnification: float = Field(
+        1.0, gt=0, description="Simulated time per step = step_minutes x this (OASIS Clock k): one step stands for that much platform time."
+    )
     perspective: Literal["local", "mindreader", "omniscient"] = Field("local", description="What each agent may see.")
     platform: PlatformConfig = Field(default_factory=PlatformConfig, description="Platform rules (X- or Reddit-like).")
     population: PopulationConfig = Field(default_factory=PopulationConfig, description="Who the agents are.")
@@ -241,6 +270,11 @@ class ExperimentConfig(_Cfg):
 
     @model_validator(mode="after")
     def _llm_needed(self) -> "ExperimentConfig":
+        if self.start_datetime is not None and "start_hour" in self.model_fields_set \
+                and self.start_hour != self.start_datetime.hour:
+            raise ValueError(f"start_hour {self.start_hour} contradicts start_datetime {self.start_datetime} (set one)")
+        if self.start_datetime is not None:
+            self.start_hour = self.start_datetime.hour
         if "default" in self.llms:
             raise ValueError("llms: the name 'default' is reserved for the `llm` section")
         if self.llm is None and self.llms:

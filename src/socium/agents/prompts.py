@@ -132,8 +132,10 @@ def feed_block(obs: Observation, max_item_chars: int, mindreader: bool) -> str:
         return "(your feed is empty)"
     out = []
     for it in obs.feed:
+        counts = (f"score={it.likes - it.dislikes}" if obs.extra.get("show_score")  # platform.show_score (Reddit)
+                  else f"likes={it.likes} dislikes={it.dislikes}")  # fmt: skip
         head = (f"<<<POST id={it.post_id} by @{quote_untrusted(it.author_username, 60)} (user_id={it.author}) "
-                f"kind={it.kind} likes={it.likes} dislikes={it.dislikes} reposts={it.reposts}>>>")  # fmt: skip
+                f"kind={it.kind} {counts} reposts={it.reposts}>>>")  # fmt: skip
         body = quote_untrusted(it.text, max_item_chars) if it.text else "(repost)"
         block = f"{head}\n{body}\n<<<END POST>>>"
         if mindreader and it.author_private:
@@ -174,7 +176,8 @@ def agent_messages(
     parts = [f"## You\n{persona_block(profile)}", f"## What you did recently\n{memory_block(memory)}"]
     if ground_truth:
         parts.append(f"## A fact you know to be true\n{quote_untrusted(ground_truth, 600)}")
-    parts.append(f"## Your feed (hour {obs.hour:02d}:00)\n{feed_block(obs, max_item_chars, perspective == 'mindreader')}")
+    when = obs.extra.get("datetime") or f"hour {obs.hour:02d}:00"
+    parts.append(f"## Your feed ({when})\n{feed_block(obs, max_item_chars, perspective == 'mindreader')}")
     if obs.groups:
         parts.append(f"## Your groups\n{groups_block(obs, max_item_chars)}")
     parts.append("## Your action\nReply with one JSON object.")

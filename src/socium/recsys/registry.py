@@ -76,4 +76,8 @@ def make_recommender(cfg: RecsysConfig, sim: Any = None) -> Recommender:
     rec = _call(factory, kind, cfg.window_steps, sim, dict(cfg.params))
     if not isinstance(rec, Recommender):
         raise ConfigError(f"recsys.kind: {kind!r} does not implement observe() and feeds()")
+    if cfg.following_k is not None:  # OASIS-style refresh counts (see recsys.refresh)
+        from socium.recsys.refresh import RefreshMix
+
+        return RefreshMix(rec, cfg.window_steps, cfg.following_k, cfg.recommended_k or 0, cfg.rec_probability)
     return rec

@@ -43,6 +43,8 @@ CREATE TABLE IF NOT EXISTS steps (
     step INTEGER PRIMARY KEY, sim_time_s DOUBLE, n_active INTEGER, n_actions INTEGER, n_posts INTEGER,
     n_exposures INTEGER, wall_s DOUBLE, committed_at TIMESTAMP
 );
+-- Added later: the real date and time a step stands for (start_datetime + sim_time_s); null without start_datetime.
+ALTER TABLE steps ADD COLUMN IF NOT EXISTS sim_datetime TIMESTAMP;
 
 -- Derived views: analysis is SQL over the trace, so any run can be re-analysed without re-running.
 CREATE OR REPLACE VIEW follows AS

@@ -15,7 +15,7 @@ import shutil
 import time
 import uuid
 from collections import deque
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -252,10 +252,19 @@ class Simulation(mesa.Model):
 
     # ---- the clock --------------------------------------------------------------------------
     def sim_time(self, step: int) -> float:
-        return step * self.cfg.step_minutes * 60.0
+        """Simulated seconds since step 0: ``step_minutes`` x ``time_magnification`` per step."""
+        return step * self.cfg.step_minutes * self.cfg.time_magnification * 60.0
 
     def hour(self, step: int) -> int:
-        return int(self.cfg.start_hour + (step * self.cfg.step_minutes) // 60) % 24
+        start = self.cfg.start_datetime
+        minutes = (start.minute + start.second / 60.0) if start is not None else 0.0
+        elapsed_min = step * self.cfg.step_minutes * self.cfg.time_magnification  # not via seconds: no rounding drift
+        return int(self.cfg.start_hour + (minutes + elapsed_min) // 60) % 24
+
+    def sim_datetime(self, step: int) -> datetime | None:
+        """The real date and time a step stands for (``start_datetime``), or None without one."""
+        start = self.cfg.start_datetime
+        return None if start is None else start + timedelta(seconds=self.sim_time(step))
 
     def active_agents(self, step: int) -> np.ndarray:
         """Agents active this step: one per-agent draw against that agent's probability for the hour."""
@@ -304,6 +313,10 @@ class Simulation(mesa.Model):
         o.extra["profile"] = pop.profile(o.agent_id)
         o.extra["memory"] = list(self.memory.get(o.agent_id, ()))
         ac = self.cfg.llm_agents
+        if self.cfg.platform.show_score:
+            o.extra["show_score"] = True
+        if (when := self.sim_datetime(o.step)) is not None:
+            o.extra["datetime"] = when.strftime("%a %Y-%m-%d %H:%M")
         if self.state.groups:
             o.groups = group_views(self.state, o.agent_id, ac.group_messages,
                                    ac.groups_listed if "join_group" in ac.actions else 0, pop.usernames)  # fmt: skip
@@ -468,7 +481,7 @@ class Simulation(mesa.Model):
         self.store.append_step(step, batches, {
             "sim_time_s": st.time, "n_active": len(active), "n_actions": n_actions, "n_posts": len(new_posts),
             "n_exposures": len(rec.exposures["step"]), "wall_s": self._since_last_commit(),
-            "committed_at": _now(),
+            "committed_at": _now(), "sim_datetime": _naive(self.sim_datetime(step)),
         })  # fmt: skip
         self.next_step = step + 1
         tokens = sum((c[2].prompt_tokens or 0) + (c[2].completion_tokens or 0) for c in rec.calls)
@@ -549,6 +562,10 @@ def memory_line(step: int, typ: str, args: dict, outcome: str) -> str:
         parts.append(f"{k}={v}")
     note = "" if outcome == "ok" else f" [{outcome}]"
     return f"step {step}: {typ} {' '.join(parts)}{note}".strip()
+
+
+def _naive(t: datetime | None) -> datetime | None:
+    return t if t is None or t.tzinfo is None else t.astimezone(timezone.utc).replace(tzinfo=None)
 
 
 def _now() -> datetime:
