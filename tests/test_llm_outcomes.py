@@ -1,6 +1,9 @@
-"""Every answer has a typed outcome (issue 11, point 6): surveys re-ask then record a reason."""
+"""Every answer has a typed outcome (issue 11, point 6): surveys re-ask then record a reason; the
+omniscient narrator gets a per-member schema and one re-ask for members it skipped or got wrong."""
 
 from __future__ import annotations
+
+import json
 
 import duckdb
 
@@ -59,3 +62,65 @@ def test_survey_answers_failing_validation_are_reasked_then_given_a_reason(tmp_p
     assert all(calls[a] == (2 if a % 3 == 0 or a % 2 == 0 else 1) for a in range(N))
     reask = con.execute("SELECT prompt FROM llm_calls WHERE request_id = 'survey-s0-a2-1'").fetchone()[0]
     assert "outside -1..1" in reask
+
+
+def narrator_responder(req):
+    """A narrator that skips the group's first member and gives the second a post id outside its
+    feed; asked again, it fixes the first and repeats the mistake for the second."""
+    if req.metadata.get("survey"):
+        return '{"answer": "ok", "value": 0}'
+    props = req.json_schema["properties"]
+    keys = sorted(props, key=lambda k: int(k.split("_")[1]))
+    answer = {k: json.loads(schema_answer(req.model_copy(update={"json_schema": props[k]}))) for k in keys}
+    if req.metadata.get("attempt"):
+        if len(keys) > 1:
+            answer[keys[1]] = {"type": "like_post", "post_id": 999_999}
+        return json.dumps(answer)
+    answer.pop(keys[0])
+    if len(keys) > 1:
+        answer[keys[1]] = {"type": "like_post", "post_id": 999_999}
+    return json.dumps(answer)
+
+
+def test_narrator_gets_per_member_schemas_and_one_reask_for_skipped_or_wrong_members(tmp_path) -> None:
+    c = cfg(perspective="omniscient", llm_agents={"group_size": 4}, surveys=[])
+    policy = LLMPolicy(c, backend_factory=lambda cache: CachingBackend(LatencyBackend(0.0, responder=narrator_responder),
+                                                                       cache))
+    Simulation(c, tmp_path / "r", policy=policy).run()
+    con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
+    calls = con.execute("SELECT step, request_id, params, metadata FROM llm_calls ORDER BY call_id").fetchall()
+    firsts = [(s, json.loads(p), json.loads(m)) for s, rid, p, m in calls if not json.loads(m).get("attempt")]
+    reasks = [(s, json.loads(p), json.loads(m)) for s, rid, p, m in calls if json.loads(m).get("attempt")]
+    assert firsts and len(reasks) == len(firsts)  # every group had a member to re-ask
+    feeds = {(s, a): {p for (p,) in con.execute("SELECT post_id FROM exposures WHERE step = ? AND agent_id = ?",
+                                                [s, a]).fetchall()} for s, a in con.execute(
+        "SELECT DISTINCT step, agent_id FROM exposures").fetchall()}
+    n_offered = 0
+    for step, params, md in firsts:
+        props = params["json_schema"]["properties"]
+        assert sorted(props) == sorted(f"agent_{a}" for a in md["group"])  # one key per member, all required
+        assert params["json_schema"]["required"] == list(props)
+        for key, one in props.items():  # each member's schema offers only its own feed's post ids
+            offered = {v for alt in one.get("anyOf", one.get("oneOf", [one]))
+                       for v in alt.get("properties", {}).get("post_id", {}).get("enum", [])}
+            assert offered <= feeds.get((step, int(key.split("_")[1])), set())
+            n_offered += len(offered)
+    assert n_offered > 0
+    for step, params, md in reasks:  # the re-ask covers exactly the skipped and the wrong member
+        first = next(m for s, p, m in firsts if s == step and m["agent_id"] == md["agent_id"])
+        assert md["group"] == first["group"][:2] if len(first["group"]) > 1 else first["group"]
+    # outcomes: one per agent-step; the skipped member recovered, the one repeating wrong ids is invalid
+    per = con.execute("SELECT s.step, s.n_active, count(a.agent_id), count(DISTINCT a.agent_id) FROM steps s "
+                      "LEFT JOIN actions a ON a.step = s.step AND a.origin != 'seed' WHERE s.step >= 0 "
+                      "GROUP BY ALL").fetchall()
+    assert all(n_active == rows == agents for _, n_active, rows, agents in per)
+    reasons = [r for (r,) in con.execute("SELECT reason FROM actions WHERE outcome = 'invalid_llm_output'").fetchall()]
+    multi = sum(len(m["group"]) > 1 for _, _, m in firsts)
+    assert len(reasons) == multi and all(r == "narrator output: post_id 999999 is not in your feed" for r in reasons)
+    con.close()
+    from socium.experiments.card import simulation_card
+
+    card = simulation_card(tmp_path / "r")
+    n = sum(r[1] for r in per)
+    assert card["narrator"]["invalid"] == multi and card["narrator"]["agent_steps"] == n
+    assert card["narrator"]["invalid_rate"] == round(multi / n, 4) and card["narrator"]["reask_calls"] == len(reasks)

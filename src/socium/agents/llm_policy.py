@@ -286,38 +286,58 @@ class LLMPolicy:
 
     # ---- omniscient (script mode) -------------------------------------------------------------
     async def _narrate(self, group: list[Observation]) -> list[Decision]:
+        """Script mode: one narrator call for the group; members it skipped or answered wrongly (ids
+        from another member's feed, an action not offered) are asked once more, alone together."""
+        done, retry = await self._narrator_call(group, 0, {})
+        if retry and self.ac.reask:
+            more, retry = await self._narrator_call([o for o, _, _ in retry], 1, {o.agent_id: e for o, e, _ in retry})
+            done += more
+        done += [Decision(o.agent_id, [], invalid_reason=f"narrator output: {err}", raw=raw) for o, err, raw in retry]
+        return sorted(done, key=lambda d: d.agent_id)
+
+    async def _narrator_call(self, group: list[Observation], attempt: int, errors: dict[int, str]
+                             ) -> tuple[list[Decision], list[tuple[Observation, str, str | None]]]:
         members = [(o.extra["profile"], o, o.extra.get("memory", ())) for o in group]
         gt = self.ac.ground_truth if "omniscient" in self.ac.ground_truth_visible_to else None
         msgs = P.narrator_messages(members, group[0].extra.get("global_feed", "(empty)"), group[0].extra.get("stats", ""),
-                                   actions=self.allowed, platform=self.cfg.platform.preset, ground_truth=gt)  # fmt: skip
-        all_posts = sorted({i.post_id for o in group for i in o.feed})
-        all_users = sorted({i.author for o in group for i in o.feed})
-        schema = P.narrator_schema(members, self.allowed, all_posts, all_users, self.ac.max_content_chars)
-        meta = {"step": group[0].step, "agent_id": group[0].agent_id, "group": [o.agent_id for o in group]}
+                                   actions=self.allowed, platform=self.cfg.platform.preset, ground_truth=gt)
+        if errors:  # the re-ask says what was wrong, member by member
+            notes = "\n".join(f"- agent_{a}: {e}" for a, e in sorted(errors.items()))
+            msgs.append({"role": "user", "content": f"Your previous answer was invalid for these characters:\n{notes}\n"
+                                                    "Answer again for exactly the characters above."})
+        schema = P.narrator_schema({o.agent_id: P.action_schema(
+            self.allowed, [i.post_id for i in o.feed], [i.author for i in o.feed if i.author != o.agent_id],
+            self.ac.max_content_chars) for o in group})
+        first = group[0]
+        meta = {"step": first.step, "agent_id": first.agent_id, "group": [o.agent_id for o in group]}
+        if attempt:
+            meta["attempt"] = attempt
         llm = self.cfg.llm
         assert llm is not None
-        req = self._request(f"s{group[0].step}-g{group[0].agent_id}", msgs, schema, meta,
-                            self._seed(group[0].agent_id, group[0].step, 99), max_tokens=llm.max_tokens * len(group))  # fmt: skip
+        req = self._request(f"s{first.step}-g{first.agent_id}" + (f"-{attempt}" if attempt else ""), msgs, schema, meta,
+                            self._seed(first.agent_id, first.step, 99 + attempt), max_tokens=llm.max_tokens * len(group))
         res = await self._ask(req)
         if not res.ok:
-            return [Decision(o.agent_id, [], invalid_reason=f"backend error ({res.error_kind}): {res.error}"[:500]) for o in group]
+            reason = clean_text(f"backend error ({res.error_kind}): {res.error}", 500).text
+            return [Decision(o.agent_id, [], invalid_reason=reason) for o in group], []
+        raw = clean_text(res.text, 2000).text
         try:
-            entries = parse_json_lenient(res.text).get("actions", [])
+            data = parse_json_lenient(res.text)
+            if not isinstance(data, dict):
+                raise ValueError("expected a JSON object keyed by agent_<id>")
+            missing = "no action for this character"
         except ValueError as exc:
-            return [Decision(o.agent_id, [], invalid_reason=f"narrator output: {exc}", raw=res.text) for o in group]
-        by_agent: dict[int, Any] = {}
-        for e in entries if isinstance(entries, list) else []:
-            if isinstance(e, dict) and isinstance(e.get("agent_id"), int) and e["agent_id"] not in by_agent:
-                by_agent[e["agent_id"]] = e.get("action")
-        out = []
+            data, missing = {}, _short_error(exc)
+        done, retry = [], []
         for o in group:
             try:
-                if o.agent_id not in by_agent:
-                    raise ValueError("narrator gave no action for this agent")
-                out.append(Decision(o.agent_id, [validate_action(by_agent[o.agent_id], o, self.allowed)], meta={"origin": "llm"}))
+                key = f"agent_{o.agent_id}"
+                if key not in data:
+                    raise ValueError(missing)
+                done.append(Decision(o.agent_id, [validate_action(data[key], o, self.allowed)], meta={"origin": "llm"}))
             except (ValueError, ValidationError) as exc:
-                out.append(Decision(o.agent_id, [], invalid_reason=f"narrator output: {_short_error(exc)}", raw=res.text[:2000]))
-        return out
+                retry.append((o, _short_error(exc), raw))
+        return done, retry
 
     # ---- Ray hooks (see socium.simulator.ray_executor) ------------------------------------------
     def partition(self, observations: Sequence[Observation], n: int) -> list[list[Observation]]:

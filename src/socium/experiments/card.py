@@ -104,6 +104,10 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
                 ).fetchall()}  # fmt: skip
             if cfg.get("llm_agents", {}).get("record_reason"):
                 llm["reason"] = _reason_cost(con)
+            aborted = con.execute("SELECT count(*) FROM llm_calls WHERE metadata->>'aborted_step' IS NOT NULL").fetchone()
+            if aborted[0]:  # made in steps that were stopped (server down, budget) and redone on resume
+                llm["calls_in_aborted_steps"] = int(aborted[0])
+        narrator = _narrator_quality(con) if run["perspective"] == "omniscient" and "llm_calls" in tables else None
     finally:
         con.close()
     total = sum(outcomes.values()) or 1
@@ -135,7 +139,25 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
                         for name, c in cfg["llms"].items()}  # fmt: skip
     if llm and (is_llm or llm["calls"]):
         card["llm_usage"] = llm
+    if narrator and is_llm:
+        card["narrator"] = narrator
     return card
+
+
+def _narrator_quality(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """How well the omniscient narrator kept to its per-member schema: of the agent-steps it wrote, how
+    many ended invalid (skipped, another member's ids, an action not offered) after its one re-ask, and
+    how many failed at the server instead."""
+    r = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE outcome = 'invalid_llm_output' AND reason LIKE 'narrator output:%'),"
+        " count(*) FILTER (WHERE outcome = 'invalid_llm_output' AND reason LIKE 'backend error%')"
+        " FROM (SELECT DISTINCT ON (step, agent_id) step, agent_id, outcome, reason FROM actions"
+        "       WHERE origin IN ('llm', 'policy') ORDER BY step, agent_id, seq)").fetchone()
+    calls = con.execute("SELECT count(*), count(*) FILTER (WHERE metadata->>'attempt' = '1') FROM llm_calls "
+                        "WHERE metadata->>'group' IS NOT NULL").fetchone()
+    n = int(r[0])
+    return {"agent_steps": n, "invalid": int(r[1]), "invalid_rate": round(int(r[1]) / n, 4) if n else 0.0,
+            "backend_failures": int(r[2]), "narrator_calls": int(calls[0]), "reask_calls": int(calls[1])}
 
 
 def _reason_cost(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
