@@ -407,3 +407,21 @@ def test_show_score_shows_one_score_instead_of_votes(tmp_path):
     shown = run("score", True)
     assert "kind=original score=1 reposts=0" in shown and "likes=" not in shown and "dislikes=" not in shown
     assert "likes=2 dislikes=1" in run("votes", False)
+
+
+# ---- the example -------------------------------------------------------------------------------
+def test_oasis_parity_example_runs_and_uses_every_feature(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "oasis-parity.py"
+    spec = importlib.util.spec_from_file_location("oasis_parity_example", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    s = mod.main(tmp_path / "run")
+    assert s["actions by origin"]["manual"] == 5 and s["actions by origin"]["llm"] > 0
+    assert s["group messages"] >= 1
+    assert [(st, o) for st, _a, o in s["interviews"]] == [(1, "config"), (1, "config"), (3, "python"), (3, "python")]
+    assert set(s["calls per model"]) == {"fake-model", "random-model"}
+    assert s["sign-ups"] == [(2, 10), (2, 11)] and s["reasons stored"] > 0
+    assert s["last step's date"] == "2024-03-01 12:00:00" and set(s["answers"]) == {0, 10}
