@@ -221,7 +221,8 @@ def test_agents_sign_up_mid_run_with_their_follows_and_resume_replays_it(tmp_pat
     from socium.simulator.store import trace_digest
 
     c = cfg(steps=3, policy={"kind": "random"}, graph={"kind": "barabasi_albert", "params": {"m": 2}},
-            population={"join_schedule": [{"step": 1, "agents": [4, 5]}, {"step": None, "agents": [3]}]})  # fmt: skip
+            population={"join_schedule": [{"step": 1, "agents": [4, 5]}, {"step": None, "agents": [3]}]},
+            surveys=[{"every": 1, "question": "stance?"}])  # fmt: skip
     with Simulation(c, tmp_path / "a") as sim:
         s0 = sim.step(actions={5: [{"type": "create_post", "content": "too early"}], 0: [{"type": "follow", "user_id": 4}]})
         assert s0.n_active == 3  # everyone active except the three not yet on the platform
@@ -233,6 +234,7 @@ def test_agents_sign_up_mid_run_with_their_follows_and_resume_replays_it(tmp_pat
         ("invalid", "user 4 does not exist"), ("invalid", "agent 5 has not signed up yet")]
     assert query(r, "SELECT step, agent_id, origin FROM sign_ups ORDER BY agent_id") == [
         (1, 3, "manual"), (1, 4, "schedule"), (1, 5, "schedule")]
+    assert query(r, "SELECT step, count(*) FROM surveys GROUP BY 1 ORDER BY 1") == [(0, N - 3), (1, N), (2, N)]
     held = query(r, "SELECT count(*) FROM follow_events WHERE step = 1 AND event = 1 AND (src IN (3, 4, 5) OR dst IN (3, 4, 5))")[0][0]
     assert held > 0 and query(r, "SELECT n_active FROM steps WHERE step = 1") == [(N,)]
     with Simulation(c, tmp_path / "b") as sim:
@@ -425,3 +427,19 @@ def test_oasis_parity_example_runs_and_uses_every_feature(tmp_path):
     assert set(s["calls per model"]) == {"fake-model", "random-model"}
     assert s["sign-ups"] == [(2, 10), (2, 11)] and s["reasons stored"] > 0
     assert s["last step's date"] == "2024-03-01 12:00:00" and set(s["answers"]) == {0, 10}
+
+
+def test_route_travels_with_the_policy_to_workers():
+    import pickle
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from socium.agents.llm_policy import LLMPolicy
+
+    c = cfg(llms={"big": {"backend": "random"}, "small": {"backend": "random"}}, population={"llms": ["small", "big"]})
+    pol = LLMPolicy(c)
+    pol.set_route(["default", "big", "small"], np.array([2, 1, 2], dtype=np.int16))
+    shipped = pickle.loads(pickle.dumps(pol)).for_actor(SimpleNamespace(concurrency=2, base_urls=[]))
+    assert [shipped.llm_of(a) for a in range(3)] == ["small", "big", "small"]
+    assert shipped.cfg.llms["big"].max_concurrency == 2

@@ -28,6 +28,7 @@ class PlatformConfig(_Cfg):
     max_post_chars: int = Field(2000, ge=1, description="Agent text longer than this is truncated and the truncation recorded.")
     trend_window_steps: int = Field(24, ge=1, description="How many recent steps the `trend` action looks back.")
     search_limit: int = Field(10, ge=1, description="Results returned by search_posts / search_user.")
+    allow_self_rating: bool = Field(True, description="Agents may like or dislike their own posts and comments (OASIS allow_self_rating).")
     show_score: bool = Field(
         False, description="Feeds show one score (likes - dislikes) instead of separate counts, as Reddit does (OASIS show_score)."
     )

@@ -164,3 +164,10 @@ def test_text_is_truncated_and_sanitised():
     out = st.apply(0, A.CreatePost(content="a\x00b\ud800c"))
     assert out.sanitized and "\x00" not in st.posts.text[out.post_id]
     st.posts.text[out.post_id].encode("utf-8")
+
+
+def test_self_rating_can_be_forbidden():
+    st = PlatformState(3, FollowIndex.from_edges(np.array([], np.int64), np.array([], np.int64), 3), allow_self_rating=False)
+    pid = st.apply(0, A.CreatePost(content="mine")).post_id
+    assert_invalid(st, 0, A.LikePost(post_id=pid), "cannot rate your own post")
+    assert st.apply(1, A.LikePost(post_id=pid)).ok

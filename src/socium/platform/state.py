@@ -50,6 +50,7 @@ class PlatformState:
         trend_window_steps: int = 24,
         search_limit: int = 10,
         usernames: list[str] | None = None,
+        allow_self_rating: bool = True,
     ) -> None:
         self.n_users = n_users
         self.preset = preset
@@ -59,6 +60,7 @@ class PlatformState:
         self.trend_window_steps = trend_window_steps
         self.search_limit = search_limit
         self.usernames = usernames
+        self.allow_self_rating = allow_self_rating
         self.posts = PostTable()
         self.likes: set[tuple[int, int]] = set()
         self.dislikes: set[tuple[int, int]] = set()
@@ -202,6 +204,8 @@ class PlatformState:
     def _vote(self, agent: int, post_id: int, comment: bool, up: bool) -> A.Outcome:
         if err := self._post_check(post_id, comment=comment):
             return self._bad(err)
+        if not self.allow_self_rating and self.posts.get("author", post_id) == agent:
+            return self._bad(f"cannot rate your own {'comment' if comment else 'post'} {post_id}")
         key = (agent, post_id)
         mine, other = (self.likes, self.dislikes) if up else (self.dislikes, self.likes)
         if key in mine:

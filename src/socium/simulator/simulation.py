@@ -103,7 +103,8 @@ class Simulation(mesa.Model):
         follows = self.signups.withhold(build_follows(cfg, self.n, following))
         pc = cfg.platform
         self.state = PlatformState(self.n, follows, pc.preset, pc.max_post_chars, pc.trend_window_steps,
-                                   pc.search_limit, usernames=self.population.usernames)  # fmt: skip
+                                   pc.search_limit, usernames=self.population.usernames,
+                                   allow_self_rating=pc.allow_self_rating)  # fmt: skip
         self.state.joined = self.signups.initial_joined()
         self.recsys = make_recommender(cfg.recsys, self)
         self.policy = policy if policy is not None else self._make_policy()

@@ -26,6 +26,9 @@ SurveyAnswer = tuple[str, "float | None", "str | None"]
 
 def surveyed_agents(sim: Any, step: int, index: int, fraction: float) -> np.ndarray:
     ids = np.arange(sim.n)
+    joined = getattr(getattr(sim, "state", None), "joined", None)
+    if joined is not None:  # agents not yet signed up (population.join_schedule) are not on the platform to ask
+        ids = ids[joined]
     if fraction >= 1.0:
         return ids
     return ids[uniform(sim.key, SURVEY, step, ids, sub=index) < fraction]
