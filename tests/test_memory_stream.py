@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from socium.agents.memory import (
@@ -107,3 +109,85 @@ def test_heuristics_and_parsers():
     for bad in ({"ratings": [0, 5]}, {"ratings": [5]}, {"ratings": [True, 3]}, []):
         with pytest.raises(ValueError):
             parse_ratings(bad, 2)
+
+
+# ---- wired into runs -------------------------------------------------------------------------------
+
+import duckdb  # noqa: E402
+
+from socium.config import config_from_dict  # noqa: E402
+from socium.simulator.simulation import Simulation  # noqa: E402
+from socium.simulator.store import trace_digest  # noqa: E402
+
+
+def _cfg(**mem):
+    return config_from_dict({
+        "name": "mem", "seed": 2, "steps": 4,
+        "population": {"n_agents": 12, "mean_activity": 0.7, "goals": ["Defend the bike lanes."]},
+        "graph": {"kind": "barabasi_albert", "params": {"m": 3}}, "recsys": {"kind": "chronological", "k": 3},
+        "policy": {"kind": "llm"}, "llm": {"backend": "random"},
+        "llm_agents": {"memory_size": 6, "memory": {"kind": "stream", "embedder": "hashing", **mem}},
+        "seed_posts": [{"author": i, "content": f"post {i} about bike lanes and shops"} for i in range(4)],
+    })  # fmt: skip
+
+
+def _q(path, sql):
+    con = duckdb.connect(str(path / "trace.duckdb"), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_stream_run_records_memories_retrieves_them_and_reflects(tmp_path):
+    Simulation(_cfg(reflect_threshold=8.0, max_tokens=120), tmp_path / "r").run()
+    kinds = dict(_q(tmp_path / "r", "SELECT kind, count(*) FROM memories GROUP BY 1"))
+    assert kinds.get("observation", 0) > 0 and kinds.get("action", 0) > 0 and kinds.get("reflection", 0) > 0
+    refl = _q(tmp_path / "r", "SELECT count(*) FROM llm_calls WHERE metadata->>'reflection' = 'true'")[0][0]
+    assert refl > 0
+    later = _q(tmp_path / "r", "SELECT prompt FROM llm_calls WHERE step = 3 AND metadata->>'reflection' IS NULL "
+                               "AND metadata->>'survey' IS NULL LIMIT 5")  # fmt: skip
+    assert later
+    for (prompt,) in later:
+        user = json.loads(prompt)[1]["content"]
+        section = user.split("## What you did recently\n", 1)[1].split("\n\n", 1)[0]
+        assert "[observation]" in section or "[action]" in section or "[reflection]" in section
+        assert sum(approx_tokens(x[2:]) + 1 for x in section.splitlines()) <= 120 + len(section.splitlines())
+
+
+def test_stream_memory_survives_resume(tmp_path):
+    Simulation(_cfg(reflect_threshold=8.0), tmp_path / "full").run()
+    s = Simulation(_cfg(reflect_threshold=8.0), tmp_path / "cut")
+    s.run(steps=2)
+    Simulation(_cfg(reflect_threshold=8.0), tmp_path / "cut", resume=True).run()
+    a, b = trace_digest(tmp_path / "full" / "trace.duckdb"), trace_digest(tmp_path / "cut" / "trace.duckdb")
+    for t in ("memories", "actions", "posts", "exposures"):
+        assert a[t] == b[t], t
+    pa = _q(tmp_path / "full", "SELECT request_hash FROM llm_calls ORDER BY call_id")
+    pb = _q(tmp_path / "cut", "SELECT request_hash FROM llm_calls ORDER BY call_id")
+    assert pa == pb  # identical prompts after resume: the rebuilt stream retrieves the same memories
+
+
+def test_llm_rated_importance_replaces_the_heuristic(tmp_path):
+    Simulation(_cfg(importance="llm", reflect_threshold=None), tmp_path / "r").run()
+    rated = _q(tmp_path / "r", "SELECT count(*) FROM llm_calls WHERE metadata->>'importance' = 'true'")[0][0]
+    assert rated > 0
+    imps = [r[0] for r in _q(tmp_path / "r", "SELECT importance FROM memories WHERE kind != 'reflection'")]
+    # the heuristic never exceeds 6 outside reflections and gives fractional values to observations
+    assert max(imps) > 6
+    assert sum(float(v).is_integer() for v in imps) >= 0.9 * len(imps)
+
+
+def test_post_run_interview_cites_the_stream(tmp_path):
+    from socium.experiments.interview import _memory
+    from socium.simulator.simulation import load_run_config
+
+    Simulation(_cfg(reflect_threshold=8.0), tmp_path / "r").run()
+    agent = _q(tmp_path / "r", "SELECT agent_id FROM memories GROUP BY 1 ORDER BY count(*) DESC LIMIT 1")[0][0]
+    con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
+    try:
+        lines = _memory(con, load_run_config(tmp_path / "r"), agent, "What did you think of the bike lanes posts?")
+    finally:
+        con.close()
+    stored = {r[0] for r in _q(tmp_path / "r", f"SELECT text FROM memories WHERE agent_id = {int(agent)}")}
+    assert lines and all(line.split("] ", 1)[1] in stored for line in lines)

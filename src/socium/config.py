@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from socium.errors import ConfigError
+from socium.agents.memory import MemoryConfig
 from socium.llm.config import LLMConfig
 
 
@@ -169,7 +170,8 @@ class LLMAgentConfig(_Cfg):
                                  "create_comment", "follow", "do_nothing"],
         description="Actions offered to LLM agents (a subset of the preset's).",
     )  # fmt: skip
-    memory_size: int = Field(5, ge=0, le=50, description="Own recent actions shown back to an agent.")
+    memory_size: int = Field(5, ge=0, le=50, description="Own recent actions shown back to an agent (window), or entries retrieved per prompt (stream).")
+    memory: MemoryConfig = Field(default_factory=MemoryConfig, description="Memory kind: window (recent own actions) or stream (Generative Agents retrieval + reflection).")
     max_item_chars: int = Field(280, ge=20, le=4000, description="Each quoted post is cut to this many characters.")
     max_content_chars: int = Field(280, ge=20, le=4000, description="Cap on text an agent may write (schema maxLength).")
     group_size: int = Field(8, ge=1, le=64, description="omniscient: agents written by one narrator call.")

@@ -26,7 +26,7 @@ from socium.llm.wrappers import BudgetLedger
 from socium.llm.parsing import parse_json_lenient
 from socium.llm.types import ChatMessage, LLMRequest, LLMResult
 from socium.platform.actions import parse_action
-from socium.platform.text import clean_text
+from socium.platform.text import clean_text, quote_untrusted
 from socium.simulator.rng import LLM, component_rng
 
 
@@ -393,6 +393,68 @@ class LLMPolicy:
         from socium.simulator.surveys import ask_llm_survey
 
         return ask_llm_survey(self, people, question, scale, step), self._drain_calls()
+
+    def _structured_batch(self, people: Sequence[tuple[AgentProfile, list[dict[str, str]]]], schema: dict,
+                          parse: Any, step: int, kind: str, salt: int) -> tuple[list[Any], list]:  # fmt: skip
+        """One constrained request per person; a reply that fails ``parse`` is re-asked once, then None."""
+        reqs = [self._request(f"{kind}-s{step}-a{p.id}", msgs, schema, {"step": step, "agent_id": p.id, kind: True},
+                              self._seed(p.id, step, salt)) for p, msgs in people]  # fmt: skip
+        results = run_coro_sync(self.backend.generate(reqs)) if reqs else []
+        out: list[Any] = [None] * len(reqs)
+        again = []
+        for k, (req, res) in enumerate(zip(reqs, results)):
+            try:
+                out[k] = parse(parse_json_lenient(res.text)) if res.ok else None
+            except ValueError as exc:
+                again.append((k, req.model_copy(update={
+                    "request_id": req.request_id + "-reask",
+                    "messages": req.messages + [ChatMessage(role="assistant", content=clean_text(res.text, 2000).text),
+                                                ChatMessage(role="user", content=f"That answer was invalid: "
+                                                            f"{_short_error(exc)}. Reply with one valid JSON object.")]}),
+                              ))  # fmt: skip
+        if again and self.ac.reask:
+            for (k, _), res in zip(again, run_coro_sync(self.backend.generate([r for _, r in again]))):
+                try:
+                    out[k] = parse(parse_json_lenient(res.text)) if res.ok else None
+                except ValueError:
+                    out[k] = None
+        return out, self._drain_calls()
+
+    def reflect(self, people: Sequence[tuple[AgentProfile, Sequence[str]]], step: int,
+                n_insights: int) -> tuple[list[list[str]], list]:  # fmt: skip
+        """Generative Agents' reflection: a few high-level insights from an agent's recent memories."""
+        from socium.agents.memory import parse_insights, reflection_schema
+
+        task = (f"What {n_insights} high-level insights can you infer from these memories about yourself, the people "
+                "you see and the issue? Write each as one short sentence in the first person. Answer as JSON "
+                '{"insights": [sentence, ...]}.')  # fmt: skip
+        batch = [(p, P.interview_messages(p, [quote_untrusted(m, 300) for m in mem], task)) for p, mem in people]
+        got, calls = self._structured_batch(batch, reflection_schema(n_insights),
+                                            lambda d: parse_insights(d, n_insights), step, "reflection", 2000)  # fmt: skip
+        return [g or [] for g in got], calls
+
+    def rate_importance(self, people: Sequence[tuple[AgentProfile, Sequence[str]]],
+                        step: int) -> tuple[list[list[float] | None], list]:  # fmt: skip
+        """Generative Agents' poignancy rating: 1 (mundane) .. 10 (life-changing) for each new memory."""
+        from socium.agents.memory import importance_schema, parse_ratings
+
+        batch, ns = [], []
+        for p, texts in people:
+            items = "\n".join(f"{k + 1}. {quote_untrusted(t, 200)}" for k, t in enumerate(texts))
+            q = (f"Rate how important each of these {len(texts)} memories is to you, from 1 (mundane, like scrolling "
+                 f"past a post) to 10 (life-changing):\n{items}\nAnswer as JSON " + '{"ratings": [integers]}.')  # fmt: skip
+            batch.append((p, P.interview_messages(p, (), q)))
+            ns.append(len(texts))
+        results: list[Any] = []
+        calls: list = []
+        for n in sorted(set(ns)):  # one schema per list length
+            idx = [k for k, m in enumerate(ns) if m == n]
+            got, c = self._structured_batch([batch[k] for k in idx], importance_schema(n),
+                                            lambda d, n=n: parse_ratings(d, n), step, "importance", 3000)  # fmt: skip
+            results.extend(zip(idx, got))
+            calls.extend(c)
+        by = dict(results)
+        return [by.get(k) for k in range(len(batch))], calls
 
     def interview(self, profile: AgentProfile, memory: Sequence[str], question: str) -> str:
         req = self._request("interview", P.interview_messages(profile, memory, question), None, {"agent_id": profile.id}, 0)

@@ -99,6 +99,10 @@ class WindowMemory:
     def drain_rows(self) -> dict[str, list] | None:
         return None
 
+    def get(self, agent: int, default: Sequence[str] = ()) -> list[str]:
+        """The agent's lines (surveys and interviews read memory this way)."""
+        return list(self._lines.get(agent, default))
+
 
 class MemoryStream:
     """All agents' streams in one columnar store; see the module docstring."""
@@ -120,6 +124,10 @@ class MemoryStream:
         self.since_reflection: dict[int, float] = {}
         self.active_steps: dict[int, int] = {}
         self._rows: dict[str, list] = _empty_rows()
+        self._qvecs: dict[str, np.ndarray] = {}  # this step's query embeddings (prime_queries)
+        self._text_vecs: dict[str, np.ndarray] = {}  # distinct entry texts already embedded (bounded, FIFO)
+        self._pending: dict[int, list[int]] = {}  # entry indices per agent since the last drain
+        self._row_of: dict[int, int] = {}  # entry index -> position in the pending rows
 
     # ---- writing ----------------------------------------------------------------------------
     @property
@@ -156,6 +164,9 @@ class MemoryStream:
         else:
             self.since_reflection[agent] = 0.0
         if record:
+            if kind != "reflection":
+                self._pending.setdefault(agent, []).append(i)
+            self._row_of[i] = len(self._rows["seq"])
             r = self._rows
             for col, v in (("step", step), ("agent_id", agent), ("seq", len(r["seq"])), ("kind", kind),
                            ("text", text), ("importance", imp), ("ref_post_id", ref_post_id)):  # fmt: skip
@@ -165,7 +176,28 @@ class MemoryStream:
     def drain_rows(self) -> dict[str, list] | None:
         """The step's new ``memories`` rows (for the step's transaction)."""
         rows, self._rows = self._rows, _empty_rows()
+        self._pending, self._row_of = {}, {}
         return rows if rows["step"] else None
+
+    def pending_by_agent(self) -> dict[int, list[int]]:
+        """Entries added since the last drain (not reflections), per agent: what an LLM rater scores."""
+        return {a: list(ix) for a, ix in self._pending.items() if ix}
+
+    def set_importance(self, entries: Sequence[int], values: Sequence[float]) -> None:
+        """Replace heuristic importance by rated values (before the rows are written)."""
+        for i, v in zip(entries, values):
+            v = float(min(10.0, max(1.0, v)))
+            agent_delta = v - float(self.importance[i])
+            self.importance[i] = v
+            if i in self._row_of:
+                self._rows["importance"][self._row_of[i]] = v
+            agent = self._rows["agent_id"][self._row_of[i]] if i in self._row_of else None
+            if agent is not None and KINDS[int(self.kind_code[i])] != "reflection":
+                self.since_reflection[agent] = self.since_reflection.get(agent, 0.0) + agent_delta
+
+    def get(self, agent: int, default: Sequence[str] = ()) -> list[str]:
+        """The agent's most relevant-by-default lines (recency and importance; surveys and interviews)."""
+        return self.recall(agent, max(self.step[self.by_agent[agent][-1]], 0) if self.by_agent.get(agent) else 0) or list(default)
 
     def restore(self, rows: Iterable[tuple[int, int, str, str, float]]) -> None:
         """Rebuild from ``memories`` rows ``(step, agent_id, kind, text, importance)`` in (step, seq) order."""
@@ -177,7 +209,15 @@ class MemoryStream:
         n = len(self.texts)
         if self._n_embedded >= n:
             return
-        new = self.embedder.encode(self.texts[self._n_embedded:n]).astype(np.float32)
+        texts = self.texts[self._n_embedded:n]
+        # a post seen by many agents is one text: embed each distinct text once (and remember it)
+        todo = sorted({t for t in texts if t not in self._text_vecs})
+        if todo:
+            for t, v in zip(todo, self.embedder.encode(todo).astype(np.float32)):
+                if len(self._text_vecs) >= 100_000:
+                    self._text_vecs.pop(next(iter(self._text_vecs)))
+                self._text_vecs[t] = v
+        new = np.stack([self._text_vecs[t] for t in texts])
         if self._vecs is None:
             self._vecs = np.zeros((max(self._CHUNK, n), new.shape[1]), np.float32)
         elif n > len(self._vecs):
@@ -199,9 +239,19 @@ class MemoryStream:
         if wv and query.strip():
             self._embed_pending()
             assert self._vecs is not None
-            q = self.embedder.encode([clean_text(query, 4000).text]).astype(np.float32)[0]
+            q = self._qvecs.get(query)
+            if q is None:
+                q = self.embedder.encode([clean_text(query, 4000).text]).astype(np.float32)[0]
             relevance = _minmax(self._vecs[idx] @ q)
         return idx, wr * recency + wi * importance + wv * relevance
+
+    def prime_queries(self, queries: Sequence[str]) -> None:
+        """Embed a step's queries (and pending entries) in one batch each; per-agent calls would pay the
+        model's per-call overhead once per agent (MiniLM: most of the cost at batch size 1)."""
+        self._embed_pending()
+        todo = sorted({q for q in queries if q.strip()})
+        vecs = self.embedder.encode([clean_text(q, 4000).text for q in todo]).astype(np.float32) if todo else []
+        self._qvecs = dict(zip(todo, vecs))
 
     def recall(self, agent: int, step: int, query: str = "", hours_per_step: float = 1.0) -> list[str]:
         """The top entries for this prompt, within the token budget, oldest first (a readable story)."""

@@ -17,6 +17,23 @@ from socium.simulator.store import TraceStore, require_store
 from socium.simulator.world import build_population
 
 
+def _memory(con: duckdb.DuckDBPyConnection, cfg: Any, agent_id: int, question: str) -> list[str]:
+    """What the agent remembers at the end: its last actions (window), or the stream entries most
+    relevant to the question (stream), so an answer can cite what the agent saw and concluded."""
+    if cfg.llm_agents.memory.kind == "stream":
+        from socium.agents.memory import MemoryStream
+
+        stream = MemoryStream(cfg.llm_agents.memory, cfg.llm_agents.memory_size)
+        stream.restore(con.execute("SELECT step, agent_id, kind, text, importance FROM memories WHERE agent_id = ? "
+                                   "ORDER BY step, seq", [agent_id]).fetchall())  # fmt: skip
+        last = con.execute("SELECT coalesce(max(step), 0) FROM steps").fetchone()[0]
+        return stream.recall(agent_id, int(last), question, cfg.step_minutes / 60.0)
+    rows = con.execute(
+        "SELECT step, type, args, outcome FROM actions WHERE agent_id = ? AND origin != 'seed' "
+        "ORDER BY step DESC, seq DESC LIMIT ?", [agent_id, cfg.llm_agents.memory_size]).fetchall()  # fmt: skip
+    return [memory_line(s, t, json.loads(a), o) for s, t, a, o in reversed(rows)]
+
+
 def interview(run_dir: str | Path, agent_id: int, question: str, llm: dict[str, Any] | None = None,
               record: bool = False) -> str:  # fmt: skip
     """The agent's answer; ``llm`` overrides the run's backend settings (e.g. ``{"backend": "openai", ...}``).
@@ -37,13 +54,10 @@ def interview(run_dir: str | Path, agent_id: int, question: str, llm: dict[str, 
         row = con.execute("SELECT arg_max(stance, step) FROM stances WHERE agent_id = ?", [agent_id]).fetchone()
         if row and row[0] is not None:
             pop.stance[agent_id] = row[0]
-        rows = con.execute(
-            "SELECT step, type, args, outcome FROM actions WHERE agent_id = ? AND origin != 'seed' "
-            "ORDER BY step DESC, seq DESC LIMIT ?", [agent_id, cfg.llm_agents.memory_size]).fetchall()  # fmt: skip
+        memory = _memory(con, cfg, agent_id, question)
         last = con.execute("SELECT coalesce(max(step), -1) FROM steps").fetchone()[0]
     finally:
         con.close()
-    memory = [memory_line(s, t, json.loads(a), o) for s, t, a, o in reversed(rows)]
     policy = LLMPolicy(cfg)
     policy.set_route(*llm_route(cfg, pop))
     try:

@@ -14,7 +14,6 @@ import platform as _stdlib_platform  # the standard library module; socium never
 import shutil
 import time
 import uuid
-from collections import deque
 from datetime import datetime, timedelta, timezone
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ import pyarrow as pa
 
 import socium
 from socium.agents.groups import group_views
+from socium.agents.memory import MemoryStream, feed_query, make_memory
 from socium.agents.observation import Decision, FeedItem, Observation
 from socium.agents.routing import llm_route
 from socium.agents.rules import RULE_POLICIES
@@ -114,7 +114,8 @@ class Simulation(mesa.Model):
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.store = TraceStore(self.run_dir / "trace.duckdb")
         self.store.ensure_table("llm_calls", llm_calls_ddl())
-        self.memory: dict[int, deque[str]] = {}
+        ac = cfg.llm_agents
+        self.memory = make_memory(ac.memory, ac.memory_size)
         self.next_call_id = 0
         self.needs_profile = bool(getattr(self.policy, "needs_profile", False))
         self.next_step = 0
@@ -221,7 +222,12 @@ class Simulation(mesa.Model):
             "SELECT agent_id, arg_max(stance, step) FROM stances GROUP BY agent_id"
         ).fetchall():
             self.population.stance[agent] = stance
-        if self.needs_profile and self.cfg.llm_agents.memory_size:
+        if self.needs_profile and isinstance(self.memory, MemoryStream):
+            self.memory.restore(con.execute("SELECT step, agent_id, kind, text, importance FROM memories "
+                                            "ORDER BY step, seq").fetchall())  # fmt: skip
+            self.memory.active_steps = {int(a): int(n) for a, n in con.execute(
+                "SELECT agent_id, count(DISTINCT step) FROM actions WHERE origin = 'llm' GROUP BY 1").fetchall()}  # fmt: skip
+        elif self.needs_profile and self.cfg.llm_agents.memory_size:
             rows = con.execute(
                 "SELECT step, agent_id, type, args, outcome FROM (SELECT *, row_number() OVER "
                 "(PARTITION BY agent_id ORDER BY step DESC, seq DESC) AS r FROM actions WHERE origin != 'seed') "
@@ -306,13 +312,33 @@ class Simulation(mesa.Model):
             if self.needs_profile:
                 self._enrich(o, rec)
             obs.append(o)
+        if self.needs_profile and isinstance(self.memory, MemoryStream):
+            self._recall_stream(obs)
         return obs
+
+    def _recall_stream(self, obs: list[Observation]) -> None:
+        """Stream memory: retrieve for every observation at once (one embedding batch for all queries),
+        then store what each agent is shown now as observations for later steps."""
+        mem = self.memory
+        assert isinstance(mem, MemoryStream)
+        queries = [feed_query([it.text for it in o.feed]) for o in obs]
+        mem.prime_queries(queries)
+        hours = self.cfg.step_minutes / 60.0
+        for o, q in zip(obs, queries):
+            o.extra["memory"] = mem.recall(o.agent_id, o.step, q, hours)
+        if mem.cfg.observe_feed:
+            names = self.population.usernames
+            for o in obs:
+                for it in o.feed:
+                    mem.add(o.agent_id, o.step, "observation", f"@{names[it.author]} ({it.kind}): {it.text[:200]}",
+                            engagement=it.likes + it.reposts + it.comments, ref_post_id=it.post_id)  # fmt: skip
 
     def _enrich(self, o: Observation, rec: StepRecorder) -> None:
         """Add what an LLM agent's perspective allows it to see (and nothing more)."""
         pop = self.population
         o.extra["profile"] = pop.profile(o.agent_id)
-        o.extra["memory"] = list(self.memory.get(o.agent_id, ()))
+        if not isinstance(self.memory, MemoryStream):
+            o.extra["memory"] = self.memory.recall(o.agent_id, o.step)
         ac = self.cfg.llm_agents
         if self.cfg.platform.show_score:
             o.extra["show_score"] = True
@@ -338,11 +364,39 @@ class Simulation(mesa.Model):
             o.extra["stats"] = (f"{self.n} users, {len(p)} posts so far, step {o.step}, "
                                 f"{len(self.state.likes)} likes, {self.state.follows.n_edges} follows")  # fmt: skip
 
-    def _remember(self, agent: int, line: str) -> None:
-        m = self.memory.get(agent)
-        if m is None:
-            m = self.memory[agent] = deque(maxlen=max(self.cfg.llm_agents.memory_size, 1))
-        m.append(line)
+    def _remember(self, agent: int, line: str, action_type: str | None = None) -> None:
+        """An own action (or an invalid answer) goes into the agent's memory."""
+        step = self.state.step
+        if isinstance(self.memory, MemoryStream):
+            line = line.split(": ", 1)[1] if line.startswith(f"step {step}: ") else line
+        self.memory.add(agent, step, "action", line, action_type=action_type or "invalid")
+
+    def _memory_step(self, active: np.ndarray, rec: StepRecorder) -> dict[str, list] | None:
+        """Stream memory only: LLM-rated importance, reflections due, and the step's ``memories`` rows."""
+        mem = self.memory
+        if not isinstance(mem, MemoryStream) or not self.needs_profile:
+            return None
+        step = self.state.step
+        agents = [int(a) for a in active]
+        if mem.cfg.importance == "llm" and hasattr(self.policy, "rate_importance"):
+            pending = mem.pending_by_agent()
+            todo = [(self.population.profile(a), [mem.texts[i] for i in pending[a]]) for a in sorted(pending)]
+            ratings, calls = self.policy.rate_importance(todo, step)
+            rec.calls.extend(calls)
+            for a, vals in zip(sorted(pending), ratings):
+                if vals is not None:
+                    mem.set_importance(pending[a], vals)
+        mem.note_active(agents)
+        due = mem.due_for_reflection(agents)
+        if due and hasattr(self.policy, "reflect"):
+            n_src = mem.cfg.reflection_sources
+            people = [(self.population.profile(a), mem.recent(a, n_src)) for a in due]
+            insights, calls = self.policy.reflect(people, step, mem.cfg.reflection_insights)
+            rec.calls.extend(calls)
+            for a, got in zip(due, insights):
+                for text in got:
+                    mem.add(a, step, "reflection", text)
+        return mem.drain_rows()
 
     def apply_decisions(self, decisions: list[Decision], rec: StepRecorder) -> int:
         n = 0
@@ -354,7 +408,7 @@ class Simulation(mesa.Model):
             if d.invalid_reason is not None:
                 rec.invalid_output(d.agent_id, "llm", d.invalid_reason, d.raw)
                 if self.needs_profile:
-                    self._remember(d.agent_id, f"step {self.state.step}: (your answer was invalid)")
+                    self._remember(d.agent_id, f"step {self.state.step}: (your answer was invalid)", "invalid")
                 n += 1
             for action in d.actions:
                 action, trunc, san = clean_action(action, maxc)
@@ -363,7 +417,8 @@ class Simulation(mesa.Model):
                     rec.flags[out.post_id] = (trunc, san)
                 rec.action(d.agent_id, d.meta.get("origin", "policy"), action, out, d.meta.get("reason"))
                 if self.needs_profile and d.meta.get("origin") != "seed":
-                    self._remember(d.agent_id, memory_line(self.state.step, action.type, action.model_dump(exclude={"type"}), out.status))
+                    self._remember(d.agent_id, memory_line(self.state.step, action.type, action.model_dump(exclude={"type"}),
+                                                           out.status), action.type)  # fmt: skip
                 if out.results:
                     rec.exposure(d.agent_id, out.results, "trend" if action.type == "trend" else "search")
                 n += 1
@@ -461,6 +516,7 @@ class Simulation(mesa.Model):
                     answered, calls = iv.ask(self, q.agents, q.question, step)
                     rec.calls.extend(calls)
                     asked_q.append((q.question, answered))
+            memories = self._memory_step(active, rec)
         except BaseException:
             self._log_aborted_calls(step, rec.calls + getattr(self.policy, "drain_calls", list)())
             raise
@@ -469,6 +525,8 @@ class Simulation(mesa.Model):
             self._log_aborted_calls(step, rec.calls)
             raise problem
         batches = rec.batches(st)
+        if memories:
+            batches["memories"] = memories
         ids: dict[str, int] = {}
         if rec.calls:
             batches["llm_calls"] = call_rows(rec.calls, self.next_call_id)
