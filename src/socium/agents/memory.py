@@ -103,6 +103,9 @@ class WindowMemory:
         """The agent's lines (surveys and interviews read memory this way)."""
         return list(self._lines.get(agent, default))
 
+    def __getitem__(self, agent: int) -> deque[str]:
+        return self._lines[agent]
+
 
 class MemoryStream:
     """All agents' streams in one columnar store; see the module docstring."""
