@@ -135,3 +135,20 @@ def test_ray_partition_keeps_a_cluster_on_one_shard(tmp_path):
             where.setdefault(int(sim.policy.labels[o.agent_id]), set()).add(k)
     assert all(len(v) == 1 for v in where.values())
     sim.close()
+
+
+def test_examples_run_on_the_fake_backend(tmp_path):
+    """examples/group-agents.yaml and examples/memory-stream.yaml run end to end over HTTP (fake server)."""
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from socium.cli.main import app
+
+    root = Path(__file__).resolve().parents[1] / "examples"
+    for name, table in (("group-agents", "agent_clusters"), ("memory-stream", "memories")):
+        out = tmp_path / name
+        r = CliRunner().invoke(app, ["run", str(root / f"{name}.yaml"), "--out", str(out), "--quiet"])
+        assert r.exit_code == 0, r.output
+        assert _rows(out, f"SELECT count(*) FROM {table}")[0][0] > 0
+        assert _rows(out, "SELECT count(*) FROM llm_calls WHERE outcome = 'ok'")[0][0] > 0

@@ -122,3 +122,10 @@ def test_marginals_are_validated(field, value):
     with pytest.raises(Exception) as exc:
         Marginals(**{field: value})
     assert field in str(exc.value)
+
+
+def test_generation_over_http_with_the_fake_server(tmp_path):
+    s = generate_population("gamers in Osaka", 5, tmp_path / "p.csv", seed=1, issue=ISSUE,
+                            llm=LLMConfig(backend="fake", seed=1))
+    assert s["calls"] >= 5 and s["fallback"] == 0
+    assert len(load_oasis_csv(tmp_path / "p.csv")[0]) == 5
