@@ -234,6 +234,24 @@ class ExecutorConfig(_Cfg):
     )
 
 
+class TimingConfig(_Cfg):
+    """When agents act. 'activation' (default): each agent is active in a step with its hourly
+    probability. 'exposure': a post wakes each follower after a fitted response delay
+    (socium.simulator.timing); hourly activation still applies on top when ``background`` is true."""
+
+    kind: Literal["activation", "exposure"] = Field("activation", description="'activation': per-step hourly activation draws; 'exposure': posts wake followers after a fitted response delay.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Inline timing parameters as written by `socium fit propagation` ({delay: {family, ...}, b_author, b_root, user_sigma}); override params_file.")
+    params_file: str | None = Field(None, description="JSON file written by `socium fit propagation`.")
+    background: bool = Field(True, description="exposure: also wake agents by their hourly activation probabilities.")
+    max_delay_min: float | None = Field(None, gt=0, description="exposure: ignore reactions later than this many minutes (bounds the schedule).")
+
+    @model_validator(mode="after")
+    def _params_needed(self) -> "TimingConfig":
+        if self.kind == "exposure" and not (self.params or self.params_file):
+            raise ValueError("timing.kind 'exposure' needs timing.params or timing.params_file (see `socium fit propagation`)")
+        return self
+
+
 class ExperimentConfig(_Cfg):
     name: str = Field("experiment", description="Human label for the run.")
     seed: int = Field(0, ge=0, description="Root seed; every random stream is derived from it.")
@@ -270,6 +288,7 @@ class ExperimentConfig(_Cfg):
     interviews: list[InterviewConfig] = Field(
         default_factory=list, description="Questions asked at given steps (LLM agents); answers go to `interviews`."
     )
+    timing: TimingConfig = Field(default_factory=TimingConfig, description="When agents act: hourly activation or exposure-driven response delays.")
 
     @model_validator(mode="after")
     def _llm_needed(self) -> "ExperimentConfig":

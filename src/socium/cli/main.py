@@ -393,6 +393,64 @@ def experiment(
     console.print(f"results: {target / 'results.json'}")
 
 @app.command()
+def fit(
+    what: str = typer.Argument(..., help="What to fit: 'propagation' (the exposure-timing layer)."),
+    train: list[str] = typer.Option(..., "--train", help="Training trees: a Ma et al. tree file, a folder of them, "
+                                    "'twitter15' (all 1,490 trees) or 'oasis' (OASIS's 134 Twitter15 cascades). Repeatable."),
+    out: Path = typer.Option(Path("timing.json"), "--out", help="Parameter file to write (load with timing.params_file)."),
+    bootstrap: int = typer.Option(100, "--bootstrap", help="Bootstrap resamples of cascades for the 95% CIs (0: none)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+) -> None:
+    """Fit response delays, influence slopes and per-user activity to real retweet trees; write a parameter file."""
+    from socium.experiments.propfit import fit_timing, load_training_trees, write_fit
+
+    try:
+        if what != "propagation":
+            raise SociumError(f"fit: unknown target {what!r}; supported: 'propagation'")
+        trees = load_training_trees(train)
+        res = fit_timing(list(trees.values()), bootstrap=bootstrap, seed=seed, sources=list(train))
+        path = write_fit(res, out)
+    except SociumError as exc:
+        _fail(exc)
+        return
+    table = Table("family", "log-likelihood", "AIC", "parameters", title=f"delay families ({len(trees)} trees)")
+    for f in res["families"]:
+        table.add_row(f["family"], f"{f['loglik']:.1f}", f"{f['aic']:.1f}", str(f["n_params"]))
+    console.print(table)
+    est = Table("parameter", "estimate", "95% CI", title=f"chosen: {res['timing']['delay']['family']}")
+    for k, v in res["estimates"].items():
+        ci = res["ci95"].get(k)
+        est.add_row(k, f"{v:.4g}", "-" if ci is None else f"[{ci[0]:.4g}, {ci[1]:.4g}]")
+    console.print(est)
+    console.print(f"wrote {path}  (use it with timing: {{kind: exposure, params_file: {path}}})")
+
+
+@app.command()
+def validate(
+    target: Path = typer.Argument(..., help="A run directory (trace.duckdb) or an experiment directory (results.json)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Folder for stylized_facts.{json,html} (default TARGET/report)."),
+) -> None:
+    """Score a run against stylized facts of real social networks; print and write an HTML + JSON scorecard."""
+    from socium.experiments.validate import scorecard, write_scorecard
+
+    try:
+        card = scorecard(target)
+        j, h = write_scorecard(card, out or target / "report")
+    except SociumError as exc:
+        _fail(exc)
+        return
+    table = Table("fact", "value", "status", "band", "n", "reference", title=f"stylized facts: {target}")
+    colour = {"pass": "green", "fail": "red", "n/a": "dim"}
+    for f in card["facts"]:
+        band = "-" if f["band"] is None else f"[{f['band'][0]:.2f}, {f['band'][1]:.2f}]"
+        val = "-" if f["value"] is None else f"{f['value']:.3f}"
+        table.add_row(f["name"], val, f"[{colour[f['status']]}]{f['status']}[/]", band, str(f["n"]), f["reference"])
+    console.print(table)
+    console.print(f"{card['passed']} pass, {card['failed']} fail, {card['not_applicable']} n/a in {card['wall_s']:.2f}s")
+    console.print(f"html: {h}  json: {j}")
+
+
+@app.command()
 def episodes(
     config: Path = typer.Argument(..., help="Episodes YAML (see examples/episodes.yaml)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: the file's 'out' or runs/<name>-seed<seed>)."),

@@ -26,6 +26,7 @@ from socium.config import config_from_dict
 from socium.errors import ConfigError, InputFileError
 from socium.experiments.curves import CURVE_NAMES, cascade_curves_from_events, nrmse_curves
 from socium.experiments.nullfit import fit_independent_cascade
+from socium.experiments.propcv import CVSpec, run_propagation_cv
 from socium.experiments.realcascades import (
     DEFAULT_HORIZON_MIN, CascadeTree, DefectReport, default_data_dir, load_labels, load_twitter15, oasis_cascade_ids,
     parse_tree,
@@ -59,6 +60,7 @@ class PropagationSpec(ExperimentSpec):
     follows: Literal["tree", "real", "both"] = Field("both", description="Follow edges: child->parent of the tree, OASIS's real ones, or both.")  # fmt: skip
     extra_follows: int = Field(0, ge=0, description="Random extra followees per agent (noise edges).")
     minutes: int = Field(150, ge=1, description="Comparison window in minutes.")
+    cv: CVSpec | None = Field(None, description="Cross-validated scoring: {folds, seed, models, runs, ...}; fit timing on train folds, score held-out cascades (experiments/propcv.py).")  # fmt: skip
 
     @field_validator("cascades", mode="before")
     @classmethod
@@ -217,6 +219,8 @@ def run_propagation(spec: PropagationSpec, out: Path, *, force: bool = False,
                     log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:  # fmt: skip
     """Run every cascade of ``spec`` (model + IC null), score against the real curves, write results.json."""
     trees = load_trees(spec)
+    if spec.cv is not None:
+        return run_propagation_cv(spec, out, trees, force=force, log=log)
     topics = oasis_topics(Path(spec.topics_csv) if spec.topics_csv else None)
     users_dir = Path(spec.oasis_users_dir) if spec.oasis_users_dir else (
         default_data_dir() / "oasis-reference" / "twitter_dataset" / "anonymous_topic_200_1h")

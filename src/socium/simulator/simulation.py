@@ -47,6 +47,7 @@ from socium.simulator import interviews as iv
 from socium.simulator.signups import SignUps
 from socium.simulator.llm_health import mark_aborted, spent_from_trace, step_problem
 from socium.simulator.surveys import run_surveys
+from socium.simulator.timing import ExposureTiming, params_from_config
 from socium.simulator.world import build_follows, build_population
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,9 @@ class Simulation(mesa.Model):
                                    allow_self_rating=pc.allow_self_rating)  # fmt: skip
         self.state.joined = self.signups.initial_joined()
         self.recsys = make_recommender(cfg.recsys, self)
+        tc = cfg.timing
+        self.timing = None if tc.kind == "activation" else ExposureTiming(
+            params_from_config(tc), self.key, self.n, cfg.step_minutes * cfg.time_magnification, tc.max_delay_min)
         self.policy = policy if policy is not None else self._make_policy()
         if hasattr(self.policy, "set_route"):  # before the executor ships the policy to workers
             self.policy.set_route(*llm_route(cfg, self.population))
@@ -218,6 +222,10 @@ class Simulation(mesa.Model):
                     raise TraceError(f"replay diverged at step {step}, agent {agent}, action {typ}: "
                                      f"recorded {outcome}/{post_id}, replayed {got.status}/{got.post_id}")  # fmt: skip
             self.recsys.observe(self.state, range(self.state.events.first_post, len(self.state.posts)), step)
+            if self.timing is not None:
+                self.timing.observe(self.state, range(self.state.events.first_post, len(self.state.posts)), step)
+                if step < last:
+                    self.timing.due(step + 1)  # that wake-up already happened before the interruption
         for agent, stance in con.execute(
             "SELECT agent_id, arg_max(stance, step) FROM stances GROUP BY agent_id"
         ).fetchall():
@@ -274,10 +282,15 @@ class Simulation(mesa.Model):
         return None if start is None else start + timedelta(seconds=self.sim_time(step))
 
     def active_agents(self, step: int) -> np.ndarray:
-        """Agents active this step: one per-agent draw against that agent's probability for the hour."""
-        p = self.population.activity[:, self.hour(step)]
-        u = uniform(self.key, ACTIVATION, step, np.arange(self.n))
-        on = u < p
+        """Agents active this step: one per-agent draw against that agent's probability for the hour,
+        plus (``timing.kind: exposure``) the agents whose response delay to a post ends this step."""
+        if self.timing is not None and not self.cfg.timing.background:
+            on = np.zeros(self.n, dtype=bool)
+        else:
+            p = self.population.activity[:, self.hour(step)]
+            on = uniform(self.key, ACTIVATION, step, np.arange(self.n)) < p
+        if self.timing is not None:
+            on[self.timing.due(step)] = True
         if self.state.joined is not None:
             on &= self.state.joined
         return np.flatnonzero(on)
@@ -509,6 +522,8 @@ class Simulation(mesa.Model):
             n_actions += self.apply_decisions(decisions, rec)
             new_posts = range(st.events.first_post, len(st.posts))
             self.recsys.observe(st, new_posts, step)
+            if self.timing is not None:
+                self.timing.observe(st, new_posts, step)
             run_surveys(self, step, rec)
             asked_q = []
             for q in self.cfg.interviews:

@@ -1,0 +1,222 @@
+"""Exposure-driven timing layer, its fit to retweet trees, and cross-validated propagation scoring."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import duckdb
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from socium.cli.main import app
+from socium.errors import ConfigError
+from socium.experiments.propcv import fold_split
+from socium.experiments.propfit import EdgeData, fit_family, fit_timing, load_training_trees
+from socium.experiments.propagation import PropagationSpec, run_propagation
+from socium.experiments.realcascades import parse_tree
+from socium.experiments.report import write_report
+from socium.simulator.simulation import Simulation
+from socium.simulator.timing import DelayDistribution, TimingParams
+
+from conftest import small_config
+
+LOGNORMAL_10MIN = {"delay": {"family": "lognormal", "mu": math.log(10.0), "sigma": 0.05}}
+
+
+def _star_config(timing=None, **over):
+    """Agent 0 is followed by everyone; it posts at step 0; reshares are certain (IC p = 1)."""
+    following = {"kind": "random_out", "params": {"k": 1}}
+    cfg = dict(
+        steps=30, step_minutes=1.0, population={"n_agents": 40, "mean_activity": 0.01, "activity": "uniform"},
+        graph=following, policy={"kind": "independent_cascade", "p_repost": 1.0, "p_post": 0.0},
+        recsys={"kind": "chronological", "k": 5, "window_steps": 100},
+    )  # fmt: skip
+    if timing is not None:
+        cfg["timing"] = timing
+    cfg.update(over)
+    return small_config(**cfg)
+
+
+def _star_edges(tmp_path, n=40):
+    p = tmp_path / "star.txt"
+    p.write_text("".join(f"{i} 0\n" for i in range(1, n)))
+    return {"kind": "edgelist", "path": str(p), "directed": True}
+
+
+def _reshare_steps(run_dir):
+    con = duckdb.connect(str(run_dir / "trace.duckdb"), read_only=True)
+    try:
+        return [r[0] for r in con.execute("SELECT step FROM posts WHERE kind = 'repost' ORDER BY step").fetchall()]
+    finally:
+        con.close()
+
+
+def test_exposure_timing_wakes_followers_after_the_fitted_delay(tmp_path):
+    graph = _star_edges(tmp_path)
+    timed = _star_config({"kind": "exposure", "params": LOGNORMAL_10MIN, "background": False}, graph=graph)
+    Simulation(timed, tmp_path / "timed").run()
+    steps = _reshare_steps(tmp_path / "timed")
+    # 39 followers, each reacts once, about 10 minutes (sd 5%) after the post at step 0.
+    assert len(steps) == 39 and set(steps) <= {9, 10, 11, 12}
+    # The old clock (flat activation 0.01 per step) reshares at random steps, mostly not at all.
+    flat = _star_config(graph=graph)
+    Simulation(flat, tmp_path / "flat").run()
+    assert len(_reshare_steps(tmp_path / "flat")) < 20
+
+
+def test_influence_slope_and_user_factor_shift_delays(tmp_path):
+    graph = _star_edges(tmp_path)
+    slow = {"delay": LOGNORMAL_10MIN["delay"], "b_author": math.log(2) / math.log1p(39)}  # doubles delay at 39 followers
+    Simulation(_star_config({"kind": "exposure", "params": slow, "background": False}, graph=graph, steps=40),
+               tmp_path / "slow").run()  # fmt: skip
+    assert set(_reshare_steps(tmp_path / "slow")) <= set(range(18, 24))  # 20 minutes +- 10%
+    spread = {"delay": {"family": "lognormal", "mu": math.log(10.0), "sigma": 1.0}, "user_sigma": 0.9}
+    Simulation(_star_config({"kind": "exposure", "params": spread, "background": False}, graph=graph, steps=200,
+                            recsys={"kind": "chronological", "k": 5, "window_steps": 300}), tmp_path / "spread").run()  # fmt: skip
+    assert len(set(_reshare_steps(tmp_path / "spread"))) > 10  # heavy-tailed: reactions spread over many minutes
+
+
+def test_exposure_timing_resume_equals_uninterrupted_run(tmp_path):
+    graph = {"kind": "barabasi_albert", "params": {"m": 2}}
+    timing = {"kind": "exposure", "params": {"delay": {"family": "lognormal_mixture", "weights": [0.6, 0.4],
+                                                       "mus": [0.5, 2.5], "sigmas": [0.8, 1.2]}, "user_sigma": 0.5}}  # fmt: skip
+    cfg = _star_config(timing, graph=graph, population={"n_agents": 150, "mean_activity": 0.05, "activity": "uniform"},
+                       policy={"kind": "independent_cascade", "p_repost": 0.5, "p_post": 0.1}, steps=24)  # fmt: skip
+    Simulation(cfg, tmp_path / "full").run()
+    Simulation(cfg, tmp_path / "cut").run(steps=11)
+    Simulation(cfg, tmp_path / "cut", resume=True).run()
+    q = "SELECT step, author, kind, parent_id FROM posts ORDER BY post_id"
+    rows = []
+    for d in ("full", "cut"):
+        con = duckdb.connect(str(tmp_path / d / "trace.duckdb"), read_only=True)
+        rows.append(con.execute(q).fetchall())
+        con.close()
+    assert rows[0] == rows[1] and sum(r[2] == "repost" for r in rows[0]) > 5
+
+
+def test_exposure_timing_needs_parameters():
+    with pytest.raises(ConfigError, match="timing"):
+        _star_config({"kind": "exposure"})
+    with pytest.raises(ConfigError, match="weights"):
+        TimingParams.from_dict({"delay": {"family": "lognormal_mixture", "weights": [0.5, 0.6], "mus": [0, 1],
+                                          "sigmas": [1, 1]}})  # fmt: skip
+    with pytest.raises(ConfigError, match="family"):
+        TimingParams.from_dict({"delay": {"family": "gamma", "k": 1}})
+
+
+def _synthetic_edges(n=20000, seed=0):
+    rng = np.random.default_rng(seed)
+    xa = np.log1p(rng.integers(0, 200, n)).astype(float)
+    xr = np.log1p(rng.integers(50, 500, n)).astype(float)
+    comp = rng.random(n) < 0.3
+    logd = np.where(comp, -1.0 + 0.5 * rng.standard_normal(n), 2.0 + 0.8 * rng.standard_normal(n)) + 0.2 * xa + 0.4 * xr
+    return EdgeData(np.exp(logd), xa, xr, rng.integers(0, 100, n), [str(u) for u in rng.integers(0, 5000, n)])
+
+
+def test_mixture_mle_recovers_known_parameters():
+    fit = fit_family("lognormal_mixture", _synthetic_edges())
+    p = fit.params.delay.params
+    assert p["weights"][0] == pytest.approx(0.3, abs=0.03)
+    assert p["mus"] == pytest.approx([-1.0, 2.0], abs=0.15) and p["sigmas"] == pytest.approx([0.5, 0.8], abs=0.08)
+    assert fit.params.b_author == pytest.approx(0.2, abs=0.03) and fit.params.b_root == pytest.approx(0.4, abs=0.06)
+    single = fit_family("lognormal", _synthetic_edges())
+    assert fit.aic < single.aic  # the mixture is the better description, and AIC says so
+
+
+def test_weibull_and_lomax_mle_recover_known_parameters():
+    rng = np.random.default_rng(1)
+    n = 20000
+    z = np.zeros(n)
+    for family, draw, key, true in (("weibull", rng.weibull(0.6, n) * 30, "shape", 0.6),
+                                    ("lomax", (rng.pareto(1.5, n)) * 20, "alpha", 1.5)):  # fmt: skip
+        e = EdgeData(np.maximum(draw, 1e-3), z, z, np.zeros(n, np.int64), ["u"] * n)
+        fit = fit_family(family, e, covariates=False)
+        assert fit.params.delay.params[key] == pytest.approx(true, rel=0.05)
+
+
+def test_quantiles_and_density_agree():
+    d = DelayDistribution("lognormal_mixture", {"weights": [0.3, 0.7], "mus": [0.0, 3.0], "sigmas": [0.5, 1.0]})
+    rng = np.random.default_rng(0)
+    x = np.exp(d.log_quantile(rng.random(200000), rng.random(200000)))
+    assert np.mean(x <= 10.0) == pytest.approx(float(d.cdf(np.array([10.0]))[0]), abs=0.005)
+    grid = np.exp(np.linspace(-5, 10, 20001))
+    assert np.trapezoid(np.exp(d.logpdf(grid)), grid) == pytest.approx(1.0, abs=1e-3)
+
+
+def _write_trees(folder, n_trees=8, seed=0):
+    """Random retweet trees in the Ma et al. format with log-normal delays (about 20 users each)."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for t in range(n_trees):
+        lines = [f"['ROOT', 'ROOT', '0.0']->['u{t}_0', '{t}', '0.0']"]
+        times = [0.0]
+        for i in range(1, 15 + t):
+            p = int(rng.integers(0, i)) if rng.random() < 0.3 else 0
+            times.append(times[p] + float(np.exp(rng.normal(2.0, 1.0))))
+            lines.append(f"['u{t}_{p}', '{t}', '{times[p]:.2f}']->['u{t}_{i}', '{t}', '{times[i]:.2f}']")
+        (folder / f"{1000 + t}.txt").write_text("\n".join(lines) + "\n")
+    return sorted(folder.glob("*.txt"))
+
+
+def test_fit_cli_writes_a_parameter_file_runs_can_load(tmp_path):
+    _write_trees(tmp_path / "trees")
+    out = tmp_path / "timing.json"
+    res = CliRunner().invoke(app, ["fit", "propagation", "--train", str(tmp_path / "trees"), "--out", str(out),
+                                   "--bootstrap", "20"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    data = json.loads(out.read_text())
+    tp = TimingParams.load(out)
+    assert data["timing"]["meta"]["n_cascades"] == 8 and tp.delay.family in ("lognormal", "lognormal_mixture", "weibull", "lomax")
+    lo, hi = data["ci95"]["delay_q50_min"]
+    assert lo <= data["estimates"]["delay_q50_min"] <= hi
+    assert 3.0 < data["estimates"]["delay_q50_min"] < 15.0  # the trees were drawn with median e^2 = 7.4 minutes
+    bad = CliRunner().invoke(app, ["fit", "propagation", "--train", str(tmp_path / "nope"), "--out", str(out)])
+    assert bad.exit_code == 2 and "nope" in bad.output
+
+
+def test_fold_split_partitions_ids():
+    ids = [str(i) for i in range(23)]
+    folds = fold_split(ids, 5, 3)
+    assert sorted(sum(folds, [])) == sorted(ids) and all(4 <= len(f) <= 5 for f in folds)
+    assert folds == fold_split(ids, 5, 3) != fold_split(ids, 5, 4)
+    with pytest.raises(ConfigError, match="folds"):
+        fold_split(ids[:3], 5, 0)
+
+
+def test_cv_scores_only_held_out_cascades(tmp_path):
+    files = _write_trees(tmp_path / "trees", n_trees=6)
+    spec = PropagationSpec(tree_files=[str(f) for f in files], minutes=60, follows="tree", activation=0.5,
+                           topics_csv=str(tmp_path / "none.csv"), bootstrap=200,
+                           cv={"folds": 3, "seed": 0, "families": ["lognormal"]},
+                           base={"seed": 0, "step_minutes": 5})  # fmt: skip
+    res = run_propagation(spec, tmp_path / "out")
+    assert res["mode"] == "cv" and len(res["cascades"]) == 6
+    for fold in res["folds"]:
+        assert not set(fold["train"]) & set(fold["held_out"]) and len(fold["train"]) == 4
+        for cid in fold["held_out"]:
+            assert next(c for c in res["cascades"] if c["id"] == cid)["fold"] == fold["fold"]
+    for model in ("ic_pooled", "calibrated"):
+        s = res["summary"][model]
+        assert s["n"] == 6 and set(s["nrmse"]) == {"scale", "depth", "max_breadth"}
+        lo, hi = s["ci95"]["scale"]
+        assert lo <= s["nrmse"]["scale"] <= hi
+    # the calibrated model ran on 1-minute steps with exposure timing, the baseline on the 5-minute clock
+    cfg = json.loads((tmp_path / "out" / "cv" / "fold0" / "calibrated" / res["folds"][0]["held_out"][0] / "seed0"
+                      / "config.json").read_text())  # fmt: skip
+    assert cfg["timing"]["kind"] == "exposure" and cfg["step_minutes"] == 1.0
+    assert (tmp_path / "out" / "cv" / "fold0" / "timing.json").is_file()
+    rep = write_report(tmp_path / "out")
+    assert "held-out" in rep.html.read_text() and (rep.out_dir / "nrmse.png").is_file()
+
+
+def test_training_trees_from_files_and_folders(tmp_path):
+    files = _write_trees(tmp_path / "t", n_trees=3)
+    assert len(load_training_trees([str(tmp_path / "t")])) == 3
+    assert list(load_training_trees([str(files[0])])) == [files[0].stem]
+    with pytest.raises(ConfigError):
+        load_training_trees([str(tmp_path / "missing")])
+    tree = parse_tree(files[0])
+    res = fit_timing([tree, parse_tree(files[1])], families=["lognormal"], bootstrap=0)
+    assert res["timing"]["delay"]["family"] == "lognormal" and res["ci95"] == {}
