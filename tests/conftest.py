@@ -40,3 +40,14 @@ def small_config(**over):
         else:
             base[k] = v
     return config_from_dict(base)
+
+
+def herding_inputs(folder, n_items=6, n_people=6):
+    """Small herding item and persona files (items cycle up / control / down); returns their paths as str."""
+    import json
+
+    items = [{"text": f"claim {i}", "group": ("up", "control", "down")[i % 3]} for i in range(n_items)]
+    people = [{"realname": f"P {i}", "username": f"p{i}", "bio": "b", "persona": "p"} for i in range(n_people)]
+    (folder / "items.json").write_text(json.dumps(items))
+    (folder / "people.json").write_text(json.dumps(people))
+    return str(folder / "items.json"), str(folder / "people.json")

@@ -193,7 +193,11 @@ def test_cli_episodes_and_export(tmp_path) -> None:
     res = runner.invoke(app, ["episodes", str(f), "--out", str(tmp_path / "run"), "--quiet"])
     assert res.exit_code == 0, res.output
     assert "mindreaders" in res.output and "ran 6 episodes" in res.output
+    assert "SMOKE RUN: llm.backend 'random'" in res.output
+    assert (tmp_path / "run" / "summary.md").read_text().startswith("**SMOKE RUN")
     assert (tmp_path / "run" / "summary.json").is_file()
+    again = runner.invoke(app, ["episodes", str(f), "--out", str(tmp_path / "run"), "--quiet"])
+    assert again.exit_code == 0 and "reusing 6 finished episodes" in again.output and "ran 0 episodes" in again.output
     assert all((tmp_path / "run" / "plots" / p).stat().st_size > 1000 for p in ("goal_by_mode.png", "words_per_turn.png"))
     res = runner.invoke(app, ["export-sft", str(tmp_path / "run"), "--mode", "all", "--out", str(tmp_path / "x.jsonl")])
     assert res.exit_code == 0 and "wrote" in res.output
@@ -245,3 +249,28 @@ def test_hostile_model_output_is_stored_not_crashing(tmp_path) -> None:
     assert turns[1][0] == "invalid" and "\x00" not in turns[1][2] and len(turns[1][2]) <= 8000
     assert turns[2][0] == "speak" and len(turns[2][1]) == 4000  # an overlong utterance is cut to the bound
     assert "finite" in answers and agreement is False and goal == 0.0
+
+
+def test_goal_error_bars_are_the_tables_interval(tmp_path, monkeypatch) -> None:
+    """The plotted interval is the table's, also where it is clipped to 10 (asymmetric)."""
+    from matplotlib.axes import Axes
+
+    from socium.experiments.episodes.report import table_rows, write_plots
+
+    row = {"mode": "script", "task": "bargaining", "episodes": 4, "goal_mean": 9.5, "goal_ci_low": 8.7,
+           "goal_ci_high": 10.0, "judge_goal_mean": None, "words_per_turn": 12.0, "turns_per_episode": 5.0,
+           "agreement_rate": 1.0, "leave_rate": 0.0, "valid_rate": 1.0}
+    summary = {"rows": [row, {**row, "task": "all"}], "model": "m"}
+    seen = []
+    real_bar = Axes.bar
+
+    def spy(self, x, height, *a, **kw):
+        seen.append((list(height), kw.get("yerr")))
+        return real_bar(self, x, height, *a, **kw)
+
+    monkeypatch.setattr(Axes, "bar", spy)
+    write_plots(summary, tmp_path)
+    heights, yerr = seen[0]
+    assert heights == [9.5]
+    assert [float(v) for v in yerr[:, 0]] == pytest.approx([9.5 - 8.7, 10.0 - 9.5])  # [below, above]
+    assert "9.50 [8.70, 10.00]" in table_rows(summary)[0][3]

@@ -10,6 +10,8 @@ from typer.testing import CliRunner
 from socium.cli.main import app
 from socium.experiments.progress import RichProgress, current, reporting
 
+from conftest import herding_inputs
+
 runner = CliRunner()
 
 
@@ -33,11 +35,8 @@ def test_rich_progress_counts_runs_steps_calls_and_reuse():
 
 
 def _herding_spec(tmp_path):
-    items = [{"text": f"claim {i}", "group": ("up", "control", "down")[i % 3]} for i in range(6)]
-    people = [{"realname": f"P {i}", "username": f"p{i}", "bio": "b", "persona": "p"} for i in range(6)]
-    (tmp_path / "items.json").write_text(json.dumps(items))
-    (tmp_path / "people.json").write_text(json.dumps(people))
-    spec = {"experiment": "herding", "items": str(tmp_path / "items.json"), "personas": str(tmp_path / "people.json"),
+    items, people = herding_inputs(tmp_path)
+    spec = {"experiment": "herding", "items": items, "personas": people,
             "n_items": 6, "activation": 0.6, "bootstrap": 10, "base": {"seed": 2, "steps": 2, "llm": {"backend": "random"}}}
     (tmp_path / "h.yaml").write_text(yaml.safe_dump(spec))
     return tmp_path / "h.yaml"

@@ -226,7 +226,7 @@ def query(
 @app.command()
 def card(run_dir: Path, as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
     """Print the run's Simulation Card: perspective, who saw what, model, seeds, totals."""
-    from socium.experiments.card import simulation_card
+    from socium.experiments.card import card_value, simulation_card
 
     try:
         c = simulation_card(run_dir)
@@ -240,7 +240,7 @@ def card(run_dir: Path, as_json: bool = typer.Option(False, "--json", help="Prin
         console.print(f"[bold red]{c['smoke_run']}[/]", highlight=False)
     table = Table("field", "value", title=f"Simulation Card: {run_dir}")
     for k, v in c.items():
-        table.add_row(k, v if isinstance(v, str) else json.dumps(v, default=str))
+        table.add_row(k, card_value(v))
     console.print(table)
 
 
@@ -336,7 +336,9 @@ def sweep(
         raise typer.Exit(1)
 
 
-def _print_report_tables(rep) -> None:
+def _print_report_tables(rep: Any) -> None:
+    for b in rep.banners:
+        console.print(f"[bold red]{b}[/]", highlight=False)
     for t in rep.tables:
         if t.summary:
             table = Table(*t.columns, title=t.title)
@@ -478,6 +480,11 @@ def episodes(
     except SociumError as exc:
         _fail(exc)
         return
+    from socium.experiments.card import smoke_banner
+
+    banner = smoke_banner(cfg.llm.backend)
+    if banner:
+        console.print(f"[bold red]{banner}[/]", highlight=False)
     table = Table(*TABLE_HEADER, title=f"episodes: {rep.out}")
     for row in table_rows(rep.summary, paper=False):
         table.add_row(*row)

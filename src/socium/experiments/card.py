@@ -160,6 +160,19 @@ def _narrator_quality(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
             "backend_failures": int(r[2]), "narrator_calls": int(calls[0]), "reask_calls": int(calls[1])}
 
 
+def card_value(v: Any) -> str:
+    """A card field for people: nested mappings as 'key: value; ...', floats rounded, lists comma-separated."""
+    if isinstance(v, dict):
+        return "; ".join(f"{k}: {card_value(x)}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return ", ".join(card_value(x) for x in v)
+    if isinstance(v, float):
+        return f"{v:,.4g}"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return str(v)
+
+
 def _reason_cost(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     """What ``llm_agents.record_reason`` cost: each answer's completion tokens shared out by characters
     between its ``reason`` and the rest (an estimate: the tokenizer is the server's, not ours)."""

@@ -31,6 +31,7 @@ from socium.experiments.nullfit import fit_random_voting
 from socium.experiments.realcascades import default_data_dir
 from socium.experiments import progress
 from socium.experiments.spec import (
+    PATH_FIELD,
     ExperimentSpec, PersonRow, build_config, connect, llm_usage, run_config, write_population_csv, write_results,
 )  # fmt: skip
 
@@ -43,8 +44,8 @@ DEFAULT_ACTIONS = ["like_post", "dislike_post", "create_comment", "do_nothing"]
 class HerdingSpec(ExperimentSpec):
     experiment: Literal["herding"] = "herding"
     name: str = "herding"
-    items: str | None = Field(None, description="Items JSON: OASIS counterfactual format or [{text, group}] (default: OASIS's).")
-    personas: str | None = Field(None, description="Reddit persona JSON (default: OASIS's user_data_36.json).")
+    items: str | None = Field(None, json_schema_extra=PATH_FIELD, description="Items JSON: OASIS counterfactual format or [{text, group}] (default: OASIS's).")
+    personas: str | None = Field(None, json_schema_extra=PATH_FIELD, description="Reddit persona JSON (default: OASIS's user_data_36.json).")
     n_items: int = Field(30, ge=3, description="Items used, stratified over the file's groups.")
     n_agents: int | None = Field(None, ge=1, description="Voters (personas reused cyclically if more than the file has).")
     item_seed: int = Field(0, ge=0, description="Seed of the item sample.")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from socium.config import read_yaml_mapping
 from socium.errors import ConfigError
 from socium.experiments.compare import run_compare
 from socium.experiments.herding import HerdingSpec, run_herding
@@ -25,12 +26,13 @@ KINDS = (*SPECS, "compare")
 
 def load_experiment(path: str | Path, overrides: Sequence[str] = (), kind: str | None = None) -> Any:
     """The typed spec in ``path``; ``kind`` (if given) must match its ``experiment`` key (or fills it in)."""
-    data = load_spec_data(path, overrides)
-    name = data.get("experiment") or (kind if kind in SPECS else None)
+    raw = read_yaml_mapping(path)
+    name = raw.get("experiment") or (kind if kind in SPECS else None)
     if name not in SPECS:
         raise ConfigError(f"{path}: experiment: {name!r} is not one of {', '.join(SPECS)}")
     if kind in SPECS and kind != name:
         raise ConfigError(f"{path}: the spec is a {name!r} experiment, not {kind!r}")
+    data = load_spec_data(path, overrides, SPECS[name])
     data["experiment"] = name
     return parse_spec(SPECS[name], data, str(path))
 

@@ -29,6 +29,7 @@ from socium.errors import InputFileError
 from socium.experiments.realcascades import default_data_dir
 from socium.experiments import progress
 from socium.experiments.spec import (
+    PATH_FIELD,
     ExperimentSpec, PersonRow, build_config, connect, llm_usage, run_config, write_population_csv, write_results,
 )  # fmt: skip
 
@@ -47,7 +48,7 @@ class PolarisationSpec(ExperimentSpec):
     experiment: Literal["polarisation"] = "polarisation"
     name: str = "polarisation"
     population: Literal["oasis_core", "synthetic"] = Field("oasis_core", description="OASIS's 196 core users or a synthetic population.")
-    core_dir: str | None = Field(None, description="Folder with 197_baoshou.csv and 197_progressive.csv (default: shared data).")
+    core_dir: str | None = Field(None, json_schema_extra=PATH_FIELD, description="Folder with 197_baoshou.csv and 197_progressive.csv (default: shared data).")
     n_agents: int | None = Field(None, ge=4, description="Seeded subset of the core users, or the synthetic size (default 196).")
     split_seed: int = Field(0, ge=0, description="Seed of the subset, the group split and the stance noise.")
     stance0: float = Field(0.4, ge=0, le=1, description="Initial stance magnitude of each group (conservative -, progressive +).")

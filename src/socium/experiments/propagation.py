@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from socium.config import config_from_dict
 from socium.errors import ConfigError, InputFileError
@@ -28,11 +28,12 @@ from socium.experiments.curves import CURVE_NAMES, cascade_curves_from_events, n
 from socium.experiments.nullfit import fit_independent_cascade
 from socium.experiments.propcv import CVSpec, run_propagation_cv
 from socium.experiments.realcascades import (
-    DEFAULT_HORIZON_MIN, CascadeTree, DefectReport, default_data_dir, load_labels, load_twitter15, oasis_cascade_ids,
-    parse_tree,
+    DEFAULT_HORIZON_MIN, CascadeTree, DefectReport, default_data_dir, load_labels, load_twitter15, normalise_label,
+    oasis_cascade_ids, parse_tree,
 )  # fmt: skip
 from socium.experiments import progress
 from socium.experiments.spec import (
+    PATH_FIELD,
     ExperimentSpec, PersonRow, build_config, connect, llm_usage, run_config, write_population_csv, write_results,
 )  # fmt: skip
 
@@ -46,14 +47,14 @@ class PropagationSpec(ExperimentSpec):
     experiment: Literal["propagation"] = "propagation"
     name: str = "propagation"
     cascades: list[str] = Field(default_factory=list, description="Twitter15 source tweet ids; empty: a seeded sample of OASIS's list.")  # fmt: skip
-    sample: int = Field(5, ge=1, description="How many OASIS Twitter15 cascades to sample when `cascades` is empty.")
+    sample: int = Field(5, ge=1, description="How many OASIS Twitter15 cascades to sample when neither `cascades` nor `tree_files` is given (setting it with either is an error).")
     sample_seed: int = Field(0, ge=0, description="Seed of that sample.")
     sample_max_users: int | None = Field(None, ge=2, description="Sample only cascades with at most this many users.")
-    tree_files: list[str] = Field(default_factory=list, description="Your own trees in the Ma et al. format (id = file stem).")
+    tree_files: list[str] = Field(json_schema_extra=PATH_FIELD, default_factory=list, description="Your own trees in the Ma et al. format (id = file stem).")
     source_texts: dict[str, str] = Field(default_factory=dict, description="Source tweet text per cascade id (else OASIS's list).")
-    tarball: str | None = Field(None, description="Twitter15 trees tarball (default: shared data).")
-    topics_csv: str | None = Field(None, description="OASIS all_topics.csv (default: shared data).")
-    oasis_users_dir: str | None = Field(None, description="OASIS per-topic user CSVs (default: shared data).")
+    tarball: str | None = Field(None, json_schema_extra=PATH_FIELD, description="Twitter15 trees tarball (default: shared data).")
+    topics_csv: str | None = Field(None, json_schema_extra=PATH_FIELD, description="OASIS all_topics.csv (default: shared data).")
+    oasis_users_dir: str | None = Field(None, json_schema_extra=PATH_FIELD, description="OASIS per-topic user CSVs (default: shared data).")
     horizon_min: float | None = Field(DEFAULT_HORIZON_MIN, description="Drop real nodes later than this (minutes).")
     max_users: int | None = Field(None, ge=2, description="Cap the population at the earliest N users of each tree.")
     activation: float = Field(0.3, gt=0, le=1, description="Probability that an agent is active in a step.")
@@ -61,6 +62,14 @@ class PropagationSpec(ExperimentSpec):
     extra_follows: int = Field(0, ge=0, description="Random extra followees per agent (noise edges).")
     minutes: int = Field(150, ge=1, description="Comparison window in minutes.")
     cv: CVSpec | None = Field(None, description="Cross-validated scoring: {folds, seed, models, runs, ...}; fit timing on train folds, score held-out cascades (experiments/propcv.py).")  # fmt: skip
+
+    @model_validator(mode="after")
+    def _sample_only_without_explicit_trees(self) -> "PropagationSpec":
+        given = [k for k in ("sample", "sample_seed", "sample_max_users") if k in self.model_fields_set]
+        if given and (self.cascades or self.tree_files):
+            which = "cascades" if self.cascades else "tree_files"
+            raise ValueError(f"{', '.join(given)}: sampling applies only when no trees are named; remove it or {which}")
+        return self
 
     @field_validator("cascades", mode="before")
     @classmethod
@@ -245,7 +254,11 @@ def run_propagation(spec: PropagationSpec, out: Path, *, force: bool = False,
         seed = int({**defaults, **spec.base}.get("seed", 0))
         rows, edge_counts = cascade_population(tree, users, spec, real, seed)
         pop_csv = write_population_csv(out / "inputs" / f"{cid}.csv", rows)
-        text = spec.source_texts.get(cid) or info.get("text") or "(the source tweet's text is not available)"
+        text = spec.source_texts.get(cid) or info.get("text")
+        if not text:
+            log(f"cascade {cid}: NO SOURCE TEXT (not in OASIS's list, no source_texts entry): the agents are shown "
+                "a placeholder post; add source_texts: {" + cid + ": ...} to the spec")
+            text = "(the source tweet's text is not available)"
         owned = {"population": {"source": "oasis_csv", "path": str(pop_csv.resolve())}, "graph": {"kind": "profiles"},
                  "seed_posts": [{"author": 0, "content": text}]}  # fmt: skip
         base = dict(spec.base)
@@ -255,6 +268,8 @@ def run_propagation(spec: PropagationSpec, out: Path, *, force: bool = False,
         log(f"cascade {cid}: {len(users)} agents, model run ({cfg.policy.kind})")
         info_m = run_config(cfg, out / "runs" / cid / "model", force=force)
         runs["model"] = {"dir": str(info_m.run_dir), "status": info_m.status, "policy": cfg.policy.kind}
+        if cfg.policy.kind == "independent_cascade":  # a rule-based model run: its p is configured, not fitted
+            runs["model"]["configured_p"] = cfg.policy.p_repost
         fit = fit_independent_cascade(info_m.run_dir, roots=[0])
         fit_all = fit_independent_cascade(info_m.run_dir)
         runs["model"]["reshare_fit"] = {"p": fit.p, "adoptions": fit.adoptions, "trials": fit.trials,
@@ -275,7 +290,7 @@ def run_propagation(spec: PropagationSpec, out: Path, *, force: bool = False,
                      nrmse=nrmse_curves(sim, real_sub, spec.minutes), nrmse_full=nrmse_curves(sim, real_full, spec.minutes),
                      usage=llm_usage(Path(r["dir"])))  # fmt: skip
         cascades.append({
-            "id": cid, "topic": info.get("topic"), "label": labels.get(cid, info.get("label")),
+            "id": cid, "topic": info.get("topic"), "label": normalise_label(labels.get(cid, info.get("label"))),
             "source_text": "oasis" if cid in topics and cid not in spec.source_texts else ("spec" if cid in spec.source_texts else "missing"),
             "real_users": len(tree.nodes), "agents": len(users), "real_profiles": real is not None, "edges": edge_counts,
             "defects": tree.defects.as_dict(), "real": {k: v.tolist() for k, v in real_sub.items()},

@@ -327,6 +327,18 @@ def twitter15_ids(tar_path: _PathArg = None) -> list[str]:
         return [tid for name in tf.getnames() if (tid := _tree_id(name)) is not None]
 
 
+LABELS = ("non-rumor", "false", "true", "unverified")
+
+
+def normalise_label(label: str | None) -> str | None:
+    """One vocabulary for veracity labels: Twitter15 writes ``false``, OASIS's list ``False``; some
+    copies spell ``non-rumour`` or ``non_rumor``. Unknown labels are kept, lower-cased."""
+    if label is None or not str(label).strip():
+        return None
+    key = str(label).strip().lower().replace("_", "-").replace(" ", "-").replace("rumour", "rumor")
+    return key
+
+
 def load_labels(tar_path: _PathArg = None) -> dict[str, str]:
     """Veracity label (``non-rumor``/``false``/``true``/``unverified``) by source tweet ID."""
     tf, path = _open_tar(tar_path)
@@ -336,7 +348,7 @@ def load_labels(tar_path: _PathArg = None) -> dict[str, str]:
     for lineno, line in enumerate(text.splitlines(), start=1):
         label, sep, tid = line.strip().partition(":")
         if sep and label and tid.isdigit():
-            labels[tid] = label
+            labels[tid] = normalise_label(label) or label
         elif line.strip():
             raise InputFileError(source, lineno, f"expected 'label:tweet_id', got {line!r}")
     return labels

@@ -1,12 +1,18 @@
 """Matplotlib figures for experiment reports; every function writes one PNG and returns its path.
 
 Kept apart from the report logic so the numbers (series.json) and the pictures cannot disagree:
-each plot takes exactly the series the report also writes out. The Agg backend is forced, so
-reports render on headless machines and in tests.
+each plot takes exactly the series the report also writes out, and intervals drawn are the ones
+the tables print. The Agg backend is forced, so reports render on headless machines and in tests.
+
+Conventions every figure follows: a title saying what it shows, axis labels with units, integer
+ticks on count axes, legends below the axes (never over data), sources named for what they are
+("real (Twitter15)", "LLM (SmolLM2-135M-Instruct)", "IC null"), every reference line labelled,
+and bars of height zero drawn as a visible zero with their value printed.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -15,124 +21,275 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 CURVE_TITLES = {"scale": "scale (users reached)", "depth": "depth", "max_breadth": "max breadth"}
+CURVE_YLABELS = {"scale": "users reached (count)", "depth": "depth (hops from the source)",
+                 "max_breadth": "users on the widest level (count)"}
 STYLE = {"real": {"color": "black", "lw": 2.0}, "model": {"color": "tab:blue", "lw": 1.6},
-         "null": {"color": "tab:orange", "lw": 1.4, "ls": "--"}}  # fmt: skip
+         "null": {"color": "tab:orange", "lw": 1.4, "ls": "--"}, "run": {"color": "tab:blue", "lw": 1.6},
+         "local": {"color": "tab:blue", "lw": 1.6}, "mindreader": {"color": "tab:green", "lw": 1.6},
+         "omniscient": {"color": "tab:red", "lw": 1.6}}
 GROUP_COLORS = {"up": "tab:green", "control": "tab:gray", "down": "tab:red",
-                "conservative": "tab:purple", "progressive": "tab:cyan"}  # fmt: skip
+                "conservative": "tab:purple", "progressive": "tab:cyan"}
+BIMODALITY_UNIFORM = 5 / 9
 
 
-def _save(fig: Any, path: Path) -> Path:
-    fig.tight_layout()
+def _label(labels: Mapping[str, str] | None, name: str) -> str:
+    return (labels or {}).get(name, name)
+
+
+def _save(fig: Any, path: Path, legend_from: Any = None, ncol: int | None = None) -> Path:
+    """Save with the legend of ``legend_from`` (an axes or a list of them) in its own strip under the
+    axes, so it never covers data."""
+    bottom = 0.0
+    if legend_from is not None:
+        seen: dict[str, Any] = {}
+        for ax in legend_from if isinstance(legend_from, (list, tuple, np.ndarray)) else [legend_from]:
+            for h, n in zip(*ax.get_legend_handles_labels()):
+                seen.setdefault(n, h)
+        if seen:
+            cols = ncol or min(len(seen), 4)
+            rows = math.ceil(len(seen) / cols)
+            fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=cols, frameon=False, fontsize=8)
+            bottom = min(0.045 + 0.06 * rows, 0.45) * (3.8 / fig.get_size_inches()[1])
+    fig.tight_layout(rect=(0, bottom, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
-def cascade_curves(path: Path, title: str, series: Mapping[str, Mapping[str, Sequence[float]]]) -> Path:
+def _integer(ax: Any, axis: str = "y") -> None:
+    (ax.yaxis if axis == "y" else ax.xaxis).set_major_locator(MaxNLocator(integer=True))
+
+
+def t_interval(values: Sequence[float], lo: float | None = None) -> tuple[float, float, float] | None:
+    """Mean and two-sided 95% t interval over independent units (cascades, seeds, episodes), clipped
+    at ``lo`` for quantities that cannot go below it (an error measure cannot be negative)."""
+    v = np.asarray([x for x in values if x is not None and not math.isnan(x)], dtype=float)
+    if len(v) == 0:
+        return None
+    m = float(v.mean())
+    if len(v) < 2:
+        return m, m, m
+    from scipy.special import stdtrit
+
+    half = float(stdtrit(len(v) - 1, 0.975)) * float(v.std(ddof=1)) / math.sqrt(len(v))
+    return m, m - half if lo is None else max(lo, m - half), m + half
+
+
+def _bar_values(ax: Any, bars: Any, values: Sequence[float | None], fmt: str = "{:.2f}") -> None:
+    """Print each bar's value; a zero bar gets a visible tick at zero, a missing one 'n/a'."""
+    for rect, v in zip(bars, values):
+        x = rect.get_x() + rect.get_width() / 2
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            ax.annotate("n/a", (x, 0), ha="center", va="bottom", fontsize=7, color="dimgray")
+            continue
+        if v == 0:
+            ax.plot([rect.get_x(), rect.get_x() + rect.get_width()], [0, 0], color=rect.get_facecolor(), lw=3,
+                    solid_capstyle="butt")
+        # left of the bar's centre line, so an error bar drawn there never runs through the number
+        ax.annotate(fmt.format(v), (x, v), xytext=(-3, 2 if v >= 0 else -9), textcoords="offset points",
+                    ha="right", fontsize=7)
+
+
+# ---- cascades ------------------------------------------------------------------------------------
+def cascade_curves(path: Path, title: str, series: Mapping[str, Mapping[str, Sequence[float]]],
+                   labels: Mapping[str, str] | None = None) -> Path:
     """Scale, depth and max breadth per minute, one line per source (real, model, null, ...)."""
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
     for ax, key in zip(axes, CURVE_TITLES):
         for name, curves in series.items():
             y = curves.get(key)
             if y is not None:
-                ax.plot(np.arange(len(y)), y, label=name, **STYLE.get(name, {}))
-        ax.set_title(CURVE_TITLES[key])
-        ax.set_xlabel("minutes since source")
-    axes[0].legend()
-    fig.suptitle(title, fontsize=10)
-    return _save(fig, path)
+                ax.plot(np.arange(len(y)), y, label=_label(labels, name), **STYLE.get(name, {}))
+        ax.set_title(CURVE_TITLES[key], fontsize=10)
+        ax.set_xlabel("minutes since the source post")
+        ax.set_ylabel(CURVE_YLABELS[key])
+        ax.set_ylim(bottom=0)
+        _integer(ax)
+    fig.suptitle(title, fontsize=11)
+    return _save(fig, path, axes[0])
 
 
-def nrmse_bars(path: Path, nrmse: Mapping[str, Mapping[str, float]], reference: float | None) -> Path:
-    """Mean NRMSE per curve for each model, with OASIS's reported level as a dashed line."""
-    fig, ax = plt.subplots(figsize=(6, 3.4))
+def mean_cascade_curves(path: Path, title: str, per_source: Mapping[str, Sequence[Mapping[str, Sequence[float]]]],
+                        labels: Mapping[str, str] | None = None) -> Path:
+    """Mean curve over cascades per source with its 95% t band (cascades are the independent units)."""
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
+    for ax, key in zip(axes, CURVE_TITLES):
+        for name, curves in per_source.items():
+            ys = [np.asarray(c[key], dtype=float) for c in curves if c.get(key) is not None]
+            if not ys:
+                continue
+            n = min(len(y) for y in ys)
+            arr = np.stack([y[:n] for y in ys])
+            mean = arr.mean(axis=0)
+            style = STYLE.get(name, {})
+            ax.plot(np.arange(n), mean, label=f"{_label(labels, name)} (mean of {len(ys)})", **style)
+            if len(ys) > 1:
+                from scipy.special import stdtrit
+
+                half = float(stdtrit(len(ys) - 1, 0.975)) * arr.std(axis=0, ddof=1) / math.sqrt(len(ys))
+                ax.fill_between(np.arange(n), mean - half, mean + half, color=style.get("color"), alpha=0.15, lw=0)
+        ax.set_title(CURVE_TITLES[key], fontsize=10)
+        ax.set_xlabel("minutes since the source post")
+        ax.set_ylabel(CURVE_YLABELS[key])
+        ax.set_ylim(bottom=0)
+    fig.suptitle(title, fontsize=11)
+    return _save(fig, path, axes[0])
+
+
+def nrmse_bars(path: Path, nrmse: Mapping[str, Mapping[str, float]], reference: float | None,
+               ci: Mapping[str, Mapping[str, Sequence[float]]] | None = None,
+               labels: Mapping[str, str] | None = None, n: int | None = None) -> Path:
+    """Mean NRMSE per curve for each model with its 95% interval, and OASIS's reported level."""
+    fig, ax = plt.subplots(figsize=(7, 4))
     keys = list(CURVE_TITLES)
     width = 0.8 / max(len(nrmse), 1)
     for i, (name, vals) in enumerate(nrmse.items()):
-        ax.bar(np.arange(len(keys)) + i * width, [vals[k] for k in keys], width, label=name, color=STYLE.get(name, {}).get("color"))
+        ys = [vals[k] for k in keys]
+        err = None
+        if ci and name in ci:
+            err = np.array([[max(ys[j] - ci[name][k][0], 0.0), max(ci[name][k][1] - ys[j], 0.0)]
+                            for j, k in enumerate(keys)]).T
+        bars = ax.bar(np.arange(len(keys)) + i * width, ys, width, yerr=err, capsize=3, label=_label(labels, name),
+                      color=STYLE.get(name, {}).get("color"))
+        _bar_values(ax, bars, ys)
     if reference is not None:
-        ax.axhline(reference, color="black", ls=":", label=f"OASIS ~{reference:.0%}")
-    ax.set_xticks(np.arange(len(keys)) + width * (len(nrmse) - 1) / 2, keys)
-    ax.set_ylabel("normalised RMSE")
-    ax.legend()
-    return _save(fig, path)
+        ax.axhline(reference, color="black", ls=":", label=f"reference: OASIS reported ~{reference:.0%} (scale, 150 min)")
+    ax.set_xticks(np.arange(len(keys)) + width * (len(nrmse) - 1) / 2, [CURVE_TITLES[k] for k in keys])
+    ax.set_ylabel("NRMSE (RMSE / max of the real curve)")
+    ax.set_xlabel("cascade curve")
+    ax.set_ylim(bottom=0)
+    over = f" over {n} cascade{'s' if n != 1 else ''}" if n else ""
+    ax.set_title(f"Mean NRMSE per curve{over} (lower is better; bars: 95% t interval)", fontsize=10)
+    return _save(fig, path, ax)
 
 
-def group_trajectories(path: Path, series: Mapping[str, Mapping[str, Sequence[float]]], ylabel: str, title: str) -> Path:
-    """One line per (run, group): solid for the model, dashed for the null."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+# ---- groups (herding, polarisation) --------------------------------------------------------------
+def group_trajectories(path: Path, series: Mapping[str, Mapping[str, Sequence[float | None]]], ylabel: str,
+                       title: str, xs: Sequence[float] | None = None, xlabel: str = "step",
+                       labels: Mapping[str, str] | None = None, reference: tuple[float, str] | None = None) -> Path:
+    """One line per (run, group): solid for the model, dashed for the null; ``xs`` are the real x values."""
+    fig, ax = plt.subplots(figsize=(7, 4))
     for run, groups in series.items():
         for g, y in groups.items():
             if len(y):
-                ax.plot(np.arange(len(y)), y, color=GROUP_COLORS.get(g), ls="--" if run == "null" else "-", label=f"{run}: {g}")
-    ax.set_xlabel("steps completed")
+                yy = np.array([np.nan if v is None else v for v in y], dtype=float)
+                x = np.asarray(xs[: len(yy)] if xs is not None else np.arange(len(yy)))
+                ax.plot(x, yy, color=GROUP_COLORS.get(g), ls="--" if run == "null" else "-", marker="o", ms=3,
+                        label=f"{_label(labels, run)}: {g}")
+    if reference is not None:
+        ax.axhline(reference[0], color="black", ls=":", lw=1, label=reference[1])
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
-    return _save(fig, path)
+    _integer(ax, "x")
+    return _save(fig, path, ax, ncol=3)
 
 
 def group_bars(path: Path, values: Mapping[str, Mapping[str, float | None]], cis: Mapping[str, Mapping[str, Any]],
-               ylabel: str, title: str) -> Path:  # fmt: skip
-    """A bar per (group, run) with its 95% bootstrap interval where there is one."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+               ylabel: str, title: str, labels: Mapping[str, str] | None = None,
+               reference: tuple[float, str] | None = None, xlabel: str = "treatment group") -> Path:
+    """A bar per (group, run) with the same 95% interval the table prints; zero bars visible, values printed."""
+    fig, ax = plt.subplots(figsize=(7, 4))
     runs = list(values)
-    groups = list(next(iter(values.values()), {}))
+    groups = list(dict.fromkeys(g for r in runs for g in values[r]))
     width = 0.8 / max(len(runs), 1)
     for i, run in enumerate(runs):
-        ys = [np.nan if values[run][g] is None else values[run][g] for g in groups]
-        err = [[0, 0] if not cis.get(run, {}).get(g) or np.isnan(y) else [y - cis[run][g][0], cis[run][g][1] - y]
-               for g, y in zip(groups, ys)]  # fmt: skip
-        ax.bar(np.arange(len(groups)) + i * width, ys, width, yerr=np.array(err).T if err else None, capsize=3, label=run,
-               color=STYLE.get(run, {}).get("color"))  # fmt: skip
+        ys = [values[run].get(g) for g in groups]
+        plot_ys = [0.0 if y is None else y for y in ys]
+        err = []
+        for g, y in zip(groups, ys):
+            ci = cis.get(run, {}).get(g)
+            ok = y is not None and ci and ci[0] is not None and ci[1] is not None
+            err.append([y - ci[0], ci[1] - y] if ok else [0.0, 0.0])  # type: ignore[index,operator]
+        bars = ax.bar(np.arange(len(groups)) + i * width, plot_ys, width, yerr=np.array(err).T if err else None,
+                      capsize=3, label=_label(labels, run), color=STYLE.get(run, {}).get("color"))
+        _bar_values(ax, bars, ys)
+    if reference is not None:
+        ax.axhline(reference[0], color="black", ls=":", lw=1, label=reference[1])
     ax.set_xticks(np.arange(len(groups)) + width * (len(runs) - 1) / 2, groups)
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
-    ax.legend()
-    return _save(fig, path)
+    return _save(fig, path, ax)
 
 
-def stance_distributions(path: Path, series: Mapping[str, Mapping[str, Sequence[float]]]) -> Path:
+# ---- stances -------------------------------------------------------------------------------------
+def stance_distributions(path: Path, series: Mapping[str, Mapping[str, Sequence[float]]],
+                         labels: Mapping[str, str] | None = None) -> Path:
     """Violins of stance values per survey step (step -1 = assigned stances), one panel per run."""
-    fig, axes = plt.subplots(1, max(len(series), 1), figsize=(5.5 * max(len(series), 1), 3.6), squeeze=False)
+    n = max(len(series), 1)
+    fig, axes = plt.subplots(1, n, figsize=(5.5 * n, 3.8), squeeze=False)
     for ax, (run, by_step) in zip(axes[0], series.items()):
         steps = [s for s, v in by_step.items() if len(v) > 1]
         if steps:
             ax.violinplot([by_step[s] for s in steps], positions=range(len(steps)), showmeans=True)
             ax.set_xticks(range(len(steps)), steps)
+        ax.axhline(0, color="gray", lw=0.6, ls=":")
         ax.set_ylim(-1.05, 1.05)
-        ax.set_xlabel("survey step")
-        ax.set_ylabel("stance")
-        ax.set_title(run)
+        ax.set_xlabel("simulation step of the survey (-1 = assigned stance)")
+        ax.set_ylabel("stance (-1 to 1)")
+        ax.set_title(f"{_label(labels, run)}: stance distribution per survey", fontsize=10)
     return _save(fig, path)
 
 
-def stance_trajectories(path: Path, series: Mapping[str, Mapping[str, Sequence[float | None]]]) -> Path:
+STANCE_KEYS = {"mean_abs": ("mean |stance| (extremity)", "mean |stance| (0 to 1)"),
+               "variance": ("variance of stances", "variance (stance units²)"),
+               "bimodality": ("bimodality coefficient", "bimodality coefficient")}
+
+
+def stance_trajectories(path: Path, series: Mapping[str, Mapping[str, Sequence[float | None]]],
+                        labels: Mapping[str, str] | None = None) -> Path:
     """Mean |stance|, variance and bimodality per survey step for each run."""
-    keys = ("mean_abs", "variance", "bimodality")
-    fig, axes = plt.subplots(1, len(keys), figsize=(12, 3.4))
-    for ax, key in zip(axes, keys):
+    fig, axes = plt.subplots(1, len(STANCE_KEYS), figsize=(12, 3.8))
+    for ax, (key, (title, ylabel)) in zip(axes, STANCE_KEYS.items()):
         for run, s in series.items():
             y = np.array([np.nan if v is None else v for v in s[key]], dtype=float)
-            ax.plot(s["steps"], y, marker="o", label=run, **{k: v for k, v in STYLE.get(run, {}).items() if k != "lw"})
+            ax.plot(s["steps"], y, marker="o", label=_label(labels, run),
+                    **{k: v for k, v in STYLE.get(run, {}).items() if k != "lw"})
         if key == "bimodality":
-            ax.axhline(5 / 9, color="black", ls=":", label="5/9")
-        ax.set_title(key)
-        ax.set_xlabel("survey step")
-    axes[0].legend()
-    return _save(fig, path)
+            ax.axhline(BIMODALITY_UNIFORM, color="black", ls=":",
+                       label="5/9: a uniform distribution's coefficient (above: two camps)")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("simulation step of the survey (-1 = assigned)")
+        ax.set_ylabel(ylabel)
+        _integer(ax, "x")
+    fig.suptitle("Stance extremity, spread and bimodality over time", fontsize=11)
+    return _save(fig, path, list(axes))
 
 
+# ---- perspectives --------------------------------------------------------------------------------
 def perspective_bars(path: Path, tokens: Mapping[str, tuple[float, float]]) -> Path:
-    """Prompt and completion tokens per perspective (stacked)."""
-    fig, ax = plt.subplots(figsize=(6, 3.4))
+    """Prompt and completion tokens per perspective (stacked), totals printed."""
+    fig, ax = plt.subplots(figsize=(7, 4))
     names = list(tokens)
     pt = [tokens[n][0] for n in names]
     ct = [tokens[n][1] for n in names]
-    ax.bar(names, pt, label="prompt")
-    ax.bar(names, ct, bottom=pt, label="completion")
-    ax.set_ylabel("tokens")
-    ax.legend()
-    return _save(fig, path)
+    ax.bar(names, pt, label="prompt tokens", color="tab:blue")
+    bars = ax.bar(names, ct, bottom=pt, label="completion tokens", color="tab:orange")
+    for rect, a, b in zip(bars, pt, ct):
+        ax.annotate(f"{a + b:,.0f}", (rect.get_x() + rect.get_width() / 2, a + b), xytext=(0, 2),
+                    textcoords="offset points", ha="center", fontsize=8)
+    ax.set_ylabel("tokens (count, all runs)")
+    ax.set_xlabel("perspective")
+    ax.set_title("LLM token cost per perspective", fontsize=10)
+    _integer(ax)
+    return _save(fig, path, ax)
+
+
+def perspective_lines(path: Path, title: str, xlabel: str, ylabel: str,
+                      series: Mapping[str, tuple[Sequence[float], Sequence[float | None]]],
+                      integer_y: bool = False) -> Path:
+    """One line per perspective (x, y), e.g. the mean cascade scale or mean |stance| over time."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, (x, y) in series.items():
+        yy = np.array([np.nan if v is None else v for v in y], dtype=float)
+        ax.plot(x, yy, marker="o" if len(x) < 30 else None, ms=3, label=name, **STYLE.get(name, {}))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    if integer_y:
+        _integer(ax)
+    return _save(fig, path, ax)

@@ -61,9 +61,40 @@ def build_config(defaults: dict[str, Any], base: dict[str, Any], owned: dict[str
     return config_from_dict(deep_merge(deep_merge(defaults, base), owned), source=where)
 
 
-def load_spec_data(path: str | Path, overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """A spec YAML as a dict, with ``key.path=value`` overrides applied (values are YAML)."""
+PATH_FIELD = {"path": True}
+"""``json_schema_extra`` of spec fields that name files or folders: relative ones resolve against the spec file."""
+BASE_PATHS = (("population", "path"), ("graph", "path"))
+
+
+def resolve_spec_paths(data: dict[str, Any], model: type[BaseModel], spec_dir: Path) -> dict[str, Any]:
+    """Make the relative paths written in a spec file relative to that file, not to the working directory,
+    so a spec and its inputs can move together (and run from anywhere)."""
+
+    def fix(v: Any) -> Any:
+        if isinstance(v, str) and v and not Path(v).expanduser().is_absolute():
+            return str((spec_dir / v).resolve())
+        return v
+
+    out = dict(data)
+    for name, f in model.model_fields.items():
+        if isinstance(f.json_schema_extra, dict) and f.json_schema_extra.get("path") and out.get(name) is not None:
+            out[name] = [fix(v) for v in out[name]] if isinstance(out[name], list) else fix(out[name])
+    base = out.get("base")
+    if isinstance(base, dict):
+        base = json.loads(json.dumps(base))
+        for section, key in BASE_PATHS:
+            if isinstance(base.get(section), dict) and base[section].get(key):
+                base[section][key] = fix(base[section][key])
+        out["base"] = base
+    return out
+
+
+def load_spec_data(path: str | Path, overrides: Sequence[str] = (), model: type[BaseModel] | None = None) -> dict[str, Any]:
+    """A spec YAML as a dict: relative paths resolved against the file (when ``model`` names its path
+    fields), then ``key.path=value`` overrides applied (values are YAML; their paths stay as given)."""
     data = read_yaml_mapping(path)
+    if model is not None:
+        data = resolve_spec_paths(data, model, Path(path).resolve().parent)
     for item in overrides:
         _apply_override(data, item)
     return data

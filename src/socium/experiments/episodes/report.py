@@ -118,43 +118,60 @@ def markdown_table(summary: dict[str, Any]) -> str:
 
 
 def write_plots(summary: dict[str, Any], out_dir: Path) -> list[Path]:
-    """Goal with 95% CI and words per turn, by mode and task; PNGs under ``out_dir``."""
-    import matplotlib
+    """Goal with the table's 95% CI, and words per turn, by mode and task; PNGs under ``out_dir``.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    The goal error bars are exactly the table's interval (asymmetric where it is clipped to 0..10).
+    """
+    import numpy as np
 
+    from socium.experiments import report_plots as P
+
+    plt = P.plt
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = [r for r in summary["rows"] if r["task"] != "all"]
     tasks = sorted({r["task"] for r in rows})
     modes = list(dict.fromkeys(r["mode"] for r in rows))
+    model = summary.get("model") or "model"
+    if summary.get("llm_backend") in ("fake", "random", "scripted"):
+        model = f"SMOKE RUN ({summary['llm_backend']} backend, not a model)"
     paths = []
-    for metric, label, fname in (("goal_mean", "goal (0-10), 95% CI", "goal_by_mode.png"),
-                                 ("words_per_turn", "words per 'speak' turn", "words_per_turn.png")):
-        fig, ax = plt.subplots(figsize=(6, 3.5))
+    for metric, label, title, fname in (
+            ("goal_mean", "goal completion (0 to 10)", f"Goal by mode and task, {model} (bars: 95% t interval)",
+             "goal_by_mode.png"),
+            ("words_per_turn", "words per 'speak' turn (count)", f"Words per spoken turn by mode and task, {model}",
+             "words_per_turn.png")):
+        fig, ax = plt.subplots(figsize=(7, 4))
         width = 0.8 / max(1, len(tasks))
         for k, task in enumerate(tasks):
-            xs, ys, errs = [], [], []
+            xs, ys, lo_hi = [], [], []
             for i, mode in enumerate(modes):
                 r = next((r for r in rows if r["mode"] == mode and r["task"] == task), None)
                 if r is None or r[metric] is None:
                     continue
                 xs.append(i + k * width)
                 ys.append(r[metric])
-                lo = r["goal_ci_low"] if metric == "goal_mean" else None
-                errs.append(0.0 if lo is None else r[metric] - lo)
-            ax.bar(xs, ys, width, yerr=errs if metric == "goal_mean" else None, capsize=3, label=task)
+                if metric == "goal_mean" and r["goal_ci_low"] is not None:
+                    lo_hi.append([r[metric] - r["goal_ci_low"], r["goal_ci_high"] - r[metric]])
+                else:
+                    lo_hi.append([0.0, 0.0])
+            bars = ax.bar(xs, ys, width, yerr=np.array(lo_hi).T if metric == "goal_mean" and lo_hi else None,
+                          capsize=3, label=task)
+            P._bar_values(ax, bars, ys, "{:.2f}" if metric == "goal_mean" else "{:.1f}")
         ax.set_xticks([i + width * (len(tasks) - 1) / 2 for i in range(len(modes))], modes)
+        ax.set_xlabel("mode")
         ax.set_ylabel(label)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        path = out_dir / fname
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
+        if metric == "goal_mean":
+            ax.set_ylim(0, 10.5)
+        ax.set_title(title, fontsize=10)
+        path = P._save(fig, out_dir / fname, ax)
         paths.append(path)
     return paths
 
 
 def write_summary(summary: dict[str, Any], out_dir: Path) -> None:
+    from socium.experiments.card import smoke_banner
+
+    banner = smoke_banner(summary.get("llm_backend"))
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
-    (out_dir / "summary.md").write_text(markdown_table(summary) + "\n", encoding="utf-8")
+    head = f"**{banner}**\n\n" if banner else ""
+    (out_dir / "summary.md").write_text(head + markdown_table(summary) + "\n", encoding="utf-8")

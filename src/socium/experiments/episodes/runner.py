@@ -262,6 +262,7 @@ def run_episodes(cfg: EpisodesConfig, *, force: bool = False, models: Models | N
         summary = summarize(store.con)
     finally:
         store.close()
+    summary["llm_backend"] = cfg.llm.backend
     summary["this_invocation"] = {"episodes": ran, "wall_s": wall,
                                   "episodes_per_min": (60.0 * ran / wall) if ran and wall > 0 else None,
                                   "executor": cfg.executor.model_dump()}
