@@ -453,6 +453,37 @@ def validate(
 
 
 @app.command()
+def sensitivity(
+    spec_file: Path = typer.Argument(..., help="Sensitivity spec YAML (see examples/sensitivity.yaml)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default: the spec's 'out' or runs/<name>)."),
+    set_: list[str] = typer.Option([], "--set", help="Override a spec field: key.path=value (repeatable)."),
+) -> None:
+    """Morris or Sobol design over named config parameters (SALib), run on Ray; rank parameters per outcome."""
+    from socium.experiments.sensitivity import load_sensitivity, run_sensitivity
+
+    try:
+        spec = load_sensitivity(spec_file, list(set_))
+        res = run_sensitivity(spec, out, log=lambda m: console.print(m, markup=False, highlight=False))
+    except SociumError as exc:
+        _fail(exc)
+        return
+    for name, o in res["outcomes"].items():
+        key = o.get("index")
+        cols = ["parameter", "mu*", "mu* 95% CI", "sigma"] if key == "mu_star" else ["parameter", "S1", "S1 95% CI", "ST", "ST 95% CI"]
+        table = Table(*cols, title=f"{name}: {o['description']} (mean {o['mean']:.3g}, range {o['min']:.3g}-{o['max']:.3g})")
+        for r in o.get("indices", []):
+            if key == "mu_star":
+                table.add_row(r["parameter"], f"{r['mu_star']:.3g}", f"+-{r['mu_star_ci95']:.3g}", f"{r['sigma']:.3g}")
+            else:
+                table.add_row(r["parameter"], f"{r['S1']:.3g}", f"+-{r['S1_ci95']:.3g}", f"{r['ST']:.3g}", f"+-{r['ST_ci95']:.3g}")
+        console.print(table)
+        if o.get("note"):
+            console.print(f"  {name}: {o['note']}")
+    console.print(f"{res['n_runs']} runs ({res['executor']}) in {res['wall_s']:.1f}s; "
+                  f"results: {Path(out or spec.out or f'runs/{spec.name}') / 'sensitivity.json'}")
+
+
+@app.command()
 def episodes(
     config: Path = typer.Argument(..., help="Episodes YAML (see examples/episodes.yaml)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: the file's 'out' or runs/<name>-seed<seed>)."),
