@@ -52,7 +52,16 @@ class PopulationConfig(_Cfg):
     stance: Literal["none", "uniform", "bimodal"] = Field("none", description="Initial numeric stance distribution (synthetic).")
     activity: Literal["diurnal", "uniform"] = Field("diurnal", description="Shape of the 24 hourly activation probabilities (synthetic).")
     mean_activity: float = Field(0.1, gt=0, le=1, description="Mean hourly activation probability (synthetic).")
-    goals: list[str] = Field(default_factory=list, description="Private goals assigned cyclically (agent i gets goals[i % len]).")
+    goals: list[str] | dict[Literal["for", "against", "undecided"], list[str]] = Field(
+        default_factory=list,
+        description="Private goals. A list is assigned cyclically (agent i gets goals[i % len]); a mapping "
+        "{for, against, undecided} assigns by the sign of each agent's stance (>= 0.2 for, <= -0.2 against), "
+        "so no agent gets a goal that contradicts its stance.",
+    )
+    issue: str | None = Field(
+        None, max_length=200, description="What stances are about (e.g. 'the new bike lanes on Main Street'); "
+        "named in LLM prompts beside the stance. With stances and no goals, goals are derived from it.",
+    )
     llms: list[str] = Field(
         default_factory=list,
         description="Named LLM backends (keys of `llms`, or 'default' for `llm`) assigned cyclically: agent i gets llms[i % len]. "
@@ -162,13 +171,20 @@ class SeedAction(_Cfg):
         return self
 
 
+DEFAULT_LLM_ACTIONS: dict[str, tuple[str, ...]] = {
+    "x": ("create_post", "repost", "quote_post", "like_post", "dislike_post", "create_comment", "follow", "do_nothing"),
+    "reddit": ("create_post", "like_post", "dislike_post", "create_comment", "follow", "do_nothing"),
+}
+
+
 class LLMAgentConfig(_Cfg):
     """How LLM agents are prompted; what each perspective is shown is fixed by ``perspective``."""
 
     actions: list[str] = Field(
-        default_factory=lambda: ["create_post", "repost", "quote_post", "like_post", "dislike_post",
-                                 "create_comment", "follow", "do_nothing"],
-        description="Actions offered to LLM agents (a subset of the preset's).",
+        default_factory=lambda: list(DEFAULT_LLM_ACTIONS["x"]),
+        description="Actions offered to LLM agents: any of the platform preset's actions (all 24 on 'x'). "
+        "Default: " + ", ".join(DEFAULT_LLM_ACTIONS["x"]) + " on 'x'; on 'reddit' the same without repost and "
+        "quote_post.",
     )  # fmt: skip
     memory_size: int = Field(5, ge=0, le=50, description="Own recent actions shown back to an agent (window), or entries retrieved per prompt (stream).")
     memory: MemoryConfig = Field(default_factory=MemoryConfig, description="Memory kind: window (recent own actions) or stream (Generative Agents retrieval + reflection).")
@@ -190,6 +206,18 @@ class LLMAgentConfig(_Cfg):
         False, description="Ask for a short 'reason' with each answer and store it in actions.rationale (costs tokens)."
     )
     max_reason_chars: int = Field(300, ge=20, le=2000, description="Cap on the stored and requested reason text.")
+    quote_depth: int = Field(
+        2, ge=0, le=10, description="How many links of a repost / quote chain a feed item shows (the shared post, "
+        "what that one quotes, ...).",
+    )
+    comments_per_post: int = Field(
+        0, ge=0, le=20, description="Latest comments shown under each post (needed for like_comment / dislike_comment)."
+    )
+    persona_fields: list[Literal["bio", "persona", "age", "gender", "mbti", "country", "profession", "interests"]] = Field(
+        default_factory=lambda: ["bio", "interests"],
+        description="Profile fields shown to an LLM agent about itself, in this order (those its population "
+        "source provides; OASIS: persona, age, gender, mbti, country, profession, interests).",
+    )
 
 
 class SurveyConfig(_Cfg):
@@ -308,6 +336,30 @@ class ExperimentConfig(_Cfg):
             raise ValueError("llm: required when policy.kind is 'llm' (e.g. llm: {backend: embedded})")
         if self.interviews and self.policy.kind not in ("llm", "group_llm"):
             raise ValueError("interviews: need policy.kind 'llm' (rule-based agents cannot be interviewed)")
+        return self
+
+    @model_validator(mode="after")
+    def _offered_actions(self) -> "ExperimentConfig":
+        """Offered actions exist and are the preset's; the default follows the preset (no reposts on Reddit)."""
+        from socium.platform.actions import ACTION_TYPES, PRESET_ACTIONS
+
+        preset = self.platform.preset
+        ac = self.llm_agents
+        if "actions" not in ac.model_fields_set:
+            ac.actions = list(DEFAULT_LLM_ACTIONS[preset])
+        for i, a in enumerate(ac.actions):
+            if a not in ACTION_TYPES:
+                raise ValueError(f"llm_agents.actions[{i}]: {a!r} is not an action; allowed: {', '.join(ACTION_TYPES)}")
+            if a not in PRESET_ACTIONS[preset]:
+                raise ValueError(f"llm_agents.actions[{i}]: {a!r} is not available on platform.preset {preset!r}; "
+                                 f"allowed: {', '.join(PRESET_ACTIONS[preset])}")  # fmt: skip
+        if not ac.actions:
+            raise ValueError("llm_agents.actions: offer at least one action (e.g. do_nothing)")
+        if {"like_comment", "dislike_comment"} & set(ac.actions) and not ac.comments_per_post:
+            raise ValueError("llm_agents.comments_per_post: must be at least 1 when like_comment or dislike_comment "
+                             "is offered (agents can act only on comments they are shown)")
+        if len(set(ac.actions)) != len(ac.actions):
+            raise ValueError("llm_agents.actions: lists an action twice")
         return self
 
     def canonical_json(self) -> str:

@@ -87,20 +87,21 @@ def recorded_model(trace_path: str) -> str:
 
 
 def validate_action(data: Any, obs: Observation, allowed: Sequence[str]) -> Any:
-    """Typed action from model output; ids not in the observation are invalid (ValueError)."""
+    """Typed action from model output; ids the observation did not show are invalid (ValueError)."""
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object")
     action = parse_action(data)
     if action.type not in allowed:
         raise ValueError(f"action '{action.type}' is not offered; choose one of {', '.join(allowed)}")
-    post_ids = {it.post_id for it in obs.feed}
-    for f in ("post_id", "comment_id"):
-        v = getattr(action, f, None)
-        if v is not None and v not in post_ids:
-            raise ValueError(f"{f} {v} is not in your feed")
+    pid = getattr(action, "post_id", None)
+    if pid is not None and pid not in obs.shown_posts():
+        raise ValueError(f"post_id {pid} is not a post shown to you")
+    cid = getattr(action, "comment_id", None)
+    if cid is not None and cid not in obs.shown_comments():
+        raise ValueError(f"comment_id {cid} is not a comment shown to you")
     uid = getattr(action, "user_id", None)
-    if uid is not None and uid not in {it.author for it in obs.feed}:
-        raise ValueError(f"user_id {uid} is not an author in your feed")
+    if uid is not None and uid not in obs.shown_users() | {obs.agent_id}:
+        raise ValueError(f"user_id {uid} is not a user shown to you")
     gid = getattr(action, "group_id", None)
     if gid is not None:
         member = action.type != "join_group"
@@ -250,14 +251,16 @@ class LLMPolicy:
         gt = self.ac.ground_truth if self.cfg.perspective in self.ac.ground_truth_visible_to else None
         return P.agent_messages(profile, obs, obs.extra.get("memory", ()), system=self.system,
                                 perspective=self.cfg.perspective, max_item_chars=self.ac.max_item_chars,
-                                ground_truth=gt)  # fmt: skip
+                                ground_truth=gt, persona_fields=self.ac.persona_fields,
+                                issue=self.cfg.population.issue)  # fmt: skip
 
     def answer_schema(self, obs: Observation) -> dict[str, Any]:
         """The schema for this observation: ids limited to what it shows (feed posts, authors, groups)."""
         ac = self.ac
-        one = P.action_schema(self.allowed, [i.post_id for i in obs.feed], [i.author for i in obs.feed if i.author != obs.agent_id],
-                              ac.max_content_chars, join_ids=[g.group_id for g in obs.groups if not g.member],
-                              member_ids=[g.group_id for g in obs.groups if g.member])  # fmt: skip
+        one = P.action_schema(self.allowed, sorted(obs.shown_posts()), sorted(obs.shown_users()), ac.max_content_chars,
+                              join_ids=[g.group_id for g in obs.groups if not g.member],
+                              member_ids=[g.group_id for g in obs.groups if g.member],
+                              comment_ids=sorted(obs.shown_comments()))  # fmt: skip
         return P.answer_schema(one, ac.max_actions_per_activation, ac.record_reason, ac.max_reason_chars)
 
     async def adecide(self, obs: Observation) -> Decision:
@@ -299,15 +302,16 @@ class LLMPolicy:
                              ) -> tuple[list[Decision], list[tuple[Observation, str, str | None]]]:
         members = [(o.extra["profile"], o, o.extra.get("memory", ())) for o in group]
         gt = self.ac.ground_truth if "omniscient" in self.ac.ground_truth_visible_to else None
-        msgs = P.narrator_messages(members, group[0].extra.get("global_feed", "(empty)"), group[0].extra.get("stats", ""),
-                                   actions=self.allowed, platform=self.cfg.platform.preset, ground_truth=gt)
+        msgs = P.narrator_messages(members, group[0].extra.get("global_feed", ()), group[0].extra.get("stats", ""),
+                                   actions=self.allowed, platform=self.cfg.platform.preset, ground_truth=gt,
+                                   persona_fields=self.ac.persona_fields, issue=self.cfg.population.issue)  # fmt: skip
         if errors:  # the re-ask says what was wrong, member by member
             notes = "\n".join(f"- agent_{a}: {e}" for a, e in sorted(errors.items()))
             msgs.append({"role": "user", "content": f"Your previous answer was invalid for these characters:\n{notes}\n"
                                                     "Answer again for exactly the characters above."})
         schema = P.narrator_schema({o.agent_id: P.action_schema(
-            self.allowed, [i.post_id for i in o.feed], [i.author for i in o.feed if i.author != o.agent_id],
-            self.ac.max_content_chars) for o in group})
+            self.allowed, sorted(o.shown_posts()), sorted(o.shown_users()), self.ac.max_content_chars,
+            comment_ids=sorted(o.shown_comments())) for o in group})
         first = group[0]
         meta = {"step": first.step, "agent_id": first.agent_id, "group": [o.agent_id for o in group]}
         if attempt:
@@ -457,7 +461,9 @@ class LLMPolicy:
         return [by.get(k) for k in range(len(batch))], calls
 
     def interview(self, profile: AgentProfile, memory: Sequence[str], question: str) -> str:
-        req = self._request("interview", P.interview_messages(profile, memory, question), None, {"agent_id": profile.id}, 0)
+        msgs = P.interview_messages(profile, memory, question, persona_fields=self.ac.persona_fields,
+                                    issue=self.cfg.population.issue)  # fmt: skip
+        req = self._request("interview", msgs, None, {"agent_id": profile.id}, 0)
         res = run_coro_sync(self.backend.generate([req]))[0]
         return res.text if res.ok else f"(no answer: {res.error})"
 

@@ -8,6 +8,22 @@ from typing import Any
 
 
 @dataclass(slots=True)
+class SharedPost:
+    """A post shown inside another: what a repost shares or a quote quotes (one link of the chain)."""
+
+    post_id: int
+    author: int
+    author_username: str
+    kind: str
+    text: str
+    likes: int
+    dislikes: int
+    reposts: int
+    comments: int
+    author_private: dict[str, Any] | None = None  # only filled under the mindreader perspective
+
+
+@dataclass(slots=True)
 class FeedItem:
     post_id: int
     author: int
@@ -27,6 +43,14 @@ class FeedItem:
     author_stance: float | None = None
     author_username: str = ""
     author_private: dict[str, Any] | None = None  # only filled under the mindreader perspective
+    # What this post shares (repost) or quotes (quote), nearest first, at most ``llm_agents.quote_depth``
+    # links; ``shared_more`` says the chain goes on beyond what is shown. Filled for LLM agents only.
+    shared: list[SharedPost] = field(default_factory=list)
+    shared_more: bool = False
+    # Extra lines shown under the post (e.g. a moderation label or community note); agent text is
+    # never put here unquoted.
+    notes: list[str] = field(default_factory=list)
+    replies: list[SharedPost] = field(default_factory=list)  # latest comments (llm_agents.comments_per_post)
 
 
 @dataclass(slots=True)
@@ -50,6 +74,33 @@ class Observation:
     stance: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     groups: list[GroupView] = field(default_factory=list)  # filled for LLM agents (see agents.groups)
+    # Results of the agent's last search / trend request, shown in its next observation (exposures are
+    # recorded then, not when the request was made); ``results_from`` says what was asked.
+    results: list[FeedItem] = field(default_factory=list)
+    results_from: str = ""
+    found_users: list[tuple[int, str]] = field(default_factory=list)  # search_user results: (user id, username)
+
+    def shown_posts(self) -> set[int]:
+        """Post ids this observation shows (feed, results, and the posts they share): the ids an agent may act on."""
+        out = set()
+        for it in (*self.feed, *self.results):
+            out.add(it.post_id)
+            out.update(s.post_id for s in it.shared)
+        return out
+
+    def shown_comments(self) -> set[int]:
+        """Comment ids shown under posts: the ids like_comment / dislike_comment may use."""
+        return {c.post_id for it in (*self.feed, *self.results) for c in it.replies}
+
+    def shown_users(self) -> set[int]:
+        """Authors of every shown post plus users found by search, minus the agent itself."""
+        out = {u for u, _ in self.found_users}
+        for it in (*self.feed, *self.results):
+            out.add(it.author)
+            out.update(s.author for s in it.shared)
+            out.update(c.author for c in it.replies)
+        out.discard(self.agent_id)
+        return out
 
 
 @dataclass(slots=True)

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from socium.agents.profiles import goal_for
 from socium.errors import ConfigError, SociumError
 from socium.llm.base import run_coro_sync
 from socium.llm.config import LLMConfig, build_backend
@@ -152,15 +153,6 @@ def _draw(rng: np.random.Generator, weights: dict[str, float], n: int) -> list[s
     keys = list(weights)
     p = np.array([weights[k] for k in keys], dtype=np.float64)
     return [keys[i] for i in rng.choice(len(keys), size=n, p=p / p.sum())]
-
-
-def goal_for(stance: float, issue: str) -> str:
-    """A goal that agrees with the stance's sign, so personas never contradict themselves."""
-    if stance >= 0.2:
-        return f"Convince others to support {issue}."
-    if stance <= -0.2:
-        return f"Convince others to oppose {issue}."
-    return f"Understand the arguments on both sides of {issue} before taking a side."
 
 
 def sample_people(n: int, seed: int, marginals: Marginals, issue: str) -> list[Person]:

@@ -13,6 +13,24 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 HOURS = 24
+SIDE_THRESHOLD = 0.2  # |stance| below this is undecided, for goals and personas alike
+
+
+def stance_side(stance: float | None) -> str:
+    """'for', 'against' or 'undecided': the side a stance (-1 against .. +1 for) takes on its issue."""
+    if stance is None or stance != stance:  # None or NaN
+        return "undecided"
+    return "for" if stance >= SIDE_THRESHOLD else "against" if stance <= -SIDE_THRESHOLD else "undecided"
+
+
+def goal_for(stance: float | None, issue: str) -> str:
+    """A goal that agrees with the stance's side, so personas never contradict themselves."""
+    side = stance_side(stance)
+    if side == "for":
+        return f"Convince others to support {issue}."
+    if side == "against":
+        return f"Convince others to oppose {issue}."
+    return f"Understand the arguments on both sides of {issue} before taking a side."
 
 
 class AgentProfile(BaseModel):

@@ -48,6 +48,9 @@ _OASIS_REQUIRED = (
     "user_id", "name", "username", "following_agentid_list", "previous_tweets", "user_char", "description",
 )
 _REDDIT_REQUIRED = ("realname", "username", "bio", "persona")
+# Optional OASIS-style persona columns (``socium population generate`` writes them): kept in ``extra`` so
+# ``llm_agents.persona_fields`` can show them; ``interests`` is a JSON / Python list or comma-separated.
+OASIS_PERSONA_COLUMNS = ("age", "gender", "mbti", "country", "profession", "political_leaning")
 
 
 def synthetic_population(
@@ -183,6 +186,8 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
         if name not in col:
             raise InputFileError(path, 1, f"missing column {name!r} (required: {', '.join(_OASIS_REQUIRED)})")
     act_col = col.get("activity_level_frequency")
+    persona_cols = [(k, col[k]) for k in OASIS_PERSONA_COLUMNS if k in col]
+    interests_col = col.get("interests")
     stance_col = col.get("stance")
     goal_col = col.get("goal")
     llm_col = col.get("llm")  # optional: the named backend (`llms`) this row's agent talks to
@@ -191,6 +196,7 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
     usernames: list[str] = []
     bios: list[str] = []
     extras: list[dict[str, Any]] = []
+    interests: list[list[str]] = []
     following: list[list[int]] = []
     activity_rows: list[np.ndarray] = []
     stances: list[float] = []
@@ -224,9 +230,12 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
         names.append(get("name"))
         usernames.append(get("username"))
         bios.append(get("description"))
-        extras.append({"user_id": uid, "user_char": get("user_char"), "previous_tweets": tweets})
+        extra: dict[str, Any] = {"user_id": uid, "user_char": get("user_char"), "previous_tweets": tweets}
+        extra.update({k: row[j].strip() for k, j in persona_cols if row[j].strip()})
         if llm_col is not None and row[llm_col].strip():
-            extras[-1]["llm"] = row[llm_col].strip()
+            extra["llm"] = row[llm_col].strip()
+        extras.append(extra)
+        interests.append(_parse_interests(path, line, row[interests_col]) if interests_col is not None else [])
         following.append([int(x) for x in follows])
         lines.append(line)
 
@@ -239,7 +248,7 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
             )
     activity = np.stack(activity_rows) if act_col is not None and n else np.full((n, HOURS), DEFAULT_ACTIVITY)
     stance = np.asarray(stances, dtype=np.float32) if stance_col is not None else None
-    pop = Population(names, usernames, bios, [[] for _ in range(n)], activity, stance=stance,
+    pop = Population(names, usernames, bios, interests, activity, stance=stance,
                      goals=goals if goal_col is not None else None, extra=extras)
     return pop, following
 
@@ -332,6 +341,16 @@ def _parse_activity(path: Path, line: int, text: str) -> np.ndarray:
     if arr.max() > 1.0:
         arr = arr / max(100.0, float(arr.max()))
     return arr.astype(np.float32)
+
+
+def _parse_interests(path: Path, line: int, text: str) -> list[str]:
+    s = text.strip()
+    if not s.startswith("["):
+        return [t.strip() for t in s.split(",") if t.strip()]
+    values = _parse_literal_list(path, line, "interests", s)
+    if not all(isinstance(v, str) for v in values):
+        raise InputFileError(path, line, f"column 'interests': expected a list of strings, got {_clip(s)!r}")
+    return [v.strip() for v in values if v.strip()]
 
 
 def _parse_stance(path: Path, line: int, text: str) -> float:

@@ -15,13 +15,9 @@ from urllib.parse import urlsplit
 
 import duckdb
 
+from socium.agents.perspectives import who_saw_what
 from socium.simulator.store import require_store
 
-VISIBILITY = {
-    "local": "own profile, own private goal, own memory, own feed; nothing private of anyone else",
-    "mindreader": "local + private profiles, goals and stances of the authors in its feed",
-    "omniscient": "one narrator per group sees every member's profile and goal plus the global feed and platform statistics",
-}
 SMOKE_BACKENDS = {
     "fake": "a loopback fake OpenAI server answering canned JSON",
     "random": "schema-valid random JSON, no language model",
@@ -35,19 +31,6 @@ def smoke_banner(backend: str | None) -> str | None:
     if backend not in SMOKE_BACKENDS:
         return None
     return f"SMOKE RUN: llm.backend '{backend}' ({SMOKE_BACKENDS[backend]}); these are not a model's results"
-
-
-def who_saw_what(perspective: str) -> str:
-    """What each role could see under ``perspective``; the perspective module's account when it exists."""
-    try:
-        from socium.agents import perspectives  # type: ignore[attr-defined]
-
-        describe = getattr(perspectives, "describe", None)
-        if describe is not None:
-            return str(describe(perspective))
-    except ImportError:
-        pass
-    return VISIBILITY.get(perspective, perspective)
 
 
 def _backend_section(llm_cfg: dict[str, Any], models: dict[str, int]) -> dict[str, Any]:
@@ -124,7 +107,9 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
     })
     if is_llm:  # a rule-based policy reads only its feed: a perspective would mean nothing
         card["perspective"] = run["perspective"]
-        card["who_saw_what"] = who_saw_what(run["perspective"])
+        seen = who_saw_what(cfg)  # generated from socium.agents.perspectives (None: no prompts were built)
+        if seen is not None:
+            card["who_saw_what"] = seen
         card["llm"] = _backend_section(llm_cfg, models)
     card.update({
         "agents": n_agents, "steps_committed": f"{steps[0]} of {cfg['steps']}", "step_minutes": cfg["step_minutes"],

@@ -69,6 +69,7 @@ class PlatformState:
         self.mutes: dict[int, set[int]] = {}
         self.adopters: dict[int, set[int]] = {}  # root post -> users who posted, reposted or quoted it
         self.by_author: dict[int, list[int]] = {}
+        self.comments_of: dict[int, list[int]] = {}  # post -> its comments, oldest first (shown under it)
         self.groups: list[tuple[str, set[int]]] = []
         self.group_log: list[deque[tuple[int, int, str]]] = []  # per group: recent (step, author, text)
         self.member_of: dict[int, set[int]] = {}  # agent -> group ids, so an observation needs no scan
@@ -252,6 +253,7 @@ class PlatformState:
         out = self._new_post(agent, COMMENT, a.post_id, self.posts.get("root", a.post_id), a.content)
         if out.ok:
             self.posts.bump("comments", a.post_id)
+            self.comments_of.setdefault(a.post_id, []).append(out.post_id)  # type: ignore[arg-type]
         return out
 
     def _do_follow(self, agent: int, a: A.Follow) -> A.Outcome:

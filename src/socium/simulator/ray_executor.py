@@ -100,11 +100,21 @@ _feed_tuple = operator.attrgetter(*_FEED_FIELDS)
 
 
 def pack_observations(obs: Sequence[Observation]) -> list[tuple]:
-    return [(o.agent_id, o.step, o.time_s, o.hour, [_feed_tuple(i) for i in o.feed], o.stance, o.extra) for o in obs]
+    """LLM agents' views (groups, search results) travel only when present, keeping rule-based packing lean."""
+    return [(o.agent_id, o.step, o.time_s, o.hour, [_feed_tuple(i) for i in o.feed], o.stance, o.extra,
+             (o.groups, [_feed_tuple(i) for i in o.results], o.results_from, o.found_users)
+             if (o.groups or o.results_from) else None) for o in obs]  # fmt: skip
 
 
 def unpack_observations(packed: list[tuple]) -> list[Observation]:
-    return [Observation(a, s, t, h, [FeedItem(*i) for i in feed], st, ex) for a, s, t, h, feed, st, ex in packed]
+    out = []
+    for a, s, t, h, feed, st, ex, more in packed:
+        o = Observation(a, s, t, h, [FeedItem(*i) for i in feed], st, ex)
+        if more is not None:
+            o.groups, results, o.results_from, o.found_users = more
+            o.results = [FeedItem(*i) for i in results]
+        out.append(o)
+    return out
 
 
 def _pack_action(a: Any) -> tuple[Any, Any]:

@@ -25,15 +25,14 @@ import numpy as np
 import pyarrow as pa
 
 import socium
-from socium.agents.groups import group_views
+from socium.agents import perspectives
 from socium.agents.memory import MemoryStream, feed_query, make_memory
-from socium.agents.observation import Decision, FeedItem, Observation
+from socium.agents.observation import Decision, Observation
 from socium.agents.routing import llm_route
 from socium.agents.rules import RULE_POLICIES
 from socium.config import ExperimentConfig, config_from_dict
 from socium.errors import ConfigError, RunDirError, TraceError, UsageError
 from socium.platform.actions import CreatePost, parse_action
-from socium.platform.posts import KIND_NAMES
 from socium.platform.state import PlatformState
 from socium.platform.text import quote_untrusted
 from socium.recsys.registry import make_recommender
@@ -120,6 +119,8 @@ class Simulation(mesa.Model):
         self.store.ensure_table("llm_calls", llm_calls_ddl())
         ac = cfg.llm_agents
         self.memory = make_memory(ac.memory, ac.memory_size)
+        # search / trend results waiting for the agent's next observation: (action type, query, ids)
+        self.pending_results: dict[int, tuple[str, str, list[int]]] = {}
         self.next_call_id = 0
         self.needs_profile = bool(getattr(self.policy, "needs_profile", False))
         self.next_step = 0
@@ -212,15 +213,24 @@ class Simulation(mesa.Model):
             for agent in joins.get(step, ()):
                 self.signups.join(self.state, agent, record=False)
             rows = con.execute(
-                "SELECT agent_id, type, args, outcome, post_id FROM actions WHERE step = ? ORDER BY seq", [step]
+                "SELECT agent_id, type, args, outcome, post_id, origin FROM actions WHERE step = ? ORDER BY seq", [step]
             ).fetchall()
-            for agent, typ, args, outcome, post_id in rows:
+            acted: set[int] = set()
+            for agent, typ, args, outcome, post_id, origin in rows:
+                if origin != "seed" and agent not in acted:  # it was observed this step: its pending
+                    acted.add(agent)                         # results were shown (and consumed) then
+                    self.pending_results.pop(agent, None)
                 if typ == "invalid_llm_output":
                     continue
-                got = self.state.apply(agent, parse_action({"type": typ, **json.loads(args)}))
+                action = parse_action({"type": typ, **json.loads(args)})
+                got = self.state.apply(agent, action)
                 if got.status != outcome or (got.post_id != post_id and post_id is not None):
                     raise TraceError(f"replay diverged at step {step}, agent {agent}, action {typ}: "
                                      f"recorded {outcome}/{post_id}, replayed {got.status}/{got.post_id}")  # fmt: skip
+                if self.needs_profile and origin != "seed":
+                    pending = perspectives.pending_from(typ, getattr(action, "query", ""), got.results)
+                    if pending is not None:
+                        self.pending_results[agent] = pending
             self.recsys.observe(self.state, range(self.state.events.first_post, len(self.state.posts)), step)
             if self.timing is not None:
                 self.timing.observe(self.state, range(self.state.events.first_post, len(self.state.posts)), step)
@@ -301,29 +311,17 @@ class Simulation(mesa.Model):
         feeds = self.recsys.feeds(st, users, self.cfg.recsys.k, step, component_rng(self.cfg.seed, RECSYS, step))
         need_adopt = getattr(self.policy, "needs_adoption", False)
         stance = self.population.stance
-        p = st.posts
+        names = self.population.usernames
         obs = []
         for u, feed in zip(users.tolist(), feeds):
             rec.exposure(u, feed.post_ids, feed.sources)
             followees = set(st.follows.followees(u).tolist()) if need_adopt else None
-            items = []
-            for rank, (pid, src) in enumerate(zip(feed.post_ids, feed.sources)):
-                root = p.get("root", pid)
-                adopters = st.adopters.get(root, ())
-                author = p.get("author", pid)
-                s = float(stance[author])
-                items.append(FeedItem(
-                    post_id=pid, author=author, kind=KIND_NAMES[p.get("kind", pid)], text=p.text[pid], root_id=root,
-                    likes=p.get("likes", pid), dislikes=p.get("dislikes", pid), reposts=p.get("reposts", pid),
-                    comments=p.get("comments", pid), source=src, rank=rank, adopted=u in adopters,
-                    liked=(u, pid) in st.likes, disliked=(u, pid) in st.dislikes,
-                    adoption=(len(followees & adopters) / len(followees)) if followees else 0.0,
-                    author_stance=None if np.isnan(s) else s, author_username=self.population.usernames[author],
-                ))  # fmt: skip
+            items = [perspectives.feed_item(st, names, stance, u, pid, src, rank, followees)
+                     for rank, (pid, src) in enumerate(zip(feed.post_ids, feed.sources))]  # fmt: skip
             s_u = float(stance[u])
             o = Observation(u, step, st.time, self.hour(step), items, None if np.isnan(s_u) else s_u)
-            if self.needs_profile:
-                self._enrich(o, rec)
+            if self.needs_profile:  # what the perspective shows an LLM agent: agents/perspectives.py
+                perspectives.fill_observation(self, o, rec)
             obs.append(o)
         if self.needs_profile and isinstance(self.memory, MemoryStream):
             self._recall_stream(obs)
@@ -345,37 +343,6 @@ class Simulation(mesa.Model):
                 for it in o.feed:
                     mem.add(o.agent_id, o.step, "observation", f"@{names[it.author]} ({it.kind}): {it.text[:200]}",
                             engagement=it.likes + it.reposts + it.comments, ref_post_id=it.post_id)  # fmt: skip
-
-    def _enrich(self, o: Observation, rec: StepRecorder) -> None:
-        """Add what an LLM agent's perspective allows it to see (and nothing more)."""
-        pop = self.population
-        o.extra["profile"] = pop.profile(o.agent_id)
-        if not isinstance(self.memory, MemoryStream):
-            o.extra["memory"] = self.memory.recall(o.agent_id, o.step)
-        ac = self.cfg.llm_agents
-        if self.cfg.platform.show_score:
-            o.extra["show_score"] = True
-        if (when := self.sim_datetime(o.step)) is not None:
-            o.extra["datetime"] = when.strftime("%a %Y-%m-%d %H:%M")
-        if self.state.groups:
-            o.groups = group_views(self.state, o.agent_id, ac.group_messages,
-                                   ac.groups_listed if "join_group" in ac.actions else 0, pop.usernames)  # fmt: skip
-        persp = self.cfg.perspective
-        if persp == "mindreader":
-            for it in o.feed:
-                if it.author != o.agent_id:
-                    s = float(pop.stance[it.author])
-                    it.author_private = {"bio": pop.bios[it.author][:300], "goal": pop.goals[it.author],
-                                         "stance": None if np.isnan(s) else round(s, 2)}  # fmt: skip
-        elif persp == "omniscient":
-            top = self.state.trend(10)
-            rec.exposure(o.agent_id, top, "global")
-            p = self.state.posts
-            o.extra["global_feed"] = "\n".join(
-                f"<<<POST id={i} by user_id={p.get('author', i)} likes={p.get('likes', i)} reposts={p.get('reposts', i)}>>>\n"
-                f"{quote_untrusted(p.text[i], 160)}\n<<<END POST>>>" for i in top) or "(empty)"
-            o.extra["stats"] = (f"{self.n} users, {len(p)} posts so far, step {o.step}, "
-                                f"{len(self.state.likes)} likes, {self.state.follows.n_edges} follows")  # fmt: skip
 
     def _remember(self, agent: int, line: str, action_type: str | None = None) -> None:
         """An own action (or an invalid answer) goes into the agent's memory."""
@@ -432,8 +399,10 @@ class Simulation(mesa.Model):
                 if self.needs_profile and d.meta.get("origin") != "seed":
                     self._remember(d.agent_id, memory_line(self.state.step, action.type, action.model_dump(exclude={"type"}),
                                                            out.status), action.type)  # fmt: skip
-                if out.results:
-                    rec.exposure(d.agent_id, out.results, "trend" if action.type == "trend" else "search")
+                if self.needs_profile:  # shown (and only then recorded as exposures) in its next observation
+                    pending = perspectives.pending_from(action.type, getattr(action, "query", ""), out.results)
+                    if pending is not None:
+                        self.pending_results[d.agent_id] = pending
                 n += 1
             if d.stance is not None:
                 self.population.stance[d.agent_id] = d.stance

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from socium.agents.profiles import Population
+from socium.agents.profiles import Population, goal_for, stance_side
 from socium.agents.sources import load_oasis_csv, load_reddit_json, synthetic_population
 from socium.config import ExperimentConfig
 from socium.errors import ConfigError
@@ -28,9 +28,28 @@ def build_population(cfg: ExperimentConfig) -> tuple[Population, list[list[int]]
         pop, following = load_oasis_csv(pc.path or "")
     else:
         pop, following = load_reddit_json(pc.path or ""), None
-    if pc.goals:
-        pop.goals = [pc.goals[i % len(pc.goals)] for i in range(len(pop))]
+    assign_goals(pop, pc.goals, pc.issue)
     return pop, following
+
+
+def assign_goals(pop: Population, goals: list[str] | dict[str, list[str]], issue: str | None) -> None:
+    """``population.goals`` / ``population.issue``: a list cycles; a mapping goes by each agent's stance side,
+    so a goal never contradicts its agent's stance; with neither, an issue and stances give each agent
+    :func:`goal_for` its stance (agents that already have a goal from their source keep it)."""
+    n = len(pop)
+    if isinstance(goals, dict):
+        taken = {"for": 0, "against": 0, "undecided": 0}
+        out: list[str | None] = []
+        for i in range(n):
+            side = stance_side(float(pop.stance[i]))
+            lst = goals.get(side) or []  # type: ignore[call-overload]
+            out.append(lst[taken[side] % len(lst)] if lst else None)
+            taken[side] += 1
+        pop.goals = out
+    elif goals:
+        pop.goals = [goals[i % len(goals)] for i in range(n)]
+    elif issue and not np.isnan(pop.stance).all():
+        pop.goals = [g if g is not None else goal_for(float(s), issue) for g, s in zip(pop.goals, pop.stance)]
 
 
 def build_follows(cfg: ExperimentConfig, n: int, following: list[list[int]] | None) -> FollowIndex:

@@ -17,6 +17,7 @@ from typing import Any, Literal, Sequence, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from socium.agents.perspectives import for_episode_mode
 from socium.platform.text import clean_text
 
 from .sotopia import (
@@ -158,15 +159,16 @@ def build_turn_prompt(mode: Mode, env: EnvironmentProfile, me: CharacterProfile,
     if my_index not in (0, 1):
         raise ValueError(f"my_index must be 0 or 1, got {my_index}")
     other_index = 1 - my_index
-    viewer: Viewer = f"agent_{my_index}" if mode == "agents" else "omniscient"  # type: ignore[assignment]
+    sees_other = for_episode_mode(mode).others_private != "none"  # the one rule, in agents/perspectives.py
+    viewer: Viewer = "omniscient" if sees_other else f"agent_{my_index}"  # type: ignore[assignment]
     names = [me.name, other.name] if my_index == 0 else [other.name, me.name]
     system = (
         f"Imagine you are {me.name}. Act and speak as {me.name} would in this situation, pursuing "
         f"{me.first_name}'s social goal in a way consistent with {me.first_name}'s character, while keeping the "
         "interaction natural and realistic. "
-        + (f"Your goal is known only to you, and you do not know {other.first_name}'s goal or secrets. "
-           if mode == "agents" else
-           f"You know {other.first_name}'s full profile, secrets and goal, and {other.first_name} knows yours. ")
+        + (f"You know {other.first_name}'s full profile, secrets and goal, and {other.first_name} knows yours. "
+           if sees_other else
+           f"Your goal is known only to you, and you do not know {other.first_name}'s goal or secrets. ")
         + f"{_QUOTE_RULE} {_ACTION_RULE} Reply with one JSON object "
         '{"action_type": ..., "argument": ...} and nothing else.'
     )
@@ -176,7 +178,7 @@ def build_turn_prompt(mode: Mode, env: EnvironmentProfile, me: CharacterProfile,
         f"Your character: {_data(private_view(me))}",
         f"Your goal: {_data(render_for(env.agent_goals[my_index], viewer, include_environment))}",
     ]
-    if mode == "agents":
+    if not sees_other:
         known = public_view(other, relationship_level) or "nothing beyond what the scenario says"
         lines.append(f"What you know about {_data(other.name)}: {_data(known)}")
     else:
@@ -232,24 +234,21 @@ def describe_access(mode: Literal["agents", "mindreaders", "script", "judge"]) -
         "hint_tags": "extra_info / strategy_hint / clarification_hint content kept, tags removed",
         "output": "one JSON object validated against the published schema",
     }
-    if mode == "agents":
-        return {"mode": mode, "calls": "one per turn of each agent", "viewer": "agent_<own index>",
-                "own_profile": own, "own_goal": True,
-                "other_profile": "public_view by relationship: stranger none; know_by_name name; acquaintance "
-                                 "+ age, gender, occupation, pronouns, public info; friend and closer + "
-                                 "personality and values; never the secret",
-                "other_goal": False, "other_secret": False,
-                "transcript": "all earlier turns, each cut to max_turn_chars, quoted and neutralised", **common}
-    if mode == "mindreaders":
-        return {"mode": mode, "calls": "one per turn of each agent", "viewer": "omniscient",
-                "own_profile": own, "own_goal": True, "other_profile": own.replace("private_view", "full"),
-                "other_goal": True, "other_secret": True,
-                "transcript": "all earlier turns, each cut to max_turn_chars, quoted and neutralised", **common}
-    if mode == "script":
-        return {"mode": mode, "calls": "one per episode", "viewer": "omniscient",
-                "own_profile": "both characters' " + own, "own_goal": True, "other_goal": True,
-                "other_secret": True, "other_profile": "full, plus what each may know of the other (public_view)",
-                "transcript": "none (the call writes it)", **common}
+    if mode in ("agents", "mindreaders", "script"):
+        spec = for_episode_mode(mode)  # the same perspective as in network runs (agents/perspectives.py)
+        sees = spec.others_private != "none"
+        transcript = "all earlier turns, each cut to max_turn_chars, quoted and neutralised"
+        return {"mode": mode, "perspective": spec.name,
+                "calls": "one per episode" if mode == "script" else "one per turn of each agent",
+                "viewer": "omniscient" if sees else "agent_<own index>",
+                "own_profile": ("both characters' " + own) if mode == "script" else own, "own_goal": True,
+                "other_profile": ("full, plus what each may know of the other (public_view)" if mode == "script" else
+                                  own.replace("private_view", "full") if sees else
+                                  "public_view by relationship: stranger none; know_by_name name; acquaintance "
+                                  "+ age, gender, occupation, pronouns, public info; friend and closer + "
+                                  "personality and values; never the secret"),
+                "other_goal": sees, "other_secret": sees,
+                "transcript": "none (the call writes it)" if mode == "script" else transcript, **common}  # fmt: skip
     if mode == "judge":
         return {"mode": mode, "calls": "one per episode", "viewer": "environment",
                 "profiles": "both, full, with secrets", "goals": "both",

@@ -1,0 +1,207 @@
+"""Perspective: exactly what an agent is shown, for every perspective, in one place.
+
+Perspective is the research variable of this project (Zhou et al. 2024: agents / mindreaders /
+script), so what each one reveals must be readable in one screen and must be the same wherever it
+is used: network runs (:func:`fill_observation`, called by the simulator for LLM agents), dyadic
+episodes (``experiments/episodes/prompts.py`` asks :data:`PERSPECTIVES` whether the other side's
+private profile and goal are shown) and the Simulation Card (:func:`who_saw_what`).
+
+=============  ============================================================================
+local          own profile (``llm_agents.persona_fields``), own private goal, own memory, own
+               feed; reposts / quotes show the post they share (``llm_agents.quote_depth``);
+               results of its own search / trend request in its next activation; its groups
+mindreader     local + the private bio, goal and stance of the author of every post shown
+               (feed, results, and the posts those share)
+omniscient     one narrator call per ``llm_agents.group_size`` active agents sees every member's
+               local view, profile and goal, plus the global trending feed and platform stats
+=============  ============================================================================
+
+Ground truth (``llm_agents.ground_truth``) goes only to ``llm_agents.ground_truth_visible_to``.
+Exposures are recorded here, for exactly the posts an observation holds, so the trace's
+``exposures`` are what the prompts contained (search / trend results: when they are shown).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from socium.agents.groups import group_views
+from socium.agents.memory import MemoryStream
+from socium.agents.observation import FeedItem, Observation, SharedPost
+from socium.platform.posts import KIND_NAMES, QUOTE, REPOST
+
+if TYPE_CHECKING:  # the simulator imports this module; typing only the other way round
+    from socium.simulator.recording import StepRecorder
+
+PerspectiveName = Literal["local", "mindreader", "omniscient"]
+OTHERS_PRIVATE = ("bio", "goal", "stance")  # what "private" means of another agent in a network run
+GLOBAL_FEED_SIZE = 10
+
+
+@dataclass(frozen=True)
+class Perspective:
+    """What one perspective reveals. ``others_private``: whose private profile and goal it sees."""
+
+    name: PerspectiveName
+    episode_mode: str  # the same access in dyadic episodes (SOTOPIA's name for it)
+    calls: str
+    others_private: Literal["none", "shown_authors", "everyone"]
+    global_view: bool  # the whole platform's trending posts and statistics
+
+
+PERSPECTIVES: dict[str, Perspective] = {
+    "local": Perspective("local", "agents", "one call per active agent", "none", False),
+    "mindreader": Perspective("mindreader", "mindreaders", "one call per active agent", "shown_authors", False),
+    "omniscient": Perspective("omniscient", "script", "one narrator call per group of active agents "
+                              "(dyadic episodes: one call writes the whole episode)", "everyone", True),
+}  # fmt: skip
+EPISODE_PERSPECTIVE = {p.episode_mode: p.name for p in PERSPECTIVES.values()}
+
+
+def for_episode_mode(mode: str) -> Perspective:
+    """The perspective a dyadic-episode mode (agents / mindreaders / script) stands for."""
+    if mode not in EPISODE_PERSPECTIVE:
+        raise ValueError(f"unknown episode mode {mode!r}; expected one of {', '.join(EPISODE_PERSPECTIVE)}")
+    return PERSPECTIVES[EPISODE_PERSPECTIVE[mode]]
+
+
+# ---- building what is shown ----------------------------------------------------------------------
+def feed_item(state: Any, usernames: list[str], stance: np.ndarray, viewer: int, pid: int, source: str, rank: int,
+              followees: set[int] | None = None) -> FeedItem:  # fmt: skip
+    """One post as ``viewer`` sees it in a list (feed, results, global feed): text, counts, author."""
+    p = state.posts
+    root = p.get("root", pid)
+    adopters = state.adopters.get(root, ())
+    author = p.get("author", pid)
+    s = float(stance[author])
+    return FeedItem(
+        post_id=pid, author=author, kind=KIND_NAMES[p.get("kind", pid)], text=p.text[pid], root_id=root,
+        likes=p.get("likes", pid), dislikes=p.get("dislikes", pid), reposts=p.get("reposts", pid),
+        comments=p.get("comments", pid), source=source, rank=rank, adopted=viewer in adopters,
+        liked=(viewer, pid) in state.likes, disliked=(viewer, pid) in state.dislikes,
+        adoption=(len(followees & adopters) / len(followees)) if followees else 0.0,
+        author_stance=None if np.isnan(s) else s, author_username=usernames[author],
+    )  # fmt: skip
+
+
+def shared_chain(state: Any, usernames: list[str], pid: int, depth: int) -> tuple[list[SharedPost], bool]:
+    """What post ``pid`` shares: for a repost or quote its parent, then the parent's parent while that
+    is itself a repost or quote, at most ``depth`` links; the flag says the chain continues."""
+    p = state.posts
+    out: list[SharedPost] = []
+    cur = pid
+    while p.get("kind", cur) in (REPOST, QUOTE):
+        parent = p.get("parent", cur)
+        if parent < 0 or not p.exists(parent):
+            break
+        if len(out) >= depth:
+            return out, True
+        out.append(_linked(state, usernames, parent))
+        cur = parent
+    return out, False
+
+
+def _linked(state: Any, usernames: list[str], pid: int) -> SharedPost:
+    p = state.posts
+    a = p.get("author", pid)
+    return SharedPost(pid, a, usernames[a], KIND_NAMES[p.get("kind", pid)], p.text[pid], p.get("likes", pid),
+                      p.get("dislikes", pid), p.get("reposts", pid), p.get("comments", pid))  # fmt: skip
+
+
+def private_of(population: Any, agent: int) -> dict[str, Any]:
+    """Another agent's private side as a mindreader sees it (:data:`OTHERS_PRIVATE`)."""
+    s = float(population.stance[agent])
+    return {"bio": population.bios[agent][:300], "goal": population.goals[agent],
+            "stance": None if np.isnan(s) else round(s, 2)}  # fmt: skip
+
+
+def fill_observation(sim: Any, o: Observation, rec: StepRecorder) -> None:
+    """Add to an LLM agent's observation what ``sim.cfg.perspective`` allows, and nothing more.
+
+    ``o.feed`` already holds the feed (its exposures recorded by the simulator); this adds the rest
+    and records an exposure for every other post it puts in front of the agent.
+    """
+    cfg, pop, st = sim.cfg, sim.population, sim.state
+    ac = cfg.llm_agents
+    persp = PERSPECTIVES[cfg.perspective]
+    o.extra["profile"] = pop.profile(o.agent_id)
+    if not isinstance(sim.memory, MemoryStream):  # a stream memory recalls for all observations at once
+        o.extra["memory"] = sim.memory.recall(o.agent_id, o.step)
+    if cfg.platform.show_score:
+        o.extra["show_score"] = True
+    if (when := sim.sim_datetime(o.step)) is not None:
+        o.extra["datetime"] = when.strftime("%a %Y-%m-%d %H:%M")
+    if st.groups:
+        o.groups = group_views(st, o.agent_id, ac.group_messages,
+                               ac.groups_listed if "join_group" in ac.actions else 0, pop.usernames)  # fmt: skip
+    pending = sim.pending_results.pop(o.agent_id, None)
+    if pending is not None:
+        kind, query, ids = pending
+        if kind == "search_user":
+            o.results_from = f'users matching "{query}"'
+            o.found_users = [(u, pop.usernames[u]) for u in ids if u != o.agent_id]
+        else:
+            o.results_from = "trending posts" if kind == "trend" else f'posts matching "{query}"'
+            src = "trend" if kind == "trend" else "search"
+            o.results = [feed_item(st, pop.usernames, pop.stance, o.agent_id, pid, src, r) for r, pid in enumerate(ids)]
+            rec.exposure(o.agent_id, [it.post_id for it in o.results], src)
+    for it in (*o.feed, *o.results):
+        if it.kind in ("repost", "quote"):
+            it.shared, it.shared_more = shared_chain(st, pop.usernames, it.post_id, ac.quote_depth)
+        if ac.comments_per_post:
+            latest = st.comments_of.get(it.post_id, [])[-ac.comments_per_post:]
+            it.replies = [_linked(st, pop.usernames, c) for c in latest]
+    if persp.others_private == "shown_authors":
+        for it in (*o.feed, *o.results):
+            if it.author != o.agent_id:
+                it.author_private = private_of(pop, it.author)
+            for s in (*it.shared, *it.replies):
+                if s.author != o.agent_id:
+                    s.author_private = private_of(pop, s.author)
+    if persp.global_view:
+        top = st.trend(GLOBAL_FEED_SIZE)
+        rec.exposure(o.agent_id, top, "global")
+        o.extra["global_feed"] = [feed_item(st, pop.usernames, pop.stance, o.agent_id, pid, "global", r)
+                                  for r, pid in enumerate(top)]  # fmt: skip
+        o.extra["stats"] = (f"{sim.n} users, {len(st.posts)} posts so far, step {o.step}, "
+                            f"{len(st.likes)} likes, {st.follows.n_edges} follows")  # fmt: skip
+
+
+def pending_from(action_type: str, query: str, results: tuple[int, ...]) -> tuple[str, str, list[int]] | None:
+    """What a search / trend request leaves to show in the agent's next observation (None: nothing)."""
+    if action_type not in ("search_posts", "search_user", "trend"):
+        return None
+    return action_type, query, list(results)
+
+
+# ---- documentation ---------------------------------------------------------------------------------
+def who_saw_what(cfg: dict[str, Any]) -> dict[str, str] | None:
+    """The Simulation Card's "who saw what", generated from :data:`PERSPECTIVES` and the run's config.
+
+    ``None`` for rule-based runs: their policies read feed items as numbers and see no prompt.
+    """
+    kind = cfg.get("policy", {}).get("kind")
+    if kind not in ("llm", "group_llm"):
+        return None
+    ac = cfg.get("llm_agents", {})
+    p = PERSPECTIVES[cfg.get("perspective", "local")]
+    fields = ", ".join(ac.get("persona_fields") or ()) or "none"
+    own = (f"own profile ({fields}), own private goal, own last {ac.get('memory_size', 5)} actions, "
+           f"a feed of {cfg.get('recsys', {}).get('k', 5)} posts (reposts and quotes show what they share, "
+           f"{ac.get('quote_depth', 2)} levels deep), results of its own search / trend request in its next "
+           "activation, its groups' recent messages")  # fmt: skip
+    others = {"none": "nothing private of anyone else",
+              "shown_authors": "the private bio, goal and stance of the author of every post shown to it",
+              "everyone": "every group member's profile, private goal, memory and feed"}[p.others_private]  # fmt: skip
+    out = {"perspective": p.name, "calls": p.calls, "own": own, "others": others,
+           "global": "the platform's trending posts and statistics" if p.global_view else "nothing platform-wide"}
+    if kind == "group_llm":
+        out["calls"] = "one call per persona cluster's active members (policy.kind group_llm): it sees all their views"
+    gt = ac.get("ground_truth")
+    visible = ac.get("ground_truth_visible_to") or []
+    out["ground_truth"] = ("none configured" if not gt else
+                           "shown" if p.name in visible else "configured but not shown to this perspective")
+    return out
