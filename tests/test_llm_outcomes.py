@@ -116,7 +116,7 @@ def test_narrator_gets_per_member_schemas_and_one_reask_for_skipped_or_wrong_mem
     assert all(n_active == rows == agents for _, n_active, rows, agents in per)
     reasons = [r for (r,) in con.execute("SELECT reason FROM actions WHERE outcome = 'invalid_llm_output'").fetchall()]
     multi = sum(len(m["group"]) > 1 for _, _, m in firsts)
-    assert len(reasons) == multi and all(r == "narrator output: post_id 999999 is not in your feed" for r in reasons)
+    assert len(reasons) == multi and all(r == "narrator output: post_id 999999 is not a post shown to you" for r in reasons)
     con.close()
     from socium.experiments.card import simulation_card
 

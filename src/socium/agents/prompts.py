@@ -259,7 +259,7 @@ def agent_messages(
 ) -> list[dict[str, str]]:  # fmt: skip
     mindreader = perspective == "mindreader"
     parts = [f"## You\n{persona_block(profile, fields=persona_fields, issue=issue)}",
-             f"## You did recently\n{memory_block(memory)}"]  # fmt: skip
+             f"## What you did recently\n{memory_block(memory)}"]  # fmt: skip
     if ground_truth:
         parts.append(f"## A fact you know to be true\n{quote_untrusted(ground_truth, 600)}")
     when = obs.extra.get("datetime") or f"hour {obs.hour:02d}:00"
