@@ -22,7 +22,7 @@ def test_llm_card_names_models_called_and_flags_smoke_run(tmp_path):
     assert card["llm"]["backend"] == "random" and set(card["llm"]["models_called"]) == {"tiny-x"}
     assert card["llm"]["models_called"]["tiny-x"] == card["llm_usage"]["calls"] > 0
     assert "server_kind" not in card["llm"] and "servers" not in card["llm"]  # no server behind 'random'
-    assert card["perspective"] == "local" and "own feed" in card["who_saw_what"]
+    assert card["perspective"] == "local" and "feed of" in card["who_saw_what"]["own"]
     r = runner.invoke(app, ["card", str(tmp_path / "r")], env={"COLUMNS": "200"})
     assert r.exit_code == 0 and "SMOKE RUN" in r.output.splitlines()[0]
 
