@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-import click
 import typer
 from typer.core import TyperCommand, TyperGroup
 from rich.console import Console
@@ -28,7 +27,7 @@ def _as_flags(params: list[Any]) -> list[Any]:
 
 
 class _FlagCommand(TyperCommand):
-    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+    def get_params(self, ctx: Any) -> list[Any]:
         return _as_flags(super().get_params(ctx))
 
 
@@ -41,7 +40,7 @@ class _Group(TyperGroup):
             if type(cmd) is TyperCommand:
                 cmd.__class__ = _FlagCommand
 
-    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+    def get_params(self, ctx: Any) -> list[Any]:
         return _as_flags(super().get_params(ctx))
 
 

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import duckdb
 
 from socium.agents.perspectives import who_saw_what
+from socium.errors import TraceError
 from socium.simulator.store import require_store
 
 SMOKE_BACKENDS = {
@@ -67,17 +68,20 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
     con = duckdb.connect(str(db), read_only=True)
     try:
         cur = con.execute("SELECT * FROM runs LIMIT 1")
-        run = dict(zip([d[0] for d in cur.description], cur.fetchone()))
+        first = cur.fetchone()
+        if first is None:
+            raise TraceError(f"{db}: the trace has no run row (set-up never committed)")
+        run = dict(zip([d[0] for d in cur.description], first))
         cfg = json.loads(run["config"])
-        steps = con.execute("SELECT count(*) FILTER (WHERE step >= 0), sum(n_actions), sum(wall_s) FROM steps").fetchone()
+        steps = con.execute("SELECT count(*) FILTER (WHERE step >= 0), sum(n_actions), sum(wall_s) FROM steps").fetchall()[0]
         outcomes = dict(con.execute("SELECT outcome, count(*) FROM actions GROUP BY 1").fetchall())
-        n_agents = con.execute("SELECT count(*) FROM agents").fetchone()[0]
-        n_posts = con.execute("SELECT count(*) FROM posts").fetchone()[0]
+        n_agents = con.execute("SELECT count(*) FROM agents").fetchall()[0][0]
+        n_posts = con.execute("SELECT count(*) FROM posts").fetchall()[0][0]
         tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
         llm: dict[str, Any] = {}
         models: dict[str, int] = {}
         if "llm_calls" in tables:
-            r = con.execute("SELECT count(*), sum(prompt_tokens), sum(completion_tokens), avg(latency_s) FROM llm_calls").fetchone()
+            r = con.execute("SELECT count(*), sum(prompt_tokens), sum(completion_tokens), avg(latency_s) FROM llm_calls").fetchall()[0]
             llm = {"calls": r[0], "prompt_tokens": r[1], "completion_tokens": r[2], "mean_latency_s": r[3]}
             models = {str(m): int(n) for m, n in con.execute(
                 "SELECT model, count(*) FROM llm_calls WHERE model IS NOT NULL GROUP BY model ORDER BY 2 DESC, 1").fetchall()}
@@ -87,7 +91,7 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
                 ).fetchall()}  # fmt: skip
             if cfg.get("llm_agents", {}).get("record_reason"):
                 llm["reason"] = _reason_cost(con)
-            aborted = con.execute("SELECT count(*) FROM llm_calls WHERE metadata->>'aborted_step' IS NOT NULL").fetchone()
+            aborted = con.execute("SELECT count(*) FROM llm_calls WHERE metadata->>'aborted_step' IS NOT NULL").fetchall()[0]
             if aborted[0]:  # made in steps that were stopped (server down, budget) and redone on resume
                 llm["calls_in_aborted_steps"] = int(aborted[0])
         narrator = _narrator_quality(con) if run["perspective"] == "omniscient" and "llm_calls" in tables else None
@@ -137,9 +141,9 @@ def _narrator_quality(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         "SELECT count(*), count(*) FILTER (WHERE outcome = 'invalid_llm_output' AND reason LIKE 'narrator output:%'),"
         " count(*) FILTER (WHERE outcome = 'invalid_llm_output' AND reason LIKE 'backend error%')"
         " FROM (SELECT DISTINCT ON (step, agent_id) step, agent_id, outcome, reason FROM actions"
-        "       WHERE origin IN ('llm', 'policy') ORDER BY step, agent_id, seq)").fetchone()
+        "       WHERE origin IN ('llm', 'policy') ORDER BY step, agent_id, seq)").fetchall()[0]
     calls = con.execute("SELECT count(*), count(*) FILTER (WHERE metadata->>'attempt' = '1') FROM llm_calls "
-                        "WHERE metadata->>'group' IS NOT NULL").fetchone()
+                        "WHERE metadata->>'group' IS NOT NULL").fetchall()[0]
     n = int(r[0])
     return {"agent_steps": n, "invalid": int(r[1]), "invalid_rate": round(int(r[1]) / n, 4) if n else 0.0,
             "backend_failures": int(r[2]), "narrator_calls": int(calls[0]), "reask_calls": int(calls[1])}
@@ -164,5 +168,5 @@ def _reason_cost(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     r = con.execute(
         "SELECT count(*), sum(completion_tokens * length(why) / greatest(length(response), 1)) FROM ("
         "  SELECT completion_tokens, response, json_extract_string(response, '$.reason') AS why FROM llm_calls"
-        "  WHERE outcome = 'ok' AND json_valid(response)) WHERE why IS NOT NULL").fetchone()  # fmt: skip
+        "  WHERE outcome = 'ok' AND json_valid(response)) WHERE why IS NOT NULL").fetchall()[0]  # fmt: skip
     return {"answers_with_reason": int(r[0]), "estimated_completion_tokens": round(float(r[1] or 0.0), 1)}

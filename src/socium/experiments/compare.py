@@ -23,10 +23,10 @@ def trace_stats(run_dir: Path) -> dict[str, Any]:
     con = connect(run_dir)
     try:
         kinds = dict(con.execute("SELECT kind, count(*) FROM posts GROUP BY kind").fetchall())
-        v = con.execute("SELECT count(*), avg(CASE WHEN delta > 0 THEN 1.0 ELSE 0.0 END) FROM votes WHERE origin != 'seed'").fetchone()
+        v = con.execute("SELECT count(*), avg(CASE WHEN delta > 0 THEN 1.0 ELSE 0.0 END) FROM votes WHERE origin != 'seed'").fetchall()[0]
         c = con.execute("SELECT size, depth, max_breadth FROM cascade_metrics WHERE root_id = 0 ORDER BY step DESC LIMIT 1").fetchone()
-        s = con.execute("SELECT var_samp(value), avg(abs(value)), count(value) FROM surveys WHERE step = (SELECT max(step) FROM surveys)").fetchone()
-        agent_steps = con.execute("SELECT coalesce(sum(n_active), 0) FROM steps").fetchone()[0]
+        s = con.execute("SELECT var_samp(value), avg(abs(value)), count(value) FROM surveys WHERE step = (SELECT max(step) FROM surveys)").fetchall()[0]
+        agent_steps = con.execute("SELECT coalesce(sum(n_active), 0) FROM steps").fetchall()[0][0]
     finally:
         con.close()
     use = llm_usage(run_dir)

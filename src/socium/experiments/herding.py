@@ -159,9 +159,9 @@ def herding_metrics(run_dir: Path, n_boot: int = 1000, seed: int = 0) -> dict[st
         items = [r[0] for r in con.execute("SELECT post_id FROM actions WHERE origin = 'seed' AND type = 'create_post' "
                                            "AND outcome = 'ok' ORDER BY post_id").fetchall()]  # fmt: skip
         treat = dict(con.execute("SELECT target, sum(delta) FROM votes WHERE origin = 'seed' GROUP BY target").fetchall())
-        bad = con.execute("SELECT count(*) FROM actions WHERE origin = 'seed' AND outcome != 'ok'").fetchone()[0]
+        bad = con.execute("SELECT count(*) FROM actions WHERE origin = 'seed' AND outcome != 'ok'").fetchall()[0][0]
         crowd = con.execute("SELECT step, target, delta FROM votes WHERE origin != 'seed' ORDER BY step, seq").fetchall()
-        last = con.execute("SELECT max(step) FROM steps").fetchone()[0]
+        last = con.execute("SELECT max(step) FROM steps").fetchall()[0][0]
     finally:
         con.close()
     if bad:

@@ -26,7 +26,7 @@ def _memory(con: duckdb.DuckDBPyConnection, cfg: Any, agent_id: int, question: s
         stream = MemoryStream(cfg.llm_agents.memory, cfg.llm_agents.memory_size)
         stream.restore(con.execute("SELECT step, agent_id, kind, text, importance FROM memories WHERE agent_id = ? "
                                    "ORDER BY step, seq", [agent_id]).fetchall())  # fmt: skip
-        last = con.execute("SELECT coalesce(max(step), 0) FROM steps").fetchone()[0]
+        last = con.execute("SELECT coalesce(max(step), 0) FROM steps").fetchall()[0][0]
         return stream.recall(agent_id, int(last), question, cfg.step_minutes / 60.0)
     rows = con.execute(
         "SELECT step, type, args, outcome FROM actions WHERE agent_id = ? AND origin != 'seed' "
@@ -55,7 +55,7 @@ def interview(run_dir: str | Path, agent_id: int, question: str, llm: dict[str, 
         if row and row[0] is not None:
             pop.stance[agent_id] = row[0]
         memory = _memory(con, cfg, agent_id, question)
-        last = con.execute("SELECT coalesce(max(step), -1) FROM steps").fetchone()[0]
+        last = con.execute("SELECT coalesce(max(step), -1) FROM steps").fetchall()[0][0]
     finally:
         con.close()
     policy = LLMPolicy(cfg)
@@ -68,7 +68,7 @@ def interview(run_dir: str | Path, agent_id: int, question: str, llm: dict[str, 
         policy.close()
     store = TraceStore(require_store(Path(run_dir)))
     try:
-        first = int(store.con.execute("SELECT coalesce(max(call_id), -1) + 1 FROM llm_calls").fetchone()[0])
+        first = int(store.con.execute("SELECT coalesce(max(call_id), -1) + 1 FROM llm_calls").fetchall()[0][0])
         batches: dict[str, Any] = {}
         ids: dict[str, int] = {}
         if calls:

@@ -139,7 +139,7 @@ def earliest_users(tree: CascadeTree, max_users: int | None) -> list[str]:
 def subtree_curves(tree: CascadeTree, users: list[str], minutes: int) -> dict[str, np.ndarray]:
     """Real curves of the cascade restricted to ``users`` (a prefix from :func:`earliest_users`)."""
     idx = {u: i for i, u in enumerate(users)}
-    parent = [-1 if tree.nodes[u].parent is None else idx[tree.nodes[u].parent] for u in users]
+    parent = [-1 if (p := tree.nodes[u].parent) is None else idx[p] for u in users]
     return cascade_curves_from_events(np.array(parent, dtype=np.int64), np.array([tree.nodes[u].delay for u in users]), minutes)
 
 
@@ -188,7 +188,7 @@ def simulated_curves(run_dir: Path, root_post: int = 0, minutes: int = 150) -> d
     """
     con = connect(run_dir)
     try:
-        cfg_row = con.execute("SELECT json_extract(config, '$.step_minutes') FROM runs").fetchone()
+        cfg_row = con.execute("SELECT json_extract(config, '$.step_minutes') FROM runs").fetchall()[0]
         rows = con.execute(
             "SELECT c.post_id, p.parent_id, c.author, c.step FROM cascade_nodes c JOIN posts p USING (post_id) "
             "WHERE c.root_id = ? ORDER BY c.step, c.post_id", [root_post]).fetchall()  # fmt: skip

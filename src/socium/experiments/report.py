@@ -394,7 +394,7 @@ def _single_run(rep: Report, run_dir: Path) -> list[Path]:
     labels = source_labels("run", run_dir)
     con = connect(run_dir)
     try:
-        cfg = json.loads(con.execute("SELECT config FROM runs").fetchone()[0])
+        cfg = json.loads(con.execute("SELECT config FROM runs").fetchall()[0][0])
         dt = float(cfg["step_minutes"])
         rep.heading(f"Run {cfg['name']}")
         rep.note(f"Agents: {labels['run']}. {cfg['steps']} steps of {dt:g} simulated minutes.")
@@ -414,9 +414,9 @@ def _single_run(rep: Report, run_dir: Path) -> list[Path]:
             rep.image(rep.out_dir / "llm_usage.png", "LLM tokens and latency per step")
         top = con.execute("SELECT root_id, count(*) FROM cascade_nodes GROUP BY root_id HAVING count(*) > 1 "
                           "ORDER BY count(*) DESC, root_id LIMIT 3").fetchall()
-        seeded = con.execute("SELECT count(*) FROM actions WHERE origin = 'seed' AND type IN ('like_post', 'dislike_post')").fetchone()[0]
-        surveyed = con.execute("SELECT count(*) FROM surveys WHERE value IS NOT NULL").fetchone()[0]
-        last = con.execute("SELECT max(step) FROM steps").fetchone()[0]
+        seeded = con.execute("SELECT count(*) FROM actions WHERE origin = 'seed' AND type IN ('like_post', 'dislike_post')").fetchall()[0][0]
+        surveyed = con.execute("SELECT count(*) FROM surveys WHERE value IS NOT NULL").fetchall()[0][0]
+        last = con.execute("SELECT max(step) FROM steps").fetchall()[0][0]
     finally:
         con.close()
     minutes = max(1, int(((last or 0) + 1) * dt))

@@ -26,7 +26,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 CURVE_TITLES = {"scale": "scale (users reached)", "depth": "depth", "max_breadth": "max breadth"}
 CURVE_YLABELS = {"scale": "users reached (count)", "depth": "depth (hops from the source)",
                  "max_breadth": "users on the widest level (count)"}
-STYLE = {"real": {"color": "black", "lw": 2.0}, "model": {"color": "tab:blue", "lw": 1.6},
+STYLE: dict[str, dict[str, Any]] = {"real": {"color": "black", "lw": 2.0}, "model": {"color": "tab:blue", "lw": 1.6},
          "null": {"color": "tab:orange", "lw": 1.4, "ls": "--"}, "run": {"color": "tab:blue", "lw": 1.6},
          "local": {"color": "tab:blue", "lw": 1.6}, "mindreader": {"color": "tab:green", "lw": 1.6},
          "omniscient": {"color": "tab:red", "lw": 1.6}}

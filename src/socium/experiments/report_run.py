@@ -156,7 +156,7 @@ def stance_over_time(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: f
 def llm_usage(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float) -> dict[str, Any] | None:
     """Prompt and completion tokens per step, and call latency (median and 90th percentile) per step."""
     tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    if "llm_calls" not in tables or not con.execute("SELECT count(*) FROM llm_calls").fetchone()[0]:
+    if "llm_calls" not in tables or not con.execute("SELECT count(*) FROM llm_calls").fetchall()[0][0]:
         return None
     rows = con.execute("SELECT step, count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0), "
                        "quantile_cont(latency_s, 0.5), quantile_cont(latency_s, 0.9) FROM llm_calls "

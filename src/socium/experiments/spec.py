@@ -61,7 +61,7 @@ def build_config(defaults: dict[str, Any], base: dict[str, Any], owned: dict[str
     return config_from_dict(deep_merge(deep_merge(defaults, base), owned), source=where)
 
 
-PATH_FIELD = {"path": True}
+PATH_FIELD: dict[str, Any] = {"path": True}
 """``json_schema_extra`` of spec fields that name files or folders: relative ones resolve against the spec file."""
 BASE_PATHS = (("population", "path"), ("graph", "path"))
 
@@ -157,7 +157,7 @@ def _trace_state(db: Path) -> tuple[str | None, int | None]:
     con = duckdb.connect(str(db), read_only=True)
     try:
         row = con.execute("SELECT config_hash FROM runs LIMIT 1").fetchone()
-        last = con.execute("SELECT max(step) FROM steps").fetchone()
+        last = con.execute("SELECT max(step) FROM steps").fetchall()[0]
     except duckdb.Error:
         return None, None
     finally:
@@ -216,10 +216,10 @@ def llm_usage(run_dir: Path) -> dict[str, float]:
         tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
         calls = pt = ct = 0
         if "llm_calls" in tables:
-            r = con.execute("SELECT count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0) FROM llm_calls").fetchone()
+            r = con.execute("SELECT count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0) FROM llm_calls").fetchall()[0]
             calls, pt, ct = int(r[0]), int(r[1]), int(r[2])
-        wall = con.execute("SELECT coalesce(sum(wall_s), 0) FROM steps").fetchone()[0]
-        inv = con.execute("SELECT count(*) FILTER (WHERE outcome != 'ok'), count(*) FROM actions WHERE origin != 'seed'").fetchone()
+        wall = con.execute("SELECT coalesce(sum(wall_s), 0) FROM steps").fetchall()[0][0]
+        inv = con.execute("SELECT count(*) FILTER (WHERE outcome != 'ok'), count(*) FROM actions WHERE origin != 'seed'").fetchall()[0]
     finally:
         con.close()
     return {"llm_calls": calls, "prompt_tokens": pt, "completion_tokens": ct, "wall_s": round(float(wall), 3),

@@ -97,7 +97,7 @@ def load_sweep(path: str | Path, out: str | Path | None = None, parallel: int | 
 def expand(spec: SweepSpec) -> list[RunSpec]:
     """Grid cells in file order (the product of the value lists), seeds innermost."""
     keys = list(spec.grid)
-    runs = []
+    runs: list[RunSpec] = []
     for values in itertools.product(*(spec.grid[k] for k in keys)):
         for seed in spec.seeds:
             i = len(runs)
