@@ -189,7 +189,7 @@ def test_cv_scores_only_held_out_cascades(tmp_path):
     files = _write_trees(tmp_path / "trees", n_trees=6)
     spec = PropagationSpec(tree_files=[str(f) for f in files], minutes=60, follows="tree", activation=0.5,
                            topics_csv=str(tmp_path / "none.csv"), bootstrap=200,
-                           cv={"folds": 3, "seed": 0, "families": ["lognormal"]},
+                           cv={"folds": 3, "seed": 0, "families": ["lognormal"], "runs": 2},
                            base={"seed": 0, "step_minutes": 5})  # fmt: skip
     res = run_propagation(spec, tmp_path / "out")
     assert res["mode"] == "cv" and len(res["cascades"]) == 6
@@ -203,9 +203,18 @@ def test_cv_scores_only_held_out_cascades(tmp_path):
         lo, hi = s["ci95"]["scale"]
         assert lo <= s["nrmse"]["scale"] <= hi
     # the calibrated model ran on 1-minute steps with exposure timing, the baseline on the 5-minute clock
-    cfg = json.loads((tmp_path / "out" / "cv" / "fold0" / "calibrated" / res["folds"][0]["held_out"][0] / "seed0"
-                      / "config.json").read_text())  # fmt: skip
+    held = res["folds"][0]["held_out"][0]
+    run = tmp_path / "out" / "cv" / "fold0" / "calibrated" / held
+    cfg = json.loads((run / "config.json").read_text())
     assert cfg["timing"]["kind"] == "exposure" and cfg["step_minutes"] == 1.0
+    # two replicas in one run: two disjoint copies of the tree's users, each copy's root posts the source
+    n = next(c for c in res["cascades"] if c["id"] == held)["agents"]
+    assert [p["author"] for p in cfg["seed_posts"]] == [0, n]
+    con = duckdb.connect(str(run / "trace.duckdb"), read_only=True)
+    cross = con.execute("SELECT count(*) FROM follows WHERE (src < ?) != (dst < ?)", [n, n]).fetchone()[0]
+    roots = con.execute("SELECT root_id, count(*) FROM posts GROUP BY root_id ORDER BY root_id").fetchall()
+    con.close()
+    assert cross == 0 and [r[0] for r in roots] == [0, 1] and all(r[1] > 1 for r in roots)
     assert (tmp_path / "out" / "cv" / "fold0" / "timing.json").is_file()
     rep = write_report(tmp_path / "out")
     assert "held-out" in rep.html.read_text() and (rep.out_dir / "nrmse.png").is_file()

@@ -16,8 +16,13 @@ Models (``cv.models``):
 * ``llm``: the spec's LLM policy (``base.llm``) on the same fitted timing, so only the decision
   differs from ``calibrated``.
 
-The prediction for a cascade is the mean curve over ``cv.runs`` seeds; scores are the mean NRMSE
-over held-out cascades per model and curve, with a percentile bootstrap CI over cascades.
+The prediction for a cascade is the mean curve over ``cv.runs`` independent replicas; scores are
+the mean NRMSE over held-out cascades per model and curve, with a percentile bootstrap CI over
+cascades. Replicas run *in one simulation*: the population is ``cv.runs`` disjoint copies of the
+tree's users (copy ``r`` is agents ``r*n .. r*n+n-1``, following only within its copy), each copy's
+source author posts the source at step 0 (post id ``r``), and every random draw is keyed by agent
+and post ids, so the copies are independent realisations. One run of R copies costs about one run,
+where R separate runs would each pay the per-step commit (1-minute steps: 150 commits per run).
 """
 
 from __future__ import annotations
@@ -41,9 +46,9 @@ class CVSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     folds: int = Field(5, ge=2, description="Number of folds (cascades split at random, seeded).")
-    seed: int = Field(0, ge=0, description="Seed of the fold split and of the runs (run r uses seed + r).")
+    seed: int = Field(0, ge=0, description="Seed of the fold split and of the runs.")
     models: list[CVModel] = Field(default_factory=lambda: ["ic_pooled", "calibrated"], description="Models to score.")
-    runs: int = Field(1, ge=1, description="Seeds per cascade and model; the prediction is their mean curve.")
+    runs: int = Field(1, ge=1, description="Independent replicas per cascade and model (disjoint copies in one run); the prediction is their mean curve.")
     ic_p: float = Field(0.8039, ge=0, le=1, description="ic_pooled's p_repost (pooled from the embedded-model runs).")
     calibrated_p: float = Field(1.0, ge=0, le=1, description="calibrated/llm-null p_repost per exposure.")
     step_minutes: float = Field(1.0, gt=0, description="Step length of the calibrated and llm models.")
@@ -60,8 +65,17 @@ def fold_split(ids: list[str], folds: int, seed: int) -> list[list[str]]:
     return [[ids[i] for i in part] for part in np.array_split(perm, folds)]
 
 
+def replicate_rows(rows: list[Any], copies: int) -> list[Any]:
+    """``copies`` disjoint copies of a population (follows stay within a copy; ids get a ``#r`` suffix)."""
+    from dataclasses import replace
+
+    n = len(rows)
+    return [replace(row, user_id=f"{row.user_id}#{r}" if copies > 1 else row.user_id,
+                    following=[j + r * n for j in row.following]) for r in range(copies) for row in rows]  # fmt: skip
+
+
 def _model_config(model: str, spec: Any, cid: str, pop_csv: Path, text: str, timing: dict[str, Any] | None,
-                  seed: int) -> Any:  # fmt: skip
+                  seed: int, n_agents: int = 1) -> Any:  # fmt: skip
     from socium.experiments.propagation import _defaults
 
     cv: CVSpec = spec.cv
@@ -84,7 +98,7 @@ def _model_config(model: str, spec: Any, cid: str, pop_csv: Path, text: str, tim
             raise ConfigError("cv.models: 'llm' needs base.policy.kind 'llm' (or no base.policy)")
     base["steps"] = math.ceil(spec.minutes / dt)
     owned = {"population": {"source": "oasis_csv", "path": str(pop_csv.resolve())}, "graph": {"kind": "profiles"},
-             "seed_posts": [{"author": 0, "content": text}]}  # fmt: skip
+             "seed_posts": [{"author": r * n_agents, "content": text} for r in range(cv.runs)]}  # fmt: skip
     return build_config({**_defaults(spec), "name": f"{spec.name}-{model}-{cid}"}, base, owned, f"propagation cv {model} {cid}")
 
 
@@ -122,17 +136,17 @@ def run_propagation_cv(spec: Any, out: Path, trees: dict[str, Any], *, force: bo
             tree = trees[cid]
             users = earliest_users(tree, spec.max_users)
             rows, _ = cascade_population(tree, users, spec, None, cv.seed)
-            pop_csv = write_population_csv(out / "inputs" / f"{cid}.csv", rows)
+            pop_csv = write_population_csv(out / "inputs" / f"{cid}.csv", replicate_rows(rows, cv.runs))
             text = spec.source_texts.get(cid) or topics.get(cid, {}).get("text") or "(source text not available)"
             real = subtree_curves(tree, users, spec.minutes)
             row: dict[str, Any] = {"id": cid, "fold": k, "agents": len(users),
                                    "real_final": {c: int(real[c][-1]) for c in CURVE_NAMES}, "models": {}}  # fmt: skip
             for model in cv.models:
                 acc = {c: np.zeros(spec.minutes) for c in CURVE_NAMES}
-                for r in range(cv.runs):
-                    cfg = _model_config(model, spec, cid, pop_csv, text, fit["timing"], cv.seed + r)
-                    info = run_config(cfg, out / "cv" / f"fold{k}" / model / cid / f"seed{cv.seed + r}", force=force)
-                    sim = simulated_curves(info.run_dir, 0, spec.minutes)
+                cfg = _model_config(model, spec, cid, pop_csv, text, fit["timing"], cv.seed, len(rows))
+                info = run_config(cfg, out / "cv" / f"fold{k}" / model / cid, force=force)
+                for r in range(cv.runs):  # seed posts are applied first at step 0: copy r's source is post r
+                    sim = simulated_curves(info.run_dir, r, spec.minutes)
                     for c in CURVE_NAMES:
                         acc[c] += sim[c] / cv.runs
                 row["models"][model] = {"nrmse": nrmse_curves(acc, real, spec.minutes),

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import special, stats
 
 from socium.errors import ConfigError, InputFileError
 from socium.platform.posts import COMMENT
@@ -75,6 +74,8 @@ class DelayDistribution:
 
     def log_quantile(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
         """log of the ``u``-quantile (``v``: a second uniform picking a mixture component)."""
+        from scipy import special  # imported on first use: every run imports this module
+
         u = np.clip(u, 1e-12, 1 - 1e-12)
         p = self.params
         if self.family == "lognormal":
@@ -89,6 +90,8 @@ class DelayDistribution:
 
     def _components(self) -> list[tuple[float, Any]]:
         """(weight, frozen scipy distribution) pairs; one pair for the single families."""
+        from scipy import stats  # ~3 s to import: only fitting and plotting need densities
+
         p = self.params
         if self.family == "lognormal":
             return [(1.0, stats.lognorm(p["sigma"], scale=math.exp(p["mu"])))]
@@ -100,6 +103,8 @@ class DelayDistribution:
 
     def logpdf(self, x: np.ndarray) -> np.ndarray:
         """Log density of delays ``x`` (minutes)."""
+        from scipy import special
+
         parts = [math.log(max(w, 1e-300)) + d.logpdf(x) for w, d in self._components()]
         return parts[0] if len(parts) == 1 else special.logsumexp(np.stack(parts), axis=0)
 
@@ -202,6 +207,8 @@ class ExposureTiming:
         self.schedule: dict[int, list[np.ndarray]] = {}
         self._rev: tuple[np.ndarray, np.ndarray] | None = None
         self._rev_edges = -1
+        from scipy import special
+
         ids = np.arange(n)
         self.user_z = params.user_sigma * special.ndtri(np.clip(uniform(seed_key, TIMING, 0, ids, sub=2), 1e-12, 1 - 1e-12))
 
