@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from typer.testing import CliRunner
 from socium.cli.main import app
 from socium.experiments import stylized as S
 from socium.experiments.curves import node_depths
-from socium.experiments.validate import T15, scorecard, twitter15_reference
+from socium.experiments.validate import T15, _fit_tail, scorecard, twitter15_reference
 from socium.simulator.simulation import Simulation
 
 from conftest import small_config
@@ -45,6 +46,9 @@ def test_tail_exponent_burstiness_and_heterogeneity():
     assert abs(S.burstiness(users, poisson)[0]) < 0.05
     heavy = np.concatenate([np.cumsum(np.exp(rng.normal(0, 2.0, 50))) for _ in range(100)])
     assert S.burstiness(users, heavy)[0] > 0.4
+    # a run whose posts were never shared has no size tail: n/a, not a spurious alpha = 1 + 1/ln 2
+    assert math.isnan(_fit_tail(np.ones(300), lowest=2)[0]) and math.isnan(_fit_tail(np.r_[np.ones(300), 2, 2], lowest=2)[0])
+    assert _fit_tail(x, lowest=2)[0] == pytest.approx(2.5, abs=0.15)
     assert S.top_share(np.ones(100)) == pytest.approx(0.1) and S.top_share(np.r_[np.zeros(90), np.ones(10)]) == 1.0
 
 

@@ -136,7 +136,11 @@ def _propagation_cv(rep: Report, res: dict[str, Any]) -> list[Path]:
                           [[m, str(s[m]["n"]), *(f"{fmt(s[m]['nrmse'][k])} {fmt(s[m]['ci95'][k])}" for k in P.CURVE_TITLES)]
                            for m in models], summary=True))  # fmt: skip
     rep.series["nrmse"] = {m: s[m]["nrmse"] for m in models}
-    rep.image(P.nrmse_bars(rep.out_dir / "nrmse.png", rep.series["nrmse"], s["reference"]["oasis_nrmse"]), "Mean NRMSE per curve")
+    labels = {"ic_pooled": "IC pooled p", "calibrated": "calibrated null", "llm": "LLM, fitted timing"}
+    rep.image(P.nrmse_bars(rep.out_dir / "nrmse.png", rep.series["nrmse"], s["reference"]["oasis_nrmse"],
+                           ci={m: s[m]["ci95"] for m in models if all(s[m]["ci95"].values())}, labels=labels,
+                           n=len(res["cascades"]), ci_kind="95% bootstrap CI"),
+              "Mean NRMSE per curve on held-out cascades")  # fmt: skip
     rep.table(ReportTable("Fitted timing per fold", ["fold", "train", "held out", "family", "median delay (min)", "b_author", "b_root", "user sd"],
                           [[str(f["fold"]), str(len(f["train"])), str(len(f["held_out"])), f["family"],
                             fmt(f["estimates"]["delay_q50_min"]), fmt(f["estimates"]["b_author"]), fmt(f["estimates"]["b_root"]),

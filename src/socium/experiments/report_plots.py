@@ -141,7 +141,7 @@ def mean_cascade_curves(path: Path, title: str, per_source: Mapping[str, Sequenc
 
 def nrmse_bars(path: Path, nrmse: Mapping[str, Mapping[str, float]], reference: float | None,
                ci: Mapping[str, Mapping[str, Sequence[float]]] | None = None,
-               labels: Mapping[str, str] | None = None, n: int | None = None) -> Path:
+               labels: Mapping[str, str] | None = None, n: int | None = None, ci_kind: str = "95% t interval") -> Path:
     """Mean NRMSE per curve for each model with its 95% interval, and OASIS's reported level."""
     fig, ax = plt.subplots(figsize=(7, 4))
     keys = list(CURVE_TITLES)
@@ -162,7 +162,7 @@ def nrmse_bars(path: Path, nrmse: Mapping[str, Mapping[str, float]], reference: 
     ax.set_xlabel("cascade curve")
     ax.set_ylim(bottom=0)
     over = f" over {n} cascade{'s' if n != 1 else ''}" if n else ""
-    ax.set_title(f"Mean NRMSE per curve{over} (lower is better; bars: 95% t interval)", fontsize=10)
+    ax.set_title(f"Mean NRMSE per curve{over} (lower is better; bars: {ci_kind})", fontsize=10)
     return _save(fig, path, ax)
 
 

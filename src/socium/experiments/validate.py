@@ -114,10 +114,17 @@ def _load(run_dir: Path, offset: int) -> dict[str, np.ndarray]:
             "stance": stance, "k": np.array(json.loads(k[0]) if k and k[0] is not None else -1)}  # fmt: skip
 
 
-def _fit_tail(x: np.ndarray, min_tail: int = 50) -> tuple[float, float, int, float]:
-    """Clauset et al. (2009) tail: xmin minimising the KS distance (among up to 40 candidates)."""
+def _fit_tail(x: np.ndarray, min_tail: int = 50, lowest: float = 1) -> tuple[float, float, int, float]:
+    """Clauset et al. (2009) tail: xmin minimising the KS distance (among up to 40 candidates).
+
+    Values below ``lowest`` are left out (cascade sizes start at 2: a post nobody shared is not a
+    cascade), and a tail needs ``min_tail`` values over at least 3 distinct sizes, otherwise there is
+    no exponent to speak of (n/a) -- 50 unshared posts must not "pass" with alpha = 1 + 1/ln 2.
+    """
     x = np.asarray(x, float)
-    x = x[x >= 1]
+    x = x[x >= lowest]
+    if len(x) < min_tail or len(np.unique(x)) < 3:
+        return float("nan"), float("nan"), int(len(x)), float("nan")
     cands = np.unique(x)
     cands = cands[np.searchsorted(np.sort(x), cands) <= len(x) - min_tail]
     if not len(cands):
@@ -127,7 +134,7 @@ def _fit_tail(x: np.ndarray, min_tail: int = 50) -> tuple[float, float, int, flo
     best = (math.inf, float("nan"), float("nan"), 0, float("nan"))
     for xm in cands:
         a, se, n = S.powerlaw_alpha(x, xm)
-        if not math.isfinite(a):
+        if not math.isfinite(a) or len(np.unique(x[x >= xm])) < 3:
             continue
         t = np.sort(x[x >= xm])
         emp = np.arange(1, n + 1) / n
@@ -156,7 +163,7 @@ def scorecard(path: str | Path) -> dict[str, Any]:
     multi = casc["size"] >= 2
     big = casc["size"] >= BIG_CASCADE
     sizes = casc["size"]
-    a, se, n_tail, xmin = _fit_tail(sizes)
+    a, se, n_tail, xmin = _fit_tail(sizes, lowest=2)
     facts.append(Fact.make("cascade size tail exponent (MLE)", a,
                            f"Twitter15 {T15['size_alpha_xmin200'][0]} +- {T15['size_alpha_xmin200'][1]} (xmin 200); "
                            "heavy tails with alpha ~ 2 are typical of online diffusion", T15_SOURCE + "; Goel, Watts & Goldstein 2012",
