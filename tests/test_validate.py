@@ -90,6 +90,9 @@ def test_validate_cli_writes_html_and_json(tmp_path):
     html = (tmp_path / "sf" / "stylized_facts.html").read_text()
     assert data["n_agents"] == 120 and "stance assortativity of follow edges" in html and "n/a" in html
     assert "Kwak" in html
+    folder = CliRunner().invoke(app, ["validate", str(tmp_path), "--out", str(tmp_path / "sf2")])  # a folder of runs
+    assert folder.exit_code == 0 and json.loads((tmp_path / "sf2" / "stylized_facts.json").read_text())["runs"] == [
+        str(tmp_path / "run")]
     bad = CliRunner().invoke(app, ["validate", str(tmp_path / "nothing")])
     assert bad.exit_code == 2 and "nothing" in bad.output
 

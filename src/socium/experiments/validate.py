@@ -68,11 +68,10 @@ class Fact:
 def _run_dirs(path: Path) -> list[Path]:
     if (path / "trace.duckdb").is_file():
         return [path]
-    if (path / "results.json").is_file():
-        dirs = sorted(p.parent for p in path.rglob("trace.duckdb"))
-        if dirs:
-            return dirs
-    raise RunDirError(f"{path}: neither a run directory (trace.duckdb) nor an experiment directory with runs")
+    dirs = sorted(p.parent for p in path.rglob("trace.duckdb")) if path.is_dir() else []
+    if dirs:  # an experiment directory, or any folder of runs (e.g. one model's runs of a CV experiment)
+        return dirs
+    raise RunDirError(f"{path}: neither a run directory (trace.duckdb) nor a folder holding runs")
 
 
 def _load(run_dir: Path, offset: int) -> dict[str, np.ndarray]:
