@@ -151,13 +151,15 @@ def test_pending_results_survive_a_resume(tmp_path):
     assert '## You asked for posts matching "zzfind"' in prompt_of(backend.calls, 0, step=1)
 
 
-@pytest.mark.parametrize("perspective", ["local", "mindreader", "omniscient"])
-def test_every_exposure_of_an_llm_agent_is_in_one_of_its_prompts(tmp_path, perspective):
+@pytest.mark.parametrize("perspective, policy", [("local", "llm"), ("mindreader", "llm"), ("omniscient", "llm"),
+                                                 ("local", "group_llm")])
+def test_every_exposure_of_an_llm_agent_is_in_one_of_its_prompts(tmp_path, perspective, policy):
     acts = ["create_post", "repost", "quote_post", "like_post", "search_posts", "trend", "follow", "do_nothing"]
     c = cfg(steps=3, perspective=perspective, population={"n_agents": 10, "mean_activity": 0.6},
             graph={"kind": "barabasi_albert", "params": {"m": 2}}, recsys={"k": 4},
             seed_posts=[{"author": i, "content": f"opening post {i} about bikes"} for i in range(4)],
-            seed_actions=CHAIN, llm_agents={"actions": acts, "group_size": 3})  # fmt: skip
+            seed_actions=CHAIN, llm_agents={"actions": acts, "group_size": 3},
+            policy={"kind": policy, "group_embedder": "hashing", "group_cluster_size": 4})  # fmt: skip
     Simulation(c, tmp_path / "r").run()
     con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
     assert con.execute("SELECT count(*) FROM exposures").fetchone()[0] > 20

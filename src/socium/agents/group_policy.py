@@ -27,7 +27,7 @@ from socium.agents import prompts as P
 from socium.agents.llm_policy import LLMPolicy, _short_error, validate_answer
 from socium.agents.observation import Decision, Observation
 from socium.llm.parsing import parse_json_lenient
-from socium.platform.text import clean_text
+from socium.platform.text import clean_text, quote_untrusted
 
 _SYSTEM = (
     "You act for a group of similar users of {site}. For EACH listed user choose what that user does now, "
@@ -69,7 +69,7 @@ class GroupLLMPolicy(LLMPolicy):
         ac = self.ac
         posts: dict[int, Any] = {}
         for o in members:
-            for it in o.feed:
+            for it in (*o.feed, *o.results):  # search / trend results are shown like feed posts
                 posts.setdefault(it.post_id, it)
         shared = P.feed_block(Observation(-1, members[0].step, members[0].time_s, members[0].hour,
                                           [posts[k] for k in sorted(posts)], None), ac.max_item_chars, False)  # fmt: skip
@@ -78,8 +78,14 @@ class GroupLLMPolicy(LLMPolicy):
             prof = o.extra["profile"]
             mem = o.extra.get("memory", ())
             feed_ids = ", ".join(str(i.post_id) for i in o.feed) or "(empty feed)"
-            parts.append(f"## User agent_{o.agent_id}\n{P.persona_block(prof)}\nRecently:\n{P.memory_block(mem)}\n"
-                         f"In their feed: post ids {feed_ids}")  # fmt: skip
+            asked = ""
+            if o.results_from:
+                found = ", ".join(f"@{u} (user_id={i})" for i, u in o.found_users) or ", ".join(
+                    str(i.post_id) for i in o.results) or "nothing"
+                asked = f"\nThey asked for {quote_untrusted(o.results_from, 240)}: {found}"
+            you = P.persona_block(prof, fields=ac.persona_fields, issue=self.cfg.population.issue)
+            parts.append(f"## User agent_{o.agent_id}\n{you}\nRecently:\n{P.memory_block(mem)}\n"
+                         f"In their feed: post ids {feed_ids}{asked}")  # fmt: skip
         parts.append("## Your answer\nOne JSON object with a key for every user above.")
         return [{"role": "system", "content": self.group_system}, {"role": "user", "content": "\n\n".join(parts)}]
 

@@ -245,14 +245,17 @@ class LLMPolicy:
         """Calls made but not yet handed to the driver (a step that failed midway still logs them)."""
         return self._drain_calls()
 
+    def persona_kw(self) -> dict[str, Any]:
+        """How an agent's own profile is shown in every prompt about it (turns, surveys, interviews)."""
+        return {"persona_fields": self.ac.persona_fields, "issue": self.cfg.population.issue}
+
     # ---- local / mindreader -------------------------------------------------------------------
     def _messages(self, obs: Observation) -> list[dict[str, str]]:
         profile: AgentProfile = obs.extra["profile"]
         gt = self.ac.ground_truth if self.cfg.perspective in self.ac.ground_truth_visible_to else None
         return P.agent_messages(profile, obs, obs.extra.get("memory", ()), system=self.system,
                                 perspective=self.cfg.perspective, max_item_chars=self.ac.max_item_chars,
-                                ground_truth=gt, persona_fields=self.ac.persona_fields,
-                                issue=self.cfg.population.issue)  # fmt: skip
+                                ground_truth=gt, **self.persona_kw())  # fmt: skip
 
     def answer_schema(self, obs: Observation) -> dict[str, Any]:
         """The schema for this observation: ids limited to what it shows (feed posts, authors, groups)."""
@@ -304,7 +307,7 @@ class LLMPolicy:
         gt = self.ac.ground_truth if "omniscient" in self.ac.ground_truth_visible_to else None
         msgs = P.narrator_messages(members, group[0].extra.get("global_feed", ()), group[0].extra.get("stats", ""),
                                    actions=self.allowed, platform=self.cfg.platform.preset, ground_truth=gt,
-                                   persona_fields=self.ac.persona_fields, issue=self.cfg.population.issue)  # fmt: skip
+                                   **self.persona_kw())  # fmt: skip
         if errors:  # the re-ask says what was wrong, member by member
             notes = "\n".join(f"- agent_{a}: {e}" for a, e in sorted(errors.items()))
             msgs.append({"role": "user", "content": f"Your previous answer was invalid for these characters:\n{notes}\n"
@@ -432,7 +435,8 @@ class LLMPolicy:
         task = (f"What {n_insights} high-level insights can you infer from these memories about yourself, the people "
                 "you see and the issue? Write each as one short sentence in the first person. Answer as JSON "
                 '{"insights": [sentence, ...]}.')  # fmt: skip
-        batch = [(p, P.interview_messages(p, [quote_untrusted(m, 300) for m in mem], task)) for p, mem in people]
+        batch = [(p, P.interview_messages(p, [quote_untrusted(m, 300) for m in mem], task, **self.persona_kw()))
+                 for p, mem in people]  # fmt: skip
         got, calls = self._structured_batch(batch, reflection_schema(n_insights),
                                             lambda d: parse_insights(d, n_insights), step, "reflection", 2000)  # fmt: skip
         return [g or [] for g in got], calls
@@ -447,7 +451,7 @@ class LLMPolicy:
             items = "\n".join(f"{k + 1}. {quote_untrusted(t, 200)}" for k, t in enumerate(texts))
             q = (f"Rate how important each of these {len(texts)} memories is to you, from 1 (mundane, like scrolling "
                  f"past a post) to 10 (life-changing):\n{items}\nAnswer as JSON " + '{"ratings": [integers]}.')  # fmt: skip
-            batch.append((p, P.interview_messages(p, (), q)))
+            batch.append((p, P.interview_messages(p, (), q, **self.persona_kw())))
             ns.append(len(texts))
         results: list[Any] = []
         calls: list = []
@@ -461,8 +465,7 @@ class LLMPolicy:
         return [by.get(k) for k in range(len(batch))], calls
 
     def interview(self, profile: AgentProfile, memory: Sequence[str], question: str) -> str:
-        msgs = P.interview_messages(profile, memory, question, persona_fields=self.ac.persona_fields,
-                                    issue=self.cfg.population.issue)  # fmt: skip
+        msgs = P.interview_messages(profile, memory, question, **self.persona_kw())
         req = self._request("interview", msgs, None, {"agent_id": profile.id}, 0)
         res = run_coro_sync(self.backend.generate([req]))[0]
         return res.text if res.ok else f"(no answer: {res.error})"
@@ -471,7 +474,8 @@ class LLMPolicy:
                         key: int) -> tuple[list[tuple[str, str]], list]:  # fmt: skip
         """Free-text answers ``(request_id, answer)`` of each person (persona + memory at ``step``), plus
         the calls made, for the driver to write with the ``interviews`` rows; ``key`` tells questions apart."""
-        reqs = [self._request(f"interview-s{step}-a{p.id}-q{key}", P.interview_messages(p, mem, question), None,
+        ask = lambda p, mem: P.interview_messages(p, mem, question, **self.persona_kw())  # noqa: E731
+        reqs = [self._request(f"interview-s{step}-a{p.id}-q{key}", ask(p, mem), None,
                               {"step": step, "agent_id": p.id, "interview": True}, self._seed(p.id, step + 1, 2000, key))
                 for p, mem in people]  # fmt: skip
         results = run_coro_sync(self._generate(reqs)) if reqs else []

@@ -60,7 +60,7 @@ async def _ask(policy: Any, profile: Any, memory: Sequence[str], question: str, 
 
     lo, hi = scale
     q = f"{question}\nAnswer as JSON: {{\"answer\": short text, \"value\": a number from {lo} to {hi}}}."
-    msgs = P.interview_messages(profile, memory, q)
+    msgs = P.interview_messages(profile, memory, q, **(policy.persona_kw() if hasattr(policy, "persona_kw") else {}))
     meta = {"step": step, "agent_id": profile.id, "survey": True}
     last_err, raw = "", ""
     for attempt in range(2):
