@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from socium.errors import ConfigError
 from socium.agents.memory import MemoryConfig
 from socium.llm.config import LLMConfig
+from socium.moderation.config import ModerationConfig, RolesConfig, Veracity
 
 
 class _Cfg(BaseModel):
@@ -147,6 +148,7 @@ class SeedPost(_Cfg):
     author: int = Field(ge=0, description="Agent id that writes the post.")
     content: str = Field(description="Post text.")
     step: int = Field(0, ge=0, description="Step at whose start the post appears.")
+    veracity: Veracity | None = Field(None, description="Ground truth of the post (true, false, unverified, non-rumor), seen only by perspectives in moderation.veracity_visible_to.")
 
 
 class SeedAction(_Cfg):
@@ -317,6 +319,8 @@ class ExperimentConfig(_Cfg):
         default_factory=list, description="Questions asked at given steps (LLM agents); answers go to `interviews`."
     )
     timing: TimingConfig = Field(default_factory=TimingConfig, description="When agents act: hourly activation or exposure-driven response delays.")
+    roles: RolesConfig = Field(default_factory=RolesConfig, description="Agent roles: misinformation spreaders, fact-checkers, bots (docs/moderation.md).")
+    moderation: ModerationConfig = Field(default_factory=ModerationConfig, description="Platform interventions: fact-checks, community notes, labels, down-ranking, removal, suspension, prebunking (docs/moderation.md).")
 
     @model_validator(mode="after")
     def _llm_needed(self) -> "ExperimentConfig":

@@ -189,6 +189,7 @@ class Outcome(BaseModel):
 
     status: Literal["ok", "invalid", "invalid_llm_output"]
     reason: str | None = None
+    code: Literal["suspended", "removed"] | None = None  # why moderation refused it (a typed invalid outcome)
     post_id: int | None = None
     group_id: int | None = None
     results: tuple[int, ...] = ()

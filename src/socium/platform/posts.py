@@ -7,7 +7,8 @@ import numpy as np
 KIND_NAMES = ("original", "repost", "quote", "comment")
 ORIGINAL, REPOST, QUOTE, COMMENT = 0, 1, 2, 3
 
-_INT_COLS = ("author", "step", "kind", "parent", "root", "likes", "dislikes", "reposts", "comments", "reports")
+_INT_COLS = ("author", "step", "kind", "parent", "root", "likes", "dislikes", "reposts", "comments", "reports",
+             "veracity")  # veracity: index into socium.moderation.config.VERACITY (0 unknown)
 
 
 class PostTable:
@@ -54,6 +55,9 @@ class PostTable:
 
     def get(self, name: str, i: int) -> int:
         return int(self._cols[name][i])
+
+    def set(self, name: str, i: int, value: int) -> None:
+        self._cols[name][i] = value
 
     def bump(self, name: str, i: int, delta: int = 1) -> None:
         self._cols[name][i] += delta

@@ -17,6 +17,7 @@ from socium.platform import actions as A
 from socium.platform.graph import FollowIndex
 from socium.platform.posts import COMMENT, ORIGINAL, QUOTE, REPOST, PostTable
 from socium.platform.text import clean_text
+from socium.moderation.marks import ModerationMarks
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 GROUP_HISTORY = 50  # messages kept per group for observations; the trace keeps all of them
@@ -78,6 +79,7 @@ class PlatformState:
         self.step = 0
         self.time = 0.0
         self.events = StepEvents()
+        self.mod = ModerationMarks()  # labels, removals, suspensions (changed only by socium.moderation)
 
     # ---- clock and events -------------------------------------------------------------------
     def begin_step(self, step: int, time_s: float) -> None:
@@ -87,6 +89,14 @@ class PlatformState:
     # ---- queries used by feeds and policies ------------------------------------------------
     def muted(self, user: int) -> set[int]:
         return self.mutes.get(user, set())
+
+    def hidden(self, post: int) -> bool:
+        """Removed by moderation (itself or the post it shares) or written by a suspended account."""
+        m = self.mod
+        if not (m.removed or m.suspended):
+            return False
+        p = self.posts
+        return post in m.removed or p.get("root", post) in m.removed or p.get("author", post) in m.suspended
 
     def recent_posts_of(self, author: int, k: int) -> list[int]:
         lst = self.by_author.get(author)
@@ -102,8 +112,10 @@ class PlatformState:
         p = self.posts
         score = p.col("likes")[start:n] + p.col("reposts")[start:n] + p.col("comments")[start:n] - p.col("dislikes")[start:n]
         ids = np.arange(start, n)
-        order = np.lexsort((-ids, -score))[:k]
-        return [int(i) for i in ids[order]]
+        order = np.lexsort((-ids, -score))
+        if not (self.mod.removed or self.mod.suspended):
+            return [int(i) for i in ids[order[:k]]]
+        return [int(i) for i in ids[order] if not self.hidden(int(i))][:k]
 
     def groups_of(self, agent: int) -> list[int]:
         return sorted(self.member_of.get(agent, ()))
@@ -119,7 +131,7 @@ class PlatformState:
             return []
         lists = sorted((self._index.get(t, []) for t in toks), key=len)
         hits = set(lists[0]).intersection(*lists[1:]) if lists[0] else set()
-        return sorted(hits, reverse=True)[: self.search_limit]
+        return [h for h in sorted(hits, reverse=True) if not self.hidden(h)][: self.search_limit]
 
     def search_user(self, query: str) -> list[int]:
         q = query.strip().lower()
@@ -136,6 +148,8 @@ class PlatformState:
             return A.Outcome(status="invalid", reason=f"unknown agent {agent}")
         if self.joined is not None and not self.joined[agent]:
             return A.Outcome(status="invalid", reason=f"agent {agent} has not signed up yet")
+        if agent in self.mod.suspended:
+            return A.Outcome(status="invalid", reason=f"account {agent} is suspended by moderation", code="suspended")
         if action.type not in self.allowed:
             return A.Outcome(status="invalid", reason=f"action '{action.type}' is not available on preset '{self.preset}'")
         handler = getattr(self, "_do_" + action.type)
@@ -147,6 +161,8 @@ class PlatformState:
     def _post_check(self, post_id: int, *, comment: bool | None = None) -> str | None:
         if not self.posts.exists(post_id):
             return f"post {post_id} does not exist"
+        if self.hidden(post_id):
+            return f"post {post_id} was removed by moderation"
         is_comment = self.posts.get("kind", post_id) == COMMENT
         if comment is True and not is_comment:
             return f"post {post_id} is not a comment"

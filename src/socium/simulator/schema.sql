@@ -37,6 +37,13 @@ CREATE TABLE IF NOT EXISTS interviews (
 );
 -- Agents joining mid-run (population.join_schedule, or Simulation.step(sign_up=...)); resume replays them.
 CREATE TABLE IF NOT EXISTS sign_ups (step INTEGER, agent_id BIGINT, origin VARCHAR);
+-- Intervention layer (socium.moderation): ground truth of posts (only those with one), agents' roles
+-- (only non-ordinary ones, written with step 0), and what moderation did, per step in its transaction.
+CREATE TABLE IF NOT EXISTS post_veracity (post_id BIGINT, veracity VARCHAR);
+CREATE TABLE IF NOT EXISTS agent_roles (agent_id BIGINT, role VARCHAR);
+CREATE TABLE IF NOT EXISTS moderation_events (
+    step INTEGER, seq INTEGER, event VARCHAR, post_id BIGINT, agent_id BIGINT, source VARCHAR, detail VARCHAR
+);
 -- steps.wall_s: real seconds from the previous commit (or the start of the session) to this one, so
 -- sum(wall_s) is the run's real wall time, set-up, model loading and resumes included.
 CREATE TABLE IF NOT EXISTS steps (

@@ -42,6 +42,7 @@ from socium.simulator.recording import StepRecorder, clean_action
 from socium.simulator.rng import ACTIVATION, RECSYS, component_rng, root_key, uniform
 from socium.simulator.store import TraceStore
 from socium.llm.cache import llm_calls_ddl
+from socium.moderation.engine import ModerationLayer
 from socium.simulator import interviews as iv
 from socium.simulator.signups import SignUps
 from socium.simulator.llm_health import mark_aborted, spent_from_trace, step_problem
@@ -106,7 +107,9 @@ class Simulation(mesa.Model):
                                    pc.search_limit, usernames=self.population.usernames,
                                    allow_self_rating=pc.allow_self_rating)  # fmt: skip
         self.state.joined = self.signups.initial_joined()
-        self.recsys = make_recommender(cfg.recsys, self)
+        self.moderation = ModerationLayer(cfg.moderation, cfg.roles, self.n, self.key, cfg.perspective)
+        self.moderation.apply_goals(self.population)
+        self.recsys = self.moderation.wrap(make_recommender(cfg.recsys, self))  # removal/down-ranking in every feed
         tc = cfg.timing
         self.timing = None if tc.kind == "activation" else ExposureTiming(
             params_from_config(tc), self.key, self.n, cfg.step_minutes * cfg.time_magnification, tc.max_delay_min)
@@ -208,6 +211,7 @@ class Simulation(mesa.Model):
         joins: dict[int, list[int]] = {}
         for step, agent in con.execute("SELECT step, agent_id FROM sign_ups ORDER BY step, agent_id").fetchall():
             joins.setdefault(step, []).append(agent)
+        mod_events = self.moderation.recorded_events(con)
         for step in range(0, last + 1):
             self.state.begin_step(step, self.sim_time(step))
             for agent in joins.get(step, ()):
@@ -231,11 +235,13 @@ class Simulation(mesa.Model):
                     pending = perspectives.pending_from(typ, getattr(action, "query", ""), got.results)
                     if pending is not None:
                         self.pending_results[agent] = pending
+            self.moderation.replay(self.state, step, mod_events.get(step, ()))
             self.recsys.observe(self.state, range(self.state.events.first_post, len(self.state.posts)), step)
             if self.timing is not None:
                 self.timing.observe(self.state, range(self.state.events.first_post, len(self.state.posts)), step)
                 if step < last:
                     self.timing.due(step + 1)  # that wake-up already happened before the interruption
+        self.moderation.restore_veracity(self.state, con)
         for agent, stance in con.execute(
             "SELECT agent_id, arg_max(stance, step) FROM stances GROUP BY agent_id"
         ).fetchall():
@@ -303,6 +309,8 @@ class Simulation(mesa.Model):
             on[self.timing.due(step)] = True
         if self.state.joined is not None:
             on &= self.state.joined
+        if self.state.mod.suspended:  # a suspended account is never woken (and could not act if it were)
+            on[list(self.state.mod.suspended)] = False
         return np.flatnonzero(on)
 
     # ---- one step ---------------------------------------------------------------------------
@@ -393,6 +401,8 @@ class Simulation(mesa.Model):
             for action in d.actions:
                 action, trunc, san = clean_action(action, maxc)
                 out = self.state.apply(d.agent_id, action)
+                if out.post_id is not None and "veracity" in d.meta:  # a seed post's configured ground truth
+                    self.moderation.seed_veracity[out.post_id] = d.meta["veracity"]
                 if out.post_id is not None and (trunc or san):
                     rec.flags[out.post_id] = (trunc, san)
                 rec.action(d.agent_id, d.meta.get("origin", "policy"), action, out, d.meta.get("reason"))
@@ -478,7 +488,7 @@ class Simulation(mesa.Model):
         st.begin_step(step, self.sim_time(step))
         rec = StepRecorder(step)
         self._sign_up(step, asked, rec)
-        seeds = [Decision(sp.author, [CreatePost(content=sp.content)], meta={"origin": "seed"})
+        seeds = [Decision(sp.author, [CreatePost(content=sp.content)], meta={"origin": "seed", **seed_truth(sp)})
                  for sp in self.cfg.seed_posts if sp.step == step]  # fmt: skip
         seeds += [Decision(sa.agent, [parse_action(sa.action)], meta={"origin": "seed"})
                   for sa in self.cfg.seed_actions if sa.step == step]  # fmt: skip
@@ -486,10 +496,15 @@ class Simulation(mesa.Model):
         n_actions += self.apply_decisions(manual, rec)
         active = self.active_agents(step) if chosen is None else chosen
         observations = self.observe(active, step, rec)
+        observations, fixed = self.moderation.split(observations, st)  # bots act by rule, not by the policy
+        self.moderation.annotate(observations, st)  # labels, notes, ground truth, prebunking: as users see them
         try:
             decisions = self.executor.run(observations)
+            decisions = sorted(fixed + decisions, key=lambda d: d.agent_id) if fixed else decisions
+            decisions += self.moderation.extra_decisions(observations, st)  # fact-checkers' reports
             n_actions += self.apply_decisions(decisions, rec)
             new_posts = range(st.events.first_post, len(st.posts))
+            moderated = self.moderation.after_actions(st, step, self.population.stance, st.events.first_post, observations)
             self.recsys.observe(st, new_posts, step)
             if self.timing is not None:
                 self.timing.observe(st, new_posts, step)
@@ -509,6 +524,7 @@ class Simulation(mesa.Model):
             self._log_aborted_calls(step, rec.calls)
             raise problem
         batches = rec.batches(st)
+        batches.update(moderated)
         if memories:
             batches["memories"] = memories
         ids: dict[str, int] = {}
@@ -587,6 +603,13 @@ class Simulation(mesa.Model):
         gc.unfreeze()
         self.executor.close()
         self.store.close()
+
+
+def seed_truth(sp: Any) -> dict[str, int]:
+    """A seed post's configured veracity as decision metadata (nothing when it has none)."""
+    from socium.moderation.config import VERACITY
+
+    return {"veracity": VERACITY.index(sp.veracity)} if sp.veracity else {}
 
 
 def interview_table(parts: list[dict[str, list]]) -> pa.Table:
