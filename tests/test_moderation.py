@@ -301,3 +301,68 @@ def test_no_moderation_leaves_a_run_unchanged(tmp_path):
     assert not isinstance(sim.recsys, ModeratedRecommender)
     sim.run()
     assert _events(tmp_path) == []
+
+
+def _llm_cfg(**over):
+    base = {"seed": 5, "steps": 3, "population": {"n_agents": 16, "mean_activity": 0.9, "activity": "uniform",
+                                                    "stance": "bimodal"},
+            "graph": {"kind": "empty"}, "recsys": {"kind": "global", "k": 4},
+            "policy": {"kind": "llm"}, "llm": {"backend": "random"},
+            "seed_posts": [{"author": 0, "content": "the moon is cheese", "veracity": "false"},
+                           {"author": 1, "content": "water is wet", "veracity": "true"}]}  # fmt: skip
+    base.update(over)
+    return config_from_dict(base)
+
+
+def _post_blocks(run_dir, post_id):
+    import json
+
+    con = duckdb.connect(str(run_dir / "trace.duckdb"), read_only=True)
+    rows = con.execute("SELECT step, prompt FROM llm_calls ORDER BY call_id").fetchall()
+    con.close()
+    out = []
+    for step, prompt in rows:
+        text = json.loads(prompt)[1]["content"]
+        for block in text.split("<<<POST id=")[1:]:
+            if block.startswith(f"{post_id} "):
+                out.append((step, block.split("<<<END POST>>>")[0]))
+    return out
+
+
+def test_llm_prompt_shows_a_labelled_post_with_its_label(tmp_path):
+    cfg = _llm_cfg(moderation={"kind": "fact_check", "params": {"delay": 0, "recall": 1.0}})
+    Simulation(cfg, tmp_path).run()
+    false_blocks, true_blocks = _post_blocks(tmp_path, 0), _post_blocks(tmp_path, 1)
+    assert {s for s, _ in false_blocks} >= {0, 1}
+    for step, block in false_blocks:  # judged after step 0's actions: labelled from step 1 on, exactly as users see it
+        assert ("Note: Label: False information. Checked by independent fact-checkers." in block) == (step >= 1)
+    assert true_blocks and not any("Label:" in b for _, b in true_blocks)
+    assert not any("Ground truth" in b for _, b in false_blocks)  # local agents never see the ground truth
+
+
+def test_llm_agents_report_posts_and_notes_reach_their_prompts(tmp_path):
+    cfg = _llm_cfg(steps=4, llm_agents={"actions": ["report_post", "do_nothing"]},
+                   moderation={"kind": "community_notes", "params": {"min_per_side": 1, "min_raters": 2}})  # fmt: skip
+    Simulation(cfg, tmp_path).run()
+    con = duckdb.connect(str(tmp_path / "trace.duckdb"), read_only=True)
+    reports = con.execute("SELECT count(*) FROM actions WHERE origin = 'llm' AND type = 'report_post' AND outcome = 'ok'").fetchone()[0]
+    notes = con.execute("SELECT step, post_id FROM moderation_events WHERE event = 'note'").fetchall()
+    con.close()
+    assert reports > 0 and notes
+    step, pid = notes[0]
+    later = [b for s, b in _post_blocks(tmp_path, pid) if s > step]
+    assert later and all("Note: Community note: Readers added context" in b for b in later)
+
+
+def test_prebunk_line_is_in_the_prompt_of_inoculated_agents_only(tmp_path):
+    cfg = _llm_cfg(steps=2, moderation={"prebunk": {"fraction": 0.5, "step": 0, "text": "zz prebunk zz"}})
+    sim = Simulation(cfg, tmp_path)
+    sim.run()
+    import json
+
+    con = duckdb.connect(str(tmp_path / "trace.duckdb"), read_only=True)
+    rows = con.execute("SELECT agent_id, step, prompt FROM llm_calls").fetchall()
+    marked = {a for (a,) in con.execute("SELECT agent_id FROM moderation_events WHERE event = 'prebunk'").fetchall()}
+    con.close()
+    later = [(a, "zz prebunk zz" in json.loads(p)[1]["content"]) for a, s, p in rows if s >= 1]
+    assert later and marked and all(has == (a in marked) for a, has in later)

@@ -146,6 +146,7 @@ def fill_observation(sim: Any, o: Observation, rec: StepRecorder) -> None:
         else:
             o.results_from = "trending posts" if kind == "trend" else f'posts matching "{query}"'
             src = "trend" if kind == "trend" else "search"
+            ids = [pid for pid in ids if not st.hidden(pid)]  # removed by moderation since the request
             o.results = [feed_item(st, pop.usernames, pop.stance, o.agent_id, pid, src, r) for r, pid in enumerate(ids)]
             rec.exposure(o.agent_id, [it.post_id for it in o.results], src)
     for it in (*o.feed, *o.results):

@@ -262,6 +262,8 @@ def agent_messages(
              f"## What you did recently\n{memory_block(memory)}"]  # fmt: skip
     if ground_truth:
         parts.append(f"## A fact you know to be true\n{quote_untrusted(ground_truth, 600)}")
+    if notice := obs.extra.get("platform_notice"):  # moderation.prebunk: inoculation before the feed
+        parts.append(f"## Notice from the platform\n{quote_untrusted(notice, 1000)}")
     when = obs.extra.get("datetime") or f"hour {obs.hour:02d}:00"
     parts.append(f"## Your feed ({when})\n{feed_block(obs, max_item_chars, mindreader)}")
     results = results_block(obs, max_item_chars, mindreader)
@@ -294,6 +296,8 @@ def narrator_messages(
     parts.append(f"## Most engaging recent posts (everyone's view)\n{shown}")
     for prof, obs, mem in members:
         extra = results_block(obs, 160, False)
+        if notice := obs.extra.get("platform_notice"):
+            extra = f"Platform notice shown to them: {quote_untrusted(notice, 1000)}" + (f"\n{extra}" if extra else "")
         parts.append(f"## Character agent_{prof.id}\n{persona_block(prof, fields=persona_fields, issue=issue)}\n"
                      f"Recently:\n{memory_block(mem)}\nTheir feed:\n{feed_block(obs, 160, False)}"
                      + (f"\n{extra}" if extra else ""))  # fmt: skip

@@ -83,7 +83,7 @@ class ModerationLayer:
         step = obs[0].step if obs else 0
         pb = self.cfg.prebunk
         for o in obs:
-            items = list(o.feed) + [it for it in (o.extra.get("global_feed") or []) if hasattr(it, "post_id")]
+            items = [*o.feed, *o.results, *(it for it in (o.extra.get("global_feed") or []) if hasattr(it, "post_id"))]
             for it in items:
                 lines = self.lines(state, it.post_id, ver)
                 if lines and hasattr(it, "notes"):
