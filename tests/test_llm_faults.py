@@ -57,7 +57,7 @@ def test_every_fault_mixed_behind_retries_every_request_gets_its_answer() -> Non
     rates = {k: 0.06 for k in FAULT_KINDS if k != "slow"} | {"slow": 0.04}  # 58% of attempts broken
     n = 120
     with FaultyOpenAIServer(rates, seed=7, slow_s=0.05, hang_s=5.0) as srv:
-        be = RetryingBackend(OpenAIBackend(srv.base_url, "m", timeout_s=0.5), max_attempts=12,
+        be = RetryingBackend(OpenAIBackend(srv.base_url, "m", timeout_s=2.0), max_attempts=12,
                              base_delay_s=0.001, max_delay_s=0.01, seed=0)
         t0 = time.perf_counter()
         results = generate_sync(be, [user_request(f"r{i}", f"prompt {i}") for i in range(n)])
@@ -66,7 +66,9 @@ def test_every_fault_mixed_behind_retries_every_request_gets_its_answer() -> Non
     assert all(r.ok and r.text == "This is a fake completion." for r in results), [r.error for r in results if not r.ok]
     injected = sum(srv.injected.values())
     assert set(srv.injected) == set(FAULT_KINDS)  # every kind was served at least once
-    assert sum(r.attempts for r in results) == n + injected - srv.injected["slow"]
+    # every attempt reached the server; each fault cost one (a slow answer none, unless the loaded
+    # machine made it miss the deadline: then it was retried too)
+    assert sum(r.attempts for r in results) == len(srv.requests) >= n + injected - srv.injected["slow"]
     # Retry-After: 86400 was capped at max_delay_s: the whole batch took seconds, not a day
     assert elapsed < 30
 

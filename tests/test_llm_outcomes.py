@@ -84,8 +84,8 @@ def narrator_responder(req):
 
 def test_narrator_gets_per_member_schemas_and_one_reask_for_skipped_or_wrong_members(tmp_path) -> None:
     c = cfg(perspective="omniscient", llm_agents={"group_size": 4}, surveys=[])
-    policy = LLMPolicy(c, backend_factory=lambda cache: CachingBackend(LatencyBackend(0.0, responder=narrator_responder),
-                                                                       cache))
+    fake = LatencyBackend(0.0, responder=narrator_responder)
+    policy = LLMPolicy(c, backend_factory=lambda cache: CachingBackend(fake, cache))
     Simulation(c, tmp_path / "r", policy=policy).run()
     con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
     calls = con.execute("SELECT step, request_id, params, metadata FROM llm_calls ORDER BY call_id").fetchall()

@@ -25,7 +25,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Literal, Sequence
 
 from ..errors import ConfigError, LLMError
-from .base import LoopLocal
+from .base import LoopLocal, daemon_task
 from .types import ErrorKind, LLMRequest, LLMResult
 
 ServerKind = Literal["vllm", "llamacpp", "openai"]
@@ -204,7 +204,6 @@ class OpenAIBackend:
         self._where = self.base_url.split("://", 1)[-1].split("/", 1)[0]
         self._tokens_key = "max_completion_tokens" if server_kind == "openai" else "max_tokens"
         self._sessions = LoopLocal(self._make_session)
-        self._closing: set[asyncio.Task[Any]] = set()
 
     def __repr__(self) -> str:
         return (
@@ -215,12 +214,13 @@ class OpenAIBackend:
     def __reduce__(self) -> Any:
         raise TypeError("API keys are not picklable; build the backend in each process from the config")
 
-    def _make_session(self) -> Any:
-        """One pooled keep-alive session for the running loop, closed when that loop shuts down.
+    def _make_session(self) -> tuple[Any, asyncio.Task[Any]]:
+        """One pooled keep-alive session for the running loop (and the task that closes it), closed by
+        :meth:`close` or when that loop shuts down.
 
         ``asyncio.run`` cancels the tasks still pending when its coroutine ends; the watcher task
         is one of them, and closes the session then, so no "Unclosed client session" is left over
-        from the short-lived loops of :func:`~socium.llm.base.run_coro_sync`.
+        from a short-lived loop (:func:`~socium.llm.base.run_coro_sync` keeps one loop per thread).
         """
         import aiohttp
 
@@ -230,10 +230,10 @@ class OpenAIBackend:
             headers={"Authorization": f"Bearer {self._key.reveal()}", "Content-Type": "application/json"},
             skip_auto_headers=("User-Agent",),
         )
-        watcher = asyncio.get_running_loop().create_task(_close_at_loop_end(session))
-        self._closing.add(watcher)
-        watcher.add_done_callback(self._closing.discard)
-        return session
+        watcher = daemon_task(_close_at_loop_end(session))
+        _WATCHERS.add(watcher)  # held until done: a pending task nobody holds would be collected
+        watcher.add_done_callback(_WATCHERS.discard)
+        return session, watcher
 
     def _scrub(self, text: str) -> str:
         """Remove the key from error text, in case a server or proxy echoes request headers."""
@@ -303,7 +303,7 @@ class OpenAIBackend:
     async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
         if not requests:
             return []
-        session = self._sessions.get()
+        session = self._sessions.get()[0]
         if len(requests) == 1:
             return [await self._one(session, requests[0])]
         return list(await asyncio.gather(*(self._one(session, r) for r in requests)))
@@ -316,18 +316,22 @@ class OpenAIBackend:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
-        for loop, session in sessions:
-            if loop.is_closed() or session.closed:
+        for loop, (_session, watcher) in sessions:
+            if loop.is_closed() or watcher.done():
                 continue
             if loop is running:
-                task = loop.create_task(session.close())
-                self._closing.add(task)  # keep a reference until done, or the task may be collected
-                task.add_done_callback(self._closing.discard)
+                watcher.cancel()  # its finally closes the session
             elif not loop.is_running():
+                watcher.cancel()
                 try:
-                    loop.run_until_complete(session.close())
+                    loop.run_until_complete(asyncio.gather(watcher, return_exceptions=True))
                 except Exception:  # noqa: BLE001 - best effort; sockets close when collected anyway
                     pass
+            else:  # running in another thread
+                loop.call_soon_threadsafe(watcher.cancel)
+
+
+_WATCHERS: set[asyncio.Task[Any]] = set()
 
 
 async def _close_at_loop_end(session: Any) -> None:
