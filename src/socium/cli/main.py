@@ -150,8 +150,8 @@ def run(
             err_console.print(f"stopped: {exc}; steps 0..{sim.next_step - 1} are committed and kept", highlight=False)
             raise typer.Exit(3) from None
         except LLMUnavailable as exc:
-            err_console.print(f"stopped: {exc}; steps 0..{sim.next_step - 1} are committed and kept",
-                              markup=False, highlight=False)
+            kept = f"steps 0..{sim.next_step - 1} are committed and kept" if sim.next_step else "no step is committed yet"
+            err_console.print(f"stopped: {exc}; {kept}", markup=False, highlight=False, soft_wrap=True)
             raise typer.Exit(4) from None
         except SociumError as exc:
             _fail(exc)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -69,6 +70,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass  # keep test output clean
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.owner._track(self.connection, True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.owner._track(self.connection, False)
 
     def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode("utf-8")
@@ -206,6 +217,7 @@ class FakeOpenAIServer:
         self.hang_s = float(hang_s)
         self._port = int(port)
         self._stopping = threading.Event()
+        self._conns: set[socket.socket] = set()
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -224,6 +236,10 @@ class FakeOpenAIServer:
     def _sleep(self, seconds: float) -> None:
         """Sleep, but wake when the server stops (a hanging handler must not outlive its test)."""
         self._stopping.wait(seconds)
+
+    def _track(self, conn: socket.socket, alive: bool) -> None:
+        with self._lock:
+            (self._conns.add if alive else self._conns.discard)(conn)
 
     def _record(self, body: dict[str, Any], headers: dict[str, str]) -> None:
         with self._lock:
@@ -258,6 +274,13 @@ class FakeOpenAIServer:
         self._stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
+        with self._lock:  # a stopped server drops its keep-alive connections too, as a dead one would
+            conns, self._conns = list(self._conns), set()
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._httpd = None
