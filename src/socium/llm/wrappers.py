@@ -131,6 +131,7 @@ class RetryingBackend(BackendWrapper):
     async def _retry(self, req: LLMRequest, first: LLMResult, t0: float) -> LLMResult:
         result = first
         attempt = 1
+        made = first.attempts  # calls that reached the model: a budget refusal or open breaker made none
         while result.retryable and attempt < self.max_attempts:
             delay = self.backoff(attempt, result.retry_after_s)
             if self.deadline_s is not None and self.clock() - t0 + delay >= self.deadline_s:
@@ -142,7 +143,8 @@ class RetryingBackend(BackendWrapper):
             attempt += 1
             self.retries += 1
             result = check_results([req], await self.inner.generate([req]), self.inner)[0]
-        return result.model_copy(update={"attempts": attempt, "latency_s": self.clock() - t0})
+            made += result.attempts
+        return result.model_copy(update={"attempts": made, "latency_s": self.clock() - t0})
 
     async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
         if not requests:
