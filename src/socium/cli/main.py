@@ -362,7 +362,7 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory (trace.duck
 
 @app.command()
 def experiment(
-    kind: Literal["propagation", "herding", "polarisation", "compare"] = typer.Argument(
+    kind: Literal["propagation", "herding", "polarisation", "intervention", "compare"] = typer.Argument(
         ..., help="The phenomenon, or compare: the spec's experiment under the 3 perspectives."),
     spec_file: Path = typer.Argument(..., help="Experiment spec YAML (see examples/propagation.yaml)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Experiment directory (default: the spec's 'out' or runs/<name>)."),

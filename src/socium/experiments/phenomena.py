@@ -13,13 +13,16 @@ from socium.config import read_yaml_mapping
 from socium.errors import ConfigError
 from socium.experiments.compare import run_compare
 from socium.experiments.herding import HerdingSpec, run_herding
+from socium.experiments.intervention import InterventionSpec, run_intervention
 from socium.experiments.polarisation import PolarisationSpec, run_polarisation
 from socium.experiments.propagation import PropagationSpec, run_propagation
 from socium.experiments.spec import load_spec_data, parse_spec
 
-SPECS: dict[str, type] = {"propagation": PropagationSpec, "herding": HerdingSpec, "polarisation": PolarisationSpec}
+SPECS: dict[str, type] = {"propagation": PropagationSpec, "herding": HerdingSpec, "polarisation": PolarisationSpec,
+                          "intervention": InterventionSpec}  # fmt: skip
 RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "propagation": run_propagation, "herding": run_herding, "polarisation": run_polarisation,
+    "intervention": run_intervention,
 }  # fmt: skip
 KINDS = (*SPECS, "compare")
 

@@ -502,7 +502,10 @@ def write_report(path: str | Path) -> Report:
     rep = Report(out, out / "index.html")
     if (path / RESULTS_FILE).is_file():
         res = read_results(path)
-        builders = {"propagation": _propagation, "herding": _herding, "polarisation": _polarisation, "compare": _compare}
+        from socium.experiments.report_intervention import build as _intervention
+
+        builders = {"propagation": _propagation, "herding": _herding, "polarisation": _polarisation, "compare": _compare,
+                    "intervention": _intervention}  # fmt: skip
         if res.get("experiment") not in builders:
             raise RunDirError(f"{path}: unknown experiment {res.get('experiment')!r} in {RESULTS_FILE}")
         dirs = builders[res["experiment"]](rep, res)

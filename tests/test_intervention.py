@@ -1,0 +1,120 @@
+"""The intervention experiment family: same world and seeds per condition, metrics, CIs, null, report;
+content drift by depth and veracity."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from socium.config import config_from_dict
+from socium.experiments.drift import drift
+from socium.experiments.intervention import InterventionSpec, condition_config, run_intervention, run_metrics, t_ci
+from socium.experiments.report import write_report
+from socium.platform.actions import CreateComment, QuotePost
+from socium.recsys.embeddings import HashingEmbedder
+from socium.simulator.simulation import Simulation
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _spec(tmp_path, **over):
+    data = {"experiment": "intervention", "seeds": [0, 1], "n_false": 1, "n_true": 1, "drift_embedder": "hashing",
+            "strategies": {"none": {}, "removal": {"kind": "fact_check", "params": {"delay": 0, "recall": 1.0},
+                                                   "remove": True}},
+            "base": {"steps": 4, "population": {"n_agents": 24, "mean_activity": 0.6, "stance": "bimodal"},
+                     "llm": {"backend": "fake", "max_tokens": 64}}}  # fmt: skip
+    data.update(over)
+    return InterventionSpec.model_validate(data)
+
+
+def test_conditions_share_world_and_seeds_and_differ_only_in_moderation():
+    spec = _spec(None)
+    a, b = condition_config(spec, "none", 1, "local"), condition_config(spec, "removal", 1, "local")
+    da, db = a.model_dump(mode="json"), b.model_dump(mode="json")
+    assert da.pop("moderation") != db.pop("moderation")
+    da.pop("name"), db.pop("name")
+    assert da == db  # same seed, population, graph, roles, claims
+    assert [p["veracity"] for p in da["seed_posts"]] == ["false", "true"]
+    assert da["roles"]["agents"]["spreader"] == [0]  # the false claim's author is a spreader
+    omni = condition_config(spec, "none", 1, "omniscient").model_dump(mode="json")
+    assert {k for k in da if da[k] != omni.get(k)} == {"perspective"}  # the perspective angle: one key
+
+
+def test_intervention_experiment_runs_measures_and_reports(tmp_path):
+    spec = _spec(tmp_path)
+    res = run_intervention(spec, tmp_path / "iv")
+    assert set(res["sources"]) == {"model:local", "null"}
+    for src in res["sources"].values():
+        none, rem = src["strategies"]["none"], src["strategies"]["removal"]
+        assert set(rem["per_seed"]) == {0, 1}
+        # removal at step 0 stops the false claim: its reach never grows after the removal step
+        for m in rem["per_seed"].values():
+            false = [c for c in m["claims"] if c["veracity"] == "false"]
+            assert false and false[0]["curve"][-1] == false[0]["curve"][0]
+        eff = rem["summary"]["effects"]["false_reach"]
+        assert eff["n"] == 2 and eff["lo"] <= eff["mean"] <= eff["hi"]
+        assert none["summary"]["metrics"]["false_reach"]["mean"] >= rem["summary"]["metrics"]["false_reach"]["mean"]
+    assert res["null_fit"]["trials"] > 0
+    rep = write_report(tmp_path / "iv")
+    names = {p.name for p in rep.images}
+    assert {"intervention_curves.png", "intervention_effects.png"} <= names
+    assert all(p.stat().st_size > 10_000 for p in rep.images)
+    again = run_intervention(spec, tmp_path / "iv")  # finished runs are reused, numbers identical
+    assert again["sources"]["null"]["strategies"]["removal"]["summary"] == res["sources"]["null"]["strategies"]["removal"]["summary"]
+
+
+def test_reach_and_speed_are_measured_from_exposures(tmp_path):
+    cfg = config_from_dict({"seed": 2, "steps": 5, "population": {"n_agents": 30, "mean_activity": 0.7, "activity": "uniform"},
+                            "graph": {"kind": "empty"}, "recsys": {"kind": "global", "k": 3},
+                            "policy": {"kind": "independent_cascade", "p_repost": 0.0, "p_post": 0.0},
+                            "seed_posts": [{"author": 0, "content": "x", "veracity": "false"}]})  # fmt: skip
+    Simulation(cfg, tmp_path).run()
+    m = run_metrics(tmp_path, 5)
+    con = duckdb.connect(str(tmp_path / "trace.duckdb"), read_only=True)
+    seen = con.execute("SELECT count(DISTINCT agent_id) FROM exposures WHERE post_id = 0").fetchone()[0]
+    first = sorted(r[0] for r in con.execute("SELECT min(step) FROM exposures WHERE post_id = 0 GROUP BY agent_id").fetchall())
+    con.close()
+    assert m["false_reach"] == seen > 0 and m["true_reach"] is None
+    assert m["false_t50"] == first[(len(first) + 1) // 2 - 1]  # first step by which half the final reach was seen
+    assert m["false_depth"] == 0 and m["false_shares"] == 0
+
+
+def test_t_ci_is_a_t_interval():
+    ci = t_ci([1.0, 2.0, 3.0])
+    assert ci["mean"] == 2.0 and ci["lo"] == pytest.approx(2 - 4.302653 / 3**0.5, rel=1e-5)
+    assert t_ci([None]) is None and t_ci([5.0])["lo"] == 5.0
+
+
+def test_drift_by_depth_and_veracity(tmp_path):
+    cfg = config_from_dict({"seed": 1, "steps": 3, "population": {"n_agents": 6, "mean_activity": 0.01},
+                            "graph": {"kind": "empty"}, "policy": {"kind": "random", "p_post": 0, "p_like": 0, "p_repost": 0},
+                            "seed_posts": [{"author": 0, "content": "the vaccine trial enrolled ten thousand adults",
+                                            "veracity": "true"},
+                                           {"author": 1, "content": "the vaccine trial enrolled ten thousand adults",
+                                            "veracity": "false"}]})  # fmt: skip
+    sim = Simulation(cfg, tmp_path)
+    with sim:
+        sim.step(active=[])
+        sim.step(actions={2: [QuotePost(post_id=0, content="the vaccine trial enrolled ten thousand adults indeed")],
+                          3: [QuotePost(post_id=1, content="secret microchips hidden in every dose they lie")]}, active=[])
+        sim.step(actions={4: [CreateComment(post_id=2, content="the vaccine trial enrolled adults")],
+                          5: [QuotePost(post_id=3, content="chemtrails and microchips and lizard people")]}, active=[])
+    d = drift(tmp_path, HashingEmbedder())
+    assert d["n_retellings"] == 4
+    assert d["by_veracity"]["false"]["drift"] > d["by_veracity"]["true"]["drift"]
+    assert set(d["by_depth"]) == {1, 2}
+    per = {c["source"]: c for c in d["cascades"]}
+    assert per[0]["max_depth"] == 2 and per[1]["veracity"] == "false" and per[1]["drift"] > per[0]["drift"]
+
+
+def test_example_runs_on_the_fake_backend(tmp_path):
+    from typer.testing import CliRunner
+
+    from socium.cli.main import app
+
+    r = CliRunner().invoke(app, ["experiment", "intervention", str(ROOT / "examples" / "intervention.yaml"), "--out",
+                                 str(tmp_path / "ex"), "--quiet", "--set", "seeds=[0]"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "ex" / "report" / "intervention_effects.png").is_file()
