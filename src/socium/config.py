@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 from datetime import datetime
 from typing import Any, Literal, Sequence, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from socium.errors import ConfigError
 from socium.agents.memory import MemoryConfig
@@ -21,8 +22,18 @@ from socium.llm.config import LLMConfig
 from socium.moderation.config import ModerationConfig, RolesConfig, Veracity
 
 
+# Limits on what a config file may expand to: YAML aliases can make a few hundred bytes build
+# billions of objects ("billion laughs"), so the node graph is measured before anything is built.
+MAX_CONFIG_BYTES = 8 * 1024 * 1024
+MAX_CONFIG_NODES = 1_000_000
+# Seeds and ids land in DuckDB BIGINT columns and numpy uint64 keys: both take any value below 2**63.
+MAX_SEED = 2**63 - 1
+# Top-level keys that do not change the world, so not the config hash (see ExperimentConfig.config_hash).
+HASH_EXCLUDED = ("executor", "steps")
+
+
 class _Cfg(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+    model_config = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=False)
 
 
 class PlatformConfig(_Cfg):
@@ -263,6 +274,24 @@ class ExecutorConfig(_Cfg):
         default_factory=dict, description="Extra ray.init keyword arguments (e.g. object_store_memory, runtime_env)."
     )
 
+    @field_validator("ray_init")
+    @classmethod
+    def _known_ray_init_keys(cls, v: dict[str, Any]) -> dict[str, Any]:
+        """Why here: a misspelt ray.init argument would otherwise fail only when Ray starts, after the
+        run directory exists (or never, with the in-process executor)."""
+        if not v:
+            return v
+        import inspect
+
+        import ray  # only when ray_init is set: importing Ray costs about a second
+
+        params = inspect.signature(ray.init).parameters
+        allowed = sorted(n for n, p in params.items() if p.kind is not inspect.Parameter.VAR_KEYWORD)
+        bad = sorted(k for k in v if k not in allowed and not k.startswith("_"))
+        if bad:
+            raise ValueError(f"unknown ray.init argument(s) {', '.join(bad)}; allowed: {', '.join(allowed)}")
+        return v
+
 
 class TimingConfig(_Cfg):
     """When agents act. 'activation' (default): each agent is active in a step with its hourly
@@ -284,9 +313,9 @@ class TimingConfig(_Cfg):
 
 class ExperimentConfig(_Cfg):
     name: str = Field("experiment", description="Human label for the run.")
-    seed: int = Field(0, ge=0, description="Root seed; every random stream is derived from it.")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Root seed (below 2**63); every random stream is derived from it.")
     steps: int = Field(
-        10, ge=1, description="Number of steps to simulate (a stopping rule, left out of the config hash: "
+        10, ge=1, le=2**31 - 1, description="Number of steps to simulate (a stopping rule, left out of the config hash: "
         "`socium run --resume --steps N` extends a run).",
     )
     step_minutes: float = Field(60.0, gt=0, description="Simulated minutes per step.")
@@ -374,7 +403,7 @@ class ExperimentConfig(_Cfg):
         """Hash of what determines the world; where it runs (``executor``) is left out, so a run can be
         resumed on a different number of Ray actors and still count as the same run, and so is ``steps``
         (a stopping rule: the first N steps of a longer run are the run to N), so a run can be extended."""
-        data = self.model_dump(mode="json", exclude={"executor", "steps"})
+        data = self.model_dump(mode="json", exclude=set(HASH_EXCLUDED))
         return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -390,6 +419,8 @@ def _format_error(err: ValidationError, source: str) -> str:
             lines.append(f"{loc}: unknown key (check spelling; see `socium config-schema`)")
         elif e["type"] == "value_error" and not e["loc"]:
             lines.append(e["msg"].removeprefix("Value error, "))
+        elif e["type"] == "value_error":
+            lines.append(f"{loc}: {e['msg'].removeprefix('Value error, ')}")
         elif e["type"] == "missing":
             lines.append(f"{loc}: required key is missing")
         else:
@@ -405,10 +436,7 @@ def _apply_override(data: dict[str, Any], item: str) -> None:
     parts = [p for p in key.strip().split(".") if p]
     if not parts:
         raise ConfigError(f"--set {item!r}: empty key path")
-    try:
-        value = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"--set {key}: value {raw!r} is not valid YAML: {exc}") from None
+    value = parse_yaml(raw, f"--set {key}")
     node = data
     for p in parts[:-1]:
         nxt = node.get(p)
@@ -423,13 +451,49 @@ def _apply_override(data: dict[str, Any], item: str) -> None:
 M = TypeVar("M", bound=BaseModel)
 
 
+def _bad_value(value: Any, path: str) -> tuple[str, str] | None:
+    """The first value a JSON config cannot hold, with its key path (non-finite floats, dates, bytes...)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return (f"{path}.{k!r}" if path else repr(k)), f"key {k!r} is a {type(k).__name__}, keys must be strings"
+            found = _bad_value(v, f"{path}.{k}" if path else k)
+            if found:
+                return found
+        return None
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _bad_value(v, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, f"{value!r} is not a finite number"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path, "text holds a lone surrogate (an invalid \\ud800-\\udfff escape)"
+        return None
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return None
+    return path, f"a {type(value).__name__} value ({str(value)[:40]!r}) where plain text, numbers or lists are expected"
+
+
+def _json_copy(data: Any, source: str) -> Any:
+    bad = _bad_value(data, "")
+    if bad is not None:
+        raise ConfigError(f"invalid config ({source}):\n  {bad[0] or '<root>'}: {bad[1]}")
+    return json.loads(json.dumps(data, allow_nan=False))
+
+
 def validate_dict(model: type[M], data: dict[str, Any], overrides: Sequence[str] | None = None, source: str = "<dict>") -> M:
     """Apply ``key.path=value`` overrides, then validate into ``model``; errors name the key path.
 
     Shared by every YAML format socium reads (experiment configs, episode configs, experiment specs)
     so they all report bad input the same way.
     """
-    data = json.loads(json.dumps(data))  # deep copy; also rejects non-JSON values early
+    data = _json_copy(data, source)  # deep copy; also rejects non-JSON values early, naming the key
     for item in overrides or []:
         _apply_override(data, item)
     try:
@@ -438,17 +502,94 @@ def validate_dict(model: type[M], data: dict[str, Any], overrides: Sequence[str]
         raise ConfigError(_format_error(err, source)) from None
 
 
+class _ConfigLoader(yaml.SafeLoader):
+    """The safe loader minus implicit timestamps: ``name: 2024-01-01`` stays the text it looks like
+    (a ``date`` object cannot be stored as JSON, compared with a string or hashed canonically)."""
+
+
+_ConfigLoader.yaml_implicit_resolvers = {
+    ch: [(tag, rx) for tag, rx in rs if tag != "tag:yaml.org,2002:timestamp"]
+    for ch, rs in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _expanded_size(node: yaml.Node, where: str) -> int:
+    """Nodes the document would build once aliases are expanded; refuses recursive aliases.
+
+    Memoised per node, so measuring a billion-laughs document costs as little as reading it.
+    """
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+
+    def size(n: yaml.Node) -> int:
+        key = id(n)
+        if key in sizes:
+            return sizes[key]
+        if key in open_:
+            mark = n.start_mark
+            raise ConfigError(f"{where}:{mark.line + 1}: recursive YAML alias (a value that contains itself)")
+        open_.add(key)
+        total = 1
+        if isinstance(n, yaml.SequenceNode):
+            total += sum(size(c) for c in n.value)
+        elif isinstance(n, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in n.value)
+        open_.discard(key)
+        sizes[key] = total
+        return total
+
+    return size(node)
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """Parse config YAML safely: no tags that build objects, no dates, alias expansion bounded.
+
+    Why compose first: PyYAML builds aliased values by reference, so a bomb is cheap to load, but
+    every later step (deep copy, JSON, pydantic) expands it; measuring the node graph before
+    constructing anything refuses it while it is still a few kilobytes.
+    """
+    loader = _ConfigLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        n = _expanded_size(node, where)
+        if n > MAX_CONFIG_NODES:
+            raise ConfigError(f"{where}: YAML expands to {n:,} values (limit {MAX_CONFIG_NODES:,}); "
+                              "aliases (*name) repeated inside aliases multiply, see 'billion laughs'")  # fmt: skip
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f"{where}:{mark.line + 1}" if mark is not None else where
+        raise ConfigError(f"{at}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: YAML nested too deeply") from None
+    finally:
+        loader.dispose()
+
+
+def read_config_text(path: str | Path) -> str:
+    """A config file's text: a regular file, bounded in size, UTF-8; errors name the file."""
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"config file not found: {p}")
+    if not p.is_file():
+        raise ConfigError(f"{p}: not a regular file (a directory or device cannot be a config)")
+    size = p.stat().st_size
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{p}: {size:,} bytes; a config may hold at most {MAX_CONFIG_BYTES:,}")
+    raw = p.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{p}:{line}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the file as UTF-8") from None
+
+
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
     """A YAML file's top-level mapping, read with the safe loader; errors name file and line."""
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"config file not found: {p}")
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}" if mark is not None else str(p)
-        raise ConfigError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    data = parse_yaml(read_config_text(p), str(p)) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: top level must be a mapping of config keys")
     return data

@@ -48,12 +48,10 @@ class RecordingCache(MemoryCache):
 
 def load_recorded(trace_path: str) -> MemoryCache:
     """The successful calls of a recorded run, as a cache the replay backend answers from."""
-    import duckdb
-
-    from socium.simulator.store import require_store
+    from socium.simulator.store import open_trace, require_store
     from pathlib import Path
 
-    con = duckdb.connect(str(require_store(Path(trace_path))), read_only=True)
+    con = open_trace(require_store(Path(trace_path)))
     cache = MemoryCache()
     try:
         rows = con.execute("SELECT request_hash, response, prompt_tokens, completion_tokens, finish_reason "

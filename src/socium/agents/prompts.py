@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from socium.agents.observation import FeedItem, Observation, SharedPost
 from socium.agents.profiles import AgentProfile
-from socium.platform.text import quote_untrusted
+from socium.platform.text import one_line, quote_inline, quote_untrusted
 
 # One terse line per action: the JSON schema sent with every call already fixes each action's exact shape
 # (constrained decoding, then validation), so the prompt only names the actions and what they are for.
@@ -137,10 +137,12 @@ def persona_value(p: AgentProfile, name: str) -> Any:
 
 def persona_block(p: AgentProfile, show_goal: bool = True, fields: Sequence[str] = ("bio", "interests"),
                   issue: str | None = None) -> str:  # fmt: skip
-    """The agent's own profile, compactly: the ``fields`` its source provides (missing ones are skipped)."""
-    facts = [quote_untrusted(v, 40) for f in PERSONA_FACTS if f in fields
+    """The agent's own profile, compactly: the ``fields`` its source provides (missing ones are skipped).
+
+    Each field stays on its own line (``quote_inline``): persona data cannot open a prompt section."""
+    facts = [quote_inline(v, 40) for f in PERSONA_FACTS if f in fields
              and (v := persona_value(p, f)) not in (None, "", [])]  # fmt: skip
-    lines = [f"You are @{quote_untrusted(p.username, 60)} ({quote_untrusted(p.name, 80)})"
+    lines = [f"You are @{quote_inline(p.username, 60)} ({quote_inline(p.name, 80)})"
              + (f", {', '.join(facts)}." if facts else ".")]  # fmt: skip
     for f in fields:
         v = persona_value(p, f)
@@ -148,19 +150,19 @@ def persona_block(p: AgentProfile, show_goal: bool = True, fields: Sequence[str]
             continue
         if f == "interests":
             items = v if isinstance(v, list) else [v]
-            lines.append("Interests: " + ", ".join(quote_untrusted(i, 40) for i in items[:8]))
+            lines.append("Interests: " + ", ".join(quote_inline(i, 40) for i in items[:8]))
         else:
-            lines.append(f"{f.capitalize()}: {quote_untrusted(v, 600)}")
+            lines.append(f"{f.capitalize()}: {quote_inline(v, 600)}")
     if p.stance is not None:
-        about = quote_untrusted(issue, 200) if issue else "the main issue"
+        about = quote_inline(issue, 200) if issue else "the main issue"
         lines.append(f"Your stance on {about}: {p.stance:+.2f} (-1 against, +1 for).")
     if show_goal and p.goal:
-        lines.append(f"Your private goal: {quote_untrusted(p.goal, 400)}")
+        lines.append(f"Your private goal: {quote_inline(p.goal, 400)}")
     return "\n".join(lines)
 
 
 def memory_block(memory: Sequence[str]) -> str:
-    return "\n".join(f"- {m}" for m in memory) if memory else "(nothing yet)"
+    return "\n".join(f"- {one_line(m)}" for m in memory) if memory else "(nothing yet)"
 
 
 def _counts(x: FeedItem | SharedPost, show_score: bool = False) -> str:
@@ -175,7 +177,7 @@ def _counts(x: FeedItem | SharedPost, show_score: bool = False) -> str:
 def _private(x: FeedItem | SharedPost, show: bool) -> str:
     if not (show and x.author_private):
         return ""
-    return (f"\nWhat you know privately about @{quote_untrusted(x.author_username, 60)}: "
+    return (f"\nWhat you know privately about @{quote_inline(x.author_username, 60)}: "
             + quote_untrusted(json.dumps(x.author_private, ensure_ascii=False), 600))
 
 
@@ -186,7 +188,7 @@ def render_post(it: FeedItem, max_chars: int, show_private: bool = False, show_s
     comment and then the quoted post; a chain shows at most ``llm_agents.quote_depth`` links. Lines in
     ``it.notes`` (e.g. a moderation label) and the latest comments (``it.replies``) follow the text.
     """
-    who = f"@{quote_untrusted(it.author_username, 60)} (user_id={it.author})"
+    who = f"@{quote_inline(it.author_username, 60)} (user_id={it.author})"
     if it.kind == "repost":
         head = f"<<<POST id={it.post_id} {who} reposted{_counts(it, show_score)}>>>"
         body = ""
@@ -197,13 +199,13 @@ def render_post(it: FeedItem, max_chars: int, show_private: bool = False, show_s
     parts = [head + ("\n" + body if body else "") + _private(it, show_private)]
     for s in it.shared:
         verb = "quoting" if s.kind == "quote" else "sharing" if s.kind == "repost" else "original"
-        parts.append(f"<<<SHARED id={s.post_id} by @{quote_untrusted(s.author_username, 60)} (user_id={s.author})"
+        parts.append(f"<<<SHARED id={s.post_id} by @{quote_inline(s.author_username, 60)} (user_id={s.author})"
                      f"{_counts(s, show_score)}>>>\n{quote_untrusted(s.text, max_chars) if s.text else f'({verb})'}"
                      f"\n<<<END SHARED>>>{_private(s, show_private)}")  # fmt: skip
     if it.shared_more:
         parts.append("(it shares a further post, not shown)")
     for c in it.replies:
-        parts.append(f"<<<COMMENT id={c.post_id} by @{quote_untrusted(c.author_username, 60)} (user_id={c.author})"
+        parts.append(f"<<<COMMENT id={c.post_id} by @{quote_inline(c.author_username, 60)} (user_id={c.author})"
                      f"{_counts(c, show_score)}>>>\n{quote_untrusted(c.text, max_chars)}\n<<<END COMMENT>>>")  # fmt: skip
     parts.extend(f"Note: {quote_untrusted(n, 300)}" for n in it.notes)
     parts.append("<<<END POST>>>")
@@ -222,11 +224,11 @@ def results_block(obs: Observation, max_item_chars: int, mindreader: bool) -> st
     if not obs.results_from:
         return None
     if obs.found_users:
-        body = "\n".join(f"- @{quote_untrusted(name, 60)} (user_id={u})" for u, name in obs.found_users)
+        body = "\n".join(f"- @{quote_inline(name, 60)} (user_id={u})" for u, name in obs.found_users)
     else:
         body = "\n".join(render_post(it, max_item_chars, mindreader, obs.extra.get("show_score", False))
                          for it in obs.results) or "(nothing found)"
-    return f"## You asked for {quote_untrusted(obs.results_from, 240)}\n{body}"
+    return f"## You asked for {quote_inline(obs.results_from, 240)}\n{body}"
 
 
 def groups_block(obs: Observation, max_item_chars: int) -> str:
@@ -236,9 +238,9 @@ def groups_block(obs: Observation, max_item_chars: int) -> str:
     others = [g for g in obs.groups if not g.member]
     out = []
     for g in mine:
-        lines = [f"<<<GROUP id={g.group_id} name={quote_untrusted(g.name, 60)} members={g.n_members}>>>"]
+        lines = [f"<<<GROUP id={g.group_id} name={quote_inline(g.name, 60)} members={g.n_members}>>>"]
         for step, author, username, text in g.messages:
-            lines.append(f"<<<MESSAGE step={step} by @{quote_untrusted(username, 60)} (user_id={author})>>>\n"
+            lines.append(f"<<<MESSAGE step={step} by @{quote_inline(username, 60)} (user_id={author})>>>\n"
                          f"{quote_untrusted(text, max_item_chars)}\n<<<END MESSAGE>>>")  # fmt: skip
         if not g.messages:
             lines.append("(no messages yet)")
@@ -248,7 +250,7 @@ def groups_block(obs: Observation, max_item_chars: int) -> str:
         out.append("(you are in no group)")
     if others:
         out.append("Groups you could join:\n" + "\n".join(
-            f"- group_id={g.group_id} name={quote_untrusted(g.name, 60)} members={g.n_members}" for g in others))
+            f"- group_id={g.group_id} name={quote_inline(g.name, 60)} members={g.n_members}" for g in others))
     return "\n".join(out)
 
 

@@ -10,10 +10,10 @@ from typing import Any, Literal, Optional
 
 import typer
 from typer.core import TyperCommand, TyperGroup
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from socium.console_text import SafeConsole, neutralise, plain
 from socium.errors import BudgetExceeded, LLMUnavailable, SociumError
 
 
@@ -47,8 +47,15 @@ class _Group(TyperGroup):
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, cls=_Group, help="socium: simulate societies of LLM agents."
 )
-console = Console()
-err_console = Console(stderr=True)
+# Everything printed may hold data (post text, names, paths): no markup, control characters neutralised.
+console = SafeConsole()
+err_console = SafeConsole(stderr=True, soft_wrap=True)  # one error, one line
+
+
+def _duckdb_error() -> type[Exception]:
+    import duckdb
+
+    return duckdb.Error
 
 
 def _version(value: bool) -> None:
@@ -69,7 +76,7 @@ def _root(
 
 
 def _fail(exc: Exception) -> None:
-    err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+    err_console.print(plain("error:", "bold red"), plain(exc))
     raise typer.Exit(2)
 
 
@@ -128,12 +135,15 @@ def run(
     except SociumError as exc:
         _fail(exc)
         return
+    for note in sim.notes:
+        err_console.print(note)
     todo = cfg.steps - sim.next_step
     t0 = time.perf_counter()
     totals = {"actions": 0, "calls": 0, "tokens": 0}
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
-                  TextColumn("{task.fields[info]}"), TimeRemainingColumn(), console=console, disable=quiet) as prog:  # fmt: skip
-        task = prog.add_task(cfg.name, total=cfg.steps, completed=sim.next_step, info="")
+    with Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
+                  TextColumn("{task.completed}/{task.total} steps"), TextColumn("{task.fields[info]}", markup=False),
+                  TimeRemainingColumn(), console=console, disable=quiet) as prog:  # fmt: skip
+        task = prog.add_task(neutralise(cfg.name), total=cfg.steps, completed=sim.next_step, info="")
 
         def on_step(s) -> None:
             totals["actions"] += s.n_actions
@@ -172,17 +182,18 @@ def query(
     """Run read-only SQL over a run's trace (tables and views such as cascade_metrics).
 
     Prints at most --limit rows and says when more were left out; --out writes all of them (CSV, JSON or Parquet).
+    The SQL sees the trace and nothing else: DuckDB's external access is off (no reading or writing
+    other files, no ATTACH, no extension installs) and its settings are locked.
     """
     import duckdb
 
-    from socium.simulator.store import require_store
+    from socium.simulator.store import open_trace, require_store
 
     if fmt == "parquet" and out is None:
         _fail(SociumError("--format parquet writes a file: add --out FILE.parquet"))
     try:
-        db = require_store(run_dir)
-        con = duckdb.connect(str(db), read_only=True)
-    except (SociumError, Exception) as exc:  # duckdb raises its own errors
+        con = open_trace(require_store(run_dir), sandbox=True)
+    except SociumError as exc:
         _fail(exc)
         return
     try:
@@ -201,8 +212,8 @@ def query(
     except SociumError as exc:
         _fail(exc)
         return
-    except Exception as exc:
-        _fail(exc)
+    except duckdb.Error as exc:
+        _fail(SociumError(f"query failed: {exc}"))
         return
     finally:
         con.close()
@@ -231,6 +242,9 @@ def card(run_dir: Path, as_json: bool = typer.Option(False, "--json", help="Prin
         c = simulation_card(run_dir)
     except SociumError as exc:
         _fail(exc)
+        return
+    except _duckdb_error() as exc:
+        _fail(SociumError(f"{run_dir}: unreadable trace: {exc}"))
         return
     if as_json:
         sys.stdout.write(json.dumps(c, indent=2, default=str) + "\n")
@@ -355,6 +369,9 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory (trace.duck
         rep = write_report(run_dir)
     except SociumError as exc:
         _fail(exc)
+        return
+    except _duckdb_error() as exc:
+        _fail(SociumError(f"{run_dir}: unreadable trace: {exc}"))
         return
     _print_report_tables(rep)
     console.print(f"report: {rep.html}  ({len(rep.images)} plots, series in {rep.out_dir / 'series.json'})")

@@ -17,7 +17,7 @@ import duckdb
 
 from socium.agents.perspectives import who_saw_what
 from socium.errors import TraceError
-from socium.simulator.store import require_store
+from socium.simulator.store import open_trace, require_store
 
 SMOKE_BACKENDS = {
     "fake": "a loopback fake OpenAI server answering canned JSON",
@@ -65,7 +65,7 @@ def _input_digests(run: dict[str, Any]) -> Any:
 
 def simulation_card(run_dir: str | Path) -> dict[str, Any]:
     db = require_store(Path(run_dir))
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_trace(db)
     try:
         cur = con.execute("SELECT * FROM runs LIMIT 1")
         first = cur.fetchone()
@@ -95,6 +95,8 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
             if aborted[0]:  # made in steps that were stopped (server down, budget) and redone on resume
                 llm["calls_in_aborted_steps"] = int(aborted[0])
         narrator = _narrator_quality(con) if run["perspective"] == "omniscient" and "llm_calls" in tables else None
+    except (duckdb.Error, TypeError, ValueError) as exc:
+        raise TraceError(f"{db}: not a complete socium trace: {str(exc).splitlines()[0] if str(exc) else exc!r}") from None
     finally:
         con.close()
     total = sum(outcomes.values()) or 1

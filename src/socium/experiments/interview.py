@@ -6,14 +6,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from socium.agents.llm_policy import LLMPolicy, call_rows
 from socium.agents.routing import llm_route
 from socium.errors import ConfigError
 from socium.simulator import interviews as iv
 from socium.simulator.simulation import interview_table, load_run_config, memory_line
-from socium.simulator.store import TraceStore, require_store
+from socium.simulator.rundir import RunDirLock
+from socium.simulator.store import TraceStore, open_trace, require_store
 from socium.simulator.world import build_population
 
 
@@ -49,7 +48,7 @@ def interview(run_dir: str | Path, agent_id: int, question: str, llm: dict[str, 
     pop, _ = build_population(cfg)
     if not 0 <= agent_id < len(pop):
         raise ConfigError(f"--agent {agent_id}: not an agent of this run (0..{len(pop) - 1})")
-    con = duckdb.connect(str(require_store(Path(run_dir))), read_only=True)
+    con = open_trace(require_store(Path(run_dir)))
     try:
         row = con.execute("SELECT arg_max(stance, step) FROM stances WHERE agent_id = ?", [agent_id]).fetchone()
         if row and row[0] is not None:
@@ -66,7 +65,13 @@ def interview(run_dir: str | Path, agent_id: int, question: str, llm: dict[str, 
         (answered,), calls = policy.interview_batch([(pop.profile(agent_id), memory)], question, last, iv.question_key(question))
     finally:
         policy.close()
-    store = TraceStore(require_store(Path(run_dir)))
+    db = require_store(Path(run_dir))
+    with RunDirLock(db.parent):  # a recorded interview writes the trace: never beside a live run
+        return _record(db, calls, answered, last, question, agent_id)
+
+
+def _record(db: Path, calls: list[Any], answered: Any, last: int, question: str, agent_id: int) -> str:
+    store = TraceStore(db)
     try:
         first = int(store.con.execute("SELECT coalesce(max(call_id), -1) + 1 FROM llm_calls").fetchall()[0][0])
         batches: dict[str, Any] = {}

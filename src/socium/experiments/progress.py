@@ -17,6 +17,8 @@ from typing import Any, Iterator
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from socium.console_text import neutralise
+
 
 class ExperimentProgress:
     """What experiment code reports; this base class ignores it all (the library default)."""
@@ -78,11 +80,13 @@ class RichProgress(ExperimentProgress):
         self._inflight: dict[str, tuple[int, int]] = {}
         self._inflight_usage: dict[str, tuple[int, int]] = {}
         self._progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[count]}"),
-            TaskProgressColumn(), TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("ETA"),
+            # run names and labels are data: shown literally (no markup), control characters neutralised
+            TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
+            TextColumn("{task.fields[count]}", markup=False),
+            TaskProgressColumn(), TextColumn("{task.fields[info]}", markup=False), TimeElapsedColumn(), TextColumn("ETA"),
             TimeRemainingColumn(), console=self.console, disable=disable,
         )
-        self._task = self._progress.add_task(title, total=None, count="", info="")
+        self._task = self._progress.add_task(neutralise(title), total=None, count="", info="")
 
     def __enter__(self) -> RichProgress:
         self._progress.start()
@@ -103,7 +107,8 @@ class RichProgress(ExperimentProgress):
         tokens = self.tokens + sum(t for _, t in self._inflight_usage.values())
         info = f"{current}{calls:,} LLM calls · {tokens:,} tokens"
         count = f"{self.done}/{self.total or '?'} {self.unit}" + (f" ({self.reused} reused)" if self.reused else "")
-        self._progress.update(self._task, completed=self.done + frac, total=total, count=count, info=info)
+        self._progress.update(self._task, completed=self.done + frac, total=total, count=neutralise(count),
+                              info=neutralise(info))
 
     def expect(self, n: int) -> None:
         self.total += n
@@ -140,7 +145,7 @@ class RichProgress(ExperimentProgress):
         self._refresh()
 
     def note(self, message: str) -> None:
-        self._progress.console.print(message, markup=False, highlight=False)
+        self._progress.console.print(neutralise(message), markup=False, highlight=False)
 
     def summary(self) -> str:
         wall = time.perf_counter() - self.started

@@ -154,7 +154,9 @@ class RunInfo:
 
 
 def _trace_state(db: Path) -> tuple[str | None, int | None]:
-    con = duckdb.connect(str(db), read_only=True)
+    from socium.simulator.store import open_trace
+
+    con = open_trace(db)
     try:
         row = con.execute("SELECT config_hash FROM runs LIMIT 1").fetchone()
         last = con.execute("SELECT max(step) FROM steps").fetchall()[0]
@@ -204,9 +206,9 @@ def run_config(cfg: ExperimentConfig, run_dir: Path, *, force: bool = False,
 
 def connect(run_dir: Path) -> duckdb.DuckDBPyConnection:
     """Read-only connection to a run's trace."""
-    from socium.simulator.store import require_store
+    from socium.simulator.store import open_trace, require_store
 
-    return duckdb.connect(str(require_store(Path(run_dir))), read_only=True)
+    return open_trace(require_store(Path(run_dir)))
 
 
 def llm_usage(run_dir: Path) -> dict[str, float]:

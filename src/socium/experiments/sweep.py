@@ -27,9 +27,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import duckdb
-import yaml
 
-from socium.config import config_from_dict
+from socium.config import config_from_dict, read_yaml_mapping
 from socium.errors import ConfigError
 
 
@@ -61,11 +60,9 @@ class SweepSpec:
 def load_sweep(path: str | Path, out: str | Path | None = None, parallel: int | None = None) -> SweepSpec:
     """Read and validate a sweep file; every run's config is validated before anything runs."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise ConfigError(f"sweep file not found: {p}")
-    data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{p}: top level must be a mapping")
+    data = read_yaml_mapping(p)
     unknown = set(data) - {"base", "grid", "seeds", "out", "parallel", "address"}
     if unknown:
         raise ConfigError(f"{p}: unknown sweep keys {sorted(unknown)} (allowed: base, grid, seeds, out, parallel, address)")
@@ -74,7 +71,7 @@ def load_sweep(path: str | Path, out: str | Path | None = None, parallel: int | 
         base_path = (p.parent / base).resolve()
         if not base_path.is_file():
             raise ConfigError(f"{p}: base config not found: {base_path}")
-        base = yaml.safe_load(base_path.read_text(encoding="utf-8")) or {}
+        base = read_yaml_mapping(base_path)
     if not isinstance(base, dict):
         raise ConfigError(f"{p}: 'base' must be a config file path or an inline config mapping")
     grid = data.get("grid") or {}

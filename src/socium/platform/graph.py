@@ -11,6 +11,7 @@ simulation keeps a :class:`FollowIndex` (CSR arrays plus a small overlay of run-
 from __future__ import annotations
 
 import gzip
+import zlib
 import itertools
 from pathlib import Path
 from typing import Any, Callable
@@ -211,7 +212,7 @@ def read_edgelist(path: str | Path, n: int | None = None, directed: bool = False
                 dst.append(v)
     except FileNotFoundError:
         raise InputFileError(path, None, "file not found") from None
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:  # zlib.error: corrupt gzip data
         raise InputFileError(path, None, f"cannot read edge list: {exc}") from None
     s_arr = np.asarray(src, dtype=np.int64)
     d_arr = np.asarray(dst, dtype=np.int64)

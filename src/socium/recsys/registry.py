@@ -1,4 +1,11 @@
-"""Pick a recommender by name, or import a user's class from a dotted path ``pkg.module:Class``.
+"""Pick a recommender by name, an installed plugin, or a user's class from a dotted path ``pkg.module:Class``.
+
+A config is trusted input (it names Python modules to import), but a *value* in it must never be
+able to run arbitrary code: ``recsys.kind: os:system`` once ran ``recsys.params.command`` in a shell.
+So a dotted path may name only a **class** whose ``observe`` and ``feeds`` are methods (the
+:class:`Recommender` protocol), checked before anything is called; functions, builtins, modules and
+other callables are refused. Installed packages can also register classes under the
+``socium.recommenders`` entry-point group and be named by their entry-point name.
 
 Every factory is called as ``factory(window_steps=..., sim=..., **recsys.params)``; ``window_steps``
 and ``sim`` are passed only if its signature accepts them, so a user's class may take neither.
@@ -27,19 +34,60 @@ BUILTIN: dict[str, Callable[..., Recommender]] = {
 }
 
 
-def _import(kind: str) -> Callable[..., Any]:
+ENTRY_POINT_GROUP = "socium.recommenders"
+
+
+def _entry_point(kind: str) -> Any | None:
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == kind:
+            try:
+                return ep.load()
+            except Exception as exc:  # a broken plugin package: say which
+                raise ConfigError(f"recsys.kind: entry point {kind!r} ({ep.value}) cannot be loaded: {exc}") from None
+    return None
+
+
+def check_recommender_class(obj: Any, kind: str) -> type:
+    """Only a class with ``observe`` and ``feeds`` methods may be built from a config value."""
+    if not inspect.isclass(obj):
+        what = "a module" if inspect.ismodule(obj) else f"a {type(obj).__name__}"
+        raise ConfigError(f"recsys.kind: {kind!r} is {what}, not a recommender class; a dotted path must name a class "
+                          "implementing observe() and feeds() (see docs/recsys.md)")  # fmt: skip
+    missing = [m for m in ("observe", "feeds") if not inspect.isfunction(getattr(obj, m, None))]
+    if missing:
+        raise ConfigError(f"recsys.kind: {kind!r} does not implement {' and '.join(m + '()' for m in missing)} "
+                          "(the Recommender protocol)")  # fmt: skip
+    return obj
+
+
+def _import(kind: str) -> type:
     mod_name, sep, attr = kind.partition(":")
     if not sep:
         mod_name, _, attr = kind.rpartition(".")
+    if not mod_name or not attr or not all(p.isidentifier() for p in (*mod_name.split("."), *attr.split("."))):
+        raise ConfigError(f"recsys.kind: {kind!r} is not a dotted path 'package.module:Class'")
     try:
-        obj = importlib.import_module(mod_name)
+        obj: Any = importlib.import_module(mod_name)
         for part in attr.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError, ValueError) as exc:
         raise ConfigError(f"recsys.kind: cannot import {kind!r}: {exc}") from None
-    if not callable(obj):
-        raise ConfigError(f"recsys.kind: {kind!r} is not a class or factory")
-    return obj
+    return check_recommender_class(obj, kind)
+
+
+def resolve_recommender(kind: str) -> Callable[..., Recommender]:
+    """The class (or built-in factory) named by ``recsys.kind``, without building anything."""
+    if kind in BUILTIN:
+        return BUILTIN[kind]
+    plugin = _entry_point(kind)
+    if plugin is not None:
+        return check_recommender_class(plugin, kind)
+    if ":" in kind or "." in kind:
+        return _import(kind)
+    raise ConfigError(f"recsys.kind: {kind!r} is not one of {', '.join(repr(k) for k in BUILTIN)}, "
+                      f"an installed '{ENTRY_POINT_GROUP}' plugin, or a dotted path")  # fmt: skip
 
 
 def _call(factory: Callable[..., Any], kind: str, window_steps: int, sim: Any, params: dict[str, Any]) -> Any:
@@ -67,12 +115,7 @@ def _call(factory: Callable[..., Any], kind: str, window_steps: int, sim: Any, p
 def make_recommender(cfg: RecsysConfig, sim: Any = None) -> Recommender:
     """Build the recommender named by ``cfg.kind`` (a built-in or ``pkg.module:Class``)."""
     kind = cfg.kind
-    if kind in BUILTIN:
-        factory = BUILTIN[kind]
-    elif ":" in kind or "." in kind:
-        factory = _import(kind)
-    else:
-        raise ConfigError(f"recsys.kind: {kind!r} is not one of {', '.join(repr(k) for k in BUILTIN)} or a dotted path")
+    factory = resolve_recommender(kind)
     rec = _call(factory, kind, cfg.window_steps, sim, dict(cfg.params))
     if not isinstance(rec, Recommender):
         raise ConfigError(f"recsys.kind: {kind!r} does not implement observe() and feeds()")

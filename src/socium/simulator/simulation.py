@@ -34,13 +34,15 @@ from socium.config import ExperimentConfig, config_from_dict
 from socium.errors import ConfigError, RunDirError, TraceError, UsageError
 from socium.platform.actions import CreatePost, parse_action
 from socium.platform.state import PlatformState
-from socium.platform.text import quote_untrusted
+from socium.platform.text import quote_inline, quote_untrusted
 from socium.recsys.registry import make_recommender
 from socium.simulator.executors import Executor, make_executor
 from socium.agents.llm_policy import call_rows
 from socium.simulator.recording import StepRecorder, clean_action
 from socium.simulator.rng import ACTIVATION, RECSYS, component_rng, root_key, uniform
-from socium.simulator.store import TraceStore
+from socium.simulator.inputs import changed_inputs, config_diff, inputs_json, preflight
+from socium.simulator.rundir import REPLACED_BY_FORCE, RunDirLock, check_out_path, describe_owner, refuse_foreign
+from socium.simulator.store import TraceStore, open_trace, read_run_row
 from socium.llm.cache import llm_calls_ddl
 from socium.moderation.engine import ModerationLayer
 from socium.simulator import interviews as iv
@@ -86,7 +88,40 @@ class Simulation(mesa.Model):
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self.key = root_key(cfg.seed)
-        self._check_run_dir(resume, force)
+        self.notes: list[str] = []  # things the caller should tell the user (e.g. a resume that started fresh)
+        # Everything that can be checked without the run directory is checked before it is created.
+        check_out_path(self.run_dir)
+        self.inputs = preflight(cfg)
+        created = not self.run_dir.exists()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = RunDirLock(self.run_dir)
+        self.store: TraceStore | None = None
+        self.executor: Any = None
+        try:
+            self._lock.acquire()  # before anything in the directory is read, deleted or written
+            if self._lock.stale_owner:
+                self.notes.append(f"took over a stale lock left by {describe_owner(self._lock.stale_owner)}")
+            resume = self._check_run_dir(resume, force)
+            self._build(policy, executor)
+            self.store = TraceStore(self.run_dir / "trace.duckdb")
+            self.store.ensure_table("llm_calls", llm_calls_ddl())
+            if resume:
+                self._restore()
+            else:
+                self._write_setup()
+            if hasattr(self.policy, "spent"):  # budgets continue from what the trace already holds
+                self.policy.spent = spent_from_trace(self.store.con)
+        except BaseException:
+            self._abandon(created)
+            raise
+        # The world built so far lives for the whole run: moving it out of the collector's view cuts
+        # per-step GC pauses from ~0.5 s to ~0.01 s at 10^5 agents (benchmarks/bench_ray.py --gc-freeze).
+        gc.collect()
+        gc.freeze()
+
+    def _build(self, policy: Any | None, executor: Executor | None) -> None:
+        """Population, graph, platform, recommender, policy and executor (nothing is written)."""
+        cfg = self.cfg
         self.population, following = build_population(cfg)
         if cfg.policy.kind == "bounded_confidence" and np.isnan(self.population.stance).all():
             raise ConfigError("policy.kind 'bounded_confidence' needs stances: set population.stance to 'uniform' or 'bimodal'")
@@ -117,9 +152,6 @@ class Simulation(mesa.Model):
         if hasattr(self.policy, "set_route"):  # before the executor ships the policy to workers
             self.policy.set_route(*llm_route(cfg, self.population))
         self.executor = executor if executor is not None else make_executor(cfg.executor, self.policy, cfg.seed)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.store = TraceStore(self.run_dir / "trace.duckdb")
-        self.store.ensure_table("llm_calls", llm_calls_ddl())
         ac = cfg.llm_agents
         self.memory = make_memory(ac.memory, ac.memory_size)
         # search / trend results waiting for the agent's next observation: (action type, query, ids)
@@ -127,32 +159,67 @@ class Simulation(mesa.Model):
         self.next_call_id = 0
         self.needs_profile = bool(getattr(self.policy, "needs_profile", False))
         self.next_step = 0
-        if resume:
-            self._restore()
-        else:
-            self._write_setup()
-        if hasattr(self.policy, "spent"):  # budgets continue from what the trace already holds
-            self.policy.spent = spent_from_trace(self.store.con)
-        # The world built so far lives for the whole run: moving it out of the collector's view cuts
-        # per-step GC pauses from ~0.5 s to ~0.01 s at 10^5 agents (benchmarks/bench_ray.py --gc-freeze).
-        gc.collect()
-        gc.freeze()
+
+    def _abandon(self, created: bool) -> None:
+        """Undo a failed start: close what was opened, unlock, and remove a directory this call made."""
+        for closer in (getattr(self.executor, "close", None), getattr(self.store, "close", None)):
+            if closer is not None:
+                try:
+                    closer()
+                except Exception:
+                    pass
+        if self._lock.held and not self._lock.existed:
+            self._lock.path.unlink(missing_ok=True)  # leave the directory as it was (unlinked while held)
+        self._lock.release()
+        if created and self.run_dir.is_dir() and not any(self.run_dir.iterdir()):
+            self.run_dir.rmdir()
 
     # ---- set-up and resume ------------------------------------------------------------------
-    def _check_run_dir(self, resume: bool, force: bool) -> None:
+    def _check_run_dir(self, resume: bool, force: bool) -> bool:
+        """Decide (holding the lock) whether this is a resume or a fresh run; returns ``resume``."""
         db = self.run_dir / "trace.duckdb"
         if resume:
-            if not db.exists():
-                raise RunDirError(f"{self.run_dir}: nothing to resume (no trace.duckdb)")
-            return
-        if db.exists():
+            if _has_setup(db):
+                self._check_same_world(db)
+                return True
+            self.notes.append(f"{self.run_dir}: no committed set-up to resume, so the run starts from step 0")
+        if db.exists() and not resume:
             if not force:
                 last = _peek_last_step(db)
                 state = "a finished run" if last is not None and last >= self.cfg.steps - 1 else "an unfinished run (use --resume)"
                 raise RunDirError(f"{self.run_dir} already holds {state}; pass --force to overwrite")
-            for p in (db, db.with_suffix(".duckdb.wal")):
-                p.unlink(missing_ok=True)
+        elif not force:
+            refuse_foreign(self.run_dir, lock_is_ours=self._lock.existed)
+        if force or db.exists():  # a trace with no committed set-up holds nothing worth keeping
+            for name in REPLACED_BY_FORCE:
+                (self.run_dir / name).unlink(missing_ok=True)
             shutil.rmtree(self.run_dir / "report", ignore_errors=True)
+        return False
+
+    def _check_same_world(self, db: Path) -> None:
+        """Refuse a resume into a different world: other config keys or other input file contents.
+
+        Reads the recorded config as JSON only (nothing named in it is imported), before the world is built.
+        """
+        rec = read_run_row(db)
+        if rec is None:
+            raise TraceError(f"{self.run_dir}: trace has committed steps but no run row")
+        if rec["config_hash"] != self.cfg.config_hash():
+            try:
+                diff = config_diff(json.loads(rec["config"]), json.loads(self.cfg.canonical_json()))
+            except (TypeError, ValueError):
+                diff = ["(the recorded config is unreadable)"]
+            shown = "; ".join(diff[:8]) + (f"; and {len(diff) - 8} more" if len(diff) > 8 else "")
+            raise RunDirError(f"{self.run_dir}: config differs from the one this run started with "
+                              f"(hash {str(rec['config_hash'])[:12]}): {shown}")  # fmt: skip
+        if rec.get("input_digests"):
+            try:
+                recorded = json.loads(rec["input_digests"])
+            except ValueError:
+                raise TraceError(f"{db}: runs.input_digests is not JSON") from None
+            changed = changed_inputs(recorded, self.inputs)
+            if changed:
+                raise RunDirError(f"{self.run_dir}: cannot resume into a different world: " + "; ".join(changed))
 
     def _make_policy(self) -> Any:
         kind = self.cfg.policy.kind
@@ -173,7 +240,8 @@ class Simulation(mesa.Model):
         runs = {"run_id": [uuid.uuid4().hex], "name": [cfg.name], "config": [cfg.canonical_json()],
                 "config_hash": [cfg.config_hash()], "seed": [cfg.seed], "perspective": [cfg.perspective],
                 "socium_version": [socium.__version__], "python_version": [_stdlib_platform.python_version()],
-                "duckdb_version": [duckdb.__version__], "created_at": [_now()]}  # fmt: skip
+                "duckdb_version": [duckdb.__version__], "created_at": [_now()],
+                "input_digests": [inputs_json(self.inputs)]}  # fmt: skip
         act = pa.FixedSizeListArray.from_arrays(pa.array(pop.activity.ravel()), 24).cast(pa.list_(pa.float32()))
         agents = pa.table({
             "agent_id": pa.array(np.arange(self.n, dtype=np.int64)), "name": pop.names, "username": pop.usernames,
@@ -192,17 +260,13 @@ class Simulation(mesa.Model):
     def _restore(self) -> None:
         """Rebuild platform, recommender and agent state by replaying the committed trace."""
         last = self.store.last_step()
-        if last is None:  # killed before the set-up transaction committed: nothing was written
+        if last is None:  # cannot happen under the lock (checked by _check_run_dir); kept for safety
             self._write_setup()
             return
-        row = self.store.run_row()
+        row = self.store.run_row()  # config and inputs were compared in _check_same_world
         if row is None:
             raise TraceError(f"{self.run_dir}: trace has committed steps but no run row")
-        if row["config_hash"] != self.cfg.config_hash():
-            self.store.close()
-            raise RunDirError(f"{self.run_dir}: config differs from the one this run started with (hash {row['config_hash'][:12]})")
         if last >= self.cfg.steps:
-            self.store.close()
             raise RunDirError(f"{self.run_dir}: {last + 1} steps are already committed; steps={self.cfg.steps} "
                               "would shorten the run (a run can be extended, not cut)")
         con = self.store.con
@@ -601,8 +665,12 @@ class Simulation(mesa.Model):
             return
         self._closed = True
         gc.unfreeze()
-        self.executor.close()
-        self.store.close()
+        try:
+            self.executor.close()
+            if self.store is not None:
+                self.store.close()
+        finally:
+            self._lock.release()
 
 
 def seed_truth(sp: Any) -> dict[str, int]:
@@ -620,11 +688,11 @@ def interview_table(parts: list[dict[str, list]]) -> pa.Table:
 
 
 def memory_line(step: int, typ: str, args: dict, outcome: str) -> str:
-    """One remembered own action, short and bounded (agent text is cut to 80 characters)."""
+    """One remembered own action, one line, short and bounded (agent text is cut to 80 characters)."""
     parts = []
     for k, v in sorted(args.items()):
         if isinstance(v, str):
-            v = quote_untrusted(v, 80)
+            v = quote_inline(v, 80)
         parts.append(f"{k}={v}")
     note = "" if outcome == "ok" else f" [{outcome}]"
     return f"step {step}: {typ} {' '.join(parts)}{note}".strip()
@@ -638,15 +706,27 @@ def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
-def _peek_last_step(db: Path) -> int | None:
+def _has_setup(db: Path) -> bool:
+    """Whether a trace holds the committed set-up (the ``steps`` row of step -1)."""
+    return db.exists() and _peek_last_step(db, strict=True) is not None
+
+
+def _peek_last_step(db: Path, strict: bool = False) -> int | None:
+    """The last committed step; with ``strict`` a corrupt trace raises :class:`TraceError` instead of None."""
     try:
-        con = duckdb.connect(str(db), read_only=True)
-    except duckdb.Error:
+        con = open_trace(db)
+    except TraceError:
+        if strict:
+            raise
         return None
     try:
         row = con.execute("SELECT max(step) FROM steps").fetchone()
         return None if row is None or row[0] is None else int(row[0])
-    except duckdb.Error:
+    except duckdb.CatalogException:
+        return None  # killed before the schema was created
+    except duckdb.Error as exc:
+        if strict:
+            raise TraceError(f"{db}: not a readable socium trace: {str(exc).splitlines()[0]}") from None
         return None
     finally:
         con.close()
@@ -657,11 +737,13 @@ def load_run_config(run_dir: str | Path) -> ExperimentConfig:
     db = Path(run_dir) / "trace.duckdb"
     if not db.exists():
         raise RunDirError(f"{run_dir}: no trace.duckdb")
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        row = con.execute("SELECT config FROM runs LIMIT 1").fetchone()
-    finally:
-        con.close()
+    row = read_run_row(db)
     if row is None:
-        raise TraceError(f"{run_dir}: trace has no run row")
-    return config_from_dict(json.loads(row[0]), source=str(db))
+        raise RunDirError(f"{run_dir}: no committed set-up to resume; give the CONFIG to start the run")
+    try:
+        data = json.loads(row["config"])
+    except (TypeError, ValueError):
+        raise TraceError(f"{db}: runs.config is not JSON") from None
+    if not isinstance(data, dict):
+        raise TraceError(f"{db}: runs.config is not a config mapping")
+    return config_from_dict(data, source=str(db))

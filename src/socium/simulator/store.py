@@ -30,14 +30,50 @@ def _schema_sql() -> str:
     return resources.files("socium.simulator").joinpath("schema.sql").read_text(encoding="utf-8")
 
 
+# DuckDB settings for a connection that runs SQL a user typed: the trace and nothing else. Without
+# them ``read_csv('/etc/passwd')``, ``COPY ... TO`` and ``INSTALL`` reach the whole machine.
+SANDBOX = {"enable_external_access": False, "autoinstall_known_extensions": False,
+           "autoload_known_extensions": False, "lock_configuration": True}  # fmt: skip
+
+
+def open_trace(path: str | Path, *, read_only: bool = True, sandbox: bool = False) -> duckdb.DuckDBPyConnection:
+    """Connect to a trace; a corrupt, foreign or busy file is a :class:`TraceError` naming it, not a traceback."""
+    db = Path(path)
+    try:
+        return duckdb.connect(str(db), read_only=read_only, config=dict(SANDBOX) if sandbox else {})
+    except duckdb.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if "lock" in first.lower():
+            raise TraceError(f"{db}: in use by another process (a run still writing it?): {first}") from None
+        raise TraceError(f"{db}: not a readable socium trace (corrupt or not a DuckDB file): {first}") from None
+
+
+def read_run_row(db: str | Path) -> dict[str, Any] | None:
+    """The ``runs`` row of a trace as a dict (None before set-up committed); errors are :class:`TraceError`."""
+    con = open_trace(db)
+    try:
+        cur = con.execute("SELECT * FROM runs LIMIT 1")
+        row = cur.fetchone()
+        return None if row is None else dict(zip([d[0] for d in cur.description], row))
+    except duckdb.Error as exc:
+        raise TraceError(f"{db}: not a readable socium trace: {str(exc).splitlines()[0]}") from None
+    finally:
+        con.close()
+
+
 class TraceStore:
     """Single writer of a run's ``trace.duckdb``."""
 
     def __init__(self, path: str | Path, read_only: bool = False) -> None:
         self.path = Path(path)
-        self.con = duckdb.connect(str(self.path), read_only=read_only)
+        self.con = open_trace(self.path, read_only=read_only)
         if not read_only:
-            self.con.execute(_schema_sql())
+            try:
+                self.con.execute(_schema_sql())
+                self.con.execute("ALTER TABLE runs ADD COLUMN IF NOT EXISTS input_digests VARCHAR")  # older traces
+            except duckdb.Error as exc:
+                self.con.close()
+                raise TraceError(f"{self.path}: not a usable socium trace: {str(exc).splitlines()[0]}") from None
         self._extra_tables: dict[str, str] = {}
 
     def close(self) -> None:
@@ -138,4 +174,6 @@ def require_store(path: Path) -> Path:
     db = path / "trace.duckdb" if path.is_dir() else path
     if not db.exists():
         raise TraceError(f"no trace found at {db}")
+    if not db.is_file():
+        raise TraceError(f"{db}: not a trace file")
     return db

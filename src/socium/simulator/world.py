@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from socium.agents.profile_text import MAX_GOAL_CHARS, clean_field, clean_goals, clean_population
 from socium.agents.profiles import Population, goal_for, stance_side
 from socium.agents.sources import load_oasis_csv, load_reddit_json, synthetic_population
 from socium.config import ExperimentConfig
@@ -25,11 +26,17 @@ def build_population(cfg: ExperimentConfig) -> tuple[Population, list[list[int]]
         )
         following = None
     elif pc.source == "oasis_csv":
-        pop, following = load_oasis_csv(pc.path or "")
+        pop, following = clean_population_text(load_oasis_csv(pc.path or ""))
     else:
-        pop, following = load_reddit_json(pc.path or ""), None
-    assign_goals(pop, pc.goals, pc.issue)
+        pop, following = clean_population(load_reddit_json(pc.path or "")), None
+    issue = None if pc.issue is None else clean_field(pc.issue, MAX_GOAL_CHARS, single_line=True)
+    assign_goals(pop, clean_goals(pc.goals), issue)
     return pop, following
+
+
+def clean_population_text(loaded: tuple[Population, list[list[int]]]) -> tuple[Population, list[list[int]]]:
+    """File populations are data from elsewhere: cleaned and bounded (synthetic text is socium's own)."""
+    return clean_population(loaded[0]), loaded[1]
 
 
 def assign_goals(pop: Population, goals: list[str] | dict[str, list[str]], issue: str | None) -> None:

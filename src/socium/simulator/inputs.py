@@ -1,0 +1,170 @@
+"""What a run is made of besides its config: input files, their content digests, and pre-flight checks.
+
+Why: the config hash covers file *paths*; an edited population CSV or edge list under the same path
+is a different world, and resuming into it silently mixes two worlds in one trace. The sha256 of
+every input file is recorded in ``runs.input_digests`` at set-up and compared on resume (one function,
+:func:`input_digests`, computes it for both). The pre-flight checks here run before the run
+directory is created, so bad input never leaves a half-made directory behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from socium.config import HASH_EXCLUDED, ExperimentConfig
+from socium.errors import ConfigError, InputFileError
+
+# Measured: a synthetic population costs ~0.8 KB/agent (benchmarks/bench_foundation.py); platform
+# state, recommender and per-step buffers bring a rule-based run to about 2 KB/agent, and every
+# follow edge costs about 64 bytes while the graph is generated and indexed.
+BYTES_PER_AGENT = 2048
+BYTES_PER_EDGE = 64
+
+
+def input_paths(cfg: ExperimentConfig) -> dict[str, str]:
+    """Config key -> file path of every data file the world is built from."""
+    out: dict[str, str] = {}
+    if cfg.population.source != "synthetic" and cfg.population.path:
+        out["population.path"] = cfg.population.path
+    if cfg.graph.kind == "edgelist" and cfg.graph.path:
+        out["graph.path"] = cfg.graph.path
+    return out
+
+
+def check_data_file(key: str, path: str | Path) -> Path:
+    """A data path must name an existing regular file: not a directory, FIFO or device such as
+    ``/dev/zero`` (which would be read forever)."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise InputFileError(p, None, f"file not found (config key {key})") from None
+    except OSError as exc:
+        raise InputFileError(p, None, f"cannot read (config key {key}): {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputFileError(p, None, f"is a directory, expected a file (config key {key})")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputFileError(p, None, f"is not a regular file (a device, FIFO or socket) (config key {key})")
+    if not os.access(p, os.R_OK):
+        raise InputFileError(p, None, f"not readable (config key {key})")
+    return p
+
+
+def file_digest(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def input_digests(cfg: ExperimentConfig) -> dict[str, dict[str, Any]]:
+    """The world's input files as ``{key: {path, sha256, bytes}}``; the one place this is computed."""
+    out = {}
+    for key, path in input_paths(cfg).items():
+        p = check_data_file(key, path)
+        out[key] = {"path": str(path), "sha256": file_digest(p), "bytes": p.stat().st_size}
+    return out
+
+
+def inputs_json(digests: dict[str, dict[str, Any]]) -> str:
+    return json.dumps(digests, sort_keys=True, separators=(",", ":"))
+
+
+def changed_inputs(recorded: dict[str, dict[str, Any]], current: dict[str, dict[str, Any]]) -> list[str]:
+    """Human lines naming each input file whose content (or presence) differs."""
+    lines = []
+    for key in sorted(set(recorded) | set(current)):
+        a, b = recorded.get(key), current.get(key)
+        if a is None or b is None:
+            lines.append(f"{key}: {'added' if a is None else 'removed'} since the run started")
+        elif a.get("sha256") != b.get("sha256"):
+            lines.append(f"{key}: {b['path']} changed since the run started "
+                         f"(sha256 {str(a.get('sha256'))[:12]}, now {b['sha256'][:12]})")  # fmt: skip
+    return lines
+
+
+def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            _flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
+    else:
+        out[prefix] = value
+    return out
+
+
+def config_diff(recorded: dict[str, Any], current: dict[str, Any], ignore: tuple[str, ...] = HASH_EXCLUDED) -> list[str]:
+    """Dotted keys whose values differ between two config dicts (``ignore``: sections not compared)."""
+    a = _flatten({k: v for k, v in recorded.items() if k not in ignore}, "", {})
+    b = _flatten({k: v for k, v in current.items() if k not in ignore}, "", {})
+    return [f"{k}: {a.get(k, '<absent>')!r} -> {b.get(k, '<absent>')!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def available_memory() -> int | None:
+    """Bytes this machine can still give (MemAvailable), or None when it cannot be told."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def estimate_memory(cfg: ExperimentConfig) -> int:
+    """Rough bytes a synthetic world of ``population.n_agents`` needs (agents + follow edges)."""
+    n = cfg.population.n_agents
+    per_node = float(cfg.graph.params.get("m", cfg.graph.params.get("k", 3)) or 3) if cfg.graph.kind != "empty" else 0.0
+    return int(n * BYTES_PER_AGENT + 2 * n * max(per_node, 0.0) * BYTES_PER_EDGE)
+
+
+def check_memory(cfg: ExperimentConfig, available: int | None = None) -> None:
+    if cfg.population.source != "synthetic":
+        return  # a file's population is bounded by the file, which is read (and checked) first
+    need = estimate_memory(cfg)
+    have = available_memory() if available is None else available
+    if have is not None and need > have:
+        raise ConfigError(f"population.n_agents: {cfg.population.n_agents:,} agents need about {need / 2**30:,.1f} GiB "
+                          f"and this machine has {have / 2**30:,.1f} GiB available; use fewer agents")  # fmt: skip
+
+
+def check_replay_source(cfg: ExperimentConfig) -> None:
+    """``llm_agents.replay_from`` must be a run directory (or trace file) holding recorded LLM calls."""
+    src = cfg.llm_agents.replay_from
+    if not src:
+        return
+    from socium.simulator.store import open_trace
+
+    p = Path(src)
+    db = p / "trace.duckdb" if p.is_dir() else p
+    if not db.is_file():
+        raise ConfigError(f"llm_agents.replay_from: {src} is not a run directory (no trace.duckdb)")
+    con = open_trace(db)
+    try:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    finally:
+        con.close()
+    if "llm_calls" not in tables:
+        raise ConfigError(f"llm_agents.replay_from: {src} holds no recorded LLM calls (no llm_calls table)")
+
+
+def preflight(cfg: ExperimentConfig) -> dict[str, dict[str, Any]]:
+    """Every check that needs no run directory; returns the input digests to record."""
+    from socium.recsys.registry import resolve_recommender
+
+    resolve_recommender(cfg.recsys.kind)  # a plugin path is checked to name a recommender class first
+    digests = input_digests(cfg)
+    if cfg.llm is not None and getattr(cfg.llm, "model_path", None):
+        check_data_file("llm.model_path", cfg.llm.model_path)
+    check_replay_source(cfg)
+    check_memory(cfg)
+    return digests

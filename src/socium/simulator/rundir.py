@@ -1,0 +1,166 @@
+"""The run directory: one writer at a time, and never a folder socium did not make.
+
+Why a lock of our own: DuckDB's file lock only covers ``trace.duckdb`` while it is open, so it
+cannot stop a second ``socium run --force`` from deleting the file (and its WAL) under a live
+writer, and when it does refuse it says ``IOException: Could not set lock``. An exclusive
+``flock`` on ``RUN_DIR/.socium.lock`` is taken before anything in the directory is read, deleted
+or written, and held until the run closes. The kernel drops it when its process dies (even on
+SIGKILL), so a lock file left behind by a dead process is stale by construction: the next run takes
+it over and says whose it was. The file holds the owner's pid, host and start time so a refused
+run can name the holder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from socium.errors import RunDirError
+
+LOCK_NAME = ".socium.lock"
+# Everything socium itself writes into a run directory; anything else is the user's.
+OWN_FILES = frozenset({LOCK_NAME, "trace.duckdb", "trace.duckdb.wal", "config.json", "report"})
+# Deleted by --force before a fresh run (never the lock file: it is held while deleting).
+REPLACED_BY_FORCE = ("trace.duckdb", "trace.duckdb.wal", "config.json")
+
+try:  # POSIX; on other systems the directory is not locked (documented in docs/reliability.md)
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+
+class RunDirLock:
+    """An exclusive, process-wide lock on one run directory (``RUN_DIR/.socium.lock``)."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / LOCK_NAME
+        self._fh: Any = None
+        self.stale_owner: dict[str, Any] | None = None
+        self.existed = False  # whether the lock file was there before this process made it
+
+    @property
+    def held(self) -> bool:
+        return self._fh is not None
+
+    def acquire(self) -> "RunDirLock":
+        """Take the lock or raise :class:`RunDirError` naming the process that holds it."""
+        if self._fh is not None:
+            return self
+        for _attempt in range(10):
+            self.existed = self.path.exists()
+            fh = open(self.path, "a+", encoding="utf-8")
+            if fcntl is None:
+                break
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                owner = _read_owner(fh)
+                fh.close()
+                raise RunDirError(f"{self.run_dir} is in use by {describe_owner(owner)}; wait for it to finish, "
+                                  "or stop it, or choose another --out") from None  # fmt: skip
+            if _same_file(fh, self.path):
+                break
+            fh.close()  # a failed start unlinked the file we opened: lock the one now at the path
+        else:  # pragma: no cover
+            raise RunDirError(f"{self.run_dir}: could not lock {LOCK_NAME} (it keeps being replaced)")
+        previous = _read_owner(fh)
+        if previous:
+            self.stale_owner = previous  # its process is gone (else flock would have failed)
+        fh.seek(0)
+        fh.truncate()
+        json.dump(owner_record(), fh)
+        fh.flush()
+        self._fh = fh
+        return self
+
+    def release(self) -> None:
+        """Drop the lock; the file stays (deleting it would race with a process about to lock it)."""
+        fh, self._fh = self._fh, None
+        if fh is None:
+            return
+        try:
+            fh.seek(0)
+            fh.truncate()
+            fh.flush()
+        finally:
+            fh.close()  # closing the descriptor releases the flock
+
+    def __enter__(self) -> "RunDirLock":
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __del__(self) -> None:  # a Simulation dropped without close() must not keep its directory
+        try:
+            self.release()
+        except Exception:
+            pass
+
+
+def _same_file(fh: Any, path: Path) -> bool:
+    try:
+        a, b = os.fstat(fh.fileno()), os.stat(path)
+    except OSError:
+        return False
+    return (a.st_ino, a.st_dev) == (b.st_ino, b.st_dev)
+
+
+def owner_record() -> dict[str, Any]:
+    return {"pid": os.getpid(), "host": socket.gethostname(), "argv": " ".join(sys.argv)[:300],
+            "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}  # fmt: skip
+
+
+def describe_owner(owner: dict[str, Any] | None) -> str:
+    if not owner:
+        return "another process (it has not written its pid yet)"
+    return f"pid {owner.get('pid')} on host {owner.get('host')} (since {owner.get('since')}: {owner.get('argv', '')})"
+
+
+def _read_owner(fh: Any) -> dict[str, Any] | None:
+    try:
+        fh.seek(0)
+        text = fh.read()
+        data = json.loads(text) if text.strip() else None
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def check_out_path(run_dir: Path) -> None:
+    """Refuse, before anything is built, an ``--out`` that can never be a run directory."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunDirError(f"--out {run_dir}: exists and is not a directory")
+    for parent in run_dir.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise RunDirError(f"--out {run_dir}: {parent} is not a directory")
+            break
+
+
+def foreign_entries(run_dir: Path, lock_is_ours: bool = True) -> list[str]:
+    """Entries of ``run_dir`` socium did not write (empty for a new or socium-made directory).
+
+    A directory counts as socium's when it holds a trace or a lock file an earlier run left
+    (``lock_is_ours=False`` when this process just created it); in any other non-empty folder even a
+    ``config.json`` is the user's, and overwriting it would destroy their file.
+    """
+    if not run_dir.is_dir():
+        return []
+    names = sorted(p.name for p in run_dir.iterdir())
+    ours = (lock_is_ours and LOCK_NAME in names) or "trace.duckdb" in names
+    return [n for n in names if n != LOCK_NAME and (not ours or n not in OWN_FILES)]
+
+
+def refuse_foreign(run_dir: Path, lock_is_ours: bool = True) -> None:
+    foreign = foreign_entries(run_dir, lock_is_ours)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise RunDirError(f"{run_dir} holds files socium did not write ({shown}); choose an empty or new --out, "
+                          "or pass --force to write the run beside them")  # fmt: skip

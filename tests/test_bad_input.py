@@ -1,0 +1,113 @@
+"""Issue 11.7: each bad input gives one ``error:`` line naming the key or file, exit 2, nothing written.
+
+And a corrupt trace given to ``card``, ``report``, ``query`` or ``run --resume`` is a clear error.
+"""
+
+import gzip
+import os
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from socium.cli.main import app
+
+runner = CliRunner()
+BASE = {"name": "bad", "steps": 2, "population": {"n_agents": 30}}
+BOMB = "\n".join(["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+                 + [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]) + "\n"  # fmt: skip
+
+
+def _yaml(data: dict) -> str:
+    return yaml.safe_dump({**BASE, **data})
+
+
+def _corrupt_gzip(tmp: Path) -> str:
+    p = tmp / "edges.txt.gz"
+    good = gzip.compress(b"0 1\n1 2\n" * 200)
+    p.write_bytes(good[:20] + b"\x00garbage" * 20 + good[-8:])
+    return str(p)
+
+
+def _not_a_trace(tmp: Path) -> str:
+    d = tmp / "notrace"
+    d.mkdir()
+    (d / "trace.duckdb").write_bytes(b"this is not a database" * 100)
+    return str(d)
+
+
+# (case id, config text (may use {tmp}), extra CLI args, what the error line must name)
+CASES = [
+    ("alias-bomb", lambda t: BOMB + _yaml({}), [], "YAML expands to"),
+    ("recursive-alias", lambda t: "name: &n [1, *n]\n", [], "recursive YAML alias"),
+    ("not-utf8", lambda t: "name: caf\xe9\n".encode("latin-1"), [], "not UTF-8"),
+    ("date-for-int", lambda t: _yaml({}) + "seed: 2024-01-01\n", [], "seed: '2024-01-01'"),
+    ("seed-over-64-bits", lambda t: _yaml({"seed": 2**70}), [], "seed:"),
+    ("non-finite-float", lambda t: _yaml({}) + "step_minutes: .inf\n", [], "step_minutes: inf is not a finite number"),
+    ("nan-in-params", lambda t: _yaml({}) + "recsys: {params: {x: .nan}}\n", [], "recsys.params.x"),
+    ("lone-surrogate", lambda t: _yaml({}) + 'population: {goals: ["\\ud800"]}\n', [], "population.goals[0]"),
+    ("too-many-agents", lambda t: _yaml({"population": {"n_agents": 10**13}}), [], "population.n_agents"),
+    ("device-as-population", lambda t: _yaml({"population": {"source": "oasis_csv", "path": "/dev/zero"}}), [],
+     "/dev/zero: is not a regular file"),
+    ("dir-as-population", lambda t: _yaml({"population": {"source": "reddit_json", "path": str(t)}}), [],
+     "is a directory"),
+    ("device-as-graph", lambda t: _yaml({"graph": {"kind": "edgelist", "path": "/dev/urandom"}}), [], "graph.path"),
+    ("corrupt-gzip", lambda t: _yaml({"graph": {"kind": "edgelist", "path": _corrupt_gzip(t)}}), [], "edges.txt.gz"),
+    ("out-is-a-file", lambda t: _yaml({}), ["--out", "{tmp}/afile"], "is not a directory"),
+    ("bad-ray-init", lambda t: _yaml({"executor": {"ray_init": {"num_cpu": 2}}}), [], "executor.ray_init: unknown"),
+    ("replay-not-a-trace", lambda t: _yaml({"llm_agents": {"replay_from": str(t)}}), [], "llm_agents.replay_from"),
+    ("replay-corrupt", lambda t: _yaml({"llm_agents": {"replay_from": _not_a_trace(t)}}), [], "not a readable"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case,make,extra,expect", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_one_error_line_nothing_written(tmp_path, case, make, extra, expect):
+    data = make(tmp_path)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+    (tmp_path / "afile").write_text("a file, not a directory")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    out = tmp_path / "run"
+    args = [a.replace("{tmp}", str(tmp_path)) for a in extra] or ["--out", str(out)]
+    r = runner.invoke(app, ["run", str(cfg), *args, "--quiet"])
+    assert r.exit_code == 2, (r.exit_code, r.output, r.exception)
+    errors = [line for line in r.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and expect in r.output, r.output
+    assert "Traceback" not in r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+    assert (tmp_path / "afile").read_text() == "a file, not a directory"
+
+
+def _finished_run(tmp_path) -> Path:
+    cfg = tmp_path / "ok.yaml"
+    cfg.write_text(_yaml({"seed_posts": [{"author": 0, "content": "hi"}]}))
+    out = tmp_path / "good"
+    assert runner.invoke(app, ["run", str(cfg), "--out", str(out), "--quiet"]).exit_code == 0
+    return out
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty-db"])
+def test_corrupt_trace_is_a_clear_error_everywhere(tmp_path, damage):
+    out = _finished_run(tmp_path)
+    db = out / "trace.duckdb"
+    if damage == "garbage":
+        db.write_bytes(os.urandom(1 << 16))
+    elif damage == "truncated":
+        db.write_bytes(db.read_bytes()[: 3 * 4096 + 100])
+    else:
+        import duckdb
+
+        db.unlink()
+        duckdb.connect(str(db)).close()  # a valid DuckDB file with no socium tables
+    resume_with_config = ["run", str(tmp_path / "ok.yaml"), "--resume", "--out", str(out), "--quiet"]
+    for args in (["card", str(out)], ["report", str(out)], ["query", str(out), "SELECT count(*) FROM posts"],
+                 ["run", "--resume", "--out", str(out), "--quiet"], resume_with_config):  # fmt: skip
+        r = runner.invoke(app, args)
+        if damage == "empty-db" and args is resume_with_config:  # no committed set-up: the run starts (11.2)
+            assert r.exit_code == 0 and "starts from step 0" in r.output, r.output
+            continue
+        assert r.exit_code == 2, (args, r.exit_code, r.output, r.exception)
+        assert re.search(r"^error: .*(trace|set-up|resume|query failed)", r.output, re.M), (args, r.output)
+        assert r.exception is None or isinstance(r.exception, SystemExit), (args, r.exception)
