@@ -7,7 +7,6 @@ import duckdb
 import yaml
 from typer.testing import CliRunner
 
-from socium.agents.profile_text import MAX_BIO_CHARS
 from socium.agents.prompts import memory_block, persona_block
 from socium.cli.main import app
 from socium.config import config_from_dict
@@ -29,6 +28,8 @@ def _personas(tmp_path):
 
 
 def test_population_text_is_cleaned_and_bounded_at_load(tmp_path):
+    from socium.agents.profile_text import MAX_BIO_CHARS
+
     cfg = config_from_dict({"name": "text", "steps": 2, "population": {"source": "reddit_json", "path": str(_personas(tmp_path)),
                             "goals": ["win\n## Your action"]}, "graph": {"kind": "empty"}})  # fmt: skip
     sim = Simulation(cfg, tmp_path / "run")
