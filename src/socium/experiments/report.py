@@ -464,6 +464,7 @@ CSS = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1
        "table{border-collapse:collapse;margin:1em 0;font-size:13px;max-width:100%}"
        "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}"
        "td.n{text-align:right;white-space:nowrap}img{max-width:100%}figure{margin:1em 0}"
+       ".kv td:first-child{white-space:nowrap;overflow-wrap:normal}"
        ".banner{background:#b00020;color:#fff;font-weight:bold;padding:.8em 1em;margin:1em 0;border-radius:4px}")
 
 
@@ -489,7 +490,8 @@ def _render(rep: Report, title: str) -> str:
             head = "".join(f"<th>{e(c)}</th>" for c in b.columns)
             body = "".join("<tr>" + "".join(f"<td class='n'>{e(str(v))}</td>" if b.align_numbers and _is_number(str(v))
                                             else f"<td>{e(str(v))}</td>" for v in row) + "</tr>" for row in b.rows)
-            parts.append(f"<h3>{e(b.title)}</h3><table><tr>{head}</tr>{body}</table>")
+            cls = "" if b.align_numbers else " class='kv'"
+            parts.append(f"<h3>{e(b.title)}</h3><table{cls}><tr>{head}</tr>{body}</table>")
     parts += [f"<div class='banner' role='alert'>{e(b)}</div>" for b in rep.banners]
     return "\n".join(parts + ["</body></html>"])
 

@@ -49,6 +49,8 @@ def activity(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float) ->
     if rest:
         other = np.sum([by_type[t] for t in rest], axis=0)
         a2.bar(steps, other, bottom=bottom, label=f"other ({len(rest)} types)", width=0.8, color="lightgray")
+        bottom = bottom + other
+    a2.set_ylim(0, max(float(bottom.max()) if len(bottom) else 0.0, 1.0) * 1.08)
     a2.set_title("Successful actions per step, by type (seed actions excluded)", fontsize=10)
     a2.set_ylabel("actions (count)")
     P._integer(a2)
