@@ -33,11 +33,13 @@ def machine() -> dict:
     except OSError:
         pass
     try:
-        import llama_cpp
+        from importlib.metadata import version
 
-        info["llama_cpp_python"] = llama_cpp.__version__
+        info["xllamacpp"] = version("xllamacpp")
     except ImportError:
-        info["llama_cpp_python"] = None
+        info["xllamacpp"] = None
+    except Exception:  # noqa: BLE001 - PackageNotFoundError
+        info["xllamacpp"] = None
     return info
 
 

@@ -259,7 +259,7 @@ def test_random_backend_episodes_are_deterministic() -> None:
 def test_embedded_model_plays_every_mode() -> None:
     """The real CPU model through llama.cpp's grammar: schemas must compile (a 4000-character
     maxLength crashed llama.cpp) and every call must come back as a recorded, typed outcome."""
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("xllamacpp")
     from socium.experiments.episodes.runner import build_models, close_models
 
     cfg = cfg_for(llm={"backend": "embedded", "max_tokens": 48}, tasks={"mutual_friend": 1}, max_turns=2,

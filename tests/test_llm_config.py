@@ -104,7 +104,7 @@ def test_missing_optional_backends_name_the_extra() -> None:
         with pytest.raises(Exception, match=r"socium\[vllm\]"):
             build_backend({"backend": "vllm", "model": "x"})
     try:
-        import llama_cpp  # noqa: F401
+        import xllamacpp  # noqa: F401
     except ImportError:
         with pytest.raises(Exception, match=r"socium\[embedded\]"):
             build_backend({"backend": "embedded"})

