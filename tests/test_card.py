@@ -52,3 +52,21 @@ def test_rule_based_card_has_no_perspective_or_llm(tmp_path):
     for key in ("perspective", "who_saw_what", "llm", "smoke_run", "llm_usage"):
         assert key not in card, key
     assert card["policy"] == "random" and card["socium_version"]
+
+
+def test_card_names_input_files_with_digests(tmp_path):
+    import hashlib
+
+    from socium.experiments.propagation import PropagationSpec, run_propagation
+
+    tree = tmp_path / "7.txt"
+    tree.write_text("['ROOT', 'ROOT', '0.0']->['1', '7', '0.0']\n['1', '7', '0.0']->['2', '7', '1.0']\n")
+    spec = PropagationSpec(tree_files=[str(tree)], minutes=10, activation=1.0, topics_csv=str(tmp_path / "none.csv"),
+                           base={"seed": 1, "step_minutes": 5, "llm": {"backend": "random"}}, run_null=False)
+    run_propagation(spec, tmp_path / "exp")
+    card = simulation_card(tmp_path / "exp" / "runs" / "7" / "model")
+    pop = tmp_path / "exp" / "inputs" / "7.csv"
+    entry = card["input_digests"]["population.path"]
+    assert entry["path"] == str(pop.resolve()) and entry["sha256"] == hashlib.sha256(pop.read_bytes()).hexdigest()[:16]
+    Simulation(small_config(steps=1), tmp_path / "synthetic").run()
+    assert simulation_card(tmp_path / "synthetic")["input_digests"] == "none (no input files)"

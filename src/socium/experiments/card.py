@@ -127,9 +127,11 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
         "posts": n_posts, "actions": dict(outcomes), "invalid_rate": round((total - outcomes.get("ok", 0)) / total, 4),
         "wall_seconds": round(steps[2] or 0.0, 2),
     })
-    inputs = _input_digests(run)
-    if inputs:
-        card["input_digests"] = inputs
+    if "input_digests" in run:  # recorded at set-up: the sha256 of every input file the world was built from
+        inputs = _input_digests(run)
+        card["input_digests"] = ({k: {"path": v.get("path"), "sha256": str(v.get("sha256", ""))[:16]}
+                                  if isinstance(v, dict) else v for k, v in inputs.items()}
+                                 if isinstance(inputs, dict) and inputs else "none (no input files)")
     if cfg.get("llms"):
         card["llms"] = {name: {k: c.get(k) for k in ("backend", "model") if c.get(k) is not None}
                         for name, c in cfg["llms"].items()}  # fmt: skip
