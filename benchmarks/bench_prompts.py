@@ -131,7 +131,14 @@ def measure(backend: XLlamaBackend, n: int, steps: int, seed: int, extra: dict[s
         rows = con.execute("SELECT outcome, count(*) FROM actions WHERE origin != 'seed' GROUP BY 1").fetchall()
         types = con.execute("SELECT type, count(*) FROM actions WHERE origin != 'seed' AND outcome = 'ok' "
                             "GROUP BY 1 ORDER BY 2 DESC").fetchall()  # fmt: skip
+        reasons = con.execute("SELECT type, reason, count(*) FROM actions WHERE origin != 'seed' AND outcome != 'ok' "
+                              "GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 5").fetchall()  # fmt: skip
+        if os.environ.get("BENCH_SHOW_PROMPT"):
+            print(json.loads(con.execute("SELECT prompt FROM llm_calls LIMIT 1").fetchone()[0])[1]["content"])
+            print(con.execute("SELECT response FROM llm_calls LIMIT 6").fetchall())
         con.close()
+    for typ, why, k in reasons:
+        print(f"  invalid x{k}: {typ}: {why}")
     out = dict(rows)
     total = sum(out.values())
     return {"activations": total, "valid": out.get("ok", 0), "calls": calls, "prompt_tokens": ptok,

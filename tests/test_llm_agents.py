@@ -1,6 +1,7 @@
 """LLM agents on the platform: perspectives, hostile backends, replay, budgets, a loopback server."""
 
 import json
+import re
 import math
 
 import duckdb
@@ -57,7 +58,7 @@ def test_mindreader_prompts_show_feed_authors_goals(tmp_path):
     seen_other = 0
     for agent, _step, prompt, _ in rows:
         text = json.loads(prompt)[1]["content"]
-        authors = {int(x.split(")")[0]) for x in text.split("(user_id=")[1:]}
+        authors = {int(x) for x in re.findall(r"(?<![\w])user_id=(\d+)", text)}
         assert goals_in(text) <= authors | {agent}
         seen_other += bool(goals_in(text) - {agent})
     assert seen_other > 0

@@ -82,7 +82,7 @@ def test_members_see_their_groups_recent_messages_quoted_and_bounded(tmp_path):
     for a in range(2, N):  # non-members: offered the group by name, never its messages
         t = by_agent[a]
         assert "group_id=0 name=bike club members=2" in t and "zzsecret" not in t and "zzmid" not in t
-    assert "- join_group(group_id)" in backend.calls[0].messages[0].content  # the catalogue offers group actions
+    assert "join_group" in backend.calls[0].messages[0].content.split("Actions: ")[1]  # the catalogue offers group actions
     # they joined at step 0, so at step 1 every agent is a member and talks to the group
     ok = query(tmp_path / "r", "SELECT type, count(*) FROM actions WHERE origin = 'llm' AND outcome = 'ok' GROUP BY 1")
     assert dict(ok) == {"join_group": N - 2, "send_to_group": 2 + N}
@@ -407,7 +407,7 @@ def test_show_score_shows_one_score_instead_of_votes(tmp_path):
         return [user_text(r) for r in backend.calls if r.metadata["agent_id"] == 4][0]
 
     shown = run("score", True)
-    assert "(user_id=0) score=1>>>" in shown and "likes=" not in shown and "dislikes=" not in shown
+    assert "user_id=0 score=1>>>" in shown and "likes=" not in shown and "dislikes=" not in shown
     assert "likes=2 dislikes=1" in run("votes", False)
 
 

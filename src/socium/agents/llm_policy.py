@@ -108,6 +108,23 @@ def validate_action(data: Any, obs: Observation, allowed: Sequence[str]) -> Any:
     return action
 
 
+def state_aware_ids(obs: Observation) -> dict[str, list[int]]:
+    """Ids each vote / share / follow action may take given what the agent already did, so the schema
+    never offers what the platform would reject (liking twice, following a followee, reposting oneself)."""
+    posts, users = obs.shown_posts(), obs.shown_users()
+    items = (*obs.feed, *obs.results)
+    liked = {it.post_id for it in items if it.liked}
+    disliked = {it.post_id for it in items if it.disliked}
+    own = {it.post_id for it in items if it.author == obs.agent_id}  # and shares of its own posts:
+    for it in items:                                                  # the platform refuses both
+        mine = {s.post_id for s in it.shared if s.author == obs.agent_id}
+        own |= mine | ({it.post_id} if mine else set())
+    following = set(obs.extra.get("following", ())) & users
+    return {k: sorted(v) for k, v in (("like_post", posts - liked), ("unlike_post", liked), ("dislike_post", posts - disliked),
+                                      ("undo_dislike_post", disliked), ("repost", posts - own),
+                                      ("follow", users - following), ("unfollow", following))}  # fmt: skip
+
+
 def validate_answer(data: Any, obs: Observation, allowed: Sequence[str], max_actions: int = 1,
                     reason: bool = False) -> tuple[list[Any], str | None]:  # fmt: skip
     """The actions (and the stated reason) of one answer shaped as :func:`prompts.answer_schema` says."""
@@ -261,7 +278,7 @@ class LLMPolicy:
         one = P.action_schema(self.allowed, sorted(obs.shown_posts()), sorted(obs.shown_users()), ac.max_content_chars,
                               join_ids=[g.group_id for g in obs.groups if not g.member],
                               member_ids=[g.group_id for g in obs.groups if g.member],
-                              comment_ids=sorted(obs.shown_comments()))  # fmt: skip
+                              comment_ids=sorted(obs.shown_comments()), ids_for=state_aware_ids(obs))  # fmt: skip
         return P.answer_schema(one, ac.max_actions_per_activation, ac.record_reason, ac.max_reason_chars)
 
     async def adecide(self, obs: Observation) -> Decision:
