@@ -284,7 +284,7 @@ class GoodModerator:
 def test_plugin_strategy_by_dotted_path_and_refusals():
     mod = make_moderator("tests.test_moderation:GoodModerator", {"target": 1})
     assert type(mod).__name__ == "GoodModerator" and mod.target == 1  # (pytest may import this file twice)
-    with pytest.raises(ConfigError, match="not a class"):
+    with pytest.raises(ConfigError, match="not a moderation strategy class"):
         make_moderator("os:system", {})
     with pytest.raises(ConfigError, match="does not implement moderate"):
         make_moderator("socium.moderation.marks:ModerationMarks", {})

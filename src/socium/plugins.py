@@ -15,19 +15,20 @@ from typing import Any, Sequence
 from socium.errors import ConfigError
 
 
-def check_protocol_class(obj: Any, kind: str, key: str, methods: Sequence[str], protocol: str, doc: str) -> type:
+def check_protocol_class(obj: Any, kind: str, key: str, methods: Sequence[str], protocol: str, doc: str,
+                         noun: str = "plugin") -> type:  # fmt: skip
     """``obj`` itself if it is a class defining every method in ``methods``; else a ConfigError naming ``key``."""
     if not inspect.isclass(obj):
         what = "a module" if inspect.ismodule(obj) else f"a {type(obj).__name__}"
-        raise ConfigError(f"{key}: {kind!r} is {what}, not a class; a dotted path must name a class implementing "
-                          f"{', '.join(m + '()' for m in methods)} (see {doc})")  # fmt: skip
+        raise ConfigError(f"{key}: {kind!r} is {what}, not a {noun} class; a dotted path must name a class implementing "
+                          f"{' and '.join(m + '()' for m in methods)} (see {doc})")  # fmt: skip
     missing = [m for m in methods if not inspect.isfunction(getattr(obj, m, None))]
     if missing:
         raise ConfigError(f"{key}: {kind!r} does not implement {' and '.join(m + '()' for m in missing)} (the {protocol} protocol)")
     return obj
 
 
-def import_class(kind: str, key: str, methods: Sequence[str], protocol: str, doc: str) -> type:
+def import_class(kind: str, key: str, methods: Sequence[str], protocol: str, doc: str, noun: str = "plugin") -> type:
     """Import ``pkg.module:Class`` (or ``pkg.module.Class``) and check it with :func:`check_protocol_class`."""
     mod_name, sep, attr = kind.partition(":")
     if not sep:
@@ -40,7 +41,7 @@ def import_class(kind: str, key: str, methods: Sequence[str], protocol: str, doc
             obj = getattr(obj, part)
     except (ImportError, AttributeError, ValueError) as exc:
         raise ConfigError(f"{key}: cannot import {kind!r}: {exc}") from None
-    return check_protocol_class(obj, kind, key, methods, protocol, doc)
+    return check_protocol_class(obj, kind, key, methods, protocol, doc, noun)
 
 
 def build_with_params(cls: type, kind: str, key: str, params: dict[str, Any], **context: Any) -> Any:

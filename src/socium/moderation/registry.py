@@ -22,7 +22,7 @@ def resolve_moderator(kind: str) -> type:
     if kind in BUILTIN:
         return BUILTIN[kind]
     if ":" in kind or "." in kind:
-        return import_class(kind, "moderation.kind", ("moderate",), "Moderator", "docs/moderation.md")
+        return import_class(kind, "moderation.kind", ("moderate",), "Moderator", "docs/moderation.md", "moderation strategy")
     raise ConfigError(f"moderation.kind: {kind!r} is not one of {', '.join(repr(k) for k in BUILTIN)} or a dotted path")
 
 

@@ -14,12 +14,12 @@ Unknown keys in ``recsys.params`` are config errors that list the accepted ones.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Any, Callable
 
 from socium.config import RecsysConfig
 from socium.errors import ConfigError
+from socium.plugins import check_protocol_class, import_class
 from socium.recsys.base import Recommender
 from socium.recsys.chronological import ChronologicalRecommender
 from socium.recsys.simple import GlobalRecommender, RandomRecommender, RedditHotRecommender
@@ -35,6 +35,7 @@ BUILTIN: dict[str, Callable[..., Recommender]] = {
 
 
 ENTRY_POINT_GROUP = "socium.recommenders"
+RECSYS_METHODS = ("observe", "feeds")
 
 
 def _entry_point(kind: str) -> Any | None:
@@ -51,30 +52,11 @@ def _entry_point(kind: str) -> Any | None:
 
 def check_recommender_class(obj: Any, kind: str) -> type:
     """Only a class with ``observe`` and ``feeds`` methods may be built from a config value."""
-    if not inspect.isclass(obj):
-        what = "a module" if inspect.ismodule(obj) else f"a {type(obj).__name__}"
-        raise ConfigError(f"recsys.kind: {kind!r} is {what}, not a recommender class; a dotted path must name a class "
-                          "implementing observe() and feeds() (see docs/recsys.md)")  # fmt: skip
-    missing = [m for m in ("observe", "feeds") if not inspect.isfunction(getattr(obj, m, None))]
-    if missing:
-        raise ConfigError(f"recsys.kind: {kind!r} does not implement {' and '.join(m + '()' for m in missing)} "
-                          "(the Recommender protocol)")  # fmt: skip
-    return obj
+    return check_protocol_class(obj, kind, "recsys.kind", RECSYS_METHODS, "Recommender", "docs/recsys.md", "recommender")
 
 
 def _import(kind: str) -> type:
-    mod_name, sep, attr = kind.partition(":")
-    if not sep:
-        mod_name, _, attr = kind.rpartition(".")
-    if not mod_name or not attr or not all(p.isidentifier() for p in (*mod_name.split("."), *attr.split("."))):
-        raise ConfigError(f"recsys.kind: {kind!r} is not a dotted path 'package.module:Class'")
-    try:
-        obj: Any = importlib.import_module(mod_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise ConfigError(f"recsys.kind: cannot import {kind!r}: {exc}") from None
-    return check_recommender_class(obj, kind)
+    return import_class(kind, "recsys.kind", RECSYS_METHODS, "Recommender", "docs/recsys.md", "recommender")
 
 
 def resolve_recommender(kind: str) -> Callable[..., Recommender]:
