@@ -32,6 +32,8 @@ def test_rich_progress_counts_runs_steps_calls_and_reuse():
     assert "2/3 runs (1 reused)" in out and "10 LLM calls" in out and "1,000 tokens" in out
     assert prog.summary().startswith("2 runs done, 1 reused")
     assert current() is not prog  # uninstalled after the block
+    # no terminal: a plain status line per finished run, so nothing long runs silently in a log
+    assert "exp: 1/3 runs" in out and "exp: 2/3 runs (1 reused)" in out
 
 
 def _herding_spec(tmp_path):

@@ -87,6 +87,10 @@ class RichProgress(ExperimentProgress):
             TimeRemainingColumn(), console=self.console, disable=disable,
         )
         self._task = self._progress.add_task(neutralise(title), total=None, count="", info="")
+        # Without a terminal (CI logs, pipes) rich draws nothing until the end, so print a plain status
+        # line at most every PLAIN_EVERY_S seconds and one per finished run instead.
+        self._plain = not disable and not self.console.is_terminal
+        self._last_plain = 0.0
 
     def __enter__(self) -> RichProgress:
         self._progress.start()
@@ -95,6 +99,12 @@ class RichProgress(ExperimentProgress):
     def __exit__(self, *exc: Any) -> None:
         self._refresh()
         self._progress.stop()
+
+    PLAIN_EVERY_S = 10.0
+
+    def status_line(self) -> str:
+        task = self._progress.tasks[0]
+        return f"{self.title}: {task.fields['count']} · {task.fields['info']} · {time.perf_counter() - self.started:.0f}s"
 
     def _refresh(self) -> None:
         frac = min(self.at / self.steps, 0.999) if self.steps else 0.0
@@ -109,6 +119,9 @@ class RichProgress(ExperimentProgress):
         count = f"{self.done}/{self.total or '?'} {self.unit}" + (f" ({self.reused} reused)" if self.reused else "")
         self._progress.update(self._task, completed=self.done + frac, total=total, count=neutralise(count),
                               info=neutralise(info))
+        if self._plain and time.perf_counter() - self._last_plain >= self.PLAIN_EVERY_S:
+            self._last_plain = time.perf_counter()
+            self.note(self.status_line())
 
     def expect(self, n: int) -> None:
         self.total += n
@@ -136,6 +149,8 @@ class RichProgress(ExperimentProgress):
             self.reused += 1
             self.note(f"reused finished run {label} (same config, all steps committed)")
         self.label, self.steps, self.at = "", 0, 0
+        if self._plain:
+            self._last_plain = 0.0  # a finished run is always reported
         self._refresh()
 
     def inflight(self, runs: dict[str, tuple[int, int, int, int]]) -> None:
