@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from socium.agents.llm_policy import LLMPolicy, call_rows
 from socium.agents.routing import llm_route
@@ -14,6 +14,9 @@ from socium.simulator.simulation import interview_table, load_run_config, memory
 from socium.simulator.rundir import RunDirLock
 from socium.simulator.store import TraceStore, open_trace, require_store
 from socium.simulator.world import build_population
+
+if TYPE_CHECKING:
+    import duckdb
 
 
 def _memory(con: duckdb.DuckDBPyConnection, cfg: Any, agent_id: int, question: str) -> list[str]:

@@ -66,7 +66,7 @@ def fit_independent_cascade(run_dir: str | Path, roots: Sequence[int] | None = N
         params = [ids, ids]
     con = connect(Path(run_dir))
     try:
-        trials, adoptions = con.execute(_IC_SQL.format(root_filter=filt, root_filter_p=filt_p), params).fetchone()
+        trials, adoptions = con.execute(_IC_SQL.format(root_filter=filt, root_filter_p=filt_p), params).fetchall()[0]
     finally:
         con.close()
     trials, adoptions = int(trials), int(adoptions)
@@ -103,7 +103,7 @@ def fit_random_voting(run_dir: str | Path, targets: Sequence[int]) -> VoteFit:
     ids = [int(t) for t in targets]
     con = connect(Path(run_dir))
     try:
-        trials, ups, downs = con.execute(_VOTE_SQL, [ids, ids, ids]).fetchone()
+        trials, ups, downs = con.execute(_VOTE_SQL, [ids, ids, ids]).fetchall()[0]
     finally:
         con.close()
     trials, ups, downs = int(trials), int(ups), int(downs)

@@ -29,7 +29,10 @@ class LLMBackend(Protocol):
     must stop rather than carry on with a gap.
     """
 
-    model_name: str
+    @property
+    def model_name(self) -> str:
+        """The model answering (part of every cache key); read-only, so wrappers may derive it."""
+        ...
 
     async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]: ...
 

@@ -134,7 +134,7 @@ class TraceStore:
             con.rollback()
             raise
 
-    def query(self, sql: str, params: list[Any] | None = None) -> duckdb.DuckDBPyRelation:
+    def query(self, sql: str, params: list[Any] | None = None) -> duckdb.DuckDBPyConnection:
         return self.con.execute(sql, params or [])
 
 

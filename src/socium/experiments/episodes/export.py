@@ -84,7 +84,7 @@ def sft_examples(run_dir: str | Path, mode: str | None = "script", fmt: ExportFo
             msgs = build_turn_prompt("agents", spec.env, spec.agents[me], spec.agents[1 - me], me, spec.relationship,
                                      turns[:k], include_environment=cfg.include_environment,
                                      max_turn_chars=cfg.max_turn_chars)
-            target = {"action_type": turn.action_type, "argument": turn.argument}
+            target: dict[str, Any] = {"action_type": turn.action_type, "argument": turn.argument}
             yield {"messages": [*msgs, {"role": "assistant", "content": json.dumps(target, ensure_ascii=False)}]}
 
 

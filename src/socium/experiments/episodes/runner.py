@@ -107,7 +107,7 @@ def build_specs(cfg: EpisodesConfig) -> list[EpisodeSpec]:
     longest = max(len(v) for v in by_kind.values())
     scenarios = [by_kind[k][i] for i in range(longest) for k in ("mutual_friend", "bargaining", "sotopia")
                  if i < len(by_kind[k])]
-    specs = []
+    specs: list[EpisodeSpec] = []
     for rep in range(cfg.repeats):
         for s in scenarios:
             sid = f"{s.kind}-{s.number:04d}"
