@@ -16,7 +16,7 @@ Resume calls :meth:`replay` per step with the recorded rows, which rebuilds the 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -117,7 +117,7 @@ class ModerationLayer:
         return [d for d in out if d is not None]
 
     def after_actions(self, state: Any, step: int, stance: np.ndarray, first_post: int,
-                      shown: list[Observation] = ()) -> dict[str, dict[str, list]]:  # fmt: skip
+                      shown: Sequence[Observation] = ()) -> dict[str, dict[str, list]]:  # fmt: skip
         """Veracity of new posts, the strategy's verdicts and their consequences, as trace rows."""
         p = state.posts
         ver_rows: dict[str, list] = {"post_id": [], "veracity": []}
@@ -145,7 +145,7 @@ class ModerationLayer:
         judged = self.moderator.moderate(ModerationContext(state, step, self.key, stance))
         events += judged
         events += self.consequences(state, judged)
-        rows = {k: [] for k in EVENT_COLUMNS}
+        rows: dict[str, list[Any]] = {k: [] for k in EVENT_COLUMNS}
         for e in events:
             state.mod.apply(e, step)
             for k, v in zip(EVENT_COLUMNS, (step, len(rows["seq"]), e.event, e.post_id, e.agent_id, e.source, e.detail)):

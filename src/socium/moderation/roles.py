@@ -51,7 +51,7 @@ def post_veracity(kind: int, author_role: int, root_veracity: int) -> int:
 
 def bot_decision(obs: Observation, veracity: np.ndarray, max_reposts: int) -> Decision:
     """A bot's fixed behaviour: repost the first false posts in its feed it has not shared yet."""
-    acts = []
+    acts: list[ReportPost | Repost] = []
     roots: set[int] = set()
     for it in obs.feed:
         if len(acts) >= max_reposts:

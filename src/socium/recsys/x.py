@@ -163,7 +163,7 @@ class XRecommender:
         data = self.posts.m.data
         big = n_u * len(cand) > self.exact_budget
         self.last_used_ivf = self.centroids is not None and (self.ann == "ivf" or (self.ann == "auto" and big))
-        if self.last_used_ivf:
+        if self.last_used_ivf and self.centroids is not None:
             pos = ivf_top(u, data, cand, a, b, self.clusters[cand], self.centroids, t, self.nprobe)
         else:
             pos = exact_top(u, data, cand, a, b, t)

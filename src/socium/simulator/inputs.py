@@ -163,7 +163,7 @@ def preflight(cfg: ExperimentConfig) -> dict[str, dict[str, Any]]:
 
     resolve_recommender(cfg.recsys.kind)  # a plugin path is checked to name a recommender class first
     digests = input_digests(cfg)
-    if cfg.llm is not None and getattr(cfg.llm, "model_path", None):
+    if cfg.llm is not None and cfg.llm.model_path:
         check_data_file("llm.model_path", cfg.llm.model_path)
     check_replay_source(cfg)
     check_memory(cfg)

@@ -130,7 +130,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--delay-s", type=float, default=0.0)
     a = ap.parse_args(argv)
-    srv = FaultyOpenAIServer(_parse_rates(a.fault), seed=a.seed, port=a.port, delay_s=a.delay_s).start()
+    srv = FaultyOpenAIServer(_parse_rates(a.fault), seed=a.seed, port=a.port, delay_s=a.delay_s)
+    srv.start()
     print(f"serving {srv.base_url} with faults {srv.faults}", flush=True)
     try:
         threading.Event().wait()

@@ -82,9 +82,9 @@ def sample_from_schema(schema: dict[str, Any], rng: np.random.Generator, *, root
         hi = int(schema.get("maximum", lo + 100))
         return int(rng.integers(lo, hi + 1))
     if typ == "number":
-        lo = float(schema.get("minimum", -1.0))
-        hi = float(schema.get("maximum", 1.0))
-        return float(rng.uniform(lo, hi))
+        flo = float(schema.get("minimum", -1.0))
+        fhi = float(schema.get("maximum", 1.0))
+        return float(rng.uniform(flo, fhi))
     if typ == "boolean":
         return bool(rng.random() < 0.5)
     if typ == "null":
