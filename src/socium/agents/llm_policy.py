@@ -33,8 +33,11 @@ from socium.simulator.rng import LLM, component_rng
 class RecordingCache(MemoryCache):
     """Serves repeats and remembers each fresh call so the driver can write it with the step."""
 
+    #: Recent answers kept for repeats; older ones live only in the trace (bounded memory per run).
+    MAX_ENTRIES = 4096
+
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(max_entries=self.MAX_ENTRIES)
         self.pending: list[tuple[str, LLMRequest, LLMResult, str]] = []
 
     def put(self, key, request, result, model, meta=None) -> None:  # type: ignore[override]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections import OrderedDict
 from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
@@ -57,14 +58,23 @@ def put_many(
 
 
 class MemoryCache:
-    """A dict of successful results; for tests and single-process runs without a trace."""
+    """Successful results by request hash; for tests, replay and single-process runs.
 
-    def __init__(self) -> None:
-        self._data: dict[str, LLMResult] = {}
+    ``max_entries`` bounds it as an LRU: a run's cache serves repeats of recent identical requests,
+    and keeping every answer of a 10^5-agent run in RAM would grow without bound (the trace already
+    keeps them all). ``None``: unbounded (a replayed run must find every recorded answer).
+    """
+
+    def __init__(self, max_entries: int | None = None) -> None:
+        self._data: OrderedDict[str, LLMResult] = OrderedDict()
+        self.max_entries = max_entries
         self.puts = 0
 
     def get(self, key: str) -> LLMResult | None:
-        return self._data.get(key)
+        res = self._data.get(key)
+        if res is not None and self.max_entries is not None:
+            self._data.move_to_end(key)
+        return res
 
     def put(
         self, key: str, request: LLMRequest, result: LLMResult, model: str, meta: Mapping[str, Any] | None = None
@@ -72,6 +82,8 @@ class MemoryCache:
         self.puts += 1
         if result.ok and key not in self._data:
             self._data[key] = result
+            if self.max_entries is not None and len(self._data) > self.max_entries:
+                self._data.popitem(last=False)
 
     def __len__(self) -> int:
         return len(self._data)

@@ -195,7 +195,7 @@ def _base_backend(cfg: LLMConfig) -> tuple[LLMBackend, bool]:
         from ..testing.fake_server import FakeOpenAIServer
         from .openai_compat import OpenAIBackend
 
-        server = FakeOpenAIServer(delay_s=cfg.fake_delay_s, model=cfg.model or "fake-model").start()
+        server = FakeOpenAIServer(delay_s=cfg.fake_delay_s, model=cfg.model or "fake-model", record=False).start()
         inner = OpenAIBackend(server.base_url, cfg.model or "fake-model", api_key_env=cfg.api_key_env,
                               server_kind=cfg.server_kind if cfg.server_kind != "openai" else "vllm",
                               timeout_s=cfg.timeout_s)

@@ -210,8 +210,13 @@ class FakeOpenAIServer:
         model: str = "fake-model",
         port: int = 0,
         hang_s: float = 3600.0,
+        record: bool = True,
     ) -> None:
         self.responder: FakeResponder = responder or default_responder
+        # Tests read ``requests``; a simulation on ``llm.backend: fake`` must not keep every body
+        # (measured: the largest Python growth per step at 10^3 LLM agents in bench_scale.py).
+        self.record = record
+        self.n_requests = 0
         self.delay_s = float(delay_s)
         self.model = model
         self.hang_s = float(hang_s)
@@ -243,8 +248,10 @@ class FakeOpenAIServer:
 
     def _record(self, body: dict[str, Any], headers: dict[str, str]) -> None:
         with self._lock:
-            self.requests.append(body)
-            self.headers.append(headers)
+            self.n_requests += 1
+            if self.record:
+                self.requests.append(body)
+                self.headers.append(headers)
 
     @property
     def port(self) -> int:

@@ -1,0 +1,65 @@
+"""Per-run LLM structures stay bounded: the response cache is an LRU, a config-built fake server keeps
+no request bodies. (Issue 17: resident memory per LLM agent grew every step.)"""
+
+from __future__ import annotations
+
+from socium.agents.llm_policy import RecordingCache
+from socium.llm import LLMResult, build_backend, generate_sync, user_request
+from socium.llm.cache import MemoryCache
+from socium.testing.fake_server import FakeOpenAIServer
+
+
+def _res(i: int) -> LLMResult:
+    return LLMResult(request_id=f"r{i}", text=f"answer {i}")
+
+
+def test_memory_cache_is_a_bounded_lru() -> None:
+    c = MemoryCache(max_entries=3)
+    for i in range(3):
+        c.put(f"k{i}", None, _res(i), "m")  # type: ignore[arg-type]
+    assert c.get("k0") is not None  # k0 is now the most recent
+    c.put("k3", None, _res(3), "m")  # type: ignore[arg-type]
+    assert len(c) == 3 and "k1" not in c and "k0" in c and "k3" in c
+
+
+def test_unbounded_cache_keeps_everything_for_replay() -> None:
+    c = MemoryCache()
+    for i in range(5000):
+        c.put(f"k{i}", None, _res(i), "m")  # type: ignore[arg-type]
+    assert len(c) == 5000 and c.get("k0") is not None
+
+
+def test_run_cache_is_bounded_but_still_records_every_call() -> None:
+    c = RecordingCache()
+    n = RecordingCache.MAX_ENTRIES + 50
+    for i in range(n):
+        c.put(f"k{i}", None, _res(i), "m")  # type: ignore[arg-type]
+    assert len(c) == RecordingCache.MAX_ENTRIES
+    assert len(c.drain()) == n and c.drain() == []  # call records leave memory when the step commits
+
+
+def test_fake_server_can_count_without_keeping_bodies() -> None:
+    with FakeOpenAIServer(lambda b: "ok", record=False) as srv:
+        be = build_backend({"backend": "openai", "model": "m", "base_urls": [srv.base_url], "retries": 0})
+        generate_sync(be, [user_request(f"x{i}", "hi") for i in range(4)])
+        be.close()
+    assert srv.n_requests == 4 and srv.requests == [] and srv.headers == []
+
+
+def test_config_built_fake_backend_keeps_no_bodies() -> None:
+    be = build_backend({"backend": "fake", "retries": 0})
+    try:
+        generate_sync(be, [user_request(f"x{i}", "hi") for i in range(3)])
+        server = _find_server(be)
+        assert server.n_requests == 3 and server.requests == []
+    finally:
+        be.close()
+
+
+def _find_server(be: object) -> FakeOpenAIServer:
+    node = be
+    while node is not None:
+        if hasattr(node, "server"):
+            return node.server  # type: ignore[no-any-return, attr-defined]
+        node = getattr(node, "inner", None)
+    raise AssertionError("no fake server in the backend stack")
