@@ -65,7 +65,8 @@ def auto_threads(cpus: int | None = None, load: float | None = None) -> int:
 def _import_engine() -> Any:
     # OpenMP worker threads otherwise spin after each call and starve the simulator's own threads;
     # must be set before the library (and its OpenMP runtime) is loaded.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if not os.environ.get("OMP_WAIT_POLICY"):  # unset or empty (libgomp rejects an empty value)
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     try:
         import xllamacpp
     except ImportError as exc:
