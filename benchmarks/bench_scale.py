@@ -115,7 +115,7 @@ def sub(args: list[str]) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--agents", type=int, nargs="+", default=[1000, 10_000, 100_000])
+    ap.add_argument("--agents", type=int, nargs="*", default=[1000, 10_000, 100_000])
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--active", type=float, default=0.05, help="share of agents active per step")
     ap.add_argument("--executor", nargs="+", default=["inprocess"], choices=["inprocess", "ray"])
