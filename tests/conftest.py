@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+
 def _shared_data() -> Path:
     """The one resolver code and tests share: $SOCIUM_DATA_DIR, else ../shared/data beside the checkout."""
     from socium.datadir import data_dir

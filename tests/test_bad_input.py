@@ -16,8 +16,13 @@ from socium.cli.main import app
 
 runner = CliRunner()
 BASE = {"name": "bad", "steps": 2, "population": {"n_agents": 30}}
-BOMB = "\n".join(["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
-                 + [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]) + "\n"  # fmt: skip
+BOMB = (
+    "\n".join(
+        ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+        + [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    )
+    + "\n"
+)
 
 
 def _yaml(data: dict) -> str:
@@ -49,17 +54,25 @@ CASES = [
     ("nan-in-params", lambda t: _yaml({}) + "recsys: {params: {x: .nan}}\n", [], "recsys.params.x"),
     ("lone-surrogate", lambda t: _yaml({}) + 'population: {goals: ["\\ud800"]}\n', [], "population.goals[0]"),
     ("too-many-agents", lambda t: _yaml({"population": {"n_agents": 10**13}}), [], "population.n_agents"),
-    ("device-as-population", lambda t: _yaml({"population": {"source": "oasis_csv", "path": "/dev/zero"}}), [],
-     "/dev/zero: is not a regular file"),
-    ("dir-as-population", lambda t: _yaml({"population": {"source": "reddit_json", "path": str(t)}}), [],
-     "is a directory"),
+    (
+        "device-as-population",
+        lambda t: _yaml({"population": {"source": "oasis_csv", "path": "/dev/zero"}}),
+        [],
+        "/dev/zero: is not a regular file",
+    ),
+    (
+        "dir-as-population",
+        lambda t: _yaml({"population": {"source": "reddit_json", "path": str(t)}}),
+        [],
+        "is a directory",
+    ),
     ("device-as-graph", lambda t: _yaml({"graph": {"kind": "edgelist", "path": "/dev/urandom"}}), [], "graph.path"),
     ("corrupt-gzip", lambda t: _yaml({"graph": {"kind": "edgelist", "path": _corrupt_gzip(t)}}), [], "edges.txt.gz"),
     ("out-is-a-file", lambda t: _yaml({}), ["--out", "{tmp}/afile"], "is not a directory"),
     ("bad-ray-init", lambda t: _yaml({"executor": {"ray_init": {"num_cpu": 2}}}), [], "executor.ray_init: unknown"),
     ("replay-not-a-trace", lambda t: _yaml({"llm_agents": {"replay_from": str(t)}}), [], "llm_agents.replay_from"),
     ("replay-corrupt", lambda t: _yaml({"llm_agents": {"replay_from": _not_a_trace(t)}}), [], "not a readable"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("case,make,extra,expect", CASES, ids=[c[0] for c in CASES])
@@ -102,8 +115,13 @@ def test_corrupt_trace_is_a_clear_error_everywhere(tmp_path, damage):
         db.unlink()
         duckdb.connect(str(db)).close()  # a valid DuckDB file with no socium tables
     resume_with_config = ["run", str(tmp_path / "ok.yaml"), "--resume", "--out", str(out), "--quiet"]
-    for args in (["card", str(out)], ["report", str(out)], ["query", str(out), "SELECT count(*) FROM posts"],
-                 ["run", "--resume", "--out", str(out), "--quiet"], resume_with_config):  # fmt: skip
+    for args in (
+        ["card", str(out)],
+        ["report", str(out)],
+        ["query", str(out), "SELECT count(*) FROM posts"],
+        ["run", "--resume", "--out", str(out), "--quiet"],
+        resume_with_config,
+    ):
         r = runner.invoke(app, args)
         if damage == "empty-db" and args is resume_with_config:  # no committed set-up: the run starts (11.2)
             assert r.exit_code == 0 and "starts from step 0" in r.output, r.output

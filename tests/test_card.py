@@ -4,11 +4,10 @@ import json
 
 from typer.testing import CliRunner
 
+from conftest import small_config
 from socium.cli.main import app
 from socium.experiments.card import simulation_card
 from socium.simulator.simulation import Simulation
-
-from conftest import small_config
 
 runner = CliRunner()
 LLM = {"policy": {"kind": "llm"}, "population": {"n_agents": 20, "mean_activity": 0.5}}
@@ -39,8 +38,15 @@ def test_replay_card_names_the_recorded_model(tmp_path):
 def test_http_card_shows_server_without_credentials(tmp_path):
     from socium.experiments.card import _backend_section
 
-    sec = _backend_section({"backend": "openai", "base_urls": ["http://user:secret@gpu-1:8000/v1"],
-                            "server_kind": "vllm", "api_key_env": "MY_KEY"}, {"Qwen/Qwen3-8B": 12})
+    sec = _backend_section(
+        {
+            "backend": "openai",
+            "base_urls": ["http://user:secret@gpu-1:8000/v1"],
+            "server_kind": "vllm",
+            "api_key_env": "MY_KEY",
+        },
+        {"Qwen/Qwen3-8B": 12},
+    )
     assert sec["servers"] == ["http://gpu-1:8000/v1"] and sec["server_kind"] == "vllm"
     assert "secret" not in json.dumps(sec) and "MY_KEY" not in json.dumps(sec)
     assert sec["models_called"] == {"Qwen/Qwen3-8B": 12}
@@ -61,8 +67,14 @@ def test_card_names_input_files_with_digests(tmp_path):
 
     tree = tmp_path / "7.txt"
     tree.write_text("['ROOT', 'ROOT', '0.0']->['1', '7', '0.0']\n['1', '7', '0.0']->['2', '7', '1.0']\n")
-    spec = PropagationSpec(tree_files=[str(tree)], minutes=10, activation=1.0, topics_csv=str(tmp_path / "none.csv"),
-                           base={"seed": 1, "step_minutes": 5, "llm": {"backend": "random"}}, run_null=False)
+    spec = PropagationSpec(
+        tree_files=[str(tree)],
+        minutes=10,
+        activation=1.0,
+        topics_csv=str(tmp_path / "none.csv"),
+        base={"seed": 1, "step_minutes": 5, "llm": {"backend": "random"}},
+        run_null=False,
+    )
     run_propagation(spec, tmp_path / "exp")
     card = simulation_card(tmp_path / "exp" / "runs" / "7" / "model")
     pop = tmp_path / "exp" / "inputs" / "7.csv"

@@ -35,7 +35,9 @@ def test_bad_config_fails_before_writing(tmp_path):
     assert r.exit_code == 2
     assert "platform.preset: 'tiktok' is not one of 'x', 'reddit'" in r.output
     assert not out.exists()
-    r = runner.invoke(app, ["run", str(cfg), "--out", str(out), "--quiet", "--set", "platform.preset=reddit", "--set", "nope.x=1"])
+    r = runner.invoke(
+        app, ["run", str(cfg), "--out", str(out), "--quiet", "--set", "platform.preset=reddit", "--set", "nope.x=1"]
+    )
     assert r.exit_code == 2 and "nope: unknown key" in r.output and not out.exists()
 
 

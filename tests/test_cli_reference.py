@@ -13,7 +13,12 @@ from typer.testing import CliRunner
 from socium.cli.main import app
 
 runner = CliRunner()
-CFG = {"name": "cli", "steps": 3, "population": {"n_agents": 60, "mean_activity": 0.3}, "seed_posts": [{"author": 0, "content": "hi, \"there\""}]}
+CFG = {
+    "name": "cli",
+    "steps": 3,
+    "population": {"n_agents": 60, "mean_activity": 0.3},
+    "seed_posts": [{"author": 0, "content": 'hi, "there"'}],
+}
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +119,7 @@ def test_config_reference_documents_every_key():
     assert r.exit_code == 0
     text = r.output
     for prefix, model in sections(ExperimentConfig):
-        for name, f in model.model_fields.items():
+        for name in model.model_fields:
             row = next((ln for ln in text.splitlines() if ln.startswith(f"| `{prefix}{name}` |")), None)
             assert row is not None, prefix + name
             assert row.count("|") >= 5 and row.rstrip(" |").split("|")[-1].strip(), prefix + name
@@ -156,6 +161,10 @@ def test_no_hard_coded_absolute_data_paths():
 
     root = Path(__file__).resolve().parents[1]
     needle = "/".join(("", "work", ""))  # the workspace root this project was written in
-    offenders = [str(p) for sub in ("src", "tests", "examples") for p in (root / sub).rglob("*")
-                 if p.suffix in (".py", ".yaml") and needle in p.read_text(encoding="utf-8")]
+    offenders = [
+        str(p)
+        for sub in ("src", "tests", "examples")
+        for p in (root / sub).rglob("*")
+        if p.suffix in (".py", ".yaml") and needle in p.read_text(encoding="utf-8")
+    ]
     assert offenders == []

@@ -16,8 +16,14 @@ def test_three_perspectives_same_design_different_cost(tmp_path):
     people = [{"realname": f"P {i}", "username": f"p{i}", "bio": "b", "persona": "p"} for i in range(16)]
     (tmp_path / "i.json").write_text(json.dumps(items))
     (tmp_path / "p.json").write_text(json.dumps(people))
-    spec = HerdingSpec(items=str(tmp_path / "i.json"), personas=str(tmp_path / "p.json"), n_items=6, activation=1.0, bootstrap=10,
-                       base={"seed": 1, "steps": 2, "llm": {"backend": "random"}, "llm_agents": {"group_size": 8}})  # fmt: skip
+    spec = HerdingSpec(
+        items=str(tmp_path / "i.json"),
+        personas=str(tmp_path / "p.json"),
+        n_items=6,
+        activation=1.0,
+        bootstrap=10,
+        base={"seed": 1, "steps": 2, "llm": {"backend": "random"}, "llm_agents": {"group_size": 8}},
+    )
     res = run_compare(spec, tmp_path / "cmp", run_herding)
     rows = res["perspectives"]
     assert list(rows) == ["local", "mindreader", "omniscient"]
@@ -34,4 +40,6 @@ def test_three_perspectives_same_design_different_cost(tmp_path):
     rep = write_report(tmp_path / "cmp")
     assert "perspective_tokens.png" in {p.name for p in rep.images}
     with pytest.raises(ConfigError, match="perspective"):
-        run_compare(spec.model_copy(update={"base": {**spec.base, "perspective": "local"}}), tmp_path / "x", run_herding)
+        run_compare(
+            spec.model_copy(update={"base": {**spec.base, "perspective": "local"}}), tmp_path / "x", run_herding
+        )

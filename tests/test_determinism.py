@@ -1,7 +1,6 @@
+from conftest import small_config
 from socium.simulator.simulation import Simulation
 from socium.simulator.store import check_no_duplicates, trace_digest
-
-from conftest import small_config
 
 
 def run(cfg, path):
@@ -31,7 +30,9 @@ def test_trace_has_one_row_per_step_and_no_duplicates(tmp_path):
     assert [r[0] for r in con.execute("SELECT step FROM steps ORDER BY step").fetchall()] == list(range(-1, 6))
     assert set(check_no_duplicates(con).values()) == {0}
     # every exposure refers to a post that existed at that step
-    bad = con.execute("SELECT count(*) FROM exposures e JOIN posts p USING (post_id) WHERE p.step > e.step").fetchone()[0]
+    bad = con.execute("SELECT count(*) FROM exposures e JOIN posts p USING (post_id) WHERE p.step > e.step").fetchone()[
+        0
+    ]
     assert bad == 0
     # n_active is the activation draw, and only active agents were shown a feed
     sim = Simulation(small_config(), tmp_path / "b")

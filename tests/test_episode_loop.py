@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from socium.experiments.episodes.config import episodes_config_from_dict
 from socium.experiments.episodes.judge import judge_schema, judge_vs_objective
-from socium.experiments.episodes.loop import EpisodeResult, EpisodeSpec, end_reason, run_episode, TurnRecord
+from socium.experiments.episodes.loop import EpisodeResult, EpisodeSpec, TurnRecord, end_reason, run_episode
 from socium.experiments.episodes.objective import DealAnswer, decide_deal
 from socium.experiments.episodes.prompts import DIMENSIONS
 from socium.experiments.episodes.runner import build_specs, models_for
@@ -23,8 +24,14 @@ Responder = Callable[[LLMRequest], str]
 
 
 def cfg_for(**over: Any):
-    base = {"name": "t", "seed": 3, "out": "unused", "llm": {"backend": "scripted"},
-            "tasks": {"mutual_friend": 1, "bargaining": 1, "n_friends": 3}, "max_turns": 6}
+    base = {
+        "name": "t",
+        "seed": 3,
+        "out": "unused",
+        "llm": {"backend": "scripted"},
+        "tasks": {"mutual_friend": 1, "bargaining": 1, "n_friends": 3},
+        "max_turns": 6,
+    }
     base.update(over)
     return episodes_config_from_dict(base)
 
@@ -37,7 +44,9 @@ def turn(action: str, argument: str = "") -> str:
     return json.dumps({"action_type": action, "argument": argument})
 
 
-def play(spec: EpisodeSpec, cfg, responder: Responder, judge: Responder | None = None) -> tuple[EpisodeResult, ScriptedBackend]:
+def play(
+    spec: EpisodeSpec, cfg, responder: Responder, judge: Responder | None = None
+) -> tuple[EpisodeResult, ScriptedBackend]:
     backend = ScriptedBackend(responder)
     jb = ScriptedBackend(judge) if judge is not None else None
     return run_coro_sync(run_episode(spec, cfg, models_for(backend, jb))), backend
@@ -48,6 +57,7 @@ def answers(spec: EpisodeSpec, a0: dict, a1: dict) -> Callable[[LLMRequest], str
         if req.metadata["call"] == "answer":
             return json.dumps(a0 if req.metadata["agent_id"] == 0 else a1)
         return None
+
     return f
 
 
@@ -63,7 +73,11 @@ def test_agents_episode_runs_to_leave_and_scores_the_answers() -> None:
 
     res, backend = play(spec, cfg, responder)
     assert [(t.turn, t.speaker, t.action_type) for t in res.turns] == [
-        (0, 0, "speak"), (1, 1, "speak"), (2, 0, "speak"), (3, 1, "leave")]
+        (0, 0, "speak"),
+        (1, 1, "speak"),
+        (2, 0, "speak"),
+        (3, 1, "leave"),
+    ]
     assert res.ended_by == "leave" and res.valid
     assert res.objective is not None and res.objective.goal == (10.0, 10.0) and res.agreement is True
     assert len(res.calls) == 6 == len(backend.calls)  # 4 turns + 2 answers, all recorded
@@ -78,7 +92,9 @@ def test_turn_prompts_follow_the_mode(mode: str, sees_other: bool) -> None:
     cfg = cfg_for(max_turns=2)
     spec = spec_of(cfg, "mutual_friend", mode)
     other_only = next(f.name for f in spec.task.friends[1] if f.name != spec.task.shared_name)  # type: ignore[union-attr]
-    res, backend = play(spec, cfg, lambda r: answers(spec, {"friend_name": "x"}, {"friend_name": "x"})(r) or turn("speak", "hi"))
+    res, backend = play(
+        spec, cfg, lambda r: answers(spec, {"friend_name": "x"}, {"friend_name": "x"})(r) or turn("speak", "hi")
+    )
     first = backend.calls[0]
     assert first.metadata["agent_id"] == 0 and first.metadata["perspective"] == mode
     assert (other_only in first.messages[1].content) is sees_other
@@ -112,7 +128,10 @@ def test_none_streak_and_invalid_turns_end_the_episode() -> None:
     # the re-ask showed the model its error; the next speaker saw the invalid turn as "did nothing"
     reask = [c for c in backend.calls if c.request_id == f"{spec.episode_id}-t2-1"][0]
     assert "That answer was invalid" in reask.messages[-1].content
-    assert "(did nothing)" in [c for c in backend.calls if c.request_id == f"{spec.episode_id}-t3-0"][0].messages[1].content
+    assert (
+        "(did nothing)"
+        in [c for c in backend.calls if c.request_id == f"{spec.episode_id}-t3-0"][0].messages[1].content
+    )
     assert res.objective is not None and res.objective.goal == (0.0, 0.0) and res.agreement is False
 
 
@@ -135,7 +154,9 @@ def test_reask_recovers_a_turn() -> None:
 def test_max_turns_cap() -> None:
     cfg = cfg_for(max_turns=3)
     spec = spec_of(cfg, "mutual_friend", "mindreaders")
-    res, _ = play(spec, cfg, lambda r: answers(spec, {"friend_name": "a"}, {"friend_name": "b"})(r) or turn("speak", "x"))
+    res, _ = play(
+        spec, cfg, lambda r: answers(spec, {"friend_name": "a"}, {"friend_name": "b"})(r) or turn("speak", "x")
+    )
     assert len(res.turns) == 3 and res.ended_by == "max_turns" and res.agreement is False
 
 
@@ -221,8 +242,9 @@ def test_judge_scores_recorded_and_out_of_range_rejected() -> None:
 
 
 def test_sotopia_agreement_comes_from_the_judge(shared_data) -> None:
-    cfg = cfg_for(tasks={}, sotopia={"path": str(shared_data / "sotopia"), "n": 1}, judge_llm={"backend": "scripted"},
-                  max_turns=2)
+    cfg = cfg_for(
+        tasks={}, sotopia={"path": str(shared_data / "sotopia"), "n": 1}, judge_llm={"backend": "scripted"}, max_turns=2
+    )
     spec = build_specs(cfg)[0]
     assert spec.kind == "sotopia" and spec.task is None
     good = json.dumps({"agent_0": VALID_EVAL, "agent_1": VALID_EVAL})
@@ -235,11 +257,17 @@ def test_wire_schema_caps_strings_without_touching_validation() -> None:
     s = judge_schema(4000)
     capped = wire_schema(s, max_tokens=50)
     assert capped is not None
-    lengths = [p["reasoning"]["maxLength"] for p in capped["$defs"].values() if "reasoning" in p.get("properties", {})
-               for p in [p["properties"]]]
+    lengths = [
+        p["reasoning"]["maxLength"]
+        for p in capped["$defs"].values()
+        if "reasoning" in p.get("properties", {})
+        for p in [p["properties"]]
+    ]
     assert lengths and set(lengths) == {150}
     assert wire_schema({"type": "string", "maxLength": 900}, max_tokens=500, max_string_chars=240) == {
-        "type": "string", "maxLength": 240}
+        "type": "string",
+        "maxLength": 240,
+    }
     assert s["$defs"]["Score0To10"]["properties"]["reasoning"]["maxLength"] == 4000  # original untouched
     assert judge_vs_objective([(10, 0), (0, 10)]) == {"n": 2, "mae": 10.0, "pearson_r": pytest.approx(-1.0)}
     assert judge_vs_objective([(5, 1), (5, 2)])["pearson_r"] is None
@@ -248,8 +276,10 @@ def test_wire_schema_caps_strings_without_touching_validation() -> None:
 def test_random_backend_episodes_are_deterministic() -> None:
     cfg = cfg_for(judge_llm={"backend": "random"})
     for spec in build_specs(cfg):
-        runs = [run_coro_sync(run_episode(spec, cfg, models_for(RandomBackend(seed=5), RandomBackend(seed=6))))
-                for _ in range(2)]
+        runs = [
+            run_coro_sync(run_episode(spec, cfg, models_for(RandomBackend(seed=5), RandomBackend(seed=6))))
+            for _ in range(2)
+        ]
         a, b = ([(t.turn, t.speaker, t.action_type, t.argument, t.valid) for t in r.turns] for r in runs)
         assert a == b and runs[0].answers == runs[1].answers and runs[0].judge == runs[1].judge
         assert [c[1].seed for c in runs[0].calls] == [c[1].seed for c in runs[1].calls]
@@ -262,8 +292,13 @@ def test_embedded_model_plays_every_mode() -> None:
     pytest.importorskip("xllamacpp")
     from socium.experiments.episodes.runner import build_models, close_models
 
-    cfg = cfg_for(llm={"backend": "embedded", "max_tokens": 48}, tasks={"mutual_friend": 1}, max_turns=2,
-                  script_max_tokens=200, argument_chars=120)
+    cfg = cfg_for(
+        llm={"backend": "embedded", "max_tokens": 48},
+        tasks={"mutual_friend": 1},
+        max_turns=2,
+        script_max_tokens=200,
+        argument_chars=120,
+    )
     models = build_models(cfg)
     try:
         for spec in build_specs(cfg):

@@ -24,8 +24,14 @@ T_975_DF3 = 3.182446305284263  # Student t quantile, two-sided 95%, 3 degrees of
 
 
 def make_cfg(out: Path, **over):
-    base = {"name": "t", "seed": 11, "out": str(out), "llm": {"backend": "scripted"},
-            "tasks": {"mutual_friend": 2, "bargaining": 2, "n_friends": 3}, "max_turns": 4}
+    base = {
+        "name": "t",
+        "seed": 11,
+        "out": str(out),
+        "llm": {"backend": "scripted"},
+        "tasks": {"mutual_friend": 2, "bargaining": 2, "n_friends": 3},
+        "max_turns": 4,
+    }
     base.update(over)
     return episodes_config_from_dict(base)
 
@@ -43,21 +49,36 @@ def hand_responder(specs: list[EpisodeSpec]):
         md = req.metadata
         spec = by_id[md["episode_id"]]
         if md["call"] == "script":
-            return json.dumps({"turns": [{"speaker": 0, "action_type": "speak", "argument": "a b"},
-                                         {"speaker": 1, "action_type": "speak", "argument": "c d"},
-                                         {"speaker": 0, "action_type": "none", "argument": ""}]})
+            return json.dumps(
+                {
+                    "turns": [
+                        {"speaker": 0, "action_type": "speak", "argument": "a b"},
+                        {"speaker": 1, "action_type": "speak", "argument": "c d"},
+                        {"speaker": 0, "action_type": "none", "argument": ""},
+                    ]
+                }
+            )
         if md["call"] == "turn":
             if spec.mode == "agents":
                 return json.dumps({"action_type": "speak", "argument": "hello there friend"})
-            return json.dumps({"action_type": "speak", "argument": "one two three four five"} if md["step"] == 0
-                              else {"action_type": "leave", "argument": ""})
+            return json.dumps(
+                {"action_type": "speak", "argument": "one two three four five"}
+                if md["step"] == 0
+                else {"action_type": "leave", "argument": ""}
+            )
         task, i = spec.task, md["agent_id"]
         if spec.kind == "mutual_friend":
-            name = {"agents": task.shared_name, "mindreaders": task.shared_name if i == 0 else "none",
-                    "script": "Nobody"}[spec.mode]
+            name = {
+                "agents": task.shared_name,
+                "mindreaders": task.shared_name if i == 0 else "none",
+                "script": "Nobody",
+            }[spec.mode]
             return json.dumps({"friend_name": name})
-        price = {"agents": task.buyer_target, "mindreaders": None,
-                 "script": (task.buyer_target + task.seller_target) / 2}[spec.mode]
+        price = {
+            "agents": task.buyer_target,
+            "mindreaders": None,
+            "script": (task.buyer_target + task.seller_target) / 2,
+        }[spec.mode]
         return json.dumps({"deal": price is not None, "price": price})
 
     return respond
@@ -92,8 +113,10 @@ def test_trace_tables_are_consistent(hand_run) -> None:
     con = duckdb.connect(str(rep.out / "episodes.duckdb"), read_only=True)
     try:
         assert con.execute("SELECT count(*) FROM episodes").fetchall()[0][0] == 12
-        bad = con.execute("SELECT e.episode_id FROM episodes e LEFT JOIN (SELECT episode_id, count(*) n FROM turns "
-                          "GROUP BY 1) t USING (episode_id) WHERE coalesce(t.n, 0) != e.n_turns").fetchall()
+        bad = con.execute(
+            "SELECT e.episode_id FROM episodes e LEFT JOIN (SELECT episode_id, count(*) n FROM turns "
+            "GROUP BY 1) t USING (episode_id) WHERE coalesce(t.n, 0) != e.n_turns"
+        ).fetchall()
         assert bad == []
         n_calls = con.execute("SELECT sum(n_calls) FROM episodes").fetchall()[0][0]
         ids = [r[0] for r in con.execute("SELECT call_id FROM llm_calls ORDER BY call_id").fetchall()]
@@ -102,8 +125,9 @@ def test_trace_tables_are_consistent(hand_run) -> None:
         assert n_calls == 4 * 13
         per_ep = con.execute("SELECT metadata->>'episode_id', count(*) FROM llm_calls GROUP BY 1").fetchall()
         assert dict(per_ep) == dict(con.execute("SELECT episode_id, n_calls FROM episodes").fetchall())
-        row = con.execute("SELECT ended_by, someone_left, words_per_turn FROM episodes WHERE mode = 'mindreaders' "
-                          "LIMIT 1").fetchall()[0]
+        row = con.execute(
+            "SELECT ended_by, someone_left, words_per_turn FROM episodes WHERE mode = 'mindreaders' LIMIT 1"
+        ).fetchall()[0]
         assert row == ("leave", True, 5.0)
     finally:
         con.close()
@@ -112,8 +136,11 @@ def test_trace_tables_are_consistent(hand_run) -> None:
 def test_table_numbers_match_hand_computation(hand_run) -> None:
     _, rep = hand_run
     rows = {(r["mode"], r["task"]): r for r in rep.summary["rows"]}
-    expect = {"agents": ([10, 5, 10, 5], 3.0, 4.0, 1.0, 0.0), "mindreaders": ([5, 0, 5, 0], 5.0, 2.0, 0.0, 1.0),
-              "script": ([0, 5, 0, 5], 2.0, 3.0, 1.0, 0.0)}
+    expect = {
+        "agents": ([10, 5, 10, 5], 3.0, 4.0, 1.0, 0.0),
+        "mindreaders": ([5, 0, 5, 0], 5.0, 2.0, 0.0, 1.0),
+        "script": ([0, 5, 0, 5], 2.0, 3.0, 1.0, 0.0),
+    }
     for mode, (goals, wpt, turns, agree, leave) in expect.items():
         r = rows[(mode, "all")]
         mean = sum(goals) / 4
@@ -122,7 +149,12 @@ def test_table_numbers_match_hand_computation(hand_run) -> None:
         assert r["episodes"] == 4 and r["goal_mean"] == pytest.approx(mean)
         assert r["goal_ci_low"] == pytest.approx(max(0.0, mean - half))
         assert r["goal_ci_high"] == pytest.approx(min(10.0, mean + half))
-        assert (r["words_per_turn"], r["turns_per_episode"], r["agreement_rate"], r["leave_rate"]) == (wpt, turns, agree, leave)
+        assert (r["words_per_turn"], r["turns_per_episode"], r["agreement_rate"], r["leave_rate"]) == (
+            wpt,
+            turns,
+            agree,
+            leave,
+        )
     assert rows[("agents", "mutual_friend")]["goal_mean"] == 10.0
     assert rows[("agents", "mutual_friend")]["goal_ci_low"] == 10.0  # no spread, no width
     assert rows[("mindreaders", "bargaining")]["agreement_rate"] == 0.0
@@ -160,15 +192,18 @@ def test_export_sft_formats(hand_run, tmp_path) -> None:
     assert export_sft(rep.out, tmp_path / "g.jsonl", mode="script", min_goal=5)[1] == 2 * 3
 
 
-@pytest.mark.parametrize("over,needle", [
-    ({"modes": ["agents", "agents"]}, "must not repeat"),
-    ({"modes": ["narrator"]}, "modes.0"),
-    ({"max_turns": 0}, "max_turns"),
-    ({"tasks": {"mutual_friend": 0}}, "nothing to run"),
-    ({"sotopia": {"n": 2}}, "sotopia.path is required"),
-    ({"include_environmnet": True}, "unknown key"),
-    ({"executor": {"kind": "dask"}}, "executor.kind"),
-])
+@pytest.mark.parametrize(
+    "over,needle",
+    [
+        ({"modes": ["agents", "agents"]}, "must not repeat"),
+        ({"modes": ["narrator"]}, "modes.0"),
+        ({"max_turns": 0}, "max_turns"),
+        ({"tasks": {"mutual_friend": 0}}, "nothing to run"),
+        ({"sotopia": {"n": 2}}, "sotopia.path is required"),
+        ({"include_environmnet": True}, "unknown key"),
+        ({"executor": {"kind": "dask"}}, "executor.kind"),
+    ],
+)
 def test_bad_config_errors_name_the_key(tmp_path, over, needle) -> None:
     with pytest.raises(ConfigError, match=needle):
         make_cfg(tmp_path, **over)
@@ -198,7 +233,9 @@ def test_cli_episodes_and_export(tmp_path) -> None:
     assert (tmp_path / "run" / "summary.json").is_file()
     again = runner.invoke(app, ["episodes", str(f), "--out", str(tmp_path / "run"), "--quiet"])
     assert again.exit_code == 0 and "reusing 6 finished episodes" in again.output and "ran 0 episodes" in again.output
-    assert all((tmp_path / "run" / "plots" / p).stat().st_size > 1000 for p in ("goal_by_mode.png", "words_per_turn.png"))
+    assert all(
+        (tmp_path / "run" / "plots" / p).stat().st_size > 1000 for p in ("goal_by_mode.png", "words_per_turn.png")
+    )
     res = runner.invoke(app, ["export-sft", str(tmp_path / "run"), "--mode", "all", "--out", str(tmp_path / "x.jsonl")])
     assert res.exit_code == 0 and "wrote" in res.output
     assert all("messages" in json.loads(ln) for ln in (tmp_path / "x.jsonl").read_text().splitlines())
@@ -257,9 +294,20 @@ def test_goal_error_bars_are_the_tables_interval(tmp_path, monkeypatch) -> None:
 
     from socium.experiments.episodes.report import table_rows, write_plots
 
-    row = {"mode": "script", "task": "bargaining", "episodes": 4, "goal_mean": 9.5, "goal_ci_low": 8.7,
-           "goal_ci_high": 10.0, "judge_goal_mean": None, "words_per_turn": 12.0, "turns_per_episode": 5.0,
-           "agreement_rate": 1.0, "leave_rate": 0.0, "valid_rate": 1.0}
+    row = {
+        "mode": "script",
+        "task": "bargaining",
+        "episodes": 4,
+        "goal_mean": 9.5,
+        "goal_ci_low": 8.7,
+        "goal_ci_high": 10.0,
+        "judge_goal_mean": None,
+        "words_per_turn": 12.0,
+        "turns_per_episode": 5.0,
+        "agreement_rate": 1.0,
+        "leave_rate": 0.0,
+        "valid_rate": 1.0,
+    }
     summary = {"rows": [row, {**row, "task": "all"}], "model": "m"}
     seen = []
     real_bar = Axes.bar

@@ -9,6 +9,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from conftest import SHARED_DATA as DATA
 from socium.errors import ConfigError, InputFileError
 from socium.platform.graph import (
     FollowIndex,
@@ -19,7 +20,6 @@ from socium.platform.graph import (
     read_edgelist,
 )
 
-from conftest import SHARED_DATA as DATA
 FACEBOOK = DATA / "snap-ego-facebook" / "facebook_combined.txt.gz"
 
 KINDS = [
@@ -79,8 +79,9 @@ def test_stochastic_block_denser_inside() -> None:
 
 
 def test_core_periphery_structure() -> None:
-    g = generate_graph("core_periphery", 1000, 2, core_fraction=0.1, p_core=0.5, p_core_periphery=0.05,
-                       p_periphery=0.002)
+    g = generate_graph(
+        "core_periphery", 1000, 2, core_fraction=0.1, p_core=0.5, p_core_periphery=0.05, p_periphery=0.002
+    )
     block = nx.get_node_attributes(g, "block")
     assert sum(b == 0 for b in block.values()) == 100
     core_deg = np.mean([g.in_degree(v) for v in range(100)])

@@ -21,15 +21,26 @@ N = 40
 
 def cfg(**over):
     base = {
-        "name": "grp", "seed": 5, "steps": 3,
-        "population": {"n_agents": N, "mean_activity": 0.6, "stance": "bimodal",
-                       "goals": [f"zq{i}zq plan" for i in range(N)]},
+        "name": "grp",
+        "seed": 5,
+        "steps": 3,
+        "population": {
+            "n_agents": N,
+            "mean_activity": 0.6,
+            "stance": "bimodal",
+            "goals": [f"zq{i}zq plan" for i in range(N)],
+        },
         "graph": {"kind": "barabasi_albert", "params": {"m": 3}},
-        "policy": {"kind": "group_llm", "group_cluster_size": 8, "group_max_members": 4, "group_embedder": "hashing",
-                   "group_stance_weight": 5.0},
+        "policy": {
+            "kind": "group_llm",
+            "group_cluster_size": 8,
+            "group_max_members": 4,
+            "group_embedder": "hashing",
+            "group_stance_weight": 5.0,
+        },
         "llm": {"backend": "random"},
         "seed_posts": [{"author": i, "content": f"opening post {i}"} for i in range(6)],
-    }  # fmt: skip
+    }
     base.update(over)
     return config_from_dict(base)
 
@@ -83,7 +94,8 @@ def test_prompt_shows_each_member_and_quotes_shared_posts_once(tmp_path):
 
     sim = Simulation(cfg(steps=1), tmp_path / "r", policy=None)
     sim.policy.backend_factory = lambda cache: __import__("socium.llm.wrappers", fromlist=["x"]).CachingBackend(
-        ScriptedBackend(respond), cache)
+        ScriptedBackend(respond), cache
+    )
     sim.run()
     first = [r for r in seen if r.metadata["attempt"] == 0][0]
     text = first.messages[1].content
@@ -93,8 +105,10 @@ def test_prompt_shows_each_member_and_quotes_shared_posts_once(tmp_path):
     assert len(ids) == len(set(ids))
     reasks = [r for r in seen if r.metadata["attempt"] == 1]
     assert reasks and set(reasks[0].metadata["group"]) == set(first.metadata["group"])  # all skipped: all re-asked
-    inv = _rows(tmp_path / "r", "SELECT count(*) FROM actions WHERE type = 'invalid_llm_output' "
-                                "AND reason LIKE '%no answer for this user%'")
+    inv = _rows(
+        tmp_path / "r",
+        "SELECT count(*) FROM actions WHERE type = 'invalid_llm_output' AND reason LIKE '%no answer for this user%'",
+    )
     assert inv[0][0] == _rows(tmp_path / "r", "SELECT n_active FROM steps WHERE step = 0")[0][0]
 
 

@@ -32,15 +32,22 @@ class ScriptedVoter:
 
 def _files(tmp_path, n_items=150):
     items = [{"text": f"claim number {i}", "group": ("up", "control", "down")[i % 3]} for i in range(n_items)]
-    people = [{"realname": f"P {i}", "username": f"p{i}", "bio": "a voter", "persona": "votes a lot"} for i in range(10)]
+    people = [
+        {"realname": f"P {i}", "username": f"p{i}", "bio": "a voter", "persona": "votes a lot"} for i in range(10)
+    ]
     (tmp_path / "items.json").write_text(json.dumps(items))
     (tmp_path / "people.json").write_text(json.dumps(people))
     return {"items": str(tmp_path / "items.json"), "personas": str(tmp_path / "people.json")}
 
 
 def _run(tmp_path, q, name):
-    spec = HerdingSpec(n_items=150, n_agents=60, activation=1.0, **_files(tmp_path),
-                       base={"seed": 4, "steps": 2, "policy": {"kind": "random"}, "recsys": {"kind": "random", "k": 10}})  # fmt: skip
+    spec = HerdingSpec(
+        n_items=150,
+        n_agents=60,
+        activation=1.0,
+        **_files(tmp_path),
+        base={"seed": 4, "steps": 2, "policy": {"kind": "random"}, "recsys": {"kind": "random", "k": 10}},
+    )
     cfg, groups = herding_configs(spec, tmp_path / name)
     Simulation(cfg, tmp_path / name / "run", policy=ScriptedVoter(q)).run()
     return herding_metrics(tmp_path / name / "run", n_boot=300, seed=1), groups
@@ -84,8 +91,14 @@ def test_experiment_owned_keys_cannot_be_overridden(tmp_path):
 
 
 def test_llm_run_and_fitted_null(tmp_path):
-    spec = HerdingSpec(n_items=12, n_agents=12, activation=0.5, bootstrap=50, **_files(tmp_path),
-                       base={"seed": 1, "steps": 3, "llm": {"backend": "random"}})  # fmt: skip
+    spec = HerdingSpec(
+        n_items=12,
+        n_agents=12,
+        activation=0.5,
+        bootstrap=50,
+        **_files(tmp_path),
+        base={"seed": 1, "steps": 3, "llm": {"backend": "random"}},
+    )
     res = run_herding(spec, tmp_path / "exp")
     model, null = res["runs"]["model"], res["runs"]["null"]
     assert model["usage"]["llm_calls"] > 0 and null["usage"]["llm_calls"] == 0

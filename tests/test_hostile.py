@@ -2,18 +2,17 @@
 
 import duckdb
 
+from conftest import small_config
 from socium.agents.observation import Decision
 from socium.platform.actions import CreatePost, QuotePost
 from socium.simulator.simulation import Simulation
-
-from conftest import small_config
 
 HOSTILE = [
     "'); DROP TABLE posts; --",
     "x" * 1_000_000,
     "nul\x00byte",
     "lone \ud800 surrogate",
-    "\"; DELETE FROM actions WHERE 1=1; --",
+    '"; DELETE FROM actions WHERE 1=1; --',
 ]
 
 

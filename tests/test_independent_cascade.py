@@ -3,9 +3,8 @@
 import duckdb
 import numpy as np
 
-from socium.simulator.simulation import Simulation
-
 from conftest import small_config
+from socium.simulator.simulation import Simulation
 
 N, P, T = 2000, 0.1, 5
 
@@ -14,11 +13,12 @@ def test_star_adoption_matches_geometric_law(tmp_path):
     edges = tmp_path / "star.txt"
     edges.write_text("# followers -> hub\n" + "".join(f"{i} 0\n" for i in range(1, N + 1)))
     cfg = small_config(
-        steps=T, population={"n_agents": N + 1, "activity": "uniform", "mean_activity": 1.0},
+        steps=T,
+        population={"n_agents": N + 1, "activity": "uniform", "mean_activity": 1.0},
         graph={"kind": "edgelist", "path": str(edges), "directed": True, "params": {}},
         policy={"kind": "independent_cascade", "p_repost": P, "p_post": 0.0},
         seed_posts=[{"author": 0, "content": "the rumour"}],
-    )  # fmt: skip
+    )
     Simulation(cfg, tmp_path / "r").run()
     con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
     per_step = dict(con.execute("SELECT step, count(*) FROM posts WHERE kind = 'repost' GROUP BY step").fetchall())

@@ -20,11 +20,22 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _spec(tmp_path, **over):
-    data = {"experiment": "intervention", "seeds": [0, 1], "n_false": 1, "n_true": 1, "drift_embedder": "hashing",
-            "strategies": {"none": {}, "removal": {"kind": "fact_check", "params": {"delay": 0, "recall": 1.0},
-                                                   "remove": True}},
-            "base": {"steps": 4, "population": {"n_agents": 24, "mean_activity": 0.6, "stance": "bimodal"},
-                     "llm": {"backend": "fake", "max_tokens": 64}}}  # fmt: skip
+    data = {
+        "experiment": "intervention",
+        "seeds": [0, 1],
+        "n_false": 1,
+        "n_true": 1,
+        "drift_embedder": "hashing",
+        "strategies": {
+            "none": {},
+            "removal": {"kind": "fact_check", "params": {"delay": 0, "recall": 1.0}, "remove": True},
+        },
+        "base": {
+            "steps": 4,
+            "population": {"n_agents": 24, "mean_activity": 0.6, "stance": "bimodal"},
+            "llm": {"backend": "fake", "max_tokens": 64},
+        },
+    }
     data.update(over)
     return InterventionSpec.model_validate(data)
 
@@ -62,19 +73,31 @@ def test_intervention_experiment_runs_measures_and_reports(tmp_path):
     assert {"intervention_curves.png", "intervention_effects.png"} <= names
     assert all(p.stat().st_size > 10_000 for p in rep.images)
     again = run_intervention(spec, tmp_path / "iv")  # finished runs are reused, numbers identical
-    assert again["sources"]["null"]["strategies"]["removal"]["summary"] == res["sources"]["null"]["strategies"]["removal"]["summary"]
+    assert (
+        again["sources"]["null"]["strategies"]["removal"]["summary"]
+        == res["sources"]["null"]["strategies"]["removal"]["summary"]
+    )
 
 
 def test_reach_and_speed_are_measured_from_exposures(tmp_path):
-    cfg = config_from_dict({"seed": 2, "steps": 5, "population": {"n_agents": 30, "mean_activity": 0.7, "activity": "uniform"},
-                            "graph": {"kind": "empty"}, "recsys": {"kind": "global", "k": 3},
-                            "policy": {"kind": "independent_cascade", "p_repost": 0.0, "p_post": 0.0},
-                            "seed_posts": [{"author": 0, "content": "x", "veracity": "false"}]})  # fmt: skip
+    cfg = config_from_dict(
+        {
+            "seed": 2,
+            "steps": 5,
+            "population": {"n_agents": 30, "mean_activity": 0.7, "activity": "uniform"},
+            "graph": {"kind": "empty"},
+            "recsys": {"kind": "global", "k": 3},
+            "policy": {"kind": "independent_cascade", "p_repost": 0.0, "p_post": 0.0},
+            "seed_posts": [{"author": 0, "content": "x", "veracity": "false"}],
+        }
+    )
     Simulation(cfg, tmp_path).run()
     m = run_metrics(tmp_path, 5)
     con = duckdb.connect(str(tmp_path / "trace.duckdb"), read_only=True)
     seen = con.execute("SELECT count(DISTINCT agent_id) FROM exposures WHERE post_id = 0").fetchone()[0]
-    first = sorted(r[0] for r in con.execute("SELECT min(step) FROM exposures WHERE post_id = 0 GROUP BY agent_id").fetchall())
+    first = sorted(
+        r[0] for r in con.execute("SELECT min(step) FROM exposures WHERE post_id = 0 GROUP BY agent_id").fetchall()
+    )
     con.close()
     assert m["false_reach"] == seen > 0 and m["true_reach"] is None
     assert m["false_t50"] == first[(len(first) + 1) // 2 - 1]  # first step by which half the final reach was seen
@@ -88,19 +111,36 @@ def test_t_ci_is_a_t_interval():
 
 
 def test_drift_by_depth_and_veracity(tmp_path):
-    cfg = config_from_dict({"seed": 1, "steps": 3, "population": {"n_agents": 6, "mean_activity": 0.01},
-                            "graph": {"kind": "empty"}, "policy": {"kind": "random", "p_post": 0, "p_like": 0, "p_repost": 0},
-                            "seed_posts": [{"author": 0, "content": "the vaccine trial enrolled ten thousand adults",
-                                            "veracity": "true"},
-                                           {"author": 1, "content": "the vaccine trial enrolled ten thousand adults",
-                                            "veracity": "false"}]})  # fmt: skip
+    cfg = config_from_dict(
+        {
+            "seed": 1,
+            "steps": 3,
+            "population": {"n_agents": 6, "mean_activity": 0.01},
+            "graph": {"kind": "empty"},
+            "policy": {"kind": "random", "p_post": 0, "p_like": 0, "p_repost": 0},
+            "seed_posts": [
+                {"author": 0, "content": "the vaccine trial enrolled ten thousand adults", "veracity": "true"},
+                {"author": 1, "content": "the vaccine trial enrolled ten thousand adults", "veracity": "false"},
+            ],
+        }
+    )
     sim = Simulation(cfg, tmp_path)
     with sim:
         sim.step(active=[])
-        sim.step(actions={2: [QuotePost(post_id=0, content="the vaccine trial enrolled ten thousand adults indeed")],
-                          3: [QuotePost(post_id=1, content="secret microchips hidden in every dose they lie")]}, active=[])
-        sim.step(actions={4: [CreateComment(post_id=2, content="the vaccine trial enrolled adults")],
-                          5: [QuotePost(post_id=3, content="chemtrails and microchips and lizard people")]}, active=[])
+        sim.step(
+            actions={
+                2: [QuotePost(post_id=0, content="the vaccine trial enrolled ten thousand adults indeed")],
+                3: [QuotePost(post_id=1, content="secret microchips hidden in every dose they lie")],
+            },
+            active=[],
+        )
+        sim.step(
+            actions={
+                4: [CreateComment(post_id=2, content="the vaccine trial enrolled adults")],
+                5: [QuotePost(post_id=3, content="chemtrails and microchips and lizard people")],
+            },
+            active=[],
+        )
     d = drift(tmp_path, HashingEmbedder())
     assert d["n_retellings"] == 4
     assert d["by_veracity"]["false"]["drift"] > d["by_veracity"]["true"]["drift"]
@@ -114,7 +154,18 @@ def test_example_runs_on_the_fake_backend(tmp_path):
 
     from socium.cli.main import app
 
-    r = CliRunner().invoke(app, ["experiment", "intervention", str(ROOT / "examples" / "intervention.yaml"), "--out",
-                                 str(tmp_path / "ex"), "--quiet", "--set", "seeds=[0]"])  # fmt: skip
+    r = CliRunner().invoke(
+        app,
+        [
+            "experiment",
+            "intervention",
+            str(ROOT / "examples" / "intervention.yaml"),
+            "--out",
+            str(tmp_path / "ex"),
+            "--quiet",
+            "--set",
+            "seeds=[0]",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert (tmp_path / "ex" / "report" / "intervention_effects.png").is_file()

@@ -1,8 +1,8 @@
 """LLM agents on the platform: perspectives, hostile backends, replay, budgets, a loopback server."""
 
 import json
-import re
 import math
+import re
 
 import duckdb
 import pytest
@@ -21,13 +21,17 @@ GOALS = [f"zq{i}zq secret plan" for i in range(N)]
 
 def cfg(perspective="local", **over):
     base = {
-        "name": "llm", "seed": 3, "steps": 3, "perspective": perspective,
+        "name": "llm",
+        "seed": 3,
+        "steps": 3,
+        "perspective": perspective,
         "population": {"n_agents": N, "mean_activity": 0.5, "goals": GOALS},
         "graph": {"kind": "barabasi_albert", "params": {"m": 3}},
-        "policy": {"kind": "llm"}, "llm": {"backend": "random"},
+        "policy": {"kind": "llm"},
+        "llm": {"backend": "random"},
         "llm_agents": {"group_size": 4},
         "seed_posts": [{"author": i, "content": f"opening post {i}"} for i in range(6)],
-    }  # fmt: skip
+    }
     base.update(over)
     return config_from_dict(base)
 
@@ -81,13 +85,17 @@ def test_omniscient_makes_one_call_per_group(tmp_path):
 
 def test_hostile_backend_every_activation_has_exactly_one_outcome(tmp_path):
     c = cfg("local", steps=4)
-    factory = lambda cache: CachingBackend(RetryingBackend(GarbageBackend(seed=1, error_rate=0.3, garbage_rate=0.2),
-                                                           max_attempts=2, base_delay_s=0.0, seed=0), cache)  # noqa: E731
+    factory = lambda cache: CachingBackend(
+        RetryingBackend(
+            GarbageBackend(seed=1, error_rate=0.3, garbage_rate=0.2), max_attempts=2, base_delay_s=0.0, seed=0
+        ),
+        cache,
+    )  # noqa: E731
     Simulation(c, tmp_path / "r", policy=LLMPolicy(c, backend_factory=factory)).run()
     con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
     per = con.execute("""SELECT s.step, s.n_active, count(a.agent_id), count(DISTINCT a.agent_id)
                          FROM steps s LEFT JOIN actions a ON a.step = s.step AND a.origin != 'seed'
-                         WHERE s.step >= 0 GROUP BY ALL ORDER BY 1""").fetchall()  # fmt: skip
+                         WHERE s.step >= 0 GROUP BY ALL ORDER BY 1""").fetchall()
     for step, n_active, n_rows, n_agents in per:
         assert n_rows == n_agents == n_active, step
     outcomes = dict(con.execute("SELECT outcome, count(*) FROM actions WHERE origin != 'seed' GROUP BY 1").fetchall())
@@ -99,8 +107,12 @@ def test_hostile_backend_every_activation_has_exactly_one_outcome(tmp_path):
 def test_replay_gives_identical_trace_without_model_calls(tmp_path):
     a = cfg("local", surveys=[{"every": 2, "question": "Trust the news?"}])
     Simulation(a, tmp_path / "a").run()
-    b = cfg("local", surveys=[{"every": 2, "question": "Trust the news?"}],
-            llm={"backend": "replay", "model": "random"}, llm_agents={"group_size": 4, "replay_from": str(tmp_path / "a")})
+    b = cfg(
+        "local",
+        surveys=[{"every": 2, "question": "Trust the news?"}],
+        llm={"backend": "replay", "model": "random"},
+        llm_agents={"group_size": 4, "replay_from": str(tmp_path / "a")},
+    )
     Simulation(b, tmp_path / "b").run()
     da, db = trace_digest(tmp_path / "a" / "trace.duckdb"), trace_digest(tmp_path / "b" / "trace.duckdb")
     for t in ("posts", "actions", "exposures", "follow_events", "surveys", "steps", "agents"):
@@ -112,7 +124,9 @@ def test_replay_gives_identical_trace_without_model_calls(tmp_path):
 def test_replay_reads_the_recorded_model(tmp_path):
     a = cfg("local", steps=2, llm={"backend": "random", "model": "tiny-recorded-model"})
     Simulation(a, tmp_path / "a").run()
-    b = cfg("local", steps=2, llm={"backend": "replay"}, llm_agents={"group_size": 4, "replay_from": str(tmp_path / "a")})
+    b = cfg(
+        "local", steps=2, llm={"backend": "replay"}, llm_agents={"group_size": 4, "replay_from": str(tmp_path / "a")}
+    )
     Simulation(b, tmp_path / "b").run()  # no llm.model: taken from the recorded llm_calls
     da, db = trace_digest(tmp_path / "a" / "trace.duckdb"), trace_digest(tmp_path / "b" / "trace.duckdb")
     assert da["actions"] == db["actions"] and da["posts"] == db["posts"]
@@ -122,8 +136,12 @@ def test_replay_miss_names_the_request(tmp_path):
     from socium.errors import ReplayMiss
 
     Simulation(cfg("local", steps=1), tmp_path / "a").run()
-    b = cfg("local", steps=2, llm={"backend": "replay", "model": "random"},
-            llm_agents={"group_size": 4, "replay_from": str(tmp_path / "a")})  # fmt: skip
+    b = cfg(
+        "local",
+        steps=2,
+        llm={"backend": "replay", "model": "random"},
+        llm_agents={"group_size": 4, "replay_from": str(tmp_path / "a")},
+    )
     with pytest.raises(ReplayMiss, match="request 's1-a"):
         Simulation(b, tmp_path / "b").run()
     con = duckdb.connect(str(tmp_path / "b" / "trace.duckdb"), read_only=True)
@@ -140,8 +158,10 @@ def test_token_budget_stops_cleanly_keeping_committed_steps(tmp_path):
     for t in ("actions", "posts", "exposures"):
         assert con.execute(f"SELECT count(*) FROM {t} WHERE step > ?", [last]).fetchone()[0] == 0, t
     # the calls the uncommitted step made are logged (they were paid for), marked as such
-    aborted = con.execute("SELECT count(*), count(*) FILTER (WHERE metadata->>'aborted_step' = ?) "
-                          "FROM llm_calls WHERE step > ?", [str(last + 1), last]).fetchone()
+    aborted = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE metadata->>'aborted_step' = ?) FROM llm_calls WHERE step > ?",
+        [str(last + 1), last],
+    ).fetchone()
     assert aborted[0] > 0 and aborted[0] == aborted[1]
     assert con.execute("SELECT sum(prompt_tokens + completion_tokens) FROM llm_calls").fetchone()[0] <= 20000
 
@@ -189,14 +209,16 @@ def test_interview_and_surveys(tmp_path):
         return await real_generate(self, requests)
 
     con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
-    agent, typ = con.execute("SELECT agent_id, type FROM actions WHERE origin = 'llm' ORDER BY step DESC, seq DESC "
-                             "LIMIT 1").fetchone()
+    agent, typ = con.execute(
+        "SELECT agent_id, type FROM actions WHERE origin = 'llm' ORDER BY step DESC, seq DESC LIMIT 1"
+    ).fetchone()
     bio = con.execute("SELECT bio FROM agents WHERE agent_id = ?", [agent]).fetchone()[0]
     con.close()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(backends.ScriptedBackend, "generate", spy)
-        r = CliRunner().invoke(app, ["interview", str(tmp_path / "r"), "How was your day?", "--agent", str(agent),
-                                     "--backend", "scripted"])
+        r = CliRunner().invoke(
+            app, ["interview", str(tmp_path / "r"), "How was your day?", "--agent", str(agent), "--backend", "scripted"]
+        )
     assert r.exit_code == 0, r.output
     assert r.output.strip() == '{"action": "do_nothing"}'  # the model's answer, printed as is
     assert len(seen) == 1

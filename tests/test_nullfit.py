@@ -3,20 +3,21 @@
 import numpy as np
 import pytest
 
+from conftest import small_config
 from socium.experiments.nullfit import fit_independent_cascade, fit_random_voting
 from socium.simulator.simulation import Simulation
-
-from conftest import small_config
 
 
 @pytest.mark.parametrize("p", [0.08, 0.3])
 def test_independent_cascade_probability_is_recovered(tmp_path, p):
     cfg = small_config(
-        seed=3, steps=8, population={"n_agents": 400, "activity": "uniform", "mean_activity": 0.5},
+        seed=3,
+        steps=8,
+        population={"n_agents": 400, "activity": "uniform", "mean_activity": 0.5},
         graph={"kind": "barabasi_albert", "params": {"m": 4}},
         policy={"kind": "independent_cascade", "p_repost": p, "p_post": 0.02},
         seed_posts=[{"author": a, "content": f"rumour {a}"} for a in (0, 1, 2, 5, 9)],
-    )  # fmt: skip
+    )
     Simulation(cfg, tmp_path / "r").run()
     fit = fit_independent_cascade(tmp_path / "r")
     assert fit.trials > 300 and fit.adoptions > 20
@@ -28,11 +29,15 @@ def test_independent_cascade_probability_is_recovered(tmp_path, p):
 def test_random_voting_rates_are_recovered(tmp_path):
     items = 30
     cfg = small_config(
-        seed=5, steps=6, platform={"preset": "reddit"}, population={"n_agents": 300, "activity": "uniform", "mean_activity": 0.6},
-        graph={"kind": "empty", "params": {}}, recsys={"kind": "random", "k": 5},
+        seed=5,
+        steps=6,
+        platform={"preset": "reddit"},
+        population={"n_agents": 300, "activity": "uniform", "mean_activity": 0.6},
+        graph={"kind": "empty", "params": {}},
+        recsys={"kind": "random", "k": 5},
         policy={"kind": "random", "p_post": 0.0, "p_repost": 0.0, "p_like": 0.2, "p_dislike": 0.25},
         seed_posts=[{"author": 0, "content": f"item {i}"} for i in range(items)],
-    )  # fmt: skip
+    )
     Simulation(cfg, tmp_path / "r").run()
     fit = fit_random_voting(tmp_path / "r", range(items))
     se_l = np.sqrt(0.2 * 0.8 / fit.trials)

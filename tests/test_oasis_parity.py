@@ -6,21 +6,26 @@ import json
 import duckdb
 import pytest
 
+from conftest import small_config
 from socium.agents.llm_policy import LLMPolicy
-from socium.config import config_from_dict
 from socium.llm.wrappers import CachingBackend
 from socium.simulator.simulation import Simulation
 from socium.testing.backends import ScriptedBackend
-from conftest import small_config
 
 N = 6
 GROUP_ACTIONS = ["create_post", "join_group", "leave_group", "send_to_group", "create_group", "do_nothing"]
 
 
 def cfg(**over):
-    base = {"name": "parity", "steps": 2, "population": {"n_agents": N, "activity": "uniform", "mean_activity": 1.0},
-            "graph": {"kind": "empty", "params": {}}, "policy": {"kind": "llm"}, "llm": {"backend": "random"},
-            "seed_posts": [{"author": 0, "content": "hello world"}]}  # fmt: skip
+    base = {
+        "name": "parity",
+        "steps": 2,
+        "population": {"n_agents": N, "activity": "uniform", "mean_activity": 1.0},
+        "graph": {"kind": "empty", "params": {}},
+        "policy": {"kind": "llm"},
+        "llm": {"backend": "random"},
+        "seed_posts": [{"author": 0, "content": "hello world"}],
+    }
     for k, v in over.items():
         base[k] = {**base[k], **v} if isinstance(v, dict) and isinstance(base.get(k), dict) else v
     return small_config(**base)
@@ -54,7 +59,7 @@ def group_cfg(**over):
         {"agent": 0, "step": 0, "action": {"type": "send_to_group", "group_id": 0, "content": "old message zzold"}},
         {"agent": 1, "step": 0, "action": {"type": "send_to_group", "group_id": 0, "content": "middle zzmid"}},
         {"agent": 0, "step": 0, "action": {"type": "send_to_group", "group_id": 0, "content": EVIL}},
-    ]  # fmt: skip
+    ]
     return cfg(seed_actions=seed_actions, llm_agents={"actions": GROUP_ACTIONS, "group_messages": 2}, **over)
 
 
@@ -82,7 +87,9 @@ def test_members_see_their_groups_recent_messages_quoted_and_bounded(tmp_path):
     for a in range(2, N):  # non-members: offered the group by name, never its messages
         t = by_agent[a]
         assert "group_id=0 name=bike club members=2" in t and "zzsecret" not in t and "zzmid" not in t
-    assert "join_group" in backend.calls[0].messages[0].content.split("Actions: ")[1]  # the catalogue offers group actions
+    assert (
+        "join_group" in backend.calls[0].messages[0].content.split("Actions: ")[1]
+    )  # the catalogue offers group actions
     # they joined at step 0, so at step 1 every agent is a member and talks to the group
     ok = query(tmp_path / "r", "SELECT type, count(*) FROM actions WHERE origin = 'llm' AND outcome = 'ok' GROUP BY 1")
     assert dict(ok) == {"join_group": N - 2, "send_to_group": 2 + N}
@@ -122,14 +129,19 @@ def test_reason_is_asked_for_stored_in_actions_and_costed_in_the_card(tmp_path):
     assert query(tmp_path / "r", "SELECT count(*) FROM actions WHERE origin = 'seed' AND rationale IS NULL")[0][0] == 1
     card = simulation_card(tmp_path / "r")
     r = card["llm_usage"]["reason"]
-    assert r["answers_with_reason"] == 2 * N and 0 < r["estimated_completion_tokens"] < card["llm_usage"]["completion_tokens"]
+    assert (
+        r["answers_with_reason"] == 2 * N
+        and 0 < r["estimated_completion_tokens"] < card["llm_usage"]["completion_tokens"]
+    )
 
 
 def test_without_record_reason_the_answer_is_a_bare_action_and_rationale_null(tmp_path):
     c = cfg(steps=1)
     pol, backend = scripted(c, lambda req: json.dumps({"type": "create_post", "content": "hi"}))
     Simulation(c, tmp_path / "r", policy=pol).run()
-    assert "reason" not in json.dumps(backend.calls[0].json_schema) and "WHY" not in backend.calls[0].messages[0].content
+    assert (
+        "reason" not in json.dumps(backend.calls[0].json_schema) and "WHY" not in backend.calls[0].messages[0].content
+    )
     assert query(tmp_path / "r", "SELECT count(*) FROM actions WHERE rationale IS NOT NULL")[0][0] == 0
 
 
@@ -140,15 +152,19 @@ def test_several_actions_per_activation_in_order(tmp_path):
     def answer(req):
         if req.metadata["agent_id"] == 5:  # too many actions: re-asked, then recorded as invalid
             return json.dumps({"actions": [{"type": "do_nothing"}] * 3})
-        return json.dumps({"actions": [{"type": "create_post", "content": "first"},
-                                       {"type": "create_post", "content": "second"}]})  # fmt: skip
+        return json.dumps(
+            {"actions": [{"type": "create_post", "content": "first"}, {"type": "create_post", "content": "second"}]}
+        )
 
     pol, backend = scripted(c, answer)
     Simulation(c, tmp_path / "r", policy=pol).run()
     assert backend.calls[0].json_schema["properties"]["actions"]["maxItems"] == 2
     assert "1 to 2 actions" in backend.calls[0].messages[0].content
-    rows = query(tmp_path / "r", "SELECT agent_id, list(json_extract_string(args, '$.content') ORDER BY seq) "
-                                 "FROM actions WHERE origin = 'llm' AND outcome = 'ok' GROUP BY 1 ORDER BY 1")  # fmt: skip
+    rows = query(
+        tmp_path / "r",
+        "SELECT agent_id, list(json_extract_string(args, '$.content') ORDER BY seq) "
+        "FROM actions WHERE origin = 'llm' AND outcome = 'ok' GROUP BY 1 ORDER BY 1",
+    )
     assert rows == [(a, ["first", "second"]) for a in range(5)]
     bad = query(tmp_path / "r", "SELECT agent_id, reason FROM actions WHERE outcome = 'invalid_llm_output'")
     assert len(bad) == 1 and bad[0][0] == 5 and "at most 2 actions" in bad[0][1]
@@ -161,16 +177,21 @@ def test_step_api_mixes_manual_and_llm_actions_and_chooses_who_acts(tmp_path):
     c = cfg(steps=5, recsys={"kind": "global"})
     pol, backend = scripted(c, lambda req: json.dumps({"type": "do_nothing"}))
     with Simulation(c, tmp_path / "r", policy=pol) as sim:
-        stats = sim.step(actions={0: [CreatePost(content="manual zzman")], 3: [{"type": "like_post", "post_id": 0}]},
-                         active=[1, 2])  # fmt: skip
+        stats = sim.step(
+            actions={0: [CreatePost(content="manual zzman")], 3: [{"type": "like_post", "post_id": 0}]}, active=[1, 2]
+        )
         assert stats.step == 0 and stats.n_active == 2
         sim.step(active=[])
     assert sorted(r.metadata["agent_id"] for r in backend.calls) == [1, 2]  # only the chosen agents were asked
     assert all("zzman" in user_text(r) for r in backend.calls)  # manual actions come before the LLM's decisions
     rows = query(tmp_path / "r", "SELECT step, agent_id, origin, type, outcome FROM actions ORDER BY step, seq")
-    assert rows == [(0, 0, "seed", "create_post", "ok"), (0, 0, "manual", "create_post", "ok"),
-                    (0, 3, "manual", "like_post", "ok"), (0, 1, "llm", "do_nothing", "ok"),
-                    (0, 2, "llm", "do_nothing", "ok")]  # fmt: skip
+    assert rows == [
+        (0, 0, "seed", "create_post", "ok"),
+        (0, 0, "manual", "create_post", "ok"),
+        (0, 3, "manual", "like_post", "ok"),
+        (0, 1, "llm", "do_nothing", "ok"),
+        (0, 2, "llm", "do_nothing", "ok"),
+    ]
     assert query(tmp_path / "r", "SELECT step, n_active FROM steps WHERE step >= 0") == [(0, 2), (1, 0)]
 
 
@@ -193,10 +214,12 @@ def test_step_api_rejects_bad_ids_before_touching_the_world(tmp_path):
 def _driven(sim, upto):
     from socium.platform.actions import CreatePost, LikePost
 
-    plan = [dict(actions={0: [CreatePost(content="manual one")]}, active=[1, 2]),
-            dict(actions={4: [LikePost(post_id=1), CreatePost(content="manual two")]}, active=[3, 5]),
-            dict(active=[0, 1, 2, 3])]  # fmt: skip
-    for kw in plan[sim.next_step:upto]:
+    plan = [
+        dict(actions={0: [CreatePost(content="manual one")]}, active=[1, 2]),
+        dict(actions={4: [LikePost(post_id=1), CreatePost(content="manual two")]}, active=[3, 5]),
+        dict(active=[0, 1, 2, 3]),
+    ]
+    for kw in plan[sim.next_step : upto]:
         sim.step(**kw)
 
 
@@ -220,22 +243,37 @@ def test_manual_steps_resume_to_the_same_trace(tmp_path):
 def test_agents_sign_up_mid_run_with_their_follows_and_resume_replays_it(tmp_path):
     from socium.simulator.store import trace_digest
 
-    c = cfg(steps=3, policy={"kind": "random"}, graph={"kind": "barabasi_albert", "params": {"m": 2}},
-            population={"join_schedule": [{"step": 1, "agents": [4, 5]}, {"step": None, "agents": [3]}]},
-            surveys=[{"every": 1, "question": "stance?"}])  # fmt: skip
+    c = cfg(
+        steps=3,
+        policy={"kind": "random"},
+        graph={"kind": "barabasi_albert", "params": {"m": 2}},
+        population={"join_schedule": [{"step": 1, "agents": [4, 5]}, {"step": None, "agents": [3]}]},
+        surveys=[{"every": 1, "question": "stance?"}],
+    )
     with Simulation(c, tmp_path / "a") as sim:
-        s0 = sim.step(actions={5: [{"type": "create_post", "content": "too early"}], 0: [{"type": "follow", "user_id": 4}]})
+        s0 = sim.step(
+            actions={5: [{"type": "create_post", "content": "too early"}], 0: [{"type": "follow", "user_id": 4}]}
+        )
         assert s0.n_active == 3  # everyone active except the three not yet on the platform
         sim.step(sign_up=[3])
         sim.step()
     r = tmp_path / "a"
-    assert query(r, "SELECT count(*) FROM follow_events WHERE step = -1 AND (src IN (3, 4, 5) OR dst IN (3, 4, 5))") == [(0,)]
+    assert query(
+        r, "SELECT count(*) FROM follow_events WHERE step = -1 AND (src IN (3, 4, 5) OR dst IN (3, 4, 5))"
+    ) == [(0,)]
     assert query(r, "SELECT outcome, reason FROM actions WHERE origin = 'manual' ORDER BY agent_id") == [
-        ("invalid", "user 4 does not exist"), ("invalid", "agent 5 has not signed up yet")]
+        ("invalid", "user 4 does not exist"),
+        ("invalid", "agent 5 has not signed up yet"),
+    ]
     assert query(r, "SELECT step, agent_id, origin FROM sign_ups ORDER BY agent_id") == [
-        (1, 3, "manual"), (1, 4, "schedule"), (1, 5, "schedule")]
+        (1, 3, "manual"),
+        (1, 4, "schedule"),
+        (1, 5, "schedule"),
+    ]
     assert query(r, "SELECT step, count(*) FROM surveys GROUP BY 1 ORDER BY 1") == [(0, N - 3), (1, N), (2, N)]
-    held = query(r, "SELECT count(*) FROM follow_events WHERE step = 1 AND event = 1 AND (src IN (3, 4, 5) OR dst IN (3, 4, 5))")[0][0]
+    held = query(
+        r, "SELECT count(*) FROM follow_events WHERE step = 1 AND event = 1 AND (src IN (3, 4, 5) OR dst IN (3, 4, 5))"
+    )[0][0]
     assert held > 0 and query(r, "SELECT n_active FROM steps WHERE step = 1") == [(N,)]
     with Simulation(c, tmp_path / "b") as sim:
         sim.step(actions={5: [{"type": "create_post", "content": "too early"}], 0: [{"type": "follow", "user_id": 4}]})
@@ -266,11 +304,16 @@ def test_interviews_at_a_step_use_memory_then_and_are_recorded_with_their_call(t
         assert got == {1: "answer of 1"}
         sim.step()
     r = tmp_path / "r"
-    rows = query(r, "SELECT i.step, i.agent_id, i.question, i.answer, i.origin, c.request_id, c.prompt FROM interviews i "
-                    "JOIN llm_calls c USING (call_id) ORDER BY i.origin, i.agent_id")  # fmt: skip
-    assert [x[:5] for x in rows] == [(1, 0, "What do you think of zzq?", "answer of 0", "config"),
-                                     (1, 2, "What do you think of zzq?", "answer of 2", "config"),
-                                     (1, 1, "And now?", "answer of 1", "python")]  # fmt: skip
+    rows = query(
+        r,
+        "SELECT i.step, i.agent_id, i.question, i.answer, i.origin, c.request_id, c.prompt FROM interviews i "
+        "JOIN llm_calls c USING (call_id) ORDER BY i.origin, i.agent_id",
+    )
+    assert [x[:5] for x in rows] == [
+        (1, 0, "What do you think of zzq?", "answer of 0", "config"),
+        (1, 2, "What do you think of zzq?", "answer of 2", "config"),
+        (1, 1, "And now?", "answer of 1", "python"),
+    ]
     for step, agent, _q, _a, _o, rid, prompt in rows:
         assert rid.startswith(f"interview-s{step}-a{agent}-")
         assert "step 1: create_post content=post at 1" in prompt and "step 2" not in prompt  # memory as of step 1
@@ -306,9 +349,16 @@ def test_interviews_need_llm_agents():
 def test_agents_are_routed_to_named_backends_recorded_per_call(tmp_path):
     from socium.experiments.card import simulation_card
 
-    c = cfg(steps=2, llm=None, llms={"big": {"backend": "random", "model": "big-model", "max_tokens": 77},
-                                     "small": {"backend": "random", "model": "small-model", "max_tokens": 33}},
-            population={"llms": ["big", "small", "small"]}, surveys=[{"every": 1, "question": "Trust?"}])  # fmt: skip
+    c = cfg(
+        steps=2,
+        llm=None,
+        llms={
+            "big": {"backend": "random", "model": "big-model", "max_tokens": 77},
+            "small": {"backend": "random", "model": "small-model", "max_tokens": 33},
+        },
+        population={"llms": ["big", "small", "small"]},
+        surveys=[{"every": 1, "question": "Trust?"}],
+    )
     Simulation(c, tmp_path / "r").run()
     rows = query(tmp_path / "r", "SELECT agent_id, model, params, metadata FROM llm_calls")
     assert len(rows) >= 4 * N  # two steps of decisions plus two surveys
@@ -317,7 +367,9 @@ def test_agents_are_routed_to_named_backends_recorded_per_call(tmp_path):
         assert model == f"{want}-model" and json.loads(md)["llm"] == want
         assert json.loads(params)["max_tokens"] == (77 if want == "big" else 33)
     usage = simulation_card(tmp_path / "r")["llm_usage"]["by_model"]
-    assert set(usage) == {"big-model", "small-model"} and usage["small-model"]["calls"] == 2 * usage["big-model"]["calls"]
+    assert (
+        set(usage) == {"big-model", "small-model"} and usage["small-model"]["calls"] == 2 * usage["big-model"]["calls"]
+    )
 
 
 def test_llm_routing_errors_name_the_key():
@@ -337,8 +389,10 @@ def test_oasis_csv_llm_column_routes_rows(tmp_path):
     head = "user_id,name,username,description,user_char,following_agentid_list,previous_tweets,llm\n"
     rows = [f"{i},n{i},u{i},bio,char,[],[],{m}\n" for i, m in enumerate(["big", "", "small"])]
     (tmp_path / "p.csv").write_text(head + "".join(rows))
-    c = cfg(llms={"big": {"backend": "random"}, "small": {"backend": "random"}},
-            population={"source": "oasis_csv", "path": str(tmp_path / "p.csv")})  # fmt: skip
+    c = cfg(
+        llms={"big": {"backend": "random"}, "small": {"backend": "random"}},
+        population={"source": "oasis_csv", "path": str(tmp_path / "p.csv")},
+    )
     names, route = llm_route(c, load_oasis_csv(tmp_path / "p.csv")[0])
     assert [names[i] for i in route] == ["big", "default", "small"]
     (tmp_path / "p.csv").write_text(head + rows[0].replace("big", "nope"))
@@ -355,7 +409,9 @@ def test_start_datetime_and_time_magnification_drive_clock_prompts_and_trace(tmp
         sim.run()
     heads = {r.metadata["step"]: user_text(r).split("## Your feed (")[1].split(")")[0] for r in backend.calls}
     assert heads == {0: "Fri 2024-03-01 09:30", 1: "Fri 2024-03-01 10:30", 2: "Fri 2024-03-01 11:30"}
-    rows = query(tmp_path / "r", "SELECT step, sim_time_s, strftime(sim_datetime, '%H:%M') FROM steps WHERE step >= 0 ORDER BY 1")
+    rows = query(
+        tmp_path / "r", "SELECT step, sim_time_s, strftime(sim_datetime, '%H:%M') FROM steps WHERE step >= 0 ORDER BY 1"
+    )
     assert rows == [(0, 0.0, "09:30"), (1, 3600.0, "10:30"), (2, 7200.0, "11:30")]
     assert query(tmp_path / "r", "SELECT DISTINCT time_s FROM posts") == [(0.0,)]
 
@@ -366,11 +422,19 @@ def test_magnification_alone_scales_the_hour_of_activation(tmp_path):
 
 
 def _feeds(tmp_path, name, **recsys):
-    c = cfg(steps=2, policy={"kind": "random", "p_post": 1.0}, graph={"kind": "barabasi_albert", "params": {"m": 2}},
-            population={"n_agents": 30}, recsys={"kind": "global", **recsys})  # fmt: skip
+    c = cfg(
+        steps=2,
+        policy={"kind": "random", "p_post": 1.0},
+        graph={"kind": "barabasi_albert", "params": {"m": 2}},
+        population={"n_agents": 30},
+        recsys={"kind": "global", **recsys},
+    )
     Simulation(c, tmp_path / name).run()
-    return query(tmp_path / name, "SELECT agent_id, list(source ORDER BY rank), count(DISTINCT post_id), count(*) "
-                                  "FROM exposures WHERE step = 1 GROUP BY 1")  # fmt: skip
+    return query(
+        tmp_path / name,
+        "SELECT agent_id, list(source ORDER BY rank), count(DISTINCT post_id), count(*) "
+        "FROM exposures WHERE step = 1 GROUP BY 1",
+    )
 
 
 def test_refresh_counts_mix_followee_and_recommended_posts(tmp_path):
@@ -398,10 +462,14 @@ def test_refresh_counts_are_validated_together():
 
 def test_show_score_shows_one_score_instead_of_votes(tmp_path):
     def run(name, show):
-        c = cfg(steps=1, platform={"preset": "reddit", "show_score": show},
-                seed_actions=[{"agent": a, "step": 0, "action": {"type": "like_post", "post_id": 0}} for a in (1, 2)]
-                + [{"agent": 3, "step": 0, "action": {"type": "dislike_post", "post_id": 0}}],
-                recsys={"kind": "global"}, llm_agents={"actions": ["like_post", "do_nothing"]})  # fmt: skip
+        c = cfg(
+            steps=1,
+            platform={"preset": "reddit", "show_score": show},
+            seed_actions=[{"agent": a, "step": 0, "action": {"type": "like_post", "post_id": 0}} for a in (1, 2)]
+            + [{"agent": 3, "step": 0, "action": {"type": "dislike_post", "post_id": 0}}],
+            recsys={"kind": "global"},
+            llm_agents={"actions": ["like_post", "do_nothing"]},
+        )
         pol, backend = scripted(c, lambda req: json.dumps({"type": "do_nothing"}))
         Simulation(c, tmp_path / name, policy=pol).run()
         return [user_text(r) for r in backend.calls if r.metadata["agent_id"] == 4][0]

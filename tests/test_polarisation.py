@@ -6,8 +6,13 @@ import numpy as np
 import pytest
 
 from socium.experiments.polarisation import (
-    PolarisationSpec, _persona, bimodality_coefficient, polarisation_metrics, polarisation_population, run_polarisation,
-)  # fmt: skip
+    PolarisationSpec,
+    _persona,
+    bimodality_coefficient,
+    polarisation_metrics,
+    polarisation_population,
+    run_polarisation,
+)
 
 
 def test_bimodality_coefficient_known_distributions():
@@ -40,9 +45,16 @@ def test_core_population_groups(shared_data):
 
 
 def test_bounded_confidence_run_metrics(tmp_path):
-    spec = PolarisationSpec(population="synthetic", n_agents=40, activation=1.0, survey_every=2, epsilon=2.0, mu=0.5,
-                            base={"seed": 1, "steps": 4, "policy": {"kind": "bounded_confidence", "epsilon": 2.0, "mu": 0.5}},
-                            run_null=False)  # fmt: skip
+    spec = PolarisationSpec(
+        population="synthetic",
+        n_agents=40,
+        activation=1.0,
+        survey_every=2,
+        epsilon=2.0,
+        mu=0.5,
+        base={"seed": 1, "steps": 4, "policy": {"kind": "bounded_confidence", "epsilon": 2.0, "mu": 0.5}},
+        run_null=False,
+    )
     res = run_polarisation(spec, tmp_path / "exp")
     pts = res["runs"]["model"]["metrics"]["points"]
     assert [p["step"] for p in pts] == [-1, 1, 3] and all(p["answered"] == 40 for p in pts)

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import SHARED_DATA as DATA
 from socium.agents.profiles import HOURS
 from socium.agents.sources import (
     DEFAULT_ACTIVITY,
@@ -18,7 +19,6 @@ from socium.agents.sources import (
 )
 from socium.errors import ConfigError, InputFileError
 
-from conftest import SHARED_DATA as DATA
 OASIS = DATA / "oasis-reference"
 TOPIC_CSV = OASIS / "twitter_dataset" / "anonymous_topic_200_1h" / "False_Business_0.csv"
 POLAR_CSV = OASIS / "twitter_dataset" / "group_polarization" / "197_baoshou.csv"
@@ -102,8 +102,12 @@ def test_synthetic_stance_kinds() -> None:
 
 @pytest.mark.parametrize(
     "kwargs, word",
-    [({"stance": "trimodal"}, "stance"), ({"activity": "bursty"}, "activity"),
-     ({"mean_activity": 1.5}, "mean_activity"), ({"interests_pool": []}, "interests_pool")],
+    [
+        ({"stance": "trimodal"}, "stance"),
+        ({"activity": "bursty"}, "activity"),
+        ({"mean_activity": 1.5}, "mean_activity"),
+        ({"interests_pool": []}, "interests_pool"),
+    ],
 )
 def test_synthetic_bad_options(kwargs: dict, word: str) -> None:
     with pytest.raises(ConfigError, match=word):
@@ -165,7 +169,7 @@ def test_oasis_csv_missing_column(tmp_path: Path) -> None:
 
 
 def test_oasis_csv_malformed_following(tmp_path: Path) -> None:
-    p = write(tmp_path, HEADER + "\n1,a,a,[],[],x,y\n2,b,b,\"[0, oops]\",[],x,y\n")
+    p = write(tmp_path, HEADER + '\n1,a,a,[],[],x,y\n2,b,b,"[0, oops]",[],x,y\n')
     with pytest.raises(InputFileError) as err:
         load_oasis_csv(p)
     assert err.value.line == 3
@@ -190,7 +194,7 @@ def test_oasis_csv_out_of_range_follow_and_line_after_multiline_field(tmp_path: 
 
 
 def test_oasis_csv_bad_activity_and_missing_file(tmp_path: Path) -> None:
-    p = write(tmp_path, HEADER + ",activity_level_frequency\n1,a,a,[],[],x,y,\"[1, 2]\"\n")
+    p = write(tmp_path, HEADER + ',activity_level_frequency\n1,a,a,[],[],x,y,"[1, 2]"\n')
     with pytest.raises(InputFileError, match="activity_level_frequency"):
         load_oasis_csv(p)
     with pytest.raises(InputFileError, match="nope.csv"):

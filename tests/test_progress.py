@@ -1,16 +1,14 @@
 """One progress display over experiments, sweeps and episodes; reused runs are announced."""
 
 import io
-import json
 
 import yaml
 from rich.console import Console
 from typer.testing import CliRunner
 
+from conftest import herding_inputs
 from socium.cli.main import app
 from socium.experiments.progress import RichProgress, current, reporting
-
-from conftest import herding_inputs
 
 runner = CliRunner()
 
@@ -38,8 +36,15 @@ def test_rich_progress_counts_runs_steps_calls_and_reuse():
 
 def _herding_spec(tmp_path):
     items, people = herding_inputs(tmp_path)
-    spec = {"experiment": "herding", "items": items, "personas": people,
-            "n_items": 6, "activation": 0.6, "bootstrap": 10, "base": {"seed": 2, "steps": 2, "llm": {"backend": "random"}}}
+    spec = {
+        "experiment": "herding",
+        "items": items,
+        "personas": people,
+        "n_items": 6,
+        "activation": 0.6,
+        "bootstrap": 10,
+        "base": {"seed": 2, "steps": 2, "llm": {"backend": "random"}},
+    }
     (tmp_path / "h.yaml").write_text(yaml.safe_dump(spec))
     return tmp_path / "h.yaml"
 
@@ -59,8 +64,14 @@ def test_experiment_shows_progress_and_says_when_runs_are_reused(tmp_path):
 def test_sweep_cell_reports_progress_and_reuse(tmp_path):
     from socium.experiments.sweep import read_progress, run_one
 
-    base = {"name": "s", "steps": 3, "population": {"n_agents": 40}, "policy": {"kind": "llm"},
-            "llm": {"backend": "random"}, "seed_posts": [{"author": 0, "content": "x"}]}
+    base = {
+        "name": "s",
+        "steps": 3,
+        "population": {"n_agents": 40},
+        "policy": {"kind": "llm"},
+        "llm": {"backend": "random"},
+        "seed_posts": [{"author": 0, "content": "x"}],
+    }
     first = run_one(base, ["seed=1"], str(tmp_path / "c"))
     assert first["ok"] and not first["reused"] and first["llm_calls"] > 0 and first["tokens"] > 0
     assert read_progress(tmp_path / "c") == (3, 3, first["llm_calls"], first["tokens"])

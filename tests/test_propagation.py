@@ -1,17 +1,15 @@
 """Propagation experiment: tree -> population -> runs -> curves and NRMSE, checked against hand counts."""
 
-
 import duckdb
 import pytest
 
+from conftest import small_config
 from socium.agents.observation import Decision
 from socium.experiments.curves import nrmse_curves
 from socium.experiments.propagation import PropagationSpec, earliest_users, run_propagation, simulated_curves
 from socium.experiments.realcascades import parse_tree
 from socium.platform.actions import QuotePost, Repost
 from socium.simulator.simulation import Simulation
-
-from conftest import small_config
 
 # root 10 at 0; 11, 12, 13 retweet the root; 14 retweets 11; 15 retweets 14 (depth 3).
 TREE = """['ROOT', 'ROOT', '0.0']->['10', '99', '0.0']
@@ -34,8 +32,14 @@ def tree_file(tmp_path):
 
 def _spec(tree_file, **over):
     base = {"seed": 2, "step_minutes": 5, "policy": {"kind": "independent_cascade", "p_repost": 0.5, "p_post": 0.0}}
-    kw = dict(tree_files=[str(tree_file)], source_texts={"99": "breaking: the <b>source</b> tweet"}, activation=1.0,
-              minutes=30, base=base, topics_csv=str(tree_file.parent / "none.csv"))
+    kw = dict(
+        tree_files=[str(tree_file)],
+        source_texts={"99": "breaking: the <b>source</b> tweet"},
+        activation=1.0,
+        minutes=30,
+        base=base,
+        topics_csv=str(tree_file.parent / "none.csv"),
+    )
     kw.update(over)
     return PropagationSpec(**kw)
 
@@ -47,14 +51,26 @@ def test_propagation_runs_scores_and_reports_defects(tmp_path, tree_file):
     assert c["edges"] == {"tree": 5, "real": 0, "noise": 0}
     assert res["defects"]["self_loops"] == 1 and res["defects"]["duplicate_edges"] == 1 and res["defects_balanced"]
     real = c["real"]
-    assert real["scale"][0] == 1 and real["scale"][2] == 2 and real["scale"][3] == 3 and real["scale"][7] == 5 and real["scale"][29] == 5
+    assert (
+        real["scale"][0] == 1
+        and real["scale"][2] == 2
+        and real["scale"][3] == 3
+        and real["scale"][7] == 5
+        and real["scale"][29] == 5
+    )
     assert real["depth"][7] == 3 and real["max_breadth"][3] == 2
     model = c["runs"]["model"]
     # the source post carries the spec's text, by the source author (agent 0), at step 0
     con = duckdb.connect(model["dir"] + "/trace.duckdb", read_only=True)
-    assert con.execute("SELECT author, step, content FROM posts WHERE post_id = 0").fetchone() == (0, 0, "breaking: the <b>source</b> tweet")
+    assert con.execute("SELECT author, step, content FROM posts WHERE post_id = 0").fetchone() == (
+        0,
+        0,
+        "breaking: the <b>source</b> tweet",
+    )
     follows = con.execute("SELECT src, dst FROM follows ORDER BY src").fetchall()
-    n_reshares = con.execute("SELECT count(DISTINCT author) FROM posts WHERE root_id = 0 AND kind = 'repost'").fetchone()[0]
+    n_reshares = con.execute(
+        "SELECT count(DISTINCT author) FROM posts WHERE root_id = 0 AND kind = 'repost'"
+    ).fetchone()[0]
     con.close()
     assert follows == [(1, 0), (2, 0), (3, 1), (4, 3), (5, 0)]  # earliest-first order: 11, 12, 14, 15, 13
     assert model["final"]["scale"] == 1 + n_reshares
@@ -96,11 +112,17 @@ class _Script:
 
 
 def test_simulated_curves_count_each_user_once_at_mid_step(tmp_path):
-    cfg = small_config(steps=3, step_minutes=4, population={"n_agents": 5, "activity": "uniform", "mean_activity": 1.0},
-                       graph={"kind": "empty", "params": {}},
-                       seed_posts=[{"author": 0, "content": "root"}], recsys={"kind": "global", "k": 10})  # fmt: skip
+    cfg = small_config(
+        steps=3,
+        step_minutes=4,
+        population={"n_agents": 5, "activity": "uniform", "mean_activity": 1.0},
+        graph={"kind": "empty", "params": {}},
+        seed_posts=[{"author": 0, "content": "root"}],
+        recsys={"kind": "global", "k": 10},
+    )
     Simulation(cfg, tmp_path / "r", policy=_Script()).run()
     c = simulated_curves(tmp_path / "r", 0, 12)
-    # nodes: root t=0 (user 0), user 1 at (0 + .5) * 4 = 2 min, user 2 at (1 + .5) * 4 = 6 min; the quote is user 1 again
+    # nodes: root t=0 (user 0), user 1 at (0 + .5) * 4 = 2 min, user 2 at (1 + .5) * 4 = 6 min;
+    # the quote is user 1 again
     assert c["scale"].tolist() == [1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3]
     assert c["depth"][-1] == 2 and c["max_breadth"][-1] == 1

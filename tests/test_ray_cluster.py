@@ -37,8 +37,13 @@ ENV = {**os.environ, "RAY_DISABLE_USAGE_STATS": "1", "RAY_AUTH_MODE": "disabled"
 
 
 def _start(args: list[str], log: Path) -> subprocess.Popen:
-    return subprocess.Popen([RAY_BIN, "start", "--block", *args], stdout=log.open("w"), stderr=subprocess.STDOUT,
-                            env=ENV, start_new_session=True)  # fmt: skip
+    return subprocess.Popen(
+        [RAY_BIN, "start", "--block", *args],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env=ENV,
+        start_new_session=True,
+    )
 
 
 def _stop(p: subprocess.Popen) -> None:
@@ -84,21 +89,39 @@ def test_actors_land_on_both_nodes_of_a_real_cluster(tmp_path):
     ray.shutdown()  # this test's Ray is the cluster it starts, reached from a separate driver process
     port = _free_port()
     temp = Path(tempfile.mkdtemp(prefix="srt", dir="/tmp"))  # short: Ray's socket paths are length-limited
-    common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--object-store-memory=80000000",
-              f"--temp-dir={temp}", "--disable-usage-stats"]  # fmt: skip
-    head = _start(["--head", f"--port={port}", "--include-dashboard=false", '--resources={"head_node": 1}', *common],
-                  tmp_path / "head.log")  # fmt: skip
+    common = [
+        "--node-ip-address=127.0.0.1",
+        "--num-cpus=1",
+        "--object-store-memory=80000000",
+        f"--temp-dir={temp}",
+        "--disable-usage-stats",
+    ]
+    head = _start(
+        ["--head", f"--port={port}", "--include-dashboard=false", '--resources={"head_node": 1}', *common],
+        tmp_path / "head.log",
+    )
     worker = None
     try:
         address = f"127.0.0.1:{port}"
         deadline = time.monotonic() + 60
-        while subprocess.run([RAY_BIN, "status", f"--address={address}"], capture_output=True, timeout=30, env=ENV).returncode != 0:
+        while (
+            subprocess.run(
+                [RAY_BIN, "status", f"--address={address}"], capture_output=True, timeout=30, env=ENV
+            ).returncode
+            != 0
+        ):
             assert head.poll() is None, (tmp_path / "head.log").read_text()[-3000:]
             assert time.monotonic() < deadline, "head never came up"
             time.sleep(1)
         worker = _start([f"--address={address}", '--resources={"worker_node": 1}', *common], tmp_path / "worker.log")
-        res = subprocess.run([sys.executable, "-c", DRIVER, address, str(tmp_path / "run")], env=ENV, cwd=os.path.dirname(__file__),
-                             capture_output=True, text=True, timeout=180)  # fmt: skip
+        res = subprocess.run(
+            [sys.executable, "-c", DRIVER, address, str(tmp_path / "run")],
+            env=ENV,
+            cwd=os.path.dirname(__file__),
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert res.returncode == 0, res.stderr[-3000:]
         got = json.loads(res.stdout.strip().splitlines()[-1])
         assert got["steps"] == small_config().steps and got["actions"] > 0

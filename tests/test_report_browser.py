@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import herding_inputs
 from socium.config import config_from_dict
 from socium.experiments.report import write_report
 from socium.simulator.simulation import Simulation
-
-from conftest import herding_inputs
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")]
@@ -35,9 +34,21 @@ def render(index: Path) -> dict:
     """Load the page in Chromium at PAGE_WIDTH and return what the page's own check script measured."""
     probe = index.with_name("_browser_check.html")
     probe.write_text(index.read_text(encoding="utf-8").replace("</body>", CHECK + "</body>"), encoding="utf-8")
-    out = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--window-size={PAGE_WIDTH},900",
-                          "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--window-size={PAGE_WIDTH},900",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            probe.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     probe.unlink()
     m = re.search(r'data-check="([^"]*)"', out.stdout)
     assert m, f"page did not load: {out.stderr[-500:]}"
@@ -66,33 +77,70 @@ def reports(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("browser")
     out = {}
-    rule = config_from_dict({"name": "rule", "seed": 1, "steps": 4, "policy": {"kind": "bounded_confidence"},
-                             "population": {"n_agents": 80, "mean_activity": 0.3, "stance": "bimodal"},
-                             "seed_posts": [{"author": 0, "content": "x"}]})
+    rule = config_from_dict(
+        {
+            "name": "rule",
+            "seed": 1,
+            "steps": 4,
+            "policy": {"kind": "bounded_confidence"},
+            "population": {"n_agents": 80, "mean_activity": 0.3, "stance": "bimodal"},
+            "seed_posts": [{"author": 0, "content": "x"}],
+        }
+    )
     Simulation(rule, root / "rule").run()
     out["run (rule-based)"] = root / "rule"
-    llm = config_from_dict({"name": "llm", "seed": 3, "steps": 3, "policy": {"kind": "llm"}, "llm": {"backend": "random"},
-                            "population": {"n_agents": 20, "mean_activity": 0.5, "stance": "uniform"},
-                            "surveys": [{"every": 1, "question": "Trust the news?"}],
-                            "seed_posts": [{"author": i, "content": f"post {i}"} for i in range(4)]})
+    llm = config_from_dict(
+        {
+            "name": "llm",
+            "seed": 3,
+            "steps": 3,
+            "policy": {"kind": "llm"},
+            "llm": {"backend": "random"},
+            "population": {"n_agents": 20, "mean_activity": 0.5, "stance": "uniform"},
+            "surveys": [{"every": 1, "question": "Trust the news?"}],
+            "seed_posts": [{"author": i, "content": f"post {i}"} for i in range(4)],
+        }
+    )
     Simulation(llm, root / "llm").run()
     out["run (LLM)"] = root / "llm"
     tree = root / "7.txt"
-    tree.write_text("['ROOT', 'ROOT', '0.0']->['1', '7', '0.0']\n"
-                    + "".join(f"['1', '7', '0.0']->['{u}', '7', '{u}.0']\n" for u in range(2, 9)))
+    tree.write_text(
+        "['ROOT', 'ROOT', '0.0']->['1', '7', '0.0']\n"
+        + "".join(f"['1', '7', '0.0']->['{u}', '7', '{u}.0']\n" for u in range(2, 9))
+    )
     tree2 = root / "8.txt"
     tree2.write_text(tree.read_text())
-    run_propagation(PropagationSpec(tree_files=[str(tree), str(tree2)], minutes=15, activation=0.8,
-                                    topics_csv=str(root / "none.csv"),
-                                    base={"seed": 1, "step_minutes": 5, "llm": {"backend": "random"}}), root / "prop")
+    run_propagation(
+        PropagationSpec(
+            tree_files=[str(tree), str(tree2)],
+            minutes=15,
+            activation=0.8,
+            topics_csv=str(root / "none.csv"),
+            base={"seed": 1, "step_minutes": 5, "llm": {"backend": "random"}},
+        ),
+        root / "prop",
+    )
     out["propagation"] = root / "prop"
     items, people = herding_inputs(root)
-    run_herding(HerdingSpec(items=items, personas=people, n_items=6,
-                            activation=0.6, bootstrap=20, base={"seed": 2, "steps": 2, "llm": {"backend": "random"}}),
-                root / "herd")
+    run_herding(
+        HerdingSpec(
+            items=items,
+            personas=people,
+            n_items=6,
+            activation=0.6,
+            bootstrap=20,
+            base={"seed": 2, "steps": 2, "llm": {"backend": "random"}},
+        ),
+        root / "herd",
+    )
     out["herding"] = root / "herd"
-    pol = PolarisationSpec(population="synthetic", n_agents=10, activation=0.5, survey_every=1,
-                           base={"seed": 1, "steps": 2, "llm": {"backend": "random"}})
+    pol = PolarisationSpec(
+        population="synthetic",
+        n_agents=10,
+        activation=0.5,
+        survey_every=1,
+        base={"seed": 1, "steps": 2, "llm": {"backend": "random"}},
+    )
     run_polarisation(pol, root / "pol")
     out["polarisation"] = root / "pol"
     run_compare(pol, root / "cmp", run_polarisation)

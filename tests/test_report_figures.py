@@ -5,11 +5,10 @@ import json
 import pytest
 import yaml
 
+from conftest import herding_inputs
 from socium.errors import ConfigError
 from socium.experiments import report_plots as P
 from socium.experiments.report import write_report
-
-from conftest import herding_inputs
 
 
 @pytest.fixture
@@ -20,11 +19,19 @@ def figures(monkeypatch):
 
     def spy(fig, path, legend_from=None, ncol=None):
         axes = [ax for ax in fig.axes if ax.has_data()]
-        seen.append({"name": path.name, "suptitle": fig._suptitle.get_text() if fig._suptitle else "",
-                     "titles": [ax.get_title() for ax in axes], "xlabels": [ax.get_xlabel() for ax in axes],
-                     "ylabels": [ax.get_ylabel() for ax in axes], "legends_inside": [ax.get_legend() for ax in axes],
-                     "lines": {ax.get_title(): [(ln.get_label(), list(ln.get_xdata())) for ln in ax.get_lines()]
-                               for ax in axes}})
+        seen.append(
+            {
+                "name": path.name,
+                "suptitle": fig._suptitle.get_text() if fig._suptitle else "",
+                "titles": [ax.get_title() for ax in axes],
+                "xlabels": [ax.get_xlabel() for ax in axes],
+                "ylabels": [ax.get_ylabel() for ax in axes],
+                "legends_inside": [ax.get_legend() for ax in axes],
+                "lines": {
+                    ax.get_title(): [(ln.get_label(), list(ln.get_xdata())) for ln in ax.get_lines()] for ax in axes
+                },
+            }
+        )
         return real_save(fig, path, legend_from, ncol)
 
     monkeypatch.setattr(P, "_save", spy)
@@ -46,8 +53,13 @@ def _check_conventions(figs):
 def test_polarisation_report_axes_and_reference_lines(tmp_path, figures):
     from socium.experiments.polarisation import PolarisationSpec, run_polarisation
 
-    spec = PolarisationSpec(population="synthetic", n_agents=10, activation=0.5, survey_every=2,
-                            base={"seed": 1, "steps": 4, "llm": {"backend": "random"}})
+    spec = PolarisationSpec(
+        population="synthetic",
+        n_agents=10,
+        activation=0.5,
+        survey_every=2,
+        base={"seed": 1, "steps": 4, "llm": {"backend": "random"}},
+    )
     res = run_polarisation(spec, tmp_path / "pol")
     rep = write_report(tmp_path / "pol")
     _check_conventions(figures)
@@ -69,9 +81,17 @@ def test_single_run_report_shows_the_run(tmp_path, figures):
     from socium.config import config_from_dict
     from socium.simulator.simulation import Simulation
 
-    cfg = config_from_dict({"name": "llm", "seed": 3, "steps": 3, "policy": {"kind": "llm"}, "llm": {"backend": "random"},
-                            "population": {"n_agents": 20, "mean_activity": 0.5, "stance": "uniform"},
-                            "seed_posts": [{"author": i, "content": f"post {i}"} for i in range(4)]})
+    cfg = config_from_dict(
+        {
+            "name": "llm",
+            "seed": 3,
+            "steps": 3,
+            "policy": {"kind": "llm"},
+            "llm": {"backend": "random"},
+            "population": {"n_agents": 20, "mean_activity": 0.5, "stance": "uniform"},
+            "seed_posts": [{"author": i, "content": f"post {i}"} for i in range(4)],
+        }
+    )
     Simulation(cfg, tmp_path / "r").run()
     rep = write_report(tmp_path / "r")
     _check_conventions(figures)
@@ -106,8 +126,10 @@ def test_t_interval_matches_scipy_and_clips():
 
 # ---- propagation specs ---------------------------------------------------------------------------
 def _tree(path):
-    path.write_text("['ROOT', 'ROOT', '0.0']->['1', '7', '0.0']\n"
-                    + "".join(f"['1', '7', '0.0']->['{u}', '7', '{u}.0']\n" for u in range(2, 6)))
+    path.write_text(
+        "['ROOT', 'ROOT', '0.0']->['1', '7', '0.0']\n"
+        + "".join(f"['1', '7', '0.0']->['{u}', '7', '{u}.0']\n" for u in range(2, 6))
+    )
     return path
 
 
@@ -127,8 +149,16 @@ def test_relative_spec_paths_resolve_against_the_spec_file(tmp_path, monkeypatch
     d = tmp_path / "specs"
     d.mkdir()
     _tree(d / "7.txt")
-    (d / "p.yaml").write_text(yaml.safe_dump({"experiment": "propagation", "tree_files": ["7.txt"],
-                                              "topics_csv": "none.csv", "base": {"population": {"path": "x.csv"}}}))
+    (d / "p.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "experiment": "propagation",
+                "tree_files": ["7.txt"],
+                "topics_csv": "none.csv",
+                "base": {"population": {"path": "x.csv"}},
+            }
+        )
+    )
     monkeypatch.chdir(tmp_path)  # not the spec's folder
     spec = load_experiment("specs/p.yaml")
     assert spec.tree_files == [str(d / "7.txt")] and spec.topics_csv == str(d / "none.csv")
@@ -141,10 +171,13 @@ def test_missing_source_text_is_reported_and_ic_model_shows_configured_p(tmp_pat
     from socium.experiments.propagation import PropagationSpec, run_propagation
 
     lines = []
-    spec = PropagationSpec(tree_files=[str(_tree(tmp_path / "7.txt"))], minutes=10, activation=1.0,
-                           topics_csv=str(tmp_path / "none.csv"),
-                           base={"seed": 1, "step_minutes": 5, "llm": None,
-                                 "policy": {"kind": "independent_cascade", "p_repost": 0.25}})
+    spec = PropagationSpec(
+        tree_files=[str(_tree(tmp_path / "7.txt"))],
+        minutes=10,
+        activation=1.0,
+        topics_csv=str(tmp_path / "none.csv"),
+        base={"seed": 1, "step_minutes": 5, "llm": None, "policy": {"kind": "independent_cascade", "p_repost": 0.25}},
+    )
     res = run_propagation(spec, tmp_path / "exp", log=lines.append)
     assert any("NO SOURCE TEXT" in ln and "7" in ln for ln in lines)
     assert res["cascades"][0]["source_text"] == "missing"
@@ -162,9 +195,17 @@ def test_herding_figures_follow_the_conventions(tmp_path, figures):
     from socium.experiments.herding import HerdingSpec, run_herding
 
     items, people = herding_inputs(tmp_path)
-    run_herding(HerdingSpec(items=items, personas=people, n_items=6,
-                            activation=0.6, bootstrap=20, base={"seed": 2, "steps": 2, "llm": {"backend": "random"}}),
-                tmp_path / "h")
+    run_herding(
+        HerdingSpec(
+            items=items,
+            personas=people,
+            n_items=6,
+            activation=0.6,
+            bootstrap=20,
+            base={"seed": 2, "steps": 2, "llm": {"backend": "random"}},
+        ),
+        tmp_path / "h",
+    )
     write_report(tmp_path / "h")
     _check_conventions(figures)
     scores = next(f for f in figures if f["name"] == "herding_scores.png")

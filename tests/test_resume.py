@@ -13,12 +13,14 @@ import yaml
 from socium.simulator.store import check_no_duplicates, trace_digest
 
 CFG = {
-    "name": "resume", "seed": 5, "steps": 30,
+    "name": "resume",
+    "seed": 5,
+    "steps": 30,
     "population": {"n_agents": 3000, "mean_activity": 0.3},
     "graph": {"kind": "barabasi_albert", "params": {"m": 3}},
     "policy": {"kind": "random", "p_post": 0.2, "p_like": 0.2, "p_repost": 0.1},
     "seed_posts": [{"author": 0, "content": "seed"}, {"author": 1, "content": "later", "step": 7}],
-}  # fmt: skip
+}
 
 
 def _cmd(cfg_path, out, resume):

@@ -10,11 +10,10 @@ import duckdb
 import yaml
 from typer.testing import CliRunner
 
+from conftest import small_config
 from socium.cli.main import app
 from socium.simulator.simulation import Simulation
 from socium.simulator.store import trace_digest
-
-from conftest import small_config
 
 runner = CliRunner()
 
@@ -49,7 +48,11 @@ def test_extended_run_equals_run_to_n_from_the_start(tmp_path):
 
 
 def test_extended_llm_run_equals_run_to_n_from_the_start(tmp_path):
-    llm = {"policy": {"kind": "llm"}, "llm": {"backend": "random"}, "population": {"n_agents": 30, "mean_activity": 0.4}}
+    llm = {
+        "policy": {"kind": "llm"},
+        "llm": {"backend": "random"},
+        "population": {"n_agents": 30, "mean_activity": 0.4},
+    }
     Simulation(small_config(steps=2, **llm), tmp_path / "short").run()
     Simulation(small_config(steps=4, **llm), tmp_path / "short", resume=True).run()
     Simulation(small_config(steps=4, **llm), tmp_path / "full").run()

@@ -19,8 +19,14 @@ def _cfg(tmp_path, **over):
     edges = tmp_path / "edges.txt"
     if not edges.exists():
         edges.write_text("".join(f"{i} {(i * 7 + 1) % 60}\n" for i in range(60)))
-    base = {"name": "world", "seed": 2, "steps": 5, "population": {"n_agents": 60, "mean_activity": 0.4},
-            "graph": {"kind": "edgelist", "path": str(edges)}, "seed_posts": [{"author": 0, "content": "hi"}]}  # fmt: skip
+    base = {
+        "name": "world",
+        "seed": 2,
+        "steps": 5,
+        "population": {"n_agents": 60, "mean_activity": 0.4},
+        "graph": {"kind": "edgelist", "path": str(edges)},
+        "seed_posts": [{"author": 0, "content": "hi"}],
+    }
     base.update(over)
     return config_from_dict(base), edges
 

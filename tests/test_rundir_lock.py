@@ -39,9 +39,14 @@ class SlowRecommender:
         return self.inner.feeds(state, users, k, step, rng)
 
 
-CFG = {"name": "lock", "seed": 3, "steps": 40, "population": {"n_agents": 80, "mean_activity": 0.3},
-       "recsys": {"kind": "test_rundir_lock:SlowRecommender"},
-       "seed_posts": [{"author": 0, "content": "hello"}]}  # fmt: skip
+CFG = {
+    "name": "lock",
+    "seed": 3,
+    "steps": 40,
+    "population": {"n_agents": 80, "mean_activity": 0.3},
+    "recsys": {"kind": "test_rundir_lock:SlowRecommender"},
+    "seed_posts": [{"author": 0, "content": "hello"}],
+}
 
 
 def _env(delay: float) -> dict[str, str]:

@@ -3,17 +3,22 @@
 import duckdb
 import pytest
 
+from conftest import small_config
 from socium.errors import ConfigError
 from socium.simulator.simulation import Simulation
 
-from conftest import small_config
-
 
 def test_seed_vote_is_applied_and_recorded(tmp_path):
-    cfg = small_config(steps=2, platform={"preset": "reddit"}, policy={"kind": "random", "p_repost": 0.0},
-                       seed_posts=[{"author": 0, "content": "a"}, {"author": 0, "content": "b"}],
-                       seed_actions=[{"agent": 5, "action": {"type": "dislike_post", "post_id": 1}},
-                                     {"agent": 6, "step": 1, "action": {"type": "like_post", "post_id": 0}}])  # fmt: skip
+    cfg = small_config(
+        steps=2,
+        platform={"preset": "reddit"},
+        policy={"kind": "random", "p_repost": 0.0},
+        seed_posts=[{"author": 0, "content": "a"}, {"author": 0, "content": "b"}],
+        seed_actions=[
+            {"agent": 5, "action": {"type": "dislike_post", "post_id": 1}},
+            {"agent": 6, "step": 1, "action": {"type": "like_post", "post_id": 0}},
+        ],
+    )
     Simulation(cfg, tmp_path / "r").run()
     con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
     rows = con.execute("SELECT step, agent_id, target, delta FROM votes WHERE origin = 'seed' ORDER BY step").fetchall()

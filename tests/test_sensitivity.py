@@ -12,16 +12,32 @@ from socium.cli.main import app
 from socium.errors import ConfigError
 from socium.experiments.sensitivity import SensitivitySpec, check_spec, design, run_sensitivity
 
-BASE = {"seed": 0, "steps": 5, "population": {"n_agents": 150, "mean_activity": 0.3},
-        "graph": {"kind": "barabasi_albert", "params": {"m": 3}},
-        "policy": {"kind": "independent_cascade", "p_repost": 0.1, "p_post": 0.3}}  # fmt: skip
+BASE = {
+    "seed": 0,
+    "steps": 5,
+    "population": {"n_agents": 150, "mean_activity": 0.3},
+    "graph": {"kind": "barabasi_albert", "params": {"m": 3}},
+    "policy": {"kind": "independent_cascade", "p_repost": 0.1, "p_post": 0.3},
+}
 
 
 def _spec(**over):
-    d = {"name": "s", "method": "morris", "n": 3, "levels": 4, "seed": 1, "executor": "inprocess", "bootstrap": 50,
-         "parameters": {"policy.p_repost": {"low": 0.0, "high": 0.6}, "graph.params.m": {"low": 1, "high": 3, "integer": True},
-                        "platform.max_post_chars": {"low": 100, "high": 2000, "integer": True}},
-         "outcomes": ["reshares_per_agent", "mean_cascade_size"], "base": BASE}  # fmt: skip
+    d = {
+        "name": "s",
+        "method": "morris",
+        "n": 3,
+        "levels": 4,
+        "seed": 1,
+        "executor": "inprocess",
+        "bootstrap": 50,
+        "parameters": {
+            "policy.p_repost": {"low": 0.0, "high": 0.6},
+            "graph.params.m": {"low": 1, "high": 3, "integer": True},
+            "platform.max_post_chars": {"low": 100, "high": 2000, "integer": True},
+        },
+        "outcomes": ["reshares_per_agent", "mean_cascade_size"],
+        "base": BASE,
+    }
     d.update(over)
     return SensitivitySpec(**d)
 
@@ -41,8 +57,14 @@ def test_morris_ranks_the_parameter_that_drives_the_outcome(tmp_path):
 
 
 def test_sobol_design_size_and_log_ranges():
-    spec = _spec(method="sobol", n=4, parameters={"policy.p_repost": {"low": 0.01, "high": 1.0, "log": True},
-                                                  "recsys.k": {"low": 2, "high": 9, "integer": True}})  # fmt: skip
+    spec = _spec(
+        method="sobol",
+        n=4,
+        parameters={
+            "policy.p_repost": {"low": 0.01, "high": 1.0, "log": True},
+            "recsys.k": {"low": 2, "high": 9, "integer": True},
+        },
+    )
     _, X, points = design(spec)
     assert len(points) == 4 * (2 + 2) and all(0.01 <= p["policy.p_repost"] <= 1.0 for p in points)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SHARED_DATA
 from socium.errors import InputFileError, SociumError
 from socium.experiments.episodes.sotopia import (
     CharacterProfile,
@@ -20,8 +21,6 @@ from socium.experiments.episodes.sotopia import (
     public_view,
     render_for,
 )
-
-from conftest import SHARED_DATA
 
 DATA = SHARED_DATA / "sotopia"
 needs_data = pytest.mark.skipif(not (DATA / "agent_profiles.jsonl").exists(), reason="SOTOPIA data not available")
@@ -152,8 +151,10 @@ def test_relationship_rejects_others(value: object) -> None:
         EnvironmentProfile(env_id="e", scenario="s", agent_goals=["g0", "g1"], relationship=value)
 
 
-MARKED = ("Start. <p viewer='agent_0'>ZERO</p> <p viewer=\"agent_1\">ONE</p> "
-          "<p viewer='environment'>ENV</p> (<extra_info>Extra: X<strategy_hint>HINT</strategy_hint></extra_info>)")
+MARKED = (
+    "Start. <p viewer='agent_0'>ZERO</p> <p viewer=\"agent_1\">ONE</p> "
+    "<p viewer='environment'>ENV</p> (<extra_info>Extra: X<strategy_hint>HINT</strategy_hint></extra_info>)"
+)
 
 
 def test_render_for_keeps_only_the_viewers_text() -> None:
@@ -194,9 +195,19 @@ def test_real_mutual_friend_answer_is_environment_only() -> None:
 
 
 def _char() -> CharacterProfile:
-    return CharacterProfile(agent_id="c", first_name="Ada", last_name="Lane", age=40, occupation="Pilot",
-                            gender="Woman", gender_pronoun="She/her", public_info="PUBLICINFO",
-                            personality_and_values="PERSONALITY", secret="SECRETX", big_five="B5")
+    return CharacterProfile(
+        agent_id="c",
+        first_name="Ada",
+        last_name="Lane",
+        age=40,
+        occupation="Pilot",
+        gender="Woman",
+        gender_pronoun="She/her",
+        public_info="PUBLICINFO",
+        personality_and_values="PERSONALITY",
+        secret="SECRETX",
+        big_five="B5",
+    )
 
 
 def test_public_view_follows_sotopia_get_bio() -> None:

@@ -16,18 +16,26 @@ from socium.experiments.sweep import attach_runs, load_sweep, run_one, summarize
 from socium.simulator.store import trace_digest
 
 BASE = {
-    "name": "sw", "seed": 0, "steps": 4,
+    "name": "sw",
+    "seed": 0,
+    "steps": 4,
     "population": {"n_agents": 150, "mean_activity": 0.3},
     "graph": {"kind": "barabasi_albert", "params": {"m": 3}},
     "policy": {"kind": "independent_cascade", "p_post": 0.2},
     "seed_posts": [{"author": 0, "content": "seed"}],
-}  # fmt: skip
+}
 
 
 def _write(tmp_path, **over):
     (tmp_path / "base.yaml").write_text(yaml.safe_dump(BASE))
-    sweep = {"base": "base.yaml", "grid": {"policy.p_repost": [0.0, 0.5]}, "seeds": [1, 2],
-             "out": str(tmp_path / "out"), "parallel": 2, **over}  # fmt: skip
+    sweep = {
+        "base": "base.yaml",
+        "grid": {"policy.p_repost": [0.0, 0.5]},
+        "seeds": [1, 2],
+        "out": str(tmp_path / "out"),
+        "parallel": 2,
+        **over,
+    }
     (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(sweep))
     return tmp_path / "sweep.yaml"
 
@@ -54,16 +62,24 @@ def test_sweep_2_configs_x_2_seeds_gives_4_runs_and_a_summary(tmp_path):
     # reposting only happens where p_repost > 0, and seeds differ
     con = duckdb.connect()
     al = attach_runs(con, out)
-    reposts = {run: con.execute(f"SELECT count(*) FROM {a}.actions WHERE type = 'repost'").fetchone()[0] for run, a in al.items()}
+    reposts = {
+        run: con.execute(f"SELECT count(*) FROM {a}.actions WHERE type = 'repost'").fetchone()[0]
+        for run, a in al.items()
+    }
     con.close()
     assert reposts["run-000"] == reposts["run-001"] == 0 < min(reposts["run-002"], reposts["run-003"])
-    assert trace_digest(out / "run-002" / "trace.duckdb")["posts"] != trace_digest(out / "run-003" / "trace.duckdb")["posts"]
+    assert (
+        trace_digest(out / "run-002" / "trace.duckdb")["posts"]
+        != trace_digest(out / "run-003" / "trace.duckdb")["posts"]
+    )
     # re-running a cell resumes it (a finished run is a no-op); the summary comes from the files alone
     before = trace_digest(out / "run-001" / "trace.duckdb")
     spec = load_sweep(path)
     assert run_one(spec.base, spec.runs[1].override_strings(), str(out / "run-001"))["ok"]
     assert trace_digest(out / "run-001" / "trace.duckdb") == before
-    assert [{k: v for k, v in r.items() if k != "wall_s"} for r in summarize(out)] == [{k: v for k, v in r.items() if k != "wall_s"} for r in rows]
+    assert [{k: v for k, v in r.items() if k != "wall_s"} for r in summarize(out)] == [
+        {k: v for k, v in r.items() if k != "wall_s"} for r in rows
+    ]
 
 
 def test_bad_sweep_files_fail_before_anything_runs(tmp_path):

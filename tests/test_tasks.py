@@ -22,7 +22,9 @@ from socium.experiments.episodes.tasks import (
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(min_value=0, max_value=2**32 - 1), n=st.integers(min_value=1, max_value=20))  # 20: the most names allow
+@given(
+    seed=st.integers(min_value=0, max_value=2**32 - 1), n=st.integers(min_value=1, max_value=20)
+)  # 20: the most names allow
 def test_mutual_friend_shares_exactly_one(seed: int, n: int) -> None:
     task = make_mutual_friend(np.random.default_rng(seed), n_friends=n)
     a, b = task.friends
@@ -36,7 +38,9 @@ def test_mutual_friend_shares_exactly_one(seed: int, n: int) -> None:
 def test_mutual_friend_is_seeded() -> None:
     one = make_mutual_friend(np.random.default_rng(42))
     assert one == make_mutual_friend(np.random.default_rng(42))
-    assert one.to_environment().to_record() == make_mutual_friend(np.random.default_rng(42)).to_environment().to_record()
+    assert (
+        one.to_environment().to_record() == make_mutual_friend(np.random.default_rng(42)).to_environment().to_record()
+    )
     others = {make_mutual_friend(np.random.default_rng(s)).model_dump_json() for s in range(10)}
     assert len(others) == 10
 
@@ -93,8 +97,7 @@ def test_bargaining_is_seeded() -> None:
 
 
 def _task() -> BargainingTask:
-    return make_bargaining(np.random.default_rng(1)).model_copy(update={"buyer_target": 100.0,
-                                                                          "seller_target": 200.0})
+    return make_bargaining(np.random.default_rng(1)).model_copy(update={"buyer_target": 100.0, "seller_target": 200.0})
 
 
 def test_bargaining_scoring() -> None:

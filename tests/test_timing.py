@@ -10,17 +10,16 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from conftest import small_config
 from socium.cli.main import app
 from socium.errors import ConfigError
+from socium.experiments.propagation import PropagationSpec, run_propagation
 from socium.experiments.propcv import fold_split
 from socium.experiments.propfit import EdgeData, fit_family, fit_timing, load_training_trees
-from socium.experiments.propagation import PropagationSpec, run_propagation
 from socium.experiments.realcascades import parse_tree
 from socium.experiments.report import write_report
 from socium.simulator.simulation import Simulation
 from socium.simulator.timing import DelayDistribution, TimingParams
-
-from conftest import small_config
 
 LOGNORMAL_10MIN = {"delay": {"family": "lognormal", "mu": math.log(10.0), "sigma": 0.05}}
 
@@ -29,10 +28,13 @@ def _star_config(timing=None, **over):
     """Agent 0 is followed by everyone; it posts at step 0; reshares are certain (IC p = 1)."""
     following = {"kind": "random_out", "params": {"k": 1}}
     cfg = dict(
-        steps=30, step_minutes=1.0, population={"n_agents": 40, "mean_activity": 0.01, "activity": "uniform"},
-        graph=following, policy={"kind": "independent_cascade", "p_repost": 1.0, "p_post": 0.0},
+        steps=30,
+        step_minutes=1.0,
+        population={"n_agents": 40, "mean_activity": 0.01, "activity": "uniform"},
+        graph=following,
+        policy={"kind": "independent_cascade", "p_repost": 1.0, "p_post": 0.0},
         recsys={"kind": "chronological", "k": 5, "window_steps": 100},
-    )  # fmt: skip
+    )
     if timing is not None:
         cfg["timing"] = timing
     cfg.update(over)
@@ -68,22 +70,44 @@ def test_exposure_timing_wakes_followers_after_the_fitted_delay(tmp_path):
 
 def test_influence_slope_and_user_factor_shift_delays(tmp_path):
     graph = _star_edges(tmp_path)
-    slow = {"delay": LOGNORMAL_10MIN["delay"], "b_author": math.log(2) / math.log1p(39)}  # doubles delay at 39 followers
-    Simulation(_star_config({"kind": "exposure", "params": slow, "background": False}, graph=graph, steps=40),
-               tmp_path / "slow").run()  # fmt: skip
+    slow = {
+        "delay": LOGNORMAL_10MIN["delay"],
+        "b_author": math.log(2) / math.log1p(39),
+    }  # doubles delay at 39 followers
+    Simulation(
+        _star_config({"kind": "exposure", "params": slow, "background": False}, graph=graph, steps=40),
+        tmp_path / "slow",
+    ).run()
     assert set(_reshare_steps(tmp_path / "slow")) <= set(range(18, 24))  # 20 minutes +- 10%
     spread = {"delay": {"family": "lognormal", "mu": math.log(10.0), "sigma": 1.0}, "user_sigma": 0.9}
-    Simulation(_star_config({"kind": "exposure", "params": spread, "background": False}, graph=graph, steps=200,
-                            recsys={"kind": "chronological", "k": 5, "window_steps": 300}), tmp_path / "spread").run()  # fmt: skip
+    Simulation(
+        _star_config(
+            {"kind": "exposure", "params": spread, "background": False},
+            graph=graph,
+            steps=200,
+            recsys={"kind": "chronological", "k": 5, "window_steps": 300},
+        ),
+        tmp_path / "spread",
+    ).run()
     assert len(set(_reshare_steps(tmp_path / "spread"))) > 10  # heavy-tailed: reactions spread over many minutes
 
 
 def test_exposure_timing_resume_equals_uninterrupted_run(tmp_path):
     graph = {"kind": "barabasi_albert", "params": {"m": 2}}
-    timing = {"kind": "exposure", "params": {"delay": {"family": "lognormal_mixture", "weights": [0.6, 0.4],
-                                                       "mus": [0.5, 2.5], "sigmas": [0.8, 1.2]}, "user_sigma": 0.5}}  # fmt: skip
-    cfg = _star_config(timing, graph=graph, population={"n_agents": 150, "mean_activity": 0.05, "activity": "uniform"},
-                       policy={"kind": "independent_cascade", "p_repost": 0.5, "p_post": 0.1}, steps=24)  # fmt: skip
+    timing = {
+        "kind": "exposure",
+        "params": {
+            "delay": {"family": "lognormal_mixture", "weights": [0.6, 0.4], "mus": [0.5, 2.5], "sigmas": [0.8, 1.2]},
+            "user_sigma": 0.5,
+        },
+    }
+    cfg = _star_config(
+        timing,
+        graph=graph,
+        population={"n_agents": 150, "mean_activity": 0.05, "activity": "uniform"},
+        policy={"kind": "independent_cascade", "p_repost": 0.5, "p_post": 0.1},
+        steps=24,
+    )
     Simulation(cfg, tmp_path / "full").run()
     Simulation(cfg, tmp_path / "cut").run(steps=11)
     Simulation(cfg, tmp_path / "cut", resume=True).run()
@@ -100,8 +124,9 @@ def test_exposure_timing_needs_parameters():
     with pytest.raises(ConfigError, match="timing"):
         _star_config({"kind": "exposure"})
     with pytest.raises(ConfigError, match="weights"):
-        TimingParams.from_dict({"delay": {"family": "lognormal_mixture", "weights": [0.5, 0.6], "mus": [0, 1],
-                                          "sigmas": [1, 1]}})  # fmt: skip
+        TimingParams.from_dict(
+            {"delay": {"family": "lognormal_mixture", "weights": [0.5, 0.6], "mus": [0, 1], "sigmas": [1, 1]}}
+        )
     with pytest.raises(ConfigError, match="family"):
         TimingParams.from_dict({"delay": {"family": "gamma", "k": 1}})
 
@@ -129,8 +154,10 @@ def test_weibull_and_lomax_mle_recover_known_parameters():
     rng = np.random.default_rng(1)
     n = 20000
     z = np.zeros(n)
-    for family, draw, key, true in (("weibull", rng.weibull(0.6, n) * 30, "shape", 0.6),
-                                    ("lomax", (rng.pareto(1.5, n)) * 20, "alpha", 1.5)):  # fmt: skip
+    for family, draw, key, true in (
+        ("weibull", rng.weibull(0.6, n) * 30, "shape", 0.6),
+        ("lomax", (rng.pareto(1.5, n)) * 20, "alpha", 1.5),
+    ):
         e = EdgeData(np.maximum(draw, 1e-3), z, z, np.zeros(n, np.int64), ["u"] * n)
         fit = fit_family(family, e, covariates=False)
         assert fit.params.delay.params[key] == pytest.approx(true, rel=0.05)
@@ -163,12 +190,18 @@ def _write_trees(folder, n_trees=8, seed=0):
 def test_fit_cli_writes_a_parameter_file_runs_can_load(tmp_path):
     _write_trees(tmp_path / "trees")
     out = tmp_path / "timing.json"
-    res = CliRunner().invoke(app, ["fit", "propagation", "--train", str(tmp_path / "trees"), "--out", str(out),
-                                   "--bootstrap", "20"])  # fmt: skip
+    res = CliRunner().invoke(
+        app, ["fit", "propagation", "--train", str(tmp_path / "trees"), "--out", str(out), "--bootstrap", "20"]
+    )
     assert res.exit_code == 0, res.output
     data = json.loads(out.read_text())
     tp = TimingParams.load(out)
-    assert data["timing"]["meta"]["n_cascades"] == 8 and tp.delay.family in ("lognormal", "lognormal_mixture", "weibull", "lomax")
+    assert data["timing"]["meta"]["n_cascades"] == 8 and tp.delay.family in (
+        "lognormal",
+        "lognormal_mixture",
+        "weibull",
+        "lomax",
+    )
     lo, hi = data["ci95"]["delay_q50_min"]
     assert lo <= data["estimates"]["delay_q50_min"] <= hi
     assert 3.0 < data["estimates"]["delay_q50_min"] < 15.0  # the trees were drawn with median e^2 = 7.4 minutes
@@ -187,10 +220,16 @@ def test_fold_split_partitions_ids():
 
 def test_cv_scores_only_held_out_cascades(tmp_path):
     files = _write_trees(tmp_path / "trees", n_trees=6)
-    spec = PropagationSpec(tree_files=[str(f) for f in files], minutes=60, follows="tree", activation=0.5,
-                           topics_csv=str(tmp_path / "none.csv"), bootstrap=200,
-                           cv={"folds": 3, "seed": 0, "families": ["lognormal"], "runs": 2},
-                           base={"seed": 0, "step_minutes": 5})  # fmt: skip
+    spec = PropagationSpec(
+        tree_files=[str(f) for f in files],
+        minutes=60,
+        follows="tree",
+        activation=0.5,
+        topics_csv=str(tmp_path / "none.csv"),
+        bootstrap=200,
+        cv={"folds": 3, "seed": 0, "families": ["lognormal"], "runs": 2},
+        base={"seed": 0, "step_minutes": 5},
+    )
     res = run_propagation(spec, tmp_path / "out")
     assert res["mode"] == "cv" and len(res["cascades"]) == 6
     for fold in res["folds"]:

@@ -9,13 +9,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from conftest import small_config
 from socium.cli.main import app
 from socium.experiments import stylized as S
 from socium.experiments.curves import node_depths
 from socium.experiments.validate import T15, _fit_tail, scorecard, twitter15_reference
 from socium.simulator.simulation import Simulation
-
-from conftest import small_config
 
 
 def test_forest_depths_match_the_curve_code():
@@ -28,8 +27,9 @@ def test_structural_virality_of_a_star_and_a_path():
     n = 50
     star = np.array([-1] + [0] * (n - 1))
     path = np.arange(-1, n - 1)
-    c = S.cascade_table(np.concatenate([star, np.where(path >= 0, path + n, -1)]),
-                        np.concatenate([np.zeros(n, int), np.full(n, n)]))  # fmt: skip
+    c = S.cascade_table(
+        np.concatenate([star, np.where(path >= 0, path + n, -1)]), np.concatenate([np.zeros(n, int), np.full(n, n)])
+    )
     # Goel et al. 2016: a star's mean pairwise distance is 2(n-1)/n, a path's is (n+1)/3.
     assert c["virality"] == pytest.approx([2 * (n - 1) / n, (n + 1) / 3])
     assert c["depth"].tolist() == [1, n - 1] and c["breadth"].tolist() == [n - 1, 1] and c["size"].tolist() == [n, n]
@@ -47,7 +47,9 @@ def test_tail_exponent_burstiness_and_heterogeneity():
     heavy = np.concatenate([np.cumsum(np.exp(rng.normal(0, 2.0, 50))) for _ in range(100)])
     assert S.burstiness(users, heavy)[0] > 0.4
     # a run whose posts were never shared has no size tail: n/a, not a spurious alpha = 1 + 1/ln 2
-    assert math.isnan(_fit_tail(np.ones(300), lowest=2)[0]) and math.isnan(_fit_tail(np.r_[np.ones(300), 2, 2], lowest=2)[0])
+    assert math.isnan(_fit_tail(np.ones(300), lowest=2)[0]) and math.isnan(
+        _fit_tail(np.r_[np.ones(300), 2, 2], lowest=2)[0]
+    )
     assert _fit_tail(x, lowest=2)[0] == pytest.approx(2.5, abs=0.15)
     assert S.top_share(np.ones(100)) == pytest.approx(0.1) and S.top_share(np.r_[np.zeros(90), np.ones(10)]) == 1.0
 
@@ -64,9 +66,12 @@ def test_graph_facts():
 
 
 def test_scorecard_on_a_rule_based_run(tmp_path):
-    cfg = small_config(population={"n_agents": 400, "mean_activity": 0.3, "stance": "bimodal"}, steps=8,
-                       graph={"kind": "barabasi_albert", "params": {"m": 3}},
-                       policy={"kind": "independent_cascade", "p_repost": 0.3, "p_post": 0.3})  # fmt: skip
+    cfg = small_config(
+        population={"n_agents": 400, "mean_activity": 0.3, "stance": "bimodal"},
+        steps=8,
+        graph={"kind": "barabasi_albert", "params": {"m": 3}},
+        policy={"kind": "independent_cascade", "p_repost": 0.3, "p_post": 0.3},
+    )
     Simulation(cfg, tmp_path / "run").run()
     card = scorecard(tmp_path / "run")
     facts = {f["name"]: f for f in card["facts"]}
@@ -92,7 +97,8 @@ def test_validate_cli_writes_html_and_json(tmp_path):
     assert "Kwak" in html
     folder = CliRunner().invoke(app, ["validate", str(tmp_path), "--out", str(tmp_path / "sf2")])  # a folder of runs
     assert folder.exit_code == 0 and json.loads((tmp_path / "sf2" / "stylized_facts.json").read_text())["runs"] == [
-        str(tmp_path / "run")]
+        str(tmp_path / "run")
+    ]
     bad = CliRunner().invoke(app, ["validate", str(tmp_path / "nothing")])
     assert bad.exit_code == 2 and "nothing" in bad.output
 

@@ -9,18 +9,18 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from pathlib import Path
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Literal, Sequence, TypeVar
+from pathlib import Path
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from socium.errors import ConfigError
 from socium.agents.memory import MemoryConfig
+from socium.errors import ConfigError
 from socium.llm.config import LLMConfig
 from socium.moderation.config import ModerationConfig, RolesConfig, Veracity
-
 
 # Limits on what a config file may expand to: YAML aliases can make a few hundred bytes build
 # billions of objects ("billion laughs"), so the node graph is measured before anything is built.
@@ -37,13 +37,21 @@ class _Cfg(BaseModel):
 
 
 class PlatformConfig(_Cfg):
-    preset: Literal["x", "reddit"] = Field("x", description="Social-media rules: 'x' (follows, reposts, quotes) or 'reddit' (votes, comments).")
-    max_post_chars: int = Field(2000, ge=1, description="Agent text longer than this is truncated and the truncation recorded.")
+    preset: Literal["x", "reddit"] = Field(
+        "x", description="Social-media rules: 'x' (follows, reposts, quotes) or 'reddit' (votes, comments)."
+    )
+    max_post_chars: int = Field(
+        2000, ge=1, description="Agent text longer than this is truncated and the truncation recorded."
+    )
     trend_window_steps: int = Field(24, ge=1, description="How many recent steps the `trend` action looks back.")
     search_limit: int = Field(10, ge=1, description="Results returned by search_posts / search_user.")
-    allow_self_rating: bool = Field(True, description="Agents may like or dislike their own posts and comments (OASIS allow_self_rating).")
+    allow_self_rating: bool = Field(
+        True, description="Agents may like or dislike their own posts and comments (OASIS allow_self_rating)."
+    )
     show_score: bool = Field(
-        False, description="Feeds show one score (likes - dislikes) instead of separate counts, as Reddit does (OASIS show_score)."
+        False,
+        description="Feeds show one score (likes - dislikes) instead of separate counts, as Reddit does (OASIS "
+        "show_score).",
     )
 
 
@@ -52,17 +60,25 @@ class JoinAt(_Cfg):
     followed or be found, and the follow edges of the initial graph that touch them appear then."""
 
     step: int | None = Field(
-        ge=1, description="Step at whose start the agents sign up; null: only when Python asks (Simulation.step(sign_up=...))."
+        ge=1,
+        description="Step at whose start the agents sign up; null: only when Python asks "
+        "(Simulation.step(sign_up=...)).",
     )
     agents: list[int] = Field(min_length=1, description="Agent ids signing up.")
 
 
 class PopulationConfig(_Cfg):
-    source: Literal["synthetic", "oasis_csv", "reddit_json"] = Field("synthetic", description="Where profiles come from.")
+    source: Literal["synthetic", "oasis_csv", "reddit_json"] = Field(
+        "synthetic", description="Where profiles come from."
+    )
     path: str | None = Field(None, description="File for oasis_csv / reddit_json sources.")
     n_agents: int = Field(100, ge=1, description="Number of agents for the synthetic source.")
-    stance: Literal["none", "uniform", "bimodal"] = Field("none", description="Initial numeric stance distribution (synthetic).")
-    activity: Literal["diurnal", "uniform"] = Field("diurnal", description="Shape of the 24 hourly activation probabilities (synthetic).")
+    stance: Literal["none", "uniform", "bimodal"] = Field(
+        "none", description="Initial numeric stance distribution (synthetic)."
+    )
+    activity: Literal["diurnal", "uniform"] = Field(
+        "diurnal", description="Shape of the 24 hourly activation probabilities (synthetic)."
+    )
     mean_activity: float = Field(0.1, gt=0, le=1, description="Mean hourly activation probability (synthetic).")
     goals: list[str] | dict[Literal["for", "against", "undecided"], list[str]] = Field(
         default_factory=list,
@@ -71,29 +87,35 @@ class PopulationConfig(_Cfg):
         "so no agent gets a goal that contradicts its stance.",
     )
     issue: str | None = Field(
-        None, max_length=200, description="What stances are about (e.g. 'the new bike lanes on Main Street'); "
+        None,
+        max_length=200,
+        description="What stances are about (e.g. 'the new bike lanes on Main Street'); "
         "named in LLM prompts beside the stance. With stances and no goals, goals are derived from it.",
     )
     llms: list[str] = Field(
         default_factory=list,
-        description="Named LLM backends (keys of `llms`, or 'default' for `llm`) assigned cyclically: agent i gets llms[i % len]. "
+        description="Named LLM backends (keys of `llms`, or 'default' for `llm`) assigned cyclically: agent i gets "
+        "llms[i % len]. "
         "Without it an oasis_csv 'llm' column routes each row; unrouted agents use `llm`.",
     )
     join_schedule: list[JoinAt] = Field(
-        default_factory=list, description="Agents that sign up mid-run: [{step, agents: [ids]}]; everyone else is there from the start."
+        default_factory=list,
+        description="Agents that sign up mid-run: [{step, agents: [ids]}]; everyone else is there from the start.",
     )
 
     @model_validator(mode="after")
-    def _join_once(self) -> "PopulationConfig":
+    def _join_once(self) -> PopulationConfig:
         seen: set[int] = set()
         for i, j in enumerate(self.join_schedule):
             if dup := seen.intersection(j.agents):
-                raise ValueError(f"population.join_schedule[{i}]: agent(s) {sorted(dup)} already sign up earlier in the list")
+                raise ValueError(
+                    f"population.join_schedule[{i}]: agent(s) {sorted(dup)} already sign up earlier in the list"
+                )
             seen.update(j.agents)
         return self
 
     @model_validator(mode="after")
-    def _path_needed(self) -> "PopulationConfig":
+    def _path_needed(self) -> PopulationConfig:
         if self.source != "synthetic" and not self.path:
             raise ValueError(f"population.path is required when population.source is '{self.source}'")
         return self
@@ -101,65 +123,121 @@ class PopulationConfig(_Cfg):
 
 class GraphConfig(_Cfg):
     kind: Literal[
-        "barabasi_albert", "watts_strogatz", "stochastic_block", "core_periphery", "random_out", "empty",
-        "edgelist", "profiles",
-    ] = Field("barabasi_albert", description="Follow-graph generator, an edge-list file, or the profiles' following lists.")  # fmt: skip
+        "barabasi_albert",
+        "watts_strogatz",
+        "stochastic_block",
+        "core_periphery",
+        "random_out",
+        "empty",
+        "edgelist",
+        "profiles",
+    ] = Field(
+        "barabasi_albert", description="Follow-graph generator, an edge-list file, or the profiles' following lists."
+    )
     path: str | None = Field(None, description="Edge-list file (SNAP format, .gz allowed) for kind 'edgelist'.")
     directed: bool = Field(False, description="Edge-list lines are directed follows (otherwise reciprocal).")
-    params: dict[str, Any] = Field(default_factory=dict, description="Generator parameters, e.g. {m: 3} for barabasi_albert.")
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="Generator parameters, e.g. {m: 3} for barabasi_albert."
+    )
 
 
 class RecsysConfig(_Cfg):
-    kind: str = Field("chronological", description="Built-in recommender (chronological, random, reddit_hot, x, global) or a dotted path 'pkg.module:Class' (see docs/recsys.md).")
+    kind: str = Field(
+        "chronological",
+        description="Built-in recommender (chronological, random, reddit_hot, x, global) or a dotted path "
+        "'pkg.module:Class' (see docs/recsys.md).",
+    )
     k: int = Field(5, ge=1, le=200, description="Posts per feed.")
     window_steps: int = Field(48, ge=1, description="Only posts from this many recent steps are candidates.")
-    params: dict[str, Any] = Field(default_factory=dict, description="Recommender-specific options, e.g. for 'x': embedder, in_network, out_of_network (docs/recsys.md).")
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Recommender-specific options, e.g. for 'x': embedder, in_network, out_of_network "
+        "(docs/recsys.md).",
+    )
     following_k: int | None = Field(
-        None, ge=0, le=200, description="Per refresh: newest posts from followees (OASIS following_post_count); set with recommended_k, replaces k."
+        None,
+        ge=0,
+        le=200,
+        description="Per refresh: newest posts from followees (OASIS following_post_count); set with recommended_k, "
+        "replaces k.",
     )
     recommended_k: int | None = Field(
-        None, ge=0, le=200, description="Per refresh: posts from the recommender `kind` (OASIS refresh_rec_post_count), after the followees' posts."
+        None,
+        ge=0,
+        le=200,
+        description="Per refresh: posts from the recommender `kind` (OASIS refresh_rec_post_count), after the "
+        "followees' posts.",
     )
     rec_probability: float = Field(
-        1.0, ge=0, le=1, description="Chance per agent and refresh that the recommended posts are personalised by `kind` rather than random (OASIS rec_prob)."
+        1.0,
+        ge=0,
+        le=1,
+        description="Chance per agent and refresh that the recommended posts are personalised by `kind` rather than "
+        "random (OASIS rec_prob).",
     )
 
     @model_validator(mode="after")
-    def _refresh_counts(self) -> "RecsysConfig":
+    def _refresh_counts(self) -> RecsysConfig:
         if (self.following_k is None) != (self.recommended_k is None):
             raise ValueError("recsys.following_k and recsys.recommended_k: set both (or neither)")
         if self.following_k is not None and self.following_k + (self.recommended_k or 0) == 0:
             raise ValueError("recsys.following_k + recsys.recommended_k must be positive")
         if self.rec_probability < 1 and self.following_k is None:
-            raise ValueError("recsys.rec_probability: needs following_k and recommended_k (it mixes the recommended part)")
+            raise ValueError(
+                "recsys.rec_probability: needs following_k and recommended_k (it mixes the recommended part)"
+            )
         return self
 
 
 class PolicyConfig(_Cfg):
     kind: Literal["random", "independent_cascade", "threshold", "bounded_confidence", "llm", "group_llm"] = Field(
-        "random", description="How agents decide: a rule-based null model, an LLM per agent (llm), or one LLM call per "
-        "persona cluster's active members (group_llm, GA-S3)."
+        "random",
+        description="How agents decide: a rule-based null model, an LLM per agent (llm), or one LLM call per "
+        "persona cluster's active members (group_llm, GA-S3).",
     )
-    group_cluster_size: int = Field(16, ge=1, description="group_llm: mean agents per persona cluster (K = ceil(n / this)).")
+    group_cluster_size: int = Field(
+        16, ge=1, description="group_llm: mean agents per persona cluster (K = ceil(n / this))."
+    )
     group_max_members: int = Field(8, ge=1, le=64, description="group_llm: most active members one call decides for.")
-    group_embedder: str = Field("minilm", description="group_llm: persona embedder for clustering (minilm, hashing, or a model).")
-    group_stance_weight: float = Field(1.0, ge=0, description="group_llm: weight of stance beside the unit-norm persona embedding.")
-    p_post: float = Field(0.2, ge=0, le=1, description="Probability an active rule-based agent writes an original post.")
-    p_repost: float = Field(0.1, ge=0, le=1, description="Independent cascade: chance to repost each exposed post once.")
+    group_embedder: str = Field(
+        "minilm", description="group_llm: persona embedder for clustering (minilm, hashing, or a model)."
+    )
+    group_stance_weight: float = Field(
+        1.0, ge=0, description="group_llm: weight of stance beside the unit-norm persona embedding."
+    )
+    p_post: float = Field(
+        0.2, ge=0, le=1, description="Probability an active rule-based agent writes an original post."
+    )
+    p_repost: float = Field(
+        0.1, ge=0, le=1, description="Independent cascade: chance to repost each exposed post once."
+    )
     p_like: float = Field(0.2, ge=0, le=1, description="Random actor: chance to like an exposed post.")
-    p_dislike: float = Field(0.0, ge=0, le=1, description="Random actor: chance to dislike an exposed post it did not like (random-voting null for herding).")
+    p_dislike: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="Random actor: chance to dislike an exposed post it did not like (random-voting null for herding).",
+    )
     threshold: float = Field(0.3, ge=0, le=1, description="Linear threshold: mean adoption fraction needed to repost.")
     threshold_spread: float = Field(0.1, ge=0, description="Linear threshold: per-agent thresholds ~ U(t - s, t + s).")
-    epsilon: float = Field(0.3, gt=0, description="Bounded confidence: only authors within this stance distance influence.")
+    epsilon: float = Field(
+        0.3, gt=0, description="Bounded confidence: only authors within this stance distance influence."
+    )
     mu: float = Field(0.3, gt=0, le=0.5, description="Bounded confidence: convergence rate.")
-    post_on_change: float = Field(0.05, ge=0, description="Bounded confidence: post when stance moved at least this much.")
+    post_on_change: float = Field(
+        0.05, ge=0, description="Bounded confidence: post when stance moved at least this much."
+    )
 
 
 class SeedPost(_Cfg):
     author: int = Field(ge=0, description="Agent id that writes the post.")
     content: str = Field(description="Post text.")
     step: int = Field(0, ge=0, description="Step at whose start the post appears.")
-    veracity: Veracity | None = Field(None, description="Ground truth of the post (true, false, unverified, non-rumor), seen only by perspectives in moderation.veracity_visible_to.")
+    veracity: Veracity | None = Field(
+        None,
+        description="Ground truth of the post (true, false, unverified, non-rumor), seen only by perspectives in "
+        "moderation.veracity_visible_to.",
+    )
 
 
 class SeedAction(_Cfg):
@@ -174,7 +252,7 @@ class SeedAction(_Cfg):
     action: dict[str, Any] = Field(description="The action as JSON, e.g. {type: like_post, post_id: 3}.")
 
     @model_validator(mode="after")
-    def _valid_action(self) -> "SeedAction":
+    def _valid_action(self) -> SeedAction:
         from socium.platform.actions import parse_action
 
         try:
@@ -198,11 +276,21 @@ class LLMAgentConfig(_Cfg):
         description="Actions offered to LLM agents: any of the platform preset's actions (all 24 on 'x'). "
         "Default: " + ", ".join(DEFAULT_LLM_ACTIONS["x"]) + " on 'x'; on 'reddit' the same without repost and "
         "quote_post.",
-    )  # fmt: skip
-    memory_size: int = Field(5, ge=0, le=50, description="Own recent actions shown back to an agent (window), or entries retrieved per prompt (stream).")
-    memory: MemoryConfig = Field(default_factory=MemoryConfig, description="Memory kind: window (recent own actions) or stream (Generative Agents retrieval + reflection).")
+    )
+    memory_size: int = Field(
+        5,
+        ge=0,
+        le=50,
+        description="Own recent actions shown back to an agent (window), or entries retrieved per prompt (stream).",
+    )
+    memory: MemoryConfig = Field(
+        default_factory=MemoryConfig,
+        description="Memory kind: window (recent own actions) or stream (Generative Agents retrieval + reflection).",
+    )
     max_item_chars: int = Field(280, ge=20, le=4000, description="Each quoted post is cut to this many characters.")
-    max_content_chars: int = Field(280, ge=20, le=4000, description="Cap on text an agent may write (schema maxLength).")
+    max_content_chars: int = Field(
+        280, ge=20, le=4000, description="Cap on text an agent may write (schema maxLength)."
+    )
     group_size: int = Field(8, ge=1, le=64, description="omniscient: agents written by one narrator call.")
     ground_truth: str | None = Field(None, description="An environment-only fact (e.g. whether a rumour is true).")
     ground_truth_visible_to: list[Literal["local", "mindreader", "omniscient"]] = Field(
@@ -211,7 +299,9 @@ class LLMAgentConfig(_Cfg):
     reask: bool = Field(True, description="Re-ask once with the validation error before recording invalid output.")
     replay_from: str | None = Field(None, description="A run directory whose recorded llm_calls answer every request.")
     group_messages: int = Field(5, ge=0, le=50, description="Recent messages shown of each group the agent belongs to.")
-    groups_listed: int = Field(5, ge=0, le=50, description="Other groups (newest first) shown as joinable when join_group is offered.")
+    groups_listed: int = Field(
+        5, ge=0, le=50, description="Other groups (newest first) shown as joinable when join_group is offered."
+    )
     max_actions_per_activation: int = Field(
         1, ge=1, le=10, description="Actions an LLM agent may take per activation (>1: it answers {actions: [...]})."
     )
@@ -220,16 +310,21 @@ class LLMAgentConfig(_Cfg):
     )
     max_reason_chars: int = Field(300, ge=20, le=2000, description="Cap on the stored and requested reason text.")
     quote_depth: int = Field(
-        2, ge=0, le=10, description="How many links of a repost / quote chain a feed item shows (the shared post, "
+        2,
+        ge=0,
+        le=10,
+        description="How many links of a repost / quote chain a feed item shows (the shared post, "
         "what that one quotes, ...).",
     )
     comments_per_post: int = Field(
         0, ge=0, le=20, description="Latest comments shown under each post (needed for like_comment / dislike_comment)."
     )
-    persona_fields: list[Literal["bio", "persona", "age", "gender", "mbti", "country", "profession", "interests"]] = Field(
-        default_factory=lambda: ["bio", "interests"],
-        description="Profile fields shown to an LLM agent about itself, in this order (those its population "
-        "source provides; OASIS: persona, age, gender, mbti, country, profession, interests).",
+    persona_fields: list[Literal["bio", "persona", "age", "gender", "mbti", "country", "profession", "interests"]] = (
+        Field(
+            default_factory=lambda: ["bio", "interests"],
+            description="Profile fields shown to an LLM agent about itself, in this order (those its population "
+            "source provides; OASIS: persona, age, gender, mbti, country, profession, interests).",
+        )
     )
 
 
@@ -255,20 +350,26 @@ class ExecutorConfig(_Cfg):
     concurrency_per_actor: int = Field(16, ge=1, description="LLM calls in flight per actor.")
     num_gpus: float = Field(0.0, ge=0, description="GPUs per actor (for in-process vLLM engines).")
     cpus_per_actor: float | None = Field(
-        None, ge=0, description="Ray CPUs each actor reserves; null: min(1, cluster CPUs / actors) so any actor count fits."
+        None,
+        ge=0,
+        description="Ray CPUs each actor reserves; null: min(1, cluster CPUs / actors) so any actor count fits.",
     )
     placement: Literal["spread", "pack"] = Field(
         "spread", description="Ray actor placement: 'spread' over nodes (SPREAD strategy) or 'pack' (Ray's default)."
     )
     resources: dict[str, float] = Field(
-        default_factory=dict, description="Custom Ray resources each actor requires, e.g. {vllm_node: 1} to pin actors to GPU nodes."
+        default_factory=dict,
+        description="Custom Ray resources each actor requires, e.g. {vllm_node: 1} to pin actors to GPU nodes.",
     )
     base_urls: list[str] = Field(
         default_factory=list,
-        description="OpenAI-compatible servers shared out among actors (actor i gets every actors-th URL, or URL i mod n).",
+        description="OpenAI-compatible servers shared out among actors (actor i gets every actors-th URL, or URL i "
+        "mod n).",
     )
     max_actor_restarts: int = Field(
-        3, ge=0, description="Times one shard's actor may be re-created within a step after it dies before the run fails."
+        3,
+        ge=0,
+        description="Times one shard's actor may be re-created within a step after it dies before the run fails.",
     )
     ray_init: dict[str, Any] = Field(
         default_factory=dict, description="Extra ray.init keyword arguments (e.g. object_store_memory, runtime_env)."
@@ -298,33 +399,55 @@ class TimingConfig(_Cfg):
     probability. 'exposure': a post wakes each follower after a fitted response delay
     (socium.simulator.timing); hourly activation still applies on top when ``background`` is true."""
 
-    kind: Literal["activation", "exposure"] = Field("activation", description="'activation': per-step hourly activation draws; 'exposure': posts wake followers after a fitted response delay.")
-    params: dict[str, Any] = Field(default_factory=dict, description="Inline timing parameters as written by `socium fit propagation` ({delay: {family, ...}, b_author, b_root, user_sigma}); override params_file.")
+    kind: Literal["activation", "exposure"] = Field(
+        "activation",
+        description="'activation': per-step hourly activation draws; 'exposure': posts wake followers after a fitted "
+        "response delay.",
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Inline timing parameters as written by `socium fit propagation` ({delay: {family, ...}, "
+        "b_author, b_root, user_sigma}); override params_file.",
+    )
     params_file: str | None = Field(None, description="JSON file written by `socium fit propagation`.")
     background: bool = Field(True, description="exposure: also wake agents by their hourly activation probabilities.")
-    max_delay_min: float | None = Field(None, gt=0, description="exposure: ignore reactions later than this many minutes (bounds the schedule).")
+    max_delay_min: float | None = Field(
+        None, gt=0, description="exposure: ignore reactions later than this many minutes (bounds the schedule)."
+    )
 
     @model_validator(mode="after")
-    def _params_needed(self) -> "TimingConfig":
+    def _params_needed(self) -> TimingConfig:
         if self.kind == "exposure" and not (self.params or self.params_file):
-            raise ValueError("timing.kind 'exposure' needs timing.params or timing.params_file (see `socium fit propagation`)")
+            raise ValueError(
+                "timing.kind 'exposure' needs timing.params or timing.params_file (see `socium fit propagation`)"
+            )
         return self
 
 
 class ExperimentConfig(_Cfg):
     name: str = Field("experiment", description="Human label for the run.")
-    seed: int = Field(0, ge=0, le=MAX_SEED, description="Root seed (below 2**63); every random stream is derived from it.")
+    seed: int = Field(
+        0, ge=0, le=MAX_SEED, description="Root seed (below 2**63); every random stream is derived from it."
+    )
     steps: int = Field(
-        10, ge=1, le=2**31 - 1, description="Number of steps to simulate (a stopping rule, left out of the config hash: "
+        10,
+        ge=1,
+        le=2**31 - 1,
+        description="Number of steps to simulate (a stopping rule, left out of the config hash: "
         "`socium run --resume --steps N` extends a run).",
     )
     step_minutes: float = Field(60.0, gt=0, description="Simulated minutes per step.")
     start_hour: int = Field(8, ge=0, le=23, description="Hour of day at step 0 (drives hourly activation).")
     start_datetime: datetime | None = Field(
-        None, description="Real date and time of step 0 (OASIS start_time): agents see it, steps.sim_datetime records it; sets the start hour."
+        None,
+        description="Real date and time of step 0 (OASIS start_time): agents see it, steps.sim_datetime records it; "
+        "sets the start hour.",
     )
     time_magnification: float = Field(
-        1.0, gt=0, description="Simulated time per step = step_minutes x this (OASIS Clock k): one step stands for that much platform time."
+        1.0,
+        gt=0,
+        description="Simulated time per step = step_minutes x this (OASIS Clock k): one step stands for that much "
+        "platform time.",
     )
     perspective: Literal["local", "mindreader", "omniscient"] = Field("local", description="What each agent may see.")
     platform: PlatformConfig = Field(default_factory=PlatformConfig, description="Platform rules (X- or Reddit-like).")
@@ -333,28 +456,50 @@ class ExperimentConfig(_Cfg):
     recsys: RecsysConfig = Field(default_factory=RecsysConfig, description="How feeds are built.")
     policy: PolicyConfig = Field(default_factory=PolicyConfig, description="How agents decide (rule-based or LLM).")
     seed_posts: list[SeedPost] = Field(default_factory=list, description="Posts injected at given steps.")
-    seed_actions: list[SeedAction] = Field(default_factory=list, description="Actions injected at given steps, after that step's seed posts (interventions such as herding treatments).")
+    seed_actions: list[SeedAction] = Field(
+        default_factory=list,
+        description="Actions injected at given steps, after that step's seed posts (interventions such as herding "
+        "treatments).",
+    )
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig, description="Where policies run (not hashed).")
     llm: LLMConfig | None = Field(
-        None, description="LLM backend settings (needed when policy.kind is 'llm'); with `llms` and no `llm`, the first of `llms`."
+        None,
+        description="LLM backend settings (needed when policy.kind is 'llm'); with `llms` and no `llm`, the first of "
+        "`llms`.",
     )
     llms: dict[str, LLMConfig] = Field(
         default_factory=dict,
-        description="Several named LLM backends for one run (OASIS-style mixed models); population.llms routes agents to them.",
+        description="Several named LLM backends for one run (OASIS-style mixed models); population.llms routes agents "
+        "to them.",
     )
     llm_agents: LLMAgentConfig = Field(default_factory=LLMAgentConfig, description="How LLM agents are prompted.")
-    surveys: list[SurveyConfig] = Field(default_factory=list, description="Recurring questions; answers go to `surveys`.")
+    surveys: list[SurveyConfig] = Field(
+        default_factory=list, description="Recurring questions; answers go to `surveys`."
+    )
     interviews: list[InterviewConfig] = Field(
         default_factory=list, description="Questions asked at given steps (LLM agents); answers go to `interviews`."
     )
-    timing: TimingConfig = Field(default_factory=TimingConfig, description="When agents act: hourly activation or exposure-driven response delays.")
-    roles: RolesConfig = Field(default_factory=RolesConfig, description="Agent roles: misinformation spreaders, fact-checkers, bots (docs/moderation.md).")
-    moderation: ModerationConfig = Field(default_factory=ModerationConfig, description="Platform interventions: fact-checks, community notes, labels, down-ranking, removal, suspension, prebunking (docs/moderation.md).")
+    timing: TimingConfig = Field(
+        default_factory=TimingConfig,
+        description="When agents act: hourly activation or exposure-driven response delays.",
+    )
+    roles: RolesConfig = Field(
+        default_factory=RolesConfig,
+        description="Agent roles: misinformation spreaders, fact-checkers, bots (docs/moderation.md).",
+    )
+    moderation: ModerationConfig = Field(
+        default_factory=ModerationConfig,
+        description="Platform interventions: fact-checks, community notes, labels, down-ranking, removal, suspension, "
+        "prebunking (docs/moderation.md).",
+    )
 
     @model_validator(mode="after")
-    def _llm_needed(self) -> "ExperimentConfig":
-        if self.start_datetime is not None and "start_hour" in self.model_fields_set \
-                and self.start_hour != self.start_datetime.hour:
+    def _llm_needed(self) -> ExperimentConfig:
+        if (
+            self.start_datetime is not None
+            and "start_hour" in self.model_fields_set
+            and self.start_hour != self.start_datetime.hour
+        ):
             raise ValueError(f"start_hour {self.start_hour} contradicts start_datetime {self.start_datetime} (set one)")
         if self.start_datetime is not None:
             self.start_hour = self.start_datetime.hour
@@ -364,7 +509,9 @@ class ExperimentConfig(_Cfg):
             self.llm = next(iter(self.llms.values()))
         for i, name in enumerate(self.population.llms):
             if name != "default" and name not in self.llms:
-                raise ValueError(f"population.llms[{i}]: {name!r} is not a key of llms ({', '.join(self.llms) or 'none'})")
+                raise ValueError(
+                    f"population.llms[{i}]: {name!r} is not a key of llms ({', '.join(self.llms) or 'none'})"
+                )
         if self.policy.kind in ("llm", "group_llm") and self.llm is None:
             raise ValueError("llm: required when policy.kind is 'llm' (e.g. llm: {backend: embedded})")
         if self.interviews and self.policy.kind not in ("llm", "group_llm"):
@@ -372,7 +519,7 @@ class ExperimentConfig(_Cfg):
         return self
 
     @model_validator(mode="after")
-    def _offered_actions(self) -> "ExperimentConfig":
+    def _offered_actions(self) -> ExperimentConfig:
         """Offered actions exist and are the preset's; the default follows the preset (no reposts on Reddit)."""
         from socium.platform.actions import ACTION_TYPES, PRESET_ACTIONS
 
@@ -384,13 +531,17 @@ class ExperimentConfig(_Cfg):
             if a not in ACTION_TYPES:
                 raise ValueError(f"llm_agents.actions[{i}]: {a!r} is not an action; allowed: {', '.join(ACTION_TYPES)}")
             if a not in PRESET_ACTIONS[preset]:
-                raise ValueError(f"llm_agents.actions[{i}]: {a!r} is not available on platform.preset {preset!r}; "
-                                 f"allowed: {', '.join(PRESET_ACTIONS[preset])}")  # fmt: skip
+                raise ValueError(
+                    f"llm_agents.actions[{i}]: {a!r} is not available on platform.preset {preset!r}; "
+                    f"allowed: {', '.join(PRESET_ACTIONS[preset])}"
+                )
         if not ac.actions:
             raise ValueError("llm_agents.actions: offer at least one action (e.g. do_nothing)")
         if {"like_comment", "dislike_comment"} & set(ac.actions) and not ac.comments_per_post:
-            raise ValueError("llm_agents.comments_per_post: must be at least 1 when like_comment or dislike_comment "
-                             "is offered (agents can act only on comments they are shown)")
+            raise ValueError(
+                "llm_agents.comments_per_post: must be at least 1 when like_comment or dislike_comment "
+                "is offered (agents can act only on comments they are shown)"
+            )
         if len(set(ac.actions)) != len(ac.actions):
             raise ValueError("llm_agents.actions: lists an action twice")
         return self
@@ -456,7 +607,9 @@ def _bad_value(value: Any, path: str) -> tuple[str, str] | None:
     if isinstance(value, dict):
         for k, v in value.items():
             if not isinstance(k, str):
-                return (f"{path}.{k!r}" if path else repr(k)), f"key {k!r} is a {type(k).__name__}, keys must be strings"
+                return (
+                    f"{path}.{k!r}" if path else repr(k)
+                ), f"key {k!r} is a {type(k).__name__}, keys must be strings"
             found = _bad_value(v, f"{path}.{k}" if path else k)
             if found:
                 return found
@@ -487,7 +640,9 @@ def _json_copy(data: Any, source: str) -> Any:
     return json.loads(json.dumps(data, allow_nan=False))
 
 
-def validate_dict(model: type[M], data: dict[str, Any], overrides: Sequence[str] | None = None, source: str = "<dict>") -> M:
+def validate_dict(
+    model: type[M], data: dict[str, Any], overrides: Sequence[str] | None = None, source: str = "<dict>"
+) -> M:
     """Apply ``key.path=value`` overrides, then validate into ``model``; errors name the key path.
 
     Shared by every YAML format socium reads (experiment configs, episode configs, experiment specs)
@@ -555,8 +710,10 @@ def parse_yaml(text: str, where: str) -> Any:
             return None
         n = _expanded_size(node, where)
         if n > MAX_CONFIG_NODES:
-            raise ConfigError(f"{where}: YAML expands to {n:,} values (limit {MAX_CONFIG_NODES:,}); "
-                              "aliases (*name) repeated inside aliases multiply, see 'billion laughs'")  # fmt: skip
+            raise ConfigError(
+                f"{where}: YAML expands to {n:,} values (limit {MAX_CONFIG_NODES:,}); "
+                "aliases (*name) repeated inside aliases multiply, see 'billion laughs'"
+            )
         return loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -583,7 +740,9 @@ def read_config_text(path: str | Path) -> str:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise ConfigError(f"{p}:{line}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the file as UTF-8") from None
+        raise ConfigError(
+            f"{p}:{line}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the file as UTF-8"
+        ) from None
 
 
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
@@ -595,7 +754,9 @@ def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def config_from_dict(data: dict[str, Any], overrides: list[str] | None = None, source: str = "<dict>") -> ExperimentConfig:
+def config_from_dict(
+    data: dict[str, Any], overrides: list[str] | None = None, source: str = "<dict>"
+) -> ExperimentConfig:
     return validate_dict(ExperimentConfig, data, overrides, source)
 
 

@@ -10,21 +10,27 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from socium.errors import ConfigError
 
 
-def check_protocol_class(obj: Any, kind: str, key: str, methods: Sequence[str], protocol: str, doc: str,
-                         noun: str = "plugin") -> type:  # fmt: skip
+def check_protocol_class(
+    obj: Any, kind: str, key: str, methods: Sequence[str], protocol: str, doc: str, noun: str = "plugin"
+) -> type:
     """``obj`` itself if it is a class defining every method in ``methods``; else a ConfigError naming ``key``."""
     if not inspect.isclass(obj):
         what = "a module" if inspect.ismodule(obj) else f"a {type(obj).__name__}"
-        raise ConfigError(f"{key}: {kind!r} is {what}, not a {noun} class; a dotted path must name a class implementing "
-                          f"{' and '.join(m + '()' for m in methods)} (see {doc})")  # fmt: skip
+        raise ConfigError(
+            f"{key}: {kind!r} is {what}, not a {noun} class; a dotted path must name a class implementing "
+            f"{' and '.join(m + '()' for m in methods)} (see {doc})"
+        )
     missing = [m for m in methods if not inspect.isfunction(getattr(obj, m, None))]
     if missing:
-        raise ConfigError(f"{key}: {kind!r} does not implement {' and '.join(m + '()' for m in missing)} (the {protocol} protocol)")
+        raise ConfigError(
+            f"{key}: {kind!r} does not implement {' and '.join(m + '()' for m in missing)} (the {protocol} protocol)"
+        )
     return obj
 
 

@@ -11,8 +11,9 @@ import csv
 import io
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import pyarrow as pa
 
@@ -46,11 +47,13 @@ def write_table(table: pa.Table, path: str | Path, fmt: FileFormat) -> int:
 
         pq.write_table(table, path)
     elif fmt == "csv":
-        path.write_text(format_rows(table.column_names, [tuple(r.values()) for r in table.to_pylist()], "csv"),
-                        encoding="utf-8")
+        path.write_text(
+            format_rows(table.column_names, [tuple(r.values()) for r in table.to_pylist()], "csv"), encoding="utf-8"
+        )
     else:
-        path.write_text(json.dumps([_jsonable(r) for r in table.to_pylist()], ensure_ascii=False, indent=1) + "\n",
-                        encoding="utf-8")
+        path.write_text(
+            json.dumps([_jsonable(r) for r in table.to_pylist()], ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
+        )
     return table.num_rows
 
 

@@ -1,6 +1,5 @@
 """Per-action rules, including every invalid case: an invalid action must change nothing."""
 
-
 import numpy as np
 import pytest
 
@@ -12,18 +11,31 @@ from socium.platform.state import PlatformState
 def make(n=5, preset="x", edges=((1, 0), (2, 0))):
     src = np.array([e[0] for e in edges], dtype=np.int32)
     dst = np.array([e[1] for e in edges], dtype=np.int32)
-    st = PlatformState(n, FollowIndex.from_edges(src, dst, n), preset=preset, max_post_chars=50,
-                       usernames=[f"user{i}" for i in range(n)])
+    st = PlatformState(
+        n,
+        FollowIndex.from_edges(src, dst, n),
+        preset=preset,
+        max_post_chars=50,
+        usernames=[f"user{i}" for i in range(n)],
+    )
     st.begin_step(0, 0.0)
     return st
 
 
 def snapshot(st):
     p = st.posts
-    return (len(p), [p.col(c).tolist() for c in ("likes", "dislikes", "reposts", "comments", "reports")],
-            set(st.likes), set(st.dislikes), set(st.reported), {k: set(v) for k, v in st.mutes.items()},
-            st.follows.edges()[0].tolist(), st.follows.edges()[1].tolist(),
-            [(g[0], set(g[1])) for g in st.groups], len(st.events.group_messages))
+    return (
+        len(p),
+        [p.col(c).tolist() for c in ("likes", "dislikes", "reposts", "comments", "reports")],
+        set(st.likes),
+        set(st.dislikes),
+        set(st.reported),
+        {k: set(v) for k, v in st.mutes.items()},
+        st.follows.edges()[0].tolist(),
+        st.follows.edges()[1].tolist(),
+        [(g[0], set(g[1])) for g in st.groups],
+        len(st.events.group_messages),
+    )
 
 
 def assert_invalid(st, agent, action, reason_part):
@@ -167,7 +179,9 @@ def test_text_is_truncated_and_sanitised():
 
 
 def test_self_rating_can_be_forbidden():
-    st = PlatformState(3, FollowIndex.from_edges(np.array([], np.int64), np.array([], np.int64), 3), allow_self_rating=False)
+    st = PlatformState(
+        3, FollowIndex.from_edges(np.array([], np.int64), np.array([], np.int64), 3), allow_self_rating=False
+    )
     pid = st.apply(0, A.CreatePost(content="mine")).post_id
     assert_invalid(st, 0, A.LikePost(post_id=pid), "cannot rate your own post")
     assert st.apply(1, A.LikePost(post_id=pid)).ok

@@ -17,12 +17,14 @@ from socium.agents.profiles import Population
 
 
 def persona_texts(pop: Population) -> list[str]:
-    return [" ".join([pop.bios[i], ", ".join(pop.interests[i] or [])]).strip() or pop.usernames[i]
-            for i in range(len(pop))]  # fmt: skip
+    return [
+        " ".join([pop.bios[i], ", ".join(pop.interests[i] or [])]).strip() or pop.usernames[i] for i in range(len(pop))
+    ]
 
 
-def cluster_population(pop: Population, cluster_size: int, seed: int, embedder: Any,
-                       stance_weight: float = 1.0) -> np.ndarray:  # fmt: skip
+def cluster_population(
+    pop: Population, cluster_size: int, seed: int, embedder: Any, stance_weight: float = 1.0
+) -> np.ndarray:
     """One cluster id per agent (0..K-1, K = ceil(n / cluster_size)), deterministic given the seed.
 
     k-means++ (scipy) on [persona embedding | stance_weight * stance]; ids are renumbered by each

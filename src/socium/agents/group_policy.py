@@ -18,7 +18,8 @@ are re-asked once in a smaller call, then recorded as ``invalid_llm_output``.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
@@ -47,8 +48,9 @@ class GroupLLMPolicy(LLMPolicy):
         site = "an X-like microblogging site" if cfg.platform.preset == "x" else "a Reddit-like forum"
         ac = self.ac
         catalogue = "\n".join(f"- {P.ACTION_HELP[a]}" for a in self.allowed if a in P.ACTION_HELP)
-        self.group_system = _SYSTEM.format(site=site, catalogue=catalogue,
-                                           fmt=P.answer_format(ac.max_actions_per_activation, ac.record_reason))  # fmt: skip
+        self.group_system = _SYSTEM.format(
+            site=site, catalogue=catalogue, fmt=P.answer_format(ac.max_actions_per_activation, ac.record_reason)
+        )
         self._cluster_rows_written = False
 
     def for_actor(self, ctx: Any) -> GroupLLMPolicy:
@@ -71,8 +73,13 @@ class GroupLLMPolicy(LLMPolicy):
         for o in members:
             for it in (*o.feed, *o.results):  # search / trend results are shown like feed posts
                 posts.setdefault(it.post_id, it)
-        shared = P.feed_block(Observation(-1, members[0].step, members[0].time_s, members[0].hour,
-                                          [posts[k] for k in sorted(posts)], None), ac.max_item_chars, False)  # fmt: skip
+        shared = P.feed_block(
+            Observation(
+                -1, members[0].step, members[0].time_s, members[0].hour, [posts[k] for k in sorted(posts)], None
+            ),
+            ac.max_item_chars,
+            False,
+        )
         parts = [f"## Posts in these users' feeds (hour {members[0].hour:02d}:00)\n{shared}"]
         for o in members:
             prof = o.extra["profile"]
@@ -80,12 +87,17 @@ class GroupLLMPolicy(LLMPolicy):
             feed_ids = ", ".join(str(i.post_id) for i in o.feed) or "(empty feed)"
             asked = ""
             if o.results_from:
-                found = ", ".join(f"@{u} (user_id={i})" for i, u in o.found_users) or ", ".join(
-                    str(i.post_id) for i in o.results) or "nothing"
+                found = (
+                    ", ".join(f"@{u} (user_id={i})" for i, u in o.found_users)
+                    or ", ".join(str(i.post_id) for i in o.results)
+                    or "nothing"
+                )
                 asked = f"\nThey asked for {quote_untrusted(o.results_from, 240)}: {found}"
             you = P.persona_block(prof, fields=ac.persona_fields, issue=self.cfg.population.issue)
-            parts.append(f"## User agent_{o.agent_id}\n{you}\nRecently:\n{P.memory_block(mem)}\n"
-                         f"In their feed: post ids {feed_ids}{asked}")  # fmt: skip
+            parts.append(
+                f"## User agent_{o.agent_id}\n{you}\nRecently:\n{P.memory_block(mem)}\n"
+                f"In their feed: post ids {feed_ids}{asked}"
+            )
         parts.append("## Your answer\nOne JSON object with a key for every user above.")
         return [{"role": "system", "content": self.group_system}, {"role": "user", "content": "\n\n".join(parts)}]
 
@@ -98,12 +110,21 @@ class GroupLLMPolicy(LLMPolicy):
         llm = self.cfg.llm
         assert llm is not None
         first = members[0]
-        meta = {"step": first.step, "agent_id": first.agent_id, "group": [o.agent_id for o in members],
-                "cluster": int(self.labels[first.agent_id]), "attempt": attempt}  # fmt: skip
-        req = self._request(f"s{first.step}-c{int(self.labels[first.agent_id])}-a{first.agent_id}-{attempt}",
-                            self.group_messages(members), self.group_schema(members), meta,
-                            self._seed(first.agent_id, first.step, 500 + attempt),
-                            max_tokens=llm.max_tokens * len(members))  # fmt: skip
+        meta = {
+            "step": first.step,
+            "agent_id": first.agent_id,
+            "group": [o.agent_id for o in members],
+            "cluster": int(self.labels[first.agent_id]),
+            "attempt": attempt,
+        }
+        req = self._request(
+            f"s{first.step}-c{int(self.labels[first.agent_id])}-a{first.agent_id}-{attempt}",
+            self.group_messages(members),
+            self.group_schema(members),
+            meta,
+            self._seed(first.agent_id, first.step, 500 + attempt),
+            max_tokens=llm.max_tokens * len(members),
+        )
         res = await self._ask(req)
         if not res.ok:
             reason = clean_text(f"backend error ({res.error_kind}): {res.error}", 500).text
@@ -122,8 +143,9 @@ class GroupLLMPolicy(LLMPolicy):
             try:
                 if key not in data:
                     raise ValueError(err)
-                actions, why = validate_answer(data[key], o, self.allowed, self.ac.max_actions_per_activation,
-                                               self.ac.record_reason)  # fmt: skip
+                actions, why = validate_answer(
+                    data[key], o, self.allowed, self.ac.max_actions_per_activation, self.ac.record_reason
+                )
                 m: dict[str, Any] = {"origin": "llm", "cluster": int(self.labels[o.agent_id])}
                 if why is not None:
                     m["reason"] = clean_text(why, self.ac.max_reason_chars).text
@@ -140,8 +162,14 @@ class GroupLLMPolicy(LLMPolicy):
             more, retry = await self._group_call(retry, 1)
             done += more
         for o in retry:
-            done.append(Decision(o.agent_id, [], invalid_reason=f"group output: {o.extra.pop('_group_error', '')}",
-                                 raw=o.extra.pop("_group_raw", None)))  # fmt: skip
+            done.append(
+                Decision(
+                    o.agent_id,
+                    [],
+                    invalid_reason=f"group output: {o.extra.pop('_group_error', '')}",
+                    raw=o.extra.pop("_group_raw", None),
+                )
+            )
         return done
 
     def chunks(self, observations: Sequence[Observation]) -> list[list[Observation]]:
@@ -150,7 +178,7 @@ class GroupLLMPolicy(LLMPolicy):
         for o in sorted(observations, key=lambda x: x.agent_id):
             by.setdefault(int(self.labels[o.agent_id]), []).append(o)
         size = self.cfg.policy.group_max_members
-        return [obs[i:i + size] for c in sorted(by) for obs in [by[c]] for i in range(0, len(obs), size)]
+        return [obs[i : i + size] for c in sorted(by) for obs in [by[c]] for i in range(0, len(obs), size)]
 
     async def adecide_batch(self, observations: Sequence[Observation]) -> list[Decision]:
         decided = await asyncio.gather(*(self._decide_chunk(ch) for ch in self.chunks(observations)))
@@ -166,8 +194,13 @@ class GroupLLMPolicy(LLMPolicy):
             return {}
         self._cluster_rows_written = True
         sizes = np.bincount(self.labels)
-        return {"agent_clusters": {"agent_id": list(range(len(self.labels))), "cluster": self.labels.tolist(),
-                                   "cluster_size": sizes[self.labels].tolist()}}  # fmt: skip
+        return {
+            "agent_clusters": {
+                "agent_id": list(range(len(self.labels))),
+                "cluster": self.labels.tolist(),
+                "cluster_size": sizes[self.labels].tolist(),
+            }
+        }
 
     def restore(self, sim: Any) -> None:
         self._cluster_rows_written = True
@@ -179,6 +212,7 @@ def make_group_policy(sim: Any) -> GroupLLMPolicy:
     from socium.recsys.embeddings import make_embedder
 
     pc = sim.cfg.policy
-    labels = cluster_population(sim.population, pc.group_cluster_size, sim.cfg.seed, make_embedder(pc.group_embedder),
-                                pc.group_stance_weight)  # fmt: skip
+    labels = cluster_population(
+        sim.population, pc.group_cluster_size, sim.cfg.seed, make_embedder(pc.group_embedder), pc.group_stance_weight
+    )
     return GroupLLMPolicy(sim.cfg, labels)

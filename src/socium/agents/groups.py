@@ -9,14 +9,15 @@ offered to join, the newest first).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from socium.agents.observation import GroupView
 from socium.platform.state import PlatformState
 
 
-def group_views(state: PlatformState, agent: int, n_messages: int, n_listed: int,
-                usernames: Sequence[str]) -> list[GroupView]:  # fmt: skip
+def group_views(
+    state: PlatformState, agent: int, n_messages: int, n_listed: int, usernames: Sequence[str]
+) -> list[GroupView]:
     """The agent's groups (with their last ``n_messages`` messages) then up to ``n_listed`` others."""
     mine = state.groups_of(agent)
     out = []

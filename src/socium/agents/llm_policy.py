@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
@@ -22,9 +23,9 @@ from socium.config import ExperimentConfig
 from socium.llm.base import run_coro_sync
 from socium.llm.cache import MemoryCache
 from socium.llm.config import build_backend
-from socium.llm.wrappers import BudgetLedger
 from socium.llm.parsing import parse_json_lenient
 from socium.llm.types import ChatMessage, LLMRequest, LLMResult
+from socium.llm.wrappers import BudgetLedger
 from socium.platform.actions import parse_action
 from socium.platform.text import clean_text, quote_untrusted
 from socium.simulator.rng import LLM, component_rng
@@ -51,29 +52,43 @@ class RecordingCache(MemoryCache):
 
 def load_recorded(trace_path: str) -> MemoryCache:
     """The successful calls of a recorded run, as a cache the replay backend answers from."""
-    from socium.simulator.store import open_trace, require_store
     from pathlib import Path
+
+    from socium.simulator.store import open_trace, require_store
 
     con = open_trace(require_store(Path(trace_path)))
     cache = MemoryCache()
     try:
-        rows = con.execute("SELECT request_hash, response, prompt_tokens, completion_tokens, finish_reason "
-                           "FROM llm_calls WHERE outcome = 'ok' ORDER BY call_id").fetchall()  # fmt: skip
+        rows = con.execute(
+            "SELECT request_hash, response, prompt_tokens, completion_tokens, finish_reason "
+            "FROM llm_calls WHERE outcome = 'ok' ORDER BY call_id"
+        ).fetchall()
     finally:
         con.close()
     for key, text, pt, ct, fr in rows:
-        cache.put(key, None, LLMResult(request_id="recorded", text=text or "", prompt_tokens=pt or 0,  # type: ignore[arg-type]
-                                       completion_tokens=ct or 0, finish_reason=fr), "")  # fmt: skip
+        cache.put(
+            key,
+            None,
+            LLMResult(
+                request_id="recorded",
+                text=text or "",
+                prompt_tokens=pt or 0,  # type: ignore[arg-type]
+                completion_tokens=ct or 0,
+                finish_reason=fr,
+            ),
+            "",
+        )
     return cache
 
 
 def recorded_model(trace_path: str) -> str:
     """The model a recorded run called (read from its ``llm_calls``), so replay needs no ``llm.model``."""
+    from pathlib import Path
+
     import duckdb
 
     from socium.errors import ConfigError
     from socium.simulator.store import require_store
-    from pathlib import Path
 
     con = duckdb.connect(str(require_store(Path(trace_path))), read_only=True)
     try:
@@ -119,17 +134,27 @@ def state_aware_ids(obs: Observation) -> dict[str, list[int]]:
     liked = {it.post_id for it in items if it.liked}
     disliked = {it.post_id for it in items if it.disliked}
     own = {it.post_id for it in items if it.author == obs.agent_id}  # and shares of its own posts:
-    for it in items:                                                  # the platform refuses both
+    for it in items:  # the platform refuses both
         mine = {s.post_id for s in it.shared if s.author == obs.agent_id}
         own |= mine | ({it.post_id} if mine else set())
     following = set(obs.extra.get("following", ())) & users
-    return {k: sorted(v) for k, v in (("like_post", posts - liked), ("unlike_post", liked), ("dislike_post", posts - disliked),
-                                      ("undo_dislike_post", disliked), ("repost", posts - own),
-                                      ("follow", users - following), ("unfollow", following))}  # fmt: skip
+    return {
+        k: sorted(v)
+        for k, v in (
+            ("like_post", posts - liked),
+            ("unlike_post", liked),
+            ("dislike_post", posts - disliked),
+            ("undo_dislike_post", disliked),
+            ("repost", posts - own),
+            ("follow", users - following),
+            ("unfollow", following),
+        )
+    }
 
 
-def validate_answer(data: Any, obs: Observation, allowed: Sequence[str], max_actions: int = 1,
-                    reason: bool = False) -> tuple[list[Any], str | None]:  # fmt: skip
+def validate_answer(
+    data: Any, obs: Observation, allowed: Sequence[str], max_actions: int = 1, reason: bool = False
+) -> tuple[list[Any], str | None]:
     """The actions (and the stated reason) of one answer shaped as :func:`prompts.answer_schema` says."""
     if max_actions <= 1 and not reason:
         return [validate_action(data, obs, allowed)], None
@@ -162,8 +187,12 @@ class LLMPolicy:
         self.backend_factory = backend_factory
         self.ac = cfg.llm_agents
         self.allowed = [a for a in self.ac.actions if a in P.ACTION_HELP]
-        self.system = P.system_prompt(self.allowed, cfg.platform.preset, max_actions=self.ac.max_actions_per_activation,
-                                      reason=self.ac.record_reason)  # fmt: skip
+        self.system = P.system_prompt(
+            self.allowed,
+            cfg.platform.preset,
+            max_actions=self.ac.max_actions_per_activation,
+            reason=self.ac.record_reason,
+        )
         self._backend: Any = None
         self._cache: RecordingCache | None = None
         self._named: dict[str, Any] = {}  # backends of cfg.llms, built on first use
@@ -240,18 +269,29 @@ class LLMPolicy:
     def _seed(self, *key: int) -> int:
         return int(component_rng(self.cfg.seed, LLM, *key).integers(0, 2**31 - 1))
 
-    def _request(self, rid: str, messages: list[dict[str, str]], schema: dict | None, meta: dict, seed: int,
-                 max_tokens: int | None = None) -> LLMRequest:  # fmt: skip
+    def _request(
+        self,
+        rid: str,
+        messages: list[dict[str, str]],
+        schema: dict | None,
+        meta: dict,
+        seed: int,
+        max_tokens: int | None = None,
+    ) -> LLMRequest:
         name = self.llm_of(meta["agent_id"]) if self.route is not None and "agent_id" in meta else "default"
         llm = self.cfg.llm if name == "default" else self.cfg.llms[name]
         assert llm is not None
         if name != "default":
             meta = {**meta, "llm": name}
         return LLMRequest(
-            request_id=rid, messages=[ChatMessage(**m) for m in messages], json_schema=schema,
-            max_tokens=max_tokens or llm.max_tokens, temperature=llm.temperature, seed=seed,
+            request_id=rid,
+            messages=[ChatMessage(**m) for m in messages],
+            json_schema=schema,
+            max_tokens=max_tokens or llm.max_tokens,
+            temperature=llm.temperature,
+            seed=seed,
             metadata={**meta, "perspective": self.cfg.perspective},
-        )  # fmt: skip
+        )
 
     async def _ask(self, req: LLMRequest) -> LLMResult:
         return (await self.backend_for(req.metadata.get("llm", "default")).generate([req]))[0]
@@ -271,17 +311,30 @@ class LLMPolicy:
     def _messages(self, obs: Observation) -> list[dict[str, str]]:
         profile: AgentProfile = obs.extra["profile"]
         gt = self.ac.ground_truth if self.cfg.perspective in self.ac.ground_truth_visible_to else None
-        return P.agent_messages(profile, obs, obs.extra.get("memory", ()), system=self.system,
-                                perspective=self.cfg.perspective, max_item_chars=self.ac.max_item_chars,
-                                ground_truth=gt, **self.persona_kw())  # fmt: skip
+        return P.agent_messages(
+            profile,
+            obs,
+            obs.extra.get("memory", ()),
+            system=self.system,
+            perspective=self.cfg.perspective,
+            max_item_chars=self.ac.max_item_chars,
+            ground_truth=gt,
+            **self.persona_kw(),
+        )
 
     def answer_schema(self, obs: Observation) -> dict[str, Any]:
         """The schema for this observation: ids limited to what it shows (feed posts, authors, groups)."""
         ac = self.ac
-        one = P.action_schema(self.allowed, sorted(obs.shown_posts()), sorted(obs.shown_users()), ac.max_content_chars,
-                              join_ids=[g.group_id for g in obs.groups if not g.member],
-                              member_ids=[g.group_id for g in obs.groups if g.member],
-                              comment_ids=sorted(obs.shown_comments()), ids_for=state_aware_ids(obs))  # fmt: skip
+        one = P.action_schema(
+            self.allowed,
+            sorted(obs.shown_posts()),
+            sorted(obs.shown_users()),
+            ac.max_content_chars,
+            join_ids=[g.group_id for g in obs.groups if not g.member],
+            member_ids=[g.group_id for g in obs.groups if g.member],
+            comment_ids=sorted(obs.shown_comments()),
+            ids_for=state_aware_ids(obs),
+        )
         return P.answer_schema(one, ac.max_actions_per_activation, ac.record_reason, ac.max_reason_chars)
 
     async def adecide(self, obs: Observation) -> Decision:
@@ -290,22 +343,40 @@ class LLMPolicy:
         meta = {"step": obs.step, "agent_id": obs.agent_id}
         last_err, raw = "", None
         for attempt in range(2 if self.ac.reask else 1):
-            req = self._request(f"s{obs.step}-a{obs.agent_id}-{attempt}", msgs, schema, meta, self._seed(obs.agent_id, obs.step, attempt))
+            req = self._request(
+                f"s{obs.step}-a{obs.agent_id}-{attempt}",
+                msgs,
+                schema,
+                meta,
+                self._seed(obs.agent_id, obs.step, attempt),
+            )
             res = await self._ask(req)
             if not res.ok:
-                return Decision(obs.agent_id, [], invalid_reason=f"backend error ({res.error_kind}): {res.error}"[:500], raw=None)
+                return Decision(
+                    obs.agent_id, [], invalid_reason=f"backend error ({res.error_kind}): {res.error}"[:500], raw=None
+                )
             raw = res.text
             try:
-                actions, why = validate_answer(parse_json_lenient(raw), obs, self.allowed,
-                                               self.ac.max_actions_per_activation, self.ac.record_reason)  # fmt: skip
+                actions, why = validate_answer(
+                    parse_json_lenient(raw),
+                    obs,
+                    self.allowed,
+                    self.ac.max_actions_per_activation,
+                    self.ac.record_reason,
+                )
                 meta: dict[str, Any] = {"origin": "llm"}
                 if why is not None:
                     meta["reason"] = clean_text(why, self.ac.max_reason_chars).text
                 return Decision(obs.agent_id, actions, meta=meta)
             except (ValueError, ValidationError) as exc:
                 last_err = _short_error(exc)
-                msgs = msgs + [{"role": "assistant", "content": clean_text(raw, 2000).text},
-                               {"role": "user", "content": f"That answer was invalid: {last_err}. Reply with one valid JSON object."}]  # fmt: skip
+                msgs = msgs + [
+                    {"role": "assistant", "content": clean_text(raw, 2000).text},
+                    {
+                        "role": "user",
+                        "content": f"That answer was invalid: {last_err}. Reply with one valid JSON object.",
+                    },
+                ]
         return Decision(obs.agent_id, [], invalid_reason=f"invalid output after re-ask: {last_err}", raw=raw)
 
     # ---- omniscient (script mode) -------------------------------------------------------------
@@ -319,28 +390,55 @@ class LLMPolicy:
         done += [Decision(o.agent_id, [], invalid_reason=f"narrator output: {err}", raw=raw) for o, err, raw in retry]
         return sorted(done, key=lambda d: d.agent_id)
 
-    async def _narrator_call(self, group: list[Observation], attempt: int, errors: dict[int, str]
-                             ) -> tuple[list[Decision], list[tuple[Observation, str, str | None]]]:
+    async def _narrator_call(
+        self, group: list[Observation], attempt: int, errors: dict[int, str]
+    ) -> tuple[list[Decision], list[tuple[Observation, str, str | None]]]:
         members = [(o.extra["profile"], o, o.extra.get("memory", ())) for o in group]
         gt = self.ac.ground_truth if "omniscient" in self.ac.ground_truth_visible_to else None
-        msgs = P.narrator_messages(members, group[0].extra.get("global_feed", ()), group[0].extra.get("stats", ""),
-                                   actions=self.allowed, platform=self.cfg.platform.preset, ground_truth=gt,
-                                   **self.persona_kw())  # fmt: skip
+        msgs = P.narrator_messages(
+            members,
+            group[0].extra.get("global_feed", ()),
+            group[0].extra.get("stats", ""),
+            actions=self.allowed,
+            platform=self.cfg.platform.preset,
+            ground_truth=gt,
+            **self.persona_kw(),
+        )
         if errors:  # the re-ask says what was wrong, member by member
             notes = "\n".join(f"- agent_{a}: {e}" for a, e in sorted(errors.items()))
-            msgs.append({"role": "user", "content": f"Your previous answer was invalid for these characters:\n{notes}\n"
-                                                    "Answer again for exactly the characters above."})
-        schema = P.narrator_schema({o.agent_id: P.action_schema(
-            self.allowed, sorted(o.shown_posts()), sorted(o.shown_users()), self.ac.max_content_chars,
-            comment_ids=sorted(o.shown_comments())) for o in group})
+            msgs.append(
+                {
+                    "role": "user",
+                    "content": f"Your previous answer was invalid for these characters:\n{notes}\n"
+                    "Answer again for exactly the characters above.",
+                }
+            )
+        schema = P.narrator_schema(
+            {
+                o.agent_id: P.action_schema(
+                    self.allowed,
+                    sorted(o.shown_posts()),
+                    sorted(o.shown_users()),
+                    self.ac.max_content_chars,
+                    comment_ids=sorted(o.shown_comments()),
+                )
+                for o in group
+            }
+        )
         first = group[0]
         meta = {"step": first.step, "agent_id": first.agent_id, "group": [o.agent_id for o in group]}
         if attempt:
             meta["attempt"] = attempt
         llm = self.cfg.llm
         assert llm is not None
-        req = self._request(f"s{first.step}-g{first.agent_id}" + (f"-{attempt}" if attempt else ""), msgs, schema, meta,
-                            self._seed(first.agent_id, first.step, 99 + attempt), max_tokens=llm.max_tokens * len(group))
+        req = self._request(
+            f"s{first.step}-g{first.agent_id}" + (f"-{attempt}" if attempt else ""),
+            msgs,
+            schema,
+            meta,
+            self._seed(first.agent_id, first.step, 99 + attempt),
+            max_tokens=llm.max_tokens * len(group),
+        )
         res = await self._ask(req)
         if not res.ok:
             reason = clean_text(f"backend error ({res.error_kind}): {res.error}", 500).text
@@ -376,7 +474,7 @@ class LLMPolicy:
             return out
         return partition_in_groups(observations, n, self.ac.group_size)
 
-    def for_actor(self, ctx: Any) -> "LLMPolicy":
+    def for_actor(self, ctx: Any) -> LLMPolicy:
         """Inside a Ray actor: talk to the servers assigned to it, at its own concurrency."""
         llm = self.cfg.llm
         if llm is None:
@@ -395,7 +493,7 @@ class LLMPolicy:
         obs = sorted(observations, key=lambda o: o.agent_id)
         if self.cfg.perspective == "omniscient":
             g = self.ac.group_size
-            groups = [obs[i:i + g] for i in range(0, len(obs), g)]
+            groups = [obs[i : i + g] for i in range(0, len(obs), g)]
             decided = await asyncio.gather(*(self._narrate(gr) for gr in groups))
             decisions = [d for ds in decided for d in ds]
         else:
@@ -412,18 +510,34 @@ class LLMPolicy:
         return self.decide_batch([obs])[0]
 
     # ---- surveys and interviews ---------------------------------------------------------------
-    def survey(self, people: Sequence[tuple[AgentProfile, Sequence[str]]], question: str, scale: tuple[float, float],
-               step: int) -> tuple[list[tuple[str, float | None, str | None]], list]:
+    def survey(
+        self, people: Sequence[tuple[AgentProfile, Sequence[str]]], question: str, scale: tuple[float, float], step: int
+    ) -> tuple[list[tuple[str, float | None, str | None]], list]:
         """Answers (text, value, reason when there is no value) and the calls made; see socium.simulator.surveys."""
         from socium.simulator.surveys import ask_llm_survey
 
         return ask_llm_survey(self, people, question, scale, step), self._drain_calls()
 
-    def _structured_batch(self, people: Sequence[tuple[AgentProfile, list[dict[str, str]]]], schema: dict,
-                          parse: Any, step: int, kind: str, salt: int) -> tuple[list[Any], list]:  # fmt: skip
+    def _structured_batch(
+        self,
+        people: Sequence[tuple[AgentProfile, list[dict[str, str]]]],
+        schema: dict,
+        parse: Any,
+        step: int,
+        kind: str,
+        salt: int,
+    ) -> tuple[list[Any], list]:
         """One constrained request per person; a reply that fails ``parse`` is re-asked once, then None."""
-        reqs = [self._request(f"{kind}-s{step}-a{p.id}", msgs, schema, {"step": step, "agent_id": p.id, kind: True},
-                              self._seed(p.id, step, salt)) for p, msgs in people]  # fmt: skip
+        reqs = [
+            self._request(
+                f"{kind}-s{step}-a{p.id}",
+                msgs,
+                schema,
+                {"step": step, "agent_id": p.id, kind: True},
+                self._seed(p.id, step, salt),
+            )
+            for p, msgs in people
+        ]
         results = run_coro_sync(self.backend.generate(reqs)) if reqs else []
         out: list[Any] = [None] * len(reqs)
         again = []
@@ -431,12 +545,25 @@ class LLMPolicy:
             try:
                 out[k] = parse(parse_json_lenient(res.text)) if res.ok else None
             except ValueError as exc:
-                again.append((k, req.model_copy(update={
-                    "request_id": req.request_id + "-reask",
-                    "messages": req.messages + [ChatMessage(role="assistant", content=clean_text(res.text, 2000).text),
-                                                ChatMessage(role="user", content=f"That answer was invalid: "
-                                                            f"{_short_error(exc)}. Reply with one valid JSON object.")]}),
-                              ))  # fmt: skip
+                again.append(
+                    (
+                        k,
+                        req.model_copy(
+                            update={
+                                "request_id": req.request_id + "-reask",
+                                "messages": req.messages
+                                + [
+                                    ChatMessage(role="assistant", content=clean_text(res.text, 2000).text),
+                                    ChatMessage(
+                                        role="user",
+                                        content=f"That answer was invalid: "
+                                        f"{_short_error(exc)}. Reply with one valid JSON object.",
+                                    ),
+                                ],
+                            }
+                        ),
+                    )
+                )
         if again and self.ac.reask:
             for (k, _), res in zip(again, run_coro_sync(self.backend.generate([r for _, r in again]))):
                 try:
@@ -445,38 +572,53 @@ class LLMPolicy:
                     out[k] = None
         return out, self._drain_calls()
 
-    def reflect(self, people: Sequence[tuple[AgentProfile, Sequence[str]]], step: int,
-                n_insights: int) -> tuple[list[list[str]], list]:  # fmt: skip
+    def reflect(
+        self, people: Sequence[tuple[AgentProfile, Sequence[str]]], step: int, n_insights: int
+    ) -> tuple[list[list[str]], list]:
         """Generative Agents' reflection: a few high-level insights from an agent's recent memories."""
         from socium.agents.memory import parse_insights, reflection_schema
 
-        task = (f"What {n_insights} high-level insights can you infer from these memories about yourself, the people "
-                "you see and the issue? Write each as one short sentence in the first person. Answer as JSON "
-                '{"insights": [sentence, ...]}.')  # fmt: skip
-        batch = [(p, P.interview_messages(p, [quote_untrusted(m, 300) for m in mem], task, **self.persona_kw()))
-                 for p, mem in people]  # fmt: skip
-        got, calls = self._structured_batch(batch, reflection_schema(n_insights),
-                                            lambda d: parse_insights(d, n_insights), step, "reflection", 2000)  # fmt: skip
+        task = (
+            f"What {n_insights} high-level insights can you infer from these memories about yourself, the people "
+            "you see and the issue? Write each as one short sentence in the first person. Answer as JSON "
+            '{"insights": [sentence, ...]}.'
+        )
+        batch = [
+            (p, P.interview_messages(p, [quote_untrusted(m, 300) for m in mem], task, **self.persona_kw()))
+            for p, mem in people
+        ]
+        got, calls = self._structured_batch(
+            batch, reflection_schema(n_insights), lambda d: parse_insights(d, n_insights), step, "reflection", 2000
+        )
         return [g or [] for g in got], calls
 
-    def rate_importance(self, people: Sequence[tuple[AgentProfile, Sequence[str]]],
-                        step: int) -> tuple[list[list[float] | None], list]:  # fmt: skip
+    def rate_importance(
+        self, people: Sequence[tuple[AgentProfile, Sequence[str]]], step: int
+    ) -> tuple[list[list[float] | None], list]:
         """Generative Agents' poignancy rating: 1 (mundane) .. 10 (life-changing) for each new memory."""
         from socium.agents.memory import importance_schema, parse_ratings
 
         batch, ns = [], []
         for p, texts in people:
             items = "\n".join(f"{k + 1}. {quote_untrusted(t, 200)}" for k, t in enumerate(texts))
-            q = (f"Rate how important each of these {len(texts)} memories is to you, from 1 (mundane, like scrolling "
-                 f"past a post) to 10 (life-changing):\n{items}\nAnswer as JSON " + '{"ratings": [integers]}.')  # fmt: skip
+            q = (
+                f"Rate how important each of these {len(texts)} memories is to you, from 1 (mundane, like scrolling "
+                f"past a post) to 10 (life-changing):\n{items}\nAnswer as JSON " + '{"ratings": [integers]}.'
+            )
             batch.append((p, P.interview_messages(p, (), q, **self.persona_kw())))
             ns.append(len(texts))
         results: list[Any] = []
         calls: list = []
         for n in sorted(set(ns)):  # one schema per list length
             idx = [k for k, m in enumerate(ns) if m == n]
-            got, c = self._structured_batch([batch[k] for k in idx], importance_schema(n),
-                                            lambda d, n=n: parse_ratings(d, n), step, "importance", 3000)  # fmt: skip
+            got, c = self._structured_batch(
+                [batch[k] for k in idx],
+                importance_schema(n),
+                lambda d, n=n: parse_ratings(d, n),
+                step,
+                "importance",
+                3000,
+            )
             results.extend(zip(idx, got))
             calls.extend(c)
         by = dict(results)
@@ -488,17 +630,27 @@ class LLMPolicy:
         res = run_coro_sync(self.backend.generate([req]))[0]
         return res.text if res.ok else f"(no answer: {res.error})"
 
-    def interview_batch(self, people: Sequence[tuple[AgentProfile, Sequence[str]]], question: str, step: int,
-                        key: int) -> tuple[list[tuple[str, str]], list]:  # fmt: skip
+    def interview_batch(
+        self, people: Sequence[tuple[AgentProfile, Sequence[str]]], question: str, step: int, key: int
+    ) -> tuple[list[tuple[str, str]], list]:
         """Free-text answers ``(request_id, answer)`` of each person (persona + memory at ``step``), plus
         the calls made, for the driver to write with the ``interviews`` rows; ``key`` tells questions apart."""
         ask = lambda p, mem: P.interview_messages(p, mem, question, **self.persona_kw())  # noqa: E731
-        reqs = [self._request(f"interview-s{step}-a{p.id}-q{key}", ask(p, mem), None,
-                              {"step": step, "agent_id": p.id, "interview": True}, self._seed(p.id, step + 1, 2000, key))
-                for p, mem in people]  # fmt: skip
+        reqs = [
+            self._request(
+                f"interview-s{step}-a{p.id}-q{key}",
+                ask(p, mem),
+                None,
+                {"step": step, "agent_id": p.id, "interview": True},
+                self._seed(p.id, step + 1, 2000, key),
+            )
+            for p, mem in people
+        ]
         results = run_coro_sync(self._generate(reqs)) if reqs else []
-        answers = [(req.request_id, clean_text(res.text, 4000).text if res.ok else f"(no answer: {res.error_kind})")
-                   for req, res in zip(reqs, results)]  # fmt: skip
+        answers = [
+            (req.request_id, clean_text(res.text, 4000).text if res.ok else f"(no answer: {res.error_kind})")
+            for req, res in zip(reqs, results)
+        ]
         return answers, self._drain_calls()
 
 
@@ -516,22 +668,61 @@ def make_llm_policy(sim: Any) -> LLMPolicy:
 
 def call_rows(calls: list[tuple[str, LLMRequest, LLMResult, str]], first_id: int) -> dict[str, list]:
     """``llm_calls`` columns for the calls of one step, in a deterministic order."""
-    cols: dict[str, list] = {k: [] for k in ("call_id", "step", "agent_id", "perspective", "request_id", "request_hash",
-                                             "model", "params", "prompt", "response", "prompt_tokens", "completion_tokens",
-                                             "latency_s", "finish_reason", "outcome", "error", "attempts", "metadata")}  # fmt: skip
-    keyed = [((c[1].metadata.get("step") or 0), (c[1].metadata.get("agent_id") or 0), c[1].request_id, i) for i, c in enumerate(calls)]
+    cols: dict[str, list] = {
+        k: []
+        for k in (
+            "call_id",
+            "step",
+            "agent_id",
+            "perspective",
+            "request_id",
+            "request_hash",
+            "model",
+            "params",
+            "prompt",
+            "response",
+            "prompt_tokens",
+            "completion_tokens",
+            "latency_s",
+            "finish_reason",
+            "outcome",
+            "error",
+            "attempts",
+            "metadata",
+        )
+    }
+    keyed = [
+        ((c[1].metadata.get("step") or 0), (c[1].metadata.get("agent_id") or 0), c[1].request_id, i)
+        for i, c in enumerate(calls)
+    ]
     calls = [calls[k[3]] for k in sorted(keyed)]
     for i, (key, req, res, model) in enumerate(calls):
         md = req.metadata
-        for k, v in (("call_id", first_id + i), ("step", md.get("step")), ("agent_id", md.get("agent_id")),
-                     ("perspective", md.get("perspective")), ("request_id", req.request_id), ("request_hash", key),
-                     ("model", model), ("params", json.dumps(req.params(), sort_keys=True)),
-                     ("prompt", json.dumps([{"role": m.role, "content": clean_text(m.content, 200_000).text}
-                                            for m in req.messages], ensure_ascii=False)),  # always valid UTF-8 JSON
-                     ("response", clean_text(res.text, 100_000).text if res.ok else None), ("prompt_tokens", res.prompt_tokens),
-                     ("completion_tokens", res.completion_tokens), ("latency_s", res.latency_s),
-                     ("finish_reason", res.finish_reason), ("outcome", "ok" if res.ok else (res.error_kind or "other")),
-                     ("error", None if res.error is None else clean_text(res.error, 2000).text), ("attempts", res.attempts),
-                     ("metadata", json.dumps(md, sort_keys=True, default=str))):  # fmt: skip
+        for k, v in (
+            ("call_id", first_id + i),
+            ("step", md.get("step")),
+            ("agent_id", md.get("agent_id")),
+            ("perspective", md.get("perspective")),
+            ("request_id", req.request_id),
+            ("request_hash", key),
+            ("model", model),
+            ("params", json.dumps(req.params(), sort_keys=True)),
+            (
+                "prompt",
+                json.dumps(
+                    [{"role": m.role, "content": clean_text(m.content, 200_000).text} for m in req.messages],
+                    ensure_ascii=False,
+                ),
+            ),  # always valid UTF-8 JSON
+            ("response", clean_text(res.text, 100_000).text if res.ok else None),
+            ("prompt_tokens", res.prompt_tokens),
+            ("completion_tokens", res.completion_tokens),
+            ("latency_s", res.latency_s),
+            ("finish_reason", res.finish_reason),
+            ("outcome", "ok" if res.ok else (res.error_kind or "other")),
+            ("error", None if res.error is None else clean_text(res.error, 2000).text),
+            ("attempts", res.attempts),
+            ("metadata", json.dumps(md, sort_keys=True, default=str)),
+        ):
             cols[k].append(v)
     return cols

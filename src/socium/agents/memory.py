@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any, Iterable, Literal, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,11 +32,27 @@ MAX_ENTRY_CHARS = 300
 # Heuristic importance on Generative Agents' 1..10 scale: what the agent did itself weighs more than
 # what it merely saw; writing weighs more than clicking; a reflection is a conclusion, so it is high.
 ACTION_IMPORTANCE = {
-    "create_post": 6.0, "quote_post": 6.0, "create_comment": 5.0, "repost": 4.0, "follow": 4.0, "unfollow": 4.0,
-    "mute": 4.0, "report_post": 5.0, "send_to_group": 5.0, "create_group": 5.0, "join_group": 3.0,
-    "leave_group": 3.0, "like_post": 2.0, "dislike_post": 2.0, "like_comment": 2.0, "dislike_comment": 2.0,
-    "search_posts": 3.0, "search_user": 3.0, "trend": 2.0, "do_nothing": 1.0,
-}  # fmt: skip
+    "create_post": 6.0,
+    "quote_post": 6.0,
+    "create_comment": 5.0,
+    "repost": 4.0,
+    "follow": 4.0,
+    "unfollow": 4.0,
+    "mute": 4.0,
+    "report_post": 5.0,
+    "send_to_group": 5.0,
+    "create_group": 5.0,
+    "join_group": 3.0,
+    "leave_group": 3.0,
+    "like_post": 2.0,
+    "dislike_post": 2.0,
+    "like_comment": 2.0,
+    "dislike_comment": 2.0,
+    "search_posts": 3.0,
+    "search_user": 3.0,
+    "trend": 2.0,
+    "do_nothing": 1.0,
+}
 REFLECTION_IMPORTANCE = 8.0
 MESSAGE_IMPORTANCE = 5.0
 
@@ -46,18 +63,49 @@ class MemoryConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["window", "stream"] = Field(
-        "window", description="window: the last llm_agents.memory_size own actions; stream: scored retrieval (Generative Agents).")
+        "window",
+        description="window: the last llm_agents.memory_size own actions; "
+        "stream: scored retrieval (Generative Agents).",
+    )
     importance: Literal["heuristic", "llm"] = Field(
-        "heuristic", description="stream: importance 1..10 from a fixed table (heuristic) or rated by the model in one call per agent-step (llm).")
-    recency_decay: float = Field(0.99, gt=0, le=1, description="stream: recency weight per simulated hour since the entry (GA: 0.995 per game hour).")
-    weights: tuple[float, float, float] = Field((1.0, 1.0, 1.0), description="stream: weights of (recency, importance, relevance), each min-max scaled to [0, 1].")
+        "heuristic",
+        description="stream: importance 1..10 from a fixed table (heuristic) or rated by the model in one call per "
+        "agent-step (llm).",
+    )
+    recency_decay: float = Field(
+        0.99,
+        gt=0,
+        le=1,
+        description="stream: recency weight per simulated hour since the entry (GA: 0.995 per game hour).",
+    )
+    weights: tuple[float, float, float] = Field(
+        (1.0, 1.0, 1.0),
+        description="stream: weights of (recency, importance, relevance), each min-max scaled to [0, 1].",
+    )
     observe_feed: bool = Field(True, description="stream: store each feed item an agent was shown as an observation.")
-    reflect_every: int | None = Field(None, ge=1, description="stream: reflect every this many steps in which the agent was active (null: never by count).")
-    reflect_threshold: float | None = Field(30.0, gt=0, description="stream: reflect once the importance of entries since the last reflection exceeds this (GA: 150; null: never by importance).")
+    reflect_every: int | None = Field(
+        None,
+        ge=1,
+        description="stream: reflect every this many steps in which the agent was active (null: never by count).",
+    )
+    reflect_threshold: float | None = Field(
+        30.0,
+        gt=0,
+        description="stream: reflect once the importance of entries since the last reflection exceeds this (GA: 150; "
+        "null: never by importance).",
+    )
     reflection_insights: int = Field(2, ge=1, le=5, description="stream: insights a reflection writes back.")
     reflection_sources: int = Field(15, ge=1, le=100, description="stream: most recent entries a reflection reads.")
-    max_tokens: int = Field(300, ge=20, le=4000, description="stream: token budget of the memory section of a prompt (about 4 characters per token).")
-    embedder: str = Field("minilm", description="stream: relevance embedder: minilm (offline MiniLM), hashing, or a sentence-transformers model.")  # fmt: skip
+    max_tokens: int = Field(
+        300,
+        ge=20,
+        le=4000,
+        description="stream: token budget of the memory section of a prompt (about 4 characters per token).",
+    )
+    embedder: str = Field(
+        "minilm",
+        description="stream: relevance embedder: minilm (offline MiniLM), hashing, or a sentence-transformers model.",
+    )
 
 
 def heuristic_importance(kind: str, action_type: str | None = None, engagement: int = 0) -> float:
@@ -144,9 +192,18 @@ class MemoryStream:
     def __len__(self) -> int:
         return len(self.texts)
 
-    def add(self, agent: int, step: int, kind: str, text: str, importance: float | None = None,
-            action_type: str | None = None, engagement: int = 0, ref_post_id: int | None = None,
-            record: bool = True) -> int:  # fmt: skip
+    def add(
+        self,
+        agent: int,
+        step: int,
+        kind: str,
+        text: str,
+        importance: float | None = None,
+        action_type: str | None = None,
+        engagement: int = 0,
+        ref_post_id: int | None = None,
+        record: bool = True,
+    ) -> int:
         """Append one entry (text cleaned and bounded); ``record=False`` when rebuilding from the trace."""
         if kind not in KINDS:
             raise ValueError(f"memory kind {kind!r} is not one of {KINDS}")
@@ -171,8 +228,15 @@ class MemoryStream:
                 self._pending.setdefault(agent, []).append(i)
             self._row_of[i] = len(self._rows["seq"])
             r = self._rows
-            for col, v in (("step", step), ("agent_id", agent), ("seq", len(r["seq"])), ("kind", kind),
-                           ("text", text), ("importance", imp), ("ref_post_id", ref_post_id)):  # fmt: skip
+            for col, v in (
+                ("step", step),
+                ("agent_id", agent),
+                ("seq", len(r["seq"])),
+                ("kind", kind),
+                ("text", text),
+                ("importance", imp),
+                ("ref_post_id", ref_post_id),
+            ):
                 r[col].append(v)
         return i
 
@@ -200,7 +264,9 @@ class MemoryStream:
 
     def get(self, agent: int, default: Sequence[str] = ()) -> list[str]:
         """The agent's most relevant-by-default lines (recency and importance; surveys and interviews)."""
-        return self.recall(agent, max(self.step[self.by_agent[agent][-1]], 0) if self.by_agent.get(agent) else 0) or list(default)
+        return self.recall(
+            agent, max(self.step[self.by_agent[agent][-1]], 0) if self.by_agent.get(agent) else 0
+        ) or list(default)
 
     def restore(self, rows: Iterable[tuple[int, int, str, str, float]]) -> None:
         """Rebuild from ``memories`` rows ``(step, agent_id, kind, text, importance)`` in (step, seq) order."""
@@ -212,7 +278,7 @@ class MemoryStream:
         n = len(self.texts)
         if self._n_embedded >= n:
             return
-        texts = self.texts[self._n_embedded:n]
+        texts = self.texts[self._n_embedded : n]
         # a post seen by many agents is one text: embed each distinct text once (and remember it)
         todo = sorted({t for t in texts if t not in self._text_vecs})
         if todo:
@@ -224,9 +290,10 @@ class MemoryStream:
         if self._vecs is None:
             self._vecs = np.zeros((max(self._CHUNK, n), new.shape[1]), np.float32)
         elif n > len(self._vecs):
-            self._vecs = np.concatenate([self._vecs, np.zeros((max(self._CHUNK, n - len(self._vecs)), new.shape[1]),
-                                                              np.float32)])  # fmt: skip
-        self._vecs[self._n_embedded:n] = new
+            self._vecs = np.concatenate(
+                [self._vecs, np.zeros((max(self._CHUNK, n - len(self._vecs)), new.shape[1]), np.float32)]
+            )
+        self._vecs[self._n_embedded : n] = new
         self._n_embedded = n
 
     def scores(self, agent: int, step: int, query: str, hours_per_step: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
@@ -236,7 +303,7 @@ class MemoryStream:
             return idx, np.zeros(0)
         wr, wi, wv = self.cfg.weights
         hours = np.maximum(step - self.step[idx], 0) * hours_per_step
-        recency = _minmax(self.cfg.recency_decay ** hours)
+        recency = _minmax(self.cfg.recency_decay**hours)
         importance = _minmax(self.importance[idx].astype(np.float64))
         relevance = np.zeros(len(idx))
         if wv and query.strip():
@@ -310,26 +377,50 @@ def _empty_rows() -> dict[str, list]:
     return {k: [] for k in ("step", "agent_id", "seq", "kind", "text", "importance", "ref_post_id")}
 
 
-MEMORIES_DDL = ("CREATE TABLE IF NOT EXISTS memories (step INTEGER, agent_id BIGINT, seq INTEGER, kind VARCHAR, "
-                "text VARCHAR, importance DOUBLE, ref_post_id BIGINT)")  # fmt: skip
+MEMORIES_DDL = (
+    "CREATE TABLE IF NOT EXISTS memories (step INTEGER, agent_id BIGINT, seq INTEGER, kind VARCHAR, "
+    "text VARCHAR, importance DOUBLE, ref_post_id BIGINT)"
+)
 
 REFLECTION_SCHEMA_MAX = 200
 
 
 def reflection_schema(n: int) -> dict[str, Any]:
-    return {"type": "object", "properties": {"insights": {"type": "array", "minItems": 1, "maxItems": n, "items": {
-        "type": "string", "maxLength": REFLECTION_SCHEMA_MAX}}}, "required": ["insights"], "additionalProperties": False}  # fmt: skip
+    return {
+        "type": "object",
+        "properties": {
+            "insights": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": n,
+                "items": {"type": "string", "maxLength": REFLECTION_SCHEMA_MAX},
+            }
+        },
+        "required": ["insights"],
+        "additionalProperties": False,
+    }
 
 
 def importance_schema(n: int) -> dict[str, Any]:
-    return {"type": "object", "properties": {"ratings": {"type": "array", "minItems": n, "maxItems": n, "items": {
-        "type": "integer", "minimum": 1, "maximum": 10}}}, "required": ["ratings"], "additionalProperties": False}  # fmt: skip
+    return {
+        "type": "object",
+        "properties": {
+            "ratings": {
+                "type": "array",
+                "minItems": n,
+                "maxItems": n,
+                "items": {"type": "integer", "minimum": 1, "maximum": 10},
+            }
+        },
+        "required": ["ratings"],
+        "additionalProperties": False,
+    }
 
 
 def parse_insights(data: Any, n: int) -> list[str]:
     """Validated insights from a reflection answer; raises ValueError on anything else."""
     if not isinstance(data, dict) or not isinstance(data.get("insights"), list):
-        raise ValueError("expected {\"insights\": [text, ...]}")
+        raise ValueError('expected {"insights": [text, ...]}')
     out = [clean_text(" ".join(s.split()), REFLECTION_SCHEMA_MAX).text for s in data["insights"] if isinstance(s, str)]
     out = [s for s in out if s]
     if not out:
@@ -339,7 +430,7 @@ def parse_insights(data: Any, n: int) -> list[str]:
 
 def parse_ratings(data: Any, n: int) -> list[float]:
     if not isinstance(data, dict) or not isinstance(data.get("ratings"), list) or len(data["ratings"]) != n:
-        raise ValueError(f"expected {{\"ratings\": [{n} integers 1..10]}}")
+        raise ValueError(f'expected {{"ratings": [{n} integers 1..10]}}')
     vals = []
     for v in data["ratings"]:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 1 <= v <= 10:

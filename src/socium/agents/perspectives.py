@@ -55,9 +55,14 @@ class Perspective:
 PERSPECTIVES: dict[str, Perspective] = {
     "local": Perspective("local", "agents", "one call per active agent", "none", False),
     "mindreader": Perspective("mindreader", "mindreaders", "one call per active agent", "shown_authors", False),
-    "omniscient": Perspective("omniscient", "script", "one narrator call per group of active agents "
-                              "(dyadic episodes: one call writes the whole episode)", "everyone", True),
-}  # fmt: skip
+    "omniscient": Perspective(
+        "omniscient",
+        "script",
+        "one narrator call per group of active agents (dyadic episodes: one call writes the whole episode)",
+        "everyone",
+        True,
+    ),
+}
 EPISODE_PERSPECTIVE = {p.episode_mode: p.name for p in PERSPECTIVES.values()}
 
 
@@ -69,8 +74,16 @@ def for_episode_mode(mode: str) -> Perspective:
 
 
 # ---- building what is shown ----------------------------------------------------------------------
-def feed_item(state: Any, usernames: list[str], stance: np.ndarray, viewer: int, pid: int, source: str, rank: int,
-              followees: set[int] | None = None) -> FeedItem:  # fmt: skip
+def feed_item(
+    state: Any,
+    usernames: list[str],
+    stance: np.ndarray,
+    viewer: int,
+    pid: int,
+    source: str,
+    rank: int,
+    followees: set[int] | None = None,
+) -> FeedItem:
     """One post as ``viewer`` sees it in a list (feed, results, global feed): text, counts, author."""
     p = state.posts
     root = p.get("root", pid)
@@ -78,13 +91,24 @@ def feed_item(state: Any, usernames: list[str], stance: np.ndarray, viewer: int,
     author = p.get("author", pid)
     s = float(stance[author])
     return FeedItem(
-        post_id=pid, author=author, kind=KIND_NAMES[p.get("kind", pid)], text=p.text[pid], root_id=root,
-        likes=p.get("likes", pid), dislikes=p.get("dislikes", pid), reposts=p.get("reposts", pid),
-        comments=p.get("comments", pid), source=source, rank=rank, adopted=viewer in adopters,
-        liked=(viewer, pid) in state.likes, disliked=(viewer, pid) in state.dislikes,
+        post_id=pid,
+        author=author,
+        kind=KIND_NAMES[p.get("kind", pid)],
+        text=p.text[pid],
+        root_id=root,
+        likes=p.get("likes", pid),
+        dislikes=p.get("dislikes", pid),
+        reposts=p.get("reposts", pid),
+        comments=p.get("comments", pid),
+        source=source,
+        rank=rank,
+        adopted=viewer in adopters,
+        liked=(viewer, pid) in state.likes,
+        disliked=(viewer, pid) in state.dislikes,
         adoption=(len(followees & adopters) / len(followees)) if followees else 0.0,
-        author_stance=None if np.isnan(s) else s, author_username=usernames[author],
-    )  # fmt: skip
+        author_stance=None if np.isnan(s) else s,
+        author_username=usernames[author],
+    )
 
 
 def shared_chain(state: Any, usernames: list[str], pid: int, depth: int) -> tuple[list[SharedPost], bool]:
@@ -107,15 +131,27 @@ def shared_chain(state: Any, usernames: list[str], pid: int, depth: int) -> tupl
 def _linked(state: Any, usernames: list[str], pid: int) -> SharedPost:
     p = state.posts
     a = p.get("author", pid)
-    return SharedPost(pid, a, usernames[a], KIND_NAMES[p.get("kind", pid)], p.text[pid], p.get("likes", pid),
-                      p.get("dislikes", pid), p.get("reposts", pid), p.get("comments", pid))  # fmt: skip
+    return SharedPost(
+        pid,
+        a,
+        usernames[a],
+        KIND_NAMES[p.get("kind", pid)],
+        p.text[pid],
+        p.get("likes", pid),
+        p.get("dislikes", pid),
+        p.get("reposts", pid),
+        p.get("comments", pid),
+    )
 
 
 def private_of(population: Any, agent: int) -> dict[str, Any]:
     """Another agent's private side as a mindreader sees it (:data:`OTHERS_PRIVATE`)."""
     s = float(population.stance[agent])
-    return {"bio": population.bios[agent][:300], "goal": population.goals[agent],
-            "stance": None if np.isnan(s) else round(s, 2)}  # fmt: skip
+    return {
+        "bio": population.bios[agent][:300],
+        "goal": population.goals[agent],
+        "stance": None if np.isnan(s) else round(s, 2),
+    }
 
 
 def fill_observation(sim: Any, o: Observation, rec: StepRecorder) -> None:
@@ -135,8 +171,9 @@ def fill_observation(sim: Any, o: Observation, rec: StepRecorder) -> None:
     if (when := sim.sim_datetime(o.step)) is not None:
         o.extra["datetime"] = when.strftime("%a %Y-%m-%d %H:%M")
     if st.groups:
-        o.groups = group_views(st, o.agent_id, ac.group_messages,
-                               ac.groups_listed if "join_group" in ac.actions else 0, pop.usernames)  # fmt: skip
+        o.groups = group_views(
+            st, o.agent_id, ac.group_messages, ac.groups_listed if "join_group" in ac.actions else 0, pop.usernames
+        )
     pending = sim.pending_results.pop(o.agent_id, None)
     if pending is not None:
         kind, query, ids = pending
@@ -153,7 +190,7 @@ def fill_observation(sim: Any, o: Observation, rec: StepRecorder) -> None:
         if it.kind in ("repost", "quote"):
             it.shared, it.shared_more = shared_chain(st, pop.usernames, it.post_id, ac.quote_depth)
         if ac.comments_per_post:
-            latest = st.comments_of.get(it.post_id, [])[-ac.comments_per_post:]
+            latest = st.comments_of.get(it.post_id, [])[-ac.comments_per_post :]
             it.replies = [_linked(st, pop.usernames, c) for c in latest]
     # whom it already follows among the users shown: follow / unfollow are offered accordingly
     o.extra["following"] = sorted(u for u in o.shown_users() if st.follows.is_following(o.agent_id, u))
@@ -167,10 +204,13 @@ def fill_observation(sim: Any, o: Observation, rec: StepRecorder) -> None:
     if persp.global_view:
         top = st.trend(GLOBAL_FEED_SIZE)
         rec.exposure(o.agent_id, top, "global")
-        o.extra["global_feed"] = [feed_item(st, pop.usernames, pop.stance, o.agent_id, pid, "global", r)
-                                  for r, pid in enumerate(top)]  # fmt: skip
-        o.extra["stats"] = (f"{sim.n} users, {len(st.posts)} posts so far, step {o.step}, "
-                            f"{len(st.likes)} likes, {st.follows.n_edges} follows")  # fmt: skip
+        o.extra["global_feed"] = [
+            feed_item(st, pop.usernames, pop.stance, o.agent_id, pid, "global", r) for r, pid in enumerate(top)
+        ]
+        o.extra["stats"] = (
+            f"{sim.n} users, {len(st.posts)} posts so far, step {o.step}, "
+            f"{len(st.likes)} likes, {st.follows.n_edges} follows"
+        )
 
 
 def pending_from(action_type: str, query: str, results: tuple[int, ...]) -> tuple[str, str, list[int]] | None:
@@ -192,19 +232,33 @@ def who_saw_what(cfg: dict[str, Any]) -> dict[str, str] | None:
     ac = cfg.get("llm_agents", {})
     p = PERSPECTIVES[cfg.get("perspective", "local")]
     fields = ", ".join(ac.get("persona_fields") or ()) or "none"
-    own = (f"own profile ({fields}), own private goal, own last {ac.get('memory_size', 5)} actions, "
-           f"a feed of {cfg.get('recsys', {}).get('k', 5)} posts (reposts and quotes show what they share, "
-           f"{ac.get('quote_depth', 2)} levels deep), results of its own search / trend request in its next "
-           "activation, its groups' recent messages")  # fmt: skip
-    others = {"none": "nothing private of anyone else",
-              "shown_authors": "the private bio, goal and stance of the author of every post shown to it",
-              "everyone": "every group member's profile, private goal, memory and feed"}[p.others_private]  # fmt: skip
-    out = {"perspective": p.name, "calls": p.calls, "own": own, "others": others,
-           "global": "the platform's trending posts and statistics" if p.global_view else "nothing platform-wide"}
+    own = (
+        f"own profile ({fields}), own private goal, own last {ac.get('memory_size', 5)} actions, "
+        f"a feed of {cfg.get('recsys', {}).get('k', 5)} posts (reposts and quotes show what they share, "
+        f"{ac.get('quote_depth', 2)} levels deep), results of its own search / trend request in its next "
+        "activation, its groups' recent messages"
+    )
+    others = {
+        "none": "nothing private of anyone else",
+        "shown_authors": "the private bio, goal and stance of the author of every post shown to it",
+        "everyone": "every group member's profile, private goal, memory and feed",
+    }[p.others_private]
+    out = {
+        "perspective": p.name,
+        "calls": p.calls,
+        "own": own,
+        "others": others,
+        "global": "the platform's trending posts and statistics" if p.global_view else "nothing platform-wide",
+    }
     if kind == "group_llm":
         out["calls"] = "one call per persona cluster's active members (policy.kind group_llm): it sees all their views"
     gt = ac.get("ground_truth")
     visible = ac.get("ground_truth_visible_to") or []
-    out["ground_truth"] = ("none configured" if not gt else
-                           "shown" if p.name in visible else "configured but not shown to this perspective")
+    out["ground_truth"] = (
+        "none configured"
+        if not gt
+        else "shown"
+        if p.name in visible
+        else "configured but not shown to this perspective"
+    )
     return out

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -33,8 +34,22 @@ from socium.platform.text import clean_text, quote_untrusted
 
 # MBTI type frequencies in the US population (The Myers-Briggs Company, MBTI Manual, 3rd ed., 1998).
 MBTI_US = {
-    "ISFJ": 13.8, "ESFJ": 12.3, "ISTJ": 11.6, "ISFP": 8.8, "ESTJ": 8.7, "ESFP": 8.5, "ENFP": 8.1, "ISTP": 5.4,
-    "INFP": 4.4, "ESTP": 4.3, "INTP": 3.3, "ENTP": 3.2, "ENFJ": 2.5, "INTJ": 2.1, "ENTJ": 1.8, "INFJ": 1.5,
+    "ISFJ": 13.8,
+    "ESFJ": 12.3,
+    "ISTJ": 11.6,
+    "ISFP": 8.8,
+    "ESTJ": 8.7,
+    "ESFP": 8.5,
+    "ENFP": 8.1,
+    "ISTP": 5.4,
+    "INFP": 4.4,
+    "ESTP": 4.3,
+    "INTP": 3.3,
+    "ENTP": 3.2,
+    "ENFJ": 2.5,
+    "INTJ": 2.1,
+    "ENTJ": 1.8,
+    "INFJ": 1.5,
 }
 LEANINGS = ("left", "centre-left", "centre", "centre-right", "right")
 MAX_NAME, MAX_USERNAME, MAX_BIO, MAX_PERSONA = 80, 30, 300, 600
@@ -57,20 +72,45 @@ class Marginals(BaseModel):
         default_factory=lambda: {"female": 0.48, "male": 0.49, "non-binary": 0.03}, description="Gender weights."
     )
     country: dict[str, float] = Field(
-        default_factory=lambda: {"US": 0.40, "UK": 0.12, "India": 0.12, "Japan": 0.08, "Brazil": 0.08,
-                                 "Germany": 0.07, "Canada": 0.07, "Nigeria": 0.06},
+        default_factory=lambda: {
+            "US": 0.40,
+            "UK": 0.12,
+            "India": 0.12,
+            "Japan": 0.08,
+            "Brazil": 0.08,
+            "Germany": 0.07,
+            "Canada": 0.07,
+            "Nigeria": 0.06,
+        },
         description="Country weights.",
-    )  # fmt: skip
-    mbti: dict[str, float] = Field(default_factory=lambda: dict(MBTI_US), description="MBTI type weights (US estimates).")
+    )
+    mbti: dict[str, float] = Field(
+        default_factory=lambda: dict(MBTI_US), description="MBTI type weights (US estimates)."
+    )
     political_leaning: dict[str, float] = Field(
         default_factory=lambda: {"left": 0.15, "centre-left": 0.25, "centre": 0.25, "centre-right": 0.2, "right": 0.15},
         description="Leaning weights; keys must be among " + ", ".join(LEANINGS) + ".",
     )
     interests: dict[str, float] = Field(
-        default_factory=lambda: {t: 1.0 for t in ("politics", "football", "cooking", "technology", "music", "science",
-                                                 "movies", "travel", "health", "finance", "gaming", "climate")},
+        default_factory=lambda: {
+            t: 1.0
+            for t in (
+                "politics",
+                "football",
+                "cooking",
+                "technology",
+                "music",
+                "science",
+                "movies",
+                "travel",
+                "health",
+                "finance",
+                "gaming",
+                "climate",
+            )
+        },
         description="Interest topics and their weights; each person gets interests_per_person distinct ones.",
-    )  # fmt: skip
+    )
     interests_per_person: tuple[int, int] = Field((1, 3), description="Inclusive range of interests per person.")
     stance_by_leaning: dict[str, float] = Field(
         default_factory=lambda: {"left": 0.6, "centre-left": 0.3, "centre": 0.0, "centre-right": -0.3, "right": -0.6},
@@ -162,7 +202,9 @@ def sample_people(n: int, seed: int, marginals: Marginals, issue: str) -> list[P
     lo, hi = marginals.interests_per_person
     pool = list(marginals.interests)
     if not 1 <= lo <= hi or hi > len(pool):
-        raise ConfigError(f"interests_per_person: need 1 <= lo <= hi <= {len(pool)} (the number of interests), got {(lo, hi)}")
+        raise ConfigError(
+            f"interests_per_person: need 1 <= lo <= hi <= {len(pool)} (the number of interests), got {(lo, hi)}"
+        )
     streams = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(8)]
     bands = _draw(streams[0], marginals.age, n)
     ages = [int(streams[1].integers(_band(b)[0], _band(b)[1] + 1)) for b in bands]
@@ -182,8 +224,19 @@ def sample_people(n: int, seed: int, marginals: Marginals, issue: str) -> list[P
     for i in range(n):
         stance = float(np.clip(marginals.stance_by_leaning.get(leanings[i], 0.0) + noise[i], -1.0, 1.0))
         stance = round(stance, 3)
-        people.append(Person(i, ages[i], genders[i], countries[i], mbtis[i], leanings[i], interests[i], stance,
-                             goal_for(stance, issue)))  # fmt: skip
+        people.append(
+            Person(
+                i,
+                ages[i],
+                genders[i],
+                countries[i],
+                mbtis[i],
+                leanings[i],
+                interests[i],
+                stance,
+                goal_for(stance, issue),
+            )
+        )
     return people
 
 
@@ -202,17 +255,23 @@ PROSE_SCHEMA: dict[str, Any] = {
 
 def prose_messages(p: Person, description: str, issue: str, avoid: Sequence[str] = ()) -> list[dict[str, str]]:
     """The request for one person's prose: the sampled facts are given, never asked for."""
-    facts = (f"age {p.age}; gender {p.gender}; country {p.country}; MBTI {p.mbti}; political leaning "
-             f"{p.political_leaning}; interests: {', '.join(p.interests)}; stance on {issue}: {p.stance:+.2f} "
-             f"(-1 against .. +1 for); private goal: {p.goal}")  # fmt: skip
-    user = (f"Community: {quote_untrusted(description, 1000)}\nPerson: {facts}\n"
-            "Write this person's display name, a social-media username (letters, digits, underscores), a short public "
-            f"bio (at most {MAX_BIO} characters) and a persona paragraph (at most {MAX_PERSONA} characters) describing "
-            "how they think and post. Everything must agree with the facts above, including the stance and goal.")  # fmt: skip
+    facts = (
+        f"age {p.age}; gender {p.gender}; country {p.country}; MBTI {p.mbti}; political leaning "
+        f"{p.political_leaning}; interests: {', '.join(p.interests)}; stance on {issue}: {p.stance:+.2f} "
+        f"(-1 against .. +1 for); private goal: {p.goal}"
+    )
+    user = (
+        f"Community: {quote_untrusted(description, 1000)}\nPerson: {facts}\n"
+        "Write this person's display name, a social-media username (letters, digits, underscores), a short public "
+        f"bio (at most {MAX_BIO} characters) and a persona paragraph (at most {MAX_PERSONA} characters) describing "
+        "how they think and post. Everything must agree with the facts above, including the stance and goal."
+    )
     if avoid:
         user += "\nDo not reuse these bios: " + " | ".join(quote_untrusted(a, 120) for a in avoid)
-    return [{"role": "system", "content": "You write realistic, varied social-media user profiles as one JSON object."},
-            {"role": "user", "content": user}]  # fmt: skip
+    return [
+        {"role": "system", "content": "You write realistic, varied social-media user profiles as one JSON object."},
+        {"role": "user", "content": user},
+    ]
 
 
 def _clean_username(raw: str, fallback: str) -> str:
@@ -242,8 +301,9 @@ def _fallback_prose(p: Person, issue: str) -> None:
     p.prose_source = "template"
 
 
-def write_prose(people: list[Person], description: str, issue: str, llm: LLMConfig, seed: int,
-                batch: int = 64) -> dict[str, int]:  # fmt: skip
+def write_prose(
+    people: list[Person], description: str, issue: str, llm: LLMConfig, seed: int, batch: int = 64
+) -> dict[str, int]:
     """Ask the model for every person's prose (batched), re-ask once on invalid or duplicate output.
 
     Returns counts (calls, invalid answers, duplicates re-asked, template fallbacks) for the report.
@@ -256,13 +316,21 @@ def write_prose(people: list[Person], description: str, issue: str, llm: LLMConf
         for attempt in range(2):
             retry: list[Person] = []
             for start in range(0, len(todo), batch):
-                chunk = todo[start:start + batch]
-                reqs = [LLMRequest(request_id=f"popgen-{p.id}-{attempt}",
-                                   messages=[ChatMessage(**m) for m in prose_messages(
-                                       p, description, issue, sorted(seen_bios)[:3] if attempt else ())],
-                                   json_schema=PROSE_SCHEMA, max_tokens=400, temperature=llm.temperature,
-                                   seed=int(np.random.SeedSequence([seed, p.id, attempt]).generate_state(1)[0] >> 1))
-                        for p in chunk]  # fmt: skip
+                chunk = todo[start : start + batch]
+                reqs = [
+                    LLMRequest(
+                        request_id=f"popgen-{p.id}-{attempt}",
+                        messages=[
+                            ChatMessage(**m)
+                            for m in prose_messages(p, description, issue, sorted(seen_bios)[:3] if attempt else ())
+                        ],
+                        json_schema=PROSE_SCHEMA,
+                        max_tokens=400,
+                        temperature=llm.temperature,
+                        seed=int(np.random.SeedSequence([seed, p.id, attempt]).generate_state(1)[0] >> 1),
+                    )
+                    for p in chunk
+                ]
                 results = run_coro_sync(backend.generate(reqs))
                 stats["calls"] += len(reqs)
                 for p, res in zip(chunk, results):
@@ -299,12 +367,28 @@ def _dedupe_usernames(people: list[Person]) -> None:
         base, k = p.username, 1
         while p.username.casefold() in seen:
             k += 1
-            p.username = f"{base[:MAX_USERNAME - len(str(k)) - 1]}_{k}"
+            p.username = f"{base[: MAX_USERNAME - len(str(k)) - 1]}_{k}"
         seen.add(p.username.casefold())
 
 
-COLUMNS = ("user_id", "name", "username", "following_agentid_list", "previous_tweets", "user_char", "description",
-           "stance", "goal", "age", "gender", "country", "mbti", "political_leaning", "interests", "prose_source")  # fmt: skip
+COLUMNS = (
+    "user_id",
+    "name",
+    "username",
+    "following_agentid_list",
+    "previous_tweets",
+    "user_char",
+    "description",
+    "stance",
+    "goal",
+    "age",
+    "gender",
+    "country",
+    "mbti",
+    "political_leaning",
+    "interests",
+    "prose_source",
+)
 
 
 def write_csv(people: Sequence[Person], out: str | Path) -> Path:
@@ -317,13 +401,39 @@ def write_csv(people: Sequence[Person], out: str | Path) -> Path:
         w = csv.writer(fh)
         w.writerow(COLUMNS)
         for p in people:
-            w.writerow([p.id, p.name, p.username, "[]", "[]", p.persona, p.bio, f"{p.stance:.3f}", p.goal, p.age,
-                        p.gender, p.country, p.mbti, p.political_leaning, json.dumps(p.interests), p.prose_source])  # fmt: skip
+            w.writerow(
+                [
+                    p.id,
+                    p.name,
+                    p.username,
+                    "[]",
+                    "[]",
+                    p.persona,
+                    p.bio,
+                    f"{p.stance:.3f}",
+                    p.goal,
+                    p.age,
+                    p.gender,
+                    p.country,
+                    p.mbti,
+                    p.political_leaning,
+                    json.dumps(p.interests),
+                    p.prose_source,
+                ]
+            )
     return out
 
 
-def generate_population(description: str, n: int, out: str | Path, *, seed: int = 0, issue: str | None = None,
-                        marginals: Marginals | None = None, llm: LLMConfig | None = None) -> dict[str, Any]:  # fmt: skip
+def generate_population(
+    description: str,
+    n: int,
+    out: str | Path,
+    *,
+    seed: int = 0,
+    issue: str | None = None,
+    marginals: Marginals | None = None,
+    llm: LLMConfig | None = None,
+) -> dict[str, Any]:
     """Sample, write prose, de-duplicate, write the CSV; returns a summary (counts and marginals)."""
     if not description.strip():
         raise ConfigError("DESCRIPTION: must not be empty")
@@ -332,9 +442,17 @@ def generate_population(description: str, n: int, out: str | Path, *, seed: int 
     people = sample_people(n, seed, m, issue)
     stats = write_prose(people, description, issue, llm or LLMConfig(backend="embedded"), seed)
     path = write_csv(people, out)
-    return {"out": str(path), "n": n, "seed": seed, "issue": issue, **stats,
-            "marginals": {k: observed_shares([getattr(p, k) for p in people])
-                          for k in ("gender", "country", "mbti", "political_leaning")}}  # fmt: skip
+    return {
+        "out": str(path),
+        "n": n,
+        "seed": seed,
+        "issue": issue,
+        **stats,
+        "marginals": {
+            k: observed_shares([getattr(p, k) for p in people])
+            for k in ("gender", "country", "mbti", "political_leaning")
+        },
+    }
 
 
 def observed_shares(values: Sequence[str]) -> dict[str, float]:

@@ -7,7 +7,8 @@ an :class:`AgentProfile` only when one agent is looked at (prompts, interviews, 
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -98,7 +99,7 @@ class Population:
         return len(self.names)
 
     @classmethod
-    def from_profiles(cls, profiles: Iterable[AgentProfile]) -> "Population":
+    def from_profiles(cls, profiles: Iterable[AgentProfile]) -> Population:
         """Build from typed profiles; ids must be exactly 0..N-1 in order."""
         profs = list(profiles)
         for i, p in enumerate(profs):

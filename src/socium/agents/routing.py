@@ -29,6 +29,8 @@ def llm_route(cfg: ExperimentConfig, pop: Population) -> tuple[list[str], np.nda
         chosen = [((pop.extra[i] if pop.extra else {}).get("llm") or "default") for i in range(n)]
         for i, name in enumerate(chosen):
             if name not in index:
-                raise ConfigError(f"{cfg.population.path}: agent {i}: column 'llm' names {name!r}, "
-                                  f"not a key of llms ({', '.join(cfg.llms)})")  # fmt: skip
+                raise ConfigError(
+                    f"{cfg.population.path}: agent {i}: column 'llm' names {name!r}, "
+                    f"not a key of llms ({', '.join(cfg.llms)})"
+                )
     return names, np.array([index[c] for c in chosen], dtype=np.int16)

@@ -25,15 +25,49 @@ from socium.errors import ConfigError, InputFileError
 DEFAULT_ACTIVITY = 0.1
 
 DEFAULT_INTERESTS: list[str] = [
-    "politics", "football", "cooking", "technology", "music", "science",
-    "movies", "travel", "health", "finance", "gaming", "climate",
+    "politics",
+    "football",
+    "cooking",
+    "technology",
+    "music",
+    "science",
+    "movies",
+    "travel",
+    "health",
+    "finance",
+    "gaming",
+    "climate",
 ]
 
 # Relative activity by hour of day (local time): quiet at night, a lunch bump, an evening peak.
 # Only its shape matters; it is rescaled to mean 1 before use.
 _DIURNAL = np.array(
-    [0.35, 0.22, 0.15, 0.12, 0.12, 0.18, 0.40, 0.75, 1.00, 1.05, 1.05, 1.15,
-     1.30, 1.20, 1.05, 1.05, 1.10, 1.25, 1.45, 1.65, 1.80, 1.70, 1.30, 0.75],
+    [
+        0.35,
+        0.22,
+        0.15,
+        0.12,
+        0.12,
+        0.18,
+        0.40,
+        0.75,
+        1.00,
+        1.05,
+        1.05,
+        1.15,
+        1.30,
+        1.20,
+        1.05,
+        1.05,
+        1.10,
+        1.25,
+        1.45,
+        1.65,
+        1.80,
+        1.70,
+        1.30,
+        0.75,
+    ],
     dtype=np.float64,
 )
 _ACTIVITY_SIGMA = 0.6  # lognormal spread of per-agent activity: a few heavy posters, many lurkers
@@ -45,7 +79,13 @@ _BIO_TEMPLATES: tuple[tuple[str, ...], ...] = (
 )
 
 _OASIS_REQUIRED = (
-    "user_id", "name", "username", "following_agentid_list", "previous_tweets", "user_char", "description",
+    "user_id",
+    "name",
+    "username",
+    "following_agentid_list",
+    "previous_tweets",
+    "user_char",
+    "description",
 )
 _REDDIT_REQUIRED = ("realname", "username", "bio", "persona")
 # Optional OASIS-style persona columns (``socium population generate`` writes them): kept in ``extra`` so
@@ -214,7 +254,7 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
             continue
         if len(row) != len(header):
             raise InputFileError(path, line, f"record has {len(row)} fields, header has {len(header)}")
-        get = lambda name: row[col[name]]  # noqa: E731
+        get = lambda name, row=row: row[col[name]]  # noqa: E731
         follows = _parse_literal_list(path, line, "following_agentid_list", get("following_agentid_list"))
         if not all(isinstance(x, int) and not isinstance(x, bool) for x in follows):
             raise InputFileError(path, line, "column 'following_agentid_list': expected a list of integer agent ids")
@@ -248,8 +288,16 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
             )
     activity = np.stack(activity_rows) if act_col is not None and n else np.full((n, HOURS), DEFAULT_ACTIVITY)
     stance = np.asarray(stances, dtype=np.float32) if stance_col is not None else None
-    pop = Population(names, usernames, bios, interests, activity, stance=stance,
-                     goals=goals if goal_col is not None else None, extra=extras)
+    pop = Population(
+        names,
+        usernames,
+        bios,
+        interests,
+        activity,
+        stance=stance,
+        goals=goals if goal_col is not None else None,
+        extra=extras,
+    )
     return pop, following
 
 
@@ -334,7 +382,9 @@ def _parse_activity(path: Path, line: int, text: str) -> np.ndarray:
     if not values:
         return np.full(HOURS, DEFAULT_ACTIVITY, dtype=np.float32)
     if len(values) != HOURS or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        raise InputFileError(path, line, f"column 'activity_level_frequency': expected {HOURS} numbers, got {_clip(text)!r}")
+        raise InputFileError(
+            path, line, f"column 'activity_level_frequency': expected {HOURS} numbers, got {_clip(text)!r}"
+        )
     arr = np.asarray(values, dtype=np.float64)
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):
         raise InputFileError(path, line, "column 'activity_level_frequency': values must be finite and >= 0")

@@ -6,16 +6,15 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 import typer
-from typer.core import TyperCommand, TyperGroup
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from typer.core import TyperCommand, TyperGroup
 
 from socium.console_text import SafeConsole, neutralise, plain
 from socium.errors import BudgetExceeded, LLMUnavailable, SociumError
-
 
 
 def _as_flags(params: list[Any]) -> list[Any]:
@@ -80,7 +79,7 @@ def _fail(exc: Exception) -> None:
     raise typer.Exit(2)
 
 
-def _refuse_resume_overrides(seed: Optional[int], set_: list[str]) -> None:
+def _refuse_resume_overrides(seed: int | None, set_: list[str]) -> None:
     """A resumed run continues the same world: only ``--steps`` (extend) and ``executor.*`` (where it
     runs; both outside the config hash) can change. Anything else is refused, by name, not ignored."""
     bad = [f"--seed {seed}"] if seed is not None else []
@@ -89,16 +88,18 @@ def _refuse_resume_overrides(seed: Optional[int], set_: list[str]) -> None:
         if key != "steps" and not key.startswith("executor."):
             bad.append(f"--set {item}")
     if bad:
-        raise SociumError(f"--resume cannot honour {', '.join(bad)}: it would change the run's world (only --steps "
-                          "and --set executor.* can change on resume); start a new run without --resume instead")
+        raise SociumError(
+            f"--resume cannot honour {', '.join(bad)}: it would change the run's world (only --steps "
+            "and --set executor.* can change on resume); start a new run without --resume instead"
+        )
 
 
 @app.command()
 def run(
-    config: Optional[Path] = typer.Argument(None, help="Experiment YAML (omit with --resume to reuse the run's own)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<name>-seed<seed>)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Override the root seed."),
-    steps: Optional[int] = typer.Option(
+    config: Path | None = typer.Argument(None, help="Experiment YAML (omit with --resume to reuse the run's own)."),
+    out: Path | None = typer.Option(None, "--out", help="Run directory (default runs/<name>-seed<seed>)."),
+    seed: int | None = typer.Option(None, "--seed", help="Override the root seed."),
+    steps: int | None = typer.Option(
         None, "--steps", help="Override the number of steps (with --resume: extend the run to N)."
     ),
     resume: bool = typer.Option(False, "--resume", help="Continue from the last committed step."),
@@ -120,7 +121,9 @@ def run(
             _refuse_resume_overrides(seed, set_)
         if resume and config is None:
             if out is None:
-                raise SociumError("--resume needs the run directory: socium run --resume --out RUN_DIR (or CONFIG --out RUN_DIR)")
+                raise SociumError(
+                    "--resume needs the run directory: socium run --resume --out RUN_DIR (or CONFIG --out RUN_DIR)"
+                )
             cfg = load_run_config(out)
             if overrides:
                 from socium.config import config_from_dict
@@ -140,9 +143,15 @@ def run(
     todo = cfg.steps - sim.next_step
     t0 = time.perf_counter()
     totals = {"actions": 0, "calls": 0, "tokens": 0}
-    with Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
-                  TextColumn("{task.completed}/{task.total} steps"), TextColumn("{task.fields[info]}", markup=False),
-                  TimeRemainingColumn(), console=console, disable=quiet) as prog:  # fmt: skip
+    with Progress(
+        TextColumn("{task.description}", style="bold", markup=False),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} steps"),
+        TextColumn("{task.fields[info]}", markup=False),
+        TimeRemainingColumn(),
+        console=console,
+        disable=quiet,
+    ) as prog:
         task = prog.add_task(neutralise(cfg.name), total=cfg.steps, completed=sim.next_step, info="")
 
         def on_step(s) -> None:
@@ -160,7 +169,9 @@ def run(
             err_console.print(f"stopped: {exc}; steps 0..{sim.next_step - 1} are committed and kept", highlight=False)
             raise typer.Exit(3) from None
         except LLMUnavailable as exc:
-            kept = f"steps 0..{sim.next_step - 1} are committed and kept" if sim.next_step else "no step is committed yet"
+            kept = (
+                f"steps 0..{sim.next_step - 1} are committed and kept" if sim.next_step else "no step is committed yet"
+            )
             err_console.print(f"stopped: {exc}; {kept}", markup=False, highlight=False, soft_wrap=True)
             raise typer.Exit(4) from None
         except SociumError as exc:
@@ -176,8 +187,9 @@ def query(
     sql: str,
     limit: int = typer.Option(50, "--limit", min=1, help="Rows to print (an --out file gets every row)."),
     fmt: Literal["table", "csv", "json", "parquet"] = typer.Option(
-        "table", "--format", help="Output format; parquet needs --out."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write every row to this file instead of printing."),
+        "table", "--format", help="Output format; parquet needs --out."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Write every row to this file instead of printing."),
 ) -> None:
     """Run read-only SQL over a run's trace (tables and views such as cascade_metrics).
 
@@ -262,8 +274,10 @@ def interview(
     run_dir: Path,
     question: str,
     agent: int = typer.Option(..., "--agent", help="Agent id to ask."),
-    backend: Optional[str] = typer.Option(None, "--backend", help="Override the run's llm.backend (e.g. embedded)."),
-    record: bool = typer.Option(False, "--record", help="Store the answer in the run's `interviews` table (with its LLM call)."),
+    backend: str | None = typer.Option(None, "--backend", help="Override the run's llm.backend (e.g. embedded)."),
+    record: bool = typer.Option(
+        False, "--record", help="Store the answer in the run's `interviews` table (with its LLM call)."
+    ),
 ) -> None:
     """Ask one agent of a finished run a question (its persona and memory at the end of the run)."""
     from socium.experiments.interview import interview as ask
@@ -310,8 +324,8 @@ def data() -> None:
 @app.command()
 def sweep(
     sweep_file: Path = typer.Argument(..., help="Sweep YAML: base, grid, seeds, out, parallel, address."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Sweep directory (overrides the file's 'out')."),
-    parallel: Optional[int] = typer.Option(None, "--parallel", help="Runs in flight at once (overrides the file)."),
+    out: Path | None = typer.Option(None, "--out", help="Sweep directory (overrides the file's 'out')."),
+    parallel: int | None = typer.Option(None, "--parallel", help="Runs in flight at once (overrides the file)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON instead of a table."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
@@ -331,18 +345,32 @@ def sweep(
         def on_done(r: Any, res: dict[str, Any]) -> None:
             if not res.get("ok"):
                 prog.note(f"{r.run} FAILED: {res.get('error')}")
-            prog.finish_item(r.run, reused=bool(res.get("reused")), llm_calls=int(res.get("llm_calls") or 0),
-                             tokens=int(res.get("tokens") or 0))
+            prog.finish_item(
+                r.run,
+                reused=bool(res.get("reused")),
+                llm_calls=int(res.get("llm_calls") or 0),
+                tokens=int(res.get("tokens") or 0),
+            )
 
         rows = run_sweep(spec, on_done=on_done, on_poll=prog.inflight)
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
     else:
-        table = Table("run", "overrides", "seed", "steps", "posts", "actions", "wall s", "status", title=f"sweep: {spec.out}")
+        table = Table(
+            "run", "overrides", "seed", "steps", "posts", "actions", "wall s", "status", title=f"sweep: {spec.out}"
+        )
         for r in rows:
             ov = " ".join(f"{k}={v}" for k, v in r["overrides"].items())
-            table.add_row(r["run"], ov, str(r["seed"]), str(r["steps"]), str(r["posts"]), str(r["actions"]),
-                          "" if r["wall_s"] is None else f"{r['wall_s']:.2f}", r["status"])  # fmt: skip
+            table.add_row(
+                r["run"],
+                ov,
+                str(r["seed"]),
+                str(r["steps"]),
+                str(r["posts"]),
+                str(r["actions"]),
+                "" if r["wall_s"] is None else f"{r['wall_s']:.2f}",
+                r["status"],
+            )
         console.print(table)
         console.print(f"runs: {spec.out}/run-*/trace.duckdb  (compare with socium.experiments.sweep.attach_runs)")
     if any(r["status"] != "ok" for r in rows):
@@ -361,7 +389,11 @@ def _print_report_tables(rep: Any) -> None:
 
 
 @app.command()
-def report(run_dir: Path = typer.Argument(..., help="A run directory (trace.duckdb) or an experiment directory (results.json).")) -> None:
+def report(
+    run_dir: Path = typer.Argument(
+        ..., help="A run directory (trace.duckdb) or an experiment directory (results.json)."
+    ),
+) -> None:
     """Write RUN_DIR/report/index.html with PNG plots and series.json; print a summary table."""
     from socium.experiments.report import write_report
 
@@ -380,19 +412,23 @@ def report(run_dir: Path = typer.Argument(..., help="A run directory (trace.duck
 @app.command()
 def experiment(
     kind: Literal["propagation", "herding", "polarisation", "intervention", "compare"] = typer.Argument(
-        ..., help="The phenomenon, or compare: the spec's experiment under the 3 perspectives."),
+        ..., help="The phenomenon, or compare: the spec's experiment under the 3 perspectives."
+    ),
     spec_file: Path = typer.Argument(..., help="Experiment spec YAML (see examples/propagation.yaml)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Experiment directory (default: the spec's 'out' or runs/<name>)."),
-    set_: list[str] = typer.Option([], "--set", help="Override a spec field: key.path=value (repeatable), e.g. base.seed=3."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Experiment directory (default: the spec's 'out' or runs/<name>)."
+    ),
+    set_: list[str] = typer.Option(
+        [], "--set", help="Override a spec field: key.path=value (repeatable), e.g. base.seed=3."
+    ),
     force: bool = typer.Option(False, "--force", help="Re-run runs whose directories already hold a finished run."),
     no_report: bool = typer.Option(False, "--no-report", help="Skip writing the report."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress display (notes are still printed)."),
 ) -> None:
     """Run a phenomenon experiment (model population + rule-based null) and report it."""
     from socium.experiments.phenomena import run_experiment
-    from socium.experiments.report import write_report
-
     from socium.experiments.progress import RichProgress, reporting
+    from socium.experiments.report import write_report
 
     try:
         with RichProgress(f"{kind} experiment", "runs", console, disable=quiet) as prog, reporting(prog):
@@ -403,20 +439,31 @@ def experiment(
             _print_report_tables(rep)
             console.print(f"report: {rep.html}")
     except BudgetExceeded as exc:
-        err_console.print(f"stopped: {exc}; committed steps are kept; rerun the same command to resume", highlight=False)
+        err_console.print(
+            f"stopped: {exc}; committed steps are kept; rerun the same command to resume", highlight=False
+        )
         raise typer.Exit(3) from None
     except SociumError as exc:
         _fail(exc)
         return
     console.print(f"results: {target / 'results.json'}")
 
+
 @app.command()
 def fit(
     what: str = typer.Argument(..., help="What to fit: 'propagation' (the exposure-timing layer)."),
-    train: list[str] = typer.Option(..., "--train", help="Training trees: a Ma et al. tree file, a folder of them, "
-                                    "'twitter15' (all 1,490 trees) or 'oasis' (OASIS's 134 Twitter15 cascades). Repeatable."),
-    out: Path = typer.Option(Path("timing.json"), "--out", help="Parameter file to write (load with timing.params_file)."),
-    bootstrap: int = typer.Option(100, "--bootstrap", help="Bootstrap resamples of cascades for the 95% CIs (0: none)."),
+    train: list[str] = typer.Option(
+        ...,
+        "--train",
+        help="Training trees: a Ma et al. tree file, a folder of them, "
+        "'twitter15' (all 1,490 trees) or 'oasis' (OASIS's 134 Twitter15 cascades). Repeatable.",
+    ),
+    out: Path = typer.Option(
+        Path("timing.json"), "--out", help="Parameter file to write (load with timing.params_file)."
+    ),
+    bootstrap: int = typer.Option(
+        100, "--bootstrap", help="Bootstrap resamples of cascades for the 95% CIs (0: none)."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
 ) -> None:
     """Fit response delays, influence slopes and per-user activity to real retweet trees; write a parameter file."""
@@ -445,8 +492,12 @@ def fit(
 
 @app.command()
 def validate(
-    target: Path = typer.Argument(..., help="A run directory (trace.duckdb) or an experiment directory (results.json)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Folder for stylized_facts.{json,html} (default TARGET/report)."),
+    target: Path = typer.Argument(
+        ..., help="A run directory (trace.duckdb) or an experiment directory (results.json)."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", help="Folder for stylized_facts.{json,html} (default TARGET/report)."
+    ),
 ) -> None:
     """Score a run against stylized facts of real social networks; print and write an HTML + JSON scorecard."""
     from socium.experiments.validate import scorecard, write_scorecard
@@ -464,14 +515,16 @@ def validate(
         val = "-" if f["value"] is None else f"{f['value']:.3f}"
         table.add_row(f["name"], val, f"[{colour[f['status']]}]{f['status']}[/]", band, str(f["n"]), f["reference"])
     console.print(table)
-    console.print(f"{card['passed']} pass, {card['failed']} fail, {card['not_applicable']} n/a in {card['wall_s']:.2f}s")
+    console.print(
+        f"{card['passed']} pass, {card['failed']} fail, {card['not_applicable']} n/a in {card['wall_s']:.2f}s"
+    )
     console.print(f"html: {h}  json: {j}")
 
 
 @app.command()
 def sensitivity(
     spec_file: Path = typer.Argument(..., help="Sensitivity spec YAML (see examples/sensitivity.yaml)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default: the spec's 'out' or runs/<name>)."),
+    out: Path | None = typer.Option(None, "--out", help="Output folder (default: the spec's 'out' or runs/<name>)."),
     set_: list[str] = typer.Option([], "--set", help="Override a spec field: key.path=value (repeatable)."),
 ) -> None:
     """Morris or Sobol design over named config parameters (SALib), run on Ray; rank parameters per outcome."""
@@ -485,24 +538,36 @@ def sensitivity(
         return
     for name, o in res["outcomes"].items():
         key = o.get("index")
-        cols = ["parameter", "mu*", "mu* 95% CI", "sigma"] if key == "mu_star" else ["parameter", "S1", "S1 95% CI", "ST", "ST 95% CI"]
-        table = Table(*cols, title=f"{name}: {o['description']} (mean {o['mean']:.3g}, range {o['min']:.3g}-{o['max']:.3g})")
+        cols = (
+            ["parameter", "mu*", "mu* 95% CI", "sigma"]
+            if key == "mu_star"
+            else ["parameter", "S1", "S1 95% CI", "ST", "ST 95% CI"]
+        )
+        table = Table(
+            *cols, title=f"{name}: {o['description']} (mean {o['mean']:.3g}, range {o['min']:.3g}-{o['max']:.3g})"
+        )
         for r in o.get("indices", []):
             if key == "mu_star":
                 table.add_row(r["parameter"], f"{r['mu_star']:.3g}", f"+-{r['mu_star_ci95']:.3g}", f"{r['sigma']:.3g}")
             else:
-                table.add_row(r["parameter"], f"{r['S1']:.3g}", f"+-{r['S1_ci95']:.3g}", f"{r['ST']:.3g}", f"+-{r['ST_ci95']:.3g}")
+                table.add_row(
+                    r["parameter"], f"{r['S1']:.3g}", f"+-{r['S1_ci95']:.3g}", f"{r['ST']:.3g}", f"+-{r['ST_ci95']:.3g}"
+                )
         console.print(table)
         if o.get("note"):
             console.print(f"  {name}: {o['note']}")
-    console.print(f"{res['n_runs']} runs ({res['executor']}) in {res['wall_s']:.1f}s; "
-                  f"results: {Path(out or spec.out or f'runs/{spec.name}') / 'sensitivity.json'}")
+    console.print(
+        f"{res['n_runs']} runs ({res['executor']}) in {res['wall_s']:.1f}s; "
+        f"results: {Path(out or spec.out or f'runs/{spec.name}') / 'sensitivity.json'}"
+    )
 
 
 @app.command()
 def episodes(
     config: Path = typer.Argument(..., help="Episodes YAML (see examples/episodes.yaml)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: the file's 'out' or runs/<name>-seed<seed>)."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Run directory (default: the file's 'out' or runs/<name>-seed<seed>)."
+    ),
     set_: list[str] = typer.Option([], "--set", help="Override a config field: key.path=value (repeatable)."),
     force: bool = typer.Option(False, "--force", help="Discard episodes already in the run directory."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
@@ -536,23 +601,31 @@ def episodes(
     for row in table_rows(rep.summary, paper=False):
         table.add_row(*row)
     console.print(table)
-    console.print("paper (Zhou et al. 2024, SOTOPIA, GPT-4 judge): goal agents / mindreaders / script = "
-                  "GPT-3.5 6.95 / 7.45 / 8.44, Mixtral 7.49 / 8.30 / 8.40; words per turn agents 29.8, script 16.0")
+    console.print(
+        "paper (Zhou et al. 2024, SOTOPIA, GPT-4 judge): goal agents / mindreaders / script = "
+        "GPT-3.5 6.95 / 7.45 / 8.44, Mixtral 7.49 / 8.30 / 8.40; words per turn agents 29.8, script 16.0"
+    )
     rate = rep.summary["this_invocation"]["episodes_per_min"]
-    console.print(f"ran {rep.ran} episodes ({rep.skipped} already done) in {rep.wall_s:.1f}s"
-                  + (f", {rate:.2f} episodes/min" if rate else ""))
-    console.print(f"trace: {rep.out / 'episodes.duckdb'}  summary: {rep.out / 'summary.md'}  plots: {rep.out / 'plots'}")
+    console.print(
+        f"ran {rep.ran} episodes ({rep.skipped} already done) in {rep.wall_s:.1f}s"
+        + (f", {rate:.2f} episodes/min" if rate else "")
+    )
+    console.print(
+        f"trace: {rep.out / 'episodes.duckdb'}  summary: {rep.out / 'summary.md'}  plots: {rep.out / 'plots'}"
+    )
 
 
 @app.command("export-sft")
 def export_sft_cmd(
     run_dir: Path = typer.Argument(..., help="An episodes run directory (episodes.duckdb)."),
     mode: Literal["agents", "mindreaders", "script", "all"] = typer.Option(
-        "script", "--mode", help="Episodes of this mode ('all' for every mode)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="JSONL file (default RUN_DIR/sft-<mode>-<format>.jsonl)."),
+        "script", "--mode", help="Episodes of this mode ('all' for every mode)."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="JSONL file (default RUN_DIR/sft-<mode>-<format>.jsonl)."),
     fmt: Literal["turns", "script"] = typer.Option(
-        "turns", "--format", help="turns: one agent-view example per turn; script: one per episode."),
-    min_goal: Optional[float] = typer.Option(None, "--min-goal", help="Keep only episodes whose goal reaches this."),
+        "turns", "--format", help="turns: one agent-view example per turn; script: one per episode."
+    ),
+    min_goal: float | None = typer.Option(None, "--min-goal", help="Keep only episodes whose goal reaches this."),
 ) -> None:
     """Write episodes as chat-format JSONL ({"messages": [...]}) for supervised fine-tuning."""
     from socium.experiments.episodes.export import export_sft
@@ -568,7 +641,7 @@ def export_sft_cmd(
 @app.command("group-episodes")
 def group_episodes(
     config: Path = typer.Argument(..., help="Group-episodes YAML (see examples/group-episodes.yaml)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default runs/<name>-seed<seed>)."),
+    out: Path | None = typer.Option(None, "--out", help="Run directory (default runs/<name>-seed<seed>)."),
     force: bool = typer.Option(False, "--force", help="Discard episodes already in the run directory."),
     set_: list[str] = typer.Option([], "--set", help="Override a config field: key.path=value (repeatable)."),
 ) -> None:
@@ -577,8 +650,13 @@ def group_episodes(
 
     try:
         cfg = load_group_config(config, list(set_) + ([f"out={out}"] if out else []))
-        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                      TimeRemainingColumn(), console=console) as prog:  # fmt: skip
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeRemainingColumn(),
+            console=console,
+        ) as prog:
             task = prog.add_task("group episodes", total=None)
 
             def on_done(res, k: int, n: int) -> None:
@@ -594,11 +672,20 @@ def group_episodes(
         table.add_column(col)
     for mode, m in summary["modes"].items():
         ci = m["goal_ci95"]
-        goal = "-" if m["goal_mean"] is None else f"{m['goal_mean']:.2f}" + (
-            f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci[0] is not None else "")
-        table.add_row(mode, str(m["episodes"]), f"{m['deal_rate']:.2f} [{m['deal_ci95'][0]:.2f}, {m['deal_ci95'][1]:.2f}]",
-                      goal, "-" if m["words_per_turn"] is None else f"{m['words_per_turn']:.1f}",
-                      f"{m['invalid_turn_rate']:.0%}", f"{m['calls_per_episode']:.1f}")  # fmt: skip
+        goal = (
+            "-"
+            if m["goal_mean"] is None
+            else f"{m['goal_mean']:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci[0] is not None else "")
+        )
+        table.add_row(
+            mode,
+            str(m["episodes"]),
+            f"{m['deal_rate']:.2f} [{m['deal_ci95'][0]:.2f}, {m['deal_ci95'][1]:.2f}]",
+            goal,
+            "-" if m["words_per_turn"] is None else f"{m['words_per_turn']:.1f}",
+            f"{m['invalid_turn_rate']:.0%}",
+            f"{m['calls_per_episode']:.1f}",
+        )
     console.print(table)
     console.print(f"trace: {cfg.out_dir() / 'group_episodes.duckdb'}  summary: {cfg.out_dir() / 'summary.json'}")
 
@@ -613,27 +700,37 @@ def population_generate(
     n: int = typer.Option(100, "--n", help="Number of people."),
     out: Path = typer.Option(..., "--out", help="CSV to write (loads with population.source: oasis_csv)."),
     seed: int = typer.Option(0, "--seed", help="Root seed for the sampled attributes and the model's sampling."),
-    issue: Optional[str] = typer.Option(None, "--issue", help="What stance is about (default: the description)."),
-    marginals: Optional[Path] = typer.Option(None, "--marginals", help="YAML of demographic marginals (docs/population.md)."),
-    backend: str = typer.Option("embedded", "--backend", help="LLM backend writing the prose: embedded, openai, fake, random."),
-    model: Optional[str] = typer.Option(None, "--model", help="Model name (openai: the served model)."),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="openai: the server's .../v1 URL."),
+    issue: str | None = typer.Option(None, "--issue", help="What stance is about (default: the description)."),
+    marginals: Path | None = typer.Option(
+        None, "--marginals", help="YAML of demographic marginals (docs/population.md)."
+    ),
+    backend: str = typer.Option(
+        "embedded", "--backend", help="LLM backend writing the prose: embedded, openai, fake, random."
+    ),
+    model: str | None = typer.Option(None, "--model", help="Model name (openai: the served model)."),
+    base_url: str | None = typer.Option(None, "--base-url", help="openai: the server's .../v1 URL."),
 ) -> None:
     """Sample demographics from marginals, have an LLM write bios and personas, write an OASIS-style CSV."""
     from socium.agents.population_gen import generate_population, load_marginals
     from socium.llm.config import LLMConfig
 
     try:
-        llm = LLMConfig.parse({"backend": backend, "model": model, "base_urls": [base_url] if base_url else [],
-                               "seed": seed}, where="--backend/--model/--base-url")  # fmt: skip
-        summary = generate_population(description, n, out, seed=seed, issue=issue, marginals=load_marginals(marginals),
-                                      llm=llm)  # fmt: skip
+        llm = LLMConfig.parse(
+            {"backend": backend, "model": model, "base_urls": [base_url] if base_url else [], "seed": seed},
+            where="--backend/--model/--base-url",
+        )
+        summary = generate_population(
+            description, n, out, seed=seed, issue=issue, marginals=load_marginals(marginals), llm=llm
+        )
     except SociumError as exc:
         _fail(exc)
         return
-    console.print(f"wrote {summary['n']} people to {summary['out']} ({summary['calls']} model calls, "
-                  f"{summary['invalid']} invalid, {summary['duplicates']} duplicate bios re-asked, "
-                  f"{summary['fallback']} template fallbacks)", highlight=False)  # fmt: skip
+    console.print(
+        f"wrote {summary['n']} people to {summary['out']} ({summary['calls']} model calls, "
+        f"{summary['invalid']} invalid, {summary['duplicates']} duplicate bios re-asked, "
+        f"{summary['fallback']} template fallbacks)",
+        highlight=False,
+    )
 
 
 def main() -> None:  # pragma: no cover

@@ -39,8 +39,10 @@ def _backend_section(llm_cfg: dict[str, Any], models: dict[str, int]) -> dict[st
     out: dict[str, Any] = {"backend": kind, "models_called": models or "none (no calls recorded)"}
     if kind in HTTP_BACKENDS:
         # host and path only: never credentials that a URL might carry, never the API key's variable
-        out["servers"] = [f"{u.scheme}://{u.hostname}{f':{u.port}' if u.port else ''}{u.path}"
-                          for u in map(urlsplit, llm_cfg.get("base_urls") or [])] or "started by the run"
+        out["servers"] = [
+            f"{u.scheme}://{u.hostname}{f':{u.port}' if u.port else ''}{u.path}"
+            for u in map(urlsplit, llm_cfg.get("base_urls") or [])
+        ] or "started by the run"
         out["server_kind"] = llm_cfg.get("server_kind")
     if kind == "embedded":
         from socium.llm.models import KNOWN, SMOLLM2
@@ -78,7 +80,9 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
             raise TraceError(f"{db}: the trace has no run row (set-up never committed)")
         run = dict(zip([d[0] for d in cur.description], first))
         cfg = json.loads(run["config"])
-        steps = con.execute("SELECT count(*) FILTER (WHERE step >= 0), sum(n_actions), sum(wall_s) FROM steps").fetchall()[0]
+        steps = con.execute(
+            "SELECT count(*) FILTER (WHERE step >= 0), sum(n_actions), sum(wall_s) FROM steps"
+        ).fetchall()[0]
         outcomes = dict(con.execute("SELECT outcome, count(*) FROM actions GROUP BY 1").fetchall())
         n_agents = con.execute("SELECT count(*) FROM agents").fetchall()[0][0]
         n_posts = con.execute("SELECT count(*) FROM posts").fetchall()[0][0]
@@ -86,22 +90,36 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
         llm: dict[str, Any] = {}
         models: dict[str, int] = {}
         if "llm_calls" in tables:
-            r = con.execute("SELECT count(*), sum(prompt_tokens), sum(completion_tokens), avg(latency_s) FROM llm_calls").fetchall()[0]
+            r = con.execute(
+                "SELECT count(*), sum(prompt_tokens), sum(completion_tokens), avg(latency_s) FROM llm_calls"
+            ).fetchall()[0]
             llm = {"calls": r[0], "prompt_tokens": r[1], "completion_tokens": r[2], "mean_latency_s": r[3]}
-            models = {str(m): int(n) for m, n in con.execute(
-                "SELECT model, count(*) FROM llm_calls WHERE model IS NOT NULL GROUP BY model ORDER BY 2 DESC, 1").fetchall()}
+            models = {
+                str(m): int(n)
+                for m, n in con.execute(
+                    "SELECT model, count(*) FROM llm_calls WHERE model IS NOT NULL GROUP BY model ORDER BY 2 DESC, 1"
+                ).fetchall()
+            }
             if cfg.get("llms"):  # a mixed-model run: what each model did
-                llm["by_model"] = {m: {"calls": c, "tokens": int(t or 0)} for m, c, t in con.execute(
-                    "SELECT model, count(*), sum(prompt_tokens + completion_tokens) FROM llm_calls GROUP BY 1 ORDER BY 1"
-                ).fetchall()}  # fmt: skip
+                llm["by_model"] = {
+                    m: {"calls": c, "tokens": int(t or 0)}
+                    for m, c, t in con.execute(
+                        "SELECT model, count(*), sum(prompt_tokens + completion_tokens) FROM llm_calls GROUP BY 1 "
+                        "ORDER BY 1"
+                    ).fetchall()
+                }
             if cfg.get("llm_agents", {}).get("record_reason"):
                 llm["reason"] = _reason_cost(con)
-            aborted = con.execute("SELECT count(*) FROM llm_calls WHERE metadata->>'aborted_step' IS NOT NULL").fetchall()[0]
+            aborted = con.execute(
+                "SELECT count(*) FROM llm_calls WHERE metadata->>'aborted_step' IS NOT NULL"
+            ).fetchall()[0]
             if aborted[0]:  # made in steps that were stopped (server down, budget) and redone on resume
                 llm["calls_in_aborted_steps"] = int(aborted[0])
         narrator = _narrator_quality(con) if run["perspective"] == "omniscient" and "llm_calls" in tables else None
     except (duckdb.Error, TypeError, ValueError) as exc:
-        raise TraceError(f"{db}: not a complete socium trace: {str(exc).splitlines()[0] if str(exc) else exc!r}") from None
+        raise TraceError(
+            f"{db}: not a complete socium trace: {str(exc).splitlines()[0] if str(exc) else exc!r}"
+        ) from None
     finally:
         con.close()
     total = sum(outcomes.values()) or 1
@@ -111,30 +129,49 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
     banner = smoke_banner(llm_cfg.get("backend")) if is_llm else None
     if banner:
         card["smoke_run"] = banner
-    card.update({
-        "name": run["name"], "seed": run["seed"], "config_hash": run["config_hash"][:16],
-        "socium_version": run["socium_version"], "created_at": str(run["created_at"]),
-        "policy": cfg["policy"]["kind"], "platform": cfg["platform"]["preset"], "recsys": cfg["recsys"]["kind"],
-    })
+    card.update(
+        {
+            "name": run["name"],
+            "seed": run["seed"],
+            "config_hash": run["config_hash"][:16],
+            "socium_version": run["socium_version"],
+            "created_at": str(run["created_at"]),
+            "policy": cfg["policy"]["kind"],
+            "platform": cfg["platform"]["preset"],
+            "recsys": cfg["recsys"]["kind"],
+        }
+    )
     if is_llm:  # a rule-based policy reads only its feed: a perspective would mean nothing
         card["perspective"] = run["perspective"]
         seen = who_saw_what(cfg)  # generated from socium.agents.perspectives (None: no prompts were built)
         if seen is not None:
             card["who_saw_what"] = seen
         card["llm"] = _backend_section(llm_cfg, models)
-    card.update({
-        "agents": n_agents, "steps_committed": f"{steps[0]} of {cfg['steps']}", "step_minutes": cfg["step_minutes"],
-        "posts": n_posts, "actions": dict(outcomes), "invalid_rate": round((total - outcomes.get("ok", 0)) / total, 4),
-        "wall_seconds": round(steps[2] or 0.0, 2),
-    })
+    card.update(
+        {
+            "agents": n_agents,
+            "steps_committed": f"{steps[0]} of {cfg['steps']}",
+            "step_minutes": cfg["step_minutes"],
+            "posts": n_posts,
+            "actions": dict(outcomes),
+            "invalid_rate": round((total - outcomes.get("ok", 0)) / total, 4),
+            "wall_seconds": round(steps[2] or 0.0, 2),
+        }
+    )
     if "input_digests" in run:  # recorded at set-up: the sha256 of every input file the world was built from
         inputs = _input_digests(run)
-        card["input_digests"] = ({k: {"path": v.get("path"), "sha256": str(v.get("sha256", ""))[:16]}
-                                  if isinstance(v, dict) else v for k, v in inputs.items()}
-                                 if isinstance(inputs, dict) and inputs else "none (no input files)")
+        card["input_digests"] = (
+            {
+                k: {"path": v.get("path"), "sha256": str(v.get("sha256", ""))[:16]} if isinstance(v, dict) else v
+                for k, v in inputs.items()
+            }
+            if isinstance(inputs, dict) and inputs
+            else "none (no input files)"
+        )
     if cfg.get("llms"):
-        card["llms"] = {name: {k: c.get(k) for k in ("backend", "model") if c.get(k) is not None}
-                        for name, c in cfg["llms"].items()}  # fmt: skip
+        card["llms"] = {
+            name: {k: c.get(k) for k in ("backend", "model") if c.get(k) is not None} for name, c in cfg["llms"].items()
+        }
     if llm and (is_llm or llm["calls"]):
         card["llm_usage"] = llm
     if narrator and is_llm:
@@ -150,12 +187,21 @@ def _narrator_quality(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         "SELECT count(*), count(*) FILTER (WHERE outcome = 'invalid_llm_output' AND reason LIKE 'narrator output:%'),"
         " count(*) FILTER (WHERE outcome = 'invalid_llm_output' AND reason LIKE 'backend error%')"
         " FROM (SELECT DISTINCT ON (step, agent_id) step, agent_id, outcome, reason FROM actions"
-        "       WHERE origin IN ('llm', 'policy') ORDER BY step, agent_id, seq)").fetchall()[0]
-    calls = con.execute("SELECT count(*), count(*) FILTER (WHERE metadata->>'attempt' = '1') FROM llm_calls "
-                        "WHERE metadata->>'group' IS NOT NULL").fetchall()[0]
+        "       WHERE origin IN ('llm', 'policy') ORDER BY step, agent_id, seq)"
+    ).fetchall()[0]
+    calls = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE metadata->>'attempt' = '1') FROM llm_calls "
+        "WHERE metadata->>'group' IS NOT NULL"
+    ).fetchall()[0]
     n = int(r[0])
-    return {"agent_steps": n, "invalid": int(r[1]), "invalid_rate": round(int(r[1]) / n, 4) if n else 0.0,
-            "backend_failures": int(r[2]), "narrator_calls": int(calls[0]), "reask_calls": int(calls[1])}
+    return {
+        "agent_steps": n,
+        "invalid": int(r[1]),
+        "invalid_rate": round(int(r[1]) / n, 4) if n else 0.0,
+        "backend_failures": int(r[2]),
+        "narrator_calls": int(calls[0]),
+        "reask_calls": int(calls[1]),
+    }
 
 
 def card_value(v: Any) -> str:
@@ -177,5 +223,6 @@ def _reason_cost(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     r = con.execute(
         "SELECT count(*), sum(completion_tokens * length(why) / greatest(length(response), 1)) FROM ("
         "  SELECT completion_tokens, response, json_extract_string(response, '$.reason') AS why FROM llm_calls"
-        "  WHERE outcome = 'ok' AND json_valid(response)) WHERE why IS NOT NULL").fetchall()[0]  # fmt: skip
+        "  WHERE outcome = 'ok' AND json_valid(response)) WHERE why IS NOT NULL"
+    ).fetchall()[0]
     return {"answers_with_reason": int(r[0]), "estimated_completion_tokens": round(float(r[1] or 0.0), 1)}

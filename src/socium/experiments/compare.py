@@ -9,8 +9,9 @@ could see. Null models are skipped here: they have no perspective.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from socium.errors import ConfigError
 from socium.experiments.spec import connect, deep_merge, llm_usage, write_results
@@ -23,23 +24,35 @@ def trace_stats(run_dir: Path) -> dict[str, Any]:
     con = connect(run_dir)
     try:
         kinds = dict(con.execute("SELECT kind, count(*) FROM posts GROUP BY kind").fetchall())
-        v = con.execute("SELECT count(*), avg(CASE WHEN delta > 0 THEN 1.0 ELSE 0.0 END) FROM votes WHERE origin != 'seed'").fetchall()[0]
-        c = con.execute("SELECT size, depth, max_breadth FROM cascade_metrics WHERE root_id = 0 ORDER BY step DESC LIMIT 1").fetchone()
-        s = con.execute("SELECT var_samp(value), avg(abs(value)), count(value) FROM surveys WHERE step = (SELECT max(step) FROM surveys)").fetchall()[0]
+        v = con.execute(
+            "SELECT count(*), avg(CASE WHEN delta > 0 THEN 1.0 ELSE 0.0 END) FROM votes WHERE origin != 'seed'"
+        ).fetchall()[0]
+        c = con.execute(
+            "SELECT size, depth, max_breadth FROM cascade_metrics WHERE root_id = 0 ORDER BY step DESC LIMIT 1"
+        ).fetchone()
+        s = con.execute(
+            "SELECT var_samp(value), avg(abs(value)), count(value) FROM surveys WHERE step = (SELECT max(step) FROM "
+            "surveys)"
+        ).fetchall()[0]
         agent_steps = con.execute("SELECT coalesce(sum(n_active), 0) FROM steps").fetchall()[0][0]
     finally:
         con.close()
     use = llm_usage(run_dir)
     tokens = use["prompt_tokens"] + use["completion_tokens"]
     return {
-        "posts": int(sum(kinds.values())), "originals": int(kinds.get("original", 0)),
-        "reshares": int(kinds.get("repost", 0) + kinds.get("quote", 0)), "comments": int(kinds.get("comment", 0)),
-        "crowd_votes": int(v[0]), "p_positive_vote": None if v[1] is None else float(v[1]),
+        "posts": int(sum(kinds.values())),
+        "originals": int(kinds.get("original", 0)),
+        "reshares": int(kinds.get("repost", 0) + kinds.get("quote", 0)),
+        "comments": int(kinds.get("comment", 0)),
+        "crowd_votes": int(v[0]),
+        "p_positive_vote": None if v[1] is None else float(v[1]),
         "seed_cascade": None if c is None else {"size": int(c[0]), "depth": int(c[1]), "max_breadth": int(c[2])},
         "final_stance_variance": None if s[0] is None else float(s[0]),
         "final_mean_abs_stance": None if s[1] is None else float(s[1]),
-        "agent_steps": int(agent_steps), "tokens_per_agent_step": tokens / agent_steps if agent_steps else 0.0, **use,
-    }  # fmt: skip
+        "agent_steps": int(agent_steps),
+        "tokens_per_agent_step": tokens / agent_steps if agent_steps else 0.0,
+        **use,
+    }
 
 
 def model_dirs(results: dict[str, Any]) -> list[Path]:
@@ -58,19 +71,37 @@ def headline(results: dict[str, Any]) -> dict[str, Any]:
     if kind == "herding":
         return {"effects": m["effects"], "p_next_positive": {g: d["p_next_positive"] for g, d in m["groups"].items()}}
     last = m["points"][-1]
-    return {"group_extremity_shift": m["group_extremity_shift"], "final_variance": last["variance"], "final_bimodality": last["bimodality"]}
+    return {
+        "group_extremity_shift": m["group_extremity_shift"],
+        "final_variance": last["variance"],
+        "final_bimodality": last["bimodality"],
+    }
 
 
 def aggregate(stats: list[dict[str, Any]]) -> dict[str, Any]:
     """Sum counts and tokens over runs; average the per-run seed-cascade and stance figures."""
+
     def mean(vals: list[Any]) -> float | None:
         vals = [x for x in vals if x is not None]
         return sum(vals) / len(vals) if vals else None
 
-    out: dict[str, Any] = {k: sum(s[k] for s in stats) for k in ("posts", "reshares", "comments", "crowd_votes", "llm_calls",
-                                                                    "prompt_tokens", "completion_tokens", "agent_steps")}  # fmt: skip
+    out: dict[str, Any] = {
+        k: sum(s[k] for s in stats)
+        for k in (
+            "posts",
+            "reshares",
+            "comments",
+            "crowd_votes",
+            "llm_calls",
+            "prompt_tokens",
+            "completion_tokens",
+            "agent_steps",
+        )
+    }
     out["wall_s"] = round(sum(s["wall_s"] for s in stats), 2)
-    out["tokens_per_agent_step"] = (out["prompt_tokens"] + out["completion_tokens"]) / out["agent_steps"] if out["agent_steps"] else 0.0
+    out["tokens_per_agent_step"] = (
+        (out["prompt_tokens"] + out["completion_tokens"]) / out["agent_steps"] if out["agent_steps"] else 0.0
+    )
     out["invalid_rate"] = mean([s["invalid_rate"] for s in stats])
     out["p_positive_vote"] = mean([s["p_positive_vote"] for s in stats])
     for k in ("size", "depth", "max_breadth"):
@@ -80,8 +111,15 @@ def aggregate(stats: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def run_compare(spec: Any, out: Path, runner: Callable[..., dict[str, Any]], *, force: bool = False,
-                log: Callable[[str], None] = lambda s: None, perspectives: tuple[str, ...] = PERSPECTIVES) -> dict[str, Any]:  # fmt: skip
+def run_compare(
+    spec: Any,
+    out: Path,
+    runner: Callable[..., dict[str, Any]],
+    *,
+    force: bool = False,
+    log: Callable[[str], None] = lambda s: None,
+    perspectives: tuple[str, ...] = PERSPECTIVES,
+) -> dict[str, Any]:
     """Run ``runner(spec', out/<perspective>)`` for each perspective and tabulate the differences."""
     if "perspective" in spec.base:
         raise ConfigError("compare: remove base.perspective; every perspective is run")
@@ -91,7 +129,17 @@ def run_compare(spec: Any, out: Path, runner: Callable[..., dict[str, Any]], *, 
         log(f"compare: {persp}")
         res = runner(s, out / persp, force=force, log=log)
         stats = [trace_stats(d) for d in model_dirs(res)]
-        rows[persp] = {"dir": str(out / persp), "totals": aggregate(stats), "headline": headline(res), "runs": len(stats)}
-    results = {"experiment": "compare", "of": spec.experiment, "spec": spec.model_dump(mode="json"), "perspectives": rows}
+        rows[persp] = {
+            "dir": str(out / persp),
+            "totals": aggregate(stats),
+            "headline": headline(res),
+            "runs": len(stats),
+        }
+    results = {
+        "experiment": "compare",
+        "of": spec.experiment,
+        "spec": spec.model_dump(mode="json"),
+        "perspectives": rows,
+    }
     write_results(out, results)
     return results

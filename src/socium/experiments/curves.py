@@ -134,9 +134,7 @@ def nrmse(sim: ArrayLike, real: ArrayLike, minutes: int = DEFAULT_MINUTES) -> fl
         raise CascadeDataError("curves must be one-dimensional")
     if s.shape[0] < minutes or r.shape[0] < minutes:
         # Padding would have to guess what happened after a run stopped; make the caller decide.
-        raise CascadeDataError(
-            f"curves need at least {minutes} minutes, got sim={s.shape[0]} real={r.shape[0]}"
-        )
+        raise CascadeDataError(f"curves need at least {minutes} minutes, got sim={s.shape[0]} real={r.shape[0]}")
     s, r = s[:minutes], r[:minutes]
     if not (np.isfinite(s).all() and np.isfinite(r).all()):
         raise CascadeDataError("curves contain NaN or infinite values")

@@ -35,9 +35,14 @@ def chain_rows(run_dir: Path) -> list[tuple[int, int, int, str, str, str]]:
     con = connect(run_dir)
     try:
         tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-        sql = _SQL if "post_veracity" in tables else _SQL.replace(
-            "LEFT JOIN post_veracity v ON v.post_id = c.root_id", "LEFT JOIN (SELECT NULL::BIGINT AS post_id, "
-            "NULL::VARCHAR AS veracity) v ON v.post_id = c.root_id")  # fmt: skip
+        sql = (
+            _SQL
+            if "post_veracity" in tables
+            else _SQL.replace(
+                "LEFT JOIN post_veracity v ON v.post_id = c.root_id",
+                "LEFT JOIN (SELECT NULL::BIGINT AS post_id, NULL::VARCHAR AS veracity) v ON v.post_id = c.root_id",
+            )
+        )
         return [tuple(r) for r in con.execute(sql).fetchall()]  # type: ignore[misc]
     finally:
         con.close()
@@ -60,19 +65,30 @@ def drift(run_dir: str | Path, embedder: Any = "minilm", max_depth: int = 6) -> 
     vec = emb.encode([sources[s] for s in roots] + [r[4] for r in told])
     vec = vec / np.maximum(np.linalg.norm(vec, axis=1, keepdims=True), 1e-12)
     src_vec = dict(zip(roots, vec[: len(roots)]))
-    sims = np.einsum("ij,ij->i", vec[len(roots):], np.stack([src_vec[r[1]] for r in told]))
+    sims = np.einsum("ij,ij->i", vec[len(roots) :], np.stack([src_vec[r[1]] for r in told]))
     depth = np.array([min(r[2], max_depth) for r in told])
     ver = np.array([r[5] for r in told])
     out["by_depth"] = {int(d): round(float(sims[depth == d].mean()), 4) for d in sorted(set(depth.tolist()))}
     for v in sorted(set(ver.tolist())):
         m = ver == v
-        out["by_veracity"][v] = {"n": int(m.sum()), "drift": round(float(1 - sims[m].mean()), 4),
-                                 "by_depth": {int(d): round(float(sims[m & (depth == d)].mean()), 4)
-                                              for d in sorted(set(depth[m].tolist()))}}  # fmt: skip
+        out["by_veracity"][v] = {
+            "n": int(m.sum()),
+            "drift": round(float(1 - sims[m].mean()), 4),
+            "by_depth": {
+                int(d): round(float(sims[m & (depth == d)].mean()), 4) for d in sorted(set(depth[m].tolist()))
+            },
+        }
     root_of = np.array([r[1] for r in told])
     for s in roots:
         m = root_of == s
-        out["cascades"].append({"source": int(s), "veracity": str(ver[m][0]), "retellings": int(m.sum()),
-                                "max_depth": int(depth[m].max()), "drift": round(float(1 - sims[m].mean()), 4)})  # fmt: skip
+        out["cascades"].append(
+            {
+                "source": int(s),
+                "veracity": str(ver[m][0]),
+                "retellings": int(m.sum()),
+                "max_depth": int(depth[m].max()),
+                "drift": round(float(1 - sims[m].mean()), 4),
+            }
+        )
     out["drift"] = round(float(1 - sims.mean()), 4)
     return out

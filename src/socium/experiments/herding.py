@@ -19,35 +19,55 @@ construction cannot respond to the visible score: any group difference beyond it
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
 
 from socium.config import config_from_dict
 from socium.errors import ConfigError, InputFileError, TraceError
+from socium.experiments import progress
 from socium.experiments.nullfit import fit_random_voting
 from socium.experiments.realcascades import default_data_dir
-from socium.experiments import progress
 from socium.experiments.spec import (
     PATH_FIELD,
-    ExperimentSpec, PersonRow, build_config, connect, llm_usage, run_config, write_population_csv, write_results,
-)  # fmt: skip
+    ExperimentSpec,
+    PersonRow,
+    build_config,
+    connect,
+    llm_usage,
+    run_config,
+    write_population_csv,
+    write_results,
+)
 
 GROUPS = ("up", "control", "down")
-REFERENCE = {"source": "Muchnik, Aral & Taylor 2013 (Science 341:647)", "up_next_positive_lift": 0.32,
-             "up_final_mean_lift": 0.25, "down": "negative herding neutralised: the crowd corrects down-treated items"}  # fmt: skip
+REFERENCE = {
+    "source": "Muchnik, Aral & Taylor 2013 (Science 341:647)",
+    "up_next_positive_lift": 0.32,
+    "up_final_mean_lift": 0.25,
+    "down": "negative herding neutralised: the crowd corrects down-treated items",
+}
 DEFAULT_ACTIONS = ["like_post", "dislike_post", "create_comment", "do_nothing"]
 
 
 class HerdingSpec(ExperimentSpec):
     experiment: Literal["herding"] = "herding"
     name: str = "herding"
-    items: str | None = Field(None, json_schema_extra=PATH_FIELD, description="Items JSON: OASIS counterfactual format or [{text, group}] (default: OASIS's).")
-    personas: str | None = Field(None, json_schema_extra=PATH_FIELD, description="Reddit persona JSON (default: OASIS's user_data_36.json).")
+    items: str | None = Field(
+        None,
+        json_schema_extra=PATH_FIELD,
+        description="Items JSON: OASIS counterfactual format or [{text, group}] (default: OASIS's).",
+    )
+    personas: str | None = Field(
+        None, json_schema_extra=PATH_FIELD, description="Reddit persona JSON (default: OASIS's user_data_36.json)."
+    )
     n_items: int = Field(30, ge=3, description="Items used, stratified over the file's groups.")
-    n_agents: int | None = Field(None, ge=1, description="Voters (personas reused cyclically if more than the file has).")
+    n_agents: int | None = Field(
+        None, ge=1, description="Voters (personas reused cyclically if more than the file has)."
+    )
     item_seed: int = Field(0, ge=0, description="Seed of the item sample.")
     activation: float = Field(0.2, gt=0, le=1, description="Probability that a voter is active in a step.")
 
@@ -100,28 +120,66 @@ def herding_population(personas: Path, n_agents: int | None, activation: float) 
         p = people[i % len(people)]
         suffix = "" if i < len(people) else f"_{i // len(people)}"
         desc = " ".join(str(p.get(k, "")) for k in ("bio", "persona") if p.get(k))
-        rows.append(PersonRow(user_id=str(i), name=str(p.get("realname", f"user {i}")), username=f"{p.get('username', 'user')}{suffix}",
-                              description=desc or "A Reddit user.", following=[], activity=[activation] * 24))  # fmt: skip
+        rows.append(
+            PersonRow(
+                user_id=str(i),
+                name=str(p.get("realname", f"user {i}")),
+                username=f"{p.get('username', 'user')}{suffix}",
+                description=desc or "A Reddit user.",
+                following=[],
+                activity=[activation] * 24,
+            )
+        )
     for name in ("poster", "experimenter"):
-        rows.append(PersonRow(user_id=name, name=name, username=name, description=f"The experiment's {name} account.",
-                              following=[], activity=[0.0] * 24))  # fmt: skip
+        rows.append(
+            PersonRow(
+                user_id=name,
+                name=name,
+                username=name,
+                description=f"The experiment's {name} account.",
+                following=[],
+                activity=[0.0] * 24,
+            )
+        )
     return rows
 
 
 def herding_configs(spec: HerdingSpec, out: Path) -> tuple[Any, list[str]]:
     """The model run's config and each item's group (post id = index)."""
     data = default_data_dir() / "oasis-reference" / "reddit"
-    items = sample_items(load_items(Path(spec.items) if spec.items else data / "counterfactual_36.json"), spec.n_items, spec.item_seed)
-    rows = herding_population(Path(spec.personas) if spec.personas else data / "user_data_36.json", spec.n_agents, spec.activation)
+    items = sample_items(
+        load_items(Path(spec.items) if spec.items else data / "counterfactual_36.json"), spec.n_items, spec.item_seed
+    )
+    rows = herding_population(
+        Path(spec.personas) if spec.personas else data / "user_data_36.json", spec.n_agents, spec.activation
+    )
     poster, experimenter = len(rows) - 2, len(rows) - 1
     pop_csv = write_population_csv(out / "inputs" / "population.csv", rows)
-    seed_actions = [{"agent": experimenter, "step": 0, "action": {"type": "like_post" if g == "up" else "dislike_post", "post_id": i}}
-                    for i, (_, g) in enumerate(items) if g != "control"]  # fmt: skip
-    owned = {"platform": {"preset": "reddit"}, "population": {"source": "oasis_csv", "path": str(pop_csv.resolve())},
-             "graph": {"kind": "empty"}, "seed_posts": [{"author": poster, "content": t} for t, _ in items],
-             "seed_actions": seed_actions}  # fmt: skip
-    defaults = {"name": spec.name, "steps": 10, "step_minutes": 60.0, "policy": {"kind": "llm"}, "llm": {"backend": "embedded"},
-                "recsys": {"kind": "random", "k": 5}, "llm_agents": {"actions": DEFAULT_ACTIONS}}  # fmt: skip
+    seed_actions = [
+        {
+            "agent": experimenter,
+            "step": 0,
+            "action": {"type": "like_post" if g == "up" else "dislike_post", "post_id": i},
+        }
+        for i, (_, g) in enumerate(items)
+        if g != "control"
+    ]
+    owned = {
+        "platform": {"preset": "reddit"},
+        "population": {"source": "oasis_csv", "path": str(pop_csv.resolve())},
+        "graph": {"kind": "empty"},
+        "seed_posts": [{"author": poster, "content": t} for t, _ in items],
+        "seed_actions": seed_actions,
+    }
+    defaults = {
+        "name": spec.name,
+        "steps": 10,
+        "step_minutes": 60.0,
+        "policy": {"kind": "llm"},
+        "llm": {"backend": "embedded"},
+        "recsys": {"kind": "random", "k": 5},
+        "llm_agents": {"actions": DEFAULT_ACTIONS},
+    }
     return build_config(defaults, spec.base, owned, "herding"), [g for _, g in items]
 
 
@@ -156,11 +214,20 @@ def herding_metrics(run_dir: Path, n_boot: int = 1000, seed: int = 0) -> dict[st
     """
     con = connect(run_dir)
     try:
-        items = [r[0] for r in con.execute("SELECT post_id FROM actions WHERE origin = 'seed' AND type = 'create_post' "
-                                           "AND outcome = 'ok' ORDER BY post_id").fetchall()]  # fmt: skip
-        treat = dict(con.execute("SELECT target, sum(delta) FROM votes WHERE origin = 'seed' GROUP BY target").fetchall())
+        items = [
+            r[0]
+            for r in con.execute(
+                "SELECT post_id FROM actions WHERE origin = 'seed' AND type = 'create_post' "
+                "AND outcome = 'ok' ORDER BY post_id"
+            ).fetchall()
+        ]
+        treat = dict(
+            con.execute("SELECT target, sum(delta) FROM votes WHERE origin = 'seed' GROUP BY target").fetchall()
+        )
         bad = con.execute("SELECT count(*) FROM actions WHERE origin = 'seed' AND outcome != 'ok'").fetchall()[0][0]
-        crowd = con.execute("SELECT step, target, delta FROM votes WHERE origin != 'seed' ORDER BY step, seq").fetchall()
+        crowd = con.execute(
+            "SELECT step, target, delta FROM votes WHERE origin != 'seed' ORDER BY step, seq"
+        ).fetchall()
         last = con.execute("SELECT max(step) FROM steps").fetchall()[0][0]
     finally:
         con.close()
@@ -184,23 +251,34 @@ def herding_metrics(run_dir: Path, n_boot: int = 1000, seed: int = 0) -> dict[st
         votes[i] += 1
         ups[i] += delta > 0
         crowd_score[i] += delta
-        traj[i, step + 1:] += delta
+        traj[i, step + 1 :] += delta
     t0 = np.array([treat.get(p, 0) for p in items], dtype=float)
     traj += t0[:, None]
     rng = np.random.default_rng(seed)
-    out: dict[str, Any] = {"n_items": n, "crowd_votes": int(votes.sum()), "groups": {}, "trajectory_steps": list(range(-1, steps))}
+    out: dict[str, Any] = {
+        "n_items": n,
+        "crowd_votes": int(votes.sum()),
+        "groups": {},
+        "trajectory_steps": list(range(-1, steps)),
+    }
     for g in GROUPS:
         m = np.array([x == g for x in group])
         voted = m & (votes > 0)
         nf = (first[voted] > 0).astype(float)
         out["groups"][g] = {
-            "items": int(m.sum()), "items_voted": int(voted.sum()), "crowd_votes": int(votes[m].sum()),
-            "p_next_positive": _mean(nf), "p_next_positive_ci": _boot([nf], _mean, n_boot, rng),
-            "p_positive": _ratio(ups[m], votes[m]), "p_positive_ci": _boot([ups[m], votes[m]], _ratio, n_boot, rng),
-            "final_mean_score": _mean(crowd_score[m] + t0[m]), "final_mean_score_ci": _boot([crowd_score[m] + t0[m]], _mean, n_boot, rng),
-            "crowd_mean_score": _mean(crowd_score[m]), "crowd_mean_score_ci": _boot([crowd_score[m]], _mean, n_boot, rng),
+            "items": int(m.sum()),
+            "items_voted": int(voted.sum()),
+            "crowd_votes": int(votes[m].sum()),
+            "p_next_positive": _mean(nf),
+            "p_next_positive_ci": _boot([nf], _mean, n_boot, rng),
+            "p_positive": _ratio(ups[m], votes[m]),
+            "p_positive_ci": _boot([ups[m], votes[m]], _ratio, n_boot, rng),
+            "final_mean_score": _mean(crowd_score[m] + t0[m]),
+            "final_mean_score_ci": _boot([crowd_score[m] + t0[m]], _mean, n_boot, rng),
+            "crowd_mean_score": _mean(crowd_score[m]),
+            "crowd_mean_score_ci": _boot([crowd_score[m]], _mean, n_boot, rng),
             "trajectory": traj[m].mean(axis=0).tolist() if m.any() else [],
-        }  # fmt: skip
+        }
     out["effects"] = effects(out["groups"])
     return out
 
@@ -212,13 +290,16 @@ def _lift(a: float, b: float) -> float | None:
 def effects(groups: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Relative differences to control in Muchnik et al.'s terms (None where control is 0 or missing)."""
     c = groups["control"]
-    return {f"{g}_{k}_lift": _lift(groups[g][k], c[k]) for g in ("up", "down")
-            for k in ("p_next_positive", "p_positive", "final_mean_score")} | {
-            f"{g}_final_mean_diff": (groups[g]["final_mean_score"] - c["final_mean_score"])
-            for g in ("up", "down")}  # fmt: skip
+    return {
+        f"{g}_{k}_lift": _lift(groups[g][k], c[k])
+        for g in ("up", "down")
+        for k in ("p_next_positive", "p_positive", "final_mean_score")
+    } | {f"{g}_final_mean_diff": (groups[g]["final_mean_score"] - c["final_mean_score"]) for g in ("up", "down")}
 
 
-def run_herding(spec: HerdingSpec, out: Path, *, force: bool = False, log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+def run_herding(
+    spec: HerdingSpec, out: Path, *, force: bool = False, log: Callable[[str], None] = lambda s: None
+) -> dict[str, Any]:
     """Run the model population and the fitted random-voting null; write results.json."""
     cfg, groups = herding_configs(spec, out)
     log(f"herding: {len(groups)} items, model run ({cfg.policy.kind})")
@@ -229,16 +310,34 @@ def run_herding(spec: HerdingSpec, out: Path, *, force: bool = False, log: Calla
     if spec.run_null:
         fit = fit_random_voting(info.run_dir, range(len(groups)))
         data = cfg.model_dump(mode="json")
-        data.update(name=f"{cfg.name}-null", llm=None, policy={"kind": "random", "p_post": 0.0, "p_repost": 0.0,
-                                                                "p_like": fit.p_like, "p_dislike": fit.p_dislike})  # fmt: skip
+        data.update(
+            name=f"{cfg.name}-null",
+            llm=None,
+            policy={"kind": "random", "p_post": 0.0, "p_repost": 0.0, "p_like": fit.p_like, "p_dislike": fit.p_dislike},
+        )
         log(f"herding: random-voting null p_like={fit.p_like:.4f} p_dislike={fit.p_dislike:.4f}")
         ninfo = run_config(config_from_dict(data, source="herding null"), out / "runs" / "null", force=force)
-        runs["null"] = {"dir": str(ninfo.run_dir), "status": ninfo.status, "policy": "random",
-                        "fit": {"p_like": fit.p_like, "p_dislike": fit.p_dislike, "ups": fit.ups, "downs": fit.downs, "trials": fit.trials}}  # fmt: skip
+        runs["null"] = {
+            "dir": str(ninfo.run_dir),
+            "status": ninfo.status,
+            "policy": "random",
+            "fit": {
+                "p_like": fit.p_like,
+                "p_dislike": fit.p_dislike,
+                "ups": fit.ups,
+                "downs": fit.downs,
+                "trials": fit.trials,
+            },
+        }
     for r in runs.values():
         r["metrics"] = herding_metrics(Path(r["dir"]), spec.bootstrap, cfg.seed)
         r["usage"] = llm_usage(Path(r["dir"]))
-    results = {"experiment": "herding", "spec": spec.model_dump(mode="json"), "reference": REFERENCE, "runs": runs,
-               "step_minutes": cfg.step_minutes}  # fmt: skip
+    results = {
+        "experiment": "herding",
+        "spec": spec.model_dump(mode="json"),
+        "reference": REFERENCE,
+        "runs": runs,
+        "step_minutes": cfg.step_minutes,
+    }
     write_results(out, results)
     return results

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -30,8 +31,15 @@ from socium.experiments.drift import drift
 from socium.experiments.nullfit import fit_independent_cascade
 from socium.experiments.realcascades import default_data_dir
 from socium.experiments.spec import (
-    PATH_FIELD, ExperimentSpec, build_config, connect, deep_merge, llm_usage, run_config, write_results,
-)  # fmt: skip
+    PATH_FIELD,
+    ExperimentSpec,
+    build_config,
+    connect,
+    deep_merge,
+    llm_usage,
+    run_config,
+    write_results,
+)
 
 METRICS = ("reach", "t50", "depth", "shares", "engagement")
 DEFAULT_STRATEGIES: dict[str, dict[str, Any]] = {
@@ -48,17 +56,30 @@ DEFAULT_ACTIONS = ["repost", "quote_post", "like_post", "create_comment", "repor
 class InterventionSpec(ExperimentSpec):
     experiment: Literal["intervention"] = "intervention"
     name: str = "intervention"
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1, description="Seeds: every condition runs each (paired comparisons).")
-    strategies: dict[str, dict[str, Any]] = Field(default_factory=lambda: dict(DEFAULT_STRATEGIES),
-                                                  description="Condition name -> moderation block (merged over base.moderation).")  # fmt: skip
+    seeds: list[int] = Field(
+        default_factory=lambda: [0, 1, 2],
+        min_length=1,
+        description="Seeds: every condition runs each (paired comparisons).",
+    )
+    strategies: dict[str, dict[str, Any]] = Field(
+        default_factory=lambda: dict(DEFAULT_STRATEGIES),
+        description="Condition name -> moderation block (merged over base.moderation).",
+    )
     control: str = Field("none", description="The condition effects are measured against.")
     perspectives: list[Literal["local", "mindreader", "omniscient"]] = Field(
-        default_factory=lambda: ["local"], description="Run the model population under each (the `perspective` key).")
-    claims: str | None = Field(None, json_schema_extra=PATH_FIELD, description="CSV of labelled claims (OASIS all_topics.csv: label, source_tweet); default: OASIS's.")
+        default_factory=lambda: ["local"], description="Run the model population under each (the `perspective` key)."
+    )
+    claims: str | None = Field(
+        None,
+        json_schema_extra=PATH_FIELD,
+        description="CSV of labelled claims (OASIS all_topics.csv: label, source_tweet); default: OASIS's.",
+    )
     n_false: int = Field(2, ge=0, description="False claims seeded (from claims; authors pinned as spreaders).")
     n_true: int = Field(2, ge=0, description="True claims seeded (authors ordinary agents).")
     claim_seed: int = Field(0, ge=0, description="Seed of the claim sample.")
-    drift_embedder: str = Field("minilm", description="Embedder for content drift (minilm, hashing, or a sentence-transformers model).")
+    drift_embedder: str = Field(
+        "minilm", description="Embedder for content drift (minilm, hashing, or a sentence-transformers model)."
+    )
 
 
 # ---- configs -------------------------------------------------------------------------------------
@@ -92,7 +113,11 @@ def condition_config(spec: InterventionSpec, strategy: str, seed: int, perspecti
     roles = dict(base.pop("roles", {}) or {})
     posts = [p for p in base.pop("seed_posts", []) or []]
     if spec.n_false or spec.n_true:
-        path = Path(spec.claims) if spec.claims else default_data_dir() / "oasis-reference" / "twitter_dataset" / "all_topics.csv"
+        path = (
+            Path(spec.claims)
+            if spec.claims
+            else default_data_dir() / "oasis-reference" / "twitter_dataset" / "all_topics.csv"
+        )
         claims = load_claims(path, spec.n_false, spec.n_true, spec.claim_seed)
         offset = len(posts)
         posts += [{"author": offset + i, "content": t, "veracity": v, "step": 0} for i, (t, v) in enumerate(claims)]
@@ -100,23 +125,39 @@ def condition_config(spec: InterventionSpec, strategy: str, seed: int, perspecti
     spreaders = sorted(set(pinned.get("spreader", [])) | {p["author"] for p in posts if p.get("veracity") == "false"})
     pinned["spreader"] = spreaders
     roles["agents"] = pinned
-    owned = {"seed": seed, "perspective": perspective, "moderation": mod, "roles": roles, "seed_posts": posts,
-             "name": f"{spec.name}-{strategy}-{perspective}-s{seed}"}  # fmt: skip
+    owned = {
+        "seed": seed,
+        "perspective": perspective,
+        "moderation": mod,
+        "roles": roles,
+        "seed_posts": posts,
+        "name": f"{spec.name}-{strategy}-{perspective}-s{seed}",
+    }
     base.pop("seed", None)
     base.pop("perspective", None)
     base.pop("name", None)
-    defaults = {"steps": 8, "population": {"n_agents": 60, "mean_activity": 0.4, "stance": "bimodal"},
-                "graph": {"kind": "barabasi_albert", "params": {"m": 3}}, "recsys": {"kind": "chronological", "k": 5},
-                "policy": {"kind": "llm"}, "llm": {"backend": "embedded", "max_tokens": 96},
-                "llm_agents": {"actions": DEFAULT_ACTIONS}}  # fmt: skip
+    defaults = {
+        "steps": 8,
+        "population": {"n_agents": 60, "mean_activity": 0.4, "stance": "bimodal"},
+        "graph": {"kind": "barabasi_albert", "params": {"m": 3}},
+        "recsys": {"kind": "chronological", "k": 5},
+        "policy": {"kind": "llm"},
+        "llm": {"backend": "embedded", "max_tokens": 96},
+        "llm_agents": {"actions": DEFAULT_ACTIONS},
+    }
     return build_config(defaults, base, owned, f"intervention ({strategy}, seed {seed})")
 
 
 def null_config(cfg: ExperimentConfig, p_repost: float, p_post: float) -> ExperimentConfig:
     """The same world and intervention with independent-cascade agents at the fitted rates."""
     data = cfg.model_dump(mode="json")
-    data.update(name=f"{cfg.name}-null", llm=None, llms={}, perspective="local",
-                policy={"kind": "independent_cascade", "p_repost": p_repost, "p_post": p_post})
+    data.update(
+        name=f"{cfg.name}-null",
+        llm=None,
+        llms={},
+        perspective="local",
+        policy={"kind": "independent_cascade", "p_repost": p_repost, "p_post": p_post},
+    )
     data["population"]["llms"] = []
     return config_from_dict(data, source="intervention null")
 
@@ -129,13 +170,19 @@ def fit_null(run_dirs: list[Path]) -> dict[str, float]:
     for d in run_dirs:
         con = connect(d)
         try:
-            posts += con.execute("SELECT count(*) FROM actions WHERE origin NOT IN ('seed', 'bot', 'fact_checker', "
-                                 "'manual') AND type = 'create_post' AND outcome = 'ok'").fetchone()[0]  # fmt: skip
+            posts += con.execute(
+                "SELECT count(*) FROM actions WHERE origin NOT IN ('seed', 'bot', 'fact_checker', "
+                "'manual') AND type = 'create_post' AND outcome = 'ok'"
+            ).fetchone()[0]
             acts += con.execute("SELECT coalesce(sum(n_active), 0) FROM steps WHERE step >= 0").fetchone()[0]
         finally:
             con.close()
-    return {"p_repost": adopt / trials if trials else 0.0, "p_post": min(1.0, posts / acts) if acts else 0.0,
-            "adoptions": adopt, "trials": trials}  # fmt: skip
+    return {
+        "p_repost": adopt / trials if trials else 0.0,
+        "p_post": min(1.0, posts / acts) if acts else 0.0,
+        "adoptions": adopt,
+        "trials": trials,
+    }
 
 
 # ---- metrics -------------------------------------------------------------------------------------
@@ -180,7 +227,7 @@ def run_metrics(run_dir: Path, steps: int) -> dict[str, Any]:
         false_all = con.execute(_FALSE_ALL_SQL).fetchone()[0]
         stance = con.execute("""SELECT avg(abs(s.stance - a.stance)), avg(s.stance - a.stance), count(*) FROM agents a
             JOIN (SELECT agent_id, arg_max(stance, step) AS stance FROM stances GROUP BY 1) s USING (agent_id)
-            WHERE a.stance IS NOT NULL""").fetchone()  # fmt: skip
+            WHERE a.stance IS NOT NULL""").fetchone()
         n_agents = con.execute("SELECT count(*) FROM agents").fetchone()[0]
         mod = dict(con.execute("SELECT event, count(*) FROM moderation_events GROUP BY 1").fetchall())
     finally:
@@ -195,13 +242,27 @@ def run_metrics(run_dir: Path, steps: int) -> dict[str, Any]:
         final = float(curve[-1]) if len(curve) else 0.0
         t50 = float(np.argmax(curve >= 0.5 * final) - s0) if final > 0 else None
         shares, comments = size.get(pid, (0, 0))
-        per.append({"post_id": pid, "veracity": ver, "reach": final, "t50": t50, "depth": float(depth.get(pid, 0)),
-                    "shares": float(shares), "engagement": float(shares + comments + likes.get(pid, 0)),
-                    "curve": curve.tolist()})  # fmt: skip
-    out: dict[str, Any] = {"claims": per, "false_exposures_all": int(false_all), "moderation_events": mod,
-                           "stance_abs_change": None if not stance[2] else float(stance[0]),
-                           "stance_change": None if not stance[2] else float(stance[1]),
-                           "stance_changed_agents": int(stance[2]), "n_agents": int(n_agents)}  # fmt: skip
+        per.append(
+            {
+                "post_id": pid,
+                "veracity": ver,
+                "reach": final,
+                "t50": t50,
+                "depth": float(depth.get(pid, 0)),
+                "shares": float(shares),
+                "engagement": float(shares + comments + likes.get(pid, 0)),
+                "curve": curve.tolist(),
+            }
+        )
+    out: dict[str, Any] = {
+        "claims": per,
+        "false_exposures_all": int(false_all),
+        "moderation_events": mod,
+        "stance_abs_change": None if not stance[2] else float(stance[0]),
+        "stance_change": None if not stance[2] else float(stance[1]),
+        "stance_changed_agents": int(stance[2]),
+        "n_agents": int(n_agents),
+    }
     for ver in ("false", "true"):
         sub = [c for c in per if c["veracity"] == ver]
         for m in METRICS:
@@ -226,7 +287,11 @@ def t_ci(values: list[float | None]) -> dict[str, Any] | None:
 
 
 SUMMARY_KEYS = tuple(f"{v}_{m}" for v in ("false", "true") for m in METRICS) + (
-    "false_exposures_all", "stance_abs_change", "drift_false", "drift_true")
+    "false_exposures_all",
+    "stance_abs_change",
+    "drift_false",
+    "drift_true",
+)
 
 
 def summarise(per_seed: dict[int, dict[str, Any]], control: dict[int, dict[str, Any]] | None) -> dict[str, Any]:
@@ -236,8 +301,11 @@ def summarise(per_seed: dict[int, dict[str, Any]], control: dict[int, dict[str, 
     for k in SUMMARY_KEYS:
         out["metrics"][k] = t_ci([per_seed[s].get(k) for s in seeds])
         if control is not None:
-            diffs = [per_seed[s][k] - control[s][k] for s in seeds if s in control
-                     and per_seed[s].get(k) is not None and control[s].get(k) is not None]  # fmt: skip
+            diffs = [
+                per_seed[s][k] - control[s][k]
+                for s in seeds
+                if s in control and per_seed[s].get(k) is not None and control[s].get(k) is not None
+            ]
             ci = t_ci(diffs)
             base = t_ci([control[s].get(k) for s in seeds if s in control])
             if ci is not None and base is not None and abs(base["mean"]) > 1e-9:
@@ -258,8 +326,9 @@ def _with_drift(m: dict[str, Any], run_dir: Path, embedder: str) -> dict[str, An
 
 
 # ---- the experiment ------------------------------------------------------------------------------
-def run_intervention(spec: InterventionSpec, out: Path, *, force: bool = False,
-                     log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:  # fmt: skip
+def run_intervention(
+    spec: InterventionSpec, out: Path, *, force: bool = False, log: Callable[[str], None] = lambda s: None
+) -> dict[str, Any]:
     """Run every (perspective, strategy, seed) model run, then the fitted null under every strategy."""
     if spec.control not in spec.strategies:
         raise ConfigError(f"control: {spec.control!r} is not one of the strategies ({', '.join(spec.strategies)})")
@@ -290,18 +359,37 @@ def run_intervention(spec: InterventionSpec, out: Path, *, force: bool = False,
                 sources["null"].setdefault(strat, {})[seed] = info.run_dir
     steps = first_cfg[(spec.control, spec.seeds[0])].steps
     for src, by_strat in sources.items():
-        per = {strat: {seed: _with_drift(run_metrics(d, steps), d, spec.drift_embedder) for seed, d in by_seed.items()}
-               for strat, by_seed in by_strat.items()}  # fmt: skip
-        runs[src] = {"strategies": {strat: {"summary": summarise(per[strat], None if strat == spec.control else per[spec.control]),
-                                            "per_seed": per[strat], "dirs": {s: str(d) for s, d in by_strat[strat].items()},
-                                            "usage": [llm_usage(d) for d in by_strat[strat].values()]}
-                                    for strat in order}}  # fmt: skip
+        per = {
+            strat: {seed: _with_drift(run_metrics(d, steps), d, spec.drift_embedder) for seed, d in by_seed.items()}
+            for strat, by_seed in by_strat.items()
+        }
+        runs[src] = {
+            "strategies": {
+                strat: {
+                    "summary": summarise(per[strat], None if strat == spec.control else per[spec.control]),
+                    "per_seed": per[strat],
+                    "dirs": {s: str(d) for s, d in by_strat[strat].items()},
+                    "usage": [llm_usage(d) for d in by_strat[strat].values()],
+                }
+                for strat in order
+            }
+        }
     cfg0 = first_cfg[(spec.control, spec.seeds[0])]
-    results = {"experiment": "intervention", "spec": spec.model_dump(mode="json"), "control": spec.control,
-               "order": order, "sources": runs, "null_fit": null_fit, "steps": steps,
-               "model": (cfg0.llm.model if cfg0.llm is not None and cfg0.llm.model else
-                         (cfg0.llm.backend if cfg0.llm is not None else cfg0.policy.kind)),
-               "n_agents": cfg0.population.n_agents}  # fmt: skip
+    results = {
+        "experiment": "intervention",
+        "spec": spec.model_dump(mode="json"),
+        "control": spec.control,
+        "order": order,
+        "sources": runs,
+        "null_fit": null_fit,
+        "steps": steps,
+        "model": (
+            cfg0.llm.model
+            if cfg0.llm is not None and cfg0.llm.model
+            else (cfg0.llm.backend if cfg0.llm is not None else cfg0.policy.kind)
+        ),
+        "n_agents": cfg0.population.n_agents,
+    }
     write_results(out, results)
     return results
 

@@ -10,8 +10,8 @@ from socium.agents.llm_policy import LLMPolicy, call_rows
 from socium.agents.routing import llm_route
 from socium.errors import ConfigError
 from socium.simulator import interviews as iv
-from socium.simulator.simulation import interview_table, load_run_config, memory_line
 from socium.simulator.rundir import RunDirLock
+from socium.simulator.simulation import interview_table, load_run_config, memory_line
 from socium.simulator.store import TraceStore, open_trace, require_store
 from socium.simulator.world import build_population
 
@@ -26,18 +26,25 @@ def _memory(con: duckdb.DuckDBPyConnection, cfg: Any, agent_id: int, question: s
         from socium.agents.memory import MemoryStream
 
         stream = MemoryStream(cfg.llm_agents.memory, cfg.llm_agents.memory_size)
-        stream.restore(con.execute("SELECT step, agent_id, kind, text, importance FROM memories WHERE agent_id = ? "
-                                   "ORDER BY step, seq", [agent_id]).fetchall())  # fmt: skip
+        stream.restore(
+            con.execute(
+                "SELECT step, agent_id, kind, text, importance FROM memories WHERE agent_id = ? ORDER BY step, seq",
+                [agent_id],
+            ).fetchall()
+        )
         last = con.execute("SELECT coalesce(max(step), 0) FROM steps").fetchall()[0][0]
         return stream.recall(agent_id, int(last), question, cfg.step_minutes / 60.0)
     rows = con.execute(
         "SELECT step, type, args, outcome FROM actions WHERE agent_id = ? AND origin != 'seed' "
-        "ORDER BY step DESC, seq DESC LIMIT ?", [agent_id, cfg.llm_agents.memory_size]).fetchall()  # fmt: skip
+        "ORDER BY step DESC, seq DESC LIMIT ?",
+        [agent_id, cfg.llm_agents.memory_size],
+    ).fetchall()
     return [memory_line(s, t, json.loads(a), o) for s, t, a, o in reversed(rows)]
 
 
-def interview(run_dir: str | Path, agent_id: int, question: str, llm: dict[str, Any] | None = None,
-              record: bool = False) -> str:  # fmt: skip
+def interview(
+    run_dir: str | Path, agent_id: int, question: str, llm: dict[str, Any] | None = None, record: bool = False
+) -> str:
     """The agent's answer; ``llm`` overrides the run's backend settings (e.g. ``{"backend": "openai", ...}``).
 
     ``record`` stores the answer in the run's ``interviews`` table (origin 'cli', step = the last
@@ -65,7 +72,9 @@ def interview(run_dir: str | Path, agent_id: int, question: str, llm: dict[str, 
     try:
         if not record:
             return policy.interview(pop.profile(agent_id), memory, question)
-        (answered,), calls = policy.interview_batch([(pop.profile(agent_id), memory)], question, last, iv.question_key(question))
+        (answered,), calls = policy.interview_batch(
+            [(pop.profile(agent_id), memory)], question, last, iv.question_key(question)
+        )
     finally:
         policy.close()
     db = require_store(Path(run_dir))

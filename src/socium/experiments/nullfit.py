@@ -20,9 +20,9 @@ Estimators (both are maximum-likelihood for the null they feed):
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from socium.experiments.spec import connect
 
@@ -93,8 +93,10 @@ WITH ex AS (
 )
 SELECT
     (SELECT count(*) FROM ex LEFT JOIN firstvote f USING (agent_id, post_id) WHERE f.s IS NULL OR f.s >= ex.step),
-    (SELECT count(*) FILTER (WHERE delta > 0) FROM votes WHERE origin != 'seed' AND target IN (SELECT unnest(?::BIGINT[]))),
-    (SELECT count(*) FILTER (WHERE delta < 0) FROM votes WHERE origin != 'seed' AND target IN (SELECT unnest(?::BIGINT[])))
+    (SELECT count(*) FILTER (WHERE delta > 0) FROM votes
+     WHERE origin != 'seed' AND target IN (SELECT unnest(?::BIGINT[]))),
+    (SELECT count(*) FILTER (WHERE delta < 0) FROM votes
+     WHERE origin != 'seed' AND target IN (SELECT unnest(?::BIGINT[])))
 """
 
 

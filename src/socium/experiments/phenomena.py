@@ -6,8 +6,9 @@ perspective comparison all start experiments the same way.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from socium.config import read_yaml_mapping
 from socium.errors import ConfigError
@@ -18,12 +19,18 @@ from socium.experiments.polarisation import PolarisationSpec, run_polarisation
 from socium.experiments.propagation import PropagationSpec, run_propagation
 from socium.experiments.spec import load_spec_data, parse_spec
 
-SPECS: dict[str, type] = {"propagation": PropagationSpec, "herding": HerdingSpec, "polarisation": PolarisationSpec,
-                          "intervention": InterventionSpec}  # fmt: skip
+SPECS: dict[str, type] = {
+    "propagation": PropagationSpec,
+    "herding": HerdingSpec,
+    "polarisation": PolarisationSpec,
+    "intervention": InterventionSpec,
+}
 RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
-    "propagation": run_propagation, "herding": run_herding, "polarisation": run_polarisation,
+    "propagation": run_propagation,
+    "herding": run_herding,
+    "polarisation": run_polarisation,
     "intervention": run_intervention,
-}  # fmt: skip
+}
 KINDS = (*SPECS, "compare")
 
 
@@ -40,8 +47,15 @@ def load_experiment(path: str | Path, overrides: Sequence[str] = (), kind: str |
     return parse_spec(SPECS[name], data, str(path))
 
 
-def run_experiment(kind: str, path: str | Path, out: Path | None = None, overrides: Sequence[str] = (), *,
-                   force: bool = False, log: Callable[[str], None] = lambda s: None) -> tuple[Path, dict[str, Any]]:  # fmt: skip
+def run_experiment(
+    kind: str,
+    path: str | Path,
+    out: Path | None = None,
+    overrides: Sequence[str] = (),
+    *,
+    force: bool = False,
+    log: Callable[[str], None] = lambda s: None,
+) -> tuple[Path, dict[str, Any]]:
     """Run ``kind`` (propagation, herding, polarisation, or compare of the spec's experiment)."""
     if kind not in KINDS:
         raise ConfigError(f"experiment kind {kind!r} is not one of {', '.join(KINDS)}")

@@ -10,9 +10,10 @@ installed with :func:`reporting`), so library callers pay nothing and need no ne
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Iterator
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -81,10 +82,16 @@ class RichProgress(ExperimentProgress):
         self._inflight_usage: dict[str, tuple[int, int]] = {}
         self._progress = Progress(
             # run names and labels are data: shown literally (no markup), control characters neutralised
-            TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
+            TextColumn("{task.description}", style="bold", markup=False),
+            BarColumn(),
             TextColumn("{task.fields[count]}", markup=False),
-            TaskProgressColumn(), TextColumn("{task.fields[info]}", markup=False), TimeElapsedColumn(), TextColumn("ETA"),
-            TimeRemainingColumn(), console=self.console, disable=disable,
+            TaskProgressColumn(),
+            TextColumn("{task.fields[info]}", markup=False),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=self.console,
+            disable=disable,
         )
         self._task = self._progress.add_task(neutralise(title), total=None, count="", info="")
         # Without a terminal (CI logs, pipes) rich draws nothing until the end, so print a plain status
@@ -104,7 +111,9 @@ class RichProgress(ExperimentProgress):
 
     def status_line(self) -> str:
         task = self._progress.tasks[0]
-        return f"{self.title}: {task.fields['count']} · {task.fields['info']} · {time.perf_counter() - self.started:.0f}s"
+        return (
+            f"{self.title}: {task.fields['count']} · {task.fields['info']} · {time.perf_counter() - self.started:.0f}s"
+        )
 
     def _refresh(self) -> None:
         frac = min(self.at / self.steps, 0.999) if self.steps else 0.0
@@ -117,8 +126,9 @@ class RichProgress(ExperimentProgress):
         tokens = self.tokens + sum(t for _, t in self._inflight_usage.values())
         info = f"{current}{calls:,} LLM calls · {tokens:,} tokens"
         count = f"{self.done}/{self.total or '?'} {self.unit}" + (f" ({self.reused} reused)" if self.reused else "")
-        self._progress.update(self._task, completed=self.done + frac, total=total, count=neutralise(count),
-                              info=neutralise(info))
+        self._progress.update(
+            self._task, completed=self.done + frac, total=total, count=neutralise(count), info=neutralise(info)
+        )
         if self._plain and time.perf_counter() - self._last_plain >= self.PLAIN_EVERY_S:
             self._last_plain = time.perf_counter()
             self.note(self.status_line())
@@ -165,5 +175,7 @@ class RichProgress(ExperimentProgress):
     def summary(self) -> str:
         wall = time.perf_counter() - self.started
         reused = f", {self.reused} reused" if self.reused else ""
-        return (f"{self.done} {self.unit} done{reused} in {wall:.1f}s wall time; "
-                f"{self.calls:,} LLM calls, {self.tokens:,} tokens")
+        return (
+            f"{self.done} {self.unit} done{reused} in {wall:.1f}s wall time; "
+            f"{self.calls:,} LLM calls, {self.tokens:,} tokens"
+        )

@@ -16,26 +16,41 @@ from __future__ import annotations
 import ast
 import csv
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from socium.config import config_from_dict
 from socium.errors import ConfigError, InputFileError
+from socium.experiments import progress
 from socium.experiments.curves import CURVE_NAMES, cascade_curves_from_events, nrmse_curves
 from socium.experiments.nullfit import fit_independent_cascade
 from socium.experiments.propcv import CVSpec, run_propagation_cv
 from socium.experiments.realcascades import (
-    DEFAULT_HORIZON_MIN, CascadeTree, DefectReport, default_data_dir, load_labels, load_twitter15, normalise_label,
-    oasis_cascade_ids, parse_tree,
-)  # fmt: skip
-from socium.experiments import progress
+    DEFAULT_HORIZON_MIN,
+    CascadeTree,
+    DefectReport,
+    default_data_dir,
+    load_labels,
+    load_twitter15,
+    normalise_label,
+    oasis_cascade_ids,
+    parse_tree,
+)
 from socium.experiments.spec import (
     PATH_FIELD,
-    ExperimentSpec, PersonRow, build_config, connect, llm_usage, run_config, write_population_csv, write_results,
-)  # fmt: skip
+    ExperimentSpec,
+    PersonRow,
+    build_config,
+    connect,
+    llm_usage,
+    run_config,
+    write_population_csv,
+    write_results,
+)
 
 RESHARE_AT = 0.5
 """A reshare made during step s is timed at (s + RESHARE_AT) steps: agents react *during* a step."""
@@ -46,25 +61,50 @@ DEFAULT_ACTIONS = ["repost", "quote_post", "like_post", "create_comment", "do_no
 class PropagationSpec(ExperimentSpec):
     experiment: Literal["propagation"] = "propagation"
     name: str = "propagation"
-    cascades: list[str] = Field(default_factory=list, description="Twitter15 source tweet ids; empty: a seeded sample of OASIS's list.")  # fmt: skip
-    sample: int = Field(5, ge=1, description="How many OASIS Twitter15 cascades to sample when neither `cascades` nor `tree_files` is given (setting it with either is an error).")
+    cascades: list[str] = Field(
+        default_factory=list, description="Twitter15 source tweet ids; empty: a seeded sample of OASIS's list."
+    )
+    sample: int = Field(
+        5,
+        ge=1,
+        description="How many OASIS Twitter15 cascades to sample when neither `cascades` nor `tree_files` is given "
+        "(setting it with either is an error).",
+    )
     sample_seed: int = Field(0, ge=0, description="Seed of that sample.")
     sample_max_users: int | None = Field(None, ge=2, description="Sample only cascades with at most this many users.")
-    tree_files: list[str] = Field(json_schema_extra=PATH_FIELD, default_factory=list, description="Your own trees in the Ma et al. format (id = file stem).")
-    source_texts: dict[str, str] = Field(default_factory=dict, description="Source tweet text per cascade id (else OASIS's list).")
-    tarball: str | None = Field(None, json_schema_extra=PATH_FIELD, description="Twitter15 trees tarball (default: shared data).")
-    topics_csv: str | None = Field(None, json_schema_extra=PATH_FIELD, description="OASIS all_topics.csv (default: shared data).")
-    oasis_users_dir: str | None = Field(None, json_schema_extra=PATH_FIELD, description="OASIS per-topic user CSVs (default: shared data).")
+    tree_files: list[str] = Field(
+        json_schema_extra=PATH_FIELD,
+        default_factory=list,
+        description="Your own trees in the Ma et al. format (id = file stem).",
+    )
+    source_texts: dict[str, str] = Field(
+        default_factory=dict, description="Source tweet text per cascade id (else OASIS's list)."
+    )
+    tarball: str | None = Field(
+        None, json_schema_extra=PATH_FIELD, description="Twitter15 trees tarball (default: shared data)."
+    )
+    topics_csv: str | None = Field(
+        None, json_schema_extra=PATH_FIELD, description="OASIS all_topics.csv (default: shared data)."
+    )
+    oasis_users_dir: str | None = Field(
+        None, json_schema_extra=PATH_FIELD, description="OASIS per-topic user CSVs (default: shared data)."
+    )
     horizon_min: float | None = Field(DEFAULT_HORIZON_MIN, description="Drop real nodes later than this (minutes).")
     max_users: int | None = Field(None, ge=2, description="Cap the population at the earliest N users of each tree.")
     activation: float = Field(0.3, gt=0, le=1, description="Probability that an agent is active in a step.")
-    follows: Literal["tree", "real", "both"] = Field("both", description="Follow edges: child->parent of the tree, OASIS's real ones, or both.")  # fmt: skip
+    follows: Literal["tree", "real", "both"] = Field(
+        "both", description="Follow edges: child->parent of the tree, OASIS's real ones, or both."
+    )
     extra_follows: int = Field(0, ge=0, description="Random extra followees per agent (noise edges).")
     minutes: int = Field(150, ge=1, description="Comparison window in minutes.")
-    cv: CVSpec | None = Field(None, description="Cross-validated scoring: {folds, seed, models, runs, ...}; fit timing on train folds, score held-out cascades (experiments/propcv.py).")  # fmt: skip
+    cv: CVSpec | None = Field(
+        None,
+        description="Cross-validated scoring: {folds, seed, models, runs, ...}; fit timing on train folds, score "
+        "held-out cascades (experiments/propcv.py).",
+    )
 
     @model_validator(mode="after")
-    def _sample_only_without_explicit_trees(self) -> "PropagationSpec":
+    def _sample_only_without_explicit_trees(self) -> PropagationSpec:
         given = [k for k in ("sample", "sample_seed", "sample_max_users") if k in self.model_fields_set]
         if given and (self.cascades or self.tree_files):
             which = "cascades" if self.cascades else "tree_files"
@@ -85,7 +125,10 @@ def oasis_topics(path: Path | None = None) -> dict[str, dict[str, str]]:
     if not p.is_file():
         return {}
     with p.open(newline="", encoding="utf-8") as fh:
-        return {r["id"].strip(): {"topic": r["topic_name"], "text": r["source_tweet"], "label": r["label"]} for r in csv.DictReader(fh)}
+        return {
+            r["id"].strip(): {"topic": r["topic_name"], "text": r["source_tweet"], "label": r["label"]}
+            for r in csv.DictReader(fh)
+        }
 
 
 def oasis_topic_users(path: Path) -> dict[str, dict[str, Any]] | None:
@@ -101,9 +144,12 @@ def oasis_topic_users(path: Path) -> dict[str, dict[str, Any]] | None:
             fl = ast.literal_eval(r.get("following_agentid_list") or "[]")
         except (ValueError, SyntaxError):
             raise InputFileError(path, line, "following_agentid_list is not a list literal") from None
-        out[r["user_id"].strip()] = {"name": r.get("name", ""), "username": r.get("username", ""),
-                                     "description": r.get("description", ""),
-                                     "follows": [ids[j] for j in fl if isinstance(j, int) and 0 <= j < len(ids)]}  # fmt: skip
+        out[r["user_id"].strip()] = {
+            "name": r.get("name", ""),
+            "username": r.get("username", ""),
+            "description": r.get("description", ""),
+            "follows": [ids[j] for j in fl if isinstance(j, int) and 0 <= j < len(ids)],
+        }
     return out
 
 
@@ -140,11 +186,14 @@ def subtree_curves(tree: CascadeTree, users: list[str], minutes: int) -> dict[st
     """Real curves of the cascade restricted to ``users`` (a prefix from :func:`earliest_users`)."""
     idx = {u: i for i, u in enumerate(users)}
     parent = [-1 if (p := tree.nodes[u].parent) is None else idx[p] for u in users]
-    return cascade_curves_from_events(np.array(parent, dtype=np.int64), np.array([tree.nodes[u].delay for u in users]), minutes)
+    return cascade_curves_from_events(
+        np.array(parent, dtype=np.int64), np.array([tree.nodes[u].delay for u in users]), minutes
+    )
 
 
-def cascade_population(tree: CascadeTree, users: list[str], spec: PropagationSpec, real: dict[str, dict] | None,
-                       seed: int) -> tuple[list[PersonRow], dict[str, int]]:  # fmt: skip
+def cascade_population(
+    tree: CascadeTree, users: list[str], spec: PropagationSpec, real: dict[str, dict] | None, seed: int
+) -> tuple[list[PersonRow], dict[str, int]]:
     """Agents for ``users`` (source author first) with follows and profiles, and edge counts by origin."""
     idx = {u: i for i, u in enumerate(users)}
     follows: list[set[int]] = [set() for _ in users]
@@ -171,11 +220,16 @@ def cascade_population(tree: CascadeTree, users: list[str], spec: PropagationSpe
     rows = []
     for i, u in enumerate(users):
         r = (real or {}).get(u)
-        rows.append(PersonRow(
-            user_id=u, name=(r or {}).get("name") or f"user_{i}", username=(r or {}).get("username") or f"user{i}",
-            description=(r or {}).get("description") or "A Twitter user.", following=sorted(follows[i]),
-            activity=[spec.activation] * 24,
-        ))  # fmt: skip
+        rows.append(
+            PersonRow(
+                user_id=u,
+                name=(r or {}).get("name") or f"user_{i}",
+                username=(r or {}).get("username") or f"user{i}",
+                description=(r or {}).get("description") or "A Twitter user.",
+                following=sorted(follows[i]),
+                activity=[spec.activation] * 24,
+            )
+        )
     return rows, counts
 
 
@@ -191,7 +245,9 @@ def simulated_curves(run_dir: Path, root_post: int = 0, minutes: int = 150) -> d
         cfg_row = con.execute("SELECT json_extract(config, '$.step_minutes') FROM runs").fetchall()[0]
         rows = con.execute(
             "SELECT c.post_id, p.parent_id, c.author, c.step FROM cascade_nodes c JOIN posts p USING (post_id) "
-            "WHERE c.root_id = ? ORDER BY c.step, c.post_id", [root_post]).fetchall()  # fmt: skip
+            "WHERE c.root_id = ? ORDER BY c.step, c.post_id",
+            [root_post],
+        ).fetchall()
     finally:
         con.close()
     if not rows:
@@ -219,20 +275,30 @@ def _final(curves: dict[str, np.ndarray]) -> dict[str, int]:
 
 # ---- the experiment ----------------------------------------------------------------------------
 def _defaults(spec: PropagationSpec) -> dict[str, Any]:
-    return {"name": spec.name, "step_minutes": 10.0, "policy": {"kind": "llm"}, "llm": {"backend": "embedded"},
-            "recsys": {"kind": "chronological", "k": 5}, "llm_agents": {"actions": DEFAULT_ACTIONS},
-            "executor": {"kind": "inprocess"}}  # fmt: skip
+    return {
+        "name": spec.name,
+        "step_minutes": 10.0,
+        "policy": {"kind": "llm"},
+        "llm": {"backend": "embedded"},
+        "recsys": {"kind": "chronological", "k": 5},
+        "llm_agents": {"actions": DEFAULT_ACTIONS},
+        "executor": {"kind": "inprocess"},
+    }
 
 
-def run_propagation(spec: PropagationSpec, out: Path, *, force: bool = False,
-                    log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:  # fmt: skip
+def run_propagation(
+    spec: PropagationSpec, out: Path, *, force: bool = False, log: Callable[[str], None] = lambda s: None
+) -> dict[str, Any]:
     """Run every cascade of ``spec`` (model + IC null), score against the real curves, write results.json."""
     trees = load_trees(spec)
     if spec.cv is not None:
         return run_propagation_cv(spec, out, trees, force=force, log=log)
     topics = oasis_topics(Path(spec.topics_csv) if spec.topics_csv else None)
-    users_dir = Path(spec.oasis_users_dir) if spec.oasis_users_dir else (
-        default_data_dir() / "oasis-reference" / "twitter_dataset" / "anonymous_topic_200_1h")
+    users_dir = (
+        Path(spec.oasis_users_dir)
+        if spec.oasis_users_dir
+        else (default_data_dir() / "oasis-reference" / "twitter_dataset" / "anonymous_topic_200_1h")
+    )
     labels: dict[str, str] = {}
     if set(trees) - {Path(f).stem for f in spec.tree_files}:  # only Twitter15 trees have labels
         try:
@@ -256,11 +322,16 @@ def run_propagation(spec: PropagationSpec, out: Path, *, force: bool = False,
         pop_csv = write_population_csv(out / "inputs" / f"{cid}.csv", rows)
         text = spec.source_texts.get(cid) or info.get("text")
         if not text:
-            log(f"cascade {cid}: NO SOURCE TEXT (not in OASIS's list, no source_texts entry): the agents are shown "
-                "a placeholder post; add source_texts: {" + cid + ": ...} to the spec")
+            log(
+                f"cascade {cid}: NO SOURCE TEXT (not in OASIS's list, no source_texts entry): the agents are shown "
+                "a placeholder post; add source_texts: {" + cid + ": ...} to the spec"
+            )
             text = "(the source tweet's text is not available)"
-        owned = {"population": {"source": "oasis_csv", "path": str(pop_csv.resolve())}, "graph": {"kind": "profiles"},
-                 "seed_posts": [{"author": 0, "content": text}]}  # fmt: skip
+        owned = {
+            "population": {"source": "oasis_csv", "path": str(pop_csv.resolve())},
+            "graph": {"kind": "profiles"},
+            "seed_posts": [{"author": 0, "content": text}],
+        }
         base = dict(spec.base)
         base.setdefault("steps", steps)
         cfg = build_config({**defaults, "name": f"{spec.name}-{cid}"}, base, owned, f"propagation {cid}")
@@ -272,33 +343,69 @@ def run_propagation(spec: PropagationSpec, out: Path, *, force: bool = False,
             runs["model"]["configured_p"] = cfg.policy.p_repost
         fit = fit_independent_cascade(info_m.run_dir, roots=[0])
         fit_all = fit_independent_cascade(info_m.run_dir)
-        runs["model"]["reshare_fit"] = {"p": fit.p, "adoptions": fit.adoptions, "trials": fit.trials,
-                                        "p_all_cascades": fit_all.p}  # fmt: skip
+        runs["model"]["reshare_fit"] = {
+            "p": fit.p,
+            "adoptions": fit.adoptions,
+            "trials": fit.trials,
+            "p_all_cascades": fit_all.p,
+        }
         if spec.run_null:
             data = cfg.model_dump(mode="json")
-            data.update(name=f"{cfg.name}-null", llm=None, policy={"kind": "independent_cascade", "p_repost": fit.p, "p_post": 0.0})
+            data.update(
+                name=f"{cfg.name}-null",
+                llm=None,
+                policy={"kind": "independent_cascade", "p_repost": fit.p, "p_post": 0.0},
+            )
             ncfg = config_from_dict(data, source=f"propagation {cid} null")
             log(f"cascade {cid}: IC null, p={fit.p:.4f}")
             info_n = run_config(ncfg, out / "runs" / cid / "null", force=force)
-            runs["null"] = {"dir": str(info_n.run_dir), "status": info_n.status, "policy": "independent_cascade", "p": fit.p}
+            runs["null"] = {
+                "dir": str(info_n.run_dir),
+                "status": info_n.status,
+                "policy": "independent_cascade",
+                "p": fit.p,
+            }
         real_sub = subtree_curves(tree, users, spec.minutes)
         _, par, dl = tree.events()
         real_full = cascade_curves_from_events(par, dl, spec.minutes)
         for r in runs.values():
             sim = simulated_curves(Path(r["dir"]), 0, spec.minutes)
-            r.update(curves={k: v.tolist() for k, v in sim.items()}, final=_final(sim),
-                     nrmse=nrmse_curves(sim, real_sub, spec.minutes), nrmse_full=nrmse_curves(sim, real_full, spec.minutes),
-                     usage=llm_usage(Path(r["dir"])))  # fmt: skip
-        cascades.append({
-            "id": cid, "topic": info.get("topic"), "label": normalise_label(labels.get(cid, info.get("label"))),
-            "source_text": "oasis" if cid in topics and cid not in spec.source_texts else ("spec" if cid in spec.source_texts else "missing"),
-            "real_users": len(tree.nodes), "agents": len(users), "real_profiles": real is not None, "edges": edge_counts,
-            "defects": tree.defects.as_dict(), "real": {k: v.tolist() for k, v in real_sub.items()},
-            "real_full": {k: v.tolist() for k, v in real_full.items()}, "real_final": _final(real_sub), "runs": runs,
-        })  # fmt: skip
-    results = {"experiment": "propagation", "spec": spec.model_dump(mode="json"), "minutes": spec.minutes,
-               "step_minutes": dt, "cascades": cascades, "defects": total.as_dict(),
-               "defects_balanced": total.balanced(), "summary": summarise(cascades)}  # fmt: skip
+            r.update(
+                curves={k: v.tolist() for k, v in sim.items()},
+                final=_final(sim),
+                nrmse=nrmse_curves(sim, real_sub, spec.minutes),
+                nrmse_full=nrmse_curves(sim, real_full, spec.minutes),
+                usage=llm_usage(Path(r["dir"])),
+            )
+        cascades.append(
+            {
+                "id": cid,
+                "topic": info.get("topic"),
+                "label": normalise_label(labels.get(cid, info.get("label"))),
+                "source_text": "oasis"
+                if cid in topics and cid not in spec.source_texts
+                else ("spec" if cid in spec.source_texts else "missing"),
+                "real_users": len(tree.nodes),
+                "agents": len(users),
+                "real_profiles": real is not None,
+                "edges": edge_counts,
+                "defects": tree.defects.as_dict(),
+                "real": {k: v.tolist() for k, v in real_sub.items()},
+                "real_full": {k: v.tolist() for k, v in real_full.items()},
+                "real_final": _final(real_sub),
+                "runs": runs,
+            }
+        )
+    results = {
+        "experiment": "propagation",
+        "spec": spec.model_dump(mode="json"),
+        "minutes": spec.minutes,
+        "step_minutes": dt,
+        "cascades": cascades,
+        "defects": total.as_dict(),
+        "defects_balanced": total.balanced(),
+        "summary": summarise(cascades),
+    }
     write_results(out, results)
     return results
 

@@ -28,8 +28,9 @@ where R separate runs would each pay the per-step commit (1-minute steps: 150 co
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -48,13 +49,22 @@ class CVSpec(BaseModel):
     folds: int = Field(5, ge=2, description="Number of folds (cascades split at random, seeded).")
     seed: int = Field(0, ge=0, description="Seed of the fold split and of the runs.")
     models: list[CVModel] = Field(default_factory=lambda: ["ic_pooled", "calibrated"], description="Models to score.")
-    runs: int = Field(1, ge=1, description="Independent replicas per cascade and model (disjoint copies in one run); the prediction is their mean curve.")
+    runs: int = Field(
+        1,
+        ge=1,
+        description="Independent replicas per cascade and model (disjoint copies in one run); the prediction is their "
+        "mean curve.",
+    )
     ic_p: float = Field(0.8039, ge=0, le=1, description="ic_pooled's p_repost (pooled from the embedded-model runs).")
     calibrated_p: float = Field(1.0, ge=0, le=1, description="calibrated/llm-null p_repost per exposure.")
     step_minutes: float = Field(1.0, gt=0, description="Step length of the calibrated and llm models.")
-    families: list[str] = Field(default_factory=lambda: ["lognormal", "weibull", "lomax", "lognormal_mixture"],
-                                description="Delay families tried on each train split (lowest AIC kept).")  # fmt: skip
-    fit_bootstrap: int = Field(0, ge=0, description="Bootstrap resamples for the per-fold fit's CIs (0: point fit only).")
+    families: list[str] = Field(
+        default_factory=lambda: ["lognormal", "weibull", "lomax", "lognormal_mixture"],
+        description="Delay families tried on each train split (lowest AIC kept).",
+    )
+    fit_bootstrap: int = Field(
+        0, ge=0, description="Bootstrap resamples for the per-fold fit's CIs (0: point fit only)."
+    )
 
 
 def fold_split(ids: list[str], folds: int, seed: int) -> list[list[str]]:
@@ -70,12 +80,27 @@ def replicate_rows(rows: list[Any], copies: int) -> list[Any]:
     from dataclasses import replace
 
     n = len(rows)
-    return [replace(row, user_id=f"{row.user_id}#{r}" if copies > 1 else row.user_id,
-                    following=[j + r * n for j in row.following]) for r in range(copies) for row in rows]  # fmt: skip
+    return [
+        replace(
+            row,
+            user_id=f"{row.user_id}#{r}" if copies > 1 else row.user_id,
+            following=[j + r * n for j in row.following],
+        )
+        for r in range(copies)
+        for row in rows
+    ]
 
 
-def _model_config(model: str, spec: Any, cid: str, pop_csv: Path, text: str, timing: dict[str, Any] | None,
-                  seed: int, n_agents: int = 1) -> Any:  # fmt: skip
+def _model_config(
+    model: str,
+    spec: Any,
+    cid: str,
+    pop_csv: Path,
+    text: str,
+    timing: dict[str, Any] | None,
+    seed: int,
+    n_agents: int = 1,
+) -> Any:
     from socium.experiments.propagation import _defaults
 
     cv: CVSpec = spec.cv
@@ -97,9 +122,14 @@ def _model_config(model: str, spec: Any, cid: str, pop_csv: Path, text: str, tim
         elif (base.get("policy") or {}).get("kind", "llm") != "llm":
             raise ConfigError("cv.models: 'llm' needs base.policy.kind 'llm' (or no base.policy)")
     base["steps"] = math.ceil(spec.minutes / dt)
-    owned = {"population": {"source": "oasis_csv", "path": str(pop_csv.resolve())}, "graph": {"kind": "profiles"},
-             "seed_posts": [{"author": r * n_agents, "content": text} for r in range(cv.runs)]}  # fmt: skip
-    return build_config({**_defaults(spec), "name": f"{spec.name}-{model}-{cid}"}, base, owned, f"propagation cv {model} {cid}")
+    owned = {
+        "population": {"source": "oasis_csv", "path": str(pop_csv.resolve())},
+        "graph": {"kind": "profiles"},
+        "seed_posts": [{"author": r * n_agents, "content": text} for r in range(cv.runs)],
+    }
+    return build_config(
+        {**_defaults(spec), "name": f"{spec.name}-{model}-{cid}"}, base, owned, f"propagation cv {model} {cid}"
+    )
 
 
 def bootstrap_ci(values: np.ndarray, n_boot: int, seed: int) -> list[float] | None:
@@ -111,10 +141,17 @@ def bootstrap_ci(values: np.ndarray, n_boot: int, seed: int) -> list[float] | No
     return [float(x) for x in np.percentile(means, [2.5, 97.5])]
 
 
-def run_propagation_cv(spec: Any, out: Path, trees: dict[str, Any], *, force: bool = False,
-                       log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:  # fmt: skip
+def run_propagation_cv(
+    spec: Any, out: Path, trees: dict[str, Any], *, force: bool = False, log: Callable[[str], None] = lambda s: None
+) -> dict[str, Any]:
     """Fit per fold, run every model on held-out cascades, write and return results.json's dict."""
-    from socium.experiments.propagation import cascade_population, earliest_users, oasis_topics, simulated_curves, subtree_curves
+    from socium.experiments.propagation import (
+        cascade_population,
+        earliest_users,
+        oasis_topics,
+        simulated_curves,
+        subtree_curves,
+    )
 
     cv: CVSpec = spec.cv
     ids = list(trees)
@@ -127,11 +164,20 @@ def run_propagation_cv(spec: Any, out: Path, trees: dict[str, Any], *, force: bo
         if set(train) & set(held):  # the one rule of cross-validation, checked rather than assumed
             raise ConfigError(f"cv fold {k}: cascades both fitted and scored")
         log(f"fold {k}: fitting timing on {len(train)} cascades, scoring {len(held)}")
-        fit = fit_timing([trees[c] for c in train], families=cv.families, bootstrap=cv.fit_bootstrap,
-                         seed=cv.seed, sources=train)  # fmt: skip
+        fit = fit_timing(
+            [trees[c] for c in train], families=cv.families, bootstrap=cv.fit_bootstrap, seed=cv.seed, sources=train
+        )
         write_fit(fit, out / "cv" / f"fold{k}" / "timing.json")
-        fold_fits.append({"fold": k, "train": train, "held_out": held, "family": fit["timing"]["delay"]["family"],
-                          "estimates": fit["estimates"], "families": fit["families"]})  # fmt: skip
+        fold_fits.append(
+            {
+                "fold": k,
+                "train": train,
+                "held_out": held,
+                "family": fit["timing"]["delay"]["family"],
+                "estimates": fit["estimates"],
+                "families": fit["families"],
+            }
+        )
         for cid in held:
             tree = trees[cid]
             users = earliest_users(tree, spec.max_users)
@@ -139,8 +185,13 @@ def run_propagation_cv(spec: Any, out: Path, trees: dict[str, Any], *, force: bo
             pop_csv = write_population_csv(out / "inputs" / f"{cid}.csv", replicate_rows(rows, cv.runs))
             text = spec.source_texts.get(cid) or topics.get(cid, {}).get("text") or "(source text not available)"
             real = subtree_curves(tree, users, spec.minutes)
-            row: dict[str, Any] = {"id": cid, "fold": k, "agents": len(users),
-                                   "real_final": {c: int(real[c][-1]) for c in CURVE_NAMES}, "models": {}}  # fmt: skip
+            row: dict[str, Any] = {
+                "id": cid,
+                "fold": k,
+                "agents": len(users),
+                "real_final": {c: int(real[c][-1]) for c in CURVE_NAMES},
+                "models": {},
+            }
             for model in cv.models:
                 acc = {c: np.zeros(spec.minutes) for c in CURVE_NAMES}
                 cfg = _model_config(model, spec, cid, pop_csv, text, fit["timing"], cv.seed, len(rows))
@@ -149,11 +200,17 @@ def run_propagation_cv(spec: Any, out: Path, trees: dict[str, Any], *, force: bo
                     sim = simulated_curves(info.run_dir, r, spec.minutes)
                     for c in CURVE_NAMES:
                         acc[c] += sim[c] / cv.runs
-                row["models"][model] = {"nrmse": nrmse_curves(acc, real, spec.minutes),
-                                        "final": {c: float(acc[c][-1]) for c in CURVE_NAMES}}  # fmt: skip
+                row["models"][model] = {
+                    "nrmse": nrmse_curves(acc, real, spec.minutes),
+                    "final": {c: float(acc[c][-1]) for c in CURVE_NAMES},
+                }
             per_cascade.append(row)
-            log(f"  {cid}: " + "  ".join(f"{m} " + "/".join(f"{row['models'][m]['nrmse'][c]:.2f}" for c in CURVE_NAMES)
-                                       for m in cv.models))  # fmt: skip
+            log(
+                f"  {cid}: "
+                + "  ".join(
+                    f"{m} " + "/".join(f"{row['models'][m]['nrmse'][c]:.2f}" for c in CURVE_NAMES) for m in cv.models
+                )
+            )
     summary: dict[str, Any] = {
         "note": "every score is on cascades held out from the fit of that fold's parameters",
         "reference": {"oasis_nrmse": 0.30, "targets": {"scale": 0.15, "depth": 0.20, "max_breadth": 0.15}},
@@ -164,10 +221,19 @@ def run_propagation_cv(spec: Any, out: Path, trees: dict[str, Any], *, force: bo
             vals = np.array([p["models"][model]["nrmse"][c] for p in per_cascade])
             entry["nrmse"][c] = float(vals.mean())
             entry["ci95"][c] = bootstrap_ci(vals, spec.bootstrap, cv.seed)
-            entry["per_fold"][c] = [float(np.mean([p["models"][model]["nrmse"][c] for p in per_cascade if p["fold"] == f]))
-                                    for f in range(cv.folds)]  # fmt: skip
+            entry["per_fold"][c] = [
+                float(np.mean([p["models"][model]["nrmse"][c] for p in per_cascade if p["fold"] == f]))
+                for f in range(cv.folds)
+            ]
         summary[model] = entry
-    results = {"experiment": "propagation", "mode": "cv", "spec": spec.model_dump(mode="json"), "minutes": spec.minutes,
-               "folds": fold_fits, "cascades": per_cascade, "summary": summary}  # fmt: skip
+    results = {
+        "experiment": "propagation",
+        "mode": "cv",
+        "spec": spec.model_dump(mode="json"),
+        "minutes": spec.minutes,
+        "folds": fold_fits,
+        "cascades": per_cascade,
+        "summary": summary,
+    }
     write_results(out, results)
     return results

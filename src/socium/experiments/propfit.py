@@ -30,9 +30,10 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -53,7 +54,7 @@ class EdgeData:
     cascade: NDArray[np.int64]
     user: list[str]
 
-    def take_cascades(self, picked: NDArray[np.int64]) -> "EdgeData":
+    def take_cascades(self, picked: NDArray[np.int64]) -> EdgeData:
         """Edges of the cascades listed in ``picked`` (with repeats, for the bootstrap)."""
         by = [np.flatnonzero(self.cascade == c) for c in range(int(self.cascade.max()) + 1)]
         idx = np.concatenate([by[c] for c in picked]) if len(picked) else np.empty(0, np.int64)
@@ -65,8 +66,13 @@ class EdgeData:
             seen[c] = dup[-1] + 1
         copy = np.concatenate([np.full(len(by[c]), j) for j, c in enumerate(picked)]) if len(picked) else idx
         nth = np.concatenate([np.full(len(by[c]), d) for d, c in zip(dup, picked)]) if len(picked) else idx
-        return EdgeData(self.delay[idx], self.x_author[idx], self.x_root[idx], copy.astype(np.int64),
-                        [f"{self.user[i]}#{d}" for i, d in zip(idx.tolist(), nth.tolist())])  # fmt: skip
+        return EdgeData(
+            self.delay[idx],
+            self.x_author[idx],
+            self.x_root[idx],
+            copy.astype(np.int64),
+            [f"{self.user[i]}#{d}" for i, d in zip(idx.tolist(), nth.tolist())],
+        )
 
 
 def tree_edges(trees: Sequence[CascadeTree]) -> EdgeData:
@@ -96,10 +102,16 @@ def _unpack(family: str, th: NDArray[np.float64], k: int) -> DelayDistribution:
         return DelayDistribution(family, {"alpha": float(np.exp(th[0])), "scale": float(np.exp(th[1]))})
     if family == "lognormal":
         return DelayDistribution(family, {"mu": float(th[0]), "sigma": float(np.exp(th[1]))})
-    logits = np.concatenate(([0.0], th[:k - 1]))
+    logits = np.concatenate(([0.0], th[: k - 1]))
     w = special.softmax(logits)
-    return DelayDistribution(family, {"weights": w.tolist(), "mus": th[k - 1:2 * k - 1].tolist(),
-                                      "sigmas": np.exp(th[2 * k - 1:3 * k - 1]).tolist()})  # fmt: skip
+    return DelayDistribution(
+        family,
+        {
+            "weights": w.tolist(),
+            "mus": th[k - 1 : 2 * k - 1].tolist(),
+            "sigmas": np.exp(th[2 * k - 1 : 3 * k - 1]).tolist(),
+        },
+    )
 
 
 def _start(family: str, logd: NDArray[np.float64], k: int) -> list[float]:
@@ -125,8 +137,9 @@ class FamilyFit:
         return 2 * self.n_params - 2 * self.loglik
 
 
-def fit_family(family: str, e: EdgeData, *, covariates: bool = True, components: int = 2,
-               start: Sequence[float] | None = None) -> FamilyFit:  # fmt: skip
+def fit_family(
+    family: str, e: EdgeData, *, covariates: bool = True, components: int = 2, start: Sequence[float] | None = None
+) -> FamilyFit:
     """Joint MLE of a family and the influence slopes: ``delay = exp(b.x) * D`` with ``D`` the family."""
     if family not in FAMILIES:
         raise ConfigError(f"fit propagation: family {family!r} is not one of {', '.join(FAMILIES)}")
@@ -165,8 +178,9 @@ def fit_family(family: str, e: EdgeData, *, covariates: bool = True, components:
     return FamilyFit(family, tp, -float(res.fun), len(res.x), len(d))
 
 
-def _fit_mixture_em(e: EdgeData, k: int, covariates: bool, start: Sequence[float] | None,
-                    iters: int = 300, tol: float = 1e-7) -> FamilyFit:  # fmt: skip
+def _fit_mixture_em(
+    e: EdgeData, k: int, covariates: bool, start: Sequence[float] | None, iters: int = 300, tol: float = 1e-7
+) -> FamilyFit:
     """EM for a mixture of Gaussian regressions on log delay with shared influence slopes.
 
     On ``y = log delay`` the model is ``y = mu_j + b.x + sigma_j * eps`` with prob ``w_j``; the M-step
@@ -178,9 +192,9 @@ def _fit_mixture_em(e: EdgeData, k: int, covariates: bool, start: Sequence[float
     n, nb = len(y), X.shape[1]
     if start is not None:
         th = np.asarray(start, float)
-        w = special.softmax(np.concatenate(([0.0], th[:k - 1])))
-        mu, sig = th[k - 1:2 * k - 1].copy(), np.exp(th[2 * k - 1:3 * k - 1])
-        b = th[3 * k - 1:3 * k - 1 + nb] if nb else np.zeros(0)
+        w = special.softmax(np.concatenate(([0.0], th[: k - 1])))
+        mu, sig = th[k - 1 : 2 * k - 1].copy(), np.exp(th[2 * k - 1 : 3 * k - 1])
+        b = th[3 * k - 1 : 3 * k - 1 + nb] if nb else np.zeros(0)
     else:
         w = np.full(k, 1.0 / k)
         mu = np.quantile(y, (np.arange(k) + 0.5) / k)
@@ -217,11 +231,14 @@ def _fit_mixture_em(e: EdgeData, k: int, covariates: bool, start: Sequence[float
             break
         prev = ll
     order = np.argsort(mu)
-    dist = DelayDistribution("lognormal_mixture", {"weights": (w[order] / w.sum()).tolist(),
-                                                   "mus": mu[order].tolist(), "sigmas": sig[order].tolist()})  # fmt: skip
+    dist = DelayDistribution(
+        "lognormal_mixture",
+        {"weights": (w[order] / w.sum()).tolist(), "mus": mu[order].tolist(), "sigmas": sig[order].tolist()},
+    )
     bb = np.r_[b, np.zeros(2 - nb)] if nb < 2 else b
-    return FamilyFit("lognormal_mixture", TimingParams(dist, float(bb[0]), float(bb[1])),
-                     ll - float(y.sum()), 3 * k - 1 + nb, n)  # fmt: skip
+    return FamilyFit(
+        "lognormal_mixture", TimingParams(dist, float(bb[0]), float(bb[1])), ll - float(y.sum()), 3 * k - 1 + nb, n
+    )
 
 
 def _theta(fit: FamilyFit, components: int) -> list[float]:
@@ -232,8 +249,12 @@ def _theta(fit: FamilyFit, components: int) -> list[float]:
         first = "shape" if fit.family == "weibull" else "alpha"
         return [math.log(p[first]), math.log(p["scale"])] + tail
     w = np.asarray(p["weights"])
-    return (np.log(np.maximum(w[1:], 1e-9) / max(w[0], 1e-9))).tolist() + list(p["mus"]) + \
-        np.log(p["sigmas"]).tolist() + tail  # fmt: skip
+    return (
+        (np.log(np.maximum(w[1:], 1e-9) / max(w[0], 1e-9))).tolist()
+        + list(p["mus"])
+        + np.log(p["sigmas"]).tolist()
+        + tail
+    )
 
 
 def user_sigma(e: EdgeData, fit: FamilyFit) -> tuple[float, int]:
@@ -280,8 +301,15 @@ def _summary(tp: TimingParams, x_author: float, x_root: float) -> dict[str, floa
     return out
 
 
-def fit_timing(trees: Sequence[CascadeTree], *, families: Sequence[str] = FAMILIES, bootstrap: int = 100,
-               seed: int = 0, components: int = 2, sources: Sequence[str] = ()) -> dict[str, Any]:  # fmt: skip
+def fit_timing(
+    trees: Sequence[CascadeTree],
+    *,
+    families: Sequence[str] = FAMILIES,
+    bootstrap: int = 100,
+    seed: int = 0,
+    components: int = 2,
+    sources: Sequence[str] = (),
+) -> dict[str, Any]:
     """Fit every family, keep the lowest AIC, add the user factor and bootstrap CIs; a JSON-able dict.
 
     The returned dict's ``timing`` entry is what ``timing.params`` / ``timing.params_file`` accept.
@@ -312,16 +340,28 @@ def fit_timing(trees: Sequence[CascadeTree], *, families: Sequence[str] = FAMILI
         if len(vals) >= 2:
             lo, hi = np.percentile(vals, [2.5, 97.5])
             ci[key] = [float(lo), float(hi)]
-    meta = {"estimator": "joint MLE per family, lowest AIC kept; user sd by one-way random-effects ANOVA; "
-                         "95% percentile bootstrap over cascades",
-            "n_cascades": len(trees), "n_edges": len(e.delay), "n_users_repeated": n_users,
-            "quantiles_at": {"x_author": xa, "x_root": xr},
-            "bootstrap": bootstrap, "seed": seed, "sources": list(sources),
-            "wall_s": round(time.perf_counter() - t0, 2)}  # fmt: skip
+    meta = {
+        "estimator": "joint MLE per family, lowest AIC kept; user sd by one-way random-effects ANOVA; "
+        "95% percentile bootstrap over cascades",
+        "n_cascades": len(trees),
+        "n_edges": len(e.delay),
+        "n_users_repeated": n_users,
+        "quantiles_at": {"x_author": xa, "x_root": xr},
+        "bootstrap": bootstrap,
+        "seed": seed,
+        "sources": list(sources),
+        "wall_s": round(time.perf_counter() - t0, 2),
+    }
     tp = TimingParams(tp.delay, tp.b_author, tp.b_root, tp.user_sigma, meta)
-    return {"timing": tp.to_dict(), "estimates": point, "ci95": ci,
-            "families": [{"family": f.family, "loglik": f.loglik, "aic": f.aic, "n_params": f.n_params}
-                         for f in sorted(fits, key=lambda f: f.aic)]}  # fmt: skip
+    return {
+        "timing": tp.to_dict(),
+        "estimates": point,
+        "ci95": ci,
+        "families": [
+            {"family": f.family, "loglik": f.loglik, "aic": f.aic, "n_params": f.n_params}
+            for f in sorted(fits, key=lambda f: f.aic)
+        ],
+    }
 
 
 def load_training_trees(sources: Sequence[str]) -> dict[str, CascadeTree]:

@@ -94,8 +94,15 @@ class DefectReport:
         "nodes_kept": "nodes in the cleaned tree, the source included",
     }
     _PARTS: ClassVar[tuple[str, ...]] = (
-        "malformed_lines", "self_loops", "duplicate_edges", "extra_parent_edges", "nodes_kept",
-        "unreachable_nodes", "beyond_horizon", "under_beyond_horizon")
+        "malformed_lines",
+        "self_loops",
+        "duplicate_edges",
+        "extra_parent_edges",
+        "nodes_kept",
+        "unreachable_nodes",
+        "beyond_horizon",
+        "under_beyond_horizon",
+    )
 
     def __add__(self, other: DefectReport) -> DefectReport:
         return DefectReport(**{k: v + getattr(other, k) for k, v in self.as_dict().items()})
@@ -132,8 +139,7 @@ class CascadeTree:
         """User IDs, parent indices (-1 = source) and delays in the form curves.py consumes."""
         users = list(self.nodes)
         index = {u: i for i, u in enumerate(users)}
-        parent = np.array([-1 if n.parent is None else index[n.parent]
-                           for n in self.nodes.values()], dtype=np.int64)
+        parent = np.array([-1 if n.parent is None else index[n.parent] for n in self.nodes.values()], dtype=np.int64)
         return users, parent, np.array([n.delay for n in self.nodes.values()], dtype=np.float64)
 
     @property
@@ -277,7 +283,7 @@ def _open_tar(tar_path: _PathArg) -> tuple[tarfile.TarFile, Path]:
 
 def _tree_id(name: str) -> str | None:
     ok = name.startswith(_TREE_PREFIX) and name.endswith(".txt")
-    return name[len(_TREE_PREFIX):-4] if ok else None
+    return name[len(_TREE_PREFIX) : -4] if ok else None
 
 
 def _read_member(tf: tarfile.TarFile, path: Path, name: str) -> tuple[str, str]:
@@ -310,8 +316,7 @@ def load_twitter15(
             if tid is None or not member.isfile() or (want_set is not None and tid not in want_set):
                 continue
             text, source = _read_member(tf, path, member.name)
-            out[tid] = parse_tree(text.splitlines(), source=source,
-                                  horizon_min=horizon_min, strict=strict)
+            out[tid] = parse_tree(text.splitlines(), source=source, horizon_min=horizon_min, strict=strict)
     if wanted is not None:
         missing = [i for i in wanted if i not in out]
         if missing:
@@ -360,8 +365,11 @@ def oasis_cascade_ids(path: _PathArg = None, *, available: Iterable[str] | None 
     ``available`` defaults to the tree IDs in the tarball; the intersection guards against a
     cascade OASIS lists under Twitter15 whose tree this copy lacks.
     """
-    csv_path = Path(path) if path is not None else (
-        default_data_dir() / "oasis-reference" / "twitter_dataset" / "all_topics.csv")
+    csv_path = (
+        Path(path)
+        if path is not None
+        else (default_data_dir() / "oasis-reference" / "twitter_dataset" / "all_topics.csv")
+    )
     try:
         with csv_path.open(newline="", encoding="utf-8") as fh:
             rows = list(csv.DictReader(fh))

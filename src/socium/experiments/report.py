@@ -88,8 +88,12 @@ def model_label(run_dir: Path | str) -> str:
         return "model"
     llm = card.get("llm")
     if not llm:
-        return {"independent_cascade": "IC model", "random": "random-actor model", "threshold": "threshold model",
-                "bounded_confidence": "bounded-confidence model"}.get(card["policy"], f"{card['policy']} model")
+        return {
+            "independent_cascade": "IC model",
+            "random": "random-actor model",
+            "threshold": "threshold model",
+            "bounded_confidence": "bounded-confidence model",
+        }.get(card["policy"], f"{card['policy']} model")
     models = llm.get("models_called")
     names = ", ".join(short_model(m) for m in models) if isinstance(models, dict) and models else llm["backend"]
     return f"LLM ({names}{', smoke' if card.get('smoke_run') else ''})"
@@ -127,24 +131,58 @@ def _propagation_cv(rep: Report, res: dict[str, Any]) -> list[Path]:
     """Cross-validated scores: only held-out cascades, mean NRMSE with bootstrap CIs per model."""
     cv = res["spec"]["cv"]
     rep.heading(f"Propagation, {cv['folds']}-fold cross-validation")
-    rep.note(f"{len(res['cascades'])} cascades; timing fitted on the train folds, every score on the held-out fold only "
-             f"(never on a cascade a parameter was fitted on); NRMSE over {res['minutes']} min; mean over "
-             f"{cv['runs']} seed(s) per cascade; 95% bootstrap CI over cascades.")  # fmt: skip
+    rep.note(
+        f"{len(res['cascades'])} cascades; timing fitted on the train folds, every score on the held-out fold only "
+        f"(never on a cascade a parameter was fitted on); NRMSE over {res['minutes']} min; mean over "
+        f"{cv['runs']} seed(s) per cascade; 95% bootstrap CI over cascades."
+    )
     s = res["summary"]
     models = [m for m in cv["models"] if m in s]
-    rep.table(ReportTable("Mean NRMSE on held-out cascades [95% CI]", ["model", "n", *P.CURVE_TITLES],
-                          [[m, str(s[m]["n"]), *(f"{fmt(s[m]['nrmse'][k])} {fmt(s[m]['ci95'][k])}" for k in P.CURVE_TITLES)]
-                           for m in models], summary=True))  # fmt: skip
+    rep.table(
+        ReportTable(
+            "Mean NRMSE on held-out cascades [95% CI]",
+            ["model", "n", *P.CURVE_TITLES],
+            [
+                [m, str(s[m]["n"]), *(f"{fmt(s[m]['nrmse'][k])} {fmt(s[m]['ci95'][k])}" for k in P.CURVE_TITLES)]
+                for m in models
+            ],
+            summary=True,
+        )
+    )
     rep.series["nrmse"] = {m: s[m]["nrmse"] for m in models}
     labels = {"ic_pooled": "IC pooled p", "calibrated": "calibrated null", "llm": "LLM, fitted timing"}
-    rep.image(P.nrmse_bars(rep.out_dir / "nrmse.png", rep.series["nrmse"], s["reference"]["oasis_nrmse"],
-                           ci={m: s[m]["ci95"] for m in models if all(s[m]["ci95"].values())}, labels=labels,
-                           n=len(res["cascades"]), ci_kind="95% bootstrap CI"),
-              "Mean NRMSE per curve on held-out cascades")  # fmt: skip
-    rep.table(ReportTable("Fitted timing per fold", ["fold", "train", "held out", "family", "median delay (min)", "b_author", "b_root", "user sd"],
-                          [[str(f["fold"]), str(len(f["train"])), str(len(f["held_out"])), f["family"],
-                            fmt(f["estimates"]["delay_q50_min"]), fmt(f["estimates"]["b_author"]), fmt(f["estimates"]["b_root"]),
-                            fmt(f["estimates"]["user_sigma"])] for f in res["folds"]], summary=True))  # fmt: skip
+    rep.image(
+        P.nrmse_bars(
+            rep.out_dir / "nrmse.png",
+            rep.series["nrmse"],
+            s["reference"]["oasis_nrmse"],
+            ci={m: s[m]["ci95"] for m in models if all(s[m]["ci95"].values())},
+            labels=labels,
+            n=len(res["cascades"]),
+            ci_kind="95% bootstrap CI",
+        ),
+        "Mean NRMSE per curve on held-out cascades",
+    )
+    rep.table(
+        ReportTable(
+            "Fitted timing per fold",
+            ["fold", "train", "held out", "family", "median delay (min)", "b_author", "b_root", "user sd"],
+            [
+                [
+                    str(f["fold"]),
+                    str(len(f["train"])),
+                    str(len(f["held_out"])),
+                    f["family"],
+                    fmt(f["estimates"]["delay_q50_min"]),
+                    fmt(f["estimates"]["b_author"]),
+                    fmt(f["estimates"]["b_root"]),
+                    fmt(f["estimates"]["user_sigma"]),
+                ]
+                for f in res["folds"]
+            ],
+            summary=True,
+        )
+    )
     return []
 
 
@@ -156,34 +194,76 @@ def _propagation(rep: Report, res: dict[str, Any]) -> list[Path]:
     first_model = cascades[0]["runs"]["model"]["dir"] if cascades else None
     labels = source_labels("propagation", first_model)
     labels["real"] = real_label(res)
-    rep.note(f"{len(cascades)} cascades, {res['step_minutes']} min per step, NRMSE over the first {res['minutes']} minutes "
-             "(RMSE / max of the real curve), each cascade weighted equally; intervals are 95% t intervals over "
-             "cascades. Reference line: OASIS reports ~30% NRMSE for scale.")
+    rep.note(
+        f"{len(cascades)} cascades, {res['step_minutes']} min per step, NRMSE over the first {res['minutes']} minutes "
+        "(RMSE / max of the real curve), each cascade weighted equally; intervals are 95% t intervals over "
+        "cascades. Reference line: OASIS reports ~30% NRMSE for scale."
+    )
     s = res["summary"]
     models = [m for m in ("model", "null") if m in s]
-    ci = {m: {k: P.t_interval([c["runs"][m]["nrmse"][k] for c in cascades if m in c["runs"]], lo=0.0)
-              for k in P.CURVE_TITLES}
-          for m in models}
-    rep.table(ReportTable(
-        "Mean NRMSE [95% CI over cascades] (vs the real cascade among the simulated users; 'full' = vs the whole tree)",
-        ["source", "n", *(f"{k} [95% CI]" for k in P.CURVE_TITLES), "scale full", "depth full", "breadth full",
-         "LLM calls", "tokens"],
-        [[labels[m], str(s[m]["n"]), *(_ci_cell(ci[m][k]) for k in P.CURVE_TITLES),
-          *(fmt(s[m]["nrmse_full"][k]) for k in P.CURVE_TITLES), f"{s[m]['llm_calls']:,}", f"{s[m]['tokens']:,}"]
-         for m in models], summary=True))
+    ci = {
+        m: {
+            k: P.t_interval([c["runs"][m]["nrmse"][k] for c in cascades if m in c["runs"]], lo=0.0)
+            for k in P.CURVE_TITLES
+        }
+        for m in models
+    }
+    rep.table(
+        ReportTable(
+            "Mean NRMSE [95% CI over cascades] (vs the real cascade among the simulated users; 'full' = vs the whole "
+            "tree)",
+            [
+                "source",
+                "n",
+                *(f"{k} [95% CI]" for k in P.CURVE_TITLES),
+                "scale full",
+                "depth full",
+                "breadth full",
+                "LLM calls",
+                "tokens",
+            ],
+            [
+                [
+                    labels[m],
+                    str(s[m]["n"]),
+                    *(_ci_cell(ci[m][k]) for k in P.CURVE_TITLES),
+                    *(fmt(s[m]["nrmse_full"][k]) for k in P.CURVE_TITLES),
+                    f"{s[m]['llm_calls']:,}",
+                    f"{s[m]['tokens']:,}",
+                ]
+                for m in models
+            ],
+            summary=True,
+        )
+    )
     rep.series["nrmse"] = {m: s[m]["nrmse"] for m in models}
     rep.series["nrmse_ci"] = {m: {k: None if v is None else [v[1], v[2]] for k, v in ci[m].items()} for m in models}
-    rep.image(P.nrmse_bars(rep.out_dir / "nrmse.png", rep.series["nrmse"], s["reference"]["oasis_nrmse"],
-                           {m: {k: v for k, v in rep.series["nrmse_ci"][m].items() if v} for m in models},
-                           labels, len(cascades)),
-              "Mean NRMSE per curve with 95% t intervals over cascades (the table's intervals); dotted line: "
-              "OASIS's reported ~30%")
+    rep.image(
+        P.nrmse_bars(
+            rep.out_dir / "nrmse.png",
+            rep.series["nrmse"],
+            s["reference"]["oasis_nrmse"],
+            {m: {k: v for k, v in rep.series["nrmse_ci"][m].items() if v} for m in models},
+            labels,
+            len(cascades),
+        ),
+        "Mean NRMSE per curve with 95% t intervals over cascades (the table's intervals); dotted line: "
+        "OASIS's reported ~30%",
+    )
     if len(cascades) > 1:
-        per_source = {"real": [c["real"] for c in cascades],
-                      **{m: [c["runs"][m]["curves"] for c in cascades if m in c["runs"]] for m in models}}
-        rep.image(P.mean_cascade_curves(rep.out_dir / "cascades_mean.png",
-                                        f"Mean cascade over {len(cascades)} cascades (bands: 95% t interval)",
-                                        per_source, labels), "Mean real vs simulated cascade curves")
+        per_source = {
+            "real": [c["real"] for c in cascades],
+            **{m: [c["runs"][m]["curves"] for c in cascades if m in c["runs"]] for m in models},
+        }
+        rep.image(
+            P.mean_cascade_curves(
+                rep.out_dir / "cascades_mean.png",
+                f"Mean cascade over {len(cascades)} cascades (bands: 95% t interval)",
+                per_source,
+                labels,
+            ),
+            "Mean real vs simulated cascade curves",
+        )
     rows, dirs, missing = [], [], []
     for c in cascades:
         runs = c["runs"]
@@ -194,81 +274,188 @@ def _propagation(rep: Report, res: dict[str, Any]) -> list[Path]:
             p_cell = f"{m['reshare_fit']['p']:.4f} (fitted)"
         if c.get("source_text") == "missing":
             missing.append(c["id"])
-        rows.append([c["id"], str(c.get("topic") or "-"), str(c.get("label") or "-"), f"{c['agents']}/{c['real_users']}",
-                     p_cell, *(fmt(runs[k]["nrmse"]["scale"]) if k in runs else "-" for k in ("model", "null")),
-                     str(c.get("source_text") or "-"),
-                     " ".join(f"{k}={v}" for k, v in c["real_final"].items()),
-                     " ".join(f"{k}={v}" for k, v in m["final"].items())])
+        rows.append(
+            [
+                c["id"],
+                str(c.get("topic") or "-"),
+                str(c.get("label") or "-"),
+                f"{c['agents']}/{c['real_users']}",
+                p_cell,
+                *(fmt(runs[k]["nrmse"]["scale"]) if k in runs else "-" for k in ("model", "null")),
+                str(c.get("source_text") or "-"),
+                " ".join(f"{k}={v}" for k, v in c["real_final"].items()),
+                " ".join(f"{k}={v}" for k, v in m["final"].items()),
+            ]
+        )
         series = {"real": c["real"], **{k: r["curves"] for k, r in runs.items()}}
         rep.series[f"cascade:{c['id']}"] = series
         dirs += [Path(r["dir"]) for r in runs.values()]
         if len(rows) > MAX_CASCADE_PLOTS:
             continue
-        rep.image(P.cascade_curves(rep.out_dir / f"cascade_{c['id']}.png",
-                                   f"Cascade {c['id']} ({c.get('topic') or 'own tree'}): real vs simulated", series,
-                                   labels), f"Cascade {c['id']}: real vs simulated")
+        rep.image(
+            P.cascade_curves(
+                rep.out_dir / f"cascade_{c['id']}.png",
+                f"Cascade {c['id']} ({c.get('topic') or 'own tree'}): real vs simulated",
+                series,
+                labels,
+            ),
+            f"Cascade {c['id']}: real vs simulated",
+        )
     if missing:
-        rep.note(f"NO SOURCE TEXT for cascade(s) {', '.join(missing)}: agents were shown a placeholder post; "
-                 "add source_texts to the spec.")
+        rep.note(
+            f"NO SOURCE TEXT for cascade(s) {', '.join(missing)}: agents were shown a placeholder post; "
+            "add source_texts to the spec."
+        )
     if len(rows) > MAX_CASCADE_PLOTS:
         rep.note(f"Curves plotted for the first {MAX_CASCADE_PLOTS} of {len(rows)} cascades; all are in series.json.")
-    rep.table(ReportTable("Per cascade (IC p: fitted to the model run's reshares, or configured when the model is IC)",
-                          ["id", "topic", "label", "agents / real users", "IC p", "NRMSE scale model",
-                           "NRMSE scale null", "source text", f"real final ({res['minutes']} min)", "model final"],
-                          rows))
+    rep.table(
+        ReportTable(
+            "Per cascade (IC p: fitted to the model run's reshares, or configured when the model is IC)",
+            [
+                "id",
+                "topic",
+                "label",
+                "agents / real users",
+                "IC p",
+                "NRMSE scale model",
+                "NRMSE scale null",
+                "source text",
+                f"real final ({res['minutes']} min)",
+                "model final",
+            ],
+            rows,
+        )
+    )
     d = res["defects"]
-    rep.table(ReportTable(f"Data defects over the sampled trees (balanced: {res['defects_balanced']})", ["defect", "count"],
-                          [[k, str(v)] for k, v in d.items()], summary=True))
+    rep.table(
+        ReportTable(
+            f"Data defects over the sampled trees (balanced: {res['defects_balanced']})",
+            ["defect", "count"],
+            [[k, str(v)] for k, v in d.items()],
+            summary=True,
+        )
+    )
     return dirs
 
 
-def _herding_tables(rep: Report, runs: dict[str, Any], reference: dict[str, Any] | None,
-                    labels: dict[str, str]) -> None:
+def _herding_tables(
+    rep: Report, runs: dict[str, Any], reference: dict[str, Any] | None, labels: dict[str, str]
+) -> None:
     rows = []
     for run, r in runs.items():
         m = r["metrics"]
         for g, d in m["groups"].items():
-            rows.append([labels.get(run, run), g, str(d["items"]), str(d["items_voted"]), str(d["crowd_votes"]),
-                         fmt(d["p_next_positive"]), fmt(d["p_next_positive_ci"]), fmt(d["p_positive"]),
-                         fmt(d["final_mean_score"]), fmt(d["final_mean_score_ci"]), fmt(d["crowd_mean_score"])])
-    rep.table(ReportTable("Herding by treatment group (intervals: 95% bootstrap over items)",
-                          ["source", "group", "items", "voted", "votes", "P(next +)", "95% CI", "P(+)",
-                           "final mean", "95% CI", "crowd mean"], rows, summary=True))
-    eff_rows = [[labels.get(run, run), *(fmt(r["metrics"]["effects"][k]) for k in (
-        "up_p_next_positive_lift", "up_final_mean_score_lift", "down_p_next_positive_lift", "down_final_mean_diff"))]
-                for run, r in runs.items()]
+            rows.append(
+                [
+                    labels.get(run, run),
+                    g,
+                    str(d["items"]),
+                    str(d["items_voted"]),
+                    str(d["crowd_votes"]),
+                    fmt(d["p_next_positive"]),
+                    fmt(d["p_next_positive_ci"]),
+                    fmt(d["p_positive"]),
+                    fmt(d["final_mean_score"]),
+                    fmt(d["final_mean_score_ci"]),
+                    fmt(d["crowd_mean_score"]),
+                ]
+            )
+    rep.table(
+        ReportTable(
+            "Herding by treatment group (intervals: 95% bootstrap over items)",
+            [
+                "source",
+                "group",
+                "items",
+                "voted",
+                "votes",
+                "P(next +)",
+                "95% CI",
+                "P(+)",
+                "final mean",
+                "95% CI",
+                "crowd mean",
+            ],
+            rows,
+            summary=True,
+        )
+    )
+    eff_rows = [
+        [
+            labels.get(run, run),
+            *(
+                fmt(r["metrics"]["effects"][k])
+                for k in (
+                    "up_p_next_positive_lift",
+                    "up_final_mean_score_lift",
+                    "down_p_next_positive_lift",
+                    "down_final_mean_diff",
+                )
+            ),
+        ]
+        for run, r in runs.items()
+    ]
     if reference:
-        eff_rows.append(["Muchnik et al. 2013 (reference)", fmt(reference["up_next_positive_lift"]),
-                         fmt(reference["up_final_mean_lift"]), "corrected by crowd", "-"])
-    rep.table(ReportTable("Effects relative to control", ["source", "up: P(next +) lift", "up: final mean lift",
-                                                          "down: P(next +) lift", "down: final mean diff"],
-                          eff_rows, summary=True))
+        eff_rows.append(
+            [
+                "Muchnik et al. 2013 (reference)",
+                fmt(reference["up_next_positive_lift"]),
+                fmt(reference["up_final_mean_lift"]),
+                "corrected by crowd",
+                "-",
+            ]
+        )
+    rep.table(
+        ReportTable(
+            "Effects relative to control",
+            ["source", "up: P(next +) lift", "up: final mean lift", "down: P(next +) lift", "down: final mean diff"],
+            eff_rows,
+            summary=True,
+        )
+    )
     first = next(iter(runs.values()))["metrics"]
     xs = first.get("trajectory_steps")
-    rep.series["herding_trajectories"] = {run: {g: d["trajectory"] for g, d in r["metrics"]["groups"].items()}
-                                          for run, r in runs.items()}
-    rep.image(P.group_trajectories(rep.out_dir / "herding_scores.png", rep.series["herding_trajectories"],
-                                   "mean item score (votes)",
-                                   "Mean item score (up-votes minus down-votes) per treatment group", xs=xs,
-                                   xlabel="after step (-1 = the treatment vote alone)", labels=labels,
-                                   reference=(0.0, "0 = no net votes")),
-              "Group score trajectories (solid: model, dashed: null)")
+    rep.series["herding_trajectories"] = {
+        run: {g: d["trajectory"] for g, d in r["metrics"]["groups"].items()} for run, r in runs.items()
+    }
+    rep.image(
+        P.group_trajectories(
+            rep.out_dir / "herding_scores.png",
+            rep.series["herding_trajectories"],
+            "mean item score (votes)",
+            "Mean item score (up-votes minus down-votes) per treatment group",
+            xs=xs,
+            xlabel="after step (-1 = the treatment vote alone)",
+            labels=labels,
+            reference=(0.0, "0 = no net votes"),
+        ),
+        "Group score trajectories (solid: model, dashed: null)",
+    )
     vals = {run: {g: d["p_next_positive"] for g, d in r["metrics"]["groups"].items()} for run, r in runs.items()}
     cis = {run: {g: d["p_next_positive_ci"] for g, d in r["metrics"]["groups"].items()} for run, r in runs.items()}
     rep.series["herding_next_positive"] = vals
     rep.series["herding_next_positive_ci"] = cis
-    rep.image(P.group_bars(rep.out_dir / "herding_next_positive.png", vals, cis,
-                           "P(first crowd vote is an up-vote) (0 to 1)",
-                           "First crowd vote after the treatment, per group", labels=labels,
-                           reference=(0.5, "0.5 = a fair coin")),
-              "P(next vote positive) per group with the table's 95% bootstrap intervals; n/a: no item was voted on")
+    rep.image(
+        P.group_bars(
+            rep.out_dir / "herding_next_positive.png",
+            vals,
+            cis,
+            "P(first crowd vote is an up-vote) (0 to 1)",
+            "First crowd vote after the treatment, per group",
+            labels=labels,
+            reference=(0.5, "0.5 = a fair coin"),
+        ),
+        "P(next vote positive) per group with the table's 95% bootstrap intervals; n/a: no item was voted on",
+    )
 
 
 def _herding(rep: Report, res: dict[str, Any]) -> list[Path]:
     rep.heading("Herd effect (Reddit preset)")
     ref = res["reference"]
-    rep.note(f"Reference: {ref['source']}: up-treatment +{ref['up_next_positive_lift']:.0%} next vote positive, "
-             f"+{ref['up_final_mean_lift']:.0%} final mean rating; {ref['down']}.")
+    rep.note(
+        f"Reference: {ref['source']}: up-treatment +{ref['up_next_positive_lift']:.0%} next vote positive, "
+        f"+{ref['up_final_mean_lift']:.0%} final mean rating; {ref['down']}."
+    )
     _herding_tables(rep, res["runs"], ref, source_labels("herding", res["runs"]["model"]["dir"]))
     return [Path(r["dir"]) for r in res["runs"].values()]
 
@@ -278,30 +465,77 @@ def _stance_section(rep: Report, runs: dict[str, dict[str, Any]], labels: dict[s
     for run, m in runs.items():
         for p in m["points"]:
             g = p["groups"]
-            rows.append([labels.get(run, run), str(p["step"]), f"{p['answered']}/{p['asked']}", fmt(p["mean"]),
-                         fmt(p["mean_abs"]), fmt(p["variance"]), fmt(p["bimodality"]), fmt(g["conservative"]["mean"]),
-                         fmt(g["progressive"]["mean"]), fmt(p.get("text_extremity"))])
-    rep.table(ReportTable("Stance by survey step (step -1 = assigned stances)",
-                          ["source", "step", "answered", "mean", "mean |x|", "variance", "bimodality",
-                           "conservative mean", "progressive mean", "text extremity"], rows, summary=True))
-    rep.series["stance_distributions"] = {run: {str(p["step"]): p["values"] for p in m["points"]} for run, m in runs.items()}
-    rep.series["stance_trajectories"] = {run: {"steps": [p["step"] for p in m["points"]],
-                                               **{k: [p[k] for p in m["points"]] for k in ("mean_abs", "variance", "bimodality")}}
-                                         for run, m in runs.items()}
-    rep.series["group_means"] = {run: {g: [p["groups"][g]["mean"] for p in m["points"]] for g in ("conservative", "progressive")}
-                                 for run, m in runs.items()}
+            rows.append(
+                [
+                    labels.get(run, run),
+                    str(p["step"]),
+                    f"{p['answered']}/{p['asked']}",
+                    fmt(p["mean"]),
+                    fmt(p["mean_abs"]),
+                    fmt(p["variance"]),
+                    fmt(p["bimodality"]),
+                    fmt(g["conservative"]["mean"]),
+                    fmt(g["progressive"]["mean"]),
+                    fmt(p.get("text_extremity")),
+                ]
+            )
+    rep.table(
+        ReportTable(
+            "Stance by survey step (step -1 = assigned stances)",
+            [
+                "source",
+                "step",
+                "answered",
+                "mean",
+                "mean |x|",
+                "variance",
+                "bimodality",
+                "conservative mean",
+                "progressive mean",
+                "text extremity",
+            ],
+            rows,
+            summary=True,
+        )
+    )
+    rep.series["stance_distributions"] = {
+        run: {str(p["step"]): p["values"] for p in m["points"]} for run, m in runs.items()
+    }
+    rep.series["stance_trajectories"] = {
+        run: {
+            "steps": [p["step"] for p in m["points"]],
+            **{k: [p[k] for p in m["points"]] for k in ("mean_abs", "variance", "bimodality")},
+        }
+        for run, m in runs.items()
+    }
+    rep.series["group_means"] = {
+        run: {g: [p["groups"][g]["mean"] for p in m["points"]] for g in ("conservative", "progressive")}
+        for run, m in runs.items()
+    }
     survey_steps = [p["step"] for p in next(iter(runs.values()))["points"]]
     rep.series["group_means_steps"] = survey_steps
-    rep.image(P.stance_distributions(rep.out_dir / "stance_distributions.png", rep.series["stance_distributions"], labels),
-              "Stance distributions per survey (violins; the bar marks the mean)")
-    rep.image(P.stance_trajectories(rep.out_dir / "stance_trajectories.png", rep.series["stance_trajectories"], labels),
-              "Extremity, variance and bimodality over time; dotted line at 5/9: the bimodality coefficient of a "
-              "uniform distribution (higher suggests two camps)")
-    rep.image(P.group_trajectories(rep.out_dir / "group_means.png", rep.series["group_means"],
-                                   "group mean stance (-1 to 1)", "Group mean stance per survey", xs=survey_steps,
-                                   xlabel="simulation step of the survey (-1 = assigned)", labels=labels,
-                                   reference=(0.0, "0 = neutral")),
-              "Group stance trajectories (solid: model, dashed: null)")
+    rep.image(
+        P.stance_distributions(rep.out_dir / "stance_distributions.png", rep.series["stance_distributions"], labels),
+        "Stance distributions per survey (violins; the bar marks the mean)",
+    )
+    rep.image(
+        P.stance_trajectories(rep.out_dir / "stance_trajectories.png", rep.series["stance_trajectories"], labels),
+        "Extremity, variance and bimodality over time; dotted line at 5/9: the bimodality coefficient of a "
+        "uniform distribution (higher suggests two camps)",
+    )
+    rep.image(
+        P.group_trajectories(
+            rep.out_dir / "group_means.png",
+            rep.series["group_means"],
+            "group mean stance (-1 to 1)",
+            "Group mean stance per survey",
+            xs=survey_steps,
+            xlabel="simulation step of the survey (-1 = assigned)",
+            labels=labels,
+            reference=(0.0, "0 = neutral"),
+        ),
+        "Group stance trajectories (solid: model, dashed: null)",
+    )
 
 
 def _polarisation(rep: Report, res: dict[str, Any]) -> list[Path]:
@@ -309,11 +543,22 @@ def _polarisation(rep: Report, res: dict[str, Any]) -> list[Path]:
     labels = source_labels("polarisation", res["runs"]["model"]["dir"])
     rep.note(f"Reference: {res['reference']}. Null: bounded confidence on the same graph, stances and seed.")
     _stance_section(rep, {run: r["metrics"] for run, r in res["runs"].items()}, labels)
-    shift = [[labels.get(run, run), *(fmt(r["metrics"]["group_extremity_shift"][g]) for g in ("conservative", "progressive")),
-              fmt(r["metrics"]["mean_abs_shift"])] for run, r in res["runs"].items()]
-    rep.table(ReportTable("Change from assigned to last survey", ["source", "conservative extremity shift",
-                                                                  "progressive extremity shift", "mean |x| shift"],
-                          shift, summary=True))
+    shift = [
+        [
+            labels.get(run, run),
+            *(fmt(r["metrics"]["group_extremity_shift"][g]) for g in ("conservative", "progressive")),
+            fmt(r["metrics"]["mean_abs_shift"]),
+        ]
+        for run, r in res["runs"].items()
+    ]
+    rep.table(
+        ReportTable(
+            "Change from assigned to last survey",
+            ["source", "conservative extremity shift", "progressive extremity shift", "mean |x| shift"],
+            shift,
+            summary=True,
+        )
+    )
     return [Path(r["dir"]) for r in res["runs"].values()]
 
 
@@ -326,9 +571,22 @@ def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-COMPARE_METRICS = ("runs", "llm_calls", "prompt_tokens", "completion_tokens", "tokens_per_agent_step", "invalid_rate",
-                   "posts", "reshares", "seed_cascade_size", "seed_cascade_depth", "crowd_votes", "p_positive_vote",
-                   "final_stance_variance", "final_mean_abs_stance")
+COMPARE_METRICS = (
+    "runs",
+    "llm_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "tokens_per_agent_step",
+    "invalid_rate",
+    "posts",
+    "reshares",
+    "seed_cascade_size",
+    "seed_cascade_depth",
+    "crowd_votes",
+    "p_positive_vote",
+    "final_stance_variance",
+    "final_mean_abs_stance",
+)
 
 
 def _compare(rep: Report, res: dict[str, Any]) -> list[Path]:
@@ -341,51 +599,83 @@ def _compare(rep: Report, res: dict[str, Any]) -> list[Path]:
         v = persp[p]["runs"] if k == "runs" else persp[p]["totals"][k]
         return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else fmt(v)
 
-    rep.table(ReportTable("Per perspective (model runs only)", ["metric", *names],
-                          [[k, *(cell(p, k) for p in names)] for k in COMPARE_METRICS], summary=True))
+    rep.table(
+        ReportTable(
+            "Per perspective (model runs only)",
+            ["metric", *names],
+            [[k, *(cell(p, k) for p in names)] for k in COMPARE_METRICS],
+            summary=True,
+        )
+    )
     flat = {p: _flatten(r["headline"]) for p, r in persp.items()}
     keys = list(dict.fromkeys(k for p in names for k in flat[p]))
-    rep.table(ReportTable("Headline metric per perspective", ["metric", *names],
-                          [[k, *(fmt(flat[p].get(k)) for p in names)] for k in keys]))
+    rep.table(
+        ReportTable(
+            "Headline metric per perspective",
+            ["metric", *names],
+            [[k, *(fmt(flat[p].get(k)) for p in names)] for k in keys],
+        )
+    )
     tokens = {p: (r["totals"]["prompt_tokens"], r["totals"]["completion_tokens"]) for p, r in persp.items()}
     rep.series["perspective_tokens"] = tokens
     rep.image(P.perspective_bars(rep.out_dir / "perspective_tokens.png", tokens), "Token cost per perspective")
     dirs: list[Path] = []
     subs = {p: read_results(Path(r["dir"])) for p, r in persp.items()}
-    for p, sub in subs.items():
-        dirs += [Path(c["runs"]["model"]["dir"]) for c in sub["cascades"]] if sub["experiment"] == "propagation" else \
-            [Path(sub["runs"]["model"]["dir"])]
+    for sub in subs.values():
+        dirs += (
+            [Path(c["runs"]["model"]["dir"]) for c in sub["cascades"]]
+            if sub["experiment"] == "propagation"
+            else [Path(sub["runs"]["model"]["dir"])]
+        )
     if res["of"] == "propagation":
         per = {p: [c["runs"]["model"]["curves"] for c in sub["cascades"]] for p, sub in subs.items()}
         per["real"] = [c["real"] for c in next(iter(subs.values()))["cascades"]]
         rep.series["perspective_cascades"] = {p: [c["scale"] for c in cs] for p, cs in per.items()}
-        rep.image(P.mean_cascade_curves(rep.out_dir / "perspective_cascades.png",
-                                        "Mean cascade per perspective (bands: 95% t interval over cascades)",
-                                        {**{p: per[p] for p in names}, "real": per["real"]},
-                                        {"real": real_label(next(iter(subs.values())))}),
-                  "Cascade curves per perspective, with the real cascades")
+        rep.image(
+            P.mean_cascade_curves(
+                rep.out_dir / "perspective_cascades.png",
+                "Mean cascade per perspective (bands: 95% t interval over cascades)",
+                {**{p: per[p] for p in names}, "real": per["real"]},
+                {"real": real_label(next(iter(subs.values())))},
+            ),
+            "Cascade curves per perspective, with the real cascades",
+        )
     elif res["of"] == "polarisation":
         traj = {p: polarisation_series(sub["runs"]["model"]["metrics"]) for p, sub in subs.items()}
         rep.series["perspective_stance"] = traj
-        rep.image(P.stance_trajectories(rep.out_dir / "perspective_stance.png", traj),
-                  "Stance trajectories per perspective; dotted line at 5/9: a uniform distribution's bimodality")
+        rep.image(
+            P.stance_trajectories(rep.out_dir / "perspective_stance.png", traj),
+            "Stance trajectories per perspective; dotted line at 5/9: a uniform distribution's bimodality",
+        )
     elif res["of"] == "herding":
-        vals = {p: {g: d["p_next_positive"] for g, d in sub["runs"]["model"]["metrics"]["groups"].items()}
-                for p, sub in subs.items()}
-        cis = {p: {g: d["p_next_positive_ci"] for g, d in sub["runs"]["model"]["metrics"]["groups"].items()}
-               for p, sub in subs.items()}
+        vals = {
+            p: {g: d["p_next_positive"] for g, d in sub["runs"]["model"]["metrics"]["groups"].items()}
+            for p, sub in subs.items()
+        }
+        cis = {
+            p: {g: d["p_next_positive_ci"] for g, d in sub["runs"]["model"]["metrics"]["groups"].items()}
+            for p, sub in subs.items()
+        }
         rep.series["perspective_next_positive"] = vals
-        rep.image(P.group_bars(rep.out_dir / "perspective_next_positive.png", vals, cis,
-                               "P(first crowd vote is an up-vote) (0 to 1)",
-                               "First crowd vote after the treatment, per perspective",
-                               reference=(0.5, "0.5 = a fair coin")),
-                  "P(next vote positive) per group and perspective, 95% bootstrap intervals")
+        rep.image(
+            P.group_bars(
+                rep.out_dir / "perspective_next_positive.png",
+                vals,
+                cis,
+                "P(first crowd vote is an up-vote) (0 to 1)",
+                "First crowd vote after the treatment, per perspective",
+                reference=(0.5, "0.5 = a fair coin"),
+            ),
+            "P(next vote positive) per group and perspective, 95% bootstrap intervals",
+        )
     return dirs
 
 
 def polarisation_series(m: dict[str, Any]) -> dict[str, Any]:
-    return {"steps": [p["step"] for p in m["points"]],
-            **{k: [p[k] for p in m["points"]] for k in ("mean_abs", "variance", "bimodality")}}
+    return {
+        "steps": [p["step"] for p in m["points"]],
+        **{k: [p[k] for p in m["points"]] for k in ("mean_abs", "variance", "bimodality")},
+    }
 
 
 # ---- single-run report -------------------------------------------------------------------------
@@ -416,9 +706,13 @@ def _single_run(rep: Report, run_dir: Path) -> list[Path]:
         if usage is not None:
             rep.series["llm_usage"] = usage
             rep.image(rep.out_dir / "llm_usage.png", "LLM tokens and latency per step")
-        top = con.execute("SELECT root_id, count(*) FROM cascade_nodes GROUP BY root_id HAVING count(*) > 1 "
-                          "ORDER BY count(*) DESC, root_id LIMIT 3").fetchall()
-        seeded = con.execute("SELECT count(*) FROM actions WHERE origin = 'seed' AND type IN ('like_post', 'dislike_post')").fetchall()[0][0]
+        top = con.execute(
+            "SELECT root_id, count(*) FROM cascade_nodes GROUP BY root_id HAVING count(*) > 1 "
+            "ORDER BY count(*) DESC, root_id LIMIT 3"
+        ).fetchall()
+        seeded = con.execute(
+            "SELECT count(*) FROM actions WHERE origin = 'seed' AND type IN ('like_post', 'dislike_post')"
+        ).fetchall()[0][0]
         surveyed = con.execute("SELECT count(*) FROM surveys WHERE value IS NOT NULL").fetchall()[0][0]
         last = con.execute("SELECT max(step) FROM steps").fetchall()[0][0]
     finally:
@@ -429,8 +723,15 @@ def _single_run(rep: Report, run_dir: Path) -> list[Path]:
         for root, _n in top:
             c = simulated_curves(run_dir, root, minutes)
             rep.series[f"cascade:{root}"] = {"run": {k: v.tolist() for k, v in c.items()}}
-            rep.image(P.cascade_curves(rep.out_dir / f"cascade_{root}.png", f"Cascade rooted at post {root}",
-                                       rep.series[f"cascade:{root}"], labels), f"Cascade {root}")
+            rep.image(
+                P.cascade_curves(
+                    rep.out_dir / f"cascade_{root}.png",
+                    f"Cascade rooted at post {root}",
+                    rep.series[f"cascade:{root}"],
+                    labels,
+                ),
+                f"Cascade {root}",
+            )
             rows.append([str(root), *(str(int(c[k][-1])) for k in P.CURVE_TITLES)])
         rep.table(ReportTable("Largest cascades", ["root post", "scale", "depth", "max_breadth"], rows, summary=True))
     else:
@@ -456,16 +757,24 @@ def _cards(rep: Report, dirs: list[Path]) -> None:
         if banner and banner not in rep.banners:
             rep.banners.append(banner)  # every run is checked, also those whose card is not shown
         if i < MAX_CARDS:
-            rep.table(ReportTable(f"Simulation Card: {d}", ["field", "value"],
-                                  [[k, card_value(v)] for k, v in card.items()], align_numbers=False))
+            rep.table(
+                ReportTable(
+                    f"Simulation Card: {d}",
+                    ["field", "value"],
+                    [[k, card_value(v)] for k, v in card.items()],
+                    align_numbers=False,
+                )
+            )
 
 
-CSS = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
-       "table{border-collapse:collapse;margin:1em 0;font-size:13px;max-width:100%}"
-       "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}"
-       "td.n{text-align:right;white-space:nowrap}img{max-width:100%}figure{margin:1em 0}"
-       ".kv td:first-child{white-space:nowrap;overflow-wrap:normal}"
-       ".banner{background:#b00020;color:#fff;font-weight:bold;padding:.8em 1em;margin:1em 0;border-radius:4px}")
+CSS = (
+    "body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
+    "table{border-collapse:collapse;margin:1em 0;font-size:13px;max-width:100%}"
+    "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}"
+    "td.n{text-align:right;white-space:nowrap}img{max-width:100%}figure{margin:1em 0}"
+    ".kv td:first-child{white-space:nowrap;overflow-wrap:normal}"
+    ".banner{background:#b00020;color:#fff;font-weight:bold;padding:.8em 1em;margin:1em 0;border-radius:4px}"
+)
 
 
 def _is_number(v: str) -> bool:
@@ -478,8 +787,10 @@ def _is_number(v: str) -> bool:
 
 def _render(rep: Report, title: str) -> str:
     e = html.escape
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(title)}</title><style>{CSS}</style>"
-             "</head><body>", f"<h1>{e(title)}</h1>"]
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{e(title)}</title><style>{CSS}</style></head><body>",
+        f"<h1>{e(title)}</h1>",
+    ]
     parts += [f"<div class='banner' role='alert'>{e(b)}</div>" for b in rep.banners]
     for kind, b in rep.blocks:
         if kind in ("h2", "p"):
@@ -488,8 +799,17 @@ def _render(rep: Report, title: str) -> str:
             parts.append(f"<figure><img src='{e(b[0])}' alt='{e(b[1])}'><figcaption>{e(b[1])}</figcaption></figure>")
         else:
             head = "".join(f"<th>{e(c)}</th>" for c in b.columns)
-            body = "".join("<tr>" + "".join(f"<td class='n'>{e(str(v))}</td>" if b.align_numbers and _is_number(str(v))
-                                            else f"<td>{e(str(v))}</td>" for v in row) + "</tr>" for row in b.rows)
+            body = "".join(
+                "<tr>"
+                + "".join(
+                    f"<td class='n'>{e(str(v))}</td>"
+                    if b.align_numbers and _is_number(str(v))
+                    else f"<td>{e(str(v))}</td>"
+                    for v in row
+                )
+                + "</tr>"
+                for row in b.rows
+            )
             cls = "" if b.align_numbers else " class='kv'"
             parts.append(f"<h3>{e(b.title)}</h3><table{cls}><tr>{head}</tr>{body}</table>")
     parts += [f"<div class='banner' role='alert'>{e(b)}</div>" for b in rep.banners]
@@ -506,8 +826,13 @@ def write_report(path: str | Path) -> Report:
         res = read_results(path)
         from socium.experiments.report_intervention import build as _intervention
 
-        builders = {"propagation": _propagation, "herding": _herding, "polarisation": _polarisation, "compare": _compare,
-                    "intervention": _intervention}  # fmt: skip
+        builders = {
+            "propagation": _propagation,
+            "herding": _herding,
+            "polarisation": _polarisation,
+            "compare": _compare,
+            "intervention": _intervention,
+        }
         if res.get("experiment") not in builders:
             raise RunDirError(f"{path}: unknown experiment {res.get('experiment')!r} in {RESULTS_FILE}")
         dirs = builders[res["experiment"]](rep, res)
@@ -516,8 +841,12 @@ def write_report(path: str | Path) -> Report:
         dirs = _single_run(rep, path)
         title = f"socium run report: {path.name}"
     else:
-        raise RunDirError(f"{path}: neither an experiment directory ({RESULTS_FILE}) nor a run directory (trace.duckdb)")
+        raise RunDirError(
+            f"{path}: neither an experiment directory ({RESULTS_FILE}) nor a run directory (trace.duckdb)"
+        )
     _cards(rep, dirs)
-    (out / "series.json").write_text(json.dumps(rep.series, default=lambda x: x.tolist() if hasattr(x, "tolist") else str(x)), encoding="utf-8")
+    (out / "series.json").write_text(
+        json.dumps(rep.series, default=lambda x: x.tolist() if hasattr(x, "tolist") else str(x)), encoding="utf-8"
+    )
     rep.html.write_text(_render(rep, title), encoding="utf-8")
     return rep

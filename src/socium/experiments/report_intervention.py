@@ -14,14 +14,31 @@ import numpy as np
 from socium.experiments import report_plots as P
 from socium.experiments.report import Report, ReportTable, fmt
 
-EFFECT_KEYS = (("false_reach", "false claims: reach (users)"), ("true_reach", "true claims: reach (users)"),
-               ("false_t50", "false claims: steps to 50% reach"), ("false_depth", "false claims: depth (hops)"),
-               ("false_engagement", "false claims: engagement (count)"),
-               ("stance_abs_change", "mean |stance change|"))  # fmt: skip
+EFFECT_KEYS = (
+    ("false_reach", "false claims: reach (users)"),
+    ("true_reach", "true claims: reach (users)"),
+    ("false_t50", "false claims: steps to 50% reach"),
+    ("false_depth", "false claims: depth (hops)"),
+    ("false_engagement", "false claims: engagement (count)"),
+    ("stance_abs_change", "mean |stance change|"),
+)
 SHORT_KEYS = ("false_reach", "true_reach", "false_t50")
-TABLE_KEYS = ("false_reach", "true_reach", "false_t50", "true_t50", "false_depth", "true_depth", "false_shares",
-              "true_shares", "false_engagement", "true_engagement", "false_exposures_all", "stance_abs_change",
-              "drift_false", "drift_true")  # fmt: skip
+TABLE_KEYS = (
+    "false_reach",
+    "true_reach",
+    "false_t50",
+    "true_t50",
+    "false_depth",
+    "true_depth",
+    "false_shares",
+    "true_shares",
+    "false_engagement",
+    "true_engagement",
+    "false_exposures_all",
+    "stance_abs_change",
+    "drift_false",
+    "drift_true",
+)
 
 
 def _source_label(src: str, res: dict[str, Any]) -> str:
@@ -48,8 +65,14 @@ def curves_plot(path: Path, res: dict[str, Any]) -> Path:
             for k, strat in enumerate(res["order"]):
                 y = res["sources"][src]["strategies"][strat]["summary"].get(f"{ver}_curve") or []
                 if y:
-                    ax.plot(np.arange(len(y)), y, label=strat, color=colors(k % 10),
-                            lw=2.2 if strat == res["control"] else 1.4, ls="-" if strat == res["control"] else "--")
+                    ax.plot(
+                        np.arange(len(y)),
+                        y,
+                        label=strat,
+                        color=colors(k % 10),
+                        lw=2.2 if strat == res["control"] else 1.4,
+                        ls="-" if strat == res["control"] else "--",
+                    )
             ax.set_title(f"{ver} claims, {_source_label(src, res)}", fontsize=9)
             ax.set_xlabel("step")
             ax.set_ylabel("users reached (mean count)", fontsize=8)
@@ -62,8 +85,9 @@ def effects_plot(path: Path, res: dict[str, Any]) -> Path:
     plt = P.plt
     strats = [s for s in res["order"] if s != res["control"]]
     srcs = list(res["sources"])
-    fig, axes = plt.subplots(1, len(EFFECT_KEYS), figsize=(3.2 * len(EFFECT_KEYS), 0.5 * len(strats) * len(srcs) + 2.2),
-                             squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(
+        1, len(EFFECT_KEYS), figsize=(3.2 * len(EFFECT_KEYS), 0.5 * len(strats) * len(srcs) + 2.2), squeeze=False
+    )
     colors = {s: c for s, c in zip(srcs, ("tab:blue", "tab:red", "tab:green", "tab:orange"))}
     if "null" in colors:
         colors["null"] = "tab:orange"
@@ -74,11 +98,27 @@ def effects_plot(path: Path, res: dict[str, Any]) -> Path:
                 y = k + (si - (len(srcs) - 1) / 2) * 0.25
                 if e is None:
                     continue
-                ax.errorbar([e["mean"]], [y], xerr=[[e["mean"] - e["lo"]], [e["hi"] - e["mean"]]], fmt="o", ms=4,
-                            color=colors[src], capsize=3, label=_source_label(src, res))  # fmt: skip
+                ax.errorbar(
+                    [e["mean"]],
+                    [y],
+                    xerr=[[e["mean"] - e["lo"]], [e["hi"] - e["mean"]]],
+                    fmt="o",
+                    ms=4,
+                    color=colors[src],
+                    capsize=3,
+                    label=_source_label(src, res),
+                )
         if not ax.lines and not ax.collections:
-            ax.text(0.5, 0.5, "n/a: no stance changes\nrecorded in any run", ha="center", va="center",
-                    transform=ax.transAxes, fontsize=8, color="dimgray")
+            ax.text(
+                0.5,
+                0.5,
+                "n/a: no stance changes\nrecorded in any run",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+                fontsize=8,
+                color="dimgray",
+            )
         ax.axvline(0, color="gray", lw=1, ls=":", label=f"no effect (= {res['control']})")
         ax.set_yticks(range(len(strats)))
         ax.set_yticklabels(strats if ax is axes[0][0] else [""] * len(strats), fontsize=8)
@@ -92,16 +132,23 @@ def effects_plot(path: Path, res: dict[str, Any]) -> Path:
 def build(rep: Report, res: dict[str, Any]) -> list[Path]:
     sp = res["spec"]
     rep.heading("Interventions against misinformation")
-    rep.note(f"{len(sp['seeds'])} seeds x {len(res['order'])} conditions x {len(res['sources'])} populations; "
-             f"{res['n_agents']} agents, {res['steps']} steps; {sp['n_false']} false and {sp['n_true']} true seeded "
-             f"claims (false ones posted by spreaders). Control: '{res['control']}'. Intervals: 95% t over seeds; "
-             "effects: paired per-seed differences vs the control (relative change in brackets).")  # fmt: skip
+    rep.note(
+        f"{len(sp['seeds'])} seeds x {len(res['order'])} conditions x {len(res['sources'])} populations; "
+        f"{res['n_agents']} agents, {res['steps']} steps; {sp['n_false']} false and {sp['n_true']} true seeded "
+        f"claims (false ones posted by spreaders). Control: '{res['control']}'. Intervals: 95% t over seeds; "
+        "effects: paired per-seed differences vs the control (relative change in brackets)."
+    )
     if res.get("null_fit"):
         f = res["null_fit"]
-        rep.note(f"IC null fitted to the control model runs: p_repost={f['p_repost']:.4f} "
-                 f"({f['adoptions']}/{f['trials']} exposures), p_post={f['p_post']:.4f}. The null ignores labels "
-                 "and prebunking by construction; down-ranking, removal and suspension act on it through the platform.")
-    rep.image(curves_plot(rep.out_dir / "intervention_curves.png", res), "Reach of false and true claims over time, per strategy")
+        rep.note(
+            f"IC null fitted to the control model runs: p_repost={f['p_repost']:.4f} "
+            f"({f['adoptions']}/{f['trials']} exposures), p_post={f['p_post']:.4f}. The null ignores labels "
+            "and prebunking by construction; down-ranking, removal and suspension act on it through the platform."
+        )
+    rep.image(
+        curves_plot(rep.out_dir / "intervention_curves.png", res),
+        "Reach of false and true claims over time, per strategy",
+    )
     rep.image(effects_plot(rep.out_dir / "intervention_effects.png", res), "Effect sizes vs the control with 95% CIs")
     dirs: list[Path] = []
     for src, body in res["sources"].items():
@@ -113,22 +160,48 @@ def build(rep: Report, res: dict[str, Any]) -> list[Path]:
                 erows.append([strat] + [_ci(s["effects"].get(k)) for k in TABLE_KEYS])
             dirs += [Path(d) for d in body["strategies"][strat]["dirs"].values()][:1]
             rep.series.setdefault(src, {})[strat] = {k: s.get(k) for k in ("false_curve", "true_curve")}
-        short = [[strat] + [_ci(body["strategies"][strat]["summary"]["effects"].get(k), 1) for k in SHORT_KEYS]
-                 for strat in res["order"] if strat != res["control"]]  # fmt: skip
-        rep.table(ReportTable(f"{_source_label(src, res)}: effect vs {res['control']}", ["condition", *SHORT_KEYS], short,
-                              summary=True))  # fmt: skip
+        short = [
+            [strat] + [_ci(body["strategies"][strat]["summary"]["effects"].get(k), 1) for k in SHORT_KEYS]
+            for strat in res["order"]
+            if strat != res["control"]
+        ]
+        rep.table(
+            ReportTable(
+                f"{_source_label(src, res)}: effect vs {res['control']}",
+                ["condition", *SHORT_KEYS],
+                short,
+                summary=True,
+            )
+        )
         rep.table(ReportTable(f"{_source_label(src, res)}: mean [95% CI] over seeds", ["condition", *TABLE_KEYS], rows))
-        rep.table(ReportTable(f"{_source_label(src, res)}: effect vs {res['control']} [95% CI] (relative)",
-                              ["condition", *TABLE_KEYS], erows))  # fmt: skip
+        rep.table(
+            ReportTable(
+                f"{_source_label(src, res)}: effect vs {res['control']} [95% CI] (relative)",
+                ["condition", *TABLE_KEYS],
+                erows,
+            )
+        )
         drows = []
         for strat in res["order"]:
             for seed, m in body["strategies"][strat]["per_seed"].items():
                 d = m.get("drift") or {}
                 for ver, v in (d.get("by_veracity") or {}).items():
-                    drows.append([strat, seed, ver, v["n"], fmt(v["drift"]),
-                                  " ".join(f"d{k}:{fmt(x, 2)}" for k, x in v["by_depth"].items())])
+                    drows.append(
+                        [
+                            strat,
+                            seed,
+                            ver,
+                            v["n"],
+                            fmt(v["drift"]),
+                            " ".join(f"d{k}:{fmt(x, 2)}" for k, x in v["by_depth"].items()),
+                        ]
+                    )
         if drows:
-            rep.table(ReportTable(f"{_source_label(src, res)}: content drift of quotes/comments (1 - similarity to the source)",
-                                  ["condition", "seed", "source veracity", "retellings", "drift", "similarity by depth"],
-                                  drows[:60]))  # fmt: skip
+            rep.table(
+                ReportTable(
+                    f"{_source_label(src, res)}: content drift of quotes/comments (1 - similarity to the source)",
+                    ["condition", "seed", "source veracity", "retellings", "drift", "similarity by depth"],
+                    drows[:60],
+                )
+            )
     return dirs

@@ -13,8 +13,9 @@ and bars of height zero drawn as a visible zero with their value printed.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import matplotlib
 
@@ -24,14 +25,27 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 CURVE_TITLES = {"scale": "scale (users reached)", "depth": "depth", "max_breadth": "max breadth"}
-CURVE_YLABELS = {"scale": "users reached (count)", "depth": "depth (hops from the source)",
-                 "max_breadth": "users on the widest level (count)"}
-STYLE: dict[str, dict[str, Any]] = {"real": {"color": "black", "lw": 2.0}, "model": {"color": "tab:blue", "lw": 1.6},
-         "null": {"color": "tab:orange", "lw": 1.4, "ls": "--"}, "run": {"color": "tab:blue", "lw": 1.6},
-         "local": {"color": "tab:blue", "lw": 1.6}, "mindreader": {"color": "tab:green", "lw": 1.6},
-         "omniscient": {"color": "tab:red", "lw": 1.6}}
-GROUP_COLORS = {"up": "tab:green", "control": "tab:gray", "down": "tab:red",
-                "conservative": "tab:purple", "progressive": "tab:cyan"}
+CURVE_YLABELS = {
+    "scale": "users reached (count)",
+    "depth": "depth (hops from the source)",
+    "max_breadth": "users on the widest level (count)",
+}
+STYLE: dict[str, dict[str, Any]] = {
+    "real": {"color": "black", "lw": 2.0},
+    "model": {"color": "tab:blue", "lw": 1.6},
+    "null": {"color": "tab:orange", "lw": 1.4, "ls": "--"},
+    "run": {"color": "tab:blue", "lw": 1.6},
+    "local": {"color": "tab:blue", "lw": 1.6},
+    "mindreader": {"color": "tab:green", "lw": 1.6},
+    "omniscient": {"color": "tab:red", "lw": 1.6},
+}
+GROUP_COLORS = {
+    "up": "tab:green",
+    "control": "tab:gray",
+    "down": "tab:red",
+    "conservative": "tab:purple",
+    "progressive": "tab:cyan",
+}
 BIMODALITY_UNIFORM = 5 / 9
 
 
@@ -86,16 +100,23 @@ def _bar_values(ax: Any, bars: Any, values: Sequence[float | None], fmt: str = "
             ax.annotate("n/a", (x, 0), ha="center", va="bottom", fontsize=7, color="dimgray")
             continue
         if v == 0:
-            ax.plot([rect.get_x(), rect.get_x() + rect.get_width()], [0, 0], color=rect.get_facecolor(), lw=3,
-                    solid_capstyle="butt")
+            ax.plot(
+                [rect.get_x(), rect.get_x() + rect.get_width()],
+                [0, 0],
+                color=rect.get_facecolor(),
+                lw=3,
+                solid_capstyle="butt",
+            )
         # left of the bar's centre line, so an error bar drawn there never runs through the number
-        ax.annotate(fmt.format(v), (x, v), xytext=(-3, 2 if v >= 0 else -9), textcoords="offset points",
-                    ha="right", fontsize=7)
+        ax.annotate(
+            fmt.format(v), (x, v), xytext=(-3, 2 if v >= 0 else -9), textcoords="offset points", ha="right", fontsize=7
+        )
 
 
 # ---- cascades ------------------------------------------------------------------------------------
-def cascade_curves(path: Path, title: str, series: Mapping[str, Mapping[str, Sequence[float]]],
-                   labels: Mapping[str, str] | None = None) -> Path:
+def cascade_curves(
+    path: Path, title: str, series: Mapping[str, Mapping[str, Sequence[float]]], labels: Mapping[str, str] | None = None
+) -> Path:
     """Scale, depth and max breadth per minute, one line per source (real, model, null, ...)."""
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
     for ax, key in zip(axes, CURVE_TITLES):
@@ -112,8 +133,12 @@ def cascade_curves(path: Path, title: str, series: Mapping[str, Mapping[str, Seq
     return _save(fig, path, axes[0])
 
 
-def mean_cascade_curves(path: Path, title: str, per_source: Mapping[str, Sequence[Mapping[str, Sequence[float]]]],
-                        labels: Mapping[str, str] | None = None) -> Path:
+def mean_cascade_curves(
+    path: Path,
+    title: str,
+    per_source: Mapping[str, Sequence[Mapping[str, Sequence[float]]]],
+    labels: Mapping[str, str] | None = None,
+) -> Path:
     """Mean curve over cascades per source with its 95% t band (cascades are the independent units)."""
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
     for ax, key in zip(axes, CURVE_TITLES):
@@ -139,9 +164,15 @@ def mean_cascade_curves(path: Path, title: str, per_source: Mapping[str, Sequenc
     return _save(fig, path, axes[0])
 
 
-def nrmse_bars(path: Path, nrmse: Mapping[str, Mapping[str, float]], reference: float | None,
-               ci: Mapping[str, Mapping[str, Sequence[float]]] | None = None,
-               labels: Mapping[str, str] | None = None, n: int | None = None, ci_kind: str = "95% t interval") -> Path:
+def nrmse_bars(
+    path: Path,
+    nrmse: Mapping[str, Mapping[str, float]],
+    reference: float | None,
+    ci: Mapping[str, Mapping[str, Sequence[float]]] | None = None,
+    labels: Mapping[str, str] | None = None,
+    n: int | None = None,
+    ci_kind: str = "95% t interval",
+) -> Path:
     """Mean NRMSE per curve for each model with its 95% interval, and OASIS's reported level."""
     fig, ax = plt.subplots(figsize=(7, 4))
     keys = list(CURVE_TITLES)
@@ -150,13 +181,23 @@ def nrmse_bars(path: Path, nrmse: Mapping[str, Mapping[str, float]], reference: 
         ys = [vals[k] for k in keys]
         err = None
         if ci and name in ci:
-            err = np.array([[max(ys[j] - ci[name][k][0], 0.0), max(ci[name][k][1] - ys[j], 0.0)]
-                            for j, k in enumerate(keys)]).T
-        bars = ax.bar(np.arange(len(keys)) + i * width, ys, width, yerr=err, capsize=3, label=_label(labels, name),
-                      color=STYLE.get(name, {}).get("color"))
+            err = np.array(
+                [[max(ys[j] - ci[name][k][0], 0.0), max(ci[name][k][1] - ys[j], 0.0)] for j, k in enumerate(keys)]
+            ).T
+        bars = ax.bar(
+            np.arange(len(keys)) + i * width,
+            ys,
+            width,
+            yerr=err,
+            capsize=3,
+            label=_label(labels, name),
+            color=STYLE.get(name, {}).get("color"),
+        )
         _bar_values(ax, bars, ys)
     if reference is not None:
-        ax.axhline(reference, color="black", ls=":", label=f"reference: OASIS reported ~{reference:.0%} (scale, 150 min)")
+        ax.axhline(
+            reference, color="black", ls=":", label=f"reference: OASIS reported ~{reference:.0%} (scale, 150 min)"
+        )
     ax.set_xticks(np.arange(len(keys)) + width * (len(nrmse) - 1) / 2, [CURVE_TITLES[k] for k in keys])
     ax.set_ylabel("NRMSE (RMSE / max of the real curve)")
     ax.set_xlabel("cascade curve")
@@ -167,9 +208,16 @@ def nrmse_bars(path: Path, nrmse: Mapping[str, Mapping[str, float]], reference: 
 
 
 # ---- groups (herding, polarisation) --------------------------------------------------------------
-def group_trajectories(path: Path, series: Mapping[str, Mapping[str, Sequence[float | None]]], ylabel: str,
-                       title: str, xs: Sequence[float] | None = None, xlabel: str = "step",
-                       labels: Mapping[str, str] | None = None, reference: tuple[float, str] | None = None) -> Path:
+def group_trajectories(
+    path: Path,
+    series: Mapping[str, Mapping[str, Sequence[float | None]]],
+    ylabel: str,
+    title: str,
+    xs: Sequence[float] | None = None,
+    xlabel: str = "step",
+    labels: Mapping[str, str] | None = None,
+    reference: tuple[float, str] | None = None,
+) -> Path:
     """One line per (run, group): solid for the model, dashed for the null; ``xs`` are the real x values."""
     fig, ax = plt.subplots(figsize=(7, 4))
     for run, groups in series.items():
@@ -177,8 +225,15 @@ def group_trajectories(path: Path, series: Mapping[str, Mapping[str, Sequence[fl
             if len(y):
                 yy = np.array([np.nan if v is None else v for v in y], dtype=float)
                 x = np.asarray(xs[: len(yy)] if xs is not None else np.arange(len(yy)))
-                ax.plot(x, yy, color=GROUP_COLORS.get(g), ls="--" if run == "null" else "-", marker="o", ms=3,
-                        label=f"{_label(labels, run)}: {g}")
+                ax.plot(
+                    x,
+                    yy,
+                    color=GROUP_COLORS.get(g),
+                    ls="--" if run == "null" else "-",
+                    marker="o",
+                    ms=3,
+                    label=f"{_label(labels, run)}: {g}",
+                )
     if reference is not None:
         ax.axhline(reference[0], color="black", ls=":", lw=1, label=reference[1])
     ax.set_xlabel(xlabel)
@@ -188,9 +243,16 @@ def group_trajectories(path: Path, series: Mapping[str, Mapping[str, Sequence[fl
     return _save(fig, path, ax, ncol=3)
 
 
-def group_bars(path: Path, values: Mapping[str, Mapping[str, float | None]], cis: Mapping[str, Mapping[str, Any]],
-               ylabel: str, title: str, labels: Mapping[str, str] | None = None,
-               reference: tuple[float, str] | None = None, xlabel: str = "treatment group") -> Path:
+def group_bars(
+    path: Path,
+    values: Mapping[str, Mapping[str, float | None]],
+    cis: Mapping[str, Mapping[str, Any]],
+    ylabel: str,
+    title: str,
+    labels: Mapping[str, str] | None = None,
+    reference: tuple[float, str] | None = None,
+    xlabel: str = "treatment group",
+) -> Path:
     """A bar per (group, run) with the same 95% interval the table prints; zero bars visible, values printed."""
     fig, ax = plt.subplots(figsize=(7, 4))
     runs = list(values)
@@ -204,8 +266,15 @@ def group_bars(path: Path, values: Mapping[str, Mapping[str, float | None]], cis
             ci = cis.get(run, {}).get(g)
             ok = y is not None and ci and ci[0] is not None and ci[1] is not None
             err.append([y - ci[0], ci[1] - y] if ok else [0.0, 0.0])  # type: ignore[index,operator]
-        bars = ax.bar(np.arange(len(groups)) + i * width, plot_ys, width, yerr=np.array(err).T if err else None,
-                      capsize=3, label=_label(labels, run), color=STYLE.get(run, {}).get("color"))
+        bars = ax.bar(
+            np.arange(len(groups)) + i * width,
+            plot_ys,
+            width,
+            yerr=np.array(err).T if err else None,
+            capsize=3,
+            label=_label(labels, run),
+            color=STYLE.get(run, {}).get("color"),
+        )
         _bar_values(ax, bars, ys)
     if reference is not None:
         ax.axhline(reference[0], color="black", ls=":", lw=1, label=reference[1])
@@ -217,8 +286,9 @@ def group_bars(path: Path, values: Mapping[str, Mapping[str, float | None]], cis
 
 
 # ---- stances -------------------------------------------------------------------------------------
-def stance_distributions(path: Path, series: Mapping[str, Mapping[str, Sequence[float]]],
-                         labels: Mapping[str, str] | None = None) -> Path:
+def stance_distributions(
+    path: Path, series: Mapping[str, Mapping[str, Sequence[float]]], labels: Mapping[str, str] | None = None
+) -> Path:
     """Violins of stance values per survey step (step -1 = assigned stances), one panel per run."""
     n = max(len(series), 1)
     fig, axes = plt.subplots(1, n, figsize=(5.5 * n, 3.8), squeeze=False)
@@ -235,23 +305,35 @@ def stance_distributions(path: Path, series: Mapping[str, Mapping[str, Sequence[
     return _save(fig, path)
 
 
-STANCE_KEYS = {"mean_abs": ("mean |stance| (extremity)", "mean |stance| (0 to 1)"),
-               "variance": ("variance of stances", "variance (stance units²)"),
-               "bimodality": ("bimodality coefficient", "bimodality coefficient")}
+STANCE_KEYS = {
+    "mean_abs": ("mean |stance| (extremity)", "mean |stance| (0 to 1)"),
+    "variance": ("variance of stances", "variance (stance units²)"),
+    "bimodality": ("bimodality coefficient", "bimodality coefficient"),
+}
 
 
-def stance_trajectories(path: Path, series: Mapping[str, Mapping[str, Sequence[float | None]]],
-                        labels: Mapping[str, str] | None = None) -> Path:
+def stance_trajectories(
+    path: Path, series: Mapping[str, Mapping[str, Sequence[float | None]]], labels: Mapping[str, str] | None = None
+) -> Path:
     """Mean |stance|, variance and bimodality per survey step for each run."""
     fig, axes = plt.subplots(1, len(STANCE_KEYS), figsize=(12, 3.8))
     for ax, (key, (title, ylabel)) in zip(axes, STANCE_KEYS.items()):
         for run, s in series.items():
             y = np.array([np.nan if v is None else v for v in s[key]], dtype=float)
-            ax.plot(s["steps"], y, marker="o", label=_label(labels, run),
-                    **{k: v for k, v in STYLE.get(run, {}).items() if k != "lw"})
+            ax.plot(
+                s["steps"],
+                y,
+                marker="o",
+                label=_label(labels, run),
+                **{k: v for k, v in STYLE.get(run, {}).items() if k != "lw"},
+            )
         if key == "bimodality":
-            ax.axhline(BIMODALITY_UNIFORM, color="black", ls=":",
-                       label="5/9: a uniform distribution's coefficient (above: two camps)")
+            ax.axhline(
+                BIMODALITY_UNIFORM,
+                color="black",
+                ls=":",
+                label="5/9: a uniform distribution's coefficient (above: two camps)",
+            )
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("simulation step of the survey (-1 = assigned)")
         ax.set_ylabel(ylabel)
@@ -270,8 +352,14 @@ def perspective_bars(path: Path, tokens: Mapping[str, tuple[float, float]]) -> P
     ax.bar(names, pt, label="prompt tokens", color="tab:blue")
     bars = ax.bar(names, ct, bottom=pt, label="completion tokens", color="tab:orange")
     for rect, a, b in zip(bars, pt, ct):
-        ax.annotate(f"{a + b:,.0f}", (rect.get_x() + rect.get_width() / 2, a + b), xytext=(0, 2),
-                    textcoords="offset points", ha="center", fontsize=8)
+        ax.annotate(
+            f"{a + b:,.0f}",
+            (rect.get_x() + rect.get_width() / 2, a + b),
+            xytext=(0, 2),
+            textcoords="offset points",
+            ha="center",
+            fontsize=8,
+        )
     ax.set_ylabel("tokens (count, all runs)")
     ax.set_xlabel("perspective")
     ax.set_title("LLM token cost per perspective", fontsize=10)
@@ -279,9 +367,14 @@ def perspective_bars(path: Path, tokens: Mapping[str, tuple[float, float]]) -> P
     return _save(fig, path, ax)
 
 
-def perspective_lines(path: Path, title: str, xlabel: str, ylabel: str,
-                      series: Mapping[str, tuple[Sequence[float], Sequence[float | None]]],
-                      integer_y: bool = False) -> Path:
+def perspective_lines(
+    path: Path,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    series: Mapping[str, tuple[Sequence[float], Sequence[float | None]]],
+    integer_y: bool = False,
+) -> Path:
     """One line per perspective (x, y), e.g. the mean cascade scale or mean |stance| over time."""
     fig, ax = plt.subplots(figsize=(7, 4))
     for name, (x, y) in series.items():

@@ -26,8 +26,9 @@ def activity(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float) ->
     """Active agents and actions per step, by action type (seed actions apart)."""
     steps = [r[0] for r in con.execute("SELECT step FROM steps WHERE step >= 0 ORDER BY step").fetchall()]
     active = [r[0] for r in con.execute("SELECT n_active FROM steps WHERE step >= 0 ORDER BY step").fetchall()]
-    rows = con.execute("SELECT type, step, count(*) FROM actions WHERE origin != 'seed' AND outcome = 'ok' "
-                       "GROUP BY ALL ORDER BY 1, 2").fetchall()
+    rows = con.execute(
+        "SELECT type, step, count(*) FROM actions WHERE origin != 'seed' AND outcome = 'ok' GROUP BY ALL ORDER BY 1, 2"
+    ).fetchall()
     idx = {s: i for i, s in enumerate(steps)}
     by_type: dict[str, list[int]] = {}
     for typ, step, n in rows:
@@ -61,17 +62,18 @@ def activity(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float) ->
 
 def invalid_rate(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float) -> dict[str, Any]:
     """Share of the policy's actions per step that were not applied (rule violations, invalid LLM output)."""
-    rows = con.execute("SELECT step, count(*), count(*) FILTER (WHERE outcome != 'ok'), "
-                       "count(*) FILTER (WHERE outcome = 'invalid_llm_output') FROM actions WHERE origin != 'seed' "
-                       "GROUP BY step ORDER BY step").fetchall()
+    rows = con.execute(
+        "SELECT step, count(*), count(*) FILTER (WHERE outcome != 'ok'), "
+        "count(*) FILTER (WHERE outcome = 'invalid_llm_output') FROM actions WHERE origin != 'seed' "
+        "GROUP BY step ORDER BY step"
+    ).fetchall()
     steps = [r[0] for r in rows]
     rate = [r[2] / r[1] if r[1] else None for r in rows]
     llm = [r[3] / r[1] if r[1] else None for r in rows]
     fig, ax = plt.subplots(figsize=(7, 3.8))
     ax.plot(steps, [np.nan if v is None else v for v in rate], marker="o", ms=3, label="not applied (any reason)")
     if any(llm):
-        ax.plot(steps, [np.nan if v is None else v for v in llm], marker="s", ms=3, ls="--",
-                label="invalid LLM output")
+        ax.plot(steps, [np.nan if v is None else v for v in llm], marker="s", ms=3, ls="--", label="invalid LLM output")
     ax.set_ylim(-0.02, 1.02)
     ax.set_ylabel("share of the step's actions (0 to 1)")
     ax.set_title("Invalid rate per step", fontsize=10)
@@ -82,8 +84,9 @@ def invalid_rate(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float
 
 def feed_sources(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float) -> dict[str, Any]:
     """Where the posts agents saw came from (in-network, out-of-network, search, trend, global...)."""
-    rows = con.execute("SELECT step, coalesce(source, 'unknown'), count(*) FROM exposures GROUP BY ALL "
-                       "ORDER BY 1, 2").fetchall()
+    rows = con.execute(
+        "SELECT step, coalesce(source, 'unknown'), count(*) FROM exposures GROUP BY ALL ORDER BY 1, 2"
+    ).fetchall()
     steps = sorted({r[0] for r in rows})
     idx = {s: i for i, s in enumerate(steps)}
     by_src: dict[str, list[int]] = {}
@@ -114,8 +117,13 @@ def feed_sources(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float
 
 def stance_over_time(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float) -> dict[str, Any] | None:
     """Mean stance with its 10-90% band and the share of agents on each side, per step (None without stances)."""
-    initial = np.array([np.nan if r[0] is None else r[0] for r in
-                        con.execute("SELECT stance FROM agents ORDER BY agent_id").fetchall()], dtype=float)
+    initial = np.array(
+        [
+            np.nan if r[0] is None else r[0]
+            for r in con.execute("SELECT stance FROM agents ORDER BY agent_id").fetchall()
+        ],
+        dtype=float,
+    )
     if np.isnan(initial).all():
         return None
     steps = [r[0] for r in con.execute("SELECT step FROM steps WHERE step >= 0 ORDER BY step").fetchall()]
@@ -160,9 +168,11 @@ def llm_usage(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float) -
     tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
     if "llm_calls" not in tables or not con.execute("SELECT count(*) FROM llm_calls").fetchall()[0][0]:
         return None
-    rows = con.execute("SELECT step, count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0), "
-                       "quantile_cont(latency_s, 0.5), quantile_cont(latency_s, 0.9) FROM llm_calls "
-                       "GROUP BY step ORDER BY step").fetchall()
+    rows = con.execute(
+        "SELECT step, count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0), "
+        "quantile_cont(latency_s, 0.5), quantile_cont(latency_s, 0.9) FROM llm_calls "
+        "GROUP BY step ORDER BY step"
+    ).fetchall()
     steps = [int(r[0]) for r in rows]
     pt = [int(r[2]) for r in rows]
     ct = [int(r[3]) for r in rows]
@@ -180,5 +190,11 @@ def llm_usage(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float) -
     a2.set_title("LLM call latency per step", fontsize=10)
     _steps_axis(a2, step_minutes)
     P._save(fig, path, [a1, a2])
-    return {"steps": steps, "calls": [int(r[1]) for r in rows], "prompt_tokens": pt, "completion_tokens": ct,
-            "latency_p50_s": [r[4] for r in rows], "latency_p90_s": [r[5] for r in rows]}
+    return {
+        "steps": steps,
+        "calls": [int(r[1]) for r in rows],
+        "prompt_tokens": pt,
+        "completion_tokens": ct,
+        "latency_p50_s": [r[4] for r in rows],
+        "latency_p90_s": [r[5] for r in rows],
+    }

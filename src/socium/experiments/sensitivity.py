@@ -29,8 +29,9 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import duckdb
 import numpy as np
@@ -60,7 +61,9 @@ class SensitivitySpec(BaseModel):
     replicates: int = Field(1, ge=1, description="Seeds per design point; outcomes are averaged over them.")
     parameters: dict[str, ParamRange] = Field(description="Config key path -> range.")
     outcomes: list[str] = Field(description="Outcome names (see OUTCOMES).")
-    executor: Literal["ray", "inprocess"] = Field("ray", description="Run design points as Ray tasks or in this process.")
+    executor: Literal["ray", "inprocess"] = Field(
+        "ray", description="Run design points as Ray tasks or in this process."
+    )
     parallel: int = Field(2, ge=1, description="Ray tasks in flight.")
     bootstrap: int = Field(1000, ge=0, description="Resamples for SALib's confidence intervals.")
     base: dict[str, Any] = Field(default_factory=dict, description="The run config every design point starts from.")
@@ -78,8 +81,10 @@ def _cascades(con: duckdb.DuckDBPyConnection) -> np.ndarray:
 
 
 def _final_stances(con: duckdb.DuckDBPyConnection) -> np.ndarray:
-    rows = con.execute("SELECT a.stance, s.last FROM agents a LEFT JOIN (SELECT agent_id, arg_max(stance, step) AS last "
-                       "FROM stances GROUP BY agent_id) s USING (agent_id)").fetchall()  # fmt: skip
+    rows = con.execute(
+        "SELECT a.stance, s.last FROM agents a LEFT JOIN (SELECT agent_id, arg_max(stance, step) AS last "
+        "FROM stances GROUP BY agent_id) s USING (agent_id)"
+    ).fetchall()
     v = np.array([r[1] if r[1] is not None else (np.nan if r[0] is None else r[0]) for r in rows], float)
     return v[~np.isnan(v)]
 
@@ -89,20 +94,39 @@ def _nan_if_empty(f: Callable[[np.ndarray], float]) -> Callable[[np.ndarray], fl
 
 
 OUTCOMES: dict[str, tuple[str, Callable[[duckdb.DuckDBPyConnection], float]]] = {
-    "mean_cascade_size": ("mean nodes per cascade (root included)", lambda c: _nan_if_empty(np.mean)(_cascades(c)[:, 0])),
+    "mean_cascade_size": (
+        "mean nodes per cascade (root included)",
+        lambda c: _nan_if_empty(np.mean)(_cascades(c)[:, 0]),
+    ),
     "max_cascade_size": ("largest cascade", lambda c: _nan_if_empty(np.max)(_cascades(c)[:, 0])),
-    "mean_cascade_depth": ("mean depth of cascades with a reshare",
-                           lambda c: _nan_if_empty(np.mean)(_cascades(c)[_cascades(c)[:, 0] > 1, 1])),
+    "mean_cascade_depth": (
+        "mean depth of cascades with a reshare",
+        lambda c: _nan_if_empty(np.mean)(_cascades(c)[_cascades(c)[:, 0] > 1, 1]),
+    ),
     "max_cascade_depth": ("deepest cascade", lambda c: _nan_if_empty(np.max)(_cascades(c)[:, 1])),
-    "reshares_per_agent": ("reposts + quotes per agent", lambda c: float(c.execute(
-        "SELECT (SELECT count(*) FROM posts WHERE kind IN ('repost', 'quote')) / (SELECT count(*) FROM agents)").fetchone()[0])),
+    "reshares_per_agent": (
+        "reposts + quotes per agent",
+        lambda c: float(
+            c.execute(
+                "SELECT (SELECT count(*) FROM posts WHERE kind IN ('repost', 'quote')) / (SELECT count(*) FROM agents)"
+            ).fetchone()[0]
+        ),
+    ),
     "stance_sd": ("sd of final stances (polarisation)", lambda c: _nan_if_empty(np.std)(_final_stances(c))),
     "stance_extremity": ("mean |final stance|", lambda c: _nan_if_empty(lambda a: np.abs(a).mean())(_final_stances(c))),
-    "stance_bimodality": ("bimodality coefficient of final stances",
-                          lambda c: _nan_if_empty(bimodality_coefficient)(_final_stances(c))),
-    "likes_per_post": ("likes per post", lambda c: float(c.execute(
-        "SELECT (SELECT count(*) FROM votes WHERE delta > 0) / greatest((SELECT count(*) FROM posts), 1)").fetchone()[0])),
-}  # fmt: skip
+    "stance_bimodality": (
+        "bimodality coefficient of final stances",
+        lambda c: _nan_if_empty(bimodality_coefficient)(_final_stances(c)),
+    ),
+    "likes_per_post": (
+        "likes per post",
+        lambda c: float(
+            c.execute(
+                "SELECT (SELECT count(*) FROM votes WHERE delta > 0) / greatest((SELECT count(*) FROM posts), 1)"
+            ).fetchone()[0]
+        ),
+    ),
+}
 
 
 def outcome_values(run_dir: str | Path, names: list[str]) -> dict[str, float]:
@@ -162,14 +186,19 @@ def design(spec: SensitivitySpec) -> tuple[dict[str, Any], np.ndarray, list[dict
         pt: dict[str, float | int] = {}
         for name, u in zip(names, row):
             r = spec.parameters[name]
-            v = math.exp(math.log(r.low) + u * (math.log(r.high) - math.log(r.low))) if r.log else r.low + u * (r.high - r.low)
+            v = (
+                math.exp(math.log(r.low) + u * (math.log(r.high) - math.log(r.low)))
+                if r.log
+                else r.low + u * (r.high - r.low)
+            )
             pt[name] = _cast(v, r)
         points.append(pt)
     return problem, X, points
 
 
-def run_sensitivity(spec: SensitivitySpec, out: Path | None = None,
-                    log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:  # fmt: skip
+def run_sensitivity(
+    spec: SensitivitySpec, out: Path | None = None, log: Callable[[str], None] = lambda s: None
+) -> dict[str, Any]:
     """Run every design point (x replicates), compute outcomes, analyse with SALib; write sensitivity.json."""
     from socium.experiments.sweep import RunSpec, SweepSpec, run_one, run_sweep
 
@@ -177,8 +206,13 @@ def run_sensitivity(spec: SensitivitySpec, out: Path | None = None,
     problem, X, points = design(spec)
     base_seed = int(spec.base.get("seed", 0))
     # Run k is design point k // replicates, replicate k % replicates; names follow the sweep's layout.
-    runs = [RunSpec(f"run-{i * spec.replicates + r:05d}", pt, base_seed + r, str(out / f"run-{i * spec.replicates + r:05d}"))
-            for i, pt in enumerate(points) for r in range(spec.replicates)]  # fmt: skip
+    runs = [
+        RunSpec(
+            f"run-{i * spec.replicates + r:05d}", pt, base_seed + r, str(out / f"run-{i * spec.replicates + r:05d}")
+        )
+        for i, pt in enumerate(points)
+        for r in range(spec.replicates)
+    ]
     log(f"{spec.method}: {len(points)} design points x {spec.replicates} replicate(s) = {len(runs)} runs")
     t0 = time.perf_counter()
     executor = spec.executor
@@ -203,13 +237,23 @@ def run_sensitivity(spec: SensitivitySpec, out: Path | None = None,
     for i in range(len(points)):
         reps = [outcome_values(runs[i * spec.replicates + r].run_dir, spec.outcomes) for r in range(spec.replicates)]
         Y[i] = [np.nanmean([rep[o] for rep in reps]) for o in spec.outcomes]
-    results = {"method": spec.method, "spec": spec.model_dump(mode="json"), "n_runs": len(runs),
-               "wall_s": round(time.perf_counter() - t0, 2), "executor": executor, "points": points,
-               "outcomes": {}}  # fmt: skip
+    results = {
+        "method": spec.method,
+        "spec": spec.model_dump(mode="json"),
+        "n_runs": len(runs),
+        "wall_s": round(time.perf_counter() - t0, 2),
+        "executor": executor,
+        "points": points,
+        "outcomes": {},
+    }
     for j, name in enumerate(spec.outcomes):
         y = Y[:, j]
-        entry: dict[str, Any] = {"description": OUTCOMES[name][0], "mean": float(np.nanmean(y)), "min": float(np.nanmin(y)),
-                                 "max": float(np.nanmax(y))}  # fmt: skip
+        entry: dict[str, Any] = {
+            "description": OUTCOMES[name][0],
+            "mean": float(np.nanmean(y)),
+            "min": float(np.nanmin(y)),
+            "max": float(np.nanmax(y)),
+        }
         if not np.isfinite(y).all() or np.ptp(y) == 0:
             entry["note"] = "outcome undefined at some points or constant: no ranking"
             entry["ranking"] = []
@@ -227,15 +271,31 @@ def _analyse(spec: SensitivitySpec, problem: dict[str, Any], X: np.ndarray, y: n
         from SALib.analyze import morris
 
         si = morris.analyze(problem, X, y, num_levels=spec.levels, num_resamples=max(spec.bootstrap, 2), seed=spec.seed)
-        rows = [{"parameter": n, "mu_star": float(si["mu_star"][i]), "mu_star_ci95": float(si["mu_star_conf"][i]),
-                 "sigma": float(si["sigma"][i]), "mu": float(si["mu"][i])} for i, n in enumerate(names)]  # fmt: skip
+        rows = [
+            {
+                "parameter": n,
+                "mu_star": float(si["mu_star"][i]),
+                "mu_star_ci95": float(si["mu_star_conf"][i]),
+                "sigma": float(si["sigma"][i]),
+                "mu": float(si["mu"][i]),
+            }
+            for i, n in enumerate(names)
+        ]
         key = "mu_star"
     else:
         from SALib.analyze import sobol
 
         si = sobol.analyze(problem, y, calc_second_order=False, num_resamples=max(spec.bootstrap, 2), seed=spec.seed)
-        rows = [{"parameter": n, "S1": float(si["S1"][i]), "S1_ci95": float(si["S1_conf"][i]), "ST": float(si["ST"][i]),
-                 "ST_ci95": float(si["ST_conf"][i])} for i, n in enumerate(names)]  # fmt: skip
+        rows = [
+            {
+                "parameter": n,
+                "S1": float(si["S1"][i]),
+                "S1_ci95": float(si["S1_conf"][i]),
+                "ST": float(si["ST"][i]),
+                "ST_ci95": float(si["ST_conf"][i]),
+            }
+            for i, n in enumerate(names)
+        ]
         key = "ST"
     rows.sort(key=lambda r: -r[key])
     return {"indices": rows, "ranking": [r["parameter"] for r in rows], "index": key}

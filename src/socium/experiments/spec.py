@@ -15,9 +15,10 @@ from __future__ import annotations
 import csv
 import json
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import duckdb
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,7 +37,11 @@ class ExperimentSpec(BaseModel):
 
     name: str = Field("experiment", description="Label used in reports and default output paths.")
     out: str | None = Field(None, description="Output directory (the CLI's --out wins).")
-    base: dict[str, Any] = Field(default_factory=dict, description="ExperimentConfig keys for every run (seed, steps, llm, policy, recsys, perspective, llm_agents, ...).")  # fmt: skip
+    base: dict[str, Any] = Field(
+        default_factory=dict,
+        description="ExperimentConfig keys for every run (seed, steps, llm, policy, recsys, perspective, llm_agents, "
+        "...).",
+    )
     run_null: bool = Field(True, description="Also run the experiment's rule-based null model on the same platform.")
     bootstrap: int = Field(1000, ge=0, description="Bootstrap resamples for confidence intervals (0: none).")
 
@@ -89,7 +94,9 @@ def resolve_spec_paths(data: dict[str, Any], model: type[BaseModel], spec_dir: P
     return out
 
 
-def load_spec_data(path: str | Path, overrides: Sequence[str] = (), model: type[BaseModel] | None = None) -> dict[str, Any]:
+def load_spec_data(
+    path: str | Path, overrides: Sequence[str] = (), model: type[BaseModel] | None = None
+) -> dict[str, Any]:
     """A spec YAML as a dict: relative paths resolved against the file (when ``model`` names its path
     fields), then ``key.path=value`` overrides applied (values are YAML; their paths stay as given)."""
     data = read_yaml_mapping(path)
@@ -128,15 +135,31 @@ def write_population_csv(path: Path, rows: Sequence[PersonRow]) -> Path:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     with_stance = any(r.stance is not None for r in rows)
-    cols = ["user_id", "name", "username", "following_agentid_list", "previous_tweets", "user_char",
-            "description", "activity_level_frequency"] + (["stance"] if with_stance else [])  # fmt: skip
+    cols = [
+        "user_id",
+        "name",
+        "username",
+        "following_agentid_list",
+        "previous_tweets",
+        "user_char",
+        "description",
+        "activity_level_frequency",
+    ] + (["stance"] if with_stance else [])
     with path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(cols)
         for r in rows:
             act = [float(min(max(a, 0.0), 1.0)) for a in r.activity]
-            rec = [r.user_id, r.name, r.username, json.dumps(sorted(set(r.following))), "[]", r.user_char or r.description,
-                   r.description, json.dumps(act)]  # fmt: skip
+            rec = [
+                r.user_id,
+                r.name,
+                r.username,
+                json.dumps(sorted(set(r.following))),
+                "[]",
+                r.user_char or r.description,
+                r.description,
+                json.dumps(act),
+            ]
             if with_stance:
                 rec.append("" if r.stance is None else f"{r.stance:.6f}")
             w.writerow(rec)
@@ -167,8 +190,9 @@ def _trace_state(db: Path) -> tuple[str | None, int | None]:
     return (row[0] if row else None), (None if last is None or last[0] is None else int(last[0]))
 
 
-def run_config(cfg: ExperimentConfig, run_dir: Path, *, force: bool = False,
-               on_step: Callable[[Any], None] | None = None) -> RunInfo:  # fmt: skip
+def run_config(
+    cfg: ExperimentConfig, run_dir: Path, *, force: bool = False, on_step: Callable[[Any], None] | None = None
+) -> RunInfo:
     """Run ``cfg`` into ``run_dir``; a finished run of the same config is reused, an unfinished one resumed.
 
     Why reuse: an experiment is many runs and an embedded-model run can take minutes, so re-running
@@ -218,14 +242,23 @@ def llm_usage(run_dir: Path) -> dict[str, float]:
         tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
         calls = pt = ct = 0
         if "llm_calls" in tables:
-            r = con.execute("SELECT count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0) FROM llm_calls").fetchall()[0]
+            r = con.execute(
+                "SELECT count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0) FROM llm_calls"
+            ).fetchall()[0]
             calls, pt, ct = int(r[0]), int(r[1]), int(r[2])
         wall = con.execute("SELECT coalesce(sum(wall_s), 0) FROM steps").fetchall()[0][0]
-        inv = con.execute("SELECT count(*) FILTER (WHERE outcome != 'ok'), count(*) FROM actions WHERE origin != 'seed'").fetchall()[0]
+        inv = con.execute(
+            "SELECT count(*) FILTER (WHERE outcome != 'ok'), count(*) FROM actions WHERE origin != 'seed'"
+        ).fetchall()[0]
     finally:
         con.close()
-    return {"llm_calls": calls, "prompt_tokens": pt, "completion_tokens": ct, "wall_s": round(float(wall), 3),
-            "invalid_rate": round(inv[0] / inv[1], 4) if inv[1] else 0.0}  # fmt: skip
+    return {
+        "llm_calls": calls,
+        "prompt_tokens": pt,
+        "completion_tokens": ct,
+        "wall_s": round(float(wall), 3),
+        "invalid_rate": round(inv[0] / inv[1], 4) if inv[1] else 0.0,
+    }
 
 
 def write_results(out: Path, results: dict[str, Any]) -> Path:

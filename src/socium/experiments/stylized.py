@@ -63,8 +63,7 @@ def cascade_table(parent: NDArray[np.int64], root: NDArray[np.int64]) -> dict[st
     wiener = np.bincount(inv[nonroot], size_sub[nonroot] * (nn - size_sub[nonroot]), minlength=len(roots))
     with np.errstate(invalid="ignore", divide="ignore"):
         virality = np.where(n > 1, 2.0 * wiener / (n * (n - 1.0)), np.nan)
-    return {"root": roots, "size": n, "depth": max_depth, "breadth": breadth, "virality": virality,
-            "node_depth": depth}  # fmt: skip
+    return {"root": roots, "size": n, "depth": max_depth, "breadth": breadth, "virality": virality, "node_depth": depth}
 
 
 def powerlaw_alpha(x: NDArray, xmin: float, discrete: bool = True) -> tuple[float, float, int]:
@@ -91,7 +90,9 @@ def ks_distance(a: NDArray, b: NDArray) -> float:
     if not len(a) or not len(b):
         return float("nan")
     grid = np.concatenate([a, b])
-    return float(np.max(np.abs(np.searchsorted(a, grid, "right") / len(a) - np.searchsorted(b, grid, "right") / len(b))))
+    return float(
+        np.max(np.abs(np.searchsorted(a, grid, "right") / len(a) - np.searchsorted(b, grid, "right") / len(b)))
+    )
 
 
 def burstiness(user: NDArray[np.int64], t: NDArray[np.float64], min_events: int = 3) -> tuple[float, int]:
@@ -134,8 +135,9 @@ def reciprocity(src: NDArray[np.int64], dst: NDArray[np.int64], n: int) -> float
     return float(np.isin(rev, key).mean())
 
 
-def clustering_sample(src: NDArray[np.int64], dst: NDArray[np.int64], n: int, sample: int,
-                      seed: int = 0) -> tuple[float, int]:  # fmt: skip
+def clustering_sample(
+    src: NDArray[np.int64], dst: NDArray[np.int64], n: int, sample: int, seed: int = 0
+) -> tuple[float, int]:
     """Mean local clustering of the undirected follow graph over a seeded sample of nodes (deg >= 2).
 
     Exact clustering of a 10^5-node graph in networkx takes minutes; a 2,000-node sample gives the
@@ -154,7 +156,7 @@ def clustering_sample(src: NDArray[np.int64], dst: NDArray[np.int64], n: int, sa
     pick = cand if len(cand) <= sample else rng.choice(cand, sample, replace=False)
     vals = []
     for v in pick.tolist():
-        nb = b[indptr[v]:indptr[v + 1]]
+        nb = b[indptr[v] : indptr[v + 1]]
         if len(nb) > 300:  # hubs: a random 300 neighbours estimate the same ratio
             nb = rng.choice(nb, 300, replace=False)
         k = len(nb)

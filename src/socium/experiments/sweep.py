@@ -22,9 +22,10 @@ import itertools
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import duckdb
 
@@ -65,7 +66,9 @@ def load_sweep(path: str | Path, out: str | Path | None = None, parallel: int | 
     data = read_yaml_mapping(p)
     unknown = set(data) - {"base", "grid", "seeds", "out", "parallel", "address"}
     if unknown:
-        raise ConfigError(f"{p}: unknown sweep keys {sorted(unknown)} (allowed: base, grid, seeds, out, parallel, address)")
+        raise ConfigError(
+            f"{p}: unknown sweep keys {sorted(unknown)} (allowed: base, grid, seeds, out, parallel, address)"
+        )
     base = data.get("base")
     if isinstance(base, str):
         base_path = (p.parent / base).resolve()
@@ -120,8 +123,14 @@ def run_one(base: dict[str, Any], overrides: list[str], run_dir: str) -> dict[st
         if db.exists():
             h, last = _trace_state(db)
             if h == cfg.config_hash() and last is not None and last >= cfg.steps - 1:
-                return {"ok": True, "reused": True, "error": None, "task_wall_s": time.perf_counter() - t0,
-                        "pid": os.getpid(), **usage}
+                return {
+                    "ok": True,
+                    "reused": True,
+                    "error": None,
+                    "task_wall_s": time.perf_counter() - t0,
+                    "pid": os.getpid(),
+                    **usage,
+                }
         progress = Path(run_dir) / PROGRESS_FILE
 
         def on_step(stats: Any) -> None:
@@ -132,11 +141,23 @@ def run_one(base: dict[str, Any], overrides: list[str], run_dir: str) -> dict[st
             os.replace(tmp, progress)
 
         Simulation(cfg, run_dir, resume=db.exists()).run(on_step=on_step)
-        return {"ok": True, "reused": False, "error": None, "task_wall_s": time.perf_counter() - t0,
-                "pid": os.getpid(), **usage}
+        return {
+            "ok": True,
+            "reused": False,
+            "error": None,
+            "task_wall_s": time.perf_counter() - t0,
+            "pid": os.getpid(),
+            **usage,
+        }
     except Exception as exc:  # reported in the summary
-        return {"ok": False, "reused": False, "error": f"{type(exc).__name__}: {exc}",
-                "task_wall_s": time.perf_counter() - t0, "pid": os.getpid(), **usage}
+        return {
+            "ok": False,
+            "reused": False,
+            "error": f"{type(exc).__name__}: {exc}",
+            "task_wall_s": time.perf_counter() - t0,
+            "pid": os.getpid(),
+            **usage,
+        }
 
 
 def read_progress(run_dir: str | Path) -> tuple[int, int, int, int] | None:
@@ -151,8 +172,9 @@ def read_progress(run_dir: str | Path) -> tuple[int, int, int, int] | None:
 OnPoll = Callable[[dict[str, tuple[int, int, int, int]]], None]
 
 
-def run_sweep(spec: SweepSpec, on_done: Callable[[RunSpec, dict[str, Any]], None] | None = None,
-              on_poll: OnPoll | None = None) -> list[dict[str, Any]]:
+def run_sweep(
+    spec: SweepSpec, on_done: Callable[[RunSpec, dict[str, Any]], None] | None = None, on_poll: OnPoll | None = None
+) -> list[dict[str, Any]]:
     """Run every cell as a Ray task (``num_cpus=1``), at most ``spec.parallel`` in flight, then
     return :func:`summarize`'s rows. Joins ``spec.address`` or starts Ray locally. ``on_poll`` is
     called about twice a second with the progress of the cells in flight."""
@@ -164,7 +186,9 @@ def run_sweep(spec: SweepSpec, on_done: Callable[[RunSpec, dict[str, Any]], None
     owns = False
     if not ray.is_initialized():
         os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
-        kw: dict[str, Any] = {"address": spec.address} if spec.address else {"num_cpus": os.cpu_count() or 1, "include_dashboard": False}
+        kw: dict[str, Any] = (
+            {"address": spec.address} if spec.address else {"num_cpus": os.cpu_count() or 1, "include_dashboard": False}
+        )
         ray.init(**kw)
         owns = True
     task = ray.remote(num_cpus=1, max_retries=0)(run_one)
@@ -221,9 +245,12 @@ def summarize(sweep_dir: str | Path) -> list[dict[str, Any]]:
     con = duckdb.connect()
     try:
         aliases = attach_runs(con, sweep_dir)
-        parts = [f"SELECT ? AS run, (SELECT count(*) FROM {a}.steps WHERE step >= 0) AS steps, "
-                 f"(SELECT count(*) FROM {a}.posts) AS posts, (SELECT count(*) FROM {a}.actions) AS actions, "
-                 f"(SELECT coalesce(sum(wall_s), 0) FROM {a}.steps) AS wall_s" for a in aliases.values()]  # fmt: skip
+        parts = [
+            f"SELECT ? AS run, (SELECT count(*) FROM {a}.steps WHERE step >= 0) AS steps, "
+            f"(SELECT count(*) FROM {a}.posts) AS posts, (SELECT count(*) FROM {a}.actions) AS actions, "
+            f"(SELECT coalesce(sum(wall_s), 0) FROM {a}.steps) AS wall_s"
+            for a in aliases.values()
+        ]
         rows = con.execute(" UNION ALL ".join(parts), list(aliases)).fetchall() if parts else []
     finally:
         con.close()
@@ -232,8 +259,16 @@ def summarize(sweep_dir: str | Path) -> list[dict[str, Any]]:
     for r in manifest["runs"]:
         g = got.get(r["run"])
         st = status.get(r["run"], {})
-        out.append({"run": r["run"], "overrides": r["overrides"], "seed": r["seed"],
-                    "steps": g[1] if g else 0, "posts": g[2] if g else 0, "actions": g[3] if g else 0,
-                    "wall_s": round(float(g[4]), 3) if g else None,
-                    "status": "ok" if st.get("ok") else (st.get("error") or "not run")})  # fmt: skip
+        out.append(
+            {
+                "run": r["run"],
+                "overrides": r["overrides"],
+                "seed": r["seed"],
+                "steps": g[1] if g else 0,
+                "posts": g[2] if g else 0,
+                "actions": g[3] if g else 0,
+                "wall_s": round(float(g[4]), 3) if g else None,
+                "status": "ok" if st.get("ok") else (st.get("error") or "not run"),
+            }
+        )
     return out

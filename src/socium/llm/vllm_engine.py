@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..errors import LLMError
 from .types import LLMRequest, LLMResult
@@ -57,8 +58,10 @@ class VLLMBackend:
             try:
                 outputs = self._llm.chat(convs, sampling_params=params, use_tqdm=False)
             except Exception as exc:  # noqa: BLE001 - one bad request fails the engine call; report per request
-                return [LLMResult.failure(r.request_id, f"vllm: {exc}", "other",
-                                          latency_s=time.perf_counter() - t0) for r in requests]
+                return [
+                    LLMResult.failure(r.request_id, f"vllm: {exc}", "other", latency_s=time.perf_counter() - t0)
+                    for r in requests
+                ]
         latency = time.perf_counter() - t0  # the batch's wall time: what each request waited
         results = []
         for req, out in zip(requests, outputs):

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -153,8 +154,9 @@ class RetryingBackend(BackendWrapper):
         first = check_results(requests, await self.inner.generate(requests), self.inner)
         if not any(r.retryable for r in first):
             return first
-        return list(await asyncio.gather(*(self._retry(q, r, t0) if r.retryable else _done(r)
-                                           for q, r in zip(requests, first))))
+        return list(
+            await asyncio.gather(*(self._retry(q, r, t0) if r.retryable else _done(r) for q, r in zip(requests, first)))
+        )
 
 
 async def _done(result: LLMResult) -> LLMResult:
@@ -199,8 +201,10 @@ class CircuitBreaker(BackendWrapper):
     def _fail_fast(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
         assert self.opened_at is not None
         wait = max(0.0, self.reset_after_s - (self.clock() - self.opened_at))
-        msg = (f"circuit open after {self.failure_threshold} consecutive failures (last: {self.last_cause}); "
-               f"next probe in {wait:.1f}s")
+        msg = (
+            f"circuit open after {self.failure_threshold} consecutive failures (last: {self.last_cause}); "
+            f"next probe in {wait:.1f}s"
+        )
         return [LLMResult.failure(r.request_id, msg, "circuit_open", attempts=0) for r in requests]
 
     def _observe(self, results: Sequence[LLMResult]) -> None:
@@ -286,8 +290,14 @@ class BudgetLedger:
     can never together pass a budget.
     """
 
-    def __init__(self, max_tokens: int | None = None, max_calls: int | None = None, *,
-                 spent_calls: int = 0, spent_tokens: int = 0) -> None:
+    def __init__(
+        self,
+        max_tokens: int | None = None,
+        max_calls: int | None = None,
+        *,
+        spent_calls: int = 0,
+        spent_tokens: int = 0,
+    ) -> None:
         self.max_tokens = max_tokens
         self.max_calls = max_calls
         self.spent_calls = int(spent_calls)
@@ -300,8 +310,10 @@ class BudgetLedger:
         if self.max_calls is not None and self.spent_calls + self.reserved_calls + 1 > self.max_calls:
             return f"call budget spent: {self.spent_calls} of {self.max_calls} calls used"
         if self.max_tokens is not None and self.spent_tokens + self.reserved_tokens + tokens > self.max_tokens:
-            return (f"token budget spent: {self.spent_tokens} of {self.max_tokens} tokens used, and the next "
-                    f"request may cost up to {tokens}")
+            return (
+                f"token budget spent: {self.spent_tokens} of {self.max_tokens} tokens used, and the next "
+                f"request may cost up to {tokens}"
+            )
         return None
 
     def reserve(self, tokens: int) -> str | None:
@@ -332,8 +344,15 @@ class TokenBudget(BackendWrapper):
     is sent.
     """
 
-    def __init__(self, inner: LLMBackend, max_total_tokens: int | None = None, max_calls: int | None = None,
-                 *, ledger: BudgetLedger | None = None, typed: bool = False) -> None:
+    def __init__(
+        self,
+        inner: LLMBackend,
+        max_total_tokens: int | None = None,
+        max_calls: int | None = None,
+        *,
+        ledger: BudgetLedger | None = None,
+        typed: bool = False,
+    ) -> None:
         super().__init__(inner)
         self.ledger = ledger if ledger is not None else BudgetLedger(max_total_tokens, max_calls)
         self.typed = typed
@@ -373,11 +392,15 @@ class TokenBudget(BackendWrapper):
             led = self.ledger
             need = sum(max_request_tokens(r) for r in requests)
             if led.max_calls is not None and led.spent_calls + len(requests) > led.max_calls:
-                raise BudgetExceeded(f"call budget: {led.spent_calls} of {led.max_calls} calls used, "
-                                     f"a batch of {len(requests)} does not fit")
+                raise BudgetExceeded(
+                    f"call budget: {led.spent_calls} of {led.max_calls} calls used, "
+                    f"a batch of {len(requests)} does not fit"
+                )
             if led.max_tokens is not None and led.spent_tokens + need > led.max_tokens:
-                raise BudgetExceeded(f"token budget: {led.spent_tokens} of {led.max_tokens} tokens used, "
-                                     f"a batch that may cost up to {need} does not fit")
+                raise BudgetExceeded(
+                    f"token budget: {led.spent_tokens} of {led.max_tokens} tokens used, "
+                    f"a batch that may cost up to {need} does not fit"
+                )
         if len(requests) == 1:
             return [await self._one(requests[0])]
         return list(await asyncio.gather(*(self._one(r) for r in requests)))

@@ -27,7 +27,7 @@ class ModerationContext:
     """What a strategy may look at: the platform (posts with their ground-truth ``veracity`` column,
     reports, likes, the marks so far), the step, the run's random key, and agents' stances."""
 
-    state: "PlatformState"
+    state: PlatformState
     step: int
     key: int
     stance: np.ndarray  # per agent, NaN where none

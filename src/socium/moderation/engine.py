@@ -16,7 +16,8 @@ Resume calls :meth:`replay` per step with the recorded rows, which rebuilds the 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -28,13 +29,26 @@ from socium.moderation.feeds import ModeratedRecommender
 from socium.moderation.marks import ModerationEvent
 from socium.moderation.registry import make_moderator
 from socium.moderation.roles import (
-    BOT, FACT_CHECKER, SPREADER, assign_roles, bot_decision, fact_checker_reports, post_veracity,
-)  # fmt: skip
+    BOT,
+    FACT_CHECKER,
+    SPREADER,
+    assign_roles,
+    bot_decision,
+    fact_checker_reports,
+    post_veracity,
+)
 from socium.simulator.rng import uniform
 
 EVENT_COLUMNS = ("step", "seq", "event", "post_id", "agent_id", "source", "detail")
-EVENT_TYPES = {"step": pa.int32(), "seq": pa.int32(), "event": pa.string(), "post_id": pa.int64(), "agent_id": pa.int64(),
-               "source": pa.string(), "detail": pa.string()}  # fmt: skip
+EVENT_TYPES = {
+    "step": pa.int32(),
+    "seq": pa.int32(),
+    "event": pa.string(),
+    "post_id": pa.int64(),
+    "agent_id": pa.int64(),
+    "source": pa.string(),
+    "detail": pa.string(),
+}
 PREBUNK_DRAW = 10  # random-stream purpose of the prebunked-agent draw
 
 
@@ -47,8 +61,11 @@ class ModerationLayer:
         self.moderator = make_moderator(mcfg.kind, mcfg.params)
         self.show_truth = perspective in mcfg.veracity_visible_to
         pb = mcfg.prebunk
-        self.prebunk_targets = (np.flatnonzero(uniform(key, PREBUNK_DRAW, 0, np.arange(n)) < pb.fraction)
-                                if pb.fraction > 0 else np.zeros(0, np.int64))  # fmt: skip
+        self.prebunk_targets = (
+            np.flatnonzero(uniform(key, PREBUNK_DRAW, 0, np.arange(n)) < pb.fraction)
+            if pb.fraction > 0
+            else np.zeros(0, np.int64)
+        )
         self.seed_veracity: dict[int, int] = {}  # post id -> code, for this step's seed posts
 
     @property
@@ -74,7 +91,9 @@ class ModerationLayer:
             return obs, []
         ver = state.posts.col("veracity")
         bots = [o for o in obs if self.roles[o.agent_id] == BOT]
-        return [o for o in obs if self.roles[o.agent_id] != BOT], [bot_decision(o, ver, self.rcfg.bot_reposts) for o in bots]
+        return [o for o in obs if self.roles[o.agent_id] != BOT], [
+            bot_decision(o, ver, self.rcfg.bot_reposts) for o in bots
+        ]
 
     def annotate(self, obs: list[Observation], state: Any) -> None:
         """Add what a user would see: labels and notes (``platform`` shows them), ground truth only
@@ -116,16 +135,18 @@ class ModerationLayer:
         out = [fact_checker_reports(o, ver, state.reported) for o in obs if self.roles[o.agent_id] == FACT_CHECKER]
         return [d for d in out if d is not None]
 
-    def after_actions(self, state: Any, step: int, stance: np.ndarray, first_post: int,
-                      shown: Sequence[Observation] = ()) -> dict[str, dict[str, list]]:  # fmt: skip
+    def after_actions(
+        self, state: Any, step: int, stance: np.ndarray, first_post: int, shown: Sequence[Observation] = ()
+    ) -> dict[str, dict[str, list]]:
         """Veracity of new posts, the strategy's verdicts and their consequences, as trace rows."""
         p = state.posts
         ver_rows: dict[str, list] = {"post_id": [], "veracity": []}
         for pid in range(first_post, len(p)):
             code = self.seed_veracity.get(pid)
             if code is None:
-                code = post_veracity(p.get("kind", pid), int(self.roles[p.get("author", pid)]),
-                                     p.get("veracity", p.get("root", pid)))  # fmt: skip
+                code = post_veracity(
+                    p.get("kind", pid), int(self.roles[p.get("author", pid)]), p.get("veracity", p.get("root", pid))
+                )
             p.set("veracity", pid, code)
             if code:
                 ver_rows["post_id"].append(pid)
@@ -138,17 +159,24 @@ class ModerationLayer:
         events: list[ModerationEvent] = []
         pb = self.cfg.prebunk
         if pb.fraction > 0 and step == pb.step:
-            events += [ModerationEvent("prebunk", agent_id=int(a), source="prebunk", detail=pb.mode)
-                       for a in self.prebunk_targets.tolist()]  # fmt: skip
-        events += [ModerationEvent("prebunk", agent_id=o.agent_id, source="prebunk", detail="shown")
-                   for o in shown if o.extra.get("prebunk_shown") is not None]  # fmt: skip
+            events += [
+                ModerationEvent("prebunk", agent_id=int(a), source="prebunk", detail=pb.mode)
+                for a in self.prebunk_targets.tolist()
+            ]
+        events += [
+            ModerationEvent("prebunk", agent_id=o.agent_id, source="prebunk", detail="shown")
+            for o in shown
+            if o.extra.get("prebunk_shown") is not None
+        ]
         judged = self.moderator.moderate(ModerationContext(state, step, self.key, stance))
         events += judged
         events += self.consequences(state, judged)
         rows: dict[str, list[Any]] = {k: [] for k in EVENT_COLUMNS}
         for e in events:
             state.mod.apply(e, step)
-            for k, v in zip(EVENT_COLUMNS, (step, len(rows["seq"]), e.event, e.post_id, e.agent_id, e.source, e.detail)):
+            for k, v in zip(
+                EVENT_COLUMNS, (step, len(rows["seq"]), e.event, e.post_id, e.agent_id, e.source, e.detail)
+            ):
                 rows[k].append(v)
         out["moderation_events"] = pa.table({k: pa.array(v, type=EVENT_TYPES[k]) for k, v in rows.items()})
         return out
@@ -182,8 +210,9 @@ class ModerationLayer:
     def recorded_events(self, con: Any) -> dict[int, list[tuple]]:
         """The committed ``moderation_events`` rows by step, in order (resume)."""
         out: dict[int, list[tuple]] = {}
-        for step, *row in con.execute("SELECT step, event, post_id, agent_id, source, detail FROM moderation_events "
-                                      "ORDER BY step, seq").fetchall():  # fmt: skip
+        for step, *row in con.execute(
+            "SELECT step, event, post_id, agent_id, source, detail FROM moderation_events ORDER BY step, seq"
+        ).fetchall():
             out.setdefault(int(step), []).append(tuple(row))
         return out
 

@@ -27,16 +27,16 @@ class ModeratedRecommender:
         self.base = base
         self.overfetch = max(1, int(overfetch))
 
-    def observe(self, state: "PlatformState", new_posts: range, step: int) -> None:
+    def observe(self, state: PlatformState, new_posts: range, step: int) -> None:
         self.base.observe(state, new_posts, step)
 
-    def factor(self, state: "PlatformState", post: int) -> float:
+    def factor(self, state: PlatformState, post: int) -> float:
         f = state.mod.factor
         if not f:
             return 1.0
         return min(f.get(post, 1.0), f.get(state.posts.get("root", post), 1.0))
 
-    def feeds(self, state: "PlatformState", users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
+    def feeds(self, state: PlatformState, users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
         if not state.mod.any_rank_marks():
             return self.base.feeds(state, users, k, step, rng)
         if hasattr(self.base, "following_k"):  # OASIS refresh mix: its two counts fix the length, not k

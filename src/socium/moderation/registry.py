@@ -13,8 +13,12 @@ from socium.moderation.base import Moderator
 from socium.moderation.strategies import CommunityNotes, FactCheck, Hybrid, NoModeration
 from socium.plugins import build_with_params, import_class
 
-BUILTIN: dict[str, type] = {"none": NoModeration, "fact_check": FactCheck, "community_notes": CommunityNotes,
-                            "hybrid": Hybrid}  # fmt: skip
+BUILTIN: dict[str, type] = {
+    "none": NoModeration,
+    "fact_check": FactCheck,
+    "community_notes": CommunityNotes,
+    "hybrid": Hybrid,
+}
 
 
 def resolve_moderator(kind: str) -> type:
@@ -22,7 +26,9 @@ def resolve_moderator(kind: str) -> type:
     if kind in BUILTIN:
         return BUILTIN[kind]
     if ":" in kind or "." in kind:
-        return import_class(kind, "moderation.kind", ("moderate",), "Moderator", "docs/moderation.md", "moderation strategy")
+        return import_class(
+            kind, "moderation.kind", ("moderate",), "Moderator", "docs/moderation.md", "moderation strategy"
+        )
     raise ConfigError(f"moderation.kind: {kind!r} is not one of {', '.join(repr(k) for k in BUILTIN)} or a dotted path")
 
 

@@ -65,6 +65,9 @@ def bot_decision(obs: Observation, veracity: np.ndarray, max_reposts: int) -> De
 
 def fact_checker_reports(obs: Observation, veracity: np.ndarray, reported: set[tuple[int, int]]) -> Decision | None:
     """A fact-checker reports every false post in its feed it has not reported yet."""
-    acts = [ReportPost(post_id=it.post_id, reason="false information") for it in obs.feed
-            if veracity[it.post_id] == FALSE and (obs.agent_id, it.post_id) not in reported]  # fmt: skip
+    acts = [
+        ReportPost(post_id=it.post_id, reason="false information")
+        for it in obs.feed
+        if veracity[it.post_id] == FALSE and (obs.agent_id, it.post_id) not in reported
+    ]
     return Decision(obs.agent_id, acts, meta={"origin": "fact_checker"}) if acts else None

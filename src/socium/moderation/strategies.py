@@ -51,9 +51,17 @@ class FactCheck:
 
     name = "fact_check"
 
-    def __init__(self, delay: int = 2, recall: float = 0.9, precision: float = 1.0, min_engagement: int = 0,
-                 capacity: int | None = None, queue_on: str = "engagement", min_flags: int = 2,
-                 label: str = FACT_CHECK_LABEL) -> None:  # fmt: skip
+    def __init__(
+        self,
+        delay: int = 2,
+        recall: float = 0.9,
+        precision: float = 1.0,
+        min_engagement: int = 0,
+        capacity: int | None = None,
+        queue_on: str = "engagement",
+        min_flags: int = 2,
+        label: str = FACT_CHECK_LABEL,
+    ) -> None:
         if delay < 0:
             raise ValueError(f"delay must be >= 0, got {delay}")
         if not (0 <= recall <= 1 and 0 < precision <= 1):
@@ -168,8 +176,16 @@ class Hybrid:
 
     name = "hybrid"
 
-    def __init__(self, delay: int = 2, recall: float = 0.9, precision: float = 1.0, min_flags: int = 2,
-                 capacity: int | None = None, min_per_side: int = 1, min_raters: int = 2) -> None:  # fmt: skip
+    def __init__(
+        self,
+        delay: int = 2,
+        recall: float = 0.9,
+        precision: float = 1.0,
+        min_flags: int = 2,
+        capacity: int | None = None,
+        min_per_side: int = 1,
+        min_raters: int = 2,
+    ) -> None:
         self.fact = FactCheck(delay, recall, precision, capacity=capacity, queue_on="flags", min_flags=min_flags)
         self.notes = CommunityNotes(min_per_side, min_raters)
 

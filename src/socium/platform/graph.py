@@ -11,10 +11,11 @@ simulation keeps a :class:`FollowIndex` (CSR arrays plus a small overlay of run-
 from __future__ import annotations
 
 import gzip
-import zlib
 import itertools
+import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -283,7 +284,7 @@ class FollowIndex:
         self.n_edges = int(len(indices))
 
     @classmethod
-    def from_edges(cls, src: np.ndarray, dst: np.ndarray, n: int) -> "FollowIndex":
+    def from_edges(cls, src: np.ndarray, dst: np.ndarray, n: int) -> FollowIndex:
         """Build from parallel arrays; duplicate edges collapse and self-follows are dropped."""
         src = np.asarray(src, dtype=np.int64).ravel()
         dst = np.asarray(dst, dtype=np.int64).ravel()
@@ -300,7 +301,7 @@ class FollowIndex:
         return cls(n, indptr, d.astype(np.int32))
 
     @classmethod
-    def from_graph(cls, g: nx.DiGraph, n: int) -> "FollowIndex":
+    def from_graph(cls, g: nx.DiGraph, n: int) -> FollowIndex:
         return cls.from_edges(*graph_to_edges(g), n)
 
     def _check(self, *ids: int) -> None:

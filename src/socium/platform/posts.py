@@ -7,8 +7,19 @@ import numpy as np
 KIND_NAMES = ("original", "repost", "quote", "comment")
 ORIGINAL, REPOST, QUOTE, COMMENT = 0, 1, 2, 3
 
-_INT_COLS = ("author", "step", "kind", "parent", "root", "likes", "dislikes", "reposts", "comments", "reports",
-             "veracity")  # veracity: index into socium.moderation.config.VERACITY (0 unknown)
+_INT_COLS = (
+    "author",
+    "step",
+    "kind",
+    "parent",
+    "root",
+    "likes",
+    "dislikes",
+    "reposts",
+    "comments",
+    "reports",
+    "veracity",
+)  # veracity: index into socium.moderation.config.VERACITY (0 unknown)
 
 
 class PostTable:

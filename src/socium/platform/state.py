@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from socium.moderation.marks import ModerationMarks
 from socium.platform import actions as A
 from socium.platform.graph import FollowIndex
 from socium.platform.posts import COMMENT, ORIGINAL, QUOTE, REPOST, PostTable
 from socium.platform.text import clean_text
-from socium.moderation.marks import ModerationMarks
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 GROUP_HISTORY = 50  # messages kept per group for observations; the trace keeps all of them
@@ -35,7 +35,9 @@ class StepEvents:
     follows: list[tuple[int, int, int]] = field(default_factory=list)  # (src, dst, +1 follow / -1 unfollow)
     groups: list[tuple[int, int, str]] = field(default_factory=list)  # (group_id, creator, name)
     group_messages: list[tuple[int, int, str]] = field(default_factory=list)  # (group_id, author, text)
-    likes: list[tuple[int, int]] = field(default_factory=list)  # (user, post) up-votes, so recommenders learn incrementally
+    likes: list[tuple[int, int]] = field(
+        default_factory=list
+    )  # (user, post) up-votes, so recommenders learn incrementally
     first_post: int = 0
 
 
@@ -110,7 +112,12 @@ class PlatformState:
         if n == start:
             return []
         p = self.posts
-        score = p.col("likes")[start:n] + p.col("reposts")[start:n] + p.col("comments")[start:n] - p.col("dislikes")[start:n]
+        score = (
+            p.col("likes")[start:n]
+            + p.col("reposts")[start:n]
+            + p.col("comments")[start:n]
+            - p.col("dislikes")[start:n]
+        )
         ids = np.arange(start, n)
         order = np.lexsort((-ids, -score))
         if not (self.mod.removed or self.mod.suspended):
@@ -151,7 +158,9 @@ class PlatformState:
         if agent in self.mod.suspended:
             return A.Outcome(status="invalid", reason=f"account {agent} is suspended by moderation", code="suspended")
         if action.type not in self.allowed:
-            return A.Outcome(status="invalid", reason=f"action '{action.type}' is not available on preset '{self.preset}'")
+            return A.Outcome(
+                status="invalid", reason=f"action '{action.type}' is not available on preset '{self.preset}'"
+            )
         handler = getattr(self, "_do_" + action.type)
         return handler(agent, action)
 
@@ -317,7 +326,9 @@ class PlatformState:
 
     def _do_trend(self, agent: int, a: A.Trend) -> A.Outcome:
         muted = self.muted(agent)
-        return A.Outcome(status="ok", results=tuple(p for p in self.trend() if self.posts.get("author", p) not in muted))
+        return A.Outcome(
+            status="ok", results=tuple(p for p in self.trend() if self.posts.get("author", p) not in muted)
+        )
 
     def _do_refresh(self, agent: int, a: A.Refresh) -> A.Outcome:
         return A.Outcome(status="ok")

@@ -59,8 +59,15 @@ def _finish(buf: np.ndarray, t: int) -> np.ndarray:
     return pos
 
 
-def exact_top(u: np.ndarray, data: np.ndarray, rows: np.ndarray, scale: np.ndarray, bias: np.ndarray, t: int,
-              chunk_elems: int = 1 << 22) -> np.ndarray:  # fmt: skip
+def exact_top(
+    u: np.ndarray,
+    data: np.ndarray,
+    rows: np.ndarray,
+    scale: np.ndarray,
+    bias: np.ndarray,
+    t: int,
+    chunk_elems: int = 1 << 22,
+) -> np.ndarray:
     """Exact best ``t`` candidate positions (indices into ``rows``) per user, best first, -1 padded."""
     n_u, n_p = len(u), len(rows)
     if n_p == 0 or n_u == 0:
@@ -117,8 +124,18 @@ def assign(x: np.ndarray, centroids: np.ndarray, chunk: int = 8192) -> np.ndarra
     return out
 
 
-def ivf_top(u: np.ndarray, data: np.ndarray, rows: np.ndarray, scale: np.ndarray, bias: np.ndarray,
-            clusters: np.ndarray, centroids: np.ndarray, t: int, nprobe: int, threads: int | None = None) -> np.ndarray:  # fmt: skip
+def ivf_top(
+    u: np.ndarray,
+    data: np.ndarray,
+    rows: np.ndarray,
+    scale: np.ndarray,
+    bias: np.ndarray,
+    clusters: np.ndarray,
+    centroids: np.ndarray,
+    t: int,
+    nprobe: int,
+    threads: int | None = None,
+) -> np.ndarray:
     """Approximate :func:`exact_top`: exact scores over the candidates in each user's ``nprobe`` best
     clusters (``clusters[i]`` is the cluster of candidate ``i``). Users are grouped by probed cluster
     so each cluster's candidates meet all their users in one small matrix product; clusters are

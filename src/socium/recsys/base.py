@@ -27,8 +27,8 @@ class Feed:
 class Recommender(Protocol):
     """Two methods: learn from new events incrementally, then rank for a batch of users."""
 
-    def observe(self, state: "PlatformState", new_posts: range, step: int) -> None:
+    def observe(self, state: PlatformState, new_posts: range, step: int) -> None:
         """Called once per step after actions are applied, with the ids of posts created in it."""
 
-    def feeds(self, state: "PlatformState", users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
+    def feeds(self, state: PlatformState, users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
         """One feed of at most ``k`` posts per user, in the order of ``users``."""

@@ -25,7 +25,7 @@ RANKED_KINDS = (ORIGINAL, QUOTE)
 TIMELINE_KINDS = (ORIGINAL, REPOST, QUOTE)
 
 
-def window_posts(state: "PlatformState", step: int, window_steps: int, kinds: tuple[int, ...]) -> np.ndarray:
+def window_posts(state: PlatformState, step: int, window_steps: int, kinds: tuple[int, ...]) -> np.ndarray:
     """Ids (ascending, int64) of posts of the given kinds created in the last ``window_steps`` steps."""
     p = state.posts
     start, n = p.first_in_step(step - window_steps + 1), len(p)
@@ -34,7 +34,7 @@ def window_posts(state: "PlatformState", step: int, window_steps: int, kinds: tu
     return ids[np.isin(kind, kinds)]
 
 
-def engagement(state: "PlatformState", ids: np.ndarray, via_root: bool = False) -> np.ndarray:
+def engagement(state: PlatformState, ids: np.ndarray, via_root: bool = False) -> np.ndarray:
     """likes + reposts + comments - dislikes, the same sum the platform's ``trend`` ranks by.
 
     With ``via_root``, a repost counts its root's engagement (a repost row itself gathers almost none).
@@ -42,10 +42,12 @@ def engagement(state: "PlatformState", ids: np.ndarray, via_root: bool = False) 
     p = state.posts
     if via_root:
         ids = p.col("root")[ids]
-    return (p.col("likes")[ids] + p.col("reposts")[ids] + p.col("comments")[ids] - p.col("dislikes")[ids]).astype(np.float64)
+    return (p.col("likes")[ids] + p.col("reposts")[ids] + p.col("comments")[ids] - p.col("dislikes")[ids]).astype(
+        np.float64
+    )
 
 
-def decay(state: "PlatformState", ids: np.ndarray, step: int, half_life_steps: float) -> np.ndarray:
+def decay(state: PlatformState, ids: np.ndarray, step: int, half_life_steps: float) -> np.ndarray:
     """0.5 ** (age in steps / half-life); a post of the current step has weight 1."""
     age = np.maximum(step - state.posts.col("step")[ids], 0).astype(np.float64)
     return np.exp2(-age / half_life_steps) if half_life_steps > 0 else np.ones(len(ids))
@@ -56,7 +58,7 @@ def rank_desc(ids: np.ndarray, score: np.ndarray) -> np.ndarray:
     return ids[np.lexsort((-ids, -score))]
 
 
-def shared_feeds(state: "PlatformState", ranked: np.ndarray, users: np.ndarray, k: int, source: str) -> list[Feed]:
+def shared_feeds(state: PlatformState, ranked: np.ndarray, users: np.ndarray, k: int, source: str) -> list[Feed]:
     """One ranking for everyone; users who mute someone get it with those authors skipped."""
     top = tuple(int(x) for x in ranked[:k])
     shared = Feed(top, (source,) * len(top))
@@ -77,7 +79,7 @@ def shared_feeds(state: "PlatformState", ranked: np.ndarray, users: np.ndarray, 
     return out
 
 
-def followee_pairs(state: "PlatformState", users: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def followee_pairs(state: PlatformState, users: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(owner position in ``users``, followee) for every follow of every user, muted followees removed."""
     parts: list[np.ndarray] = []
     for u in users.tolist():
@@ -92,7 +94,13 @@ def followee_pairs(state: "PlatformState", users: np.ndarray) -> tuple[np.ndarra
 
 
 def in_network(
-    state: "PlatformState", owner: np.ndarray, fol: np.ndarray, cand: np.ndarray, score: np.ndarray, quota: int, n_users: int
+    state: PlatformState,
+    owner: np.ndarray,
+    fol: np.ndarray,
+    cand: np.ndarray,
+    score: np.ndarray,
+    quota: int,
+    n_users: int,
 ) -> list[np.ndarray]:
     """Each user's ``quota`` best candidate posts (score desc, newer first on ties) by its followees.
 

@@ -22,10 +22,10 @@ class ChronologicalRecommender:
     def __init__(self, window_steps: int = 48, sim: object = None) -> None:
         self.window_steps = window_steps
 
-    def observe(self, state: "PlatformState", new_posts: range, step: int) -> None:
+    def observe(self, state: PlatformState, new_posts: range, step: int) -> None:
         return None
 
-    def feeds(self, state: "PlatformState", users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
+    def feeds(self, state: PlatformState, users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
         users = np.asarray(users, dtype=np.int64)
         cand = window_posts(state, step, self.window_steps, TIMELINE_KINDS)
         owner, fol = followee_pairs(state, users)

@@ -15,8 +15,9 @@ import importlib.util
 import os
 import re
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -131,7 +132,9 @@ def load_sentence_transformer(name: str, device: str | None = None) -> Any:
         try:
             model = SentenceTransformer(path, device=device, local_files_only=offline)
         except OSError as exc:
-            raise ConfigError(f"recsys.params.embedder: cannot load sentence-transformers model {name!r}: {exc}") from None
+            raise ConfigError(
+                f"recsys.params.embedder: cannot load sentence-transformers model {name!r}: {exc}"
+            ) from None
         _MODELS[key] = model
         return model
 
@@ -161,12 +164,18 @@ class SentenceTransformerEmbedder:
         if not len(texts):
             return np.zeros((0, self.dim), dtype=np.float32)
         vecs = self._model().encode(
-            list(texts), batch_size=self.batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+            list(texts),
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
         )
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
 
-def make_embedder(spec: str | Embedder = "minilm", *, dim: int = 384, device: str | None = None, batch_size: int = 256) -> Embedder:
+def make_embedder(
+    spec: str | Embedder = "minilm", *, dim: int = 384, device: str | None = None, batch_size: int = 256
+) -> Embedder:
     """``'hashing'``, ``'minilm'`` (offline default), any sentence-transformers model name, or an instance."""
     if not isinstance(spec, str):
         if not isinstance(spec, Embedder):

@@ -25,17 +25,18 @@ if TYPE_CHECKING:
 class RefreshMix:
     """``following_k`` in-network posts, then ``recommended_k`` from ``base`` (or random, per agent)."""
 
-    def __init__(self, base: Recommender, window_steps: int, following_k: int, recommended_k: int,
-                 rec_probability: float = 1.0) -> None:  # fmt: skip
+    def __init__(
+        self, base: Recommender, window_steps: int, following_k: int, recommended_k: int, rec_probability: float = 1.0
+    ) -> None:
         self.base = base
         self.timeline = ChronologicalRecommender(window_steps)
         self.random = RandomRecommender(window_steps)
         self.following_k, self.recommended_k, self.rec_probability = following_k, recommended_k, rec_probability
 
-    def observe(self, state: "PlatformState", new_posts: range, step: int) -> None:
+    def observe(self, state: PlatformState, new_posts: range, step: int) -> None:
         self.base.observe(state, new_posts, step)
 
-    def feeds(self, state: "PlatformState", users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
+    def feeds(self, state: PlatformState, users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
         """``k`` is ignored: the two counts fix the feed's length (at most their sum)."""
         users = np.asarray(users, dtype=np.int64)
         fk, rk = self.following_k, self.recommended_k
@@ -43,7 +44,11 @@ class RefreshMix:
         recs: list[Feed] = [Feed((), ())] * len(users)
         if rk:
             coin = rng.spawn(1)[0]  # a child stream: the base recommender still gets the draws it always got
-            personal = coin.random(len(users)) < self.rec_probability if self.rec_probability < 1 else np.ones(len(users), bool)
+            personal = (
+                coin.random(len(users)) < self.rec_probability
+                if self.rec_probability < 1
+                else np.ones(len(users), bool)
+            )
             for mask, rec in ((personal, self.base), (~personal, self.random)):
                 idx = np.flatnonzero(mask)
                 if len(idx):

@@ -15,7 +15,8 @@ Unknown keys in ``recsys.params`` are config errors that list the accepted ones.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from socium.config import RecsysConfig
 from socium.errors import ConfigError
@@ -52,7 +53,9 @@ def _entry_point(kind: str) -> Any | None:
 
 def check_recommender_class(obj: Any, kind: str) -> type:
     """Only a class with ``observe`` and ``feeds`` methods may be built from a config value."""
-    return check_protocol_class(obj, kind, "recsys.kind", RECSYS_METHODS, "Recommender", "docs/recsys.md", "recommender")
+    return check_protocol_class(
+        obj, kind, "recsys.kind", RECSYS_METHODS, "Recommender", "docs/recsys.md", "recommender"
+    )
 
 
 def _import(kind: str) -> type:
@@ -68,8 +71,10 @@ def resolve_recommender(kind: str) -> Callable[..., Recommender]:
         return check_recommender_class(plugin, kind)
     if ":" in kind or "." in kind:
         return _import(kind)
-    raise ConfigError(f"recsys.kind: {kind!r} is not one of {', '.join(repr(k) for k in BUILTIN)}, "
-                      f"an installed '{ENTRY_POINT_GROUP}' plugin, or a dotted path")  # fmt: skip
+    raise ConfigError(
+        f"recsys.kind: {kind!r} is not one of {', '.join(repr(k) for k in BUILTIN)}, "
+        f"an installed '{ENTRY_POINT_GROUP}' plugin, or a dotted path"
+    )
 
 
 def _call(factory: Callable[..., Any], kind: str, window_steps: int, sim: Any, params: dict[str, Any]) -> Any:
@@ -83,7 +88,9 @@ def _call(factory: Callable[..., Any], kind: str, window_steps: int, sim: Any, p
     unknown = sorted(set(params) - accepted) if not var_kw else []
     if unknown:
         allowed = ", ".join(sorted(accepted - {"window_steps", "sim", "self"})) or "(none)"
-        raise ConfigError(f"recsys.params: unknown key(s) {', '.join(unknown)} for recommender {kind!r}; allowed: {allowed}")
+        raise ConfigError(
+            f"recsys.params: unknown key(s) {', '.join(unknown)} for recommender {kind!r}; allowed: {allowed}"
+        )
     kwargs = dict(params)
     for name, value in (("window_steps", window_steps), ("sim", sim)):
         if var_kw or name in accepted:

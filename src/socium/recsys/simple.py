@@ -24,7 +24,7 @@ class _Stateless:
             raise ValueError(f"window_steps must be >= 1, got {window_steps}")
         self.window_steps = window_steps
 
-    def observe(self, state: "PlatformState", new_posts: range, step: int) -> None:
+    def observe(self, state: PlatformState, new_posts: range, step: int) -> None:
         return None
 
 
@@ -34,7 +34,7 @@ class RandomRecommender(_Stateless):
     Draws come only from the per-step ``rng`` the simulator passes, in the order of ``users``.
     """
 
-    def feeds(self, state: "PlatformState", users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
+    def feeds(self, state: PlatformState, users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
         cand = window_posts(state, step, self.window_steps, RANKED_KINDS)
         n = len(cand)
         if n == 0:
@@ -70,7 +70,7 @@ class GlobalRecommender(_Stateless):
     """The most engaging posts of the window (likes + reposts + comments - dislikes), newest first on
     ties, identical for every user except that muted authors are skipped."""
 
-    def feeds(self, state: "PlatformState", users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
+    def feeds(self, state: PlatformState, users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
         cand = window_posts(state, step, self.window_steps, RANKED_KINDS)
         return shared_feeds(state, rank_desc(cand, engagement(state, cand)), np.asarray(users), k, "global")
 
@@ -86,7 +86,7 @@ class RedditHotRecommender(_Stateless):
         super().__init__(window_steps, sim)
         self.t0 = float(t0)
 
-    def feeds(self, state: "PlatformState", users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
+    def feeds(self, state: PlatformState, users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
         cand = window_posts(state, step, self.window_steps, RANKED_KINDS)
         p = state.posts
         s = p.col("likes")[cand] - p.col("dislikes")[cand]

@@ -8,7 +8,7 @@ or liked (10^6 users x 384 floats would be 1.5 GB if allocated up front).
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

@@ -25,14 +25,23 @@ change the last float bit of their vectors (the hashing embedder is exact).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from socium.errors import ConfigError
 from socium.recsys.ann import assign, exact_top, ivf_top, train_centroids
 from socium.recsys.base import Feed
-from socium.recsys.candidates import RANKED_KINDS, TIMELINE_KINDS, decay, engagement, followee_pairs, in_network, window_posts
+from socium.recsys.candidates import (
+    RANKED_KINDS,
+    TIMELINE_KINDS,
+    decay,
+    engagement,
+    followee_pairs,
+    in_network,
+    window_posts,
+)
 from socium.recsys.embeddings import Embedder, make_embedder
 from socium.recsys.vectors import InterestTable, PostVectors
 
@@ -92,7 +101,7 @@ class XRecommender:
         self.embedder = make_embedder(embedder, dim=hashing_dim, device=embed_device, batch_size=embed_batch_size)
         texts = profile_texts if profile_texts is not None else profile_texts_of(sim)
         self.posts = PostVectors(self.embedder)
-        profile = (lambda u: texts[u] if texts is not None and u < len(texts) else "")  # noqa: E731
+        profile = lambda u: texts[u] if texts is not None and u < len(texts) else ""  # noqa: E731
         self.interests = InterestTable(self.embedder, profile, interest_lr)
         self.centroids: np.ndarray | None = None
         self.clusters = np.zeros(0, dtype=np.int32)  # cluster of each embedded post (when an index exists)
@@ -100,14 +109,16 @@ class XRecommender:
         self.last_used_ivf = False
 
     # ---- learning from events -----------------------------------------------------------------
-    def _catch_up(self, state: "PlatformState") -> None:
+    def _catch_up(self, state: PlatformState) -> None:
         """Embed every post not embedded yet (a step's seed posts appear before ``observe`` sees them)."""
         p = state.posts
         done = self.posts.catch_up(p.col("kind"), p.col("root"), p.text)
         if self.centroids is not None and len(done):
-            self.clusters = np.concatenate([self.clusters, assign(self.posts.m.data[done.start : done.stop], self.centroids)])
+            self.clusters = np.concatenate(
+                [self.clusters, assign(self.posts.m.data[done.start : done.stop], self.centroids)]
+            )
 
-    def observe(self, state: "PlatformState", new_posts: range, step: int) -> None:
+    def observe(self, state: PlatformState, new_posts: range, step: int) -> None:
         self._catch_up(state)
         ids = np.arange(new_posts.start, new_posts.stop, dtype=np.int64)
         likes = getattr(state.events, "likes", [])
@@ -117,7 +128,7 @@ class XRecommender:
         self.interests.update(users, self.posts.m.data[posts])
         self._maybe_train(state, step)
 
-    def _maybe_train(self, state: "PlatformState", step: int) -> None:
+    def _maybe_train(self, state: PlatformState, step: int) -> None:
         """(Re)build the IVF index over the window when it has doubled or turned over since the last build.
 
         Only window posts can be candidates, so only they are clustered and assigned (older posts
@@ -149,8 +160,9 @@ class XRecommender:
         n_in = int(round(k * a / (a + b)))
         return n_in, k - n_in
 
-    def _out_of_network(self, state: "PlatformState", users: np.ndarray, owner: np.ndarray, fol: np.ndarray,
-                        step: int, t: int) -> list[np.ndarray]:  # fmt: skip
+    def _out_of_network(
+        self, state: PlatformState, users: np.ndarray, owner: np.ndarray, fol: np.ndarray, step: int, t: int
+    ) -> list[np.ndarray]:
         cand = window_posts(state, step, self.window_steps, RANKED_KINDS)
         n_u = len(users)
         if not len(cand):
@@ -173,22 +185,31 @@ class XRecommender:
         short = np.asarray([r for r in range(n_u) if len(out[r]) < t - _SLACK], dtype=np.int64)
         if len(short) and (len(cand) > t or self.last_used_ivf):
             sel = np.isin(owner, short)
-            deeper = self._allowed(state, users[short], np.searchsorted(short, owner[sel]), fol[sel], cand,
-                                   exact_top(u[short], data, cand, a, b, 4 * t))  # fmt: skip
+            deeper = self._allowed(
+                state,
+                users[short],
+                np.searchsorted(short, owner[sel]),
+                fol[sel],
+                cand,
+                exact_top(u[short], data, cand, a, b, 4 * t),
+            )
             authors = state.posts.col("author")
             for j, r in enumerate(short.tolist()):
                 out[r] = deeper[j]
                 if len(out[r]) < t - _SLACK and len(cand) > 4 * t:
                     lo, hi = np.searchsorted(owner, [r, r + 1])
-                    excl = np.concatenate([fol[lo:hi], [users[r]], np.fromiter(state.mutes.get(int(users[r]), ()), np.int64)])
+                    excl = np.concatenate(
+                        [fol[lo:hi], [users[r]], np.fromiter(state.mutes.get(int(users[r]), ()), np.int64)]
+                    )
                     ok = np.flatnonzero(~np.isin(authors[cand], excl))
                     best = exact_top(u[r : r + 1], data, cand[ok], a[ok], b[ok], t - _SLACK)[0]
                     out[r] = cand[ok[best[best >= 0]]]
         return out
 
     @staticmethod
-    def _allowed(state: "PlatformState", users: np.ndarray, owner: np.ndarray, fol: np.ndarray, cand: np.ndarray,
-                 pos: np.ndarray) -> list[np.ndarray]:  # fmt: skip
+    def _allowed(
+        state: PlatformState, users: np.ndarray, owner: np.ndarray, fol: np.ndarray, cand: np.ndarray, pos: np.ndarray
+    ) -> list[np.ndarray]:
         """Ranked candidate ids per user minus the user's own, its followees' and muted authors' posts."""
         n_u = len(users)
         authors = state.posts.col("author")
@@ -207,12 +228,14 @@ class XRecommender:
                 bad[r] |= np.isin(auth[r], np.fromiter(muted, np.int64, count=len(muted)))
         return [pid[r][~bad[r]] for r in range(n_u)]
 
-    def feeds(self, state: "PlatformState", users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
+    def feeds(self, state: PlatformState, users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
         users = np.asarray(users, dtype=np.int64)
         self._catch_up(state)
         owner, fol = followee_pairs(state, users)
         tl = window_posts(state, step, self.window_steps, TIMELINE_KINDS)
-        in_score = (1.0 + np.log1p(np.maximum(engagement(state, tl, via_root=True), 0.0))) * decay(state, tl, step, self.half_life)
+        in_score = (1.0 + np.log1p(np.maximum(engagement(state, tl, via_root=True), 0.0))) * decay(
+            state, tl, step, self.half_life
+        )
         ins = in_network(state, owner, fol, tl, in_score, k, len(users))
         outs = self._out_of_network(state, users, owner, fol, step, k + _SLACK)
         n_in, n_out = self.split(k)

@@ -13,7 +13,8 @@ The Ray executor lives in :mod:`socium.simulator.ray_executor` and is imported l
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from socium.agents.observation import Decision, Observation
 

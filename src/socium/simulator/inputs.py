@@ -84,8 +84,10 @@ def changed_inputs(recorded: dict[str, dict[str, Any]], current: dict[str, dict[
         if a is None or b is None:
             lines.append(f"{key}: {'added' if a is None else 'removed'} since the run started")
         elif a.get("sha256") != b.get("sha256"):
-            lines.append(f"{key}: {b['path']} changed since the run started "
-                         f"(sha256 {str(a.get('sha256'))[:12]}, now {b['sha256'][:12]})")  # fmt: skip
+            lines.append(
+                f"{key}: {b['path']} changed since the run started "
+                f"(sha256 {str(a.get('sha256'))[:12]}, now {b['sha256'][:12]})"
+            )
     return lines
 
 
@@ -98,11 +100,17 @@ def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def config_diff(recorded: dict[str, Any], current: dict[str, Any], ignore: tuple[str, ...] = HASH_EXCLUDED) -> list[str]:
+def config_diff(
+    recorded: dict[str, Any], current: dict[str, Any], ignore: tuple[str, ...] = HASH_EXCLUDED
+) -> list[str]:
     """Dotted keys whose values differ between two config dicts (``ignore``: sections not compared)."""
     a = _flatten({k: v for k, v in recorded.items() if k not in ignore}, "", {})
     b = _flatten({k: v for k, v in current.items() if k not in ignore}, "", {})
-    return [f"{k}: {a.get(k, '<absent>')!r} -> {b.get(k, '<absent>')!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return [
+        f"{k}: {a.get(k, '<absent>')!r} -> {b.get(k, '<absent>')!r}"
+        for k in sorted(set(a) | set(b))
+        if a.get(k) != b.get(k)
+    ]
 
 
 def available_memory() -> int | None:
@@ -133,8 +141,10 @@ def check_memory(cfg: ExperimentConfig, available: int | None = None) -> None:
     need = estimate_memory(cfg)
     have = available_memory() if available is None else available
     if have is not None and need > have:
-        raise ConfigError(f"population.n_agents: {cfg.population.n_agents:,} agents need about {need / 2**30:,.1f} GiB "
-                          f"and this machine has {have / 2**30:,.1f} GiB available; use fewer agents")  # fmt: skip
+        raise ConfigError(
+            f"population.n_agents: {cfg.population.n_agents:,} agents need about {need / 2**30:,.1f} GiB "
+            f"and this machine has {have / 2**30:,.1f} GiB available; use fewer agents"
+        )
 
 
 def check_replay_source(cfg: ExperimentConfig) -> None:

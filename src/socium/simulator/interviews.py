@@ -11,7 +11,8 @@ the run's cache (the same question to the same persona and memory was asked befo
 from __future__ import annotations
 
 import zlib
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from socium.errors import UsageError
 
@@ -36,8 +37,9 @@ def ask(sim: Any, agents: Sequence[int], question: str, step: int) -> tuple[list
     return [(int(a), rid, text) for a, (rid, text) in zip(agents, answers)], calls
 
 
-def rows(step: int, question: str, answered: list[tuple[int, str, str]], call_ids: dict[str, int],
-         origin: str) -> dict[str, list]:  # fmt: skip
+def rows(
+    step: int, question: str, answered: list[tuple[int, str, str]], call_ids: dict[str, int], origin: str
+) -> dict[str, list]:
     """``interviews`` columns; ``call_ids`` maps the step's request ids to their ``llm_calls`` ids."""
     out: dict[str, list] = {k: [] for k in COLUMNS}
     for agent, rid, text in answered:

@@ -11,7 +11,8 @@ redoes it once the server is back. The calls that were made are still written (m
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from socium.errors import BudgetExceeded, LLMUnavailable
 from socium.llm.types import LLMRequest, LLMResult
@@ -29,8 +30,9 @@ def step_problem(calls: Sequence[Call], llm: Any, step: int) -> Exception | None
     results = [c[2] for c in calls]
     refused = [r for r in results if r.error_kind == "budget"]
     if refused:
-        return BudgetExceeded(f"{refused[0].error} (step {step} not committed: {len(refused)} of its requests "
-                              f"could not be sent)")
+        return BudgetExceeded(
+            f"{refused[0].error} (step {step} not committed: {len(refused)} of its requests could not be sent)"
+        )
     failed = [r for r in results if not r.ok]
     if not failed:
         return None
@@ -40,9 +42,11 @@ def step_problem(calls: Sequence[Call], llm: Any, step: int) -> Exception | None
     if not (opened or too_many):
         return None
     why = "the circuit breaker opened" if opened else f"more than {limit:.0%} of its model calls failed"
-    return LLMUnavailable(f"LLM server failing: {len(failed)} of {len(results)} model calls in step {step} failed "
-                          f"after retries ({describe_failures(failed)}); {why}, so step {step} was not committed. "
-                          "Fix the server, then continue with: socium run --resume --out RUN_DIR")
+    return LLMUnavailable(
+        f"LLM server failing: {len(failed)} of {len(results)} model calls in step {step} failed "
+        f"after retries ({describe_failures(failed)}); {why}, so step {step} was not committed. "
+        "Fix the server, then continue with: socium run --resume --out RUN_DIR"
+    )
 
 
 def describe_failures(failed: Sequence[LLMResult], examples: int = 3) -> str:
@@ -64,8 +68,10 @@ def spent_from_trace(con: Any, table: str = "llm_calls") -> dict[str, tuple[int,
     they cost nothing here either.
     """
     try:
-        rows = con.execute(f"SELECT coalesce(metadata->>'llm', 'default'), sum(attempts), "
-                           f"sum(prompt_tokens + completion_tokens) FROM {table} GROUP BY 1").fetchall()
+        rows = con.execute(
+            f"SELECT coalesce(metadata->>'llm', 'default'), sum(attempts), "
+            f"sum(prompt_tokens + completion_tokens) FROM {table} GROUP BY 1"
+        ).fetchall()
     except Exception:  # noqa: BLE001 - no call log yet: nothing spent
         return {}
     return {name: (int(c or 0), int(t or 0)) for name, c, t in rows}

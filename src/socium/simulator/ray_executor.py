@@ -46,8 +46,9 @@ import logging
 import operator
 import os
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import pyarrow as pa
 import ray
@@ -101,9 +102,21 @@ _feed_tuple = operator.attrgetter(*_FEED_FIELDS)
 
 def pack_observations(obs: Sequence[Observation]) -> list[tuple]:
     """LLM agents' views (groups, search results) travel only when present, keeping rule-based packing lean."""
-    return [(o.agent_id, o.step, o.time_s, o.hour, [_feed_tuple(i) for i in o.feed], o.stance, o.extra,
-             (o.groups, [_feed_tuple(i) for i in o.results], o.results_from, o.found_users)
-             if (o.groups or o.results_from) else None) for o in obs]  # fmt: skip
+    return [
+        (
+            o.agent_id,
+            o.step,
+            o.time_s,
+            o.hour,
+            [_feed_tuple(i) for i in o.feed],
+            o.stance,
+            o.extra,
+            (o.groups, [_feed_tuple(i) for i in o.results], o.results_from, o.found_users)
+            if (o.groups or o.results_from)
+            else None,
+        )
+        for o in obs
+    ]
 
 
 def unpack_observations(packed: list[tuple]) -> list[Observation]:
@@ -130,11 +143,16 @@ def _unpack_action(cls: Any, state: Any) -> Any:
 
 
 def pack_decisions(decisions: Sequence[Decision]) -> list[tuple]:
-    return [(d.agent_id, [_pack_action(a) for a in d.actions], d.stance, d.invalid_reason, d.raw, d.meta) for d in decisions]
+    return [
+        (d.agent_id, [_pack_action(a) for a in d.actions], d.stance, d.invalid_reason, d.raw, d.meta) for d in decisions
+    ]
 
 
 def unpack_decisions(packed: list[tuple]) -> list[Decision]:
-    return [Decision(aid, [_unpack_action(c, a) for c, a in acts], st, inv, raw, meta) for aid, acts, st, inv, raw, meta in packed]
+    return [
+        Decision(aid, [_unpack_action(c, a) for c, a in acts], st, inv, raw, meta)
+        for aid, acts, st, inv, raw, meta in packed
+    ]
 
 
 def partition_in_groups(observations: Sequence[Observation], n: int, group_size: int) -> list[list[Observation]]:
@@ -159,8 +177,12 @@ class ShardActor:
 
     async def info(self) -> dict[str, Any]:
         """Where this actor runs: pid, node id and host (tests kill the pid; docs show placement)."""
-        return {"shard": self.ctx.shard, "pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id(),
-                "host": socket.gethostname()}  # fmt: skip
+        return {
+            "shard": self.ctx.shard,
+            "pid": os.getpid(),
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "host": socket.gethostname(),
+        }
 
     async def decide(self, packed: list[tuple]) -> tuple[list[tuple], dict[str, Any]]:
         """One shard's step: packed observations in, packed decisions (and any drained rows) out."""
@@ -232,7 +254,12 @@ class RayExecutor:
         if cpus is None:
             total = float(ray.cluster_resources().get("CPU", 1.0))
             cpus = min(1.0, total / self.n)
-        opts: dict[str, Any] = {"num_cpus": cpus, "num_gpus": self.cfg.num_gpus, "max_restarts": 0, "max_concurrency": 1000}
+        opts: dict[str, Any] = {
+            "num_cpus": cpus,
+            "num_gpus": self.cfg.num_gpus,
+            "max_restarts": 0,
+            "max_concurrency": 1000,
+        }
         if self.cfg.resources:
             opts["resources"] = dict(self.cfg.resources)
         if self.cfg.placement == "spread":
@@ -240,8 +267,14 @@ class RayExecutor:
         return opts
 
     def _create(self, shard: int) -> Any:
-        ctx = ActorContext(shard, self.n, self.seed, self.cfg.concurrency_per_actor,
-                           shard_urls(self.cfg.base_urls, shard, self.n), self.cfg.num_gpus)  # fmt: skip
+        ctx = ActorContext(
+            shard,
+            self.n,
+            self.seed,
+            self.cfg.concurrency_per_actor,
+            shard_urls(self.cfg.base_urls, shard, self.n),
+            self.cfg.num_gpus,
+        )
         return _RemoteShardActor.options(**self._actor_options()).remote(self._policy_ref, ctx)
 
     def _restart(self, shard: int, exc: BaseException) -> None:
@@ -263,7 +296,9 @@ class RayExecutor:
         """One message per shard and step. (Splitting a shard into pipelined chunks was measured
         slower for async policies: ~25% fewer activations/s at 10^4 calls per actor and step.)"""
         self.start()
-        refs = {s: ray.put(pack_observations(b)) for s, b in enumerate(self._partition(observations)) if b}  # a re-run reuses it
+        refs = {
+            s: ray.put(pack_observations(b)) for s, b in enumerate(self._partition(observations)) if b
+        }  # a re-run reuses it
         pending = {self.actors[s].decide.remote(ref): (s, self.actors[s]) for s, ref in refs.items()}
         attempts = [0] * self.n
         results: dict[int, tuple[list[tuple], dict[str, Any]]] = {}
@@ -276,7 +311,9 @@ class RayExecutor:
                 if actor is self.actors[s]:  # not already replaced
                     attempts[s] += 1
                     if attempts[s] > self.cfg.max_actor_restarts:
-                        raise ExecutorError(f"shard {s}: actor died {attempts[s]} times in one step; giving up") from exc
+                        raise ExecutorError(
+                            f"shard {s}: actor died {attempts[s]} times in one step; giving up"
+                        ) from exc
                     self._restart(s, exc)
                 pending[self.actors[s].decide.remote(refs[s])] = (s, self.actors[s])
         keys = sorted(results)
@@ -289,8 +326,10 @@ class RayExecutor:
         if hook is not None:
             batches = [list(b) for b in hook(list(observations), self.n)]
             if len(batches) != self.n or sum(map(len, batches)) != len(observations):
-                raise ExecutorError(f"policy.partition returned {len(batches)} shards / {sum(map(len, batches))} "
-                                    f"observations for {self.n} shards / {len(observations)} observations")  # fmt: skip
+                raise ExecutorError(
+                    f"policy.partition returned {len(batches)} shards / {sum(map(len, batches))} "
+                    f"observations for {self.n} shards / {len(observations)} observations"
+                )
             return batches
         out: list[list[Observation]] = [[] for _ in range(self.n)]
         for o in observations:
@@ -307,8 +346,10 @@ class RayExecutor:
             return
         absorb = getattr(self.policy, "absorb_rows", None)
         if absorb is None:
-            raise ExecutorError(f"the policy produced trace rows ({sorted(merged)}) inside Ray actors but has no "
-                                "absorb_rows(rows) to hand them to the driver; return them in Decision.meta instead")  # fmt: skip
+            raise ExecutorError(
+                f"the policy produced trace rows ({sorted(merged)}) inside Ray actors but has no "
+                "absorb_rows(rows) to hand them to the driver; return them in Decision.meta instead"
+            )
         absorb({t: _concat(bs) for t, bs in merged.items()})
 
     def close(self) -> None:
@@ -343,6 +384,15 @@ def _concat(batches: list[Any]) -> Any:
 
 
 __all__ = [
-    "ActorContext", "ExecutorError", "RayExecutor", "ShardActor", "connect", "pack_decisions", "pack_observations",
-    "partition_in_groups", "shard_urls", "unpack_decisions", "unpack_observations",
-]  # fmt: skip
+    "ActorContext",
+    "ExecutorError",
+    "RayExecutor",
+    "ShardActor",
+    "connect",
+    "pack_decisions",
+    "pack_observations",
+    "partition_in_groups",
+    "shard_urls",
+    "unpack_decisions",
+    "unpack_observations",
+]

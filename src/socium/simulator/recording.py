@@ -35,15 +35,22 @@ def clean_action(action: Any, max_chars: int) -> tuple[Any, bool, bool]:
 @dataclass
 class StepRecorder:
     step: int
-    actions: dict[str, list] = field(default_factory=lambda: {k: [] for k in (
-        "step", "agent_id", "seq", "origin", "type", "args", "outcome", "reason", "post_id", "rationale")})  # fmt: skip
-    exposures: dict[str, list] = field(default_factory=lambda: {k: [] for k in ("step", "agent_id", "post_id", "rank", "source")})
+    actions: dict[str, list] = field(
+        default_factory=lambda: {
+            k: []
+            for k in ("step", "agent_id", "seq", "origin", "type", "args", "outcome", "reason", "post_id", "rationale")
+        }
+    )
+    exposures: dict[str, list] = field(
+        default_factory=lambda: {k: [] for k in ("step", "agent_id", "post_id", "rank", "source")}
+    )
     stances: dict[str, list] = field(default_factory=lambda: {"step": [], "agent_id": [], "stance": []})
     extra: dict[str, dict[str, list]] = field(default_factory=dict)
     flags: dict[int, tuple[bool, bool]] = field(default_factory=dict)
     calls: list = field(default_factory=list)
-    surveys: dict[str, list] = field(default_factory=lambda: {k: [] for k in ("step", "agent_id", "question", "answer", "value",
-                                                                                "reason")})
+    surveys: dict[str, list] = field(
+        default_factory=lambda: {k: [] for k in ("step", "agent_id", "question", "answer", "value", "reason")}
+    )
 
     def action(self, agent: int, origin: str, action: Any, outcome: Outcome, rationale: str | None = None) -> None:
         a = self.actions
@@ -60,10 +67,18 @@ class StepRecorder:
 
     def invalid_output(self, agent: int, origin: str, reason: str, raw: str | None) -> None:
         a = self.actions
-        for k, v in (("step", self.step), ("agent_id", agent), ("seq", len(a["seq"])), ("origin", origin),
-                     ("type", "invalid_llm_output"), ("args", json.dumps({"raw": clean_text(raw or "", 2000).text}, ensure_ascii=False)),
-                     ("outcome", "invalid_llm_output"), ("reason", clean_text(reason, 1000).text), ("post_id", None),
-                     ("rationale", None)):  # fmt: skip
+        for k, v in (
+            ("step", self.step),
+            ("agent_id", agent),
+            ("seq", len(a["seq"])),
+            ("origin", origin),
+            ("type", "invalid_llm_output"),
+            ("args", json.dumps({"raw": clean_text(raw or "", 2000).text}, ensure_ascii=False)),
+            ("outcome", "invalid_llm_output"),
+            ("reason", clean_text(reason, 1000).text),
+            ("post_id", None),
+            ("rationale", None),
+        ):
             a[k].append(v)
 
     def exposure(self, agent: int, post_ids: tuple[int, ...] | list[int], source: str | tuple[str, ...]) -> None:
@@ -97,20 +112,36 @@ class StepRecorder:
             "truncated": [flags.get(i, (False, False))[0] for i in ids],
             "sanitized": [flags.get(i, (False, False))[1] for i in ids],
         }
-        follows = {"step": [self.step] * len(ev.follows), "seq": list(range(len(ev.follows))),
-                   "src": [f[0] for f in ev.follows], "dst": [f[1] for f in ev.follows],
-                   "event": [f[2] for f in ev.follows]}  # fmt: skip
-        groups = {"group_id": [g[0] for g in ev.groups], "step": [self.step] * len(ev.groups),
-                  "creator": [g[1] for g in ev.groups], "name": [g[2] for g in ev.groups]}  # fmt: skip
-        msgs = {"step": [self.step] * len(ev.group_messages), "seq": list(range(len(ev.group_messages))),
-                "group_id": [m[0] for m in ev.group_messages], "agent_id": [m[1] for m in ev.group_messages],
-                "content": [m[2] for m in ev.group_messages]}  # fmt: skip
-        out: dict[str, Any] = {"posts": _typed(posts, {"parent_id": pa.int64(), "post_id": pa.int64(), "root_id": pa.int64()}),
-                               "actions": _typed(self.actions, {"post_id": pa.int64(), "reason": pa.string(), "rationale": pa.string()}),
-                               "exposures": _typed(self.exposures, {"post_id": pa.int64(), "rank": pa.int16()}),
-                               "stances": self.stances, "follow_events": _typed(follows, {"event": pa.int8()}),
-                               "groups": groups, "group_messages": msgs,
-                               "surveys": _typed(self.surveys, {"value": pa.float64(), "answer": pa.string(), "reason": pa.string()})}  # fmt: skip
+        follows = {
+            "step": [self.step] * len(ev.follows),
+            "seq": list(range(len(ev.follows))),
+            "src": [f[0] for f in ev.follows],
+            "dst": [f[1] for f in ev.follows],
+            "event": [f[2] for f in ev.follows],
+        }
+        groups = {
+            "group_id": [g[0] for g in ev.groups],
+            "step": [self.step] * len(ev.groups),
+            "creator": [g[1] for g in ev.groups],
+            "name": [g[2] for g in ev.groups],
+        }
+        msgs = {
+            "step": [self.step] * len(ev.group_messages),
+            "seq": list(range(len(ev.group_messages))),
+            "group_id": [m[0] for m in ev.group_messages],
+            "agent_id": [m[1] for m in ev.group_messages],
+            "content": [m[2] for m in ev.group_messages],
+        }
+        out: dict[str, Any] = {
+            "posts": _typed(posts, {"parent_id": pa.int64(), "post_id": pa.int64(), "root_id": pa.int64()}),
+            "actions": _typed(self.actions, {"post_id": pa.int64(), "reason": pa.string(), "rationale": pa.string()}),
+            "exposures": _typed(self.exposures, {"post_id": pa.int64(), "rank": pa.int16()}),
+            "stances": self.stances,
+            "follow_events": _typed(follows, {"event": pa.int8()}),
+            "groups": groups,
+            "group_messages": msgs,
+            "surveys": _typed(self.surveys, {"value": pa.float64(), "answer": pa.string(), "reason": pa.string()}),
+        }
         out.update(self.extra)
         return out
 

@@ -42,7 +42,9 @@ def _mix(z: np.ndarray) -> np.ndarray:
 def uniform(key: int, purpose: int, step: int, ids: np.ndarray, sub: int = 0) -> np.ndarray:
     """One U[0,1) draw per id, a pure function of (key, purpose, step, id, sub)."""
     with np.errstate(over="ignore"):
-        base = _mix(np.asarray([key ^ (purpose * 0x100000001B3) ^ (sub << 40)], dtype=np.uint64) + np.uint64(step) * _GOLD)
+        base = _mix(
+            np.asarray([key ^ (purpose * 0x100000001B3) ^ (sub << 40)], dtype=np.uint64) + np.uint64(step) * _GOLD
+        )
         z = _mix(base + (np.asarray(ids, dtype=np.uint64) + np.uint64(1)) * _GOLD)
     return (z >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
 

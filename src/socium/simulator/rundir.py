@@ -48,7 +48,7 @@ class RunDirLock:
     def held(self) -> bool:
         return self._fh is not None
 
-    def acquire(self) -> "RunDirLock":
+    def acquire(self) -> RunDirLock:
         """Take the lock or raise :class:`RunDirError` naming the process that holds it."""
         if self._fh is not None:
             return self
@@ -62,8 +62,10 @@ class RunDirLock:
             except BlockingIOError:
                 owner = _read_owner(fh)
                 fh.close()
-                raise RunDirError(f"{self.run_dir} is in use by {describe_owner(owner)}; wait for it to finish, "
-                                  "or stop it, or choose another --out") from None  # fmt: skip
+                raise RunDirError(
+                    f"{self.run_dir} is in use by {describe_owner(owner)}; wait for it to finish, "
+                    "or stop it, or choose another --out"
+                ) from None
             if _same_file(fh, self.path):
                 break
             fh.close()  # a failed start unlinked the file we opened: lock the one now at the path
@@ -91,7 +93,7 @@ class RunDirLock:
         finally:
             fh.close()  # closing the descriptor releases the flock
 
-    def __enter__(self) -> "RunDirLock":
+    def __enter__(self) -> RunDirLock:
         return self.acquire()
 
     def __exit__(self, *exc: object) -> None:
@@ -113,8 +115,12 @@ def _same_file(fh: Any, path: Path) -> bool:
 
 
 def owner_record() -> dict[str, Any]:
-    return {"pid": os.getpid(), "host": socket.gethostname(), "argv": " ".join(sys.argv)[:300],
-            "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}  # fmt: skip
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "argv": " ".join(sys.argv)[:300],
+        "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
 
 
 def describe_owner(owner: dict[str, Any] | None) -> str:
@@ -162,5 +168,7 @@ def refuse_foreign(run_dir: Path, lock_is_ours: bool = True) -> None:
     foreign = foreign_entries(run_dir, lock_is_ours)
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        raise RunDirError(f"{run_dir} holds files socium did not write ({shown}); choose an empty or new --out, "
-                          "or pass --force to write the run beside them")  # fmt: skip
+        raise RunDirError(
+            f"{run_dir} holds files socium did not write ({shown}); choose an empty or new --out, "
+            "or pass --force to write the run beside them"
+        )

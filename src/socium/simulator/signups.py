@@ -9,7 +9,7 @@ so a sign-up asked for from Python (``Simulation.step(sign_up=...)``) replays li
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -27,7 +27,9 @@ class SignUps:
         for i, j in enumerate(schedule):
             bad = [a for a in j.agents if not 0 <= a < n]
             if bad:
-                raise ConfigError(f"population.join_schedule[{i}]: agent(s) {bad} are not agent ids (population has {n})")
+                raise ConfigError(
+                    f"population.join_schedule[{i}]: agent(s) {bad} are not agent ids (population has {n})"
+                )
             if j.step is not None:
                 self.due.setdefault(j.step, []).extend(j.agents)
             late.extend(j.agents)

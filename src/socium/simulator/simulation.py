@@ -8,16 +8,17 @@ what lets a million rule-based agents fit on a laptop.
 from __future__ import annotations
 
 import gc
-import logging
 import json
+import logging
 import platform as _stdlib_platform  # the standard library module; socium never shadows it
 import shutil
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import duckdb
 import mesa
@@ -26,28 +27,28 @@ import pyarrow as pa
 
 import socium
 from socium.agents import perspectives
+from socium.agents.llm_policy import call_rows
 from socium.agents.memory import MemoryStream, feed_query, make_memory
 from socium.agents.observation import Decision, Observation
 from socium.agents.routing import llm_route
 from socium.agents.rules import RULE_POLICIES
 from socium.config import ExperimentConfig, config_from_dict
 from socium.errors import ConfigError, RunDirError, TraceError, UsageError
-from socium.platform.actions import CreatePost, parse_action
-from socium.platform.state import PlatformState
-from socium.platform.text import quote_inline, quote_untrusted
-from socium.recsys.registry import make_recommender
-from socium.simulator.executors import Executor, make_executor
-from socium.agents.llm_policy import call_rows
-from socium.simulator.recording import StepRecorder, clean_action
-from socium.simulator.rng import ACTIVATION, RECSYS, component_rng, root_key, uniform
-from socium.simulator.inputs import changed_inputs, config_diff, inputs_json, preflight
-from socium.simulator.rundir import REPLACED_BY_FORCE, RunDirLock, check_out_path, describe_owner, refuse_foreign
-from socium.simulator.store import TraceStore, open_trace, read_run_row
 from socium.llm.cache import llm_calls_ddl
 from socium.moderation.engine import ModerationLayer
+from socium.platform.actions import CreatePost, parse_action
+from socium.platform.state import PlatformState
+from socium.platform.text import quote_inline
+from socium.recsys.registry import make_recommender
 from socium.simulator import interviews as iv
-from socium.simulator.signups import SignUps
+from socium.simulator.executors import Executor, make_executor
+from socium.simulator.inputs import changed_inputs, config_diff, inputs_json, preflight
 from socium.simulator.llm_health import mark_aborted, spent_from_trace, step_problem
+from socium.simulator.recording import StepRecorder, clean_action
+from socium.simulator.rng import ACTIVATION, RECSYS, component_rng, root_key, uniform
+from socium.simulator.rundir import REPLACED_BY_FORCE, RunDirLock, check_out_path, describe_owner, refuse_foreign
+from socium.simulator.signups import SignUps
+from socium.simulator.store import TraceStore, open_trace, read_run_row
 from socium.simulator.surveys import run_surveys
 from socium.simulator.timing import ExposureTiming, params_from_config
 from socium.simulator.world import build_follows, build_population
@@ -124,7 +125,9 @@ class Simulation(mesa.Model):
         cfg = self.cfg
         self.population, following = build_population(cfg)
         if cfg.policy.kind == "bounded_confidence" and np.isnan(self.population.stance).all():
-            raise ConfigError("policy.kind 'bounded_confidence' needs stances: set population.stance to 'uniform' or 'bimodal'")
+            raise ConfigError(
+                "policy.kind 'bounded_confidence' needs stances: set population.stance to 'uniform' or 'bimodal'"
+            )
         self.n = len(self.population)
         for sp in cfg.seed_posts:
             if sp.author >= self.n:
@@ -138,16 +141,28 @@ class Simulation(mesa.Model):
         self.signups = SignUps(cfg.population.join_schedule, self.n)
         follows = self.signups.withhold(build_follows(cfg, self.n, following))
         pc = cfg.platform
-        self.state = PlatformState(self.n, follows, pc.preset, pc.max_post_chars, pc.trend_window_steps,
-                                   pc.search_limit, usernames=self.population.usernames,
-                                   allow_self_rating=pc.allow_self_rating)  # fmt: skip
+        self.state = PlatformState(
+            self.n,
+            follows,
+            pc.preset,
+            pc.max_post_chars,
+            pc.trend_window_steps,
+            pc.search_limit,
+            usernames=self.population.usernames,
+            allow_self_rating=pc.allow_self_rating,
+        )
         self.state.joined = self.signups.initial_joined()
         self.moderation = ModerationLayer(cfg.moderation, cfg.roles, self.n, self.key, cfg.perspective)
         self.moderation.apply_goals(self.population)
         self.recsys = self.moderation.wrap(make_recommender(cfg.recsys, self))  # removal/down-ranking in every feed
         tc = cfg.timing
-        self.timing = None if tc.kind == "activation" else ExposureTiming(
-            params_from_config(tc), self.key, self.n, cfg.step_minutes * cfg.time_magnification, tc.max_delay_min)
+        self.timing = (
+            None
+            if tc.kind == "activation"
+            else ExposureTiming(
+                params_from_config(tc), self.key, self.n, cfg.step_minutes * cfg.time_magnification, tc.max_delay_min
+            )
+        )
         self.policy = policy if policy is not None else self._make_policy()
         if hasattr(self.policy, "set_route"):  # before the executor ships the policy to workers
             self.policy.set_route(*llm_route(cfg, self.population))
@@ -186,7 +201,11 @@ class Simulation(mesa.Model):
         if db.exists() and not resume:
             if not force:
                 last = _peek_last_step(db)
-                state = "a finished run" if last is not None and last >= self.cfg.steps - 1 else "an unfinished run (use --resume)"
+                state = (
+                    "a finished run"
+                    if last is not None and last >= self.cfg.steps - 1
+                    else "an unfinished run (use --resume)"
+                )
                 raise RunDirError(f"{self.run_dir} already holds {state}; pass --force to overwrite")
         elif not force:
             refuse_foreign(self.run_dir, lock_is_ours=self._lock.existed)
@@ -210,8 +229,10 @@ class Simulation(mesa.Model):
             except (TypeError, ValueError):
                 diff = ["(the recorded config is unreadable)"]
             shown = "; ".join(diff[:8]) + (f"; and {len(diff) - 8} more" if len(diff) > 8 else "")
-            raise RunDirError(f"{self.run_dir}: config differs from the one this run started with "
-                              f"(hash {str(rec['config_hash'])[:12]}): {shown}")  # fmt: skip
+            raise RunDirError(
+                f"{self.run_dir}: config differs from the one this run started with "
+                f"(hash {str(rec['config_hash'])[:12]}): {shown}"
+            )
         if rec.get("input_digests"):
             try:
                 recorded = json.loads(rec["input_digests"])
@@ -237,25 +258,55 @@ class Simulation(mesa.Model):
         pop = self.population
         cfg = self.cfg
         (self.run_dir / "config.json").write_text(cfg.canonical_json(), encoding="utf-8")
-        runs = {"run_id": [uuid.uuid4().hex], "name": [cfg.name], "config": [cfg.canonical_json()],
-                "config_hash": [cfg.config_hash()], "seed": [cfg.seed], "perspective": [cfg.perspective],
-                "socium_version": [socium.__version__], "python_version": [_stdlib_platform.python_version()],
-                "duckdb_version": [duckdb.__version__], "created_at": [_now()],
-                "input_digests": [inputs_json(self.inputs)]}  # fmt: skip
+        runs = {
+            "run_id": [uuid.uuid4().hex],
+            "name": [cfg.name],
+            "config": [cfg.canonical_json()],
+            "config_hash": [cfg.config_hash()],
+            "seed": [cfg.seed],
+            "perspective": [cfg.perspective],
+            "socium_version": [socium.__version__],
+            "python_version": [_stdlib_platform.python_version()],
+            "duckdb_version": [duckdb.__version__],
+            "created_at": [_now()],
+            "input_digests": [inputs_json(self.inputs)],
+        }
         act = pa.FixedSizeListArray.from_arrays(pa.array(pop.activity.ravel()), 24).cast(pa.list_(pa.float32()))
-        agents = pa.table({
-            "agent_id": pa.array(np.arange(self.n, dtype=np.int64)), "name": pop.names, "username": pop.usernames,
-            "bio": pop.bios, "interests": pa.array(pop.interests, pa.list_(pa.string())),
-            "stance": pa.array(pop.stance.astype(np.float64), from_pandas=True), "goal": pa.array(pop.goals, pa.string()),
-            "activity": act,
-        })  # fmt: skip
+        agents = pa.table(
+            {
+                "agent_id": pa.array(np.arange(self.n, dtype=np.int64)),
+                "name": pop.names,
+                "username": pop.usernames,
+                "bio": pop.bios,
+                "interests": pa.array(pop.interests, pa.list_(pa.string())),
+                "stance": pa.array(pop.stance.astype(np.float64), from_pandas=True),
+                "goal": pa.array(pop.goals, pa.string()),
+                "activity": act,
+            }
+        )
         src, dst = self.state.follows.edges()
-        follows = pa.table({"step": pa.array(np.full(len(src), -1, np.int32)), "seq": pa.array(np.arange(len(src), dtype=np.int32)),
-                            "src": pa.array(src.astype(np.int64)), "dst": pa.array(dst.astype(np.int64)),
-                            "event": pa.array(np.ones(len(src), np.int8))})  # fmt: skip
-        self.store.append_step(-1, {"runs": runs, "agents": agents, "follow_events": follows},
-                               {"sim_time_s": 0.0, "n_active": 0, "n_actions": 0, "n_posts": 0, "n_exposures": 0,
-                                "wall_s": self._since_last_commit(), "committed_at": _now()})
+        follows = pa.table(
+            {
+                "step": pa.array(np.full(len(src), -1, np.int32)),
+                "seq": pa.array(np.arange(len(src), dtype=np.int32)),
+                "src": pa.array(src.astype(np.int64)),
+                "dst": pa.array(dst.astype(np.int64)),
+                "event": pa.array(np.ones(len(src), np.int8)),
+            }
+        )
+        self.store.append_step(
+            -1,
+            {"runs": runs, "agents": agents, "follow_events": follows},
+            {
+                "sim_time_s": 0.0,
+                "n_active": 0,
+                "n_actions": 0,
+                "n_posts": 0,
+                "n_exposures": 0,
+                "wall_s": self._since_last_commit(),
+                "committed_at": _now(),
+            },
+        )
 
     def _restore(self) -> None:
         """Rebuild platform, recommender and agent state by replaying the committed trace."""
@@ -267,8 +318,10 @@ class Simulation(mesa.Model):
         if row is None:
             raise TraceError(f"{self.run_dir}: trace has committed steps but no run row")
         if last >= self.cfg.steps:
-            raise RunDirError(f"{self.run_dir}: {last + 1} steps are already committed; steps={self.cfg.steps} "
-                              "would shorten the run (a run can be extended, not cut)")
+            raise RunDirError(
+                f"{self.run_dir}: {last + 1} steps are already committed; steps={self.cfg.steps} "
+                "would shorten the run (a run can be extended, not cut)"
+            )
         con = self.store.con
         if json.loads(row["config"]).get("steps") != self.cfg.steps:
             self._extend_to(self.cfg.steps)
@@ -286,15 +339,17 @@ class Simulation(mesa.Model):
             acted: set[int] = set()
             for agent, typ, args, outcome, post_id, origin in rows:
                 if origin != "seed" and agent not in acted:  # it was observed this step: its pending
-                    acted.add(agent)                         # results were shown (and consumed) then
+                    acted.add(agent)  # results were shown (and consumed) then
                     self.pending_results.pop(agent, None)
                 if typ == "invalid_llm_output":
                     continue
                 action = parse_action({"type": typ, **json.loads(args)})
                 got = self.state.apply(agent, action)
                 if got.status != outcome or (got.post_id != post_id and post_id is not None):
-                    raise TraceError(f"replay diverged at step {step}, agent {agent}, action {typ}: "
-                                     f"recorded {outcome}/{post_id}, replayed {got.status}/{got.post_id}")  # fmt: skip
+                    raise TraceError(
+                        f"replay diverged at step {step}, agent {agent}, action {typ}: "
+                        f"recorded {outcome}/{post_id}, replayed {got.status}/{got.post_id}"
+                    )
                 if self.needs_profile and origin != "seed":
                     pending = perspectives.pending_from(typ, getattr(action, "query", ""), got.results)
                     if pending is not None:
@@ -311,15 +366,22 @@ class Simulation(mesa.Model):
         ).fetchall():
             self.population.stance[agent] = stance
         if self.needs_profile and isinstance(self.memory, MemoryStream):
-            self.memory.restore(con.execute("SELECT step, agent_id, kind, text, importance FROM memories "
-                                            "ORDER BY step, seq").fetchall())  # fmt: skip
-            self.memory.active_steps = {int(a): int(n) for a, n in con.execute(
-                "SELECT agent_id, count(DISTINCT step) FROM actions WHERE origin = 'llm' GROUP BY 1").fetchall()}  # fmt: skip
+            self.memory.restore(
+                con.execute("SELECT step, agent_id, kind, text, importance FROM memories ORDER BY step, seq").fetchall()
+            )
+            self.memory.active_steps = {
+                int(a): int(n)
+                for a, n in con.execute(
+                    "SELECT agent_id, count(DISTINCT step) FROM actions WHERE origin = 'llm' GROUP BY 1"
+                ).fetchall()
+            }
         elif self.needs_profile and self.cfg.llm_agents.memory_size:
             rows = con.execute(
                 "SELECT step, agent_id, type, args, outcome FROM (SELECT *, row_number() OVER "
                 "(PARTITION BY agent_id ORDER BY step DESC, seq DESC) AS r FROM actions WHERE origin != 'seed') "
-                "WHERE r <= ? ORDER BY step, seq", [self.cfg.llm_agents.memory_size]).fetchall()  # fmt: skip
+                "WHERE r <= ? ORDER BY step, seq",
+                [self.cfg.llm_agents.memory_size],
+            ).fetchall()
             for step, agent, typ, args, outcome in rows:
                 self._remember(agent, memory_line(step, typ, json.loads(args), outcome))
         self.next_call_id = int(con.execute("SELECT coalesce(max(call_id), -1) + 1 FROM llm_calls").fetchone()[0])
@@ -388,8 +450,10 @@ class Simulation(mesa.Model):
         for u, feed in zip(users.tolist(), feeds):
             rec.exposure(u, feed.post_ids, feed.sources)
             followees = set(st.follows.followees(u).tolist()) if need_adopt else None
-            items = [perspectives.feed_item(st, names, stance, u, pid, src, rank, followees)
-                     for rank, (pid, src) in enumerate(zip(feed.post_ids, feed.sources))]  # fmt: skip
+            items = [
+                perspectives.feed_item(st, names, stance, u, pid, src, rank, followees)
+                for rank, (pid, src) in enumerate(zip(feed.post_ids, feed.sources))
+            ]
             s_u = float(stance[u])
             o = Observation(u, step, st.time, self.hour(step), items, None if np.isnan(s_u) else s_u)
             if self.needs_profile:  # what the perspective shows an LLM agent: agents/perspectives.py
@@ -413,8 +477,14 @@ class Simulation(mesa.Model):
             names = self.population.usernames
             for o in obs:
                 for it in o.feed:
-                    mem.add(o.agent_id, o.step, "observation", f"@{names[it.author]} ({it.kind}): {it.text[:200]}",
-                            engagement=it.likes + it.reposts + it.comments, ref_post_id=it.post_id)  # fmt: skip
+                    mem.add(
+                        o.agent_id,
+                        o.step,
+                        "observation",
+                        f"@{names[it.author]} ({it.kind}): {it.text[:200]}",
+                        engagement=it.likes + it.reposts + it.comments,
+                        ref_post_id=it.post_id,
+                    )
 
     def _remember(self, agent: int, line: str, action_type: str | None = None) -> None:
         """An own action (or an invalid answer) goes into the agent's memory."""
@@ -471,8 +541,11 @@ class Simulation(mesa.Model):
                     rec.flags[out.post_id] = (trunc, san)
                 rec.action(d.agent_id, d.meta.get("origin", "policy"), action, out, d.meta.get("reason"))
                 if self.needs_profile and d.meta.get("origin") != "seed":
-                    self._remember(d.agent_id, memory_line(self.state.step, action.type, action.model_dump(exclude={"type"}),
-                                                           out.status), action.type)  # fmt: skip
+                    self._remember(
+                        d.agent_id,
+                        memory_line(self.state.step, action.type, action.model_dump(exclude={"type"}), out.status),
+                        action.type,
+                    )
                 if self.needs_profile:  # shown (and only then recorded as exposures) in its next observation
                     pending = perspectives.pending_from(action.type, getattr(action, "query", ""), out.results)
                     if pending is not None:
@@ -488,8 +561,12 @@ class Simulation(mesa.Model):
         self.steps += 1
         return self._user_step(*args, **kwargs)
 
-    def step(self, actions: Mapping[int, Sequence[Any]] | None = None, active: Sequence[int] | None = None,
-             sign_up: Sequence[int] | None = None) -> StepStats:  # fmt: skip
+    def step(
+        self,
+        actions: Mapping[int, Sequence[Any]] | None = None,
+        active: Sequence[int] | None = None,
+        sign_up: Sequence[int] | None = None,
+    ) -> StepStats:
         """Simulate and commit one step, optionally steered from Python (an environment-style API).
 
         ``actions``: ``{agent_id: [Action or action dict, ...]}`` applied first, in agent-id order, with
@@ -534,8 +611,12 @@ class Simulation(mesa.Model):
             for k, v in (("step", step), ("agent_id", agent), ("origin", origin)):
                 rec.extra["sign_ups"][k].append(v)
 
-    def advance(self, actions: Mapping[int, Sequence[Any]] | None = None, active: Sequence[int] | None = None,
-                sign_up: Sequence[int] | None = None) -> StepStats:  # fmt: skip
+    def advance(
+        self,
+        actions: Mapping[int, Sequence[Any]] | None = None,
+        active: Sequence[int] | None = None,
+        sign_up: Sequence[int] | None = None,
+    ) -> StepStats:
         """Simulate and commit one step (see :meth:`step` for the arguments)."""
         t0 = time.perf_counter()
         step = self.next_step
@@ -552,10 +633,16 @@ class Simulation(mesa.Model):
         st.begin_step(step, self.sim_time(step))
         rec = StepRecorder(step)
         self._sign_up(step, asked, rec)
-        seeds = [Decision(sp.author, [CreatePost(content=sp.content)], meta={"origin": "seed", **seed_truth(sp)})
-                 for sp in self.cfg.seed_posts if sp.step == step]  # fmt: skip
-        seeds += [Decision(sa.agent, [parse_action(sa.action)], meta={"origin": "seed"})
-                  for sa in self.cfg.seed_actions if sa.step == step]  # fmt: skip
+        seeds = [
+            Decision(sp.author, [CreatePost(content=sp.content)], meta={"origin": "seed", **seed_truth(sp)})
+            for sp in self.cfg.seed_posts
+            if sp.step == step
+        ]
+        seeds += [
+            Decision(sa.agent, [parse_action(sa.action)], meta={"origin": "seed"})
+            for sa in self.cfg.seed_actions
+            if sa.step == step
+        ]
         n_actions = self.apply_decisions(seeds, rec)
         n_actions += self.apply_decisions(manual, rec)
         active = self.active_agents(step) if chosen is None else chosen
@@ -568,7 +655,9 @@ class Simulation(mesa.Model):
             decisions += self.moderation.extra_decisions(observations, st)  # fact-checkers' reports
             n_actions += self.apply_decisions(decisions, rec)
             new_posts = range(st.events.first_post, len(st.posts))
-            moderated = self.moderation.after_actions(st, step, self.population.stance, st.events.first_post, observations)
+            moderated = self.moderation.after_actions(
+                st, step, self.population.stance, st.events.first_post, observations
+            )
             self.recsys.observe(st, new_posts, step)
             if self.timing is not None:
                 self.timing.observe(st, new_posts, step)
@@ -601,11 +690,20 @@ class Simulation(mesa.Model):
         for name, extra in getattr(self.policy, "drain_rows", lambda: {})().items():
             batches[name] = extra
         wall = time.perf_counter() - t0
-        self.store.append_step(step, batches, {
-            "sim_time_s": st.time, "n_active": len(active), "n_actions": n_actions, "n_posts": len(new_posts),
-            "n_exposures": len(rec.exposures["step"]), "wall_s": self._since_last_commit(),
-            "committed_at": _now(), "sim_datetime": _naive(self.sim_datetime(step)),
-        })  # fmt: skip
+        self.store.append_step(
+            step,
+            batches,
+            {
+                "sim_time_s": st.time,
+                "n_active": len(active),
+                "n_actions": n_actions,
+                "n_posts": len(new_posts),
+                "n_exposures": len(rec.exposures["step"]),
+                "wall_s": self._since_last_commit(),
+                "committed_at": _now(),
+                "sim_datetime": _naive(self.sim_datetime(step)),
+            },
+        )
         self.next_step = step + 1
         tokens = sum((c[2].prompt_tokens or 0) + (c[2].completion_tokens or 0) for c in rec.calls)
         return StepStats(step, st.time, len(active), n_actions, len(new_posts), wall, len(rec.calls), tokens)
@@ -625,7 +723,7 @@ class Simulation(mesa.Model):
         self.next_call_id += len(calls)
         return {a: text for a, _rid, text in answered}
 
-    def __enter__(self) -> "Simulation":
+    def __enter__(self) -> Simulation:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -684,7 +782,9 @@ def interview_table(parts: list[dict[str, list]]) -> pa.Table:
     cols: dict[str, list] = {k: [] for k in iv.COLUMNS}
     for p in parts:
         cols = iv.merge(cols, p)
-    return pa.table({k: pa.array(v, type=pa.int64() if k in ("call_id", "agent_id") else None) for k, v in cols.items()})
+    return pa.table(
+        {k: pa.array(v, type=pa.int64() if k in ("call_id", "agent_id") else None) for k, v in cols.items()}
+    )
 
 
 def memory_line(step: int, typ: str, args: dict, outcome: str) -> str:

@@ -7,9 +7,10 @@ The ``steps`` row of a step is committed in the same transaction as all of that 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -17,13 +18,26 @@ import pyarrow as pa
 from socium.errors import TraceError
 
 TABLES = (
-    "runs", "agents", "follow_events", "posts", "actions", "exposures", "stances", "groups",
-    "group_messages", "surveys", "interviews", "sign_ups", "steps",
-)  # fmt: skip
+    "runs",
+    "agents",
+    "follow_events",
+    "posts",
+    "actions",
+    "exposures",
+    "stances",
+    "groups",
+    "group_messages",
+    "surveys",
+    "interviews",
+    "sign_ups",
+    "steps",
+)
 # Columns that hold wall-clock facts; excluded when comparing two runs for determinism.
-VOLATILE = {"runs": {"run_id", "created_at", "socium_version", "python_version", "duckdb_version"},
-            "steps": {"wall_s", "committed_at"},
-            "llm_calls": {"latency_s", "created_at"}}  # fmt: skip
+VOLATILE = {
+    "runs": {"run_id", "created_at", "socium_version", "python_version", "duckdb_version"},
+    "steps": {"wall_s", "committed_at"},
+    "llm_calls": {"latency_s", "created_at"},
+}
 
 
 def _schema_sql() -> str:
@@ -32,8 +46,12 @@ def _schema_sql() -> str:
 
 # DuckDB settings for a connection that runs SQL a user typed: the trace and nothing else. Without
 # them ``read_csv('/etc/passwd')``, ``COPY ... TO`` and ``INSTALL`` reach the whole machine.
-SANDBOX = {"enable_external_access": False, "autoinstall_known_extensions": False,
-           "autoload_known_extensions": False, "lock_configuration": True}  # fmt: skip
+SANDBOX = {
+    "enable_external_access": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "lock_configuration": True,
+}
 
 
 def open_trace(path: str | Path, *, read_only: bool = True, sandbox: bool = False) -> duckdb.DuckDBPyConnection:
@@ -96,7 +114,9 @@ class TraceStore:
             return None
         return dict(zip([d[0] for d in cur.description], row))
 
-    def append_step(self, step: int, batches: Mapping[str, pa.Table | dict[str, list]], step_row: dict[str, Any]) -> None:
+    def append_step(
+        self, step: int, batches: Mapping[str, pa.Table | dict[str, list]], step_row: dict[str, Any]
+    ) -> None:
         """Write all of a step's rows and its ``steps`` marker in one transaction."""
         con = self.con
         con.begin()
@@ -155,7 +175,12 @@ def trace_digest(path: str | Path) -> dict[str, str]:
     """Per-table digests of a finished run, for comparing two runs row for row."""
     con = duckdb.connect(str(path), read_only=True)
     try:
-        names = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables WHERE table_type='BASE TABLE'").fetchall()]
+        names = [
+            r[0]
+            for r in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_type='BASE TABLE'"
+            ).fetchall()
+        ]
         return {t: table_digest(con, t) for t in sorted(names)}
     finally:
         con.close()
@@ -165,7 +190,9 @@ def check_no_duplicates(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     """Count exact duplicate rows per table (0 everywhere in a healthy trace)."""
     out = {}
     for t in TABLES:
-        n = con.execute(f'SELECT count(*) - (SELECT count(*) FROM (SELECT DISTINCT * FROM "{t}")) FROM "{t}"').fetchone()
+        n = con.execute(
+            f'SELECT count(*) - (SELECT count(*) FROM (SELECT DISTINCT * FROM "{t}")) FROM "{t}"'
+        ).fetchone()
         out[t] = int(n[0]) if n else 0
     return out
 

@@ -10,7 +10,8 @@ second invalid answer is recorded as such, never as a silent NULL.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -36,8 +37,14 @@ def surveyed_agents(sim: Any, step: int, index: int, fraction: float) -> np.ndar
 
 def survey_schema(scale: tuple[float, float]) -> dict[str, Any]:
     lo, hi = scale
-    return {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 300},
-            "value": {"type": "number", "minimum": lo, "maximum": hi}}, "required": ["answer", "value"]}
+    return {
+        "type": "object",
+        "properties": {
+            "answer": {"type": "string", "maxLength": 300},
+            "value": {"type": "number", "minimum": lo, "maximum": hi},
+        },
+        "required": ["answer", "value"],
+    }
 
 
 def validate_survey(data: Any, scale: tuple[float, float]) -> tuple[str, float]:
@@ -54,12 +61,13 @@ def validate_survey(data: Any, scale: tuple[float, float]) -> tuple[str, float]:
     return clean_text(answer if isinstance(answer, str) else str(answer), 300).text, float(v)
 
 
-async def _ask(policy: Any, profile: Any, memory: Sequence[str], question: str, scale: tuple[float, float],
-               step: int) -> SurveyAnswer:
+async def _ask(
+    policy: Any, profile: Any, memory: Sequence[str], question: str, scale: tuple[float, float], step: int
+) -> SurveyAnswer:
     from socium.agents import prompts as P
 
     lo, hi = scale
-    q = f"{question}\nAnswer as JSON: {{\"answer\": short text, \"value\": a number from {lo} to {hi}}}."
+    q = f'{question}\nAnswer as JSON: {{"answer": short text, "value": a number from {lo} to {hi}}}.'
     msgs = P.interview_messages(profile, memory, q, **(policy.persona_kw() if hasattr(policy, "persona_kw") else {}))
     meta = {"step": step, "agent_id": profile.id, "survey": True}
     last_err, raw = "", ""
@@ -75,14 +83,16 @@ async def _ask(policy: Any, profile: Any, memory: Sequence[str], question: str, 
             return answer, value, None
         except ValueError as exc:
             last_err = clean_text(str(exc), 300).text
-            msgs = msgs + [{"role": "assistant", "content": raw},
-                           {"role": "user", "content": f"That answer was invalid: {last_err}. "
-                                                       "Reply with one valid JSON object."}]
+            msgs = msgs + [
+                {"role": "assistant", "content": raw},
+                {"role": "user", "content": f"That answer was invalid: {last_err}. Reply with one valid JSON object."},
+            ]
     return raw[:300], None, f"invalid output after re-ask: {last_err}"
 
 
-def ask_llm_survey(policy: Any, people: Sequence[tuple[Any, Sequence[str]]], question: str,
-                   scale: tuple[float, float], step: int) -> list[SurveyAnswer]:
+def ask_llm_survey(
+    policy: Any, people: Sequence[tuple[Any, Sequence[str]]], question: str, scale: tuple[float, float], step: int
+) -> list[SurveyAnswer]:
     """Every person's answer, asked concurrently through the policy's backend stack."""
     if not people:
         return []

@@ -60,8 +60,12 @@ class DelayDistribution:
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise ConfigError(f"timing delay family {self.family!r} is not one of {', '.join(FAMILIES)}")
-        need = {"lognormal": {"mu", "sigma"}, "weibull": {"shape", "scale"}, "lomax": {"alpha", "scale"},
-                "lognormal_mixture": {"weights", "mus", "sigmas"}}[self.family]  # fmt: skip
+        need = {
+            "lognormal": {"mu", "sigma"},
+            "weibull": {"shape", "scale"},
+            "lomax": {"alpha", "scale"},
+            "lognormal_mixture": {"weights", "mus", "sigmas"},
+        }[self.family]
         missing = need - set(self.params)
         if missing:
             raise ConfigError(f"timing delay ({self.family}): missing parameters {sorted(missing)}")
@@ -70,7 +74,9 @@ class DelayDistribution:
             if not (len(w) == len(self.params["mus"]) == len(self.params["sigmas"])) or len(w) == 0:
                 raise ConfigError("timing delay (lognormal_mixture): weights, mus and sigmas differ in length")
             if (w < 0).any() or not math.isclose(float(w.sum()), 1.0, rel_tol=1e-6):
-                raise ConfigError(f"timing delay (lognormal_mixture): weights must be >= 0 and sum to 1, got {w.tolist()}")
+                raise ConfigError(
+                    f"timing delay (lognormal_mixture): weights must be >= 0 and sum to 1, got {w.tolist()}"
+                )
 
     def log_quantile(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
         """log of the ``u``-quantile (``v``: a second uniform picking a mixture component)."""
@@ -111,7 +117,7 @@ class DelayDistribution:
     def cdf(self, x: np.ndarray) -> np.ndarray:
         return sum(w * d.cdf(x) for w, d in self._components())
 
-    def narrowed(self, user_sigma: float) -> "DelayDistribution":
+    def narrowed(self, user_sigma: float) -> DelayDistribution:
         """The within-user distribution once a per-user log factor of sd ``user_sigma`` is drawn apart.
 
         The fitted marginal already contains between-user spread; drawing ``z_f`` on top would count
@@ -146,26 +152,38 @@ class TimingParams:
             raise ConfigError(f"timing user_sigma > 0 needs a log-normal delay family, not {self.delay.family!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"delay": {"family": self.delay.family, **self.delay.params}, "b_author": self.b_author,
-                "b_root": self.b_root, "user_sigma": self.user_sigma, "meta": self.meta}  # fmt: skip
+        return {
+            "delay": {"family": self.delay.family, **self.delay.params},
+            "b_author": self.b_author,
+            "b_root": self.b_root,
+            "user_sigma": self.user_sigma,
+            "meta": self.meta,
+        }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], where: str = "timing.params") -> "TimingParams":
+    def from_dict(cls, d: dict[str, Any], where: str = "timing.params") -> TimingParams:
         if not isinstance(d, dict) or not isinstance(d.get("delay"), dict) or "family" not in d["delay"]:
-            raise ConfigError(f"{where}: expected {{delay: {{family: ..., <parameters>}}, b_author, b_root, user_sigma}}")
+            raise ConfigError(
+                f"{where}: expected {{delay: {{family: ..., <parameters>}}, b_author, b_root, user_sigma}}"
+            )
         delay = dict(d["delay"])
         family = delay.pop("family")
         unknown = set(d) - {"delay", "b_author", "b_root", "user_sigma", "meta"}
         if unknown:
             raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
         try:
-            return cls(DelayDistribution(family, delay), float(d.get("b_author", 0.0)), float(d.get("b_root", 0.0)),
-                       float(d.get("user_sigma", 0.0)), dict(d.get("meta", {})))  # fmt: skip
+            return cls(
+                DelayDistribution(family, delay),
+                float(d.get("b_author", 0.0)),
+                float(d.get("b_root", 0.0)),
+                float(d.get("user_sigma", 0.0)),
+                dict(d.get("meta", {})),
+            )
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
 
     @classmethod
-    def load(cls, path: str | Path) -> "TimingParams":
+    def load(cls, path: str | Path) -> TimingParams:
         p = Path(path)
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
@@ -173,15 +191,16 @@ class TimingParams:
             raise InputFileError(p, None, f"cannot read timing parameters: {exc}") from exc
         return cls.from_dict(data.get("timing", data), where=str(p))
 
-    def log_delays(self, u: np.ndarray, v: np.ndarray, author_followers: float, root_followers: float,
-                   user_z: np.ndarray) -> np.ndarray:  # fmt: skip
+    def log_delays(
+        self, u: np.ndarray, v: np.ndarray, author_followers: float, root_followers: float, user_z: np.ndarray
+    ) -> np.ndarray:
         """Log delays (minutes) for one post's followers from their uniforms and user factors."""
         base = self.delay.narrowed(self.user_sigma).log_quantile(u, v)
         shift = self.b_author * math.log1p(author_followers) + self.b_root * math.log1p(root_followers)
         return base + shift + user_z
 
 
-def params_from_config(cfg: "TimingConfig") -> TimingParams:
+def params_from_config(cfg: TimingConfig) -> TimingParams:
     """Inline ``timing.params`` win over ``timing.params_file`` (inline is what the config hash sees)."""
     if cfg.params:
         return TimingParams.from_dict(cfg.params)
@@ -197,8 +216,9 @@ class ExposureTiming:
     agents to wake at a step. Comments do not schedule anyone: feeds never show them.
     """
 
-    def __init__(self, params: TimingParams, seed_key: int, n: int, step_minutes: float,
-                 max_delay_min: float | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, params: TimingParams, seed_key: int, n: int, step_minutes: float, max_delay_min: float | None = None
+    ) -> None:
         self.params = params
         self.key = seed_key
         self.n = n
@@ -210,9 +230,11 @@ class ExposureTiming:
         from scipy import special
 
         ids = np.arange(n)
-        self.user_z = params.user_sigma * special.ndtri(np.clip(uniform(seed_key, TIMING, 0, ids, sub=2), 1e-12, 1 - 1e-12))
+        self.user_z = params.user_sigma * special.ndtri(
+            np.clip(uniform(seed_key, TIMING, 0, ids, sub=2), 1e-12, 1 - 1e-12)
+        )
 
-    def _followers(self, state: "PlatformState") -> tuple[np.ndarray, np.ndarray]:
+    def _followers(self, state: PlatformState) -> tuple[np.ndarray, np.ndarray]:
         """Reverse CSR (followers of each agent), rebuilt only when the follow graph changed size."""
         fi = state.follows
         if self._rev is None or fi.n_edges != self._rev_edges or fi._added or fi._removed:
@@ -223,7 +245,7 @@ class ExposureTiming:
             self._rev_edges = fi.n_edges
         return self._rev
 
-    def observe(self, state: "PlatformState", new_posts: range, step: int) -> None:
+    def observe(self, state: PlatformState, new_posts: range, step: int) -> None:
         if not len(new_posts):
             return
         indptr, followers = self._followers(state)
@@ -233,7 +255,7 @@ class ExposureTiming:
             if posts.get("kind", pid) == COMMENT:
                 continue
             a = posts.get("author", pid)
-            fol = followers[indptr[a]:indptr[a + 1]]
+            fol = followers[indptr[a] : indptr[a + 1]]
             if not len(fol):
                 continue
             r = posts.get("author", posts.get("root", pid))
@@ -242,7 +264,9 @@ class ExposureTiming:
             logd = self.params.log_delays(u, v, float(counts[a]), float(counts[r]), self.user_z[fol])
             delay = np.exp(np.minimum(logd, 50.0))
             keep = np.ones(len(fol), bool) if self.max_delay is None else delay <= self.max_delay
-            wake = step + np.maximum(1, np.ceil(np.maximum(delay[keep], MIN_DELAY_MIN) / self.dt - 1e-9)).astype(np.int64)
+            wake = step + np.maximum(1, np.ceil(np.maximum(delay[keep], MIN_DELAY_MIN) / self.dt - 1e-9)).astype(
+                np.int64
+            )
             fol = fol[keep]
             for w in np.unique(wake).tolist():
                 self.schedule.setdefault(int(w), []).append(fol[wake == w])

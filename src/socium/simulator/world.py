@@ -22,7 +22,11 @@ def build_population(cfg: ExperimentConfig) -> tuple[Population, list[list[int]]
     pc = cfg.population
     if pc.source == "synthetic":
         pop = synthetic_population(
-            pc.n_agents, derived_seed(cfg.seed, 1), stance=pc.stance, activity=pc.activity, mean_activity=pc.mean_activity
+            pc.n_agents,
+            derived_seed(cfg.seed, 1),
+            stance=pc.stance,
+            activity=pc.activity,
+            mean_activity=pc.mean_activity,
         )
         following = None
     elif pc.source == "oasis_csv":
@@ -67,7 +71,9 @@ def build_follows(cfg: ExperimentConfig, n: int, following: list[list[int]] | No
         src, dst = graph_to_edges(read_edgelist(gc.path, n=n, directed=gc.directed))
     elif gc.kind == "profiles":
         if following is None:
-            raise ConfigError(f"graph.kind 'profiles' needs a population source with following lists, not '{cfg.population.source}'")
+            raise ConfigError(
+                f"graph.kind 'profiles' needs a population source with following lists, not '{cfg.population.source}'"
+            )
         src, dst = graph_to_edges(graph_from_following(following))
     else:
         src, dst = generate_edges(gc.kind, n, derived_seed(cfg.seed, 2), **gc.params)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from typing import Callable, Sequence, Union
+from collections.abc import Callable, Sequence
+from typing import Union
 
 import numpy as np
 
@@ -41,8 +42,10 @@ def schema_answer(req: LLMRequest, seed: int = 0) -> str:
     """A schema-valid JSON answer (or a few words when no schema is given)."""
     rng = request_rng(req, seed)
     if req.json_schema is None:
-        return " ".join(str(w) for w in sample_from_schema({"type": "array", "items": {"type": "string"}},
-                                                           rng, depth=3)) or "ok"
+        return (
+            " ".join(str(w) for w in sample_from_schema({"type": "array", "items": {"type": "string"}}, rng, depth=3))
+            or "ok"
+        )
     return json.dumps(sample_from_schema(req.json_schema, rng))
 
 
@@ -157,8 +160,9 @@ class GarbageBackend:
             self.failures += 1
             kind = self.FAILURES[int(self.rng.integers(len(self.FAILURES)))]
             if kind == "rate_limit":
-                return LLMResult.failure(req.request_id, "HTTP 429: rate limited", "rate_limit",
-                                         retry_after_s=self.retry_after_s)
+                return LLMResult.failure(
+                    req.request_id, "HTTP 429: rate limited", "rate_limit", retry_after_s=self.retry_after_s
+                )
             if kind == "server":
                 return LLMResult.failure(req.request_id, "HTTP 503: overloaded", "server")
             if kind == "timeout":

@@ -19,7 +19,8 @@ import hashlib
 import json
 import threading
 from collections import Counter
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .fake_server import FakeOpenAIServer, FakeReply, FakeResponder
 
@@ -123,8 +124,10 @@ def _parse_rates(items: list[str]) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> None:
     """Serve faults on a fixed port until interrupted: ``python -m socium.testing.fault_server``."""
-    ap = argparse.ArgumentParser(description="OpenAI-compatible server on 127.0.0.1 that injects faults.",
-                                 epilog="fault kinds: " + "; ".join(f"{k}: {v}" for k, v in FAULT_KINDS.items()))
+    ap = argparse.ArgumentParser(
+        description="OpenAI-compatible server on 127.0.0.1 that injects faults.",
+        epilog="fault kinds: " + "; ".join(f"{k}: {v}" for k, v in FAULT_KINDS.items()),
+    )
     ap.add_argument("--port", type=int, default=8099)
     ap.add_argument("--fault", action="append", default=[], metavar="KIND=RATE", help="e.g. truncated=0.1")
     ap.add_argument("--seed", type=int, default=0)

@@ -27,7 +27,9 @@ def exposures_not_in_prompts(run_dir: str | Path, limit: int = 20) -> list[str]:
     try:
         calls = con.execute("SELECT step, agent_id, prompt, metadata FROM llm_calls WHERE step IS NOT NULL").fetchall()
         texts = dict(con.execute("SELECT post_id, content FROM posts").fetchall())
-        rows = con.execute("SELECT DISTINCT step, agent_id, post_id, source FROM exposures ORDER BY step, agent_id, post_id").fetchall()
+        rows = con.execute(
+            "SELECT DISTINCT step, agent_id, post_id, source FROM exposures ORDER BY step, agent_id, post_id"
+        ).fetchall()
     finally:
         con.close()
     prompts: dict[tuple[int, int], list[str]] = {}

@@ -11,8 +11,26 @@ from typing import Any
 import numpy as np
 
 _WORDS = (
-    "agree", "news", "today", "really", "think", "great", "post", "why", "people", "vote",
-    "climate", "policy", "love", "hate", "maybe", "facts", "story", "read", "share", "wow",
+    "agree",
+    "news",
+    "today",
+    "really",
+    "think",
+    "great",
+    "post",
+    "why",
+    "people",
+    "vote",
+    "climate",
+    "policy",
+    "love",
+    "hate",
+    "maybe",
+    "facts",
+    "story",
+    "read",
+    "share",
+    "wow",
 )
 
 
@@ -26,8 +44,9 @@ def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def sample_from_schema(schema: dict[str, Any], rng: np.random.Generator, *, root: dict[str, Any] | None = None,
-                       depth: int = 0) -> Any:
+def sample_from_schema(
+    schema: dict[str, Any], rng: np.random.Generator, *, root: dict[str, Any] | None = None, depth: int = 0
+) -> Any:
     """A random instance of ``schema``; covers the subset action schemas use.
 
     Supported: type (object/array/string/integer/number/boolean/null), enum, const, anyOf/oneOf,

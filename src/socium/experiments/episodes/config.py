@@ -30,8 +30,12 @@ class ExecutorConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["inprocess", "ray"] = Field("inprocess", description="inprocess or ray.")
-    concurrency: int = Field(1, ge=1, description="Episodes in flight at once per process (asyncio); helps HTTP backends.")
-    parallel: int = Field(2, ge=1, description="ray: number of actors, each with its own backend (model loaded once each).")
+    concurrency: int = Field(
+        1, ge=1, description="Episodes in flight at once per process (asyncio); helps HTTP backends."
+    )
+    parallel: int = Field(
+        2, ge=1, description="ray: number of actors, each with its own backend (model loaded once each)."
+    )
     address: str | None = Field(None, description="ray: cluster address for ray.init; null starts Ray locally.")
 
 
@@ -75,10 +79,14 @@ class EpisodesConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field("episodes", min_length=1, max_length=100, description="Run name (default out: runs/<name>-seed<seed>).")
+    name: str = Field(
+        "episodes", min_length=1, max_length=100, description="Run name (default out: runs/<name>-seed<seed>)."
+    )
     seed: int = Field(0, ge=0, description="Root seed: task generation, character draws and request seeds.")
     out: str | None = Field(None, description="Run directory; holds episodes.duckdb, summary and plots.")
-    llm: LLMConfig = Field(default_factory=LLMConfig, description="The model playing the characters (and writing scripts).")
+    llm: LLMConfig = Field(
+        default_factory=LLMConfig, description="The model playing the characters (and writing scripts)."
+    )
     judge_llm: LLMConfig | None = Field(None, description="SOTOPIA-Eval judge model; null: no judge.")
     modes: list[EpisodeMode] = Field(default_factory=lambda: list(ALL_MODES), min_length=1)
     tasks: TasksConfig = Field(default_factory=TasksConfig)
@@ -87,18 +95,27 @@ class EpisodesConfig(BaseModel):
     max_turns: int = Field(20, ge=1, le=MAX_SCRIPT_TURNS, description="Turn cap per episode (script length cap too).")
     max_none_streak: int = Field(2, ge=1, description="Consecutive 'none' (or invalid) turns that end an episode.")
     include_environment: bool = Field(
-        False, description="Show environment-only ground truth (e.g. the mutual friend) to agents and script writers.")
+        False, description="Show environment-only ground truth (e.g. the mutual friend) to agents and script writers."
+    )
     max_turn_chars: int = Field(1000, ge=1, description="Each quoted turn is cut to this many characters in prompts.")
     argument_chars: int = Field(
-        600, ge=16, le=1000, description=("maxLength of each turn's argument in the schema sent for constrained "
-                                          "decoding, the same in every mode so utterance lengths stay comparable."))
+        600,
+        ge=16,
+        le=1000,
+        description=(
+            "maxLength of each turn's argument in the schema sent for constrained "
+            "decoding, the same in every mode so utterance lengths stay comparable."
+        ),
+    )
     script_max_tokens: int = Field(1536, ge=1, description="Completion-token cap of a script-mode call.")
     answer_max_tokens: int = Field(48, ge=1, description="Completion-token cap of the end-of-episode answer questions.")
     judge_max_tokens: int = Field(2048, ge=1, description="Completion-token cap of a judge call.")
     judge_reasoning_chars: int = Field(
-        400, ge=1, le=4000, description="maxLength of each reasoning string in the schema sent to the judge.")
+        400, ge=1, le=4000, description="maxLength of each reasoning string in the schema sent to the judge."
+    )
     prompt_cache_mb: int = Field(
-        512, ge=0, description="embedded backend: RAM for llama.cpp's prompt-prefix KV cache (0 disables).")
+        512, ge=0, description="embedded backend: RAM for llama.cpp's prompt-prefix KV cache (0 disables)."
+    )
     reask: bool = Field(True, description="Re-ask once with the validation error before recording a call as invalid.")
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
 
@@ -119,7 +136,8 @@ class EpisodesConfig(BaseModel):
         return Path(self.out) if self.out else Path("runs") / f"{self.name}-seed{self.seed}"
 
     def canonical_json(self) -> str:
-        """Everything that determines results; ``out``, the executor and the prompt cache only decide where and how fast."""
+        """Everything that determines results; ``out``, the executor and the prompt cache only decide where
+        and how fast."""
         data = self.model_dump(mode="json", exclude={"out", "executor", "prompt_cache_mb"})
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
@@ -127,8 +145,9 @@ class EpisodesConfig(BaseModel):
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()
 
 
-def episodes_config_from_dict(data: dict[str, Any], overrides: list[str] | None = None,
-                              source: str = "<dict>") -> EpisodesConfig:
+def episodes_config_from_dict(
+    data: dict[str, Any], overrides: list[str] | None = None, source: str = "<dict>"
+) -> EpisodesConfig:
     """Validate a mapping after ``key.path=value`` overrides; errors name the key path."""
     return validate_dict(EpisodesConfig, data, overrides, source)
 

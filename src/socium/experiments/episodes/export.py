@@ -16,8 +16,9 @@ keeps only episodes whose goal (rule-based, else judge) reaches it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 from socium.errors import ConfigError
 
@@ -29,18 +30,25 @@ from .store import open_run
 ExportFormat = Literal["turns", "script"]
 
 
-def _episodes(run_dir: str | Path, mode: str | None, min_goal: float | None) -> Iterator[tuple[EpisodeSpec, list[Turn]]]:
+def _episodes(
+    run_dir: str | Path, mode: str | None, min_goal: float | None
+) -> Iterator[tuple[EpisodeSpec, list[Turn]]]:
     con = open_run(run_dir)
     try:
         rows = con.execute(
             "SELECT episode_id, spec FROM episodes WHERE valid AND (? IS NULL OR mode = ?) AND (? IS NULL OR "
             "coalesce((goal_0 + goal_1) / 2, (judge_goal_0 + judge_goal_1) / 2) >= ?) ORDER BY idx",
-            [mode, mode, min_goal, min_goal]).fetchall()
+            [mode, mode, min_goal, min_goal],
+        ).fetchall()
         for episode_id, spec_json in rows:
-            turns = con.execute("SELECT turn, speaker, action_type, argument FROM turns WHERE episode_id = ? AND valid "
-                                "ORDER BY turn", [episode_id]).fetchall()
-            yield (EpisodeSpec.model_validate_json(spec_json),
-                   [Turn(turn=t, speaker=s, action_type=a, argument=arg or "") for t, s, a, arg in turns])
+            turns = con.execute(
+                "SELECT turn, speaker, action_type, argument FROM turns WHERE episode_id = ? AND valid ORDER BY turn",
+                [episode_id],
+            ).fetchall()
+            yield (
+                EpisodeSpec.model_validate_json(spec_json),
+                [Turn(turn=t, speaker=s, action_type=a, argument=arg or "") for t, s, a, arg in turns],
+            )
     finally:
         con.close()
 
@@ -64,8 +72,9 @@ def run_config(run_dir: str | Path) -> EpisodesConfig:
     return EpisodesConfig.model_validate_json(found[0][0])
 
 
-def sft_examples(run_dir: str | Path, mode: str | None = "script", fmt: ExportFormat = "turns",
-                 min_goal: float | None = None) -> Iterator[dict[str, Any]]:
+def sft_examples(
+    run_dir: str | Path, mode: str | None = "script", fmt: ExportFormat = "turns", min_goal: float | None = None
+) -> Iterator[dict[str, Any]]:
     """Chat examples ``{"messages": [system, user, assistant]}`` from a finished run."""
     _check(mode, fmt)
     cfg = run_config(run_dir)
@@ -73,23 +82,42 @@ def sft_examples(run_dir: str | Path, mode: str | None = "script", fmt: ExportFo
         if fmt == "script":
             if not turns:
                 continue
-            msgs = build_script_prompt(spec.env, spec.agents, spec.relationship,
-                                       include_environment=cfg.include_environment, max_turns=cfg.max_turns)
-            target = {"turns": [{"speaker": t.speaker, "action_type": t.action_type, "argument": t.argument}
-                                for t in turns]}
+            msgs = build_script_prompt(
+                spec.env,
+                spec.agents,
+                spec.relationship,
+                include_environment=cfg.include_environment,
+                max_turns=cfg.max_turns,
+            )
+            target = {
+                "turns": [{"speaker": t.speaker, "action_type": t.action_type, "argument": t.argument} for t in turns]
+            }
             yield {"messages": [*msgs, {"role": "assistant", "content": json.dumps(target, ensure_ascii=False)}]}
             continue
         for k, turn in enumerate(turns):
             me = turn.speaker
-            msgs = build_turn_prompt("agents", spec.env, spec.agents[me], spec.agents[1 - me], me, spec.relationship,
-                                     turns[:k], include_environment=cfg.include_environment,
-                                     max_turn_chars=cfg.max_turn_chars)
-            target: dict[str, Any] = {"action_type": turn.action_type, "argument": turn.argument}
-            yield {"messages": [*msgs, {"role": "assistant", "content": json.dumps(target, ensure_ascii=False)}]}
+            msgs = build_turn_prompt(
+                "agents",
+                spec.env,
+                spec.agents[me],
+                spec.agents[1 - me],
+                me,
+                spec.relationship,
+                turns[:k],
+                include_environment=cfg.include_environment,
+                max_turn_chars=cfg.max_turn_chars,
+            )
+            answer = {"action_type": turn.action_type, "argument": turn.argument}
+            yield {"messages": [*msgs, {"role": "assistant", "content": json.dumps(answer, ensure_ascii=False)}]}
 
 
-def export_sft(run_dir: str | Path, out: str | Path | None = None, mode: str | None = "script",
-               fmt: ExportFormat = "turns", min_goal: float | None = None) -> tuple[Path, int]:
+def export_sft(
+    run_dir: str | Path,
+    out: str | Path | None = None,
+    mode: str | None = "script",
+    fmt: ExportFormat = "turns",
+    min_goal: float | None = None,
+) -> tuple[Path, int]:
     """Write :func:`sft_examples` to ``out`` (default RUN_DIR/sft-<mode>-<fmt>.jsonl); returns (path, count)."""
     _check(mode, fmt)
     examples = sft_examples(run_dir, mode, fmt, min_goal)

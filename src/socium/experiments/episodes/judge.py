@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from socium.llm.base import LLMBackend
 
@@ -34,15 +35,32 @@ def judge_schema(reasoning_chars: int = 400) -> dict[str, Any]:
     return schema
 
 
-async def judge_episode(backend: LLMBackend, episode_id: str, env: EnvironmentProfile,
-                        agents: Sequence[CharacterProfile], transcript: Sequence[Turn], *, seed: int,
-                        max_tokens: int, temperature: float, reasoning_chars: int = 400,
-                        max_turn_chars: int = 1000, reask: bool = True) -> Outcome[JudgeOutput]:
+async def judge_episode(
+    backend: LLMBackend,
+    episode_id: str,
+    env: EnvironmentProfile,
+    agents: Sequence[CharacterProfile],
+    transcript: Sequence[Turn],
+    *,
+    seed: int,
+    max_tokens: int,
+    temperature: float,
+    reasoning_chars: int = 400,
+    max_turn_chars: int = 1000,
+    reask: bool = True,
+) -> Outcome[JudgeOutput]:
     """One judge call (plus at most one re-ask) for a finished episode."""
     messages = build_judge_prompt(env, agents, transcript, max_turn_chars=max_turn_chars)
     return await ask_structured(
-        backend, f"{episode_id}-judge", messages, judge_schema(reasoning_chars), JudgeOutput.model_validate,
-        seed=seed, max_tokens=max_tokens, temperature=temperature, reask=reask,
+        backend,
+        f"{episode_id}-judge",
+        messages,
+        judge_schema(reasoning_chars),
+        JudgeOutput.model_validate,
+        seed=seed,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        reask=reask,
         metadata={"episode_id": episode_id, "call": "judge", "step": len(transcript), "agent_id": None},
     )
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Mapping
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -83,8 +84,12 @@ class TurnRecord:
         """What the characters (and the judge) see: an invalid turn is a turn where nothing happened."""
         if not self.valid:
             return Turn(turn=self.turn, speaker=self.speaker, action_type="none", argument="")  # type: ignore[arg-type]
-        return Turn(turn=self.turn, speaker=self.speaker, action_type=self.action_type,  # type: ignore[arg-type]
-                    argument=self.argument)
+        return Turn(
+            turn=self.turn,
+            speaker=self.speaker,
+            action_type=self.action_type,  # type: ignore[arg-type]
+            argument=self.argument,
+        )
 
 
 Call = tuple[str, LLMRequest, LLMResult, str]
@@ -123,8 +128,14 @@ class CallRecorder(MemoryCache):
         super().__init__()
         self._pending: dict[str, list[Call]] = {}
 
-    def put(self, key: str, request: LLMRequest, result: LLMResult, model: str,  # type: ignore[override]
-            meta: Mapping[str, Any] | None = None) -> None:
+    def put(
+        self,
+        key: str,
+        request: LLMRequest,
+        result: LLMResult,
+        model: str,  # type: ignore[override]
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
         super().put(key, request, result, model, meta)
         eid = str(request.metadata.get("episode_id", ""))
         self._pending.setdefault(eid, []).append((key, request, result, model))
@@ -183,13 +194,30 @@ async def _dialogue(spec: EpisodeSpec, cfg: EpisodesConfig, backend: LLMBackend)
     while True:
         t = len(turns)
         speaker = t % 2
-        msgs = build_turn_prompt(spec.mode, spec.env, spec.agents[speaker], spec.agents[1 - speaker], speaker,  # type: ignore[arg-type]
-                                 spec.relationship, [x.as_turn() for x in turns],
-                                 include_environment=cfg.include_environment, max_turn_chars=cfg.max_turn_chars)
-        out = await ask_structured(backend, f"{spec.episode_id}-t{t}", msgs, turn_json_schema(), validate_turn,
-                                   seed=spec.seed, max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature,
-                                   metadata=_meta(spec, "turn", t, speaker), reask=cfg.reask,
-                                   max_string_chars=cfg.argument_chars)
+        msgs = build_turn_prompt(
+            spec.mode,
+            spec.env,
+            spec.agents[speaker],
+            spec.agents[1 - speaker],
+            speaker,  # type: ignore[arg-type]
+            spec.relationship,
+            [x.as_turn() for x in turns],
+            include_environment=cfg.include_environment,
+            max_turn_chars=cfg.max_turn_chars,
+        )
+        out = await ask_structured(
+            backend,
+            f"{spec.episode_id}-t{t}",
+            msgs,
+            turn_json_schema(),
+            validate_turn,
+            seed=spec.seed,
+            max_tokens=cfg.llm.max_tokens,
+            temperature=cfg.llm.temperature,
+            metadata=_meta(spec, "turn", t, speaker),
+            reask=cfg.reask,
+            max_string_chars=cfg.argument_chars,
+        )
         if out.value is not None:
             turns.append(TurnRecord(t, speaker, out.value.action_type, _argument(out.value.argument), out.raw, True))
         else:
@@ -199,20 +227,31 @@ async def _dialogue(spec: EpisodeSpec, cfg: EpisodesConfig, backend: LLMBackend)
             return turns, ended
 
 
-async def _script(spec: EpisodeSpec, cfg: EpisodesConfig,
-                  backend: LLMBackend) -> tuple[list[TurnRecord], EndReason, str | None]:
-    msgs = build_script_prompt(spec.env, spec.agents, spec.relationship,
-                               include_environment=cfg.include_environment, max_turns=cfg.max_turns)
+async def _script(
+    spec: EpisodeSpec, cfg: EpisodesConfig, backend: LLMBackend
+) -> tuple[list[TurnRecord], EndReason, str | None]:
+    msgs = build_script_prompt(
+        spec.env, spec.agents, spec.relationship, include_environment=cfg.include_environment, max_turns=cfg.max_turns
+    )
 
     def validate(data: Any) -> Script:
         if isinstance(data, dict) and isinstance(data.get("turns"), list):
             data = {**data, "turns": [_clean_argument(t) for t in data["turns"][: cfg.max_turns]]}  # cut, not fatal
         return Script.model_validate(data)
 
-    out = await ask_structured(backend, f"{spec.episode_id}-script", msgs, script_json_schema(cfg.max_turns), validate,
-                               seed=spec.seed, max_tokens=cfg.script_max_tokens, temperature=cfg.llm.temperature,
-                               metadata=_meta(spec, "script", 0, None), reask=cfg.reask,
-                               max_string_chars=cfg.argument_chars)
+    out = await ask_structured(
+        backend,
+        f"{spec.episode_id}-script",
+        msgs,
+        script_json_schema(cfg.max_turns),
+        validate,
+        seed=spec.seed,
+        max_tokens=cfg.script_max_tokens,
+        temperature=cfg.llm.temperature,
+        metadata=_meta(spec, "script", 0, None),
+        reask=cfg.reask,
+        max_string_chars=cfg.argument_chars,
+    )
     if out.value is None:
         return [], "invalid_script", out.error
     turns: list[TurnRecord] = []
@@ -233,25 +272,51 @@ def _answer_messages(spec: EpisodeSpec, cfg: EpisodesConfig, i: int, transcript:
     assert spec.task is not None
     view = "mindreaders" if spec.mode == "mindreaders" else "agents"
     me = spec.agents[i]
-    base = build_turn_prompt(view, spec.env, me, spec.agents[1 - i], i, spec.relationship, transcript,  # type: ignore[arg-type]
-                             include_environment=cfg.include_environment, max_turn_chars=cfg.max_turn_chars)
+    base = build_turn_prompt(
+        view,
+        spec.env,
+        me,
+        spec.agents[1 - i],
+        i,
+        spec.relationship,
+        transcript,  # type: ignore[arg-type]
+        include_environment=cfg.include_environment,
+        max_turn_chars=cfg.max_turn_chars,
+    )
     context = base[1]["content"].rsplit("\n", 1)[0]  # drop "You are at Turn #n ..."
     fmt = answer_format(spec.task)
-    question = (f"The interaction is over; no more actions. Question for {me.name}: {spec.task.answer_question(i)} "
-                f"Instead of an action, {fmt[0].lower()}{fmt[1:]}")
+    question = (
+        f"The interaction is over; no more actions. Question for {me.name}: {spec.task.answer_question(i)} "
+        f"Instead of an action, {fmt[0].lower()}{fmt[1:]}"
+    )
     return [base[0], {"role": "user", "content": f"{context}\n{question}"}]
 
 
-async def _answers(spec: EpisodeSpec, cfg: EpisodesConfig, backend: LLMBackend,
-                   transcript: list[Turn]) -> list[Outcome[Any]]:
+async def _answers(
+    spec: EpisodeSpec, cfg: EpisodesConfig, backend: LLMBackend, transcript: list[Turn]
+) -> list[Outcome[Any]]:
     assert spec.task is not None
     model = answer_model(spec.task)
     step = len(transcript)
-    return list(await asyncio.gather(*(
-        ask_structured(backend, f"{spec.episode_id}-answer{i}", _answer_messages(spec, cfg, i, transcript),
-                       answer_schema(spec.task), model.model_validate, seed=spec.seed, max_tokens=cfg.answer_max_tokens,
-                       temperature=cfg.llm.temperature, metadata=_meta(spec, "answer", step, i), reask=cfg.reask)
-        for i in (0, 1))))
+    return list(
+        await asyncio.gather(
+            *(
+                ask_structured(
+                    backend,
+                    f"{spec.episode_id}-answer{i}",
+                    _answer_messages(spec, cfg, i, transcript),
+                    answer_schema(spec.task),
+                    model.model_validate,
+                    seed=spec.seed,
+                    max_tokens=cfg.answer_max_tokens,
+                    temperature=cfg.llm.temperature,
+                    metadata=_meta(spec, "answer", step, i),
+                    reask=cfg.reask,
+                )
+                for i in (0, 1)
+            )
+        )
+    )
 
 
 async def run_episode(spec: EpisodeSpec, cfg: EpisodesConfig, models: Models) -> EpisodeResult:
@@ -272,10 +337,19 @@ async def run_episode(spec: EpisodeSpec, cfg: EpisodesConfig, models: Models) ->
         res.objective, res.agreement, res.objective_detail = score, agreement, detail
     if models.judge_backend is not None and cfg.judge_llm is not None:
         res.judge_model = models.judge_backend.model_name
-        out = await judge_episode(models.judge_backend, spec.episode_id, spec.env, spec.agents, transcript,
-                                  seed=spec.seed, max_tokens=cfg.judge_max_tokens,
-                                  temperature=cfg.judge_llm.temperature, reasoning_chars=cfg.judge_reasoning_chars,
-                                  max_turn_chars=cfg.max_turn_chars, reask=cfg.reask)
+        out = await judge_episode(
+            models.judge_backend,
+            spec.episode_id,
+            spec.env,
+            spec.agents,
+            transcript,
+            seed=spec.seed,
+            max_tokens=cfg.judge_max_tokens,
+            temperature=cfg.judge_llm.temperature,
+            reasoning_chars=cfg.judge_reasoning_chars,
+            max_turn_chars=cfg.max_turn_chars,
+            reask=cfg.reask,
+        )
         if isinstance(out.value, JudgeOutput):
             res.judge = judge_scores(out.value)
             if spec.task is None:

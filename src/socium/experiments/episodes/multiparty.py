@@ -19,8 +19,9 @@ SOTOPIA-Eval judge scores every character on the same seven dimensions as the dy
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -37,8 +38,18 @@ TurnTaking = Literal["round_robin", "random", "addressed"]
 GroupEnd = Literal["max_turns", "all_left", "none_streak", "script_end", "invalid_script"]
 MAX_PARTIES = 8
 
-_NAMES = (("Riley", "Chen"), ("Morgan", "Diaz"), ("Sam", "Okafor"), ("Jordan", "Weiss"), ("Avery", "Novak"),
-          ("Casey", "Ito"), ("Taylor", "Brooks"), ("Quinn", "Haddad"), ("Jamie", "Larsen"), ("Robin", "Mehta"))  # fmt: skip
+_NAMES = (
+    ("Riley", "Chen"),
+    ("Morgan", "Diaz"),
+    ("Sam", "Okafor"),
+    ("Jordan", "Weiss"),
+    ("Avery", "Novak"),
+    ("Casey", "Ito"),
+    ("Taylor", "Brooks"),
+    ("Quinn", "Haddad"),
+    ("Jamie", "Larsen"),
+    ("Robin", "Mehta"),
+)
 _VENTURES = ("a food truck", "a small app studio", "a community bakery", "a bike repair shop", "a podcast")
 
 
@@ -65,21 +76,34 @@ class DealTask(BaseModel):
         return len(self.minimums)
 
     def scenario(self, names: Sequence[str]) -> str:
-        return (f"{', '.join(names[:-1])} and {names[-1]} ran {self.venture} together and must now agree how to "
-                f"split its {self.pot} points of profit among the {self.n} of them. Shares are whole numbers that "
-                f"add up to exactly {self.pot}. Without an agreement everyone gets nothing.")  # fmt: skip
+        return (
+            f"{', '.join(names[:-1])} and {names[-1]} ran {self.venture} together and must now agree how to "
+            f"split its {self.pot} points of profit among the {self.n} of them. Shares are whole numbers that "
+            f"add up to exactly {self.pot}. Without an agreement everyone gets nothing."
+        )
 
     def goal(self, i: int) -> str:
-        return (f"Get as large a share of the {self.pot} points as you can. You will not accept less than "
-                f"{self.minimums[i]} points (your private minimum; nobody else knows it). No deal is better than "
-                f"less than {self.minimums[i]}.")  # fmt: skip
+        return (
+            f"Get as large a share of the {self.pot} points as you can. You will not accept less than "
+            f"{self.minimums[i]} points (your private minimum; nobody else knows it). No deal is better than "
+            f"less than {self.minimums[i]}."
+        )
 
     def answer_schema(self) -> dict[str, Any]:
-        return {"type": "object", "properties": {
-            "deal": {"type": "boolean"},
-            "shares": {"type": "array", "minItems": self.n, "maxItems": self.n,
-                       "items": {"type": "integer", "minimum": 0, "maximum": self.pot}}},
-            "required": ["deal", "shares"], "additionalProperties": False}  # fmt: skip
+        return {
+            "type": "object",
+            "properties": {
+                "deal": {"type": "boolean"},
+                "shares": {
+                    "type": "array",
+                    "minItems": self.n,
+                    "maxItems": self.n,
+                    "items": {"type": "integer", "minimum": 0, "maximum": self.pot},
+                },
+            },
+            "required": ["deal", "shares"],
+            "additionalProperties": False,
+        }
 
     def validate_answer(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, dict) or not isinstance(data.get("deal"), bool):
@@ -105,8 +129,15 @@ class DealTask(BaseModel):
         splits = {tuple(a["shares"]) for a in valid}
         deal = len(valid) == self.n and all(a["deal"] for a in valid) and len(splits) == 1
         if not deal:
-            why = "no answer from some partner" if len(valid) < self.n else (
-                "someone reports no deal" if not all(a["deal"] for a in valid) else "partners report different splits")
+            why = (
+                "no answer from some partner"
+                if len(valid) < self.n
+                else (
+                    "someone reports no deal"
+                    if not all(a["deal"] for a in valid)
+                    else "partners report different splits"
+                )
+            )
             return [0.0] * self.n, False, False, f"no deal: {why}"
         split = next(iter(splits))
         surplus = max(1.0, (self.pot - sum(self.minimums)) / self.n)
@@ -140,9 +171,15 @@ def make_characters(rng: np.random.Generator, n: int, scenario_id: str) -> tuple
     if not 3 <= n <= MAX_PARTIES:
         raise ValueError(f"a group episode has 3..{MAX_PARTIES} characters, got {n}")
     picks = rng.choice(len(_NAMES), size=n, replace=False)
-    return tuple(CharacterProfile(agent_id=f"{scenario_id}-agent{k}", first_name=_NAMES[int(p)][0],
-                                  last_name=_NAMES[int(p)][1], age=int(rng.integers(25, 61)))
-                 for k, p in enumerate(picks))  # fmt: skip
+    return tuple(
+        CharacterProfile(
+            agent_id=f"{scenario_id}-agent{k}",
+            first_name=_NAMES[int(p)][0],
+            last_name=_NAMES[int(p)][1],
+            age=int(rng.integers(25, 61)),
+        )
+        for k, p in enumerate(picks)
+    )
 
 
 class GroupTurn(BaseModel):
@@ -171,19 +208,27 @@ class GroupTurnRecord:
     def as_turn(self) -> GroupTurn:
         if not self.valid:
             return GroupTurn(turn=self.turn, speaker=self.speaker, action_type="none")
-        return GroupTurn(turn=self.turn, speaker=self.speaker, action_type=self.action_type,  # type: ignore[arg-type]
-                         argument=self.argument, next_speaker=self.next_speaker)
+        return GroupTurn(
+            turn=self.turn,
+            speaker=self.speaker,
+            action_type=self.action_type,  # type: ignore[arg-type]
+            argument=self.argument,
+            next_speaker=self.next_speaker,
+        )
 
 
 # --- prompts ---------------------------------------------------------------------------------------
+
 
 def _transcript(turns: Sequence[GroupTurn], names: Sequence[str], max_turn_chars: int) -> str:
     return "\n".join(quote_turn(t, names, max_turn_chars) for t in turns) or "(no turns yet)"  # type: ignore[arg-type]
 
 
 def turn_schema(spec: GroupSpec, me: int, argument_chars: int) -> dict[str, Any]:
-    props: dict[str, Any] = {"action_type": {"enum": list(ActionType.__args__)},  # type: ignore[attr-defined]
-                             "argument": {"type": "string", "maxLength": argument_chars}}  # fmt: skip
+    props: dict[str, Any] = {
+        "action_type": {"enum": list(ActionType.__args__)},  # type: ignore[attr-defined]
+        "argument": {"type": "string", "maxLength": argument_chars},
+    }
     required = ["action_type", "argument"]
     if spec.turn_taking == "addressed":
         props["next_speaker"] = {"enum": [i for i in range(len(spec.characters)) if i != me]}
@@ -191,8 +236,9 @@ def turn_schema(spec: GroupSpec, me: int, argument_chars: int) -> dict[str, Any]
     return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
 
 
-def group_turn_prompt(spec: GroupSpec, me: int, transcript: Sequence[GroupTurn], present: Sequence[int],
-                      max_turn_chars: int = 1000) -> list[dict[str, str]]:  # fmt: skip
+def group_turn_prompt(
+    spec: GroupSpec, me: int, transcript: Sequence[GroupTurn], present: Sequence[int], max_turn_chars: int = 1000
+) -> list[dict[str, str]]:
     """Messages for character ``me``'s next turn; what they hold is :func:`group_access` for the mode."""
     if spec.mode == "script":
         raise ValueError("script mode has no per-turn prompt; use group_script_prompt")
@@ -203,14 +249,19 @@ def group_turn_prompt(spec: GroupSpec, me: int, transcript: Sequence[GroupTurn],
     system = (
         f"Imagine you are {c[me].name}, in a conversation with {len(others)} other people. Act and speak as "
         f"{c[me].first_name} would, pursuing {c[me].first_name}'s goal in character, keeping the interaction natural. "
-        + ("Your goal is known only to you, and you do not know the others' goals or secrets. " if not mind else
-           "You know every other participant's full profile, secrets and goal, and they know yours. ")
+        + (
+            "Your goal is known only to you, and you do not know the others' goals or secrets. "
+            if not mind
+            else "You know every other participant's full profile, secrets and goal, and they know yours. "
+        )
         + f"{_QUOTE_RULE} {_ACTION_RULE} Reply with one JSON object and nothing else."
     )
-    lines = [f"Scenario: {_data(spec.task.scenario(names))}",
-             "Participants (speaker numbers): " + "; ".join(f"{i}: {_data(n)}" for i, n in enumerate(names)),
-             f"Your character: {_data(private_view(c[me]))}",
-             f"Your goal: {_data(spec.task.goal(me))}"]  # fmt: skip
+    lines = [
+        f"Scenario: {_data(spec.task.scenario(names))}",
+        "Participants (speaker numbers): " + "; ".join(f"{i}: {_data(n)}" for i, n in enumerate(names)),
+        f"Your character: {_data(private_view(c[me]))}",
+        f"Your goal: {_data(spec.task.goal(me))}",
+    ]
     for i in others:
         if mind:
             lines.append(f"{_data(names[i])}'s full profile: {_data(private_view(c[i]))}")
@@ -230,39 +281,58 @@ def group_turn_prompt(spec: GroupSpec, me: int, transcript: Sequence[GroupTurn],
 
 
 def script_schema(n: int, max_turns: int, argument_chars: int) -> dict[str, Any]:
-    turn = {"type": "object", "properties": {
-        "speaker": {"enum": list(range(n))}, "action_type": {"enum": list(ActionType.__args__)},  # type: ignore[attr-defined]
-        "argument": {"type": "string", "maxLength": argument_chars}},
-        "required": ["speaker", "action_type", "argument"], "additionalProperties": False}  # fmt: skip
-    return {"type": "object", "properties": {"turns": {"type": "array", "minItems": 1, "maxItems": max_turns,
-                                                       "items": turn}},
-            "required": ["turns"], "additionalProperties": False}  # fmt: skip
+    turn = {
+        "type": "object",
+        "properties": {
+            "speaker": {"enum": list(range(n))},
+            "action_type": {"enum": list(ActionType.__args__)},  # type: ignore[attr-defined]
+            "argument": {"type": "string", "maxLength": argument_chars},
+        },
+        "required": ["speaker", "action_type", "argument"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {"turns": {"type": "array", "minItems": 1, "maxItems": max_turns, "items": turn}},
+        "required": ["turns"],
+        "additionalProperties": False,
+    }
 
 
 def group_script_prompt(spec: GroupSpec, max_turns: int) -> list[dict[str, str]]:
     """Script mode: one author sees every profile, secret and goal and writes all turns."""
     c, names = spec.characters, spec.names
-    system = (f"You are writing the script of a conversation among {len(c)} characters (speakers 0..{len(c) - 1}). "
-              "Each pursues their own goal in character and acts only on what that character knows. "
-              f"{_ACTION_RULE} Write at most {max_turns} turns. Reply with one JSON object "
-              '{"turns": [{"speaker": N, "action_type": ..., "argument": ...}, ...]} and nothing else.')  # fmt: skip
+    system = (
+        f"You are writing the script of a conversation among {len(c)} characters (speakers 0..{len(c) - 1}). "
+        "Each pursues their own goal in character and acts only on what that character knows. "
+        f"{_ACTION_RULE} Write at most {max_turns} turns. Reply with one JSON object "
+        '{"turns": [{"speaker": N, "action_type": ..., "argument": ...}, ...]} and nothing else.'
+    )
     lines = [f"Scenario: {_data(spec.task.scenario(names))}"]
     for i, ch in enumerate(c):
-        lines += [f"Speaker {i}, {_data(ch.name)}: {_data(private_view(ch))}",
-                  f"{_data(ch.name)}'s goal (known only to {_data(ch.first_name)}): {_data(spec.task.goal(i))}"]  # fmt: skip
+        lines += [
+            f"Speaker {i}, {_data(ch.name)}: {_data(private_view(ch))}",
+            f"{_data(ch.name)}'s goal (known only to {_data(ch.first_name)}): {_data(spec.task.goal(i))}",
+        ]
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(lines)}]
 
 
-def answer_prompt(spec: GroupSpec, me: int, transcript: Sequence[GroupTurn], max_turn_chars: int) -> list[dict[str, str]]:
+def answer_prompt(
+    spec: GroupSpec, me: int, transcript: Sequence[GroupTurn], max_turn_chars: int
+) -> list[dict[str, str]]:
     """After the episode each partner is asked privately what was agreed (their own view of it)."""
     names = spec.names
-    user = (f"Scenario: {_data(spec.task.scenario(names))}\nYou are {_data(names[me])}. Your goal: "
-            f"{_data(spec.task.goal(me))}\nParticipants in order: {', '.join(_data(n) for n in names)}\n"
-            f"The conversation:\n{_transcript(transcript, names, max_turn_chars)}\n"
-            "The conversation is over. Did the group agree on a split? Answer as JSON "
-            '{"deal": true|false, "shares": [points for each participant, in the order above]}.')  # fmt: skip
-    return [{"role": "system", "content": f"You are {_data(names[me])}. Answer truthfully about what was agreed."},
-            {"role": "user", "content": user}]
+    user = (
+        f"Scenario: {_data(spec.task.scenario(names))}\nYou are {_data(names[me])}. Your goal: "
+        f"{_data(spec.task.goal(me))}\nParticipants in order: {', '.join(_data(n) for n in names)}\n"
+        f"The conversation:\n{_transcript(transcript, names, max_turn_chars)}\n"
+        "The conversation is over. Did the group agree on a split? Answer as JSON "
+        '{"deal": true|false, "shares": [points for each participant, in the order above]}.'
+    )
+    return [
+        {"role": "system", "content": f"You are {_data(names[me])}. Answer truthfully about what was agreed."},
+        {"role": "user", "content": user},
+    ]
 
 
 def judge_model(n: int) -> type[BaseModel]:
@@ -275,34 +345,63 @@ def group_judge_prompt(spec: GroupSpec, transcript: Sequence[GroupTurn], max_tur
     names = spec.names
     keys = ", ".join(f"agent_{i}" for i in range(len(names)))
     rubric = "\n".join(f"- {k} (integer {lo}..{hi}): {d}" for k, (lo, hi, d) in DIMENSIONS.items())
-    system = (f"You evaluate a social interaction among {len(names)} characters. For each character ({keys}) score "
-              f"each dimension below: reasoning first, then an integer score in range.\n{rubric}\n{_QUOTE_RULE} "
-              "Reply with one JSON object with one key per character and nothing else.")  # fmt: skip
+    system = (
+        f"You evaluate a social interaction among {len(names)} characters. For each character ({keys}) score "
+        f"each dimension below: reasoning first, then an integer score in range.\n{rubric}\n{_QUOTE_RULE} "
+        "Reply with one JSON object with one key per character and nothing else."
+    )
     lines = [f"Scenario: {_data(spec.task.scenario(names))}"]
     for i, ch in enumerate(spec.characters):
-        lines += [f"agent_{i}, {_data(ch.name)}: {_data(private_view(ch))}", f"agent_{i}'s goal: {_data(spec.task.goal(i))}"]
+        lines += [
+            f"agent_{i}, {_data(ch.name)}: {_data(private_view(ch))}",
+            f"agent_{i}'s goal: {_data(spec.task.goal(i))}",
+        ]
     lines += ["Interaction:", _transcript(transcript, names, max_turn_chars)]
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(lines)}]
 
 
 def group_access(mode: GroupMode) -> dict[str, Any]:
     """What each mode's prompts contain, for the summary and the tests that check the prompts."""
-    common = {"scenario": "shared", "participant_names": "all, with speaker numbers",
-              "transcript": "all earlier turns, quoted, neutralised, cut to max_turn_chars"}  # fmt: skip
+    common = {
+        "scenario": "shared",
+        "participant_names": "all, with speaker numbers",
+        "transcript": "all earlier turns, quoted, neutralised, cut to max_turn_chars",
+    }
     if mode == "agents":
-        return {"mode": mode, "calls": "one per turn", "own_goal": True, "others_goals": False,
-                "others_profiles": "public_view by relationship (never secrets)", **common}
+        return {
+            "mode": mode,
+            "calls": "one per turn",
+            "own_goal": True,
+            "others_goals": False,
+            "others_profiles": "public_view by relationship (never secrets)",
+            **common,
+        }
     if mode == "mindreaders":
-        return {"mode": mode, "calls": "one per turn", "own_goal": True, "others_goals": True,
-                "others_profiles": "full, with secrets", **common}
-    return {"mode": mode, "calls": "one per episode", "own_goal": True, "others_goals": True,
-            "others_profiles": "full, with secrets", **common, "transcript": "none (the call writes it)"}
+        return {
+            "mode": mode,
+            "calls": "one per turn",
+            "own_goal": True,
+            "others_goals": True,
+            "others_profiles": "full, with secrets",
+            **common,
+        }
+    return {
+        "mode": mode,
+        "calls": "one per episode",
+        "own_goal": True,
+        "others_goals": True,
+        "others_profiles": "full, with secrets",
+        **common,
+        "transcript": "none (the call writes it)",
+    }
 
 
 # --- the loop --------------------------------------------------------------------------------------
 
-def next_speaker(spec: GroupSpec, turns: Sequence[GroupTurnRecord], present: Sequence[int],
-                 rng: np.random.Generator) -> int:  # fmt: skip
+
+def next_speaker(
+    spec: GroupSpec, turns: Sequence[GroupTurnRecord], present: Sequence[int], rng: np.random.Generator
+) -> int:
     """Who talks next under the episode's turn-taking rule (only characters still present)."""
     n = len(spec.characters)
     last = turns[-1].speaker if turns else None
@@ -366,8 +465,12 @@ def _validate_turn(n: int, me: int, addressed: bool):
         nxt = data.get("next_speaker")
         if addressed and not (isinstance(nxt, int) and not isinstance(nxt, bool) and 0 <= nxt < n and nxt != me):
             raise ValueError(f"next_speaker must be another participant's number (0..{n - 1}, not {me})")
-        return {"action_type": data["action_type"], "argument": clean_text(arg, 4000).text,
-                "next_speaker": nxt if addressed else None}  # fmt: skip
+        return {
+            "action_type": data["action_type"],
+            "argument": clean_text(arg, 4000).text,
+            "next_speaker": nxt if addressed else None,
+        }
+
     return check
 
 
@@ -382,16 +485,32 @@ async def _dialogue(spec: GroupSpec, lim: GroupLimits, backend: LLMBackend) -> t
             return turns, "max_turns"
         me = next_speaker(spec, turns, present, rng)
         msgs = group_turn_prompt(spec, me, [t.as_turn() for t in turns], present, lim.max_turn_chars)
-        out = await ask_structured(backend, f"{spec.episode_id}-t{len(turns)}", msgs,
-                                   turn_schema(spec, me, lim.argument_chars),
-                                   _validate_turn(n, me, spec.turn_taking == "addressed"), seed=spec.seed,
-                                   max_tokens=lim.max_tokens, temperature=lim.temperature,
-                                   metadata=_meta(spec, "turn", len(turns), me), reask=lim.reask,
-                                   max_string_chars=lim.argument_chars)  # fmt: skip
+        out = await ask_structured(
+            backend,
+            f"{spec.episode_id}-t{len(turns)}",
+            msgs,
+            turn_schema(spec, me, lim.argument_chars),
+            _validate_turn(n, me, spec.turn_taking == "addressed"),
+            seed=spec.seed,
+            max_tokens=lim.max_tokens,
+            temperature=lim.temperature,
+            metadata=_meta(spec, "turn", len(turns), me),
+            reask=lim.reask,
+            max_string_chars=lim.argument_chars,
+        )
         if out.value is not None:
             v = out.value
-            turns.append(GroupTurnRecord(len(turns), me, v["action_type"], v["argument"][:lim.argument_chars], out.raw,
-                                         True, next_speaker=v["next_speaker"]))  # fmt: skip
+            turns.append(
+                GroupTurnRecord(
+                    len(turns),
+                    me,
+                    v["action_type"],
+                    v["argument"][: lim.argument_chars],
+                    out.raw,
+                    True,
+                    next_speaker=v["next_speaker"],
+                )
+            )
         else:
             turns.append(GroupTurnRecord(len(turns), me, "invalid", "", out.raw, False, out.error))
         last = turns[-1]
@@ -404,8 +523,9 @@ async def _dialogue(spec: GroupSpec, lim: GroupLimits, backend: LLMBackend) -> t
             return turns, "none_streak"
 
 
-async def _script(spec: GroupSpec, lim: GroupLimits,
-                  backend: LLMBackend) -> tuple[list[GroupTurnRecord], GroupEnd, str | None]:  # fmt: skip
+async def _script(
+    spec: GroupSpec, lim: GroupLimits, backend: LLMBackend
+) -> tuple[list[GroupTurnRecord], GroupEnd, str | None]:
     n = len(spec.characters)
 
     def validate(data: Any) -> list[dict[str, Any]]:
@@ -419,20 +539,31 @@ async def _script(spec: GroupSpec, lim: GroupLimits,
             out.append({"speaker": sp, **_validate_turn(n, sp, False)(t)})
         return out
 
-    o = await ask_structured(backend, f"{spec.episode_id}-script", group_script_prompt(spec, lim.max_turns),
-                             script_schema(n, lim.max_turns, lim.argument_chars), validate, seed=spec.seed,
-                             max_tokens=lim.script_max_tokens, temperature=lim.temperature,
-                             metadata=_meta(spec, "script", 0, None), reask=lim.reask,
-                             max_string_chars=lim.argument_chars)  # fmt: skip
+    o = await ask_structured(
+        backend,
+        f"{spec.episode_id}-script",
+        group_script_prompt(spec, lim.max_turns),
+        script_schema(n, lim.max_turns, lim.argument_chars),
+        validate,
+        seed=spec.seed,
+        max_tokens=lim.script_max_tokens,
+        temperature=lim.temperature,
+        metadata=_meta(spec, "script", 0, None),
+        reask=lim.reask,
+        max_string_chars=lim.argument_chars,
+    )
     if o.value is None:
         return [], "invalid_script", o.error
-    turns = [GroupTurnRecord(i, t["speaker"], t["action_type"], t["argument"][:lim.argument_chars], None, True)
-             for i, t in enumerate(o.value)]  # fmt: skip
+    turns = [
+        GroupTurnRecord(i, t["speaker"], t["action_type"], t["argument"][: lim.argument_chars], None, True)
+        for i, t in enumerate(o.value)
+    ]
     return turns, "script_end", None
 
 
-async def run_group_episode(spec: GroupSpec, lim: GroupLimits, backend: LLMBackend,
-                            judge_backend: LLMBackend | None = None) -> GroupResult:  # fmt: skip
+async def run_group_episode(
+    spec: GroupSpec, lim: GroupLimits, backend: LLMBackend, judge_backend: LLMBackend | None = None
+) -> GroupResult:
     """Play (or write) one group episode, ask every partner what was agreed, score, optionally judge."""
     import asyncio
 
@@ -444,22 +575,42 @@ async def run_group_episode(spec: GroupSpec, lim: GroupLimits, backend: LLMBacke
         turns, ended = await _dialogue(spec, lim, backend)
     res = GroupResult(spec, turns, ended, invalid, model=backend.model_name)
     transcript = [t.as_turn() for t in turns]
-    outs: list[Outcome[Any]] = list(await asyncio.gather(*(
-        ask_structured(backend, f"{spec.episode_id}-answer{i}", answer_prompt(spec, i, transcript, lim.max_turn_chars),
-                       spec.task.answer_schema(), spec.task.validate_answer, seed=spec.seed,
-                       max_tokens=lim.answer_max_tokens, temperature=lim.temperature,
-                       metadata=_meta(spec, "answer", len(transcript), i), reask=lim.reask)
-        for i in range(len(spec.characters)))))  # fmt: skip
+    outs: list[Outcome[Any]] = list(
+        await asyncio.gather(
+            *(
+                ask_structured(
+                    backend,
+                    f"{spec.episode_id}-answer{i}",
+                    answer_prompt(spec, i, transcript, lim.max_turn_chars),
+                    spec.task.answer_schema(),
+                    spec.task.validate_answer,
+                    seed=spec.seed,
+                    max_tokens=lim.answer_max_tokens,
+                    temperature=lim.temperature,
+                    metadata=_meta(spec, "answer", len(transcript), i),
+                    reask=lim.reask,
+                )
+                for i in range(len(spec.characters))
+            )
+        )
+    )
     res.answers = [o.value for o in outs]
     res.answer_errors = [o.error for o in outs]
     res.goals, res.deal, res.success, res.detail = spec.task.score(res.answers)
     if judge_backend is not None:
         model = judge_model(len(spec.characters))
-        j = await ask_structured(judge_backend, f"{spec.episode_id}-judge",
-                                 group_judge_prompt(spec, transcript, lim.max_turn_chars), model.model_json_schema(),
-                                 model.model_validate, seed=spec.seed, max_tokens=lim.judge_max_tokens,
-                                 temperature=lim.temperature, metadata=_meta(spec, "judge", len(transcript), None),
-                                 reask=lim.reask)  # fmt: skip
+        j = await ask_structured(
+            judge_backend,
+            f"{spec.episode_id}-judge",
+            group_judge_prompt(spec, transcript, lim.max_turn_chars),
+            model.model_json_schema(),
+            model.model_validate,
+            seed=spec.seed,
+            max_tokens=lim.judge_max_tokens,
+            temperature=lim.temperature,
+            metadata=_meta(spec, "judge", len(transcript), None),
+            reask=lim.reask,
+        )
         if j.value is not None:
             res.judge = {}
             for i in range(len(spec.characters)):

@@ -11,8 +11,9 @@ import hashlib
 import json
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import duckdb
 import numpy as np
@@ -55,16 +56,23 @@ class GroupEpisodesConfig(BaseModel):
     out: str | None = Field(None, description="Run directory (default runs/<name>-seed<seed>).")
     llm: LLMConfig = Field(default_factory=LLMConfig, description="The model playing (or writing) the characters.")
     judge_llm: LLMConfig | None = Field(None, description="SOTOPIA-Eval judge for every character; null: none.")
-    modes: list[GroupMode] = Field(default_factory=lambda: ["agents", "mindreaders", "script"], min_length=1,
-                                   description="Perspectives to run each deal under.")
+    modes: list[GroupMode] = Field(
+        default_factory=lambda: ["agents", "mindreaders", "script"],
+        min_length=1,
+        description="Perspectives to run each deal under.",
+    )
     parties: int = Field(3, ge=3, le=MAX_PARTIES, description="Characters per episode.")
     deals: int = Field(4, ge=1, description="Distinct deal instances (each run in every mode).")
     pot: int = Field(100, ge=10, description="Points to split.")
     repeats: int = Field(1, ge=1, description="Episodes per (deal, mode).")
-    turn_taking: TurnTaking = Field("round_robin", description="round_robin, random (seeded, no one twice running) "
-                                    "or addressed (each speaker names who talks next).")
+    turn_taking: TurnTaking = Field(
+        "round_robin",
+        description="round_robin, random (seeded, no one twice running) "
+        "or addressed (each speaker names who talks next).",
+    )
     relationship: Literal["stranger", "know_by_name", "acquaintance", "friend"] = Field(
-        "acquaintance", description="What characters know of each other in agents mode (SOTOPIA relationship).")
+        "acquaintance", description="What characters know of each other in agents mode (SOTOPIA relationship)."
+    )
     max_turns: int = Field(12, ge=1, le=40, description="Turn cap (script length cap too).")
     max_turn_chars: int = Field(1000, ge=1, description="Each quoted turn is cut to this in prompts.")
     argument_chars: int = Field(400, ge=16, le=1000, description="maxLength of an utterance in every mode.")
@@ -85,9 +93,14 @@ class GroupEpisodesConfig(BaseModel):
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
     def limits(self) -> GroupLimits:
-        return GroupLimits(max_turns=self.max_turns, max_turn_chars=self.max_turn_chars,
-                           argument_chars=self.argument_chars, max_tokens=self.llm.max_tokens,
-                           temperature=self.llm.temperature, reask=self.reask)  # fmt: skip
+        return GroupLimits(
+            max_turns=self.max_turns,
+            max_turn_chars=self.max_turn_chars,
+            argument_chars=self.argument_chars,
+            max_tokens=self.llm.max_tokens,
+            temperature=self.llm.temperature,
+            reask=self.reask,
+        )
 
 
 def load_group_config(path: str | Path, overrides: list[str] | None = None) -> GroupEpisodesConfig:
@@ -106,22 +119,41 @@ def build_group_specs(cfg: GroupEpisodesConfig) -> list[GroupSpec]:
         for rep in range(cfg.repeats):
             seed = int(np.random.SeedSequence(cfg.seed, spawn_key=(8, d, rep)).generate_state(1)[0] & 0x7FFFFFFF)
             for mode in cfg.modes:
-                specs.append((rep, d, GroupSpec(episode_id=f"{sid}-r{rep}-{mode}", index=0, mode=mode, scenario_id=sid,
-                                                seed=seed, repeat=rep, turn_taking=cfg.turn_taking, relationship=rel,
-                                                characters=chars, task=task)))  # fmt: skip
+                specs.append(
+                    (
+                        rep,
+                        d,
+                        GroupSpec(
+                            episode_id=f"{sid}-r{rep}-{mode}",
+                            index=0,
+                            mode=mode,
+                            scenario_id=sid,
+                            seed=seed,
+                            repeat=rep,
+                            turn_taking=cfg.turn_taking,
+                            relationship=rel,
+                            characters=chars,
+                            task=task,
+                        ),
+                    )
+                )
     specs.sort(key=lambda t: (t[0], t[1]))
     return [s.model_copy(update={"index": i}) for i, (_, _, s) in enumerate(specs)]
 
 
-_EPISODES = ("CREATE TABLE IF NOT EXISTS group_episodes (episode_id VARCHAR PRIMARY KEY, idx BIGINT, mode VARCHAR, "
-             "scenario_id VARCHAR, seed BIGINT, repeat BIGINT, parties BIGINT, turn_taking VARCHAR, n_turns BIGINT, "
-             "ended_by VARCHAR, valid BOOLEAN, invalid_reason VARCHAR, deal BOOLEAN, success BOOLEAN, "
-             "goals JSON, mean_goal DOUBLE, detail VARCHAR, answers JSON, answer_errors JSON, judge_scores JSON, "
-             "judge_mean_goal DOUBLE, judge_error VARCHAR, n_speak BIGINT, words_per_turn DOUBLE, "
-             "invalid_turns BIGINT, speakers JSON, n_calls BIGINT, prompt_tokens BIGINT, completion_tokens BIGINT, "
-             "model VARCHAR, spec JSON, wall_s DOUBLE)")  # fmt: skip
-_TURNS = ("CREATE TABLE IF NOT EXISTS group_turns (episode_id VARCHAR, turn BIGINT, speaker BIGINT, "
-          "action_type VARCHAR, argument VARCHAR, next_speaker BIGINT, raw VARCHAR, valid BOOLEAN, error VARCHAR)")
+_EPISODES = (
+    "CREATE TABLE IF NOT EXISTS group_episodes (episode_id VARCHAR PRIMARY KEY, idx BIGINT, mode VARCHAR, "
+    "scenario_id VARCHAR, seed BIGINT, repeat BIGINT, parties BIGINT, turn_taking VARCHAR, n_turns BIGINT, "
+    "ended_by VARCHAR, valid BOOLEAN, invalid_reason VARCHAR, deal BOOLEAN, success BOOLEAN, "
+    "goals JSON, mean_goal DOUBLE, detail VARCHAR, answers JSON, answer_errors JSON, judge_scores JSON, "
+    "judge_mean_goal DOUBLE, judge_error VARCHAR, n_speak BIGINT, words_per_turn DOUBLE, "
+    "invalid_turns BIGINT, speakers JSON, n_calls BIGINT, prompt_tokens BIGINT, completion_tokens BIGINT, "
+    "model VARCHAR, spec JSON, wall_s DOUBLE)"
+)
+_TURNS = (
+    "CREATE TABLE IF NOT EXISTS group_turns (episode_id VARCHAR, turn BIGINT, speaker BIGINT, "
+    "action_type VARCHAR, argument VARCHAR, next_speaker BIGINT, raw VARCHAR, valid BOOLEAN, error VARCHAR)"
+)
 
 
 class GroupStore:
@@ -133,12 +165,19 @@ class GroupStore:
         if force and self.path.exists():
             self.path.unlink()
         self.con = duckdb.connect(str(self.path))
-        for ddl in (_EPISODES, _TURNS, llm_calls_ddl(), "CREATE TABLE IF NOT EXISTS run_meta (key VARCHAR PRIMARY KEY, value JSON)"):
+        for ddl in (
+            _EPISODES,
+            _TURNS,
+            llm_calls_ddl(),
+            "CREATE TABLE IF NOT EXISTS run_meta (key VARCHAR PRIMARY KEY, value JSON)",
+        ):
             self.con.execute(ddl)
         got = self.con.execute("SELECT value FROM run_meta WHERE key = 'config_hash'").fetchall()
         if not got:
-            self.con.execute("INSERT INTO run_meta VALUES ('config_hash', ?), ('config', ?)",
-                             [json.dumps(cfg.config_hash()), cfg.model_dump_json()])
+            self.con.execute(
+                "INSERT INTO run_meta VALUES ('config_hash', ?), ('config', ?)",
+                [json.dumps(cfg.config_hash()), cfg.model_dump_json()],
+            )
         elif json.loads(got[0][0]) != cfg.config_hash():
             self.con.close()
             raise RunDirError(f"{self.path} holds group episodes of a different config; use another --out or --force")
@@ -162,27 +201,66 @@ class GroupStore:
         speak = [t for t in res.turns if t.valid and t.action_type == "speak"]
         words = [len(t.argument.split()) for t in speak]
         j = res.judge
-        row = {"episode_id": [s.episode_id], "idx": [s.index], "mode": [s.mode], "scenario_id": [s.scenario_id],
-               "seed": [s.seed], "repeat": [s.repeat], "parties": [len(s.characters)], "turn_taking": [s.turn_taking],
-               "n_turns": [len(res.turns)], "ended_by": [res.ended_by], "valid": [res.invalid_reason is None],
-               "invalid_reason": [res.invalid_reason], "deal": [res.deal], "success": [res.success],
-               "goals": [json.dumps(res.goals)], "mean_goal": [float(np.mean(res.goals)) if res.goals else None],
-               "detail": [res.detail], "answers": [json.dumps(res.answers)], "answer_errors": [json.dumps(res.answer_errors)],
-               "judge_scores": [json.dumps(j) if j else None],
-               "judge_mean_goal": [float(np.mean([v["goal"] for v in j.values()])) if j else None],
-               "judge_error": [res.judge_error], "n_speak": [len(speak)],
-               "words_per_turn": [sum(words) / len(words) if words else None],
-               "invalid_turns": [sum(1 for t in res.turns if not t.valid)],
-               "speakers": [json.dumps([t.speaker for t in res.turns])], "n_calls": [len(calls)],
-               "prompt_tokens": [sum(c[2].prompt_tokens for c in calls)],
-               "completion_tokens": [sum(c[2].completion_tokens for c in calls)], "model": [res.model],
-               "spec": [s.model_dump_json()], "wall_s": [res.wall_s]}  # fmt: skip
-        turns: dict[str, list] = {k: [] for k in ("episode_id", "turn", "speaker", "action_type", "argument",
-                                                  "next_speaker", "raw", "valid", "error")}  # fmt: skip
+        row = {
+            "episode_id": [s.episode_id],
+            "idx": [s.index],
+            "mode": [s.mode],
+            "scenario_id": [s.scenario_id],
+            "seed": [s.seed],
+            "repeat": [s.repeat],
+            "parties": [len(s.characters)],
+            "turn_taking": [s.turn_taking],
+            "n_turns": [len(res.turns)],
+            "ended_by": [res.ended_by],
+            "valid": [res.invalid_reason is None],
+            "invalid_reason": [res.invalid_reason],
+            "deal": [res.deal],
+            "success": [res.success],
+            "goals": [json.dumps(res.goals)],
+            "mean_goal": [float(np.mean(res.goals)) if res.goals else None],
+            "detail": [res.detail],
+            "answers": [json.dumps(res.answers)],
+            "answer_errors": [json.dumps(res.answer_errors)],
+            "judge_scores": [json.dumps(j) if j else None],
+            "judge_mean_goal": [float(np.mean([v["goal"] for v in j.values()])) if j else None],
+            "judge_error": [res.judge_error],
+            "n_speak": [len(speak)],
+            "words_per_turn": [sum(words) / len(words) if words else None],
+            "invalid_turns": [sum(1 for t in res.turns if not t.valid)],
+            "speakers": [json.dumps([t.speaker for t in res.turns])],
+            "n_calls": [len(calls)],
+            "prompt_tokens": [sum(c[2].prompt_tokens for c in calls)],
+            "completion_tokens": [sum(c[2].completion_tokens for c in calls)],
+            "model": [res.model],
+            "spec": [s.model_dump_json()],
+            "wall_s": [res.wall_s],
+        }
+        turns: dict[str, list] = {
+            k: []
+            for k in (
+                "episode_id",
+                "turn",
+                "speaker",
+                "action_type",
+                "argument",
+                "next_speaker",
+                "raw",
+                "valid",
+                "error",
+            )
+        }
         for t in res.turns:
-            for k, v in (("episode_id", s.episode_id), ("turn", t.turn), ("speaker", t.speaker),
-                         ("action_type", t.action_type), ("argument", t.argument), ("next_speaker", t.next_speaker),
-                         ("raw", t.raw), ("valid", t.valid), ("error", t.error)):  # fmt: skip
+            for k, v in (
+                ("episode_id", s.episode_id),
+                ("turn", t.turn),
+                ("speaker", t.speaker),
+                ("action_type", t.action_type),
+                ("argument", t.argument),
+                ("next_speaker", t.next_speaker),
+                ("raw", t.raw),
+                ("valid", t.valid),
+                ("error", t.error),
+            ):
                 turns[k].append(v)
         con = self.con
         con.begin()
@@ -226,9 +304,12 @@ def _wilson(k: int, n: int) -> tuple[float | None, float | None]:
 
 
 def summarize_groups(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    """Per mode: episodes, deal and success rates (Wilson 95% CI), mean goal per character (t 95% CI), words, invalid."""
-    rows = con.execute("SELECT mode, deal, success, goals, words_per_turn, n_speak, invalid_turns, n_turns, n_calls, "
-                       "prompt_tokens, completion_tokens, judge_mean_goal FROM group_episodes ORDER BY idx").fetchall()  # fmt: skip
+    """Per mode: episodes, deal and success rates (Wilson 95% CI), mean goal per character (t 95% CI), words,
+    invalid."""
+    rows = con.execute(
+        "SELECT mode, deal, success, goals, words_per_turn, n_speak, invalid_turns, n_turns, n_calls, "
+        "prompt_tokens, completion_tokens, judge_mean_goal FROM group_episodes ORDER BY idx"
+    ).fetchall()
     out: dict[str, Any] = {"modes": {}, "access": {}}
     for mode in dict.fromkeys(r[0] for r in rows):
         rs = [r for r in rows if r[0] == mode]
@@ -239,23 +320,34 @@ def summarize_groups(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         wpt = sum((r[4] or 0) * (r[5] or 0) for r in rs) / speak if speak else None
         judge = [r[11] for r in rs if r[11] is not None]
         out["modes"][mode] = {
-            "episodes": len(rs), "deal_rate": deals / len(rs), "deal_ci95": _wilson(deals, len(rs)),
-            "success_rate": succ / len(rs), "success_ci95": _wilson(succ, len(rs)),
-            "goal_mean": m, "goal_ci95": (lo, hi), "goal_n": len(goals), "words_per_turn": wpt,
+            "episodes": len(rs),
+            "deal_rate": deals / len(rs),
+            "deal_ci95": _wilson(deals, len(rs)),
+            "success_rate": succ / len(rs),
+            "success_ci95": _wilson(succ, len(rs)),
+            "goal_mean": m,
+            "goal_ci95": (lo, hi),
+            "goal_n": len(goals),
+            "words_per_turn": wpt,
             "turns_per_episode": float(np.mean([r[7] for r in rs])),
             "invalid_turn_rate": (sum(r[6] for r in rs) / max(1, sum(r[7] for r in rs))),
             "calls_per_episode": float(np.mean([r[8] for r in rs])),
             "tokens_per_episode": float(np.mean([(r[9] or 0) + (r[10] or 0) for r in rs])),
             "judge_goal_mean": float(np.mean(judge)) if judge else None,
-        }  # fmt: skip
+        }
         out["access"][mode] = group_access(mode)  # type: ignore[arg-type]
     out["episodes"] = len(rows)
     return out
 
 
-def run_group_episodes(cfg: GroupEpisodesConfig, *, force: bool = False, backend: Any = None,
-                       judge_backend: Any = None,
-                       on_done: Callable[[GroupResult, int, int], None] | None = None) -> dict[str, Any]:  # fmt: skip
+def run_group_episodes(
+    cfg: GroupEpisodesConfig,
+    *,
+    force: bool = False,
+    backend: Any = None,
+    judge_backend: Any = None,
+    on_done: Callable[[GroupResult, int, int], None] | None = None,
+) -> dict[str, Any]:
     """Run the episodes not yet in the store (in order), then summarise the whole run.
 
     ``backend`` / ``judge_backend`` replace the config's (tests); their calls are recorded too.
@@ -289,8 +381,11 @@ def run_group_episodes(cfg: GroupEpisodesConfig, *, force: bool = False, backend
             b.close()
             if jb is not None and jb is not b:
                 jb.close()
-    summary["this_invocation"] = {"episodes": len(todo), "skipped": len(specs) - len(todo),
-                                  "wall_s": time.perf_counter() - t0}  # fmt: skip
+    summary["this_invocation"] = {
+        "episodes": len(todo),
+        "skipped": len(specs) - len(todo),
+        "wall_s": time.perf_counter() - t0,
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     (out / "config.json").write_text(cfg.model_dump_json(indent=2), encoding="utf-8")
     return summary

@@ -46,7 +46,9 @@ class FriendAnswer(BaseModel):
 class DealAnswer(BaseModel):
     model_config = ConfigDict(extra="forbid")
     deal: bool = Field(description="Whether the two agreed on a sale.")
-    price: float | None = Field(None, allow_inf_nan=False, description="The agreed price in dollars; null without a deal.")
+    price: float | None = Field(
+        None, allow_inf_nan=False, description="The agreed price in dollars; null without a deal."
+    )
 
 
 def answer_model(task: Task) -> type[BaseModel]:
@@ -56,11 +58,21 @@ def answer_model(task: Task) -> type[BaseModel]:
 def answer_schema(task: Task) -> dict[str, Any]:
     """The JSON schema sent with the question (constrained decoding where the backend supports it)."""
     if isinstance(task, MutualFriendTask):
-        return {"type": "object", "properties": {"friend_name": {"type": "string", "maxLength": MAX_NAME_CHARS}},
-                "required": ["friend_name"], "additionalProperties": False}
-    return {"type": "object", "properties": {"deal": {"type": "boolean"},
-                                             "price": {"anyOf": [{"type": "number", "minimum": 0}, {"type": "null"}]}},
-            "required": ["deal", "price"], "additionalProperties": False}
+        return {
+            "type": "object",
+            "properties": {"friend_name": {"type": "string", "maxLength": MAX_NAME_CHARS}},
+            "required": ["friend_name"],
+            "additionalProperties": False,
+        }
+    return {
+        "type": "object",
+        "properties": {
+            "deal": {"type": "boolean"},
+            "price": {"anyOf": [{"type": "number", "minimum": 0}, {"type": "null"}]},
+        },
+        "required": ["deal", "price"],
+        "additionalProperties": False,
+    }
 
 
 def answer_format(task: Task) -> str:

@@ -23,8 +23,10 @@ import duckdb
 from .judge import judge_vs_objective
 
 #: Zhou et al. 2024 (arXiv 2403.05020), goal completion 0-10 on SOTOPIA, judged by GPT-4.
-PAPER_GOAL = {"GPT-3.5": {"agents": 6.95, "mindreaders": 7.45, "script": 8.44},
-              "Mixtral": {"agents": 7.49, "mindreaders": 8.30, "script": 8.40}}
+PAPER_GOAL = {
+    "GPT-3.5": {"agents": 6.95, "mindreaders": 7.45, "script": 8.44},
+    "Mixtral": {"agents": 7.49, "mindreaders": 8.30, "script": 8.40},
+}
 PAPER_WORDS_PER_TURN = {"agents": 29.8, "script": 16.0}
 _MODE_ORDER = "CASE mode WHEN 'agents' THEN 0 WHEN 'mindreaders' THEN 1 WHEN 'script' THEN 2 ELSE 3 END"
 
@@ -45,8 +47,9 @@ ORDER BY {_MODE_ORDER}, task_kind NULLS LAST
 """
 
 
-def t_ci95(mean: float | None, sd: float | None, n: int, lo: float = 0.0,
-           hi: float = 10.0) -> tuple[float | None, float | None]:
+def t_ci95(
+    mean: float | None, sd: float | None, n: int, lo: float = 0.0, hi: float = 10.0
+) -> tuple[float | None, float | None]:
     """Two-sided 95% t interval for a mean, clipped to the goal scale [lo, hi]; None below two observations."""
     if mean is None or sd is None or n < 2 or math.isnan(sd):
         return None, None
@@ -67,19 +70,28 @@ def summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         rows.append(row)
     pairs: list[tuple[float, float]] = []
     for jg0, g0, jg1, g1 in con.execute(
-            "SELECT judge_goal_0, goal_0, judge_goal_1, goal_1 FROM episodes "
-            "WHERE judge_goal_0 IS NOT NULL AND goal_0 IS NOT NULL ORDER BY idx").fetchall():
+        "SELECT judge_goal_0, goal_0, judge_goal_1, goal_1 FROM episodes "
+        "WHERE judge_goal_0 IS NOT NULL AND goal_0 IS NOT NULL ORDER BY idx"
+    ).fetchall():
         pairs += [(jg0, g0), (jg1, g1)]
-    ended = con.execute(f"SELECT mode, ended_by, count(*) FROM episodes GROUP BY mode, ended_by "
-                        f"ORDER BY {_MODE_ORDER}, ended_by").fetchall()
-    totals = con.execute("SELECT count(*), sum(wall_s), sum(n_calls), sum(prompt_tokens), sum(completion_tokens), "
-                         "any_value(model), any_value(judge_model) FROM episodes").fetchall()[0]
+    ended = con.execute(
+        f"SELECT mode, ended_by, count(*) FROM episodes GROUP BY mode, ended_by ORDER BY {_MODE_ORDER}, ended_by"
+    ).fetchall()
+    totals = con.execute(
+        "SELECT count(*), sum(wall_s), sum(n_calls), sum(prompt_tokens), sum(completion_tokens), "
+        "any_value(model), any_value(judge_model) FROM episodes"
+    ).fetchall()[0]
     return {
         "rows": rows,
         "judge_vs_objective": judge_vs_objective(pairs),
         "ended_by": [{"mode": m, "ended_by": e, "episodes": n} for m, e, n in ended],
-        "episodes": totals[0], "episode_wall_s_total": totals[1], "llm_calls": totals[2],
-        "prompt_tokens": totals[3], "completion_tokens": totals[4], "model": totals[5], "judge_model": totals[6],
+        "episodes": totals[0],
+        "episode_wall_s_total": totals[1],
+        "llm_calls": totals[2],
+        "prompt_tokens": totals[3],
+        "completion_tokens": totals[4],
+        "model": totals[5],
+        "judge_model": totals[6],
         "paper": {"goal": PAPER_GOAL, "words_per_turn": PAPER_WORDS_PER_TURN},
     }
 
@@ -98,14 +110,27 @@ def table_rows(summary: dict[str, Any], paper: bool = True) -> list[list[str]]:
     """The report table as strings; with ``paper`` the paper's figures sit beside each mode's 'all' row."""
     out = []
     for r in summary["rows"]:
-        ci = (f"{_f(r['goal_mean'])} [{_f(r['goal_ci_low'])}, {_f(r['goal_ci_high'])}]"
-              if r["goal_ci_low"] is not None else _f(r["goal_mean"]))
+        ci = (
+            f"{_f(r['goal_mean'])} [{_f(r['goal_ci_low'])}, {_f(r['goal_ci_high'])}]"
+            if r["goal_ci_low"] is not None
+            else _f(r["goal_mean"])
+        )
         paper_goal = words = ""
         if r["task"] == "all":
             paper_goal = " / ".join(_f(PAPER_GOAL[m].get(r["mode"])) for m in PAPER_GOAL)
             words = _f(PAPER_WORDS_PER_TURN.get(r["mode"]), 1)
-        row = [r["mode"], r["task"], str(r["episodes"]), ci, _f(r["judge_goal_mean"]), _f(r["words_per_turn"], 1),
-               _f(r["turns_per_episode"], 1), _f(r["agreement_rate"]), _f(r["leave_rate"]), _f(r["valid_rate"])]
+        row = [
+            r["mode"],
+            r["task"],
+            str(r["episodes"]),
+            ci,
+            _f(r["judge_goal_mean"]),
+            _f(r["words_per_turn"], 1),
+            _f(r["turns_per_episode"], 1),
+            _f(r["agreement_rate"]),
+            _f(r["leave_rate"]),
+            _f(r["valid_rate"]),
+        ]
         out.append(row + ([paper_goal, words] if paper else []))
     return out
 
@@ -136,10 +161,19 @@ def write_plots(summary: dict[str, Any], out_dir: Path) -> list[Path]:
         model = f"SMOKE RUN ({summary['llm_backend']} backend, not a model)"
     paths = []
     for metric, label, title, fname in (
-            ("goal_mean", "goal completion (0 to 10)", f"Goal by mode and task, {model} (bars: 95% t interval)",
-             "goal_by_mode.png"),
-            ("words_per_turn", "words per 'speak' turn (count)", f"Words per spoken turn by mode and task, {model}",
-             "words_per_turn.png")):
+        (
+            "goal_mean",
+            "goal completion (0 to 10)",
+            f"Goal by mode and task, {model} (bars: 95% t interval)",
+            "goal_by_mode.png",
+        ),
+        (
+            "words_per_turn",
+            "words per 'speak' turn (count)",
+            f"Words per spoken turn by mode and task, {model}",
+            "words_per_turn.png",
+        ),
+    ):
         fig, ax = plt.subplots(figsize=(7, 4))
         width = 0.8 / max(1, len(tasks))
         for k, task in enumerate(tasks):
@@ -154,8 +188,14 @@ def write_plots(summary: dict[str, Any], out_dir: Path) -> list[Path]:
                     lo_hi.append([r[metric] - r["goal_ci_low"], r["goal_ci_high"] - r[metric]])
                 else:
                     lo_hi.append([0.0, 0.0])
-            bars = ax.bar(xs, ys, width, yerr=np.array(lo_hi).T if metric == "goal_mean" and lo_hi else None,
-                          capsize=3, label=task)
+            bars = ax.bar(
+                xs,
+                ys,
+                width,
+                yerr=np.array(lo_hi).T if metric == "goal_mean" and lo_hi else None,
+                capsize=3,
+                label=task,
+            )
             P._bar_values(ax, bars, ys, "{:.2f}" if metric == "goal_mean" else "{:.1f}")
         ax.set_xticks([i + width * (len(tasks) - 1) / 2 for i in range(len(modes))], modes)
         ax.set_xlabel("mode")

@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,8 +35,18 @@ from .tasks import make_bargaining, make_mutual_friend
 
 _KIND_CODE = {"mutual_friend": 1, "bargaining": 2, "sotopia": 3}
 #: Names for the two sides of procedural tasks; none is a mutual-friend candidate name.
-_TASK_NAMES = (("Riley", "Chen"), ("Morgan", "Diaz"), ("Sam", "Okafor"), ("Jordan", "Weiss"), ("Avery", "Novak"),
-               ("Casey", "Ito"), ("Taylor", "Brooks"), ("Quinn", "Haddad"), ("Jamie", "Larsen"), ("Robin", "Mehta"))
+_TASK_NAMES = (
+    ("Riley", "Chen"),
+    ("Morgan", "Diaz"),
+    ("Sam", "Okafor"),
+    ("Jordan", "Weiss"),
+    ("Avery", "Novak"),
+    ("Casey", "Ito"),
+    ("Taylor", "Brooks"),
+    ("Quinn", "Haddad"),
+    ("Jamie", "Larsen"),
+    ("Robin", "Mehta"),
+)
 
 
 @dataclass(frozen=True)
@@ -53,8 +64,11 @@ def _task_characters(rng: np.random.Generator, scenario_id: str) -> tuple[Charac
     out = []
     for k, p in enumerate(picks):
         first, last = _TASK_NAMES[int(p)]
-        out.append(CharacterProfile(agent_id=f"{scenario_id}-agent{k}", first_name=first, last_name=last,
-                                    age=int(rng.integers(25, 61))))
+        out.append(
+            CharacterProfile(
+                agent_id=f"{scenario_id}-agent{k}", first_name=first, last_name=last, age=int(rng.integers(25, 61))
+            )
+        )
     return out[0], out[1]
 
 
@@ -63,8 +77,11 @@ def _procedural(cfg: EpisodesConfig) -> dict[str, list[_Scenario]]:
     for kind, n in (("mutual_friend", cfg.tasks.mutual_friend), ("bargaining", cfg.tasks.bargaining)):
         for i in range(n):
             rng = component_rng(cfg.seed, GENERATOR, _KIND_CODE[kind], i)
-            task: Any = (make_mutual_friend(rng, n_friends=cfg.tasks.n_friends) if kind == "mutual_friend"
-                         else make_bargaining(rng))
+            task: Any = (
+                make_mutual_friend(rng, n_friends=cfg.tasks.n_friends)
+                if kind == "mutual_friend"
+                else make_bargaining(rng)
+            )
             agents = _task_characters(rng, f"{kind}-{i:04d}")
             out[kind].append(_Scenario(kind, i, task.to_environment(), agents, RelationshipType.STRANGER, task))
     return out
@@ -105,18 +122,33 @@ def build_specs(cfg: EpisodesConfig) -> list[EpisodeSpec]:
     by_kind = _procedural(cfg)
     by_kind["sotopia"] = _sotopia(cfg)
     longest = max(len(v) for v in by_kind.values())
-    scenarios = [by_kind[k][i] for i in range(longest) for k in ("mutual_friend", "bargaining", "sotopia")
-                 if i < len(by_kind[k])]
+    scenarios = [
+        by_kind[k][i] for i in range(longest) for k in ("mutual_friend", "bargaining", "sotopia") if i < len(by_kind[k])
+    ]
     specs: list[EpisodeSpec] = []
     for rep in range(cfg.repeats):
         for s in scenarios:
             sid = f"{s.kind}-{s.number:04d}"
-            seed = int(np.random.SeedSequence(cfg.seed, spawn_key=(_KIND_CODE[s.kind], s.number, rep))
-                       .generate_state(1)[0] & 0x7FFFFFFF)
+            seed = int(
+                np.random.SeedSequence(cfg.seed, spawn_key=(_KIND_CODE[s.kind], s.number, rep)).generate_state(1)[0]
+                & 0x7FFFFFFF
+            )
             for mode in cfg.modes:
-                specs.append(EpisodeSpec(episode_id=f"{sid}-r{rep}-{mode}", index=len(specs), mode=mode, kind=s.kind,
-                                         scenario_id=sid, seed=seed, repeat=rep, env=s.env, agents=s.agents,
-                                         relationship=s.relationship, task=s.task))
+                specs.append(
+                    EpisodeSpec(
+                        episode_id=f"{sid}-r{rep}-{mode}",
+                        index=len(specs),
+                        mode=mode,
+                        kind=s.kind,
+                        scenario_id=sid,
+                        seed=seed,
+                        repeat=rep,
+                        env=s.env,
+                        agents=s.agents,
+                        relationship=s.relationship,
+                        task=s.task,
+                    )
+                )
     return specs
 
 
@@ -156,13 +188,19 @@ def close_models(models: Models) -> None:
 OnDone = Callable[[EpisodeResult, int, int], None]
 
 
-async def _inprocess(specs: Sequence[EpisodeSpec], cfg: EpisodesConfig, models: Models, store: EpisodeStore,
-                     on_done: OnDone | None, deadline: float) -> None:
+async def _inprocess(
+    specs: Sequence[EpisodeSpec],
+    cfg: EpisodesConfig,
+    models: Models,
+    store: EpisodeStore,
+    on_done: OnDone | None,
+    deadline: float,
+) -> None:
     step = cfg.executor.concurrency
     for k in range(0, len(specs), step):
         if time.perf_counter() >= deadline:
             return
-        batch = await asyncio.gather(*(run_episode(s, cfg, models) for s in specs[k:k + step]))
+        batch = await asyncio.gather(*(run_episode(s, cfg, models) for s in specs[k : k + step]))
         for j, res in enumerate(batch):  # in index order: call ids do not depend on timing
             store.write(res)
             if on_done:
@@ -181,8 +219,9 @@ class _EpisodeWorker:
         return run_coro_sync(run_episode(spec, self.cfg, self.models))
 
 
-def _ray(specs: Sequence[EpisodeSpec], cfg: EpisodesConfig, store: EpisodeStore, on_done: OnDone | None,
-         deadline: float) -> None:
+def _ray(
+    specs: Sequence[EpisodeSpec], cfg: EpisodesConfig, store: EpisodeStore, on_done: OnDone | None, deadline: float
+) -> None:
     import os
 
     import ray
@@ -191,8 +230,13 @@ def _ray(specs: Sequence[EpisodeSpec], cfg: EpisodesConfig, store: EpisodeStore,
     owns = not ray.is_initialized()
     if owns:
         os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
-        ray.init(**({"address": cfg.executor.address} if cfg.executor.address
-                    else {"num_cpus": cfg.executor.parallel, "include_dashboard": False}))
+        ray.init(
+            **(
+                {"address": cfg.executor.address}
+                if cfg.executor.address
+                else {"num_cpus": cfg.executor.parallel, "include_dashboard": False}
+            )
+        )
     try:
         worker = ray.remote(num_cpus=1, max_restarts=0)(_EpisodeWorker)
         actors = [worker.remote(cfg.model_dump_json()) for _ in range(min(cfg.executor.parallel, len(specs)))]
@@ -219,8 +263,15 @@ class RunReport:
     plots: list[Path]
 
 
-def run_episodes(cfg: EpisodesConfig, *, force: bool = False, models: Models | None = None,
-                 on_done: OnDone | None = None, plots: bool = True, time_budget_s: float | None = None) -> RunReport:
+def run_episodes(
+    cfg: EpisodesConfig,
+    *,
+    force: bool = False,
+    models: Models | None = None,
+    on_done: OnDone | None = None,
+    plots: bool = True,
+    time_budget_s: float | None = None,
+) -> RunReport:
     """Run what is not yet in ``cfg.out_dir()/episodes.duckdb``, then summarise the whole run.
 
     ``models`` replaces the config's backends (in-process only); the caller closes it.
@@ -263,9 +314,12 @@ def run_episodes(cfg: EpisodesConfig, *, force: bool = False, models: Models | N
     finally:
         store.close()
     summary["llm_backend"] = cfg.llm.backend
-    summary["this_invocation"] = {"episodes": ran, "wall_s": wall,
-                                  "episodes_per_min": (60.0 * ran / wall) if ran and wall > 0 else None,
-                                  "executor": cfg.executor.model_dump()}
+    summary["this_invocation"] = {
+        "episodes": ran,
+        "wall_s": wall,
+        "episodes_per_min": (60.0 * ran / wall) if ran and wall > 0 else None,
+        "executor": cfg.executor.model_dump(),
+    }
     write_summary(summary, out)
     paths = write_plots(summary, out / "plots") if plots and summary["episodes"] else []
     return RunReport(out, summary, ran, len(specs) - len(todo), wall, paths)

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
-from typing import Annotated, Any, Collection, Iterator, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import (AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError)
+from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationError
 
 from socium.errors import InputFileError
 
@@ -211,8 +212,7 @@ class SotopiaData:
         root = Path(folder)
         paths = {k: root / v for k, v in cls.FILES.items()}
         characters, _ = _keyed(paths["characters"], iter_jsonl(paths["characters"], CharacterProfile), "agent_id")
-        environments, _ = _keyed(paths["environments"], iter_jsonl(paths["environments"], EnvironmentProfile),
-                                 "env_id")
+        environments, _ = _keyed(paths["environments"], iter_jsonl(paths["environments"], EnvironmentProfile), "env_id")
         relationships: list[RelationshipProfile] = []
         for lineno, rel in iter_jsonl(paths["relationships"], RelationshipProfile):
             for aid in (rel.agent1_id, rel.agent2_id):
@@ -260,8 +260,7 @@ def _may_see(viewer: str, restricted_to: str, include_environment: bool) -> bool
     return viewer in ("environment", "omniscient")
 
 
-def render_for(text: str, viewer: Viewer, include_environment: bool = False,
-               hide_tags: Collection[str] = ()) -> str:
+def render_for(text: str, viewer: Viewer, include_environment: bool = False, hide_tags: Collection[str] = ()) -> str:
     """The part of SOTOPIA-marked-up ``text`` that ``viewer`` may read, with the tags removed.
 
     Mirrors SOTOPIA's ``XMLRenderer`` (``sotopia/renderers/xml_renderer.py``): ``<p viewer='agent_i'>``
@@ -280,7 +279,7 @@ def render_for(text: str, viewer: Viewer, include_environment: bool = False,
     pos = 0
     for m in _TAG.finditer(text):
         if visible:
-            out.append(text[pos:m.start()])
+            out.append(text[pos : m.start()])
         pos = m.end()
         closing, tag, attrs, selfclose = m.group(1), m.group(2), m.group(3), m.group(4)
         if closing:

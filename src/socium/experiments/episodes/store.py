@@ -8,8 +8,9 @@ Arrow tables or bound parameters: transcripts are model output and never touch S
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -26,23 +27,55 @@ DB_NAME = "episodes.duckdb"
 MAX_CALL_TEXT = 1_000_000  # per llm_calls text cell; prompts are far smaller, replies are token-capped
 
 EPISODE_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("episode_id", "VARCHAR PRIMARY KEY"), ("idx", "BIGINT"), ("mode", "VARCHAR"), ("task_kind", "VARCHAR"),
-    ("scenario_id", "VARCHAR"), ("env_id", "VARCHAR"), ("env_codename", "VARCHAR"), ("seed", "BIGINT"),
-    ("repeat", "BIGINT"), ("agent_0", "VARCHAR"), ("agent_1", "VARCHAR"), ("n_turns", "BIGINT"),
-    ("ended_by", "VARCHAR"), ("valid", "BOOLEAN"), ("invalid_reason", "VARCHAR"),
-    ("goal_0", "DOUBLE"), ("goal_1", "DOUBLE"), ("success", "BOOLEAN"), ("objective_detail", "VARCHAR"),
-    ("answers", "JSON"), ("answer_errors", "JSON"),
-    ("judge_scores", "JSON"), ("judge_goal_0", "DOUBLE"), ("judge_goal_1", "DOUBLE"),
-    ("judge_overall_0", "DOUBLE"), ("judge_overall_1", "DOUBLE"), ("judge_error", "VARCHAR"),
-    ("n_speak", "BIGINT"), ("words_per_turn", "DOUBLE"), ("agreement", "BOOLEAN"), ("someone_left", "BOOLEAN"),
-    ("invalid_turns", "BIGINT"), ("n_calls", "BIGINT"), ("prompt_tokens", "BIGINT"),
-    ("completion_tokens", "BIGINT"), ("model", "VARCHAR"), ("judge_model", "VARCHAR"),
+    ("episode_id", "VARCHAR PRIMARY KEY"),
+    ("idx", "BIGINT"),
+    ("mode", "VARCHAR"),
+    ("task_kind", "VARCHAR"),
+    ("scenario_id", "VARCHAR"),
+    ("env_id", "VARCHAR"),
+    ("env_codename", "VARCHAR"),
+    ("seed", "BIGINT"),
+    ("repeat", "BIGINT"),
+    ("agent_0", "VARCHAR"),
+    ("agent_1", "VARCHAR"),
+    ("n_turns", "BIGINT"),
+    ("ended_by", "VARCHAR"),
+    ("valid", "BOOLEAN"),
+    ("invalid_reason", "VARCHAR"),
+    ("goal_0", "DOUBLE"),
+    ("goal_1", "DOUBLE"),
+    ("success", "BOOLEAN"),
+    ("objective_detail", "VARCHAR"),
+    ("answers", "JSON"),
+    ("answer_errors", "JSON"),
+    ("judge_scores", "JSON"),
+    ("judge_goal_0", "DOUBLE"),
+    ("judge_goal_1", "DOUBLE"),
+    ("judge_overall_0", "DOUBLE"),
+    ("judge_overall_1", "DOUBLE"),
+    ("judge_error", "VARCHAR"),
+    ("n_speak", "BIGINT"),
+    ("words_per_turn", "DOUBLE"),
+    ("agreement", "BOOLEAN"),
+    ("someone_left", "BOOLEAN"),
+    ("invalid_turns", "BIGINT"),
+    ("n_calls", "BIGINT"),
+    ("prompt_tokens", "BIGINT"),
+    ("completion_tokens", "BIGINT"),
+    ("model", "VARCHAR"),
+    ("judge_model", "VARCHAR"),
     ("spec", "JSON"),  # the EpisodeSpec: scenario, characters, task; lets export rebuild prompts
     ("wall_s", "DOUBLE"),  # volatile: wall clock
 )
 TURN_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("episode_id", "VARCHAR"), ("turn", "BIGINT"), ("speaker", "BIGINT"), ("action_type", "VARCHAR"),
-    ("argument", "VARCHAR"), ("raw", "VARCHAR"), ("valid", "BOOLEAN"), ("error", "VARCHAR"),
+    ("episode_id", "VARCHAR"),
+    ("turn", "BIGINT"),
+    ("speaker", "BIGINT"),
+    ("action_type", "VARCHAR"),
+    ("argument", "VARCHAR"),
+    ("raw", "VARCHAR"),
+    ("valid", "BOOLEAN"),
+    ("error", "VARCHAR"),
 )
 VOLATILE = {"episodes": {"wall_s"}, "llm_calls": {"latency_s", "created_at"}}
 
@@ -72,32 +105,53 @@ def episode_row(result: EpisodeResult) -> dict[str, Any]:
     s = result.spec
     obj, judge = result.objective, result.judge
     row: dict[str, Any] = {
-        "episode_id": s.episode_id, "idx": s.index, "mode": s.mode, "task_kind": s.kind, "scenario_id": s.scenario_id,
-        "env_id": s.env.env_id, "env_codename": s.env.codename, "seed": s.seed, "repeat": s.repeat,
-        "agent_0": s.agents[0].name, "agent_1": s.agents[1].name, "ended_by": result.ended_by,
-        "valid": result.valid, "invalid_reason": result.invalid_reason,
-        "goal_0": obj.goal[0] if obj else None, "goal_1": obj.goal[1] if obj else None,
-        "success": obj.success if obj else None, "objective_detail": result.objective_detail,
-        "answers": json.dumps(result.answers), "answer_errors": json.dumps(result.answer_errors),
+        "episode_id": s.episode_id,
+        "idx": s.index,
+        "mode": s.mode,
+        "task_kind": s.kind,
+        "scenario_id": s.scenario_id,
+        "env_id": s.env.env_id,
+        "env_codename": s.env.codename,
+        "seed": s.seed,
+        "repeat": s.repeat,
+        "agent_0": s.agents[0].name,
+        "agent_1": s.agents[1].name,
+        "ended_by": result.ended_by,
+        "valid": result.valid,
+        "invalid_reason": result.invalid_reason,
+        "goal_0": obj.goal[0] if obj else None,
+        "goal_1": obj.goal[1] if obj else None,
+        "success": obj.success if obj else None,
+        "objective_detail": result.objective_detail,
+        "answers": json.dumps(result.answers),
+        "answer_errors": json.dumps(result.answer_errors),
         "judge_scores": json.dumps(judge) if judge else None,
         "judge_goal_0": judge["agent_0"]["goal"] if judge else None,
         "judge_goal_1": judge["agent_1"]["goal"] if judge else None,
         "judge_overall_0": judge["agent_0"]["overall"] if judge else None,
         "judge_overall_1": judge["agent_1"]["overall"] if judge else None,
-        "judge_error": result.judge_error, "agreement": result.agreement,
+        "judge_error": result.judge_error,
+        "agreement": result.agreement,
         "n_calls": len(result.calls),
         "prompt_tokens": sum(c[2].prompt_tokens for c in result.calls),
         "completion_tokens": sum(c[2].completion_tokens for c in result.calls),
-        "model": result.model, "judge_model": result.judge_model,
-        "spec": s.model_dump_json(), "wall_s": result.wall_s,
+        "model": result.model,
+        "judge_model": result.judge_model,
+        "spec": s.model_dump_json(),
+        "wall_s": result.wall_s,
     }
     row.update(metrics(result))
     return row
 
 
 def _schema(cols: Sequence[tuple[str, str]]) -> pa.Schema:
-    types = {"VARCHAR": pa.string(), "JSON": pa.string(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(),
-             "BOOLEAN": pa.bool_()}
+    types = {
+        "VARCHAR": pa.string(),
+        "JSON": pa.string(),
+        "BIGINT": pa.int64(),
+        "DOUBLE": pa.float64(),
+        "BOOLEAN": pa.bool_(),
+    }
     return pa.schema([(n, types[t.split()[0]]) for n, t in cols])
 
 
@@ -110,14 +164,20 @@ class EpisodeStore:
         if force and self.path.exists():
             self.path.unlink()
         self.con = duckdb.connect(str(self.path))
-        for stmt in (_ddl("episodes", EPISODE_COLUMNS), _ddl("turns", TURN_COLUMNS), llm_calls_ddl(),
-                     "CREATE TABLE IF NOT EXISTS run_meta (key VARCHAR PRIMARY KEY, value JSON)"):
+        for stmt in (
+            _ddl("episodes", EPISODE_COLUMNS),
+            _ddl("turns", TURN_COLUMNS),
+            llm_calls_ddl(),
+            "CREATE TABLE IF NOT EXISTS run_meta (key VARCHAR PRIMARY KEY, value JSON)",
+        ):
             self.con.execute(stmt)
         found = self.con.execute("SELECT value FROM run_meta WHERE key = 'config_hash'").fetchall()
         stored = found[0] if found else None
         if stored is None:
-            self.con.execute("INSERT INTO run_meta VALUES ('config_hash', ?), ('config', ?)",
-                             [json.dumps(cfg.config_hash()), cfg.model_dump_json()])
+            self.con.execute(
+                "INSERT INTO run_meta VALUES ('config_hash', ?), ('config', ?)",
+                [json.dumps(cfg.config_hash()), cfg.model_dump_json()],
+            )
         elif json.loads(stored[0]) != cfg.config_hash():
             self.con.close()
             raise RunDirError(f"{self.path} holds episodes of a different config; use another --out or --force")
@@ -138,9 +198,19 @@ class EpisodeStore:
 
     def write(self, result: EpisodeResult) -> None:
         """The episode row, its turns and its calls, in one transaction."""
-        turns = [{"episode_id": result.spec.episode_id, "turn": t.turn, "speaker": t.speaker,
-                  "action_type": t.action_type, "argument": t.argument, "raw": t.raw, "valid": t.valid,
-                  "error": t.error} for t in result.turns]
+        turns = [
+            {
+                "episode_id": result.spec.episode_id,
+                "turn": t.turn,
+                "speaker": t.speaker,
+                "action_type": t.action_type,
+                "argument": t.argument,
+                "raw": t.raw,
+                "valid": t.valid,
+                "error": t.error,
+            }
+            for t in result.turns
+        ]
         con = self.con
         con.begin()
         try:

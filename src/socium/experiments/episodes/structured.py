@@ -9,8 +9,9 @@ outcome with the reason and the raw text, never dropped and never turned into a 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 from pydantic import ValidationError
@@ -58,13 +59,13 @@ def short_error(exc: Exception) -> str:
 
 def request_seed(seed: int, *key: int | str) -> int:
     """A request seed that depends only on the episode seed and the call's identity, never on order."""
-    ints = [k if isinstance(k, int) else int.from_bytes(hashlib.sha256(k.encode()).digest()[:4], "little")
-            for k in key]
+    ints = [k if isinstance(k, int) else int.from_bytes(hashlib.sha256(k.encode()).digest()[:4], "little") for k in key]
     return int(np.random.SeedSequence(seed, spawn_key=tuple(ints)).generate_state(1)[0] & 0x7FFFFFFF)
 
 
-def wire_schema(schema: dict[str, Any] | None, max_tokens: int,
-                max_string_chars: int | None = None) -> dict[str, Any] | None:
+def wire_schema(
+    schema: dict[str, Any] | None, max_tokens: int, max_string_chars: int | None = None
+) -> dict[str, Any] | None:
     """The schema as sent: every string's ``maxLength`` capped so a reply fits in ``max_tokens``.
 
     A string the grammar lets run past the token cap ends as truncated, invalid JSON; capping it
@@ -89,10 +90,20 @@ def wire_schema(schema: dict[str, Any] | None, max_tokens: int,
     return walk(schema)
 
 
-async def ask_structured(backend: LLMBackend, request_id: str, messages: list[dict[str, str]],
-                         schema: dict[str, Any] | None, validate: Callable[[Any], T], *, seed: int,
-                         max_tokens: int, temperature: float, metadata: dict[str, Any],
-                         reask: bool = True, max_string_chars: int | None = None) -> Outcome[T]:
+async def ask_structured(
+    backend: LLMBackend,
+    request_id: str,
+    messages: list[dict[str, str]],
+    schema: dict[str, Any] | None,
+    validate: Callable[[Any], T],
+    *,
+    seed: int,
+    max_tokens: int,
+    temperature: float,
+    metadata: dict[str, Any],
+    reask: bool = True,
+    max_string_chars: int | None = None,
+) -> Outcome[T]:
     """Ask, validate with ``validate(parsed_json)`` (raises ValueError/ValidationError), re-ask once.
 
     A backend failure (HTTP error, context overflow) is not re-asked here: the retry wrapper in the
@@ -105,9 +116,15 @@ async def ask_structured(backend: LLMBackend, request_id: str, messages: list[di
     attempts = 0
     for attempt in range(2 if reask else 1):
         attempts += 1
-        req = LLMRequest(request_id=f"{request_id}-{attempt}", messages=[ChatMessage(**m) for m in msgs],  # type: ignore[arg-type]
-                         json_schema=schema, max_tokens=max_tokens, temperature=temperature,
-                         seed=request_seed(seed, request_id, attempt), metadata={**metadata, "attempt": attempt})
+        req = LLMRequest(
+            request_id=f"{request_id}-{attempt}",
+            messages=[ChatMessage(**m) for m in msgs],  # type: ignore[arg-type]
+            json_schema=schema,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=request_seed(seed, request_id, attempt),
+            metadata={**metadata, "attempt": attempt},
+        )
         res = (await backend.generate([req]))[0]
         if not res.ok:
             return Outcome(None, None, _clean(f"backend error ({res.error_kind}): {res.error}", 500), attempts)
@@ -116,7 +133,8 @@ async def ask_structured(backend: LLMBackend, request_id: str, messages: list[di
             return Outcome(validate(parse_json_lenient(res.text)), raw, None, attempts)
         except (ValueError, ValidationError) as exc:
             last_err = _clean(short_error(exc), 300)
-            msgs = msgs + [{"role": "assistant", "content": raw[:_REASK_ECHO_CHARS]},
-                           {"role": "user", "content": f"That answer was invalid: {last_err}. "
-                                                       "Reply with one valid JSON object."}]
+            msgs = msgs + [
+                {"role": "assistant", "content": raw[:_REASK_ECHO_CHARS]},
+                {"role": "user", "content": f"That answer was invalid: {last_err}. Reply with one valid JSON object."},
+            ]
     return Outcome(None, raw, f"invalid output{' after re-ask' if reask else ''}: {last_err}", attempts)

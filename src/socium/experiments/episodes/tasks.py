@@ -13,7 +13,8 @@ import hashlib
 import json
 import math
 import re
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -50,16 +51,68 @@ def _pick(rng: np.random.Generator, pool: Sequence[str]) -> str:
 # --- mutual friend ----------------------------------------------------------------------------
 
 _FIRST_NAMES = (
-    "Alvin", "Mable", "Lolita", "Catherine", "Vita", "Brandon", "Don", "Tara", "Arlene", "Dorothy",
-    "Timothy", "Leona", "Karis", "Elizabeth", "Eric", "Leroy", "Thanh", "Marva", "Michael", "Virginia",
-    "Debra", "Eugenia", "Roberto", "David", "Larry", "Lynn", "Donald", "Dennis", "Jane", "Harvey",
-    "Ninfa", "Angelica", "Andrew", "Melissa", "Anna", "Soledad", "John", "Lawrence", "Rafael", "Pamela",
+    "Alvin",
+    "Mable",
+    "Lolita",
+    "Catherine",
+    "Vita",
+    "Brandon",
+    "Don",
+    "Tara",
+    "Arlene",
+    "Dorothy",
+    "Timothy",
+    "Leona",
+    "Karis",
+    "Elizabeth",
+    "Eric",
+    "Leroy",
+    "Thanh",
+    "Marva",
+    "Michael",
+    "Virginia",
+    "Debra",
+    "Eugenia",
+    "Roberto",
+    "David",
+    "Larry",
+    "Lynn",
+    "Donald",
+    "Dennis",
+    "Jane",
+    "Harvey",
+    "Ninfa",
+    "Angelica",
+    "Andrew",
+    "Melissa",
+    "Anna",
+    "Soledad",
+    "John",
+    "Lawrence",
+    "Rafael",
+    "Pamela",
 )
 ATTRIBUTE_POOLS: dict[str, tuple[str, ...]] = {
-    "school": ("Clark University", "Coe College", "Williams College", "Auburn University", "Weber State University",
-               "Winona State University", "Kansas Wesleyan University", "San Jose State University"),
-    "major": ("Greek", "Psychology", "Marine Biology", "Applied Mathematics", "Bioengineering",
-              "Social Science Education", "Geological Engineering", "Hispanic-American Studies"),
+    "school": (
+        "Clark University",
+        "Coe College",
+        "Williams College",
+        "Auburn University",
+        "Weber State University",
+        "Winona State University",
+        "Kansas Wesleyan University",
+        "San Jose State University",
+    ),
+    "major": (
+        "Greek",
+        "Psychology",
+        "Marine Biology",
+        "Applied Mathematics",
+        "Bioengineering",
+        "Social Science Education",
+        "Geological Engineering",
+        "Hispanic-American Studies",
+    ),
     "company": ("BellSouth", "MetLife", "Vectren", "Sony", "Cray", "Groupon", "General Cable", "Exxon"),
     "hobby": ("Homebrewing", "Amateur radio", "Quilting", "Kayaking", "Astronomy", "Climbing", "Go", "Parkour"),
     "location_preference": ("indoor", "outdoor"),
@@ -96,7 +149,9 @@ class MutualFriendTask(BaseModel):
         a, b = ({f.name: f for f in side} for side in self.friends)
         common = set(a) & set(b)
         if common != {self.shared_name} or a[self.shared_name] != b[self.shared_name]:
-            raise ValueError(f"the lists must share exactly {self.shared_name!r}, identically; they share {sorted(common)}")
+            raise ValueError(
+                f"the lists must share exactly {self.shared_name!r}, identically; they share {sorted(common)}"
+            )
         return self
 
     @property
@@ -114,10 +169,15 @@ class MutualFriendTask(BaseModel):
                 f"\n<extra_info> You know the following friends: {listing}\n</extra_info>"
             )
         return EnvironmentProfile(
-            env_id=_task_id("mutual-friend", self), codename="socium_mutual_friend", source="socium-mutual_friends",
-            scenario=("2 strangers are meeting at a party. "
-                      f"<p viewer='environment'>They have 1 common friend: {self.shared_name}.</p>"),
-            agent_goals=goals, relationship=RelationshipType.STRANGER,
+            env_id=_task_id("mutual-friend", self),
+            codename="socium_mutual_friend",
+            source="socium-mutual_friends",
+            scenario=(
+                "2 strangers are meeting at a party. "
+                f"<p viewer='environment'>They have 1 common friend: {self.shared_name}.</p>"
+            ),
+            agent_goals=goals,
+            relationship=RelationshipType.STRANGER,
         )
 
     def private_info(self, agent_index: int) -> str:
@@ -126,12 +186,17 @@ class MutualFriendTask(BaseModel):
 
     def answer_question(self, agent_index: int) -> str:
         """Asked of each agent after the episode; its reply goes to :func:`score_mutual_friend`."""
-        return ("Which of your friends do you think you share with the other person? "
-                "Reply with that friend's name only, or 'none' if you do not know.")
+        return (
+            "Which of your friends do you think you share with the other person? "
+            "Reply with that friend's name only, or 'none' if you do not know."
+        )
 
 
-def make_mutual_friend(rng: np.random.Generator, n_friends: int = 5,
-                       attributes: Sequence[str] = ("name", "school", "major", "company", "hobby")) -> MutualFriendTask:
+def make_mutual_friend(
+    rng: np.random.Generator,
+    n_friends: int = 5,
+    attributes: Sequence[str] = ("name", "school", "major", "company", "hobby"),
+) -> MutualFriendTask:
     """Two lists of ``n_friends`` with one shared friend at a random position in each.
 
     Attribute values come from small pools, so non-shared friends often share the shared friend's
@@ -155,7 +220,7 @@ def make_mutual_friend(rng: np.random.Generator, n_friends: int = 5,
     shared = friend(names[0])
     sides = []
     for k in range(2):
-        others = [friend(n) for n in names[1 + k * (n_friends - 1): 1 + (k + 1) * (n_friends - 1)]]
+        others = [friend(n) for n in names[1 + k * (n_friends - 1) : 1 + (k + 1) * (n_friends - 1)]]
         others.insert(int(rng.integers(n_friends)), shared)
         sides.append(tuple(others))
     return MutualFriendTask(attributes=tuple(attrs), friends=(sides[0], sides[1]), shared_name=shared.name)
@@ -178,8 +243,11 @@ def score_mutual_friend(task: MutualFriendTask, answer_a: str | None, answer_b: 
     target = normalise_name(task.shared_name)
     right = [normalise_name(a) == target for a in (answer_a, answer_b)]
     value = 5.0 * sum(right)
-    return TaskScore(goal=(value, value), success=all(right),
-                     detail=f"shared friend {task.shared_name}; correct: agent_0={right[0]}, agent_1={right[1]}")
+    return TaskScore(
+        goal=(value, value),
+        success=all(right),
+        detail=f"shared friend {task.shared_name}; correct: agent_0={right[0]}, agent_1={right[1]}",
+    )
 
 
 # --- bargaining --------------------------------------------------------------------------------
@@ -194,20 +262,30 @@ class BargainItem(BaseModel):
 
 
 DEFAULT_ITEMS: tuple[BargainItem, ...] = (
-    BargainItem(title="a couch, loveseat and ottoman set", description="Comfortable, light staining, in good shape.",
-                base_price=550),
+    BargainItem(
+        title="a couch, loveseat and ottoman set",
+        description="Comfortable, light staining, in good shape.",
+        base_price=550,
+    ),
     BargainItem(title="a 64GB smartphone", description="Brand new, still sealed in its box.", base_price=650),
-    BargainItem(title="a dresser with matching night stand", description="Decent condition; one handle detached.",
-                base_price=200),
-    BargainItem(title="an antique oak accent table", description="Late 1800s, two levels, solid joints.",
-                base_price=60),
-    BargainItem(title="a glass and wood TV stand", description="Black glass, wood trim, fits a 42-inch TV.",
-                base_price=125),
+    BargainItem(
+        title="a dresser with matching night stand",
+        description="Decent condition; one handle detached.",
+        base_price=200,
+    ),
+    BargainItem(
+        title="an antique oak accent table", description="Late 1800s, two levels, solid joints.", base_price=60
+    ),
+    BargainItem(
+        title="a glass and wood TV stand", description="Black glass, wood trim, fits a 42-inch TV.", base_price=125
+    ),
     BargainItem(title="a road bike", description="Aluminium frame, new tyres, serviced last month.", base_price=400),
-    BargainItem(title="a two-bedroom apartment sublet for one month", description="Furnished, near transit.",
-                base_price=1800),
-    BargainItem(title="a used electric guitar with amplifier", description="Minor scratches, plays well.",
-                base_price=300),
+    BargainItem(
+        title="a two-bedroom apartment sublet for one month", description="Furnished, near transit.", base_price=1800
+    ),
+    BargainItem(
+        title="a used electric guitar with amplifier", description="Minor scratches, plays well.", base_price=300
+    ),
 )
 
 
@@ -235,18 +313,27 @@ class BargainingTask(BaseModel):
 
     def to_environment(self) -> EnvironmentProfile:
         goals = [
-            ("You are the buyer for this item. <extra_info>Your target price is "
-             f"${self.buyer_target:.2f}. Paying significantly more than the target counts against you; "
-             "paying less counts in your favour.</extra_info>"),
-            ("You are the seller of this item. <extra_info>Your target price is "
-             f"${self.seller_target:.2f}. Selling significantly below the target counts against you; "
-             "selling above it counts in your favour.</extra_info>"),
+            (
+                "You are the buyer for this item. <extra_info>Your target price is "
+                f"${self.buyer_target:.2f}. Paying significantly more than the target counts against you; "
+                "paying less counts in your favour.</extra_info>"
+            ),
+            (
+                "You are the seller of this item. <extra_info>Your target price is "
+                f"${self.seller_target:.2f}. Selling significantly below the target counts against you; "
+                "selling above it counts in your favour.</extra_info>"
+            ),
         ]
         return EnvironmentProfile(
-            env_id=_task_id("bargaining", self), codename="socium_bargaining", source="socium-craigslist_bargains",
-            scenario=(f"One person is selling {self.item.title} for ${self.listing_price:.2f}, while another person "
-                      f"is interested in buying it. {self.item.description}"),
-            agent_goals=goals, relationship=RelationshipType.STRANGER,
+            env_id=_task_id("bargaining", self),
+            codename="socium_bargaining",
+            source="socium-craigslist_bargains",
+            scenario=(
+                f"One person is selling {self.item.title} for ${self.listing_price:.2f}, while another person "
+                f"is interested in buying it. {self.item.description}"
+            ),
+            agent_goals=goals,
+            relationship=RelationshipType.STRANGER,
         )
 
     def private_info(self, agent_index: int) -> str:
@@ -255,13 +342,18 @@ class BargainingTask(BaseModel):
 
     def answer_question(self, agent_index: int) -> str:
         """Asked after the episode; the two replies must agree for the deal to count (caller's rule)."""
-        return ("Did you and the other person agree on a sale? If yes, reply with the agreed price in dollars "
-                "as a number; if not, reply 'no deal'.")
+        return (
+            "Did you and the other person agree on a sale? If yes, reply with the agreed price in dollars "
+            "as a number; if not, reply 'no deal'."
+        )
 
 
-def make_bargaining(rng: np.random.Generator, items: Sequence[BargainItem] = DEFAULT_ITEMS,
-                    buyer_fraction: tuple[float, float] = (0.5, 0.85),
-                    seller_fraction: tuple[float, float] = (0.9, 1.0)) -> BargainingTask:
+def make_bargaining(
+    rng: np.random.Generator,
+    items: Sequence[BargainItem] = DEFAULT_ITEMS,
+    buyer_fraction: tuple[float, float] = (0.5, 0.85),
+    seller_fraction: tuple[float, float] = (0.9, 1.0),
+) -> BargainingTask:
     """A listing (item base price x U(0.8, 1.2)) with targets drawn as fractions of it, in whole dollars.
 
     The default ranges keep the buyer below the seller (CraigslistBargain-like); should rounding or
@@ -297,5 +389,9 @@ def score_bargaining(task: BargainingTask, deal: bool, price: float | None) -> T
     lo, hi = task.buyer_target, task.seller_target
     seller_share = min(1.0, max(0.0, (p - lo) / (hi - lo)))
     within = lo <= p <= hi
-    return TaskScore(goal=(10.0 * (1.0 - seller_share), 10.0 * seller_share), success=within, within_targets=within,
-                     detail=f"deal at ${p:.2f}; buyer target ${lo:.2f}, seller target ${hi:.2f}")
+    return TaskScore(
+        goal=(10.0 * (1.0 - seller_share), 10.0 * seller_share),
+        success=within,
+        within_targets=within,
+        detail=f"deal at ${p:.2f}; buyer target ${lo:.2f}, seller target ${hi:.2f}",
+    )
