@@ -15,10 +15,15 @@ def _shared_data() -> Path:
 SHARED_DATA = _shared_data()
 
 
+def needs_data(relpath: str) -> pytest.MarkDecorator:
+    """Skip a test whose research data set (never packaged, see socium.datadir) is not on this machine."""
+    return pytest.mark.skipif(not (SHARED_DATA / relpath).exists(), reason=f"research data not present: {relpath}")
+
+
 @pytest.fixture
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
-        pytest.fail(f"shared data folder not found at {SHARED_DATA}; set SOCIUM_DATA_DIR")
+        pytest.skip(f"shared data folder not found at {SHARED_DATA}; set SOCIUM_DATA_DIR")
     return SHARED_DATA
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from conftest import needs_data
 from socium.config import config_from_dict
 from socium.experiments.drift import drift
 from socium.experiments.intervention import InterventionSpec, condition_config, run_intervention, run_metrics, t_ci
@@ -17,6 +18,7 @@ from socium.recsys.embeddings import HashingEmbedder
 from socium.simulator.simulation import Simulation
 
 ROOT = Path(__file__).resolve().parents[1]
+needs_claims = needs_data("oasis-reference/twitter_dataset/all_topics.csv")  # the labelled claims posted
 
 
 def _spec(tmp_path, **over):
@@ -40,6 +42,7 @@ def _spec(tmp_path, **over):
     return InterventionSpec.model_validate(data)
 
 
+@needs_claims
 def test_conditions_share_world_and_seeds_and_differ_only_in_moderation():
     spec = _spec(None)
     a, b = condition_config(spec, "none", 1, "local"), condition_config(spec, "removal", 1, "local")
@@ -53,6 +56,7 @@ def test_conditions_share_world_and_seeds_and_differ_only_in_moderation():
     assert {k for k in da if da[k] != omni.get(k)} == {"perspective"}  # the perspective angle: one key
 
 
+@needs_claims
 def test_intervention_experiment_runs_measures_and_reports(tmp_path):
     spec = _spec(tmp_path)
     res = run_intervention(spec, tmp_path / "iv")
@@ -149,6 +153,7 @@ def test_drift_by_depth_and_veracity(tmp_path):
     assert per[0]["max_depth"] == 2 and per[1]["veracity"] == "false" and per[1]["drift"] > per[0]["drift"]
 
 
+@needs_claims
 def test_example_runs_on_the_fake_backend(tmp_path):
     from typer.testing import CliRunner
 
