@@ -23,7 +23,7 @@ def test_llm_card_names_models_called_and_flags_smoke_run(tmp_path):
     assert "server_kind" not in card["llm"] and "servers" not in card["llm"]  # no server behind 'random'
     assert card["perspective"] == "local" and "feed of" in card["who_saw_what"]["own"]
     r = runner.invoke(app, ["card", str(tmp_path / "r")], env={"COLUMNS": "200"})
-    assert r.exit_code == 0 and "SMOKE RUN" in r.output.splitlines()[0]
+    assert r.exit_code == 0 and "SMOKE RUN" in r.output.splitlines()[0] and "[bold red]" not in r.output
 
 
 def test_replay_card_names_the_recorded_model(tmp_path):

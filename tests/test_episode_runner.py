@@ -229,6 +229,7 @@ def test_cli_episodes_and_export(tmp_path) -> None:
     assert res.exit_code == 0, res.output
     assert "mindreaders" in res.output and "ran 6 episodes" in res.output
     assert "SMOKE RUN: llm.backend 'random'" in res.output
+    assert "[bold red]" not in res.output and "[/]" not in res.output  # styled, not printed as literal markup
     assert (tmp_path / "run" / "summary.md").read_text().startswith("**SMOKE RUN")
     assert (tmp_path / "run" / "summary.json").is_file()
     again = runner.invoke(app, ["episodes", str(f), "--out", str(tmp_path / "run"), "--quiet"])

@@ -262,7 +262,7 @@ def card(run_dir: Path, as_json: bool = typer.Option(False, "--json", help="Prin
         sys.stdout.write(json.dumps(c, indent=2, default=str) + "\n")
         return
     if c.get("smoke_run"):
-        console.print(f"[bold red]{c['smoke_run']}[/]", highlight=False)
+        console.print(plain(c["smoke_run"], "bold red"))
     table = Table("field", "value", title=f"Simulation Card: {run_dir}")
     for k, v in c.items():
         table.add_row(k, card_value(v))
@@ -379,7 +379,7 @@ def sweep(
 
 def _print_report_tables(rep: Any) -> None:
     for b in rep.banners:
-        console.print(f"[bold red]{b}[/]", highlight=False)
+        console.print(plain(b, "bold red"))
     for t in rep.tables:
         if t.summary:
             table = Table(*t.columns, title=t.title)
@@ -513,7 +513,7 @@ def validate(
     for f in card["facts"]:
         band = "-" if f["band"] is None else f"[{f['band'][0]:.2f}, {f['band'][1]:.2f}]"
         val = "-" if f["value"] is None else f"{f['value']:.3f}"
-        table.add_row(f["name"], val, f"[{colour[f['status']]}]{f['status']}[/]", band, str(f["n"]), f["reference"])
+        table.add_row(f["name"], val, plain(f["status"], colour[f["status"]]), band, str(f["n"]), f["reference"])
     console.print(table)
     console.print(
         f"{card['passed']} pass, {card['failed']} fail, {card['not_applicable']} n/a in {card['wall_s']:.2f}s"
@@ -596,7 +596,7 @@ def episodes(
 
     banner = smoke_banner(cfg.llm.backend)
     if banner:
-        console.print(f"[bold red]{banner}[/]", highlight=False)
+        console.print(plain(banner, "bold red"))
     table = Table(*TABLE_HEADER, title=f"episodes: {rep.out}")
     for row in table_rows(rep.summary, paper=False):
         table.add_row(*row)

@@ -16,6 +16,8 @@ import json
 import os
 import socket
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -104,6 +106,22 @@ class RunDirLock:
             self.release()
         except Exception:
             pass
+
+
+@contextmanager
+def locked_out_dir(out: Path, note: Callable[[str], None] | None = None) -> Iterator[RunDirLock]:
+    """Create ``out`` if needed and hold its lock for the block (episodes and group-episodes runs).
+
+    The same one-writer rule as ``socium run``: a second invocation on one ``--out`` (``--force``
+    included) is refused, naming the holder, before it opens, deletes or writes anything there.
+    ``note`` hears about a stale lock taken over from a dead process.
+    """
+    check_out_path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with RunDirLock(out) as lock:
+        if lock.stale_owner and note is not None:
+            note(f"took over a stale lock left by {describe_owner(lock.stale_owner)}")
+        yield lock
 
 
 def _same_file(fh: Any, path: Path) -> bool:

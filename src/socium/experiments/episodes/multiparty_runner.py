@@ -23,10 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from socium.agents.llm_policy import call_rows
 from socium.config import read_yaml_mapping, validate_dict
 from socium.errors import RunDirError, TraceError
+from socium.experiments import progress
 from socium.llm.base import run_coro_sync
 from socium.llm.cache import llm_calls_ddl
 from socium.llm.config import LLMConfig, build_backend
 from socium.platform.text import clean_text
+from socium.simulator.rundir import locked_out_dir
 
 from .loop import CallRecorder
 from .multiparty import (
@@ -352,6 +354,17 @@ def run_group_episodes(
 
     ``backend`` / ``judge_backend`` replace the config's (tests); their calls are recorded too.
     """
+    with locked_out_dir(cfg.out_dir(), progress.current().note):  # one writer per --out, as `socium run`
+        return _run_locked(cfg, force, backend, judge_backend, on_done)
+
+
+def _run_locked(
+    cfg: GroupEpisodesConfig,
+    force: bool,
+    backend: Any,
+    judge_backend: Any,
+    on_done: Callable[[GroupResult, int, int], None] | None,
+) -> dict[str, Any]:
     from socium.llm.wrappers import CachingBackend
 
     out = cfg.out_dir()

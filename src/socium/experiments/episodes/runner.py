@@ -25,6 +25,7 @@ from socium.llm.base import LLMBackend, run_coro_sync
 from socium.llm.config import build_backend
 from socium.llm.wrappers import CachingBackend, find_wrapper
 from socium.simulator.rng import GENERATOR, component_rng
+from socium.simulator.rundir import locked_out_dir
 
 from .config import EpisodesConfig
 from .loop import CallRecorder, EpisodeResult, EpisodeSpec, Models, run_episode
@@ -278,6 +279,18 @@ def run_episodes(
     ``time_budget_s`` stops starting new episodes after that long (benchmarks); because of the
     run order the episodes done are balanced across modes and tasks, and a rerun continues.
     """
+    with locked_out_dir(cfg.out_dir(), progress.current().note):  # one writer per --out, as `socium run`
+        return _run_locked(cfg, force, models, on_done, plots, time_budget_s)
+
+
+def _run_locked(
+    cfg: EpisodesConfig,
+    force: bool,
+    models: Models | None,
+    on_done: OnDone | None,
+    plots: bool,
+    time_budget_s: float | None,
+) -> RunReport:
     out = cfg.out_dir()
     specs = build_specs(cfg)
     store = EpisodeStore(out, cfg, force=force)
