@@ -321,3 +321,26 @@ def test_scripted_backend_cycles_and_garbage_is_seeded() -> None:
     assert texts(1) == texts(1) and texts(1) != texts(2)
     ok = [r for r in generate_sync(GarbageBackend(0, 0.0, 0.0), [user_request("s", "p", json_schema=SCHEMA)])]
     assert json.loads(ok[0].text)["action"] in ("post", "like")
+
+
+def test_budget_shares_split_what_is_left_and_count_calls_made_elsewhere() -> None:
+    """The Ray split (socium.simulator.budget_shares): shares sum to what is left, follow the agents per
+    shard, and calls reported back by actors are added to the driver's ledger as the trace counts them."""
+    from socium.llm.types import LLMRequest, LLMResult
+    from socium.simulator.budget_shares import apply_allowance, count_calls, shard_allowances, split_shares
+
+    assert split_shares(10, [1, 1, 1]) == [4, 3, 3] and split_shares(7, [0, 0]) == [4, 3]
+    assert split_shares(9, [6, 3, 0]) == [6, 3, 0] and split_shares(-5, [1, 2]) == [0, 0]
+    led = BudgetLedger(max_tokens=1000, max_calls=20, spent_calls=8, spent_tokens=400)
+    shares = shard_allowances({"default": led}, [3, 1])
+    assert shares == [{"default": (9, 450)}, {"default": (3, 150)}]
+    actor = BudgetLedger(max_tokens=1000, max_calls=20)  # an actor's own ledger starts from the full budget
+    apply_allowance(actor, shares[1]["default"], "Ray shard 1 of 2")
+    assert actor.reserve(10) is None and actor.reserve(10) is None and actor.reserve(10) is None
+    why = actor.reserve(10)
+    assert why is not None and "call budget" in why and "Ray shard 1 of 2" in why
+    req = LLMRequest(request_id="r", messages=[], metadata={})
+    res = LLMResult(request_id="r", text="{}", prompt_tokens=30, completion_tokens=5, attempts=2)
+    count_calls({"default": led}, [("k", req, res, "m")])
+    assert (led.spent_calls, led.spent_tokens) == (10, 435)
+    assert shard_allowances({}, [1, 2]) is None

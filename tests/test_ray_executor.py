@@ -253,3 +253,42 @@ def test_killed_driver_resumes_on_ray_to_the_clean_trace(ray_local, tmp_path):
         assert set(check_no_duplicates(con).values()) == {0}
     finally:
         con.close()
+
+
+@pytest.mark.ray
+def test_call_budget_is_global_across_ray_actors(ray_local, tmp_path):
+    """llm.call_budget bounds the whole run, not each actor: with 2 actors each holding its own ledger a
+    step could spend up to twice the budget. The driver hands each shard a share of what is left."""
+    from socium.errors import BudgetExceeded
+
+    base = {
+        "population": {"n_agents": 40, "mean_activity": 0.5},
+        "policy": {"kind": "llm"},
+    }
+    probe = tmp_path / "probe"
+    Simulation(small_config(**base, steps=1, llm={"backend": "random"}), probe).run()
+    con = duckdb.connect(str(probe / "trace.duckdb"), read_only=True)
+    first_step = con.execute("SELECT sum(attempts) FROM llm_calls").fetchone()[0]
+    con.close()
+    budget = first_step - 2  # less than one step's calls, more than either shard's half of it
+    assert budget > first_step // 2 + 2
+    for actors in (2, 3):
+        cfg = small_config(
+            **base,
+            steps=4,
+            llm={"backend": "random", "call_budget": budget},
+            executor={"kind": "ray", "actors": actors},
+        )
+        with pytest.raises(BudgetExceeded, match="call budget.*share of the run's budget"):
+            Simulation(cfg, tmp_path / f"r{actors}").run()
+        con = duckdb.connect(str(tmp_path / f"r{actors}" / "trace.duckdb"), read_only=True)
+        spent = con.execute("SELECT sum(attempts) FROM llm_calls").fetchone()[0]
+        committed = con.execute("SELECT count(*) FROM steps WHERE step >= 0").fetchone()[0]
+        con.close()
+        assert spent <= budget and committed == 0, (actors, spent, budget, committed)
+        # a resume continues the same budget: nothing is left, so nothing more is sent
+        with pytest.raises(BudgetExceeded):
+            Simulation(cfg, tmp_path / f"r{actors}", resume=True).run()
+        con = duckdb.connect(str(tmp_path / f"r{actors}" / "trace.duckdb"), read_only=True)
+        assert con.execute("SELECT sum(attempts) FROM llm_calls").fetchone()[0] <= budget
+        con.close()

@@ -28,6 +28,7 @@ from socium.llm.types import ChatMessage, LLMRequest, LLMResult
 from socium.llm.wrappers import BudgetLedger
 from socium.platform.actions import parse_action
 from socium.platform.text import clean_text, quote_untrusted
+from socium.simulator.budget_shares import Allowance, apply_allowance, count_calls, shard_allowances
 from socium.simulator.rng import LLM, component_rng
 
 
@@ -199,9 +200,10 @@ class LLMPolicy:
         self.route: np.ndarray | None = None  # per agent: index into route_names (None: everyone on `llm`)
         self.route_names: list[str] = ["default"]
         self.spent: dict[str, tuple[int, int]] = {}  # per llms name: (calls, tokens) in the trace; set by the driver
+        self._ledgers: dict[str, BudgetLedger] = {}  # per llms name with a budget; the run's, on the driver
 
     def __getstate__(self) -> dict[str, Any]:  # backends hold sockets/models: rebuilt where unpickled
-        return {**self.__dict__, "_backend": None, "_cache": None, "_named": {}}
+        return {**self.__dict__, "_backend": None, "_cache": None, "_named": {}, "_ledgers": {}}
 
     def set_route(self, names: Sequence[str], route: np.ndarray | None) -> None:
         """Which named backend (``llms``) answers for each agent; set by the simulation before any call."""
@@ -231,9 +233,37 @@ class LLMPolicy:
             if not llm.model:  # the model is part of every cache key: take the one the recording used
                 llm = llm.model_copy(update={"model": recorded_model(self.ac.replay_from)})
             return build_backend(llm, cache=load_recorded(self.ac.replay_from))
-        calls, tokens = self.spent.get(name, (0, 0))  # budgets continue from what the trace holds
-        ledger = BudgetLedger(llm.token_budget, llm.call_budget, spent_calls=calls, spent_tokens=tokens)
-        return build_backend(llm, cache=self._cache, ledger=ledger, typed_budget=True)
+        return build_backend(llm, cache=self._cache, ledger=self.ledger(name), typed_budget=True)
+
+    def ledger(self, name: str = "default") -> BudgetLedger:
+        """The budget ledger of one backend; it starts from what the trace holds (``spent``)."""
+        if name not in self._ledgers:
+            llm = self.cfg.llm if name == "default" else self.cfg.llms[name]
+            assert llm is not None
+            calls, tokens = self.spent.get(name, (0, 0))
+            self._ledgers[name] = BudgetLedger(
+                llm.token_budget, llm.call_budget, spent_calls=calls, spent_tokens=tokens
+            )
+        return self._ledgers[name]
+
+    def _budgeted(self) -> dict[str, BudgetLedger]:
+        named = {"default": self.cfg.llm, **self.cfg.llms}
+        return {
+            n: self.ledger(n)
+            for n, c in named.items()
+            if c is not None and c.backend != "replay" and (c.call_budget is not None or c.token_budget is not None)
+        }
+
+    # Ray: the run's budget is the driver's; each actor spends a share of it per step (see budget_shares)
+    def shard_allowances(self, batches: Sequence[Sequence[Observation]]) -> list[Allowance] | None:
+        return shard_allowances(self._budgeted(), [len(b) for b in batches])
+
+    def set_allowance(self, allowance: Allowance, where: str) -> None:
+        for name, share in allowance.items():
+            apply_allowance(self.ledger(name), share, where)
+
+    def count_shard_calls(self, decisions: Sequence[Decision]) -> None:
+        count_calls(self._budgeted(), [c for d in decisions for c in d.meta.get("llm_calls", ())])
 
     def backend_for(self, name: str) -> Any:
         """The backend of one of ``llms`` (``default``: the ``llm`` section), sharing the run's call log."""

@@ -184,9 +184,14 @@ class ShardActor:
             "host": socket.gethostname(),
         }
 
-    async def decide(self, packed: list[tuple]) -> tuple[list[tuple], dict[str, Any]]:
-        """One shard's step: packed observations in, packed decisions (and any drained rows) out."""
+    async def decide(self, packed: list[tuple], allowance: Any = None) -> tuple[list[tuple], dict[str, Any]]:
+        """One shard's step: packed observations in, packed decisions (and any drained rows) out.
+
+        ``allowance``: this shard's share of the run's budgets for the step (``policy.shard_allowances``).
+        """
         policy = self.policy
+        if allowance is not None:
+            policy.set_allowance(allowance, f"Ray shard {self.ctx.shard} of {self.ctx.n_shards}")
         observations = unpack_observations(packed)
         if hasattr(policy, "adecide_batch"):
             decisions = list(await policy.adecide_batch(observations))
@@ -296,10 +301,12 @@ class RayExecutor:
         """One message per shard and step. (Splitting a shard into pipelined chunks was measured
         slower for async policies: ~25% fewer activations/s at 10^4 calls per actor and step.)"""
         self.start()
-        refs = {
-            s: ray.put(pack_observations(b)) for s, b in enumerate(self._partition(observations)) if b
-        }  # a re-run reuses it
-        pending = {self.actors[s].decide.remote(ref): (s, self.actors[s]) for s, ref in refs.items()}
+        batches = self._partition(observations)
+        allot = getattr(self.policy, "shard_allowances", None)
+        shares = allot(batches) if allot is not None else None  # the run's budgets, split (budget_shares)
+        refs = {s: ray.put(pack_observations(b)) for s, b in enumerate(batches) if b}  # a re-run reuses it
+        share = {s: None if shares is None else shares[s] for s in refs}
+        pending = {self.actors[s].decide.remote(ref, share[s]): (s, self.actors[s]) for s, ref in refs.items()}
         attempts = [0] * self.n
         results: dict[int, tuple[list[tuple], dict[str, Any]]] = {}
         while pending:
@@ -315,9 +322,12 @@ class RayExecutor:
                             f"shard {s}: actor died {attempts[s]} times in one step; giving up"
                         ) from exc
                     self._restart(s, exc)
-                pending[self.actors[s].decide.remote(refs[s])] = (s, self.actors[s])
+                pending[self.actors[s].decide.remote(refs[s], share[s])] = (s, self.actors[s])
         keys = sorted(results)
         decisions = [d for k in keys for d in unpack_decisions(results[k][0])]
+        count = getattr(self.policy, "count_shard_calls", None)
+        if count is not None:  # the driver's ledgers now hold what the actors spent
+            count(decisions)
         self._collect_rows([results[k][1] for k in keys])
         return sorted(decisions, key=lambda d: d.agent_id)
 
