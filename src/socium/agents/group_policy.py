@@ -28,7 +28,7 @@ from socium.agents import prompts as P
 from socium.agents.llm_policy import LLMPolicy, _short_error, validate_answer
 from socium.agents.observation import Decision, Observation
 from socium.llm.parsing import parse_json_lenient
-from socium.platform.text import clean_text, quote_untrusted
+from socium.platform.text import clean_text, quote_inline, quote_untrusted
 
 _SYSTEM = (
     "You act for a group of similar users of {site}. For EACH listed user choose what that user does now, "
@@ -88,15 +88,16 @@ class GroupLLMPolicy(LLMPolicy):
             asked = ""
             if o.results_from:
                 found = (
-                    ", ".join(f"@{u} (user_id={i})" for i, u in o.found_users)
+                    ", ".join(f"@{quote_inline(u, 60)} (user_id={i})" for i, u in o.found_users)
                     or ", ".join(str(i.post_id) for i in o.results)
                     or "nothing"
                 )
                 asked = f"\nThey asked for {quote_untrusted(o.results_from, 240)}: {found}"
-            you = P.persona_block(prof, fields=ac.persona_fields, issue=self.cfg.population.issue)
+            you = P.persona_block(prof, fields=ac.persona_fields, issue=self.cfg.population.issue, third_person=True)
+            groups = f"\nTheir groups:\n{P.groups_block(o, ac.max_item_chars, narrated=True)}" if o.groups else ""
             parts.append(
                 f"## User agent_{o.agent_id}\n{you}\nRecently:\n{P.memory_block(mem)}\n"
-                f"In their feed: post ids {feed_ids}{asked}"
+                f"In their feed: post ids {feed_ids}{asked}{groups}"
             )
         parts.append("## Your answer\nOne JSON object with a key for every user above.")
         return [{"role": "system", "content": self.group_system}, {"role": "user", "content": "\n\n".join(parts)}]

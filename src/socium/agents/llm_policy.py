@@ -355,7 +355,15 @@ class LLMPolicy:
     def answer_schema(self, obs: Observation) -> dict[str, Any]:
         """The schema for this observation: ids limited to what it shows (feed posts, authors, groups)."""
         ac = self.ac
-        one = P.action_schema(
+        return P.answer_schema(
+            self.action_schema(obs), ac.max_actions_per_activation, ac.record_reason, ac.max_reason_chars
+        )
+
+    def action_schema(self, obs: Observation) -> dict[str, Any]:
+        """One action's schema for this observation; the narrator's per-member schema too, so a narrated
+        character is offered exactly what the same agent would be offered alone (groups, state-aware ids)."""
+        ac = self.ac
+        return P.action_schema(
             self.allowed,
             sorted(obs.shown_posts()),
             sorted(obs.shown_users()),
@@ -365,7 +373,6 @@ class LLMPolicy:
             comment_ids=sorted(obs.shown_comments()),
             ids_for=state_aware_ids(obs),
         )
-        return P.answer_schema(one, ac.max_actions_per_activation, ac.record_reason, ac.max_reason_chars)
 
     async def adecide(self, obs: Observation) -> Decision:
         msgs = self._messages(obs)
@@ -443,18 +450,7 @@ class LLMPolicy:
                     "Answer again for exactly the characters above.",
                 }
             )
-        schema = P.narrator_schema(
-            {
-                o.agent_id: P.action_schema(
-                    self.allowed,
-                    sorted(o.shown_posts()),
-                    sorted(o.shown_users()),
-                    self.ac.max_content_chars,
-                    comment_ids=sorted(o.shown_comments()),
-                )
-                for o in group
-            }
-        )
+        schema = P.narrator_schema({o.agent_id: self.action_schema(o) for o in group})
         first = group[0]
         meta = {"step": first.step, "agent_id": first.agent_id, "group": [o.agent_id for o in group]}
         if attempt:

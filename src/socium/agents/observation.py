@@ -62,6 +62,9 @@ class GroupView:
     n_members: int
     member: bool
     messages: list[tuple[int, int, str, str]] = field(default_factory=list)  # (step, author, username, text)
+    authors_private: dict[int, dict[str, Any]] = field(
+        default_factory=dict
+    )  # mindreader: message authors' private side
 
 
 @dataclass(slots=True)

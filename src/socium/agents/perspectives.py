@@ -11,7 +11,8 @@ local          own profile (``llm_agents.persona_fields``), own private goal, ow
                feed; reposts / quotes show the post they share (``llm_agents.quote_depth``);
                results of its own search / trend request in its next activation; its groups
 mindreader     local + the private bio, goal and stance of the author of every post shown
-               (feed, results, and the posts those share)
+               (feed, results, the posts those share, comments under them) and of every group
+               message shown; each author's once per prompt
 omniscient     one narrator call per ``llm_agents.group_size`` active agents sees every member's
                local view, profile and goal, plus the global trending feed and platform stats
 =============  ============================================================================
@@ -201,12 +202,17 @@ def fill_observation(sim: Any, o: Observation, rec: StepRecorder) -> None:
             for s in (*it.shared, *it.replies):
                 if s.author != o.agent_id:
                     s.author_private = private_of(pop, s.author)
+        for g in o.groups:
+            g.authors_private = {a: private_of(pop, a) for _s, a, _u, _t in g.messages if a != o.agent_id}
     if persp.global_view:
         top = st.trend(GLOBAL_FEED_SIZE)
         rec.exposure(o.agent_id, top, "global")
         o.extra["global_feed"] = [
             feed_item(st, pop.usernames, pop.stance, o.agent_id, pid, "global", r) for r, pid in enumerate(top)
         ]
+        for it in o.extra["global_feed"]:  # a trending repost shows what it shares, as in any feed
+            if it.kind in ("repost", "quote"):
+                it.shared, it.shared_more = shared_chain(st, pop.usernames, it.post_id, ac.quote_depth)
         o.extra["stats"] = (
             f"{sim.n} users, {len(st.posts)} posts so far, step {o.step}, "
             f"{len(st.likes)} likes, {st.follows.n_edges} follows"
@@ -240,7 +246,8 @@ def who_saw_what(cfg: dict[str, Any]) -> dict[str, str] | None:
     )
     others = {
         "none": "nothing private of anyone else",
-        "shown_authors": "the private bio, goal and stance of the author of every post shown to it",
+        "shown_authors": "the private bio, goal and stance of the author of every post shown to it "
+        "(shared posts and comments included) and of every group message shown to it",
         "everyone": "every group member's profile, private goal, memory and feed",
     }[p.others_private]
     out = {

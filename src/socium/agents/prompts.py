@@ -192,16 +192,24 @@ def persona_value(p: AgentProfile, name: str) -> Any:
 
 
 def persona_block(
-    p: AgentProfile, show_goal: bool = True, fields: Sequence[str] = ("bio", "interests"), issue: str | None = None
+    p: AgentProfile,
+    show_goal: bool = True,
+    fields: Sequence[str] = ("bio", "interests"),
+    issue: str | None = None,
+    third_person: bool = False,
 ) -> str:
     """The agent's own profile, compactly: the ``fields`` its source provides (missing ones are skipped).
 
+    ``third_person``: as a narrator reads about a character ("@u ..., Private goal: ...") rather than
+    as the agent is told about itself ("You are @u ..., Your private goal: ..."), so a narrator is
+    never addressed as one of its characters.
     Each field stays on its own line (``quote_inline``): persona data cannot open a prompt section."""
     facts = [
         quote_inline(v, 40) for f in PERSONA_FACTS if f in fields and (v := persona_value(p, f)) not in (None, "", [])
     ]
     lines = [
-        f"You are @{quote_inline(p.username, 60)} ({quote_inline(p.name, 80)})"
+        ("" if third_person else "You are ")
+        + f"@{quote_inline(p.username, 60)} ({quote_inline(p.name, 80)})"
         + (f", {', '.join(facts)}." if facts else ".")
     ]
     for f in fields:
@@ -217,9 +225,9 @@ def persona_block(
             lines.append(f"{f.capitalize()}: {quote_inline(v, 600)}")
     if p.stance is not None:
         about = quote_inline(issue, 200) if issue else "the main issue"
-        lines.append(f"Your stance on {about}: {p.stance:+.2f} (-1 against, +1 for).")
+        lines.append(f"{'Stance' if third_person else 'Your stance'} on {about}: {p.stance:+.2f} (-1 against, +1 for).")
     if show_goal and p.goal:
-        lines.append(f"Your private goal: {quote_inline(p.goal, 400)}")
+        lines.append(f"{'Private goal' if third_person else 'Your private goal'}: {quote_inline(p.goal, 400)}")
     return "\n".join(lines)
 
 
@@ -236,20 +244,33 @@ def _counts(x: FeedItem | SharedPost, show_score: bool = False) -> str:
     return (" " + " ".join(c)) if c else ""
 
 
-def _private(x: FeedItem | SharedPost, show: bool) -> str:
+def _private(x: FeedItem | SharedPost, show: bool, told: set[int] | None = None) -> str:
+    """A mindreader's line about an author's private side; once per author and prompt (``told``)."""
     if not (show and x.author_private):
         return ""
-    return f"\nWhat you know privately about @{quote_inline(x.author_username, 60)}: " + quote_untrusted(
-        json.dumps(x.author_private, ensure_ascii=False), 600
+    return _private_line(x.author, x.author_username, x.author_private, told)
+
+
+def _private_line(author: int, username: str, private: dict[str, Any], told: set[int] | None) -> str:
+    if told is not None:
+        if author in told:
+            return ""
+        told.add(author)
+    return f"\nWhat you know privately about @{quote_inline(username, 60)}: " + quote_untrusted(
+        json.dumps(private, ensure_ascii=False), 600
     )
 
 
-def render_post(it: FeedItem, max_chars: int, show_private: bool = False, show_score: bool = False) -> str:
+def render_post(
+    it: FeedItem, max_chars: int, show_private: bool = False, show_score: bool = False, told: set[int] | None = None
+) -> str:
     """One post as an agent sees it, quoted and bounded; every list of posts in a prompt goes through here.
 
     A repost shows the post it shares (author, text, counts) under who shared it; a quote shows its
-    comment and then the quoted post; a chain shows at most ``llm_agents.quote_depth`` links. Lines in
-    ``it.notes`` (e.g. a moderation label) and the latest comments (``it.replies``) follow the text.
+    comment and then the quoted post; a chain shows at most ``llm_agents.quote_depth`` links, each
+    link saying when it is itself a quote or repost. Lines in ``it.notes`` (e.g. a moderation label)
+    and the latest comments (``it.replies``) follow the text. ``told``: authors whose private side
+    this prompt already showed (a mindreader reads each author's once, however often they appear).
     """
     who = f"@{quote_inline(it.author_username, 60)} user_id={it.author}"
     if it.kind == "repost":
@@ -259,13 +280,14 @@ def render_post(it: FeedItem, max_chars: int, show_private: bool = False, show_s
         kind = "" if it.kind == "original" else f" {it.kind}"
         head = f"<<<POST id={it.post_id} {who}{kind}{_counts(it, show_score)}>>>"
         body = quote_untrusted(it.text, max_chars) if it.text else "(empty)"
-    parts = [head + ("\n" + body if body else "") + _private(it, show_private)]
+    parts = [head + ("\n" + body if body else "") + _private(it, show_private, told)]
     for s in it.shared:
         verb = "quoting" if s.kind == "quote" else "sharing" if s.kind == "repost" else "original"
+        kind = f" {s.kind}" if s.kind in ("quote", "repost", "comment") else ""
         parts.append(
-            f"<<<SHARED id={s.post_id} @{quote_inline(s.author_username, 60)} user_id={s.author}"
+            f"<<<SHARED id={s.post_id} @{quote_inline(s.author_username, 60)} user_id={s.author}{kind}"
             f"{_counts(s, show_score)}>>>\n{quote_untrusted(s.text, max_chars) if s.text else f'({verb})'}"
-            f"\n<<<END SHARED>>>{_private(s, show_private)}"
+            f"\n<<<END SHARED>>>{_private(s, show_private, told)}"
         )
     if it.shared_more:
         parts.append("(it shares a further post, not shown)")
@@ -273,21 +295,26 @@ def render_post(it: FeedItem, max_chars: int, show_private: bool = False, show_s
         parts.append(
             f"<<<COMMENT id={c.post_id} @{quote_inline(c.author_username, 60)} user_id={c.author}"
             f"{_counts(c, show_score)}>>>\n{quote_untrusted(c.text, max_chars)}\n<<<END COMMENT>>>"
+            f"{_private(c, show_private, told)}"
         )
     parts.extend(f"Note: {quote_untrusted(n, 300)}" for n in it.notes)
     parts.append("<<<END POST>>>")
     return "\n".join(parts)
 
 
-def feed_block(obs: Observation, max_item_chars: int, mindreader: bool) -> str:
+def feed_block(obs: Observation, max_item_chars: int, mindreader: bool, told: set[int] | None = None) -> str:
     if not obs.feed:
         return "(your feed is empty)"
     show_score = bool(obs.extra.get("show_score"))
-    return "\n".join(render_post(it, max_item_chars, mindreader, show_score) for it in obs.feed)
+    return "\n".join(render_post(it, max_item_chars, mindreader, show_score, told) for it in obs.feed)
 
 
-def results_block(obs: Observation, max_item_chars: int, mindreader: bool) -> str | None:
-    """Results of the agent's last search / trend request (None when it made none)."""
+def results_block(
+    obs: Observation, max_item_chars: int, mindreader: bool, told: set[int] | None = None, narrated: bool = False
+) -> str | None:
+    """Results of the agent's last search / trend request (None when it made none).
+
+    ``narrated``: a line inside a character's section of a narrator prompt, not a section of its own."""
     if not obs.results_from:
         return None
     if obs.found_users:
@@ -295,16 +322,25 @@ def results_block(obs: Observation, max_item_chars: int, mindreader: bool) -> st
     else:
         body = (
             "\n".join(
-                render_post(it, max_item_chars, mindreader, obs.extra.get("show_score", False)) for it in obs.results
+                render_post(it, max_item_chars, mindreader, obs.extra.get("show_score", False), told)
+                for it in obs.results
             )
             or "(nothing found)"
         )
-    return f"## You asked for {quote_inline(obs.results_from, 240)}\n{body}"
+    head = "They asked for" if narrated else "## You asked for"
+    return f"{head} {quote_inline(obs.results_from, 240)}" + (":" if narrated else "") + f"\n{body}"
 
 
-def groups_block(obs: Observation, max_item_chars: int) -> str:
+def groups_block(
+    obs: Observation,
+    max_item_chars: int,
+    narrated: bool = False,
+    mindreader: bool = False,
+    told: set[int] | None = None,
+) -> str:
     """The agent's groups with their recent messages, then groups it could join; all names and
-    messages are other agents' text, so each is bounded and quoted like a post."""
+    messages are other agents' text, so each is bounded and quoted like a post. ``narrated``: about
+    a character, for a narrator."""
     mine = [g for g in obs.groups if g.member]
     others = [g for g in obs.groups if not g.member]
     out = []
@@ -314,16 +350,21 @@ def groups_block(obs: Observation, max_item_chars: int) -> str:
             lines.append(
                 f"<<<MESSAGE step={step} by @{quote_inline(username, 60)} (user_id={author})>>>\n"
                 f"{quote_untrusted(text, max_item_chars)}\n<<<END MESSAGE>>>"
+                + (
+                    _private_line(author, username, g.authors_private[author], told)
+                    if mindreader and author in g.authors_private
+                    else ""
+                )
             )
         if not g.messages:
             lines.append("(no messages yet)")
         lines.append("<<<END GROUP>>>")
         out.append("\n".join(lines))
     if not mine:
-        out.append("(you are in no group)")
+        out.append("(in no group)" if narrated else "(you are in no group)")
     if others:
         out.append(
-            "Groups you could join:\n"
+            ("Groups they could join:\n" if narrated else "Groups you could join:\n")
             + "\n".join(
                 f"- group_id={g.group_id} name={quote_inline(g.name, 60)} members={g.n_members}" for g in others
             )
@@ -344,6 +385,7 @@ def agent_messages(
     issue: str | None = None,
 ) -> list[dict[str, str]]:
     mindreader = perspective == "mindreader"
+    told: set[int] = {profile.id}  # authors whose private side this prompt has shown (never one's own)
     parts = [
         f"## You\n{persona_block(profile, fields=persona_fields, issue=issue)}",
         f"## What you did recently\n{memory_block(memory)}",
@@ -353,12 +395,12 @@ def agent_messages(
     if notice := obs.extra.get("platform_notice"):  # moderation.prebunk: inoculation before the feed
         parts.append(f"## Notice from the platform\n{quote_untrusted(notice, 1000)}")
     when = obs.extra.get("datetime") or f"hour {obs.hour:02d}:00"
-    parts.append(f"## Your feed ({when})\n{feed_block(obs, max_item_chars, mindreader)}")
-    results = results_block(obs, max_item_chars, mindreader)
+    parts.append(f"## Your feed ({when})\n{feed_block(obs, max_item_chars, mindreader, told)}")
+    results = results_block(obs, max_item_chars, mindreader, told)
     if results:
         parts.append(results)
     if obs.groups:
-        parts.append(f"## Your groups\n{groups_block(obs, max_item_chars)}")
+        parts.append(f"## Your groups\n{groups_block(obs, max_item_chars, mindreader=mindreader, told=told)}")
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
@@ -388,11 +430,14 @@ def narrator_messages(
     shown = "\n".join(render_post(it, 160) for it in global_feed) or "(empty)"
     parts.append(f"## Most engaging recent posts (everyone's view)\n{shown}")
     for prof, obs, mem in members:
-        extra = results_block(obs, 160, False)
+        extra = results_block(obs, 160, False, narrated=True)
         if notice := obs.extra.get("platform_notice"):
             extra = f"Platform notice shown to them: {quote_untrusted(notice, 1000)}" + (f"\n{extra}" if extra else "")
+        if obs.groups:
+            extra = (f"{extra}\n" if extra else "") + f"Their groups:\n{groups_block(obs, 160, narrated=True)}"
+        you = persona_block(prof, fields=persona_fields, issue=issue, third_person=True)
         parts.append(
-            f"## Character agent_{prof.id}\n{persona_block(prof, fields=persona_fields, issue=issue)}\n"
+            f"## Character agent_{prof.id}\n{you}\n"
             f"Recently:\n{memory_block(mem)}\nTheir feed:\n{feed_block(obs, 160, False)}"
             + (f"\n{extra}" if extra else "")
         )
