@@ -201,3 +201,22 @@ def test_post_run_interview_cites_the_stream(tmp_path):
         con.close()
     stored = {r[0] for r in _q(tmp_path / "r", f"SELECT text FROM memories WHERE agent_id = {int(agent)}")}
     assert lines and all(line.split("] ", 1)[1] in stored for line in lines)
+
+
+def test_group_messages_and_search_results_enter_the_stream_once(tmp_path):
+    """Issue 16.1: the stream holds what an agent was told in its groups (once per message) and the
+    search results it was shown, not only its feed."""
+    c = _cfg(reflect_threshold=None).model_dump(mode="json")
+    c["population"] = {**c["population"], "activity": "uniform", "mean_activity": 1.0}
+    c["seed_actions"] = [
+        {"agent": 0, "action": {"type": "create_group", "name": "riders"}},
+        {"agent": 1, "action": {"type": "join_group", "group_id": 0}},
+        {"agent": 0, "action": {"type": "send_to_group", "group_id": 0, "content": "zzmsg ride friday"}},
+        {"agent": 2, "action": {"type": "search_posts", "query": "shops"}},
+    ]
+    Simulation(config_from_dict(c), tmp_path / "r").run()
+    msgs = _q(tmp_path / "r", "SELECT agent_id, step, text FROM memories WHERE kind = 'message'")
+    assert [(a, t) for a, _s, t in msgs] == [(1, "@user0 in group riders (step 0): zzmsg ride friday")], msgs
+    found = _q(tmp_path / "r", "SELECT count(*) FROM memories WHERE agent_id = 2 AND step = 1 AND kind = 'observation'")
+    shown = _q(tmp_path / "r", "SELECT count(*) FROM exposures WHERE agent_id = 2 AND step = 1")
+    assert found[0][0] == shown[0][0] > 0  # feed and search results alike

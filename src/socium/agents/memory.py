@@ -192,6 +192,11 @@ class MemoryStream:
     def __len__(self) -> int:
         return len(self.texts)
 
+    def holds(self, agent: int, kind: str, text: str, last: int = 200) -> bool:
+        """Whether one of the agent's ``last`` entries is this ``kind`` with this text (as :meth:`add` stores it)."""
+        code, want = KINDS.index(kind), clean_text(" ".join(str(text).split()), MAX_ENTRY_CHARS).text
+        return any(self.kind_code[i] == code and self.texts[i] == want for i in self.by_agent.get(agent, ())[-last:])
+
     def add(
         self,
         agent: int,

@@ -476,7 +476,7 @@ class Simulation(mesa.Model):
         if mem.cfg.observe_feed:
             names = self.population.usernames
             for o in obs:
-                for it in o.feed:
+                for it in (*o.feed, *o.results):  # search / trend results are shown like feed posts
                     mem.add(
                         o.agent_id,
                         o.step,
@@ -485,6 +485,11 @@ class Simulation(mesa.Model):
                         engagement=it.likes + it.reposts + it.comments,
                         ref_post_id=it.post_id,
                     )
+                for g in o.groups:  # what others said in its groups, once each (its own messages are actions)
+                    for at, author, username, text in g.messages if g.member else ():
+                        line = f"@{username} in group {g.name} (step {at}): {text[:200]}"
+                        if author != o.agent_id and not mem.holds(o.agent_id, "message", line):
+                            mem.add(o.agent_id, o.step, "message", line)
 
     def _remember(self, agent: int, line: str, action_type: str | None = None) -> None:
         """An own action (or an invalid answer) goes into the agent's memory."""
