@@ -96,3 +96,20 @@ def test_episodes_lock_left_by_a_killed_process_is_stale(tmp_path) -> None:
     done = runner.invoke(app, ["episodes", str(f), "--out", str(out)])
     assert done.exit_code == 0, done.output
     assert f"stale lock left by pid {p.pid}" in done.output
+
+
+def test_episodes_refuse_a_folder_of_the_users_files_without_force(tmp_path) -> None:
+    f, out = _episodes_cfg(tmp_path), tmp_path / "mine"
+    out.mkdir()
+    (out / "config.json").write_text('{"my": "own file"}')
+    (out / "notes.txt").write_text("thesis notes")
+    r = runner.invoke(app, ["episodes", str(f), "--out", str(out), "--quiet"])
+    assert r.exit_code == 2 and "did not write" in r.output and "notes.txt" in r.output, r.output
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "notes.txt"]  # nothing written, lock removed
+    g = runner.invoke(app, ["group-episodes", str(EXAMPLES / "group-episodes.yaml"), "--out", str(out)])
+    assert g.exit_code == 2 and "did not write" in g.output, g.output
+    r = runner.invoke(app, ["episodes", str(f), "--out", str(out), "--quiet", "--force"])
+    assert r.exit_code == 0, r.output
+    assert (out / "notes.txt").read_text() == "thesis notes" and (out / "episodes.duckdb").exists()
+    again = runner.invoke(app, ["episodes", str(f), "--out", str(out), "--quiet"])  # its own folder now
+    assert again.exit_code == 0 and "ran 0 episodes" in again.output, again.output

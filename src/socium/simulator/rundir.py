@@ -108,19 +108,35 @@ class RunDirLock:
             pass
 
 
+# What an episodes / group-episodes run writes into its directory (the rest is the user's).
+EPISODE_FILES = frozenset(
+    {LOCK_NAME, "episodes.duckdb", "episodes.duckdb.wal", "group_episodes.duckdb", "group_episodes.duckdb.wal"}
+    | {"config.json", "summary.json", "summary.md", "plots"}
+)
+
+
 @contextmanager
-def locked_out_dir(out: Path, note: Callable[[str], None] | None = None) -> Iterator[RunDirLock]:
+def locked_out_dir(out: Path, note: Callable[[str], None] | None = None, force: bool = False) -> Iterator[RunDirLock]:
     """Create ``out`` if needed and hold its lock for the block (episodes and group-episodes runs).
 
-    The same one-writer rule as ``socium run``: a second invocation on one ``--out`` (``--force``
-    included) is refused, naming the holder, before it opens, deletes or writes anything there.
-    ``note`` hears about a stale lock taken over from a dead process.
+    The same rules as ``socium run``: a second invocation on one ``--out`` (``--force`` included) is
+    refused, naming the holder, before it opens, deletes or writes anything there; a folder holding
+    files socium did not write is refused without ``force``. ``note`` hears about a stale lock taken
+    over from a dead process.
     """
     check_out_path(out)
     out.mkdir(parents=True, exist_ok=True)
     with RunDirLock(out) as lock:
         if lock.stale_owner and note is not None:
             note(f"took over a stale lock left by {describe_owner(lock.stale_owner)}")
+        has_db = any((out / n).exists() for n in EPISODE_FILES if n.endswith(".duckdb"))
+        if not force and not has_db:  # a folder with its database is a run's (user files beside it were --forced)
+            try:
+                refuse_foreign(out, lock_is_ours=lock.existed, own=EPISODE_FILES)
+            except RunDirError:
+                if not lock.existed:
+                    lock.path.unlink(missing_ok=True)  # leave the user's folder as it was
+                raise
         yield lock
 
 
@@ -168,7 +184,7 @@ def check_out_path(run_dir: Path) -> None:
             break
 
 
-def foreign_entries(run_dir: Path, lock_is_ours: bool = True) -> list[str]:
+def foreign_entries(run_dir: Path, lock_is_ours: bool = True, own: frozenset[str] = OWN_FILES) -> list[str]:
     """Entries of ``run_dir`` socium did not write (empty for a new or socium-made directory).
 
     A directory counts as socium's when it holds a trace or a lock file an earlier run left
@@ -178,12 +194,12 @@ def foreign_entries(run_dir: Path, lock_is_ours: bool = True) -> list[str]:
     if not run_dir.is_dir():
         return []
     names = sorted(p.name for p in run_dir.iterdir())
-    ours = (lock_is_ours and LOCK_NAME in names) or "trace.duckdb" in names
-    return [n for n in names if n != LOCK_NAME and (not ours or n not in OWN_FILES)]
+    ours = (lock_is_ours and LOCK_NAME in names) or any(n.endswith(".duckdb") and n in own for n in names)
+    return [n for n in names if n != LOCK_NAME and (not ours or n not in own)]
 
 
-def refuse_foreign(run_dir: Path, lock_is_ours: bool = True) -> None:
-    foreign = foreign_entries(run_dir, lock_is_ours)
+def refuse_foreign(run_dir: Path, lock_is_ours: bool = True, own: frozenset[str] = OWN_FILES) -> None:
+    foreign = foreign_entries(run_dir, lock_is_ours, own)
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise RunDirError(

@@ -354,7 +354,7 @@ def run_group_episodes(
 
     ``backend`` / ``judge_backend`` replace the config's (tests); their calls are recorded too.
     """
-    with locked_out_dir(cfg.out_dir(), progress.current().note):  # one writer per --out, as `socium run`
+    with locked_out_dir(cfg.out_dir(), progress.current().note, force):  # one writer per --out, as `socium run`
         return _run_locked(cfg, force, backend, judge_backend, on_done)
 
 

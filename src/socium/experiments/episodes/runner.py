@@ -279,7 +279,7 @@ def run_episodes(
     ``time_budget_s`` stops starting new episodes after that long (benchmarks); because of the
     run order the episodes done are balanced across modes and tasks, and a rerun continues.
     """
-    with locked_out_dir(cfg.out_dir(), progress.current().note):  # one writer per --out, as `socium run`
+    with locked_out_dir(cfg.out_dir(), progress.current().note, force):  # one writer per --out, as `socium run`
         return _run_locked(cfg, force, models, on_done, plots, time_budget_s)
 
 
