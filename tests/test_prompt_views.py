@@ -85,6 +85,7 @@ def test_narrator_sees_trending_reposts_whole_and_each_characters_groups_in_the_
     member = section(text, "Character agent_5")
     assert member.startswith("@user5 (") and "Private goal: zzgoal5" in member
     assert "You are @user" not in text and "Your private goal" not in text
+    assert "post to those they are in" in req.messages[0].content and " you " not in req.messages[0].content
     assert "Their groups:" in member and "zzgroup" in member and "zzgroupmsg" in member
     outsider = section(text, "Character agent_0")
     assert "Groups they could join:" in outsider and "group_id=0" in outsider
