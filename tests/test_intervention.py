@@ -174,3 +174,20 @@ def test_example_runs_on_the_fake_backend(tmp_path):
     )
     assert r.exit_code == 0, r.output
     assert (tmp_path / "ex" / "report" / "intervention_effects.png").is_file()
+
+
+@needs_claims
+def test_embedded_study_spec_builds_every_condition():
+    """The docs/results.md study's spec: every (strategy, perspective, seed) config is the embedded model,
+    and the perspectives differ only in the one `perspective` key."""
+    from socium.experiments.phenomena import load_experiment
+
+    spec = load_experiment(ROOT / "examples" / "intervention-embedded.yaml")
+    assert isinstance(spec, InterventionSpec) and spec.perspectives == ["local", "omniscient"]
+    assert len(spec.seeds) >= 3 and {"none", "fact_check", "removal+suspension", "prebunk"} <= set(spec.strategies)
+    for strat in spec.strategies:
+        loc = condition_config(spec, strat, spec.seeds[0], "local").model_dump(mode="json")
+        omni = condition_config(spec, strat, spec.seeds[0], "omniscient").model_dump(mode="json")
+        assert loc["llm"]["backend"] == "embedded"
+        loc.pop("name"), omni.pop("name")
+        assert {k for k in loc if loc[k] != omni[k]} == {"perspective"}
