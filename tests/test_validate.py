@@ -65,6 +65,15 @@ def test_graph_facts():
     assert S.stance_assortativity(stance[s], stance[np.array([2, 3, 0, 1])]) < -0.9
 
 
+def test_clustering_matches_networkx_when_every_node_is_sampled():
+    nx = pytest.importorskip("networkx")
+    g = nx.gnm_random_graph(60, 240, seed=3)
+    src, dst = (np.array(x) for x in zip(*g.edges()))
+    got, n = S.clustering_sample(src, dst, 60, sample=1000)
+    want = [c for v, c in nx.clustering(g).items() if g.degree(v) >= 2]
+    assert n == len(want) and got == pytest.approx(float(np.mean(want)))
+
+
 def test_scorecard_on_a_rule_based_run(tmp_path):
     cfg = small_config(
         population={"n_agents": 400, "mean_activity": 0.3, "stance": "bimodal"},

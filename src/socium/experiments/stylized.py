@@ -141,7 +141,8 @@ def clustering_sample(
     """Mean local clustering of the undirected follow graph over a seeded sample of nodes (deg >= 2).
 
     Exact clustering of a 10^5-node graph in networkx takes minutes; a 2,000-node sample gives the
-    mean to about +-0.01 (reported with its n) in well under a second.
+    mean to about +-0.01 (reported with its n) in well under a second. Edge lookups are binary searches
+    in the sorted edge keys: ``np.isin`` would re-sort all ~10^6 keys for each sampled node.
     """
     a = np.concatenate([src, dst]).astype(np.int64)
     b = np.concatenate([dst, src]).astype(np.int64)
@@ -161,7 +162,9 @@ def clustering_sample(
             nb = rng.choice(nb, 300, replace=False)
         k = len(nb)
         pairs = (nb[:, None] * n + nb[None, :]).ravel()
-        links = int(np.isin(pairs, key).sum())  # each undirected link counted twice
+        # key is sorted (np.unique): a binary search per pair, not np.isin's re-sort of all edges per node
+        at = np.minimum(np.searchsorted(key, pairs), len(key) - 1)
+        links = int(np.count_nonzero(key[at] == pairs))  # each undirected link counted twice
         vals.append(links / (k * (k - 1)))
     return float(np.mean(vals)), len(vals)
 
