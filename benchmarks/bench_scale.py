@@ -1,21 +1,30 @@
 """Scale: memory per LLM agent over steps, and throughput at 10^3..10^5 LLM agents on the fake server.
 
     python benchmarks/bench_scale.py [--agents 1000 10000 100000] [--steps 10] [--active 0.05]
-                                     [--executor inprocess ray] [--build-only 1000000] [--tracemalloc]
+                                     [--executor inprocess ray] [--server process|inproc]
+                                     [--build-only 1000000] [--tracemalloc]
 
 Each configuration runs in a fresh subprocess (so RSS is its own) and prints one row per (agents,
-policy, executor): build time, RSS after the build and after each step, resident bytes per agent
-above the same world with rule-based agents, growth per step, steps/s, activations/s, DuckDB rows/s
-(rows the step wrote over the step's wall time) and trace bytes per step. LLM agents talk to the
-``fake`` backend (a loopback OpenAI-compatible server answering schema-valid JSON), so the numbers
-are the simulator's own cost, not a model's. ``--tracemalloc`` prints, for the LLM run at the first
-size, the source lines whose Python allocations grew most between step 1 and the last step.
+executor): build time, RSS after the build, resident bytes per LLM agent above the same world with
+rule-based agents after the first and the last step, growth per step, steps/s, activations/s,
+DuckDB rows/s (rows the steps wrote over their wall time), trace bytes per step and the load
+average; then, per step, the bytes per agent above rule-based. With Ray the RSS is the driver's
+plus its actors' (Ray's own raylet/GCS processes are not counted).
+
+LLM agents talk to socium's fake OpenAI-compatible server (schema-valid JSON answers, as
+``llm.backend: fake``), so the numbers are the simulator's own cost, not a model's. By default
+(``--server process``) that server runs in its own process, as vLLM would, so its threads and
+buffers are not counted as socium's memory; ``--server inproc`` uses ``llm.backend: fake`` itself
+(server threads inside the measured process).
+``--tracemalloc`` adds one more LLM run at the first size (not timed: tracing slows it ~3x) and
+prints the allocation sites whose Python memory grew most between step 1 and the last step.
 ``--build-only N`` builds the N-agent world alone (no step) and reports time and RSS.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -36,12 +45,15 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 ROW_TABLES = ("actions", "exposures", "posts", "llm_calls", "follow_events", "stances")
 
 
-def rss() -> int:
-    with open("/proc/self/statm", encoding="ascii") as f:
-        return int(f.read().split()[1]) * PAGE
+def rss(pid: int | str = "self") -> int:
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * PAGE
+    except FileNotFoundError:
+        return 0
 
 
-def config(n: int, steps: int, active: float, llm: bool, executor: str) -> dict[str, Any]:
+def config(n: int, steps: int, active: float, llm: bool, executor: str, url: str | None) -> dict[str, Any]:
     cfg: dict[str, Any] = {
         "name": "bench-scale", "seed": 1, "steps": steps,
         "population": {"n_agents": n, "activity": "uniform", "mean_activity": active},
@@ -53,6 +65,8 @@ def config(n: int, steps: int, active: float, llm: bool, executor: str) -> dict[
     if llm:
         cfg["policy"] = {"kind": "llm"}
         cfg["llm"] = {"backend": "fake", "max_concurrency": 64, "retries": 1}
+        if url:  # the same fake server, in its own process
+            cfg["llm"] = {**cfg["llm"], "backend": "openai", "base_urls": [url], "model": "fake-model"}
     else:
         cfg["policy"] = {"kind": "random", "p_like": 0.2, "p_post": 0.05, "p_repost": 0.05}
     return cfg
@@ -62,52 +76,70 @@ def trace_bytes(d: str) -> int:
     return sum(p.stat().st_size for p in Path(d).glob("trace.duckdb*"))
 
 
-def one(n: int, steps: int, active: float, llm: bool, executor: str, build_only: bool, trace_mem: bool) -> dict:
+def total_rss(sim: Simulation) -> int:
+    """This process plus, with Ray, every actor of the run."""
+    info = getattr(sim.executor, "actor_info", None)
+    return rss() + (sum(rss(a["pid"]) for a in info()) if info is not None else 0)
+
+
+def one(n: int, steps: int, active: float, llm: bool, executor: str, flags: str, url: str | None) -> dict:
+    trace_mem = "t" in flags
     if trace_mem:
-        tracemalloc.start(8)
+        tracemalloc.start(25)
     rss0 = rss()
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()
-        sim = Simulation(config_from_dict(config(n, steps, active, llm, executor)), d, force=True)
+        sim = Simulation(config_from_dict(config(n, steps, active, llm, executor, url)), d, force=True)
         build_s = time.perf_counter() - t0
-        out: dict[str, Any] = {"agents": n, "llm": llm, "executor": executor, "build_s": build_s,
-                               "rss_start": rss0, "rss_built": rss()}
-        if build_only:
+        out: dict[str, Any] = {"build_s": build_s, "rss_start": rss0, "rss_built": rss()}
+        if "b" in flags:
             sim.close()
             return out
-        rss_steps, bytes_steps, walls, rows, acts = [], [], [], [], []
-        snap1 = None
+        rss_steps, bytes_steps, snaps = [], [], []
         for s in range(steps):
             before = trace_bytes(d)
-            stats = sim.step()
-            rss_steps.append(rss())
+            sim.step()
+            rss_steps.append(total_rss(sim))
             bytes_steps.append(trace_bytes(d) - before)
-            if s == 0 and trace_mem:
-                snap1 = tracemalloc.take_snapshot()
-            del stats
+            if trace_mem and s in (0, steps - 1):
+                gc.collect()
+                snaps.append(tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)]))
         con = sim.store.con
         walls = [w for (w,) in con.execute("SELECT wall_s FROM steps WHERE step >= 0 ORDER BY step").fetchall()]
         acts = [a for (a,) in con.execute("SELECT n_active FROM steps WHERE step >= 0 ORDER BY step").fetchall()]
-        for s in range(steps):
-            rows.append(sum(con.execute(f"SELECT count(*) FROM {t} WHERE step = ?", [s]).fetchone()[0]
-                            for t in ROW_TABLES if _has(con, t)))
-        top = []
-        if trace_mem and snap1 is not None:
-            stats2 = tracemalloc.take_snapshot().compare_to(snap1, "traceback")
-            top = [f"{st.size_diff / 1024:+.0f} KiB  {st.count_diff:+d} blocks  "
-                   + " <- ".join(f"{Path(f.filename).name}:{f.lineno}" for f in st.traceback[:6]) for st in stats2[:8]]
+        tables = {t for (t,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        rows = [sum(con.execute(f"SELECT count(*) FROM {t} WHERE step = ?", [s]).fetchone()[0]
+                    for t in ROW_TABLES if t in tables) for s in range(steps)]
+        duck = con.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchone()[0]
+        top = _top_growth(snaps) if len(snaps) == 2 else []
         sim.close()
-    out.update({"rss_steps": rss_steps, "trace_bytes_steps": bytes_steps, "wall_steps": walls,
-                "active_steps": acts, "rows_steps": rows, "tracemalloc_top": top})
+    out.update({"rss_steps": rss_steps, "trace_bytes_steps": bytes_steps, "wall_steps": walls, "active_steps": acts,
+                "rows_steps": rows, "duckdb_bytes": duck, "tracemalloc_top": top, "load": os.getloadavg()[0]})
     return out
 
 
-def _has(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]).fetchone()[0])
+def _top_growth(snaps: list[Any]) -> list[str]:
+    """The allocation sites (innermost socium/library frames first) that grew most."""
+    lines = []
+    for st in snaps[1].compare_to(snaps[0], "traceback")[:10]:
+        frames = [f for f in reversed(list(st.traceback)) if "asyncio" not in f.filename][:6]
+        where = " <- ".join(f"{Path(f.filename).name}:{f.lineno}" for f in frames)
+        lines.append(f"{st.size_diff / 1024:+,.0f} KiB {st.count_diff:+,d} blocks  {where}")
+    return lines
 
 
-def sub(args: list[str]) -> dict:
-    res = subprocess.run([sys.executable, __file__, "--one", *args], capture_output=True, text=True, check=False)
+def serve() -> None:
+    """The fake model server in its own process: print its URL, serve until stdin closes."""
+    from socium.testing.fake_server import FakeOpenAIServer
+
+    with FakeOpenAIServer(record=False) as srv:
+        print(srv.base_url, flush=True)
+        sys.stdin.read()
+
+
+def sub(args: list[str], url: str | None) -> dict:
+    cmd = [sys.executable, __file__, "--one", *args] + (["--url", url] if url else [])
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if res.returncode != 0:
         raise SystemExit(f"child failed ({' '.join(args)}):\n{res.stderr[-3000:]}")
     return json.loads(res.stdout.strip().splitlines()[-1])
@@ -119,41 +151,69 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--active", type=float, default=0.05, help="share of agents active per step")
     ap.add_argument("--executor", nargs="+", default=["inprocess"], choices=["inprocess", "ray"])
+    ap.add_argument("--server", default="process", choices=["process", "inproc"])
     ap.add_argument("--build-only", type=int, nargs="*", default=[])
     ap.add_argument("--tracemalloc", action="store_true")
     ap.add_argument("--one", nargs=6, help=argparse.SUPPRESS)
+    ap.add_argument("--url", help=argparse.SUPPRESS)
+    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.serve:
+        serve()
+        return
     if a.one:
         n, steps, active, llm, executor, flags = a.one
-        print(json.dumps(one(int(n), int(steps), float(active), llm == "1", executor, "b" in flags, "t" in flags)))
+        print(json.dumps(one(int(n), int(steps), float(active), llm == "1", executor, flags, a.url)))
         return
+    server = None
+    url = None
+    if a.server == "process" and a.agents:
+        server = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True)
+        url = server.stdout.readline().strip()  # type: ignore[union-attr]
+    try:
+        report(a, url)
+    finally:
+        if server is not None:
+            server.stdin.close()  # type: ignore[union-attr]
+            server.wait(timeout=30)
+
+
+def report(a: argparse.Namespace, url: str | None) -> None:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
+          f"duckdb {duckdb.__version__}, {a.active:.0%} active, fake server: {a.server}, "
           f"load average {os.getloadavg()[0]:.2f} at start")
     print("| agents | executor | build s | RSS built MB | LLM bytes/agent above rule-based (after step 1 -> last) "
-          "| growth/step KB | steps/s | activations/s | DuckDB rows/s | trace KB/step |")
-    print("| ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
-    top: list[str] = []
+          "| growth/step KB | steps/s | activations/s | DuckDB rows/s | trace KB/step | load |")
+    print("| ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    per_step: list[str] = []
     for ex in a.executor:
-        for i, n in enumerate(a.agents):
-            t_flag = "t" if a.tracemalloc and i == 0 and ex == a.executor[0] else "-"
-            rule = sub([str(n), str(a.steps), str(a.active), "0", ex, "-"])
-            llm = sub([str(n), str(a.steps), str(a.active), "1", ex, t_flag])
-            per_first = (llm["rss_steps"][0] - rule["rss_steps"][0]) / n
-            per_last = (llm["rss_steps"][-1] - rule["rss_steps"][-1]) / n
+        for n in a.agents:
+            rule = sub([str(n), str(a.steps), str(a.active), "0", ex, "-"], url)
+            llm = sub([str(n), str(a.steps), str(a.active), "1", ex, "-"], url)
+            above = [(x - y) / n for x, y in zip(llm["rss_steps"], rule["rss_steps"])]
             growth = (llm["rss_steps"][-1] - llm["rss_steps"][0]) / max(a.steps - 1, 1) / 1024
-            wall = sum(llm["wall_steps"])
+            wall = sum(llm["wall_steps"][1:]) or sum(llm["wall_steps"])  # step 0's wall_s includes the set-up
+            timed = slice(1, None) if len(llm["wall_steps"]) > 1 else slice(None)
             print(f"| {n:,} | {ex} | {llm['build_s']:.2f} | {llm['rss_built'] / 2**20:,.0f} | "
-                  f"{per_first:,.0f} -> {per_last:,.0f} | {growth:,.0f} | {len(llm['wall_steps']) / wall:.2f} | "
-                  f"{sum(llm['active_steps']) / wall:,.0f} | {sum(llm['rows_steps']) / wall:,.0f} | "
-                  f"{sum(llm['trace_bytes_steps']) / len(llm['trace_bytes_steps']) / 1024:,.0f} |", flush=True)
-            top = top or llm["tracemalloc_top"]
+                  f"{above[0]:,.0f} -> {above[-1]:,.0f} | {growth:,.0f} | {len(llm['wall_steps'][timed]) / wall:.2f} | "
+                  f"{sum(llm['active_steps'][timed]) / wall:,.0f} | {sum(llm['rows_steps'][timed]) / wall:,.0f} | "
+                  f"{sum(llm['trace_bytes_steps']) / len(llm['trace_bytes_steps']) / 1024:,.0f} | "
+                  f"{llm['load']:.1f} |", flush=True)
+            per_step.append(f"{n:,} {ex}: " + " ".join(f"{b:,.0f}" for b in above)
+                            + f"  (DuckDB holds {llm['duckdb_bytes'] / 2**20:,.1f} MB at the end)")
+    if per_step:
+        print("\nBytes per LLM agent above rule-based, after each step:")
+        for line in per_step:
+            print("  " + line)
     for n in a.build_only:
-        b = sub([str(n), "1", str(a.active), "1", "inprocess", "b"])
+        b = sub([str(n), "1", str(a.active), "1", "inprocess", "b"], None)
         print(f"build only: {n:,} LLM agents in {b['build_s']:.1f} s, RSS {b['rss_built'] / 2**20:,.0f} MB "
               f"({(b['rss_built'] - b['rss_start']) / n:,.0f} B/agent above the interpreter)")
-    if top:
-        print("\nPython allocations that grew most between step 1 and the last step (tracemalloc):")
-        for line in top:
+    if a.tracemalloc and a.agents:
+        t = sub([str(a.agents[0]), str(a.steps), str(a.active), "1", a.executor[0], "t"], url)
+        print(f"\nPython allocations that grew most between step 1 and step {a.steps} at {a.agents[0]:,} agents:")
+        for line in t["tracemalloc_top"]:
             print("  " + line)
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
 

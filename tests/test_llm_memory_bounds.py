@@ -1,11 +1,19 @@
 """Per-run LLM structures stay bounded: the response cache is an LRU, a config-built fake server keeps
-no request bodies. (Issue 17: resident memory per LLM agent grew every step.)"""
+no request bodies, window memory is one tuple per agent, the trace writer's DuckDB has a memory limit.
+(Issue 17: resident memory per LLM agent grew every step.)"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from socium.agents.llm_policy import RecordingCache
+from socium.agents.memory import WindowMemory
+from socium.errors import ConfigError
 from socium.llm import LLMResult, build_backend, generate_sync, user_request
 from socium.llm.cache import MemoryCache
+from socium.simulator.store import TraceStore
 from socium.testing.fake_server import FakeOpenAIServer
 
 
@@ -63,3 +71,35 @@ def _find_server(be: object) -> FakeOpenAIServer:
             return node.server  # type: ignore[no-any-return, attr-defined]
         node = getattr(node, "inner", None)
     raise AssertionError("no fake server in the backend stack")
+
+
+def test_window_memory_keeps_the_last_lines_in_order() -> None:
+    w = WindowMemory(3)
+    for i in range(5):
+        w.add(7, i, "action", f"line {i}")
+    w.add(7, 5, "observation", "not kept: a window remembers actions and messages only")
+    w.add(8, 5, "message", "hello")
+    assert w.get(7) == ["line 2", "line 3", "line 4"] and w.recall(8, 5) == ["hello"]
+    assert w[7][-1] == "line 4" and w.get(9) == [] and w.recall(9, 0) == []
+    one = WindowMemory(1)
+    one.add(1, 0, "action", "a")
+    one.add(1, 1, "action", "b")
+    assert one.get(1) == ["b"]
+
+
+def test_trace_writer_bounds_duckdb_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def limit(store: TraceStore) -> str:
+        return str(store.con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
+
+    monkeypatch.delenv("SOCIUM_TRACE_MEMORY_LIMIT", raising=False)
+    store = TraceStore(tmp_path / "a.duckdb")
+    default = limit(store)
+    store.close()
+    monkeypatch.setenv("SOCIUM_TRACE_MEMORY_LIMIT", "1GB")
+    store = TraceStore(tmp_path / "b.duckdb")
+    raised = limit(store)
+    store.close()
+    assert default != raised and default.startswith("12") and "MiB" in default  # 128MB, as DuckDB prints it
+    monkeypatch.setenv("SOCIUM_TRACE_MEMORY_LIMIT", "lots")
+    with pytest.raises(ConfigError, match="SOCIUM_TRACE_MEMORY_LIMIT='lots'"):
+        TraceStore(tmp_path / "c.duckdb")

@@ -16,7 +16,6 @@ step's transaction, so a resumed run rebuilds the same stream by re-adding those
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
@@ -125,21 +124,24 @@ def approx_tokens(text: str) -> int:
 
 
 class WindowMemory:
-    """The last ``size`` lines per agent (the original socium memory)."""
+    """The last ``size`` lines per agent (the original socium memory).
+
+    Each agent's lines are one tuple, replaced on every add: a ``deque(maxlen=size)`` costs ~620
+    bytes before its first line, a tuple of five 48, and at 10^5 LLM agents that difference alone
+    was ~0.6 KB of the per-agent budget (benchmarks/bench_scale.py, issue 17).
+    """
 
     kind = "window"
 
     def __init__(self, size: int) -> None:
         self.size = max(size, 1)
-        self._lines: dict[int, deque[str]] = {}
+        self._lines: dict[int, tuple[str, ...]] = {}
 
     def add(self, agent: int, step: int, kind: str, text: str, importance: float | None = None, **_: Any) -> None:
         if kind != "action" and kind != "message":
             return
-        m = self._lines.get(agent)
-        if m is None:
-            m = self._lines[agent] = deque(maxlen=self.size)
-        m.append(text)
+        old = self._lines.get(agent, ())
+        self._lines[agent] = (*old[len(old) - self.size + 1 :], text) if len(old) >= self.size else (*old, text)
 
     def recall(self, agent: int, step: int, query: str = "", hours_per_step: float = 1.0) -> list[str]:
         return list(self._lines.get(agent, ()))
@@ -151,7 +153,7 @@ class WindowMemory:
         """The agent's lines (surveys and interviews read memory this way)."""
         return list(self._lines.get(agent, default))
 
-    def __getitem__(self, agent: int) -> deque[str]:
+    def __getitem__(self, agent: int) -> tuple[str, ...]:
         return self._lines[agent]
 
 

@@ -7,6 +7,7 @@ The ``steps`` row of a step is committed in the same transaction as all of that 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from socium.errors import TraceError
+from socium.errors import ConfigError, TraceError
 
 TABLES = (
     "runs",
@@ -54,11 +55,33 @@ SANDBOX = {
 }
 
 
-def open_trace(path: str | Path, *, read_only: bool = True, sandbox: bool = False) -> duckdb.DuckDBPyConnection:
+# The run's writer appends a step and rarely reads. Left at DuckDB's default (80% of RAM) its buffer
+# pool and allocator kept the pages of every checkpoint: +170 MB over 10 steps at 10^5 LLM agents,
+# most of the resident growth per step (benchmarks/bench_scale.py, issue 17). Larger transactions
+# and queries spill to ``trace.duckdb.tmp``. SOCIUM_TRACE_MEMORY_LIMIT overrides it (e.g. "1GB").
+WRITER_MEMORY_LIMIT = "128MB"
+
+
+def writer_settings() -> dict[str, str]:
+    """DuckDB settings of the connection that writes a run's trace (a bad override is a ConfigError)."""
+    limit = os.environ.get("SOCIUM_TRACE_MEMORY_LIMIT")
+    if not limit:
+        return {"memory_limit": WRITER_MEMORY_LIMIT}
+    try:
+        duckdb.connect(":memory:", config={"memory_limit": limit}).close()
+    except duckdb.Error as exc:
+        raise ConfigError(f"SOCIUM_TRACE_MEMORY_LIMIT={limit!r}: not a DuckDB memory size: {exc}") from None
+    return {"memory_limit": limit}
+
+
+def open_trace(
+    path: str | Path, *, read_only: bool = True, sandbox: bool = False, settings: Mapping[str, str] | None = None
+) -> duckdb.DuckDBPyConnection:
     """Connect to a trace; a corrupt, foreign or busy file is a :class:`TraceError` naming it, not a traceback."""
     db = Path(path)
+    config: dict[str, str | bool | int | float | list[str]] = {**(SANDBOX if sandbox else {}), **(settings or {})}
     try:
-        return duckdb.connect(str(db), read_only=read_only, config=dict(SANDBOX) if sandbox else {})
+        return duckdb.connect(str(db), read_only=read_only, config=config)
     except duckdb.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if "lock" in first.lower():
@@ -84,7 +107,7 @@ class TraceStore:
 
     def __init__(self, path: str | Path, read_only: bool = False) -> None:
         self.path = Path(path)
-        self.con = open_trace(self.path, read_only=read_only)
+        self.con = open_trace(self.path, read_only=read_only, settings=None if read_only else writer_settings())
         if not read_only:
             try:
                 self.con.execute(_schema_sql())
