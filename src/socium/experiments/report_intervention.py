@@ -85,13 +85,15 @@ def effects_plot(path: Path, res: dict[str, Any]) -> Path:
     plt = P.plt
     strats = [s for s in res["order"] if s != res["control"]]
     srcs = list(res["sources"])
-    fig, axes = plt.subplots(
-        1, len(EFFECT_KEYS), figsize=(3.2 * len(EFFECT_KEYS), 0.5 * len(strats) * len(srcs) + 2.2), squeeze=False
-    )
+    # Three panels a row: six side by side shrink below legibility once the page scales the figure down.
+    ncols = 3
+    nrows = -(-len(EFFECT_KEYS) // ncols)
+    fig, grid = plt.subplots(nrows, ncols, figsize=(13, nrows * (0.3 * len(strats) * len(srcs) + 1.8)), squeeze=False)
+    panels = list(grid.ravel())
     colors = {s: c for s, c in zip(srcs, ("tab:blue", "tab:red", "tab:green", "tab:orange"))}
     if "null" in colors:
         colors["null"] = "tab:orange"
-    for ax, (key, title) in zip(axes[0], EFFECT_KEYS):
+    for i, (ax, (key, title)) in enumerate(zip(panels, EFFECT_KEYS)):
         for si, src in enumerate(srcs):
             for k, strat in enumerate(strats):
                 e = res["sources"][src]["strategies"][strat]["summary"]["effects"].get(key)
@@ -116,17 +118,19 @@ def effects_plot(path: Path, res: dict[str, Any]) -> Path:
                 ha="center",
                 va="center",
                 transform=ax.transAxes,
-                fontsize=8,
+                fontsize=10,
                 color="dimgray",
             )
         ax.axvline(0, color="gray", lw=1, ls=":", label=f"no effect (= {res['control']})")
         ax.set_yticks(range(len(strats)))
-        ax.set_yticklabels(strats if ax is axes[0][0] else [""] * len(strats), fontsize=8)
+        ax.set_yticklabels(strats if i % ncols == 0 else [""] * len(strats), fontsize=10)
         ax.invert_yaxis()
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel(f"difference vs {res['control']}", fontsize=8)
-    fig.suptitle("Effect of each strategy (paired by seed; 95% t intervals over seeds)", fontsize=11)
-    return P._save(fig, path, legend_from=list(axes[0]))
+        ax.set_title(title, fontsize=11)
+        ax.set_xlabel(f"difference vs {res['control']}", fontsize=10)
+    for ax in panels[len(EFFECT_KEYS) :]:
+        ax.set_visible(False)
+    fig.suptitle("Effect of each strategy (paired by seed; 95% t intervals over seeds)", fontsize=12)
+    return P._save(fig, path, legend_from=panels[: len(EFFECT_KEYS)])
 
 
 def build(rep: Report, res: dict[str, Any]) -> list[Path]:
