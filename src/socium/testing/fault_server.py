@@ -79,7 +79,13 @@ class FaultyOpenAIServer(FakeOpenAIServer):
         self.faults = {k: float(v) for k, v in faults.items() if float(v) > 0}
 
     def draw(self, body: dict[str, Any]) -> str | None:
-        """The fault for this request (None: answer normally); counts it."""
+        """The fault for this request (None: answer normally); counts it.
+
+        With no fault configured nothing is drawn or remembered: a healthy server costs what the
+        plain fake server does (the draw's key is the whole prompt).
+        """
+        if not self.faults:
+            return None
         key = json.dumps([body.get("model"), body.get("messages"), body.get("seed")], sort_keys=True)
         with self._fault_lock:
             n = self._seen[key]
