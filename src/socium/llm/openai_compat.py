@@ -1,9 +1,10 @@
 """Backend for OpenAI-compatible HTTP servers: vLLM, llama.cpp's server, OpenAI itself.
 
-Spoken over one pooled keep-alive ``aiohttp`` session per event loop rather than the official SDK:
-the SDK cost several milliseconds of CPU per call in pydantic models and httpx machinery (the
-HTTP path's bottleneck, see benchmarks/bench_http.py), hid why a connection failed ("Connection
-error.") and, having parsed a response, could not say *what* about a 200 body was unusable.
+Spoken over one pool of keep-alive connections per event loop (:mod:`socium.llm.http11`) rather
+than the official SDK or aiohttp: the SDK cost several milliseconds of CPU per call in pydantic
+models and httpx machinery, aiohttp ~0.3 ms in per-call objects (the HTTP path's bottleneck, see
+benchmarks/bench_http.py); the SDK also hid why a connection failed ("Connection error.") and,
+having parsed a response, could not say *what* about a 200 body was unusable.
 Here every response the client cannot use (a truncated or non-JSON body, a null or missing
 message, ``usage`` counts that are not non-negative integers, a dropped connection) becomes a
 typed failed :class:`~socium.llm.types.LLMResult` that the retry wrapper treats like a 5xx; no
@@ -25,9 +26,15 @@ from collections.abc import Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
-from ..errors import ConfigError, LLMError
+from ..errors import ConfigError
 from .base import LoopLocal, daemon_task
+from .http11 import HTTPFailure, Pool
 from .types import ErrorKind, LLMRequest, LLMResult
+
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - a core dependency; json is the slower fallback
+    _orjson = None  # type: ignore[assignment]
 
 ServerKind = Literal["vllm", "llamacpp", "openai"]
 SERVER_KINDS: tuple[str, ...] = ("vllm", "llamacpp", "openai")
@@ -180,10 +187,8 @@ class OpenAIBackend:
             raise ConfigError(f"llm.server_kind: {server_kind!r} is not one of {', '.join(SERVER_KINDS)}")
         if timeout_s <= 0:
             raise ConfigError(f"llm.timeout_s: must be > 0, got {timeout_s!r}")
-        try:
-            import aiohttp  # noqa: F401  (fail at construction, not mid-run)
-        except ImportError as exc:  # pragma: no cover - aiohttp is a core dependency
-            raise LLMError("the 'aiohttp' package is required for the openai backend: pip install aiohttp") from exc
+        if not base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"llm.base_urls: {base_url!r} is not an http:// or https:// URL")
         key = os.environ.get(api_key_env)
         if not key:
             if server_kind == "openai":
@@ -215,21 +220,19 @@ class OpenAIBackend:
         raise TypeError("API keys are not picklable; build the backend in each process from the config")
 
     def _make_session(self) -> tuple[Any, asyncio.Task[Any]]:
-        """One pooled keep-alive session for the running loop (and the task that closes it), closed by
-        :meth:`close` or when that loop shuts down.
+        """One pool of keep-alive connections for the running loop (and the task that closes it),
+        closed by :meth:`close` or when that loop shuts down.
 
         ``asyncio.run`` cancels the tasks still pending when its coroutine ends; the watcher task
-        is one of them, and closes the session then, so no "Unclosed client session" is left over
-        from a short-lived loop (:func:`~socium.llm.base.run_coro_sync` keeps one loop per thread).
+        is one of them, and closes the pool then, so no open socket is left over from a short-lived
+        loop (:func:`~socium.llm.base.run_coro_sync` keeps one loop per thread).
         """
-        import aiohttp
-
-        session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=self.max_connections, keepalive_timeout=30.0),
-            timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-            headers={"Authorization": f"Bearer {self._key.reveal()}", "Content-Type": "application/json"},
-            skip_auto_headers=("User-Agent",),
-        )
+        headers = {
+            "Authorization": f"Bearer {self._key.reveal()}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
+        session = Pool(self._url, headers, limit=self.max_connections)
         watcher = daemon_task(_close_at_loop_end(session))
         _WATCHERS.add(watcher)  # held until done: a pending task nobody holds would be collected
         watcher.add_done_callback(_WATCHERS.discard)
@@ -259,9 +262,23 @@ class OpenAIBackend:
             body.update(self.extra_body)
         return body
 
-    async def _one(self, session: Any, req: LLMRequest) -> LLMResult:
-        import aiohttp
+    def encode_request(self, req: LLMRequest) -> bytes:
+        """The request body as UTF-8 JSON bytes.
 
+        ``orjson`` when installed (a core dependency): ~15x less CPU than ``json`` for an action
+        schema, which was the largest single cost of a call. It refuses what strict UTF-8 cannot
+        carry (a lone surrogate in hostile agent text), and so does anything it cannot encode: then
+        ``json`` writes ``\\u`` escapes, so such a request still travels.
+        """
+        body = self.request_body(req)
+        if _orjson is not None:
+            try:
+                return _orjson.dumps(body)
+            except TypeError:
+                pass
+        return json.dumps(body).encode("ascii")
+
+    async def _one(self, session: Pool, req: LLMRequest) -> LLMResult:
         t0 = time.perf_counter()
 
         def fail(msg: str, kind: ErrorKind, retry_after: float | None = None) -> LLMResult:
@@ -270,20 +287,20 @@ class OpenAIBackend:
             )
 
         try:
-            data = json.dumps(self.request_body(req)).encode("ascii")  # \u escapes: even lone surrogates travel
-            async with session.post(self._url, data=data) as resp:
-                status = resp.status
-                raw = await resp.read()
-                retry_after = resp.headers.get("Retry-After") if status != 200 else None
-        except asyncio.TimeoutError:  # aiohttp's connect/read timeouts derive from it too
+            resp = await session.post(self.encode_request(req), self.timeout_s)
+            status, raw = resp.status, resp.body
+            retry_after = resp.headers.get("retry-after") if status != 200 else None
+        except asyncio.TimeoutError:
             return fail(f"timeout: no complete answer from {self._where} within {self.timeout_s:g}s", "timeout")
-        except aiohttp.ClientConnectorError as exc:
-            return fail(_connect_error(exc, self._where), "connection")
-        except aiohttp.ServerDisconnectedError:
-            return fail(f"{self._where} closed the connection without answering", "connection")
-        except aiohttp.ClientPayloadError as exc:
-            return fail(f"truncated response body from {self._where}: {exc}", "bad_response")
-        except (aiohttp.ClientError, OSError) as exc:
+        except HTTPFailure as exc:
+            if exc.kind == "disconnected":
+                if isinstance(exc.cause, OSError):
+                    return fail(_connect_error(exc.cause, self._where), "connection")
+                return fail(f"{self._where} closed the connection without answering", "connection")
+            if exc.kind == "truncated":
+                return fail(f"truncated response body from {self._where}: {exc}", "bad_response")
+            return fail(f"unusable response from {self._where}: {exc}", "bad_response")
+        except OSError as exc:  # connecting: refused, unreachable, DNS, TLS
             return fail(_connect_error(exc, self._where), "connection")
         except Exception as exc:  # noqa: BLE001 - whatever a server does must end as a typed failure
             return fail(f"unusable response from {self._where}: {type(exc).__name__}: {exc}", "bad_response")
@@ -346,4 +363,6 @@ async def _close_at_loop_end(session: Any) -> None:
         await asyncio.Event().wait()
     finally:
         if not session.closed:
-            await session.close()
+            done = session.close()
+            if asyncio.iscoroutine(done):
+                await done

@@ -266,6 +266,8 @@ class ConcurrencyLimit(BackendWrapper):
         if not requests:
             return []
         sem = self._sem.get()
+        if len(requests) == 1:  # the common case (one agent's call): no task to create and gather
+            return [await self._one(sem, requests[0])]
         return list(await asyncio.gather(*(self._one(sem, r) for r in requests)))
 
 
