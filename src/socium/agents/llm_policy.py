@@ -29,7 +29,8 @@ from socium.llm.wrappers import BudgetLedger
 from socium.platform.actions import parse_action
 from socium.platform.text import clean_text, quote_untrusted
 from socium.simulator.budget_shares import Allowance, apply_allowance, count_calls, shard_allowances
-from socium.simulator.rng import LLM, component_rng
+from socium.simulator.rng import LLM
+from socium.simulator.seed_ints import SeedInts
 
 
 class RecordingCache(MemoryCache):
@@ -186,6 +187,7 @@ class LLMPolicy:
         """``backend_factory(cache) -> LLMBackend`` replaces the config's backend stack (tests, custom servers)."""
         self.cfg = cfg
         self.backend_factory = backend_factory
+        self._seeds = SeedInts(cfg.seed, LLM)
         self.ac = cfg.llm_agents
         self.allowed = [a for a in self.ac.actions if a in P.ACTION_HELP]
         self.system = P.system_prompt(
@@ -297,7 +299,8 @@ class LLMPolicy:
                 b.close()
 
     def _seed(self, *key: int) -> int:
-        return int(component_rng(self.cfg.seed, LLM, *key).integers(0, 2**31 - 1))
+        """``component_rng(seed, LLM, *key).integers(0, 2**31 - 1)``, without building numpy objects."""
+        return self._seeds.integer(2**31 - 1, *key)
 
     def _request(
         self,
