@@ -1,181 +1,268 @@
-"""The HTTP path at the bound: LLM agents against an OpenAI-compatible server on loopback.
+"""The HTTP path at the bound: LLM agents against socium's own fake OpenAI-compatible server.
 
-    python benchmarks/bench_http.py [--agents 2000] [--steps 2] [--actors 1,2,4] [--skip-sdk] [--skip-ray]
+    python benchmarks/bench_http.py [--sizes 2000,10000] [--steps 3] [--actors 1,2,4]
+        [--src before=/path/to/old/src] [--no-profile] [--skip-ray] [--skip-sdk]
 
-Rows (one table, one run, so ratios hold on a noisy shared machine):
-1. instant server, in-process executor: activations/s of the LLM phase (the executor's time for the
-   last step), of the whole run, and driver CPU ms per activation; socium's aiohttp client and, for
-   comparison, the official openai SDK client it replaced (same wrappers, same prompts);
-2. a server answering in 200 ms, concurrency 64: calls/s against the bound 64 / 0.2 s = 320/s;
-3. instant server with the Ray executor at 1/2/4 actors (concurrency 64 each).
-The server is an aiohttp app in its own process (one event loop), so it does not share the driver's
-GIL. The load average is printed before and after: on a machine shared with others, read ratios
-within the table rather than absolute numbers.
+The server is ``python -m socium.testing.fault_server`` (no faults) in its own process, answering
+schema-valid actions sampled from each request's schema (so agents post, like, follow and the
+trace fills as in a real run), instantly or after ``--delay-s``. It shares this machine's cores, so
+its CPU per activation is measured separately (``/proc/PID/stat``): the client-side bound is what
+the driver alone would do if the server were elsewhere.
+
+Every measurement runs in its own child process with ``PYTHONPATH`` set to one source tree, so
+``--src before=OLD_SRC`` puts an older checkout's numbers in the same table, under the same load.
+Rows, per source tree:
+1. instant server, in-process executor, per size: activations/s of whole steps (``Simulation.advance``:
+   observation, recommender, LLM phase, applying actions, DuckDB write; the first step, which opens
+   connections, is not timed), activations/s of the LLM phase alone, driver and server CPU ms per
+   activation;
+2. the driver's CPU per activation split by component (py-spy samples of the timed steps at the
+   first size, classified by the innermost socium function on the stack), unless ``--no-profile``;
+3. a server answering in 200 ms, concurrency 64: activations/s of the LLM phase against the bound
+   64 / 0.2 s = 320/s;
+4. instant server with the Ray executor at 1/2/4 actors (concurrency 64 each), whole steps;
+5. (``--sdk``) the official openai SDK client the aiohttp client replaced, for comparison.
+The load average is printed before and after: on a machine shared with others, read ratios within
+the table rather than absolute numbers.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import json
 import os
 import platform
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
-from socium.config import config_from_dict
-from socium.llm import openai_compat
-from socium.llm.types import ErrorKind, LLMRequest, LLMResult
-from socium.simulator.simulation import Simulation
+HERE = Path(__file__).resolve()
 
-SERVER = """
-import asyncio, socket, sys, time
-from aiohttp import web
-DELAY = float(sys.argv[1])
-ANSWER = '{"type": "do_nothing"}'
-async def chat(request):
-    body = await request.json()
-    if DELAY:
-        await asyncio.sleep(DELAY)
-    return web.json_response({"id": "x", "object": "chat.completion", "created": int(time.time()),
-        "model": body.get("model", "fake"), "choices": [{"index": 0, "finish_reason": "stop",
-        "message": {"role": "assistant", "content": ANSWER}}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 8, "total_tokens": 108}})
-app = web.Application()
-app.router.add_post("/v1/chat/completions", chat)
-sock = socket.socket(); sock.bind(("127.0.0.1", 0)); sock.listen(2048)
-print(f"http://127.0.0.1:{sock.getsockname()[1]}/v1", flush=True)
-web.run_app(app, sock=sock, print=None, access_log=None)
-"""
+#: Driver CPU components: the first rule matching a frame, walking from the innermost frame out.
+COMPONENTS: list[tuple[str, tuple[str, ...]]] = [
+    ("DuckDB writes (trace, call log)", ("simulator/store.py", "call_rows", "duckdb", "simulator/recording.py")),
+    ("recommender", ("socium/recsys/",)),
+    ("answer parsing + validation", ("validate_answer", "parse_json_lenient", "parse_completion", "llm/parsing.py")),
+    ("schema building", ("answer_schema", "action_schema", "state_aware_ids")),
+    ("prompt building", ("agents/prompts.py", "LLMPolicy._messages")),
+    ("observation / feed", ("Simulation.observe", "agents/perspectives.py", "agents/observation.py")),
+    ("request objects, seeds, cache key", ("cache_key", "LLMPolicy._request", "LLMPolicy._seed", "llm/cache.py")),
+    ("request JSON encoding", ("request_body", "encode_request")),
+    ("LLM wrappers (retry, limit, usage)", ("llm/wrappers.py", "llm/usage.py", "llm/base.py")),
+    ("HTTP client + sockets", ("aiohttp/", "selector_events", "llm/openai_compat.py", "llm/http11.py", "socket")),
+    ("applying actions (platform)", ("apply_decisions", "socium/platform/", "moderation/")),
+    ("asyncio event loop", ("asyncio/",)),
+]
 
 
-class SDKBackend(openai_compat.OpenAIBackend):
-    """The client socium used before: the official openai SDK (AsyncOpenAI, retries off)."""
-
-    def _make_session(self) -> Any:
-        from openai import AsyncOpenAI
-
-        client = AsyncOpenAI(api_key=self._key.reveal(), base_url=self.base_url, max_retries=0, timeout=self.timeout_s)
-        return client, asyncio.get_running_loop().create_future()
-
-    async def _one(self, client: Any, req: LLMRequest) -> LLMResult:
-        import openai
-
-        t0 = time.perf_counter()
-
-        def fail(msg: str, kind: ErrorKind) -> LLMResult:
-            return LLMResult.failure(req.request_id, msg, kind, latency_s=time.perf_counter() - t0)
-
-        body = self.request_body(req)
-        extra = {k: body.pop(k) for k in ("response_format",) if k in body}
-        try:
-            resp = await client.chat.completions.create(**body, **extra)
-        except openai.APITimeoutError:
-            return fail("timeout", "timeout")
-        except openai.APIConnectionError as exc:
-            return fail(f"connection error: {exc}", "connection")
-        except openai.APIStatusError as exc:
-            return fail(f"HTTP {exc.status_code}", openai_compat.classify_status(exc.status_code))
-        choice = resp.choices[0]
-        usage = resp.usage
-        return LLMResult(request_id=req.request_id, text=choice.message.content or "",
-                         prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
-                         latency_s=time.perf_counter() - t0, finish_reason=choice.finish_reason)
-
-    def close(self) -> None:
-        pass  # the SDK's httpx pools close when collected
+def classify(raw: str) -> dict[str, int]:
+    """Samples per component from py-spy's ``--format raw`` output (``frame;frame;... count``)."""
+    out: collections.Counter[str] = collections.Counter()
+    for line in raw.splitlines():
+        stack, _, n = line.rstrip().rpartition(" ")
+        if not n.isdigit() or "Simulation.advance" not in stack:
+            continue
+        cat = "other"
+        for frame in reversed(stack.split(";")):
+            hit = next((c for c, keys in COMPONENTS if any(k in frame for k in keys)), None)
+            if hit:
+                cat = hit
+                break
+        out[cat] += int(n)
+    return dict(out)
 
 
-def start_server(delay: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(delay)], stdout=subprocess.PIPE, text=True)
-    return proc, proc.stdout.readline().strip()  # type: ignore[union-attr]
-
-
-def config(n: int, steps: int, url: str, executor: dict | None = None) -> dict:
+# ---- child process: one measurement ----------------------------------------------------------------
+def _config(n: int, steps: int, url: str, executor: dict | None, concurrency: int) -> dict:
     return {"name": "bench-http", "seed": 1, "steps": steps,
             "population": {"n_agents": n, "activity": "uniform", "mean_activity": 1.0},
             "graph": {"kind": "random_out", "params": {"out_degree": min(20, n - 1)}},
             "recsys": {"kind": "chronological", "k": 5}, "policy": {"kind": "llm"},
-            "llm": {"backend": "openai", "base_urls": [url], "model": "fake-model", "max_concurrency": 64,
+            "llm": {"backend": "openai", "base_urls": [url], "model": "fake-model", "max_concurrency": concurrency,
                     "retries": 0},
             "executor": executor or {"kind": "inprocess"},
             "seed_posts": [{"author": i, "content": f"Opening post number {i} about the city's new bike lanes and "
                                                    "what they mean for parking on Main Street."}
-                           for i in range(min(n, 500))]}
+                           for i in range(min(n, 500))]}  # fmt: skip
 
 
-def measure(cfg: dict, client: str = "aiohttp") -> dict[str, float]:
-    """Run; report the last step's executor time (the LLM phase, warm) and the whole run."""
-    original = openai_compat.OpenAIBackend
-    if client == "sdk":
-        openai_compat.OpenAIBackend = SDKBackend  # type: ignore[misc]
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _start_server(delay: float) -> tuple[subprocess.Popen, str]:
+    cmd = [sys.executable, "-m", "socium.testing.fault_server", "--port", "0", "--delay-s", str(delay)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = proc.stdout.readline()  # type: ignore[union-attr]
+    if not line.startswith("serving "):
+        proc.kill()
+        raise RuntimeError(f"fake server did not start: {line!r}")
+    return proc, line.split()[1]
+
+
+def _sdk_backend() -> Any:
+    """The client socium used before the aiohttp one: the official openai SDK (retries off)."""
+    from socium.llm import openai_compat
+    from socium.llm.types import LLMRequest, LLMResult
+
+    class SDKBackend(openai_compat.OpenAIBackend):
+        def _make_session(self) -> Any:
+            from openai import AsyncOpenAI
+
+            client = AsyncOpenAI(api_key="EMPTY", base_url=self.base_url, max_retries=0, timeout=self.timeout_s)
+            return client, asyncio.get_running_loop().create_future()
+
+        async def _one(self, client: Any, req: LLMRequest) -> LLMResult:
+            t0 = time.perf_counter()
+            body = self.request_body(req)
+            resp = await client.chat.completions.create(**body)
+            choice, usage = resp.choices[0], resp.usage
+            return LLMResult(request_id=req.request_id, text=choice.message.content or "",
+                             prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+                             latency_s=time.perf_counter() - t0, finish_reason=choice.finish_reason)  # fmt: skip
+
+        def close(self) -> None:
+            pass
+
+    openai_compat.OpenAIBackend = SDKBackend  # type: ignore[misc]
+
+
+def measure(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run ``spec`` (agents, steps, delay, executor, concurrency, profile, sdk) and time its steps."""
+    from socium.config import config_from_dict
+    from socium.simulator.simulation import Simulation
+
+    if spec.get("sdk"):
+        _sdk_backend()
+    proc, url = _start_server(spec["delay"])
+    spy = None
     try:
+        cfg = _config(spec["agents"], spec["steps"], url, spec.get("executor"), spec["concurrency"])
         with tempfile.TemporaryDirectory() as d:
             sim = Simulation(config_from_dict(cfg), d, force=True)
             inner = sim.executor.run
-            phase: list[tuple[float, float, int]] = []
+            phase: list[float] = []
 
             def timed(observations):  # type: ignore[no-untyped-def]
-                t, c = time.perf_counter(), time.process_time()
+                t = time.perf_counter()
                 out = inner(observations)
-                phase.append((time.perf_counter() - t, time.process_time() - c, len(observations)))
+                phase.append(time.perf_counter() - t)
                 return out
 
             sim.executor.run = timed  # type: ignore[method-assign]
-            t0 = time.perf_counter()
-            sim.run()
-            wall = time.perf_counter() - t0
+            sim.advance()  # warm-up: connections, imports, Ray actors
+            pyspy = shutil.which(
+                "py-spy", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+            )
+            if spec.get("profile") and pyspy:
+                raw = os.path.join(d, "spy.txt")
+                spy = subprocess.Popen([pyspy, "record", "--pid", str(os.getpid()), "--nonblocking", "--format",
+                                        "raw", "-r", "200", "-o", raw],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                time.sleep(1.0)  # py-spy attaches
+            acts = 0
+            t0, c0, s0 = time.perf_counter(), time.process_time(), _cpu_s(proc.pid)
+            p0 = len(phase)
+            for _ in range(spec["steps"] - 1):
+                acts += sim.advance().n_active
+            wall, cpu, scpu = time.perf_counter() - t0, time.process_time() - c0, _cpu_s(proc.pid) - s0
+            samples: dict[str, int] = {}
+            if spy is not None:
+                spy.send_signal(signal.SIGINT)
+                spy.wait(timeout=60)
+                spy = None
+                if os.path.exists(raw):
+                    samples = classify(Path(raw).read_text())
+            sim.close()
     finally:
-        openai_compat.OpenAIBackend = original  # type: ignore[misc]
-    acts = sum(p[2] for p in phase)
-    last_s, last_cpu, last_n = phase[-1]
-    return {"phase": last_n / last_s, "whole": acts / wall, "cpu_ms": 1e3 * last_cpu / last_n, "acts": acts}
+        if spy is not None:
+            spy.kill()
+        proc.kill()
+    llm_s = sum(phase[p0:])
+    return {"step": acts / wall, "phase": acts / llm_s, "cpu_ms": 1e3 * cpu / acts, "server_ms": 1e3 * scpu / acts,
+            "acts": acts, "samples": samples, "rate": 200}  # fmt: skip
+
+
+# ---- parent: spawn children, print the table ---------------------------------------------------------
+def run_child(src: str, spec: dict[str, Any]) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": src, "OMP_WAIT_POLICY": "PASSIVE"}
+    out = subprocess.run([sys.executable, str(HERE), "--child", json.dumps(spec)], env=env, capture_output=True,
+                         text=True, timeout=1800)  # fmt: skip
+    if out.returncode != 0:
+        raise RuntimeError(f"measurement {spec} with {src} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--agents", type=int, default=2000)
-    ap.add_argument("--steps", type=int, default=2)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="2000,10000")
+    ap.add_argument("--steps", type=int, default=3, help="steps per run, the first (warm-up) not timed")
     ap.add_argument("--slow-agents", type=int, default=1280)
     ap.add_argument("--actors", default="1,2,4")
-    ap.add_argument("--skip-sdk", action="store_true")
+    ap.add_argument("--src", action="append", default=[], metavar="NAME=PATH", help="extra source tree to compare")
+    ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--skip-ray", action="store_true")
+    ap.add_argument("--sdk", action="store_true", help="also measure the official openai SDK client")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.child:
+        print(json.dumps(measure(json.loads(a.child))))
+        return
+    trees = [(name, str(Path(p).resolve())) for name, _, p in (s.partition("=") for s in a.src)]
+    trees.append(("this tree", str(HERE.parent.parent / "src")))
+    sizes = [int(x) for x in a.sizes.split(",")]
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    rows: list[tuple[str, str, str]] = []
-    proc, url = start_server(0.0)
-    try:
-        clients = ["aiohttp"] + ([] if a.skip_sdk else ["sdk"])
-        got = {c: measure(config(a.agents, a.steps, url), c) for c in clients}
-        for c, m in got.items():
-            rows.append((f"instant server, in-process, {a.agents:,} agents, {c} client", f"{m['phase']:,.0f}",
-                         f"whole run {m['whole']:,.0f}/s; driver CPU {m['cpu_ms']:.2f} ms/activation"))
-        if "sdk" in got:
-            rows.append(("  aiohttp / sdk", f"{got['aiohttp']['phase'] / got['sdk']['phase']:.2f}x",
-                         f"CPU per activation {got['sdk']['cpu_ms'] / got['aiohttp']['cpu_ms']:.2f}x lower"))
+          f"load average before: {load()}")  # fmt: skip
+    rows: list[list[str]] = []
+    split: dict[str, dict[str, float]] = {}
+    base = {"steps": a.steps, "delay": 0.0, "concurrency": 64}
+    for name, src in trees:
+        for i, n in enumerate(sizes):
+            m = run_child(src, {**base, "agents": n, "profile": i == 0 and not a.no_profile})
+            rows.append([name, f"instant, in-process, {n:,} agents", f"{m['step']:,.0f}", f"{m['phase']:,.0f}",
+                         f"{m['cpu_ms']:.2f}", f"{m['server_ms']:.2f}", f"load {load()}"])  # fmt: skip
+            if m["samples"]:
+                per = {k: 1e3 * v / m["rate"] / m["acts"] for k, v in m["samples"].items()}
+                split[name] = per
+        if a.sdk:
+            m = run_child(src, {**base, "agents": sizes[0], "sdk": True})
+            rows.append([name, f"instant, in-process, {sizes[0]:,} agents, openai SDK", f"{m['step']:,.0f}",
+                         f"{m['phase']:,.0f}", f"{m['cpu_ms']:.2f}", f"{m['server_ms']:.2f}", ""])  # fmt: skip
+        m = run_child(src, {**base, "agents": a.slow_agents, "delay": 0.2})
+        rows.append([name, f"200 ms server, concurrency 64, {a.slow_agents:,} agents", f"{m['step']:,.0f}",
+                     f"{m['phase']:,.0f}", f"{m['cpu_ms']:.2f}", f"{m['server_ms']:.2f}",
+                     f"LLM phase {m['phase'] / 320:.0%} of the 64 / 0.2 s = 320/s bound"])  # fmt: skip
         if not a.skip_ray:
             for k in [int(x) for x in a.actors.split(",")]:
-                m = measure(config(a.agents, a.steps, url, {"kind": "ray", "actors": k, "concurrency_per_actor": 64}))
-                rows.append((f"instant server, Ray, {k} actor(s) x 64", f"{m['phase']:,.0f}",
-                             f"last step's LLM phase; whole run incl. Ray start {m['whole']:,.0f}/s"))
-    finally:
-        proc.kill()
-    proc, url = start_server(0.2)
-    try:
-        for c in ["aiohttp"] + ([] if a.skip_sdk else ["sdk"]):
-            m = measure(config(a.slow_agents, a.steps, url), c)
-            rows.append((f"200 ms server, concurrency 64, {c} client", f"{m['phase']:,.0f}",
-                         f"{m['phase'] / 320:.0%} of the 64 / 0.2 s = 320/s bound; whole run {m['whole']:,.0f}/s"))
-    finally:
-        proc.kill()
-    w = max(len(r[0]) for r in rows)
-    print(f"{'activations/s (LLM phase)':<{w}}  {'value':>9}  notes")
-    for name, val, note in rows:
-        print(f"{name:<{w}}  {val:>9}  {note}")
-    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+                ex = {"kind": "ray", "actors": k, "concurrency_per_actor": 64}
+                m = run_child(src, {**base, "agents": sizes[0], "executor": ex})
+                rows.append([name, f"instant, Ray {k} actor(s) x 64, {sizes[0]:,} agents", f"{m['step']:,.0f}",
+                             f"{m['phase']:,.0f}", "-", f"{m['server_ms']:.2f}", "driver CPU excludes actors"])  # fmt: skip
+    head = ["source", "configuration", "act/s step", "act/s LLM", "driver CPU ms/act", "server CPU ms/act", "notes"]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    for r in [head, *rows]:
+        print("  ".join(c.ljust(w) if i in (0, 1, 6) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    if split:
+        names = list(split)
+        comps = sorted({c for s in split.values() for c in s}, key=lambda c: -max(s.get(c, 0) for s in split.values()))
+        print(f"\ndriver CPU ms per activation by component (py-spy, {sizes[0]:,} agents, instant server)")
+        print(f"{'component':<38}" + "".join(f"{n:>14}" for n in names))
+        for c in comps:
+            print(f"{c:<38}" + "".join(f"{split[n].get(c, 0):>14.3f}" for n in names))
+        print(f"{'total (sampled)':<38}" + "".join(f"{sum(split[n].values()):>14.3f}" for n in names))
+    print(f"load average after: {load()}")
 
 
 if __name__ == "__main__":
