@@ -16,8 +16,9 @@ Rows, per source tree:
    observation, recommender, LLM phase, applying actions, DuckDB write; the first step, which opens
    connections, is not timed), activations/s of the LLM phase alone, driver and server CPU ms per
    activation;
-2. the driver's CPU per activation split by component (py-spy samples of the timed steps at the
-   first size, classified by the innermost socium function on the stack), unless ``--no-profile``;
+2. the driver's CPU per activation split by component: the share of py-spy samples of the timed
+   steps at the first size (classified by the innermost matching frame, ``COMPONENTS``) times the
+   run's measured CPU per activation, unless ``--no-profile``; py-spy runs only in that run;
 3. a server answering in 200 ms, concurrency 64: activations/s of the LLM phase against the bound
    64 / 0.2 s = 320/s;
 4. instant server with the Ray executor at 1/2/4 actors (concurrency 64 each), whole steps;
@@ -233,9 +234,9 @@ def main() -> None:
             m = run_child(src, {**base, "agents": n, "profile": i == 0 and not a.no_profile})
             rows.append([name, f"instant, in-process, {n:,} agents", f"{m['step']:,.0f}", f"{m['phase']:,.0f}",
                          f"{m['cpu_ms']:.2f}", f"{m['server_ms']:.2f}", f"load {load()}"])  # fmt: skip
-            if m["samples"]:
-                per = {k: 1e3 * v / m["rate"] / m["acts"] for k, v in m["samples"].items()}
-                split[name] = per
+            if m["samples"]:  # each component's share of the samples, times the measured CPU per activation
+                total = sum(m["samples"].values())
+                split[name] = {k: m["cpu_ms"] * v / total for k, v in m["samples"].items()}
         if a.sdk:
             m = run_child(src, {**base, "agents": sizes[0], "sdk": True})
             rows.append([name, f"instant, in-process, {sizes[0]:,} agents, openai SDK", f"{m['step']:,.0f}",
@@ -261,7 +262,7 @@ def main() -> None:
         print(f"{'component':<38}" + "".join(f"{n:>14}" for n in names))
         for c in comps:
             print(f"{c:<38}" + "".join(f"{split[n].get(c, 0):>14.3f}" for n in names))
-        print(f"{'total (sampled)':<38}" + "".join(f"{sum(split[n].values()):>14.3f}" for n in names))
+        print(f"{'total (driver CPU ms/activation)':<38}" + "".join(f"{sum(split[n].values()):>14.3f}" for n in names))
     print(f"load average after: {load()}")
 
 
