@@ -50,6 +50,8 @@ def test_http_card_shows_server_without_credentials(tmp_path):
     assert sec["servers"] == ["http://gpu-1:8000/v1"] and sec["server_kind"] == "vllm"
     assert "secret" not in json.dumps(sec) and "MY_KEY" not in json.dumps(sec)
     assert sec["models_called"] == {"Qwen/Qwen3-8B": 12}
+    fake = _backend_section({"backend": "fake", "server_kind": "vllm", "base_urls": []}, {"fake-model": 3})
+    assert "server_kind" not in fake and "fake" in fake["servers"]  # the fake is no vLLM server
 
 
 def test_rule_based_card_has_no_perspective_or_llm(tmp_path):

@@ -232,6 +232,9 @@ def test_cli_episodes_and_export(tmp_path) -> None:
     assert "[bold red]" not in res.output and "[/]" not in res.output  # styled, not printed as literal markup
     assert (tmp_path / "run" / "summary.md").read_text().startswith("**SMOKE RUN")
     assert (tmp_path / "run" / "summary.json").is_file()
+    page = (tmp_path / "run" / "report" / "index.html").read_text()  # the HTML report, banner and both figures
+    assert "SMOKE RUN" in page and "goal_by_mode.png" in page and "words_per_turn.png" in page
+    assert "report:" in res.output
     again = runner.invoke(app, ["episodes", str(f), "--out", str(tmp_path / "run"), "--quiet"])
     assert again.exit_code == 0 and "reusing 6 finished episodes" in again.output and "ran 0 episodes" in again.output
     assert all(

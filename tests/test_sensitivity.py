@@ -84,6 +84,12 @@ def test_sensitivity_cli(tmp_path):
     res = CliRunner().invoke(app, ["sensitivity", str(f), "--out", str(tmp_path / "o")])
     assert res.exit_code == 0, res.output
     assert "policy.p_repost" in res.output and "mu*" in res.output
+    page = (tmp_path / "o" / "report" / "index.html").read_text()  # the report is written with the results
+    res_json = json.loads((tmp_path / "o" / "sensitivity.json").read_text())
+    top = res_json["outcomes"]["reshares_per_agent"]["indices"][0]
+    assert f"<td class='n'>{top['mu_star']:.3f}</td>" in page and "sensitivity_reshares_per_agent.png" in page
+    assert (tmp_path / "o" / "report" / "sensitivity_reshares_per_agent.png").stat().st_size > 1000
+    assert "SMOKE RUN" not in page  # a rule-based study
 
 
 @pytest.mark.ray

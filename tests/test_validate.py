@@ -112,6 +112,19 @@ def test_validate_cli_writes_html_and_json(tmp_path):
     assert bad.exit_code == 2 and "nothing" in bad.output
 
 
+def test_scorecard_of_a_smoke_run_says_so(tmp_path):
+    from socium.experiments.validate import write_scorecard
+
+    cfg = small_config(steps=2, policy={"kind": "llm"}, llm={"backend": "random"}, population={"n_agents": 20})
+    Simulation(cfg, tmp_path / "llm").run()
+    j, h = write_scorecard(scorecard(tmp_path / "llm"), tmp_path / "sf")
+    assert json.loads(j.read_text())["smoke_runs"][0].startswith("SMOKE RUN: llm.backend 'random'")
+    assert "class='banner'" in h.read_text()
+    Simulation(small_config(steps=2), tmp_path / "rule").run()
+    _, h = write_scorecard(scorecard(tmp_path / "rule"), tmp_path / "sf2")
+    assert "SMOKE RUN" not in h.read_text()
+
+
 @pytest.mark.slow
 def test_twitter15_reference_constants(shared_data):
     ref = twitter15_reference(shared_data / "twitter15" / "twitter15_trees.tar.gz")

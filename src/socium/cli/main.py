@@ -391,7 +391,9 @@ def _print_report_tables(rep: Any) -> None:
 @app.command()
 def report(
     run_dir: Path = typer.Argument(
-        ..., help="A run directory (trace.duckdb) or an experiment directory (results.json)."
+        ...,
+        help="A run (trace.duckdb), experiment (results.json), episodes (episodes.duckdb) or sensitivity "
+        "(sensitivity.json) directory.",
     ),
 ) -> None:
     """Write RUN_DIR/report/index.html with PNG plots and series.json; print a summary table."""
@@ -508,6 +510,8 @@ def validate(
     except SociumError as exc:
         _fail(exc)
         return
+    for b in card["smoke_runs"]:
+        console.print(plain(b, "bold red"))
     table = Table("fact", "value", "status", "band", "n", "reference", title=f"stylized facts: {target}")
     colour = {"pass": "green", "fail": "red", "n/a": "dim"}
     for f in card["facts"]:
@@ -556,9 +560,13 @@ def sensitivity(
         console.print(table)
         if o.get("note"):
             console.print(f"  {name}: {o['note']}")
+    from socium.experiments.report import write_report
+
+    target = Path(out or spec.out or f"runs/{spec.name}")
+    page = write_report(target).html
     console.print(
         f"{res['n_runs']} runs ({res['executor']}) in {res['wall_s']:.1f}s; "
-        f"results: {Path(out or spec.out or f'runs/{spec.name}') / 'sensitivity.json'}"
+        f"results: {target / 'sensitivity.json'}  report: {page}"
     )
 
 
@@ -610,8 +618,12 @@ def episodes(
         f"ran {rep.ran} episodes ({rep.skipped} already done) in {rep.wall_s:.1f}s"
         + (f", {rate:.2f} episodes/min" if rate else "")
     )
+    from socium.experiments.report import write_report
+
+    page = write_report(rep.out).html if rep.summary["episodes"] else None
     console.print(
         f"trace: {rep.out / 'episodes.duckdb'}  summary: {rep.out / 'summary.md'}  plots: {rep.out / 'plots'}"
+        + (f"  report: {page}" if page else "")
     )
 
 

@@ -37,12 +37,14 @@ def smoke_banner(backend: str | None) -> str | None:
 def _backend_section(llm_cfg: dict[str, Any], models: dict[str, int]) -> dict[str, Any]:
     kind = llm_cfg.get("backend")
     out: dict[str, Any] = {"backend": kind, "models_called": models or "none (no calls recorded)"}
-    if kind in HTTP_BACKENDS:
+    if kind == "fake":  # no server kind: the fake is socium's own loopback server, not vLLM or llama.cpp
+        out["servers"] = "socium's fake OpenAI server on the loopback interface, started by the run"
+    elif kind in HTTP_BACKENDS:
         # host and path only: never credentials that a URL might carry, never the API key's variable
         out["servers"] = [
             f"{u.scheme}://{u.hostname}{f':{u.port}' if u.port else ''}{u.path}"
             for u in map(urlsplit, llm_cfg.get("base_urls") or [])
-        ] or "started by the run"
+        ]
         out["server_kind"] = llm_cfg.get("server_kind")
     if kind == "embedded":
         from socium.llm.models import KNOWN, SMOLLM2

@@ -413,6 +413,10 @@ def _herding_tables(
             summary=True,
         )
     )
+    rep.note(
+        "lift = (group - control) / |control|, a relative change (0.32 = +32%; empty where control is 0); "
+        "final mean diff = group - control, in votes."
+    )
     first = next(iter(runs.values()))["metrics"]
     xs = first.get("trajectory_steps")
     rep.series["herding_trajectories"] = {
@@ -429,7 +433,7 @@ def _herding_tables(
             labels=labels,
             reference=(0.0, "0 = no net votes"),
         ),
-        "Group score trajectories (solid: model, dashed: null)",
+        "Group score trajectories" + (" (solid: model, dashed: null)" if len(runs) > 1 else ""),
     )
     vals = {run: {g: d["p_next_positive"] for g, d in r["metrics"]["groups"].items()} for run, r in runs.items()}
     cis = {run: {g: d["p_next_positive_ci"] for g, d in r["metrics"]["groups"].items()} for run, r in runs.items()}
@@ -534,7 +538,7 @@ def _stance_section(rep: Report, runs: dict[str, dict[str, Any]], labels: dict[s
             labels=labels,
             reference=(0.0, "0 = neutral"),
         ),
-        "Group stance trajectories (solid: model, dashed: null)",
+        "Group stance trajectories" + (" (solid: model, dashed: null)" if len(runs) > 1 else ""),
     )
 
 
@@ -743,10 +747,10 @@ def _single_run(rep: Report, run_dir: Path) -> list[Path]:
     return [run_dir]
 
 
-def _cards(rep: Report, dirs: list[Path]) -> None:
+def _cards(rep: Report, dirs: list[Path], show: int = MAX_CARDS) -> None:
     rep.heading("Simulation Cards")
-    if len(dirs) > MAX_CARDS:
-        rep.note(f"Cards of the first {MAX_CARDS} of {len(dirs)} runs; `socium card RUN_DIR` prints any other.")
+    if len(dirs) > show:
+        rep.note(f"Cards of the first {show} of {len(dirs)} runs; `socium card RUN_DIR` prints any other.")
     for i, d in enumerate(dirs):
         try:
             card = simulation_card(d)
@@ -756,7 +760,7 @@ def _cards(rep: Report, dirs: list[Path]) -> None:
         banner = card.get("smoke_run")
         if banner and banner not in rep.banners:
             rep.banners.append(banner)  # every run is checked, also those whose card is not shown
-        if i < MAX_CARDS:
+        if i < show:
             rep.table(
                 ReportTable(
                     f"Simulation Card: {d}",
@@ -770,11 +774,16 @@ def _cards(rep: Report, dirs: list[Path]) -> None:
 CSS = (
     "body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}"
     "table{border-collapse:collapse;margin:1em 0;font-size:13px;max-width:100%}"
-    "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}"
+    "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:break-word}"
     "td.n{text-align:right;white-space:nowrap}img{max-width:100%}figure{margin:1em 0}"
-    ".kv td:first-child{white-space:nowrap;overflow-wrap:normal}"
+    ".kv td{overflow-wrap:anywhere}.kv td:first-child{white-space:nowrap;overflow-wrap:normal}"
     ".banner{background:#b00020;color:#fff;font-weight:bold;padding:.8em 1em;margin:1em 0;border-radius:4px}"
 )
+
+
+def _cell(v: Any) -> str:
+    """Escaped text that may wrap after '_' and '/' (metric names, ids, paths), never inside a word."""
+    return html.escape(str(v)).replace("_", "_<wbr>").replace("/", "/<wbr>")
 
 
 def _is_number(v: str) -> bool:
@@ -798,13 +807,13 @@ def _render(rep: Report, title: str) -> str:
         elif kind == "img":
             parts.append(f"<figure><img src='{e(b[0])}' alt='{e(b[1])}'><figcaption>{e(b[1])}</figcaption></figure>")
         else:
-            head = "".join(f"<th>{e(c)}</th>" for c in b.columns)
+            head = "".join(f"<th>{_cell(c)}</th>" for c in b.columns)
             body = "".join(
                 "<tr>"
                 + "".join(
                     f"<td class='n'>{e(str(v))}</td>"
                     if b.align_numbers and _is_number(str(v))
-                    else f"<td>{e(str(v))}</td>"
+                    else f"<td>{_cell(v)}</td>"
                     for v in row
                 )
                 + "</tr>"
@@ -822,6 +831,9 @@ def write_report(path: str | Path) -> Report:
     out = path / REPORT_DIR
     out.mkdir(parents=True, exist_ok=True)
     rep = Report(out, out / "index.html")
+    from socium.experiments import report_more as M
+
+    show = MAX_CARDS
     if (path / RESULTS_FILE).is_file():
         res = read_results(path)
         from socium.experiments.report_intervention import build as _intervention
@@ -840,11 +852,20 @@ def write_report(path: str | Path) -> Report:
     elif (path / "trace.duckdb").is_file():
         dirs = _single_run(rep, path)
         title = f"socium run report: {path.name}"
+    elif (path / M.EPISODES_FILE).is_file() and (path / "summary.json").is_file():
+        dirs = M.episodes(rep, path)
+        title = f"socium episodes report: {path.name}"
+    elif (path / M.SENSITIVITY_FILE).is_file():
+        dirs = M.sensitivity(rep, path)
+        title = f"socium sensitivity report: {path.name}"
+        show = 2  # every design point is the same world but for the parameters: two cards show the pattern
     else:
         raise RunDirError(
-            f"{path}: neither an experiment directory ({RESULTS_FILE}) nor a run directory (trace.duckdb)"
+            f"{path}: not an experiment ({RESULTS_FILE}), run (trace.duckdb), episodes ({M.EPISODES_FILE}) "
+            f"or sensitivity ({M.SENSITIVITY_FILE}) directory"
         )
-    _cards(rep, dirs)
+    if dirs:
+        _cards(rep, dirs, show)
     (out / "series.json").write_text(
         json.dumps(rep.series, default=lambda x: x.tolist() if hasattr(x, "tolist") else str(x)), encoding="utf-8"
     )

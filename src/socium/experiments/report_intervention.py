@@ -6,6 +6,7 @@ can be re-rendered without touching the runs.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ EFFECT_KEYS = (
     ("false_t50", "false claims: steps to 50% reach"),
     ("false_depth", "false claims: depth (hops)"),
     ("false_engagement", "false claims: engagement (count)"),
-    ("stance_abs_change", "mean |stance change|"),
+    ("stance_abs_change", "mean |stance change| (stance units)"),
 )
 SHORT_KEYS = ("false_reach", "true_reach", "false_t50")
 TABLE_KEYS = (
@@ -39,6 +40,24 @@ TABLE_KEYS = (
     "drift_false",
     "drift_true",
 )
+METRIC_LABELS = {
+    "reach": "reach (users)",
+    "t50": "steps to 50% reach",
+    "depth": "depth (hops)",
+    "shares": "shares (count)",
+    "engagement": "engagement (count)",
+    "exposures_all": "exposures, all (count)",
+}
+
+
+def metric_label(key: str) -> str:
+    """'false_reach' -> 'false claims: reach (users)'; other keys read as they are."""
+    if key == "stance_abs_change":
+        return "mean |stance change| (stance units)"
+    if key.startswith("drift_"):
+        return f"{key[6:]} claims: drift (1 - similarity)"
+    ver, _, metric = key.partition("_")
+    return f"{ver} claims: {METRIC_LABELS.get(metric, metric)}" if ver in ("false", "true") else key
 
 
 def _source_label(src: str, res: dict[str, Any]) -> str:
@@ -54,46 +73,74 @@ def _ci(c: dict[str, Any] | None, digits: int = 2) -> str:
     return s + (f" ({c['relative']:+.0%})" if "relative" in c else "")
 
 
+def _step_minutes(res: dict[str, Any]) -> float:
+    from socium.config import ExperimentConfig
+
+    return float(
+        res["spec"].get("base", {}).get("step_minutes") or ExperimentConfig.model_fields["step_minutes"].default
+    )
+
+
 def curves_plot(path: Path, res: dict[str, Any]) -> Path:
+    """Mean cumulative reach per strategy with its 95% t band over seeds (the seeds are the units, as in
+    the tables: the band's end is the table's reach interval)."""
     plt = P.plt
     srcs = list(res["sources"])
-    fig, axes = plt.subplots(len(srcs), 2, figsize=(11, 3.2 * len(srcs)), squeeze=False)
+    fig, axes = plt.subplots(len(srcs), 2, figsize=(11, 3.4 * len(srcs)), squeeze=False)
     colors = plt.get_cmap("tab10")
+    minutes = _step_minutes(res)
     for i, src in enumerate(srcs):
         for j, ver in enumerate(("false", "true")):
             ax = axes[i][j]
             for k, strat in enumerate(res["order"]):
-                y = res["sources"][src]["strategies"][strat]["summary"].get(f"{ver}_curve") or []
-                if y:
-                    ax.plot(
-                        np.arange(len(y)),
-                        y,
-                        label=strat,
+                body = res["sources"][src]["strategies"][strat]
+                y = body["summary"].get(f"{ver}_curve") or []
+                if not y:
+                    continue
+                xs = np.arange(len(y))
+                ctl = strat == res["control"]
+                ax.plot(xs, y, label=strat, color=colors(k % 10), lw=2.2 if ctl else 1.4, ls="-" if ctl else "--")
+                seeds = [c for m in body["per_seed"].values() if len(c := m.get(f"{ver}_curve") or []) == len(y)]
+                if ctl and len(seeds) > 1:  # one band: six overlapping ones hide the lines
+                    band = [P.t_interval([c[t] for c in seeds]) or (y[t], y[t], y[t]) for t in range(len(y))]
+                    ax.fill_between(
+                        xs,
+                        [b[1] for b in band],
+                        [b[2] for b in band],
                         color=colors(k % 10),
-                        lw=2.2 if strat == res["control"] else 1.4,
-                        ls="-" if strat == res["control"] else "--",
+                        alpha=0.15,
+                        lw=0,
+                        label=f"{strat}: 95% t interval over seeds",
                     )
             ax.set_title(f"{ver} claims, {_source_label(src, res)}", fontsize=9)
-            ax.set_xlabel("step")
-            ax.set_ylabel("users reached (mean count)", fontsize=8)
+            ax.set_xlabel(f"step ({minutes:g} simulated minutes each)", fontsize=8)
+            ax.set_ylabel("users reached (mean count per claim)", fontsize=8)
+            ax.set_ylim(bottom=0)
             P._integer(ax, "x")
-    fig.suptitle("Cumulative reach of seeded claims per strategy", fontsize=11)
+    n = len(res["spec"]["seeds"])
+    fig.suptitle(
+        f"Cumulative reach of seeded claims per strategy (band: the control's 95% t interval over {n} seeds)",
+        fontsize=11,
+    )
     return P._save(fig, path, legend_from=list(axes.ravel()))
 
 
 def effects_plot(path: Path, res: dict[str, Any]) -> Path:
+    """One panel per effect, 3 to a row so labels stay readable; one row of points per strategy."""
     plt = P.plt
     strats = [s for s in res["order"] if s != res["control"]]
     srcs = list(res["sources"])
-    # Three panels a row: six side by side shrink below legibility once the page scales the figure down.
-    ncols = 3
-    nrows = -(-len(EFFECT_KEYS) // ncols)
-    fig, grid = plt.subplots(nrows, ncols, figsize=(13, nrows * (0.3 * len(strats) * len(srcs) + 1.8)), squeeze=False)
-    panels = list(grid.ravel())
-    colors = {s: c for s, c in zip(srcs, ("tab:blue", "tab:red", "tab:green", "tab:orange"))}
+    ncol = 3
+    nrow = math.ceil(len(EFFECT_KEYS) / ncol)
+    height = 0.3 * len(strats) * max(1, len(srcs)) + 1.4
+    fig, axes = plt.subplots(nrow, ncol, figsize=(13, height * nrow + 0.6), squeeze=False)
+    colors = {s: c for s, c in zip(srcs, ("tab:blue", "tab:red", "tab:green", "tab:purple"))}
     if "null" in colors:
         colors["null"] = "tab:orange"
-    for i, (ax, (key, title)) in enumerate(zip(panels, EFFECT_KEYS)):
+    flat = list(axes.ravel())
+    for ax in flat[len(EFFECT_KEYS) :]:
+        ax.set_visible(False)
+    for idx, (ax, (key, title)) in enumerate(zip(flat, EFFECT_KEYS)):
         for si, src in enumerate(srcs):
             for k, strat in enumerate(strats):
                 e = res["sources"][src]["strategies"][strat]["summary"]["effects"].get(key)
@@ -114,23 +161,22 @@ def effects_plot(path: Path, res: dict[str, Any]) -> Path:
             ax.text(
                 0.5,
                 0.5,
-                "n/a: no stance changes\nrecorded in any run",
+                "n/a: not measured in any run",
                 ha="center",
                 va="center",
                 transform=ax.transAxes,
                 fontsize=10,
                 color="dimgray",
             )
-        ax.axvline(0, color="gray", lw=1, ls=":", label=f"no effect (= {res['control']})")
+            ax.set_xticks([])
+        ax.axvline(0, color="gray", lw=1, ls=":", label=f"0 = no effect (same as {res['control']})")
         ax.set_yticks(range(len(strats)))
-        ax.set_yticklabels(strats if i % ncols == 0 else [""] * len(strats), fontsize=10)
-        ax.invert_yaxis()
+        ax.set_yticklabels(strats if idx % ncol == 0 else [""] * len(strats), fontsize=10)
+        ax.set_ylim(len(strats) - 0.5, -0.5)
         ax.set_title(title, fontsize=11)
         ax.set_xlabel(f"difference vs {res['control']}", fontsize=10)
-    for ax in panels[len(EFFECT_KEYS) :]:
-        ax.set_visible(False)
     fig.suptitle("Effect of each strategy (paired by seed; 95% t intervals over seeds)", fontsize=12)
-    return P._save(fig, path, legend_from=panels[: len(EFFECT_KEYS)])
+    return P._save(fig, path, legend_from=flat)
 
 
 def build(rep: Report, res: dict[str, Any]) -> list[Path]:
@@ -151,38 +197,39 @@ def build(rep: Report, res: dict[str, Any]) -> list[Path]:
         )
     rep.image(
         curves_plot(rep.out_dir / "intervention_curves.png", res),
-        "Reach of false and true claims over time, per strategy",
+        "Reach of false and true claims over time, per strategy; every strategy's interval is in the tables "
+        "and, as a difference to the control, in the effect plot",
     )
     rep.image(effects_plot(rep.out_dir / "intervention_effects.png", res), "Effect sizes vs the control with 95% CIs")
     dirs: list[Path] = []
     for src, body in res["sources"].items():
-        rows, erows = [], []
         for strat in res["order"]:
-            s = body["strategies"][strat]["summary"]
-            rows.append([strat] + [_ci(s["metrics"].get(k)) for k in TABLE_KEYS])
-            if strat != res["control"]:
-                erows.append([strat] + [_ci(s["effects"].get(k)) for k in TABLE_KEYS])
             dirs += [Path(d) for d in body["strategies"][strat]["dirs"].values()][:1]
+            s = body["strategies"][strat]["summary"]
             rep.series.setdefault(src, {})[strat] = {k: s.get(k) for k in ("false_curve", "true_curve")}
-        short = [
-            [strat] + [_ci(body["strategies"][strat]["summary"]["effects"].get(k), 1) for k in SHORT_KEYS]
-            for strat in res["order"]
-            if strat != res["control"]
-        ]
+        others = [st for st in res["order"] if st != res["control"]]
+        summ = {st: body["strategies"][st]["summary"] for st in res["order"]}
         rep.table(
             ReportTable(
                 f"{_source_label(src, res)}: effect vs {res['control']}",
-                ["condition", *SHORT_KEYS],
-                short,
+                ["condition", *(metric_label(k) for k in SHORT_KEYS)],
+                [[st] + [_ci(summ[st]["effects"].get(k), 1) for k in SHORT_KEYS] for st in others],
                 summary=True,
             )
         )
-        rep.table(ReportTable(f"{_source_label(src, res)}: mean [95% CI] over seeds", ["condition", *TABLE_KEYS], rows))
+        # metrics as rows, conditions as columns: a dozen metrics fit the page, conditions stay few
+        rep.table(
+            ReportTable(
+                f"{_source_label(src, res)}: mean [95% CI] over seeds",
+                ["metric", *res["order"]],
+                [[metric_label(k)] + [_ci(summ[st]["metrics"].get(k)) for st in res["order"]] for k in TABLE_KEYS],
+            )
+        )
         rep.table(
             ReportTable(
                 f"{_source_label(src, res)}: effect vs {res['control']} [95% CI] (relative)",
-                ["condition", *TABLE_KEYS],
-                erows,
+                ["metric", *others],
+                [[metric_label(k)] + [_ci(summ[st]["effects"].get(k)) for st in others] for k in TABLE_KEYS],
             )
         )
         drows = []

@@ -420,6 +420,7 @@ def twitter15_reference(tar_path: str | Path | None = None) -> dict[str, Any]:
 
 def render_html(card: dict[str, Any]) -> str:
     e = html.escape
+    banners = "".join(f"<div class='banner' role='alert'>{e(b)}</div>" for b in card.get("smoke_runs", []))
     rows = "".join(
         f"<tr class='{e(f['status'].replace('/', ''))}'><td>{e(f['name'])}</td><td>{e(_fmt(f['value']))}</td>"
         f"<td>{e(f['status'])}</td><td>{e(_fmt_band(f['band']))}</td><td>{f['n']}</td><td>{e(f['reference'])}</td>"
@@ -430,8 +431,10 @@ def render_html(card: dict[str, Any]) -> str:
         "<!doctype html><html><head><meta charset='utf-8'><title>socium stylized facts</title><style>"
         "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
         "padding:4px 8px;font-size:13px;vertical-align:top}.pass td:nth-child(3){background:#cfc}"
-        ".fail td:nth-child(3){background:#fcc}.na td:nth-child(3){background:#eee}</style></head><body>"
-        f"<h1>Stylized facts: {e(card['path'])}</h1><p>{len(card['runs'])} run(s), {card['n_agents']} agents, "
+        ".fail td:nth-child(3){background:#fcc}.na td:nth-child(3){background:#eee}"
+        ".banner{background:#b00020;color:#fff;font-weight:bold;padding:.8em 1em;margin:1em 0;border-radius:4px}"
+        "</style></head><body>"
+        f"<h1>Stylized facts: {e(card['path'])}</h1>{banners}<p>{len(card['runs'])} run(s), {card['n_agents']} agents, "
         f"{card['n_posts']} posts, {card['n_cascades_ge2']} cascades with a reshare, {card['n_cascades_big']} with "
         f">= {BIG_CASCADE} nodes. {card['passed']} pass, {card['failed']} fail, {card['not_applicable']} n/a; "
         f"computed in {card['wall_s']} s.</p><table><tr><th>fact</th><th>value</th><th>status</th><th>pass band</th>"
@@ -450,6 +453,10 @@ def _fmt_band(b: Any) -> str:
 def write_scorecard(card: dict[str, Any], out_dir: str | Path) -> tuple[Path, Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    from socium.experiments.card import simulation_card
+
+    # a smoke run's scorecard says so, like every report page: its facts are not a model's
+    card["smoke_runs"] = sorted({b for r in card["runs"] if (b := simulation_card(r).get("smoke_run"))})
     j = out / "stylized_facts.json"
     h = out / "stylized_facts.html"
     j.write_text(json.dumps(card, indent=1), encoding="utf-8")

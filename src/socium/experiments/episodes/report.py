@@ -180,17 +180,17 @@ def write_plots(summary: dict[str, Any], out_dir: Path) -> list[Path]:
             xs, ys, lo_hi = [], [], []
             for i, mode in enumerate(modes):
                 r = next((r for r in rows if r["mode"] == mode and r["task"] == task), None)
-                if r is None or r[metric] is None:
+                if r is None:
                     continue
                 xs.append(i + k * width)
-                ys.append(r[metric])
-                if metric == "goal_mean" and r["goal_ci_low"] is not None:
+                ys.append(r[metric])  # None (e.g. no spoken turn in script mode): an empty bar marked n/a
+                if r[metric] is not None and metric == "goal_mean" and r["goal_ci_low"] is not None:
                     lo_hi.append([r[metric] - r["goal_ci_low"], r["goal_ci_high"] - r[metric]])
                 else:
                     lo_hi.append([0.0, 0.0])
             bars = ax.bar(
                 xs,
-                ys,
+                [0.0 if y is None else y for y in ys],
                 width,
                 yerr=np.array(lo_hi).T if metric == "goal_mean" and lo_hi else None,
                 capsize=3,
@@ -198,6 +198,7 @@ def write_plots(summary: dict[str, Any], out_dir: Path) -> list[Path]:
             )
             P._bar_values(ax, bars, ys, "{:.2f}" if metric == "goal_mean" else "{:.1f}")
         ax.set_xticks([i + width * (len(tasks) - 1) / 2 for i in range(len(modes))], modes)
+        ax.set_xlim(-0.5, len(modes) - 0.5 + width * (len(tasks) - 1))
         ax.set_xlabel("mode")
         ax.set_ylabel(label)
         if metric == "goal_mean":
