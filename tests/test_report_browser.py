@@ -248,6 +248,9 @@ def test_report_renders_in_a_browser(root, kind):
     page = rep.html.read_text(encoding="utf-8")
     assert ("SMOKE RUN" in page) == SMOKE.get(kind, True)  # every page of a smoke run says so, no other page
     assert len(got["tables"]) >= 1 and len(got["images"]) == len(rep.images)
+    if kind == "compare (propagation)":  # one overview, then each perspective with its interval band
+        names = {im.name for im in rep.images}
+        assert {f"perspective_cascades_{p}.png" for p in ("local", "mindreader", "omniscient")} <= names
 
 
 def test_validate_scorecard_renders_in_a_browser(root):

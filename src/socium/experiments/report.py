@@ -635,15 +635,27 @@ def _compare(rep: Report, res: dict[str, Any]) -> list[Path]:
         per = {p: [c["runs"]["model"]["curves"] for c in sub["cascades"]] for p, sub in subs.items()}
         per["real"] = [c["real"] for c in next(iter(subs.values()))["cascades"]]
         rep.series["perspective_cascades"] = {p: [c["scale"] for c in cs] for p, cs in per.items()}
+        real = {"real": real_label(next(iter(subs.values())))}
         rep.image(
             P.mean_cascade_curves(
                 rep.out_dir / "perspective_cascades.png",
-                "Mean cascade per perspective (bands: 95% t interval over cascades)",
+                "Mean cascade per perspective",
                 {**{p: per[p] for p in names}, "real": per["real"]},
-                {"real": real_label(next(iter(subs.values())))},
+                real,
+                bands=False,
             ),
-            "Cascade curves per perspective, with the real cascades",
+            "Cascade curves per perspective, with the real cascades (intervals: one figure per perspective below)",
         )
+        for p in names:
+            rep.image(
+                P.mean_cascade_curves(
+                    rep.out_dir / f"perspective_cascades_{p}.png",
+                    f"Mean cascade, {p} perspective (bands: 95% t interval over cascades)",
+                    {p: per[p], "real": per["real"]},
+                    real,
+                ),
+                f"{p} perspective vs the real cascades",
+            )
     elif res["of"] == "polarisation":
         traj = {p: polarisation_series(sub["runs"]["model"]["metrics"]) for p, sub in subs.items()}
         rep.series["perspective_stance"] = traj
@@ -782,7 +794,8 @@ CSS = (
 
 
 def _cell(v: Any) -> str:
-    """Escaped text that may wrap after '_' and '/' (metric names, ids, paths), never inside a word."""
+    """Escaped text that may wrap after '_' and '/' (metric names, ids, paths), never inside a word.
+    (Not for a card's field names: Chromium breaks at <wbr> even under white-space: nowrap.)"""
     return html.escape(str(v)).replace("_", "_<wbr>").replace("/", "/<wbr>")
 
 
@@ -813,8 +826,8 @@ def _render(rep: Report, title: str) -> str:
                 + "".join(
                     f"<td class='n'>{e(str(v))}</td>"
                     if b.align_numbers and _is_number(str(v))
-                    else f"<td>{_cell(v)}</td>"
-                    for v in row
+                    else f"<td>{e(str(v)) if i == 0 and not b.align_numbers else _cell(v)}</td>"
+                    for i, v in enumerate(row)
                 )
                 + "</tr>"
                 for row in b.rows

@@ -138,8 +138,10 @@ def mean_cascade_curves(
     title: str,
     per_source: Mapping[str, Sequence[Mapping[str, Sequence[float]]]],
     labels: Mapping[str, str] | None = None,
+    bands: bool = True,
 ) -> Path:
-    """Mean curve over cascades per source with its 95% t band (cascades are the independent units)."""
+    """Mean curve over cascades per source with its 95% t band (cascades are the independent units);
+    ``bands=False`` for an overview of many sources, whose overlapping bands would hide the lines."""
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
     for ax, key in zip(axes, CURVE_TITLES):
         for name, curves in per_source.items():
@@ -151,7 +153,7 @@ def mean_cascade_curves(
             mean = arr.mean(axis=0)
             style = STYLE.get(name, {})
             ax.plot(np.arange(n), mean, label=f"{_label(labels, name)} (mean of {len(ys)})", **style)
-            if len(ys) > 1:
+            if bands and len(ys) > 1:
                 from scipy.special import stdtrit
 
                 half = float(stdtrit(len(ys) - 1, 0.975)) * arr.std(axis=0, ddof=1) / math.sqrt(len(ys))
