@@ -38,10 +38,13 @@ def test_version():
 
 
 def test_boolean_options_are_shown_as_flags():
-    for cmd in (["run", "--help"], ["experiment", "--help"], ["card", "--help"], ["--help"]):
+    cmds = (["run", "--help"], ["experiment", "--help"], ["card", "--help"], ["--help"], ["population", "--help"])
+    for cmd in (*cmds, ["population", "generate", "--help"], ["sweep", "--help"], ["episodes", "--help"]):
         r = runner.invoke(app, cmd, env={"COLUMNS": "160"})
         assert r.exit_code == 0
-        assert "<bool>" not in r.output, cmd
+        assert "<bool>" not in r.output and "list[str]" not in r.output, cmd  # no Python types as metavars
+    r = runner.invoke(app, ["experiment", "--help"], env={"COLUMNS": "160"})
+    assert "--set" in r.output and "<key.path=value>" in r.output
     r = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "160"})
     assert re.search(r"--resume\s+Continue", r.output)
 
@@ -77,6 +80,19 @@ def test_query_says_when_truncated(run_dir):
     assert r.exit_code == 0 and "truncated to the first 2 rows" in r.output
     r = runner.invoke(app, ["query", str(run_dir), "SELECT * FROM steps ORDER BY step", "--limit", "4"])
     assert r.exit_code == 0 and "truncated" not in r.output  # exactly 4 rows (steps -1..2)
+
+
+@pytest.mark.parametrize("width", [60, 100, 160])
+def test_query_table_fits_the_terminal_and_hides_no_header(run_dir, width):
+    sql = "SELECT * FROM posts ORDER BY post_id LIMIT 2"
+    r = runner.invoke(app, ["query", str(run_dir), sql], env={"COLUMNS": str(width)})
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert max(len(x) for x in lines) <= width and all(x.endswith(("┓", "┃", "┩", "│", "┘")) for x in lines)
+    assert "…" not in r.output  # folded, never cut behind an ellipsis
+    if width >= 120:  # wide enough: every name on one line
+        for name in ("post_id", "parent_id", "truncated", "sanitized"):
+            assert name in lines[1], name
 
 
 def test_query_writes_csv_json_parquet(run_dir, tmp_path):

@@ -18,10 +18,13 @@ from socium.errors import BudgetExceeded, LLMUnavailable, SociumError
 
 
 def _as_flags(params: list[Any]) -> list[Any]:
-    """Boolean options appear in --help as flags (``--resume``), not as options taking a ``<bool>``."""
+    """Boolean options appear in --help as flags (``--resume``), not as options taking a ``<bool>``;
+    ``--set`` shows what it takes (``<key.path=value>``), not the Python type ``<list[str]>``."""
     for p in params:
         if getattr(p, "is_flag", False):
             p.metavar = ""
+        elif "--set" in getattr(p, "opts", ()):
+            p.metavar = "<key.path=value>"
     return params
 
 
@@ -181,6 +184,17 @@ def run(
     console.print(f"card:  socium card {run_dir}")
 
 
+def _result_table(cols: list[str], cells: list[list[str]], min_names: bool) -> Table:
+    """A query result as a table whose cells fold rather than hide text behind an ellipsis; with
+    ``min_names`` no column is narrower than its name (rich cut 'parent_id' to 'parent_…')."""
+    table = Table()
+    for c in cols:
+        table.add_column(c, overflow="fold", min_width=min(len(c), 24) if min_names else None)
+    for row in cells:
+        table.add_row(*row)
+    return table
+
+
 @app.command()
 def query(
     run_dir: Path,
@@ -232,10 +246,11 @@ def query(
     truncated = len(rows) > limit
     rows = rows[:limit]
     if fmt == "table":
-        table = Table(*cols)
-        for r in rows:
-            table.add_row(*["NULL" if v is None else str(v) for v in r])
-        console.print(table)
+        cells = [["NULL" if v is None else str(v) for v in r] for r in rows]
+        # Names side by side only where they fit with room for short values (8 characters, 3 for borders);
+        # rich crops a table whose minimum widths exceed the terminal.
+        names_fit = sum(max(min(len(c), 24), 8) + 3 for c in cols) + 1 <= console.width
+        console.print(_result_table(cols, cells, min_names=names_fit))
     else:
         from socium.query_output import format_rows
 
@@ -316,6 +331,7 @@ def data() -> None:
     console.print(f"data folder: {used}  ({'found' if used.is_dir() else 'MISSING'})", highlight=False)
     console.print(f"looked in (set {ENV_VAR} to choose): " + ", ".join(str(t) for t in tried), highlight=False)
     table = Table("data set", "used for", "found")
+    table.columns[0].overflow = "fold"  # the whole path, folded, never cut with an ellipsis
     for e in entries:
         table.add_row(e.relpath, e.purpose, "yes" if e.found else "no")
     console.print(table)
@@ -702,7 +718,7 @@ def group_episodes(
     console.print(f"trace: {cfg.out_dir() / 'group_episodes.duckdb'}  summary: {cfg.out_dir() / 'summary.json'}")
 
 
-population_app = typer.Typer(no_args_is_help=True, help="Generate agent populations.")
+population_app = typer.Typer(no_args_is_help=True, cls=_Group, help="Generate agent populations.")
 app.add_typer(population_app, name="population")
 
 
