@@ -4,6 +4,7 @@ import json
 
 import pytest
 import yaml
+from matplotlib.container import ErrorbarContainer
 
 from conftest import herding_inputs
 from socium.errors import ConfigError
@@ -29,6 +30,16 @@ def figures(monkeypatch):
                 "legends_inside": [ax.get_legend() for ax in axes],
                 "lines": {
                     ax.get_title(): [(ln.get_label(), list(ln.get_xdata())) for ln in ax.get_lines()] for ax in axes
+                },
+                "errorbars": {
+                    ax.get_title(): [
+                        (float(seg[0][1]), float(seg[1][1]))
+                        for c in ax.containers
+                        if isinstance(c, ErrorbarContainer) and c.lines[2]
+                        for seg in c.lines[2][0].get_segments()
+                        if len(seg) == 2
+                    ]
+                    for ax in axes
                 },
             }
         )
@@ -103,6 +114,15 @@ def test_single_run_report_shows_the_run(tmp_path, figures):
     assert set(series["feed_sources"]["totals"]) == {"in_network"}
     assert series["stance_over_time"]["steps"] == [-1, 0, 1, 2]
     assert "SMOKE RUN" in rep.html.read_text()
+    # LLM agents' stances never move in the trace (surveys measure them): the figure and caption say so
+    import duckdb
+
+    con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM stances").fetchone()[0] == series["stance_over_time"]["changes"] == 0
+    con.close()
+    stance = next(f for f in figures if f["name"] == "stance_over_time.png")
+    assert "no agent's stance changed" in stance["titles"][0]
+    assert "no agent&#x27;s stance changed during the run" in rep.html.read_text()
 
 
 def test_zero_and_missing_bars_are_shown():
@@ -112,7 +132,15 @@ def test_zero_and_missing_bars_are_shown():
     assert [t.get_text() for t in ax.texts] == ["0.00", "0.50", "n/a"]
     zero_marks = [ln for ln in ax.get_lines() if list(ln.get_ydata()) == [0, 0]]
     assert len(zero_marks) == 1  # the zero bar gets a visible mark; the missing one does not
+    assert ax.get_ylim()[1] >= 0.5 * 1.1  # room above the tallest bar for its number
     P.plt.close(fig)
+
+
+def test_bar_totals_have_room_above_the_tallest_bar(tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(P, "_save", lambda fig, path, *a, **k: seen.append(fig.axes[0].get_ylim()) or path)
+    P.perspective_bars(tmp_path / "t.png", {"local": (13463, 685), "mindreader": (17379, 693)})
+    assert seen[0][1] >= (17379 + 693) * 1.1  # the printed total of the tallest bar stays inside the frame
 
 
 def test_t_interval_matches_scipy_and_clips():
@@ -188,7 +216,8 @@ def test_missing_source_text_is_reported_and_ic_model_shows_configured_p(tmp_pat
     assert "NO SOURCE TEXT for cascade(s) 7" in rep.html.read_text()
     _check_conventions(figures)
     nrmse = next(f for f in figures if f["name"] == "nrmse.png")
-    assert any("OASIS" in lbl for lbl, _ in nrmse["lines"][nrmse["titles"][0]])  # the reference line is named
+    ref = [xs for lbl, xs in nrmse["lines"][nrmse["titles"][0]] if "OASIS" in lbl]
+    assert ref and max(ref[0]) < 0.9  # the reference line is named, and drawn over the scale bars only
 
 
 def test_herding_figures_follow_the_conventions(tmp_path, figures):
@@ -212,6 +241,13 @@ def test_herding_figures_follow_the_conventions(tmp_path, figures):
     labels = [lbl for lbl, _ in next(iter(scores["lines"].values()))]
     assert any(lbl.startswith("random-voting null") for lbl in labels)  # null named as such
     assert any(lbl.startswith("LLM (random, smoke)") for lbl in labels)  # model named with what it ran
+    # the last point of each line carries the table's interval of the final mean score
+    res = json.loads((tmp_path / "h" / "results.json").read_text())
+    want = sorted(
+        tuple(g["final_mean_score_ci"]) for r in res["runs"].values() for g in r["metrics"]["groups"].values()
+    )
+    got = sorted(next(iter(scores["errorbars"].values())))
+    assert len(got) == len(want) == 6 and all(g == pytest.approx(w) for g, w in zip(got, want))
 
 
 def test_labels_are_normalised():

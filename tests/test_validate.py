@@ -120,6 +120,10 @@ def test_scorecard_of_a_smoke_run_says_so(tmp_path):
     j, h = write_scorecard(scorecard(tmp_path / "llm"), tmp_path / "sf")
     assert json.loads(j.read_text())["smoke_runs"][0].startswith("SMOKE RUN: llm.backend 'random'")
     assert "class='banner'" in h.read_text()
+    tails = [f for f in json.loads(j.read_text())["facts"] if "tail exponent" in f["name"]]
+    assert tails and all(f["value"] is None for f in tails)  # 20 agents: too few values to fit any tail
+    assert all("no tail fit" in f["detail"] for f in tails)  # said in words
+    assert not [f["name"] for f in json.loads(j.read_text())["facts"] if "nan" in f["detail"]]
     Simulation(small_config(steps=2), tmp_path / "rule").run()
     _, h = write_scorecard(scorecard(tmp_path / "rule"), tmp_path / "sf2")
     assert "SMOKE RUN" not in h.read_text()

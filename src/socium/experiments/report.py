@@ -432,8 +432,14 @@ def _herding_tables(
             xlabel="after step (-1 = the treatment vote alone)",
             labels=labels,
             reference=(0.0, "0 = no net votes"),
+            end_ci={
+                run: {g: d.get("final_mean_score_ci") for g, d in r["metrics"]["groups"].items()}
+                for run, r in runs.items()
+            },
         ),
-        "Group score trajectories" + (" (solid: model, dashed: null)" if len(runs) > 1 else ""),
+        "Group score trajectories"
+        + (" (solid: model, dashed: null)" if len(runs) > 1 else "")
+        + "; bars at the last step: the table's 95% bootstrap interval of the final mean score over items",
     )
     vals = {run: {g: d["p_next_positive"] for g, d in r["metrics"]["groups"].items()} for run, r in runs.items()}
     cis = {run: {g: d["p_next_positive_ci"] for g, d in r["metrics"]["groups"].items()} for run, r in runs.items()}
@@ -520,7 +526,8 @@ def _stance_section(rep: Report, runs: dict[str, dict[str, Any]], labels: dict[s
     rep.series["group_means_steps"] = survey_steps
     rep.image(
         P.stance_distributions(rep.out_dir / "stance_distributions.png", rep.series["stance_distributions"], labels),
-        "Stance distributions per survey (violins; the bar marks the mean)",
+        "Stance distributions per survey (violins; the middle bar marks the mean, the end bars the extremes; "
+        "dotted line: 0 = neutral)",
     )
     rep.image(
         P.stance_trajectories(rep.out_dir / "stance_trajectories.png", rep.series["stance_trajectories"], labels),
@@ -717,7 +724,13 @@ def _single_run(rep: Report, run_dir: Path) -> list[Path]:
         stance = R.stance_over_time(con, rep.out_dir / "stance_over_time.png", dt)
         if stance is not None:
             rep.series["stance_over_time"] = stance
-            rep.image(rep.out_dir / "stance_over_time.png", "Stances over time (every agent's current stance)")
+            caption = "Stances over time (every agent's current stance)"
+            if not stance["changes"]:
+                caption += (
+                    ": no agent's stance changed during the run (the policy does not move stances); "
+                    "survey answers, where asked, are below"
+                )
+            rep.image(rep.out_dir / "stance_over_time.png", caption)
         usage = R.llm_usage(con, rep.out_dir / "llm_usage.png", dt)
         if usage is not None:
             rep.series["llm_usage"] = usage

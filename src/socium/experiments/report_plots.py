@@ -111,6 +111,10 @@ def _bar_values(ax: Any, bars: Any, values: Sequence[float | None], fmt: str = "
         ax.annotate(
             fmt.format(v), (x, v), xytext=(-3, 2 if v >= 0 else -9), textcoords="offset points", ha="right", fontsize=7
         )
+    finite = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+    lo, hi = ax.get_ylim()
+    if finite and max(finite) > 0 and hi < max(finite) * 1.1:  # room above the tallest bar for its number
+        ax.set_ylim(lo, max(finite) * 1.1)
 
 
 # ---- cascades ------------------------------------------------------------------------------------
@@ -197,8 +201,13 @@ def nrmse_bars(
         )
         _bar_values(ax, bars, ys)
     if reference is not None:
-        ax.axhline(
-            reference, color="black", ls=":", label=f"reference: OASIS reported ~{reference:.0%} (scale, 150 min)"
+        # over the scale bars only: OASIS reported no depth or breadth NRMSE to compare with
+        ax.plot(
+            [-width / 2 - 0.05, (len(nrmse) - 0.5) * width + 0.05],
+            [reference, reference],
+            color="black",
+            ls=":",
+            label=f"reference: OASIS reported ~{reference:.0%} (scale, 150 min)",
         )
     ax.set_xticks(np.arange(len(keys)) + width * (len(nrmse) - 1) / 2, [CURVE_TITLES[k] for k in keys])
     ax.set_ylabel("NRMSE (RMSE / max of the real curve)")
@@ -219,11 +228,22 @@ def group_trajectories(
     xlabel: str = "step",
     labels: Mapping[str, str] | None = None,
     reference: tuple[float, str] | None = None,
+    end_ci: Mapping[str, Mapping[str, Sequence[float] | None]] | None = None,
 ) -> Path:
-    """One line per (run, group): solid for the model, dashed for the null; ``xs`` are the real x values."""
+    """One line per (run, group): solid for the model, dashed for the null; ``xs`` are the real x values.
+    ``end_ci`` (run -> group -> (lo, hi)) draws the table's interval of each line's last value just right
+    of the last step, one bar per line side by side (solid: model, dashed: null), so no two overlap."""
     fig, ax = plt.subplots(figsize=(7, 4))
+    k = 0
     for run, groups in series.items():
         for g, y in groups.items():
+            ci = (end_ci or {}).get(run, {}).get(g)
+            if len(y) and ci is not None and y[-1] is not None and xs is not None and len(xs) >= len(y):
+                x_end = float(xs[len(y) - 1]) + 0.15 + 0.08 * k
+                k += 1
+                err = [[max(float(y[-1]) - ci[0], 0.0)], [max(ci[1] - float(y[-1]), 0.0)]]
+                eb = ax.errorbar([x_end], [y[-1]], yerr=err, color=GROUP_COLORS.get(g), capsize=3, lw=1, fmt="o", ms=3)
+                eb.lines[2][0].set_linestyle("--" if run == "null" else "-")
             if len(y):
                 yy = np.array([np.nan if v is None else v for v in y], dtype=float)
                 x = np.asarray(xs[: len(yy)] if xs is not None else np.arange(len(yy)))
@@ -362,6 +382,8 @@ def perspective_bars(path: Path, tokens: Mapping[str, tuple[float, float]]) -> P
             ha="center",
             fontsize=8,
         )
+    if pt:  # room above the tallest bar for its total
+        ax.set_ylim(0, max(a + b for a, b in zip(pt, ct)) * 1.1 or 1)
     ax.set_ylabel("tokens (count, all runs)")
     ax.set_xlabel("perspective")
     ax.set_title("LLM token cost per perspective", fontsize=10)

@@ -152,7 +152,10 @@ def stance_over_time(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: f
     a1.axhline(0, color="gray", lw=0.6, ls=":", label="0 = neutral")
     a1.set_ylim(-1.05, 1.05)
     a1.set_ylabel("stance (-1 to 1)")
-    a1.set_title("Stance over time (-1 = assigned before step 0)", fontsize=10)
+    title = "Stance over time (-1 = assigned before step 0)"
+    if not changes:  # e.g. LLM agents: their stance is what surveys measure, not a state the policy moves
+        title = "Stance over time: no agent's stance changed in this run"
+    a1.set_title(title, fontsize=10)
     _steps_axis(a1, step_minutes)
     a2.plot(xs, pos, color="tab:cyan", marker="o", ms=3, label="share with stance > 0")
     a2.set_ylim(-0.02, 1.02)
@@ -160,7 +163,7 @@ def stance_over_time(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: f
     a2.set_title("Share of agents on the positive side", fontsize=10)
     _steps_axis(a2, step_minutes)
     P._save(fig, path, [a1, a2])
-    return {"steps": xs, "mean": mean, "p10": lo, "p90": hi, "share_positive": pos}
+    return {"steps": xs, "mean": mean, "p10": lo, "p90": hi, "share_positive": pos, "changes": len(changes)}
 
 
 def llm_usage(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float) -> dict[str, Any] | None:
@@ -183,8 +186,9 @@ def llm_usage(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float) -
     a1.set_title("LLM tokens per step", fontsize=10)
     P._integer(a1)
     _steps_axis(a1, step_minutes)
-    a2.plot(steps, [r[4] for r in rows], marker="o", ms=3, label="median latency")
-    a2.plot(steps, [r[5] for r in rows], marker="s", ms=3, ls="--", label="90th percentile latency")
+    # black and gray: the shared legend must not pair a latency line with a token bar's colour
+    a2.plot(steps, [r[4] for r in rows], color="black", marker="o", ms=3, label="median latency")
+    a2.plot(steps, [r[5] for r in rows], color="gray", marker="s", ms=3, ls="--", label="90th percentile latency")
     a2.set_ylim(bottom=0)
     a2.set_ylabel("seconds per call")
     a2.set_title("LLM call latency per step", fontsize=10)

@@ -139,6 +139,18 @@ def _load(run_dir: Path, offset: int) -> dict[str, np.ndarray]:
     }
 
 
+def _tail_note(xmin: float, se: float | None = None) -> str:
+    """The tail fit's xmin and standard error, or in words why there is none (the scorecard printed
+    'xmin=nan, se=nan' where too few values were there to fit)."""
+    if xmin is None or math.isnan(float(xmin)):
+        return "no tail fit (too few values)"
+    return f"xmin={xmin:g}" + ("" if se is None or math.isnan(se) else f", se={se:.3f}")
+
+
+def _top_note(share: float) -> str:
+    return "no engagement yet" if math.isnan(share) else f"top 1% of posts hold {share:.2f} of engagement"
+
+
 def _fit_tail(x: np.ndarray, min_tail: int = 50, lowest: float = 1) -> tuple[float, float, int, float]:
     """Clauset et al. (2009) tail: xmin minimising the KS distance (among up to 40 candidates).
 
@@ -198,7 +210,7 @@ def scorecard(path: str | Path) -> dict[str, Any]:
             T15_SOURCE + "; Goel, Watts & Goldstein 2012",
             (1.5, 3.0),
             n_tail,
-            f"xmin={xmin} (Clauset et al. 2009 KS choice), se={se:.3f}",
+            f"{_tail_note(xmin, se)} (Clauset et al. 2009 KS choice)",
         )
     )
     ks = S.ks_distance(sizes[big], _t15_size_sample()) if big.any() else float("nan")
@@ -289,7 +301,7 @@ def scorecard(path: str | Path) -> dict[str, Any]:
             "Kwak, Lee, Park & Moon 2010 (WWW)",
             (1.8, 3.0),
             gn,
-            f"first run's final follow graph; xmin={gx}, se={gse:.3f}",
+            f"first run's final follow graph; {_tail_note(gx, gse)}",
         )
     )
     facts.append(
@@ -365,7 +377,7 @@ def scorecard(path: str | Path) -> dict[str, Any]:
             "Weng, Flammini, Vespignani & Menczer 2012 (Sci. Rep. 2:335)",
             (1.2, 3.0),
             pn,
-            f"feed size k={ks_}; xmin={px}; top 1% of posts hold {S.top_share(pop, 0.01):.2f} of engagement",
+            f"feed size k={ks_}; {_tail_note(px)}; {_top_note(S.top_share(pop, 0.01))}",
         )
     )
     wall = time.perf_counter() - t0
