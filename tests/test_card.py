@@ -2,6 +2,7 @@
 
 import json
 
+import duckdb
 from typer.testing import CliRunner
 
 from conftest import small_config
@@ -29,10 +30,16 @@ def test_llm_card_names_models_called_and_flags_smoke_run(tmp_path):
 def test_replay_card_names_the_recorded_model(tmp_path):
     Simulation(small_config(steps=2, llm={"backend": "random", "model": "rec-model"}, **LLM), tmp_path / "a").run()
     cfg = small_config(steps=2, llm={"backend": "replay"}, llm_agents={"replay_from": str(tmp_path / "a")}, **LLM)
+    assert cfg.llm.model is None  # replay needs no llm.model: it reads the recorded one from the trace
     Simulation(cfg, tmp_path / "b").run()
     card = simulation_card(tmp_path / "b")
     assert "smoke_run" not in card and card["llm"]["backend"] == "replay"
-    assert card["llm"]["models_called"] in ({"rec-model": card["llm_usage"]["calls"]}, "none (no calls recorded)")
+    # a replay calls no model; the card names the run it answered from and that run's model
+    assert card["llm"]["models_called"] == "none (no calls recorded)" and card["llm_usage"]["calls"] == 0
+    assert card["llm"]["replayed_from"] == str(tmp_path / "a") and card["llm"]["replayed_model"] == "rec-model"
+    sql = "SELECT step, agent_id, type, args FROM actions ORDER BY step, seq"
+    got = [duckdb.connect(str(tmp_path / r / "trace.duckdb"), read_only=True).execute(sql).fetchall() for r in "ab"]
+    assert got[0] and got[0] == got[1]  # the recorded answers, replayed
 
 
 def test_http_card_shows_server_without_credentials(tmp_path):

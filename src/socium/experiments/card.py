@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import duckdb
 
 from socium.agents.perspectives import who_saw_what
-from socium.errors import TraceError
+from socium.errors import SociumError, TraceError
 from socium.simulator.store import open_trace, require_store
 
 SMOKE_BACKENDS = {
@@ -34,7 +34,21 @@ def smoke_banner(backend: str | None) -> str | None:
     return f"SMOKE RUN: llm.backend '{backend}' ({SMOKE_BACKENDS[backend]}); these are not a model's results"
 
 
-def _backend_section(llm_cfg: dict[str, Any], models: dict[str, int]) -> dict[str, Any]:
+def _replay_source(replay_from: str | None) -> dict[str, Any]:
+    """Which run a replay answered from and whose model's answers it served: a replay calls no model,
+    so ``models_called`` alone would leave the card silent about the model behind the actions."""
+    if not replay_from:
+        return {"replayed_from": "not recorded"}
+    from socium.agents.llm_policy import recorded_model
+
+    try:
+        model: str = recorded_model(replay_from)
+    except (SociumError, OSError, duckdb.Error) as exc:
+        model = f"unknown now ({type(exc).__name__}: the source run is not readable)"
+    return {"replayed_from": replay_from, "replayed_model": model}
+
+
+def _backend_section(llm_cfg: dict[str, Any], models: dict[str, int], replay_from: str | None = None) -> dict[str, Any]:
     kind = llm_cfg.get("backend")
     out: dict[str, Any] = {"backend": kind, "models_called": models or "none (no calls recorded)"}
     if kind == "fake":  # no server kind: the fake is socium's own loopback server, not vLLM or llama.cpp
@@ -54,7 +68,7 @@ def _backend_section(llm_cfg: dict[str, Any], models: dict[str, int]) -> dict[st
         if spec is not None:  # where the weights came from and under which licence
             out["model_provenance"] = spec.provenance()
     if kind == "replay":
-        out["replayed_from"] = "the run named in llm_agents.replay_from"
+        out.update(_replay_source(replay_from))
     for k in ("temperature", "max_tokens"):
         if llm_cfg.get(k) is not None:
             out[k] = llm_cfg[k]
@@ -148,7 +162,7 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
         seen = who_saw_what(cfg)  # generated from socium.agents.perspectives (None: no prompts were built)
         if seen is not None:
             card["who_saw_what"] = seen
-        card["llm"] = _backend_section(llm_cfg, models)
+        card["llm"] = _backend_section(llm_cfg, models, (cfg.get("llm_agents") or {}).get("replay_from"))
     card.update(
         {
             "agents": n_agents,
