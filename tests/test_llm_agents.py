@@ -220,7 +220,8 @@ def test_interview_and_surveys(tmp_path):
             app, ["interview", str(tmp_path / "r"), "How was your day?", "--agent", str(agent), "--backend", "scripted"]
         )
     assert r.exit_code == 0, r.output
-    assert r.output.strip() == '{"action": "do_nothing"}'  # the model's answer, printed as is
+    assert r.stdout.strip() == '{"action": "do_nothing"}'  # the model's answer, printed as is
+    assert "SMOKE RUN: llm.backend 'scripted'" in r.stderr  # a scripted answer is flagged, on stderr
     assert len(seen) == 1
     user = seen[0].messages[-1].content
     assert "How was your day?" in user and bio[:40] in user  # the question, asked of this agent's persona

@@ -71,6 +71,8 @@ def test_resume_needs_no_config_and_refuses_overrides_by_name(tmp_path):
     r = runner.invoke(app, ["run", "--resume", "--out", str(out), "--quiet", "--set", "executor.kind=inprocess"])
     assert r.exit_code == 0, r.output
     assert "ran 3 steps" in r.output
+    r = runner.invoke(app, ["run", "--resume", "--out", str(out), "--quiet"])  # finished: says so, runs nothing
+    assert r.exit_code == 0 and "already finished: 5 of 5 steps" in _text(r) and "ran 0 steps" not in r.output
     Simulation(small_config(steps=5), tmp_path / "full").run()
     assert trace_digest(out / "trace.duckdb") == trace_digest(tmp_path / "full" / "trace.duckdb")
 

@@ -179,7 +179,10 @@ def run(
             raise typer.Exit(4) from None
         except SociumError as exc:
             _fail(exc)
-    console.print(f"ran {todo} steps in {time.perf_counter() - t0:.1f}s")
+    if todo == 0 and resume:  # a finished run: nothing ran, and the way on is --steps N
+        console.print(f"already finished: {cfg.steps} of {cfg.steps} steps committed (--steps N extends it to N)")
+    else:
+        console.print(f"ran {todo} steps in {time.perf_counter() - t0:.1f}s")
     console.print(f"trace: {Path(run_dir) / 'trace.duckdb'}")
     console.print(f"card:  socium card {run_dir}")
 
@@ -297,11 +300,18 @@ def interview(
     """Ask one agent of a finished run a question (its persona and memory at the end of the run)."""
     from socium.experiments.interview import interview as ask
 
+    from socium.experiments.card import smoke_banner
+    from socium.simulator.simulation import load_run_config
+
     try:
         answer = ask(run_dir, agent, question, {"backend": backend} if backend else None, record=record)
+        run_llm = load_run_config(run_dir).llm
     except SociumError as exc:
         _fail(exc)
         return
+    banner = smoke_banner(backend or (run_llm.backend if run_llm else None))
+    if banner:  # on stderr: stdout stays the answer alone, for scripts
+        err_console.print(plain(banner, "bold red"))
     console.print(answer, markup=False, highlight=False)
 
 
