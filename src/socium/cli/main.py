@@ -298,9 +298,8 @@ def interview(
     ),
 ) -> None:
     """Ask one agent of a finished run a question (its persona and memory at the end of the run)."""
-    from socium.experiments.interview import interview as ask
-
     from socium.experiments.card import smoke_banner
+    from socium.experiments.interview import interview as ask
     from socium.simulator.simulation import load_run_config
 
     try:
