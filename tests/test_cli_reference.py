@@ -170,6 +170,8 @@ def test_data_command_and_env_var(tmp_path, monkeypatch):
     assert line.rstrip(" │").endswith("yes")
     line = next(ln for ln in r.output.splitlines() if "twitter15" in ln)
     assert line.rstrip(" │").endswith("no")
+    r = runner.invoke(app, ["data"], env={"COLUMNS": "100", "SOCIUM_DATA_DIR": str(tmp_path)})
+    assert r.exit_code == 0 and "…" not in r.output  # a narrow terminal folds the paths, never cuts them
 
 
 def test_no_hard_coded_absolute_data_paths():

@@ -77,3 +77,21 @@ def test_sweep_cell_reports_progress_and_reuse(tmp_path):
     assert read_progress(tmp_path / "c") == (3, 3, first["llm_calls"], first["tokens"])
     again = run_one(base, ["seed=1"], str(tmp_path / "c"))
     assert again["ok"] and again["reused"] and again["llm_calls"] == 0
+
+
+def test_episodes_show_progress_and_say_when_episodes_are_reused(tmp_path):
+    cfg = {
+        "name": "ep",
+        "llm": {"backend": "random"},
+        "modes": ["agents", "script"],
+        "tasks": {"mutual_friend": 1, "bargaining": 1},
+        "max_turns": 3,
+    }
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(cfg))
+    args = ["episodes", str(tmp_path / "e.yaml"), "--out", str(tmp_path / "ep")]
+    r = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    assert "ep: 4/4 episodes" in r.output and "LLM calls" in r.output and "reusing" not in r.output
+    r = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    assert "reusing 4 finished episodes" in r.output and "ran 0 episodes (4 already done)" in r.output
