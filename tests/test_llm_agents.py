@@ -258,3 +258,42 @@ def test_model_output_with_lone_surrogates_and_nuls_is_stored(tmp_path):
     rows = con.execute("SELECT args FROM actions WHERE outcome = 'invalid_llm_output'").fetchall()
     assert rows and all(len(a) < 2200 and "\\u0000" not in a for (a,) in rows)
     assert con.execute("SELECT count(*) FROM llm_calls WHERE response IS NOT NULL").fetchone()[0] > 0
+
+
+def test_started_in_slices_keeps_order_yields_between_slices_and_cancels_on_failure():
+    """Tasks start in order, a slice per turn of the loop (so answers that arrive meanwhile are read),
+    results come back in input order, and a failing task leaves none of the batch running."""
+    import asyncio
+
+    from socium.agents.llm_policy import started_in_slices
+
+    async def main():
+        started: list[int] = []
+        seen_between: list[int] = []
+
+        async def job(i):
+            started.append(i)
+            if i == 0:  # runs in the first slice's turn: the callback sees how many had started by then
+                asyncio.get_running_loop().call_soon(lambda: seen_between.append(len(started)))
+            await asyncio.sleep(0)
+            return i * i
+
+        out = await started_in_slices(job, list(range(10)), size=4)
+        assert out == [i * i for i in range(10)]
+        assert started == list(range(10))
+        assert seen_between and seen_between[0] < 10  # the loop ran other callbacks before all started
+
+        done: list[int] = []
+
+        async def failing(i):
+            if i == 3:
+                raise ValueError("boom")
+            await asyncio.sleep(0.05)
+            done.append(i)
+
+        with pytest.raises(ValueError):
+            await started_in_slices(failing, list(range(8)), size=2)
+        await asyncio.sleep(0.1)
+        assert done == []  # the others were cancelled, not left running
+
+    asyncio.run(main())

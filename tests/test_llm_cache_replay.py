@@ -148,3 +148,53 @@ def test_parse_json_lenient_accepts(text: str, expected: dict) -> None:
 def test_parse_json_lenient_rejects_with_reason(text: str, reason: str) -> None:
     with pytest.raises(ValueError, match=reason):
         parse_json_lenient(text)
+
+
+def _json_key_text(payload: object) -> bytes:
+    """The cache key's text as it was defined before the orjson fast path (the reference)."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8", "surrogatepass")
+
+
+def test_canonical_json_writes_the_bytes_json_writes() -> None:
+    """Cache keys are stored in every trace (``request_hash``) and replays look them up: the fast
+    writer must give the very bytes ``json`` gives, or fall back to it, for whatever a payload holds."""
+    import numpy as np
+
+    from socium.llm.types import canonical_json
+
+    rng = np.random.default_rng(7)
+    floats = [0.0, -0.0, 0.7, 1.0, 100.0, 1e15, 1e16, 1e22, 1.5e300, 1e-4, 1e-5, 5e-5, 1e-7, 5e-324]
+    floats += [float(x) for x in 10.0 ** rng.uniform(-12, 22, 3000) * rng.choice([-1, 1], 3000)]
+    floats += [float("nan"), float("inf"), -float("inf")]
+    text = "".join(chr(c) for c in range(0, 0xD800)) + "".join(chr(c) for c in range(0xE000, 0x10FFFF, 97))
+    payloads: list[object] = [
+        {"schema": {"anyOf": [{"enum": [3, 1, 2], "maxLength": 280}]}, "temperature": t, "seed": None} for t in floats
+    ]
+    payloads += [
+        {"messages": [["user", text]], "b": 1, "a": [True, False, None]},
+        {"\uffff": 1, "\U00010000": 2, "\ue000": 3, "é": 4, "B": 5, "a": 6, "": 7},  # code-point order
+        {"x": "lone \ud800 surrogate"},
+        {"x": 2**70, "y": -(2**63), "z": 2**64 - 1},
+        {"x": "a hyphen-ated text, null, 1e-5 and 0.00001 as words"},
+        {"x": (1, 2), "y": [{"z": {}}]},
+    ]
+    for p in payloads:
+        assert canonical_json(p) == _json_key_text(p), p
+    with pytest.raises(TypeError):  # json refuses non-string keys mixed with strings: so does the key
+        canonical_json({1: "a", "b": 2})
+
+
+def test_cache_key_is_the_sha256_of_the_json_text() -> None:
+    import hashlib
+
+    req = user_request("a", "héllo <b>\n\u2028", system="s", json_schema={"enum": [1, 2]}, seed=3, temperature=0.25)
+    payload = {
+        "model": "m",
+        "messages": [["system", "s"], ["user", "héllo <b>\n\u2028"]],
+        "schema": {"enum": [1, 2]},
+        "max_tokens": req.max_tokens,
+        "temperature": 0.25,
+        "seed": 3,
+    }
+    assert req.cache_key("m") == hashlib.sha256(_json_key_text(payload)).hexdigest()

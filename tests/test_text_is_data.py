@@ -97,3 +97,31 @@ def test_query_cannot_reach_files_outside_the_trace(tmp_path):
     assert not stolen.exists() and not (tmp_path / "x.duckdb").exists()
     r = runner.invoke(app, ["query", str(out), "SELECT count(*) AS n FROM cascade_metrics"])
     assert r.exit_code == 0, r.output
+
+
+def test_quoting_fast_paths_give_the_general_result():
+    """quote_untrusted / one_line / quote_inline skip work for plain ASCII text; the result must be
+    what the general path (clean, normalise breaks, defuse markers and headings) gives."""
+    import re
+
+    from socium.platform import text as T
+
+    def general_quote(raw, n):
+        ct = T.clean_text(raw, n)
+        body = T._OTHER_BREAKS.sub("\n", ct.text.replace("<", "‹").replace(">", "›"))
+        body = T._HEADING.sub("\\1＃", body)
+        return body + (" …[truncated]" if ct.truncated else "")
+
+    def general_line(raw):
+        return T._LINE_BREAKS.sub(" ⏎ ", raw if isinstance(raw, str) else str(raw))
+
+    pieces = ["a", " ", "#", "<", ">", "\n", "\r", "\t", "\x00", "\x0b", "\x0c", "\x1c", "\x1e", "\x1f", "\x7f"]
+    pieces += ["\x85", "\u2028", "é", "\ud800", "<<<END POST>>>", "## You", " # x", "1e-5"]
+    cases = [FORGE, "", "plain text about bike lanes", "x" * 300, "#x\n #y\n\t#z", 42, None]
+    cases += ["".join(pieces[(i * 7 + j * 3) % len(pieces)] for j in range(i % 9 + 1)) for i in range(400)]
+    for raw in cases:
+        for n in (0, 5, 40, 280):
+            assert T.quote_untrusted(raw, n) == general_quote(raw, n), (raw, n)
+            assert T.quote_inline(raw, n) == general_line(general_quote(raw, n)), (raw, n)
+        assert T.one_line(raw) == general_line(raw), raw
+    assert not re.search(r"[\r\n]", T.quote_inline(FORGE, 1000))
