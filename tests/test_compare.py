@@ -11,7 +11,7 @@ from socium.experiments.herding import HerdingSpec, run_herding
 from socium.experiments.report import write_report
 
 
-def test_three_perspectives_same_design_different_cost(tmp_path):
+def test_three_perspectives_same_design_different_cost(tmp_path, monkeypatch):
     items = [{"text": f"claim {i}", "group": ("up", "control", "down")[i % 3]} for i in range(6)]
     people = [{"realname": f"P {i}", "username": f"p{i}", "bio": "b", "persona": "p"} for i in range(16)]
     (tmp_path / "i.json").write_text(json.dumps(items))
@@ -37,8 +37,15 @@ def test_three_perspectives_same_design_different_cost(tmp_path):
     # 16 always-active voters: one call each per step locally, one narrator call per 8 agents in script mode
     assert rows["local"]["totals"]["llm_calls"] == 32 and rows["omniscient"]["totals"]["llm_calls"] == 4
     assert rows["omniscient"]["totals"]["prompt_tokens"] < rows["local"]["totals"]["prompt_tokens"]
+    from socium.experiments import report_plots as P
+
+    legends = []
+    real_bars = P.group_bars
+    monkeypatch.setattr(P, "group_bars", lambda *a, **k: legends.append(k["labels"]) or real_bars(*a, **k))
     rep = write_report(tmp_path / "cmp")
-    assert "perspective_tokens.png" in {p.name for p in rep.images}
+    assert {"perspective_tokens.png", "perspective_next_positive.png"} <= {p.name for p in rep.images}
+    # the model is named with each perspective, not the perspective alone
+    assert legends == [{p: f"LLM (random, smoke): {p}" for p in ("local", "mindreader", "omniscient")}]
     with pytest.raises(ConfigError, match="perspective"):
         run_compare(
             spec.model_copy(update={"base": {**spec.base, "perspective": "local"}}), tmp_path / "x", run_herding

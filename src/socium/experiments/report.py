@@ -638,11 +638,20 @@ def _compare(rep: Report, res: dict[str, Any]) -> list[Path]:
             if sub["experiment"] == "propagation"
             else [Path(sub["runs"]["model"]["dir"])]
         )
+    # legends name the model with the perspective ('LLM (SmolLM2-135M-Instruct): local'), not the perspective alone
+    first_dir = {
+        p: sub["cascades"][0]["runs"]["model"]["dir"]
+        if sub["experiment"] == "propagation"
+        else sub["runs"]["model"]["dir"]
+        for p, sub in subs.items()
+        if sub["experiment"] != "propagation" or sub["cascades"]
+    }
+    named = {p: f"{model_label(d)}: {p}" for p, d in first_dir.items()}
     if res["of"] == "propagation":
         per = {p: [c["runs"]["model"]["curves"] for c in sub["cascades"]] for p, sub in subs.items()}
         per["real"] = [c["real"] for c in next(iter(subs.values()))["cascades"]]
         rep.series["perspective_cascades"] = {p: [c["scale"] for c in cs] for p, cs in per.items()}
-        real = {"real": real_label(next(iter(subs.values())))}
+        real = {"real": real_label(next(iter(subs.values()))), **named}
         rep.image(
             P.mean_cascade_curves(
                 rep.out_dir / "perspective_cascades.png",
@@ -667,7 +676,7 @@ def _compare(rep: Report, res: dict[str, Any]) -> list[Path]:
         traj = {p: polarisation_series(sub["runs"]["model"]["metrics"]) for p, sub in subs.items()}
         rep.series["perspective_stance"] = traj
         rep.image(
-            P.stance_trajectories(rep.out_dir / "perspective_stance.png", traj),
+            P.stance_trajectories(rep.out_dir / "perspective_stance.png", traj, named),
             "Stance trajectories per perspective; dotted line at 5/9: a uniform distribution's bimodality",
         )
     elif res["of"] == "herding":
@@ -687,6 +696,7 @@ def _compare(rep: Report, res: dict[str, Any]) -> list[Path]:
                 cis,
                 "P(first crowd vote is an up-vote) (0 to 1)",
                 "First crowd vote after the treatment, per perspective",
+                labels=named,
                 reference=(0.5, "0.5 = a fair coin"),
             ),
             "P(next vote positive) per group and perspective, 95% bootstrap intervals",
