@@ -1,15 +1,21 @@
 """Scale: memory per LLM agent over steps, and throughput at 10^3..10^5 LLM agents on the fake server.
 
     python benchmarks/bench_scale.py [--agents 1000 10000 100000] [--steps 10] [--active 0.05]
-                                     [--executor inprocess ray] [--server process|inproc]
+                                     [--executor inprocess ray] [--actors 1 2] [--server process|inproc]
+                                     [--src before=/path/to/old/src] [--malloc-trim]
                                      [--build-only 1000000] [--tracemalloc]
 
 Each configuration runs in a fresh subprocess (so RSS is its own) and prints one row per (agents,
 executor): build time, RSS after the build, resident bytes per LLM agent above the same world with
 rule-based agents after the first and the last step, growth per step, steps/s, activations/s,
 DuckDB rows/s (rows the steps wrote over their wall time), trace bytes per step and the load
-average; then, per step, the bytes per agent above rule-based. With Ray the RSS is the driver's
-plus its actors' (Ray's own raylet/GCS processes are not counted).
+average; then, per step, the bytes per agent above rule-based and where the LLM run's memory is:
+peak RSS during the step (VmHWM, reset before each step), CPython's small-object arenas, glibc's
+heap in use, DuckDB's own accounting. With Ray the RSS is the driver's plus its actors' (Ray's own
+raylet/GCS processes are not counted); ``--actors`` lists the actor counts to run.
+``--src before=OLD_SRC`` runs the same configurations with an older checkout's ``src`` in the same
+invocation (same load), so a change's effect is read off one table. ``--malloc-trim`` calls glibc's
+``malloc_trim(0)`` after every step and reports what it gave back (is glibc fragmentation the growth?).
 
 LLM agents talk to socium's fake OpenAI-compatible server (schema-valid JSON answers, as
 ``llm.backend: fake``), so the numbers are the simulator's own cost, not a model's. By default
@@ -24,6 +30,7 @@ prints the allocation sites whose Python memory grew most between step 1 and the
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
 import json
 import os
@@ -53,14 +60,84 @@ def rss(pid: int | str = "self") -> int:
         return 0
 
 
-def config(n: int, steps: int, active: float, llm: bool, executor: str, url: str | None) -> dict[str, Any]:
+def peak_reset(pid: int | str = "self") -> None:
+    """Start a new VmHWM window (Linux: writing 5 to clear_refs resets the peak RSS)."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def peak(pid: int | str = "self") -> int:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except FileNotFoundError:
+        pass
+    return 0
+
+
+def _libc() -> Any:
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2  # noqa: B018 - glibc >= 2.33 only
+        return libc
+    except (OSError, AttributeError):
+        return None
+
+
+LIBC = _libc()
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(f, ctypes.c_size_t) for f in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                               "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def glibc_heap() -> tuple[int, int]:
+    """(bytes in use, bytes free) in glibc's heap, all arenas plus mmapped chunks; (0, 0) off glibc."""
+    if LIBC is None:
+        return 0, 0
+    LIBC.mallinfo2.restype = _MallInfo2
+    m = LIBC.mallinfo2()
+    return m.uordblks + m.hblkhd, m.fordblks
+
+
+def pymalloc() -> tuple[int, int]:
+    """(bytes of CPython's small-object arenas mapped, bytes of live objects in them): objects of
+    <= 512 bytes live there, not in glibc's heap; the difference is fragmentation."""
+    r, w = os.pipe()
+    saved = os.dup(2)
+    try:
+        os.dup2(w, 2)
+        sys._debugmallocstats()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(w)
+    with os.fdopen(r, encoding="ascii", errors="replace") as f:
+        text = f.read()
+    mapped = live = 0
+    for line in text.splitlines():
+        if "bytes/arena" in line:
+            mapped = int(line.split("=")[1].replace(",", ""))
+        elif line.startswith("# bytes in allocated blocks"):
+            live = int(line.split("=")[1].replace(",", ""))
+    return mapped, live
+
+
+def config(n: int, steps: int, active: float, llm: bool, executor: str, url: str | None,
+           actors: int = 2) -> dict[str, Any]:
     cfg: dict[str, Any] = {
         "name": "bench-scale", "seed": 1, "steps": steps,
         "population": {"n_agents": n, "activity": "uniform", "mean_activity": active},
         "graph": {"kind": "random_out", "params": {"out_degree": 10}},
         "recsys": {"kind": "chronological", "k": 5},
         "seed_posts": [{"author": i, "content": f"Opening post {i} about the city's new bike lanes."} for i in range(50)],
-        "executor": {"kind": executor, "actors": 2, "concurrency_per_actor": 64},
+        "executor": {"kind": executor, "actors": actors, "concurrency_per_actor": 64},
     }
     if llm:
         cfg["policy"] = {"kind": "llm"}
@@ -76,35 +153,48 @@ def trace_bytes(d: str) -> int:
     return sum(p.stat().st_size for p in Path(d).glob("trace.duckdb*"))
 
 
-def total_rss(sim: Simulation) -> int:
+def pids(sim: Simulation) -> list[int | str]:
     """This process plus, with Ray, every actor of the run."""
     info = getattr(sim.executor, "actor_info", None)
-    return rss() + (sum(rss(a["pid"]) for a in info()) if info is not None else 0)
+    return ["self", *(a["pid"] for a in info())] if info is not None else ["self"]
 
 
 def one(n: int, steps: int, active: float, llm: bool, executor: str, flags: str, url: str | None) -> dict:
+    """One run; ``flags``: b build only, t tracemalloc, m malloc_trim after each step, r<k> k Ray actors."""
     trace_mem = "t" in flags
+    actors = int(flags.split("r", 1)[1]) if "r" in flags else 2
     if trace_mem:
         tracemalloc.start(25)
     rss0 = rss()
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()
-        sim = Simulation(config_from_dict(config(n, steps, active, llm, executor, url)), d, force=True)
+        sim = Simulation(config_from_dict(config(n, steps, active, llm, executor, url, actors)), d, force=True)
         build_s = time.perf_counter() - t0
         out: dict[str, Any] = {"build_s": build_s, "rss_start": rss0, "rss_built": rss()}
         if "b" in flags:
             sim.close()
             return out
-        rss_steps, bytes_steps, snaps = [], [], []
+        rss_steps, bytes_steps, snaps, where = [], [], [], []
+        con = sim.store.con
         for s in range(steps):
             before = trace_bytes(d)
+            for p in pids(sim):
+                peak_reset(p)
             sim.step()
-            rss_steps.append(total_rss(sim))
+            trimmed = 0
+            if "m" in flags and LIBC is not None:
+                r0 = rss()
+                LIBC.malloc_trim(0)
+                trimmed = r0 - rss()
+            rss_steps.append(sum(rss(p) for p in pids(sim)))
             bytes_steps.append(trace_bytes(d) - before)
+            used, free = glibc_heap()
+            duck_now = con.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchone()[0]
+            where.append({"peak": sum(peak(p) for p in pids(sim)), "pymalloc": pymalloc(),
+                          "glibc_used": used, "glibc_free": free, "duckdb": int(duck_now or 0), "trimmed": trimmed})
             if trace_mem and s in (0, steps - 1):
                 gc.collect()
                 snaps.append(tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)]))
-        con = sim.store.con
         walls = [w for (w,) in con.execute("SELECT wall_s FROM steps WHERE step >= 0 ORDER BY step").fetchall()]
         acts = [a for (a,) in con.execute("SELECT n_active FROM steps WHERE step >= 0 ORDER BY step").fetchall()]
         tables = {t for (t,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
@@ -113,7 +203,7 @@ def one(n: int, steps: int, active: float, llm: bool, executor: str, flags: str,
         duck = con.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchone()[0]
         top = _top_growth(snaps) if len(snaps) == 2 else []
         sim.close()
-    out.update({"rss_steps": rss_steps, "trace_bytes_steps": bytes_steps, "wall_steps": walls, "active_steps": acts,
+    out.update({"rss_steps": rss_steps, "where_steps": where, "trace_bytes_steps": bytes_steps, "wall_steps": walls, "active_steps": acts,
                 "rows_steps": rows, "duckdb_bytes": duck, "tracemalloc_top": top, "load": os.getloadavg()[0]})
     return out
 
@@ -137,11 +227,13 @@ def serve() -> None:
         sys.stdin.read()
 
 
-def sub(args: list[str], url: str | None) -> dict:
+def sub(args: list[str], url: str | None, src: str | None = None) -> dict:
+    """One configuration in a fresh process, with ``src`` (a checkout's src folder) first on the path."""
     cmd = [sys.executable, __file__, "--one", *args] + (["--url", url] if url else [])
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    env = {**os.environ, "PYTHONPATH": src} if src else None
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if res.returncode != 0:
-        raise SystemExit(f"child failed ({' '.join(args)}):\n{res.stderr[-3000:]}")
+        raise SystemExit(f"child failed ({' '.join(args)}, src {src or 'this tree'}):\n{res.stderr[-3000:]}")
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
@@ -151,7 +243,10 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--active", type=float, default=0.05, help="share of agents active per step")
     ap.add_argument("--executor", nargs="+", default=["inprocess"], choices=["inprocess", "ray"])
+    ap.add_argument("--actors", type=int, nargs="+", default=[2], help="Ray actor counts to run")
     ap.add_argument("--server", default="process", choices=["process", "inproc"])
+    ap.add_argument("--src", action="append", default=[], metavar="NAME=PATH", help="extra source tree to compare")
+    ap.add_argument("--malloc-trim", action="store_true", help="malloc_trim(0) after every step")
     ap.add_argument("--build-only", type=int, nargs="*", default=[])
     ap.add_argument("--tracemalloc", action="store_true")
     ap.add_argument("--one", nargs=6, help=argparse.SUPPRESS)
@@ -179,33 +274,56 @@ def main() -> None:
             server.wait(timeout=30)
 
 
+def _mb(x: float) -> str:
+    return f"{x / 2**20:,.0f}"
+
+
 def report(a: argparse.Namespace, url: str | None) -> None:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
           f"duckdb {duckdb.__version__}, {a.active:.0%} active, fake server: {a.server}, "
+          f"malloc_trim after each step: {'yes' if a.malloc_trim else 'no'}, "
           f"load average {os.getloadavg()[0]:.2f} at start")
-    print("| agents | executor | build s | RSS built MB | LLM bytes/agent above rule-based (after step 1 -> last) "
-          "| growth/step KB | steps/s | activations/s | DuckDB rows/s | trace KB/step | load |")
-    print("| ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    trees: list[tuple[str, str | None]] = [(name, str(Path(p).resolve())) for name, _, p in
+                                           (x.partition("=") for x in a.src)]
+    trees.append(("this tree", None))
+    print("| tree | agents | executor | build s | RSS built MB "
+          "| LLM bytes/agent above rule-based (after step 1 -> last) | peak during last step, above rule-based | growth/step KB | steps/s | activations/s | DuckDB rows/s "
+          "| trace KB/step | load |")
+    print("| --- | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     per_step: list[str] = []
-    for ex in a.executor:
+    runs = [(ex, k) for ex in a.executor for k in (a.actors if ex == "ray" else [0])]
+    for ex, k in runs:
         for n in a.agents:
-            rule = sub([str(n), str(a.steps), str(a.active), "0", ex, "-"], url)
-            llm = sub([str(n), str(a.steps), str(a.active), "1", ex, "-"], url)
-            above = [(x - y) / n for x, y in zip(llm["rss_steps"], rule["rss_steps"])]
-            growth = (llm["rss_steps"][-1] - llm["rss_steps"][0]) / max(a.steps - 1, 1) / 1024
-            wall = sum(llm["wall_steps"][1:]) or sum(llm["wall_steps"])  # step 0's wall_s includes the set-up
-            timed = slice(1, None) if len(llm["wall_steps"]) > 1 else slice(None)
-            print(f"| {n:,} | {ex} | {llm['build_s']:.2f} | {llm['rss_built'] / 2**20:,.0f} | "
-                  f"{above[0]:,.0f} -> {above[-1]:,.0f} | {growth:,.0f} | {len(llm['wall_steps'][timed]) / wall:.2f} | "
-                  f"{sum(llm['active_steps'][timed]) / wall:,.0f} | {sum(llm['rows_steps'][timed]) / wall:,.0f} | "
-                  f"{sum(llm['trace_bytes_steps']) / len(llm['trace_bytes_steps']) / 1024:,.0f} | "
-                  f"{llm['load']:.1f} |", flush=True)
-            per_step.append(f"{n:,} {ex}: " + " ".join(f"{b:,.0f}" for b in above)
-                            + f"  (DuckDB holds {llm['duckdb_bytes'] / 2**20:,.1f} MB at the end)")
+            for tree, src in trees:
+                flags = ("m" if a.malloc_trim else "") + (f"r{k}" if k else "") or "-"
+                rule = sub([str(n), str(a.steps), str(a.active), "0", ex, flags], url, src)
+                llm = sub([str(n), str(a.steps), str(a.active), "1", ex, flags], url, src)
+                above = [(x - y) / n for x, y in zip(llm["rss_steps"], rule["rss_steps"])]
+                peak_above = (llm["where_steps"][-1]["peak"] - rule["where_steps"][-1]["peak"]) / n
+                growth = (llm["rss_steps"][-1] - llm["rss_steps"][0]) / max(a.steps - 1, 1) / 1024
+                wall = sum(llm["wall_steps"][1:]) or sum(llm["wall_steps"])  # step 0's wall_s includes the set-up
+                timed = slice(1, None) if len(llm["wall_steps"]) > 1 else slice(None)
+                exn = f"ray, {k} actor{'s' if k > 1 else ''}" if k else ex
+                print(f"| {tree} | {n:,} | {exn} | {llm['build_s']:.2f} | {_mb(llm['rss_built'])} | "
+                      f"{above[0]:,.0f} -> {above[-1]:,.0f} | {peak_above:,.0f} | {growth:,.0f} | "
+                      f"{len(llm['wall_steps'][timed]) / wall:.2f} | "
+                      f"{sum(llm['active_steps'][timed]) / wall:,.0f} | {sum(llm['rows_steps'][timed]) / wall:,.0f} | "
+                      f"{sum(llm['trace_bytes_steps']) / len(llm['trace_bytes_steps']) / 1024:,.0f} | "
+                      f"{llm['load']:.1f} |", flush=True)
+                lines = [f"{n:,} {exn}, {tree}: bytes/agent above rule-based after each step: "
+                         + " ".join(f"{b:,.0f}" for b in above)
+                         + f"  (DuckDB holds {llm['duckdb_bytes'] / 2**20:,.1f} MB at the end)",
+                         "    LLM run, MB after each step: RSS / peak / pymalloc arenas (live objects) / glibc heap "
+                         "in use (free) / DuckDB" + (" / given back by malloc_trim" if a.malloc_trim else "")]
+                for i, (r, w) in enumerate(zip(llm["rss_steps"], llm["where_steps"])):
+                    lines.append(f"    step {i}: {_mb(r)} / {_mb(w['peak'])} / {_mb(w['pymalloc'][0])} "
+                                 f"({_mb(w['pymalloc'][1])}) / {_mb(w['glibc_used'])} ({_mb(w['glibc_free'])}) / "
+                                 f"{_mb(w['duckdb'])}" + (f" / {w['trimmed'] / 2**20:,.1f}" if a.malloc_trim else ""))
+                per_step.append("\n".join(lines))
     if per_step:
-        print("\nBytes per LLM agent above rule-based, after each step:")
-        for line in per_step:
-            print("  " + line)
+        print("\nPer step (with Ray, pymalloc/glibc/DuckDB are the driver's alone):")
+        for block in per_step:
+            print("  " + block)
     for n in a.build_only:
         b = sub([str(n), "1", str(a.active), "1", "inprocess", "b"], None)
         print(f"build only: {n:,} LLM agents in {b['build_s']:.1f} s, RSS {b['rss_built'] / 2**20:,.0f} MB "

@@ -1,5 +1,6 @@
 """Per-run LLM structures stay bounded: the response cache is an LRU, a config-built fake server keeps
-no request bodies, window memory is one tuple per agent, the trace writer's DuckDB has a memory limit.
+no request bodies, window memory is one joined string per agent in a columnar slot array, the trace
+writer's DuckDB has a memory limit.
 (Issue 17: resident memory per LLM agent grew every step.)"""
 
 from __future__ import annotations
@@ -85,6 +86,32 @@ def test_window_memory_keeps_the_last_lines_in_order() -> None:
     one.add(1, 0, "action", "a")
     one.add(1, 1, "action", "b")
     assert one.get(1) == ["b"]
+    with pytest.raises(KeyError):
+        one[0]
+
+
+def test_window_memory_stays_bounded_over_many_steps() -> None:
+    """After any number of adds an agent holds at most ``size`` lines in one string, and the slot
+    array grows only with agent ids, not with steps."""
+    w = WindowMemory(4, n_agents=100)
+    for step in range(200):
+        for agent in range(0, 100, 3):
+            w.add(agent, step, "action", f"step {step}: like_post post_id={agent * step}")
+    slots = w._slots
+    assert len(slots) == 100 and len(w) == 34
+    assert all(isinstance(v, str) for v in slots[::3]) and slots[1] is None
+    assert w.get(99) == [f"step {s}: like_post post_id={99 * s}" for s in range(196, 200)]
+    longest = max(len(v) for v in slots[::3])
+    assert longest <= 4 * len("step 199: like_post post_id=19701") + 3
+    w.add(250, 0, "action", "a new agent id grows the slots")
+    assert len(w._slots) >= 251 and w.get(250) == ["a new agent id grows the slots"]
+
+
+def test_window_memory_separator_in_text_cannot_split_a_line() -> None:
+    w = WindowMemory(3)
+    w.add(0, 0, "action", f"hostile{WindowMemory.SEP}text")
+    w.add(0, 1, "action", "second")
+    assert w.get(0) == ["hostile text", "second"]
 
 
 def test_trace_writer_bounds_duckdb_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

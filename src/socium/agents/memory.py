@@ -124,37 +124,60 @@ def approx_tokens(text: str) -> int:
 
 
 class WindowMemory:
-    """The last ``size`` lines per agent (the original socium memory).
+    """The last ``size`` lines per agent (the original socium memory), stored columnar.
 
-    Each agent's lines are one tuple, replaced on every add: a ``deque(maxlen=size)`` costs ~620
-    bytes before its first line, a tuple of five 48, and at 10^5 LLM agents that difference alone
-    was ~0.6 KB of the per-agent budget (benchmarks/bench_scale.py, issue 17).
+    One slot per agent id in a numpy object array (grown by doubling), holding the agent's lines as
+    one string joined by ``SEP``: a dict of per-agent tuples cost ~270 bytes for one 84-character
+    line and ~850 for five, this ~145 and ~500 (what a 10^5-agent run keeps per LLM agent;
+    benchmarks/bench_scale.py, issue 17). A ``SEP`` inside a line becomes a space.
     """
 
     kind = "window"
+    SEP = "\x1e"  # ASCII record separator: never part of a prompt line
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, n_agents: int = 0) -> None:
         self.size = max(size, 1)
-        self._lines: dict[int, tuple[str, ...]] = {}
+        self._slots: np.ndarray = np.full(max(n_agents, 16), None, dtype=object)
 
     def add(self, agent: int, step: int, kind: str, text: str, importance: float | None = None, **_: Any) -> None:
         if kind != "action" and kind != "message":
             return
-        old = self._lines.get(agent, ())
-        self._lines[agent] = (*old[len(old) - self.size + 1 :], text) if len(old) >= self.size else (*old, text)
+        if agent >= len(self._slots):
+            grown = np.full(max(2 * len(self._slots), agent + 1), None, dtype=object)
+            grown[: len(self._slots)] = self._slots
+            self._slots = grown
+        text = text.replace(self.SEP, " ")
+        old = self._slots[agent]
+        if old is None:
+            self._slots[agent] = text
+            return
+        lines = old.split(self.SEP)
+        self._slots[agent] = self.SEP.join([*lines[max(len(lines) - self.size + 1, 0) :], text])
+
+    def _get(self, agent: int) -> list[str] | None:
+        joined = self._slots[agent] if 0 <= agent < len(self._slots) else None
+        return None if joined is None else joined.split(self.SEP)
 
     def recall(self, agent: int, step: int, query: str = "", hours_per_step: float = 1.0) -> list[str]:
-        return list(self._lines.get(agent, ()))
+        return self._get(agent) or []
 
     def drain_rows(self) -> dict[str, list] | None:
         return None
 
     def get(self, agent: int, default: Sequence[str] = ()) -> list[str]:
         """The agent's lines (surveys and interviews read memory this way)."""
-        return list(self._lines.get(agent, default))
+        lines = self._get(agent)
+        return list(default) if lines is None else lines
 
     def __getitem__(self, agent: int) -> tuple[str, ...]:
-        return self._lines[agent]
+        lines = self._get(agent)
+        if lines is None:
+            raise KeyError(agent)
+        return tuple(lines)
+
+    def __len__(self) -> int:
+        """Agents with at least one line."""
+        return int(np.count_nonzero(self._slots != None))  # noqa: E711 - elementwise comparison
 
 
 class MemoryStream:
@@ -446,8 +469,10 @@ def parse_ratings(data: Any, n: int) -> list[float]:
     return vals
 
 
-def make_memory(cfg: MemoryConfig, size: int, embedder: Any | None = None) -> WindowMemory | MemoryStream:
-    return MemoryStream(cfg, size, embedder) if cfg.kind == "stream" else WindowMemory(size)
+def make_memory(
+    cfg: MemoryConfig, size: int, embedder: Any | None = None, n_agents: int = 0
+) -> WindowMemory | MemoryStream:
+    return MemoryStream(cfg, size, embedder) if cfg.kind == "stream" else WindowMemory(size, n_agents)
 
 
 def feed_query(texts: Sequence[str]) -> str:

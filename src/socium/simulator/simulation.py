@@ -168,11 +168,12 @@ class Simulation(mesa.Model):
             self.policy.set_route(*llm_route(cfg, self.population))
         self.executor = executor if executor is not None else make_executor(cfg.executor, self.policy, cfg.seed)
         ac = cfg.llm_agents
-        self.memory = make_memory(ac.memory, ac.memory_size)
+        self.needs_profile = bool(getattr(self.policy, "needs_profile", False))
+        # one memory slot per agent up front where agents remember (window: 8 bytes each until used)
+        self.memory = make_memory(ac.memory, ac.memory_size, n_agents=self.n if self.needs_profile else 0)
         # search / trend results waiting for the agent's next observation: (action type, query, ids)
         self.pending_results: dict[int, tuple[str, str, list[int]]] = {}
         self.next_call_id = 0
-        self.needs_profile = bool(getattr(self.policy, "needs_profile", False))
         self.next_step = 0
 
     def _abandon(self, created: bool) -> None:
