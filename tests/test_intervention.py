@@ -76,6 +76,8 @@ def test_intervention_experiment_runs_measures_and_reports(tmp_path):
     names = {p.name for p in rep.images}
     assert {"intervention_curves.png", "intervention_effects.png"} <= names
     assert all(p.stat().st_size > 10_000 for p in rep.images)
+    tables = {t.title for t in rep.tables}
+    assert "LLM (fake, smoke), local perspective: effect vs none" in tables, tables  # a smoke backend named so
     again = run_intervention(spec, tmp_path / "iv")  # finished runs are reused, numbers identical
     assert (
         again["sources"]["null"]["strategies"]["removal"]["summary"]

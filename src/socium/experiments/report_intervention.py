@@ -63,7 +63,11 @@ def metric_label(key: str) -> str:
 def _source_label(src: str, res: dict[str, Any]) -> str:
     if src == "null":
         return "IC null (fitted)"
-    return f"LLM ({res.get('model')}), {src.split(':', 1)[1]} perspective"
+    from socium.experiments.card import SMOKE_BACKENDS
+
+    model = res.get("model")
+    smoke = ", smoke" if model in SMOKE_BACKENDS else ""  # as the other reports name a smoke backend
+    return f"LLM ({model}{smoke}), {src.split(':', 1)[1]} perspective"
 
 
 def _ci(c: dict[str, Any] | None, digits: int = 2) -> str:
