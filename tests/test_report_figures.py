@@ -256,3 +256,21 @@ def test_labels_are_normalised():
     assert normalise_label("False") == normalise_label(" false ") == "false"
     assert normalise_label("non-rumour") == normalise_label("Non_Rumor") == "non-rumor"
     assert normalise_label("") is None and normalise_label(None) is None
+
+
+def test_sensitivity_bars_print_the_tables_numbers_beside_the_interval(tmp_path, monkeypatch):
+    from socium.experiments.report import fmt
+    from socium.experiments.report_more import _sensitivity_bars
+
+    seen = []
+    monkeypatch.setattr(P, "_save", lambda fig, path, *a, **k: seen.append(fig.axes[0]) or path)
+    rows = [
+        {"parameter": "a", "mu_star": 6.5, "mu_star_ci95": 4.1},
+        {"parameter": "b", "mu_star": 6.0, "mu_star_ci95": 3.6},
+        {"parameter": "c", "mu_star": 0.4, "mu_star_ci95": 0.1},
+    ]
+    _sensitivity_bars(tmp_path / "s.png", "x", {"indices": rows, "description": "d"}, "morris")
+    ax = seen[0]
+    texts = sorted((t.xy[0], t.get_text()) for t in ax.texts)
+    assert texts == sorted((r["mu_star"] + r["mu_star_ci95"], fmt(r["mu_star"])) for r in rows)  # "6.000", not "6"
+    assert ax.get_xlim()[1] > 6.5 + 4.1  # the number beside the longest interval stays inside the frame

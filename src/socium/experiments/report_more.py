@@ -108,19 +108,21 @@ def _sensitivity_bars(path: Path, name: str, o: dict[str, Any], method: str) -> 
             label="S1 (first order)",
         )
         ax.set_xlabel("Sobol index (share of the outcome's variance, 0 to 1)")
-    for rect, v in zip(bars, vals):
+    # the table's number, right of the interval's end: inside a short bar white text ran onto the white
+    # background, and '6' beside '6.5' read as a different precision
+    ends = [v + (e or 0.0) for v, e in zip(vals, err)]
+    for rect, v, end in zip(bars, vals, ends):
         ax.annotate(
-            f"{v:.3g}",
-            (0, rect.get_y() + rect.get_height() / 2),
-            xytext=(3, 0),
+            fmt(v),
+            (end, rect.get_y() + rect.get_height() / 2),
+            xytext=(4, 0),
             textcoords="offset points",
             va="center",
             fontsize=7,
-            color="white" if v > 0 else "black",
         )
     ax.set_yticks(ys, params)
     ax.set_ylabel("parameter")
-    ax.set_xlim(left=0)
+    ax.set_xlim(0, max(ax.get_xlim()[1], max(ends, default=0.0) * 1.15) or 1.0)
     ax.set_title(f"{name}: {o['description']}\n(bars: 95% bootstrap interval, as in the table)", fontsize=10)
     return P._save(fig, path, ax)
 
