@@ -193,3 +193,30 @@ def test_embedded_study_spec_builds_every_condition():
         assert loc["llm"]["backend"] == "embedded"
         loc.pop("name"), omni.pop("name")
         assert {k for k in loc if loc[k] != omni[k]} == {"perspective"}
+
+
+@pytest.mark.parametrize("steps", [1, 3])
+def test_reach_curves_stay_visible_with_whole_step_ticks(tmp_path, monkeypatch, steps):
+    """A 1-step study's curves are single points: they must still be drawn (markers) on an axis of
+    whole steps, not on matplotlib's fractional fallback ticks."""
+    from socium.experiments import report_intervention as R
+
+    curve = [float(t + 1) for t in range(steps)]
+    body = {"summary": {"false_curve": curve, "true_curve": curve}, "per_seed": {0: {"false_curve": curve}}}
+    res = {
+        "sources": {"model:local": {"strategies": {"none": body, "removal": body}}},
+        "order": ["none", "removal"],
+        "control": "none",
+        "model": "fake",
+        "spec": {"seeds": [0], "base": {"step_minutes": 60}},
+    }
+    figs = []
+    monkeypatch.setattr(R.P, "_save", lambda fig, path, **kw: figs.append(fig) or path)
+    R.curves_plot(tmp_path / "c.png", res)
+    (fig,) = figs
+    assert "1 seed, no interval" in fig._suptitle.get_text()
+    for ax in fig.axes:
+        assert len(ax.lines) == 2 and all(line.get_marker() not in (None, "None", "") for line in ax.lines)
+        assert list(ax.get_xticks()) == list(range(steps))
+        lo, hi = ax.get_xlim()
+        assert lo < 0 and hi > steps - 1

@@ -85,6 +85,17 @@ def _step_minutes(res: dict[str, Any]) -> float:
     )
 
 
+def step_axis(ax: Any, n_steps: int) -> None:
+    """Whole steps on x, 0 .. n_steps - 1 with a half-step margin: matplotlib's integer locator falls
+    back to fractional ticks (-0.045 .. 0.045) when the data span less than one step."""
+    last = max(n_steps - 1, 0)
+    ax.set_xlim(-0.5, last + 0.5)
+    if last < 10:
+        ax.set_xticks(range(last + 1))
+    else:
+        P._integer(ax, "x")
+
+
 def curves_plot(path: Path, res: dict[str, Any]) -> Path:
     """Mean cumulative reach per strategy with its 95% t band over seeds (the seeds are the units, as in
     the tables: the band's end is the table's reach interval)."""
@@ -103,7 +114,16 @@ def curves_plot(path: Path, res: dict[str, Any]) -> Path:
                     continue
                 xs = np.arange(len(y))
                 ctl = strat == res["control"]
-                ax.plot(xs, y, label=strat, color=colors(k % 10), lw=2.2 if ctl else 1.4, ls="-" if ctl else "--")
+                ax.plot(
+                    xs,
+                    y,
+                    label=strat,
+                    color=colors(k % 10),
+                    lw=2.2 if ctl else 1.4,
+                    ls="-" if ctl else "--",
+                    marker="o" if len(y) <= 12 else None,  # a 1-step curve is one point: a line alone is invisible
+                    ms=5 if ctl else 3.5,
+                )
                 seeds = [c for m in body["per_seed"].values() if len(c := m.get(f"{ver}_curve") or []) == len(y)]
                 if ctl and len(seeds) > 1:  # one band: six overlapping ones hide the lines
                     band = [P.t_interval([c[t] for c in seeds]) or (y[t], y[t], y[t]) for t in range(len(y))]
@@ -120,12 +140,10 @@ def curves_plot(path: Path, res: dict[str, Any]) -> Path:
             ax.set_xlabel(f"step ({minutes:g} simulated minutes each)", fontsize=8)
             ax.set_ylabel("users reached (mean count per claim)", fontsize=8)
             ax.set_ylim(bottom=0)
-            P._integer(ax, "x")
+            step_axis(ax, len(res["sources"][src]["strategies"][res["control"]]["summary"].get(f"{ver}_curve") or []))
     n = len(res["spec"]["seeds"])
-    fig.suptitle(
-        f"Cumulative reach of seeded claims per strategy (band: the control's 95% t interval over {n} seeds)",
-        fontsize=11,
-    )
+    interval = f"band: the control's 95% t interval over {n} seeds" if n > 1 else "1 seed, no interval"
+    fig.suptitle(f"Cumulative reach of seeded claims per strategy ({interval})", fontsize=11)
     return P._save(fig, path, legend_from=list(axes.ravel()))
 
 
