@@ -186,3 +186,12 @@ def test_no_hard_coded_absolute_data_paths():
         if p.suffix in (".py", ".yaml") and needle in p.read_text(encoding="utf-8")
     ]
     assert offenders == []
+
+
+def test_a_bad_experiment_spec_fails_before_any_progress_display(tmp_path):
+    r = runner.invoke(app, ["experiment", "herding", str(tmp_path / "missing.yaml")], env={"COLUMNS": "160"})
+    assert r.exit_code == 2 and "config file not found" in r.output
+    assert "runs" not in r.output and "0/?" not in r.output  # the error alone, no empty progress line before it
+    (tmp_path / "h.yaml").write_text(yaml.safe_dump({"experiment": "herding", "bogus": 1}))
+    r = runner.invoke(app, ["experiment", "herding", str(tmp_path / "h.yaml")], env={"COLUMNS": "160"})
+    assert r.exit_code == 2 and "bogus" in r.output and "0/?" not in r.output

@@ -453,13 +453,14 @@ def experiment(
     quiet: bool = typer.Option(False, "--quiet", help="No progress display (notes are still printed)."),
 ) -> None:
     """Run a phenomenon experiment (model population + rule-based null) and report it."""
-    from socium.experiments.phenomena import run_experiment
+    from socium.experiments.phenomena import prepare_experiment, run_prepared
     from socium.experiments.progress import RichProgress, reporting
     from socium.experiments.report import write_report
 
     try:
+        spec, target = prepare_experiment(kind, spec_file, out, set_)  # a bad spec fails before any display
         with RichProgress(f"{kind} experiment", "runs", console, disable=quiet) as prog, reporting(prog):
-            target, _ = run_experiment(kind, spec_file, out, set_, force=force, log=prog.note)
+            run_prepared(kind, spec, target, force=force, log=prog.note)
         console.print(prog.summary(), highlight=False)
         if not no_report:
             rep = write_report(target)

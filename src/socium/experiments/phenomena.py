@@ -47,6 +47,27 @@ def load_experiment(path: str | Path, overrides: Sequence[str] = (), kind: str |
     return parse_spec(SPECS[name], data, str(path))
 
 
+def prepare_experiment(
+    kind: str, path: str | Path, out: Path | None = None, overrides: Sequence[str] = ()
+) -> tuple[Any, Path]:
+    """The validated spec and its experiment directory, before anything runs (the CLI shows a bad spec
+    as an error alone, not after an empty progress display)."""
+    if kind not in KINDS:
+        raise ConfigError(f"experiment kind {kind!r} is not one of {', '.join(KINDS)}")
+    spec = load_experiment(path, overrides, kind)
+    suffix = "-compare" if kind == "compare" else ""
+    return spec, Path(out) if out is not None else Path((spec.out or f"runs/{spec.name}") + suffix)
+
+
+def run_prepared(
+    kind: str, spec: Any, target: Path, *, force: bool = False, log: Callable[[str], None] = lambda s: None
+) -> dict[str, Any]:
+    """Run a spec from :func:`prepare_experiment` into ``target``."""
+    if kind == "compare":
+        return run_compare(spec, target, RUNNERS[spec.experiment], force=force, log=log)
+    return RUNNERS[kind](spec, target, force=force, log=log)
+
+
 def run_experiment(
     kind: str,
     path: str | Path,
@@ -57,11 +78,5 @@ def run_experiment(
     log: Callable[[str], None] = lambda s: None,
 ) -> tuple[Path, dict[str, Any]]:
     """Run ``kind`` (propagation, herding, polarisation, or compare of the spec's experiment)."""
-    if kind not in KINDS:
-        raise ConfigError(f"experiment kind {kind!r} is not one of {', '.join(KINDS)}")
-    spec = load_experiment(path, overrides, kind)
-    suffix = "-compare" if kind == "compare" else ""
-    target = Path(out) if out is not None else Path((spec.out or f"runs/{spec.name}") + suffix)
-    if kind == "compare":
-        return target, run_compare(spec, target, RUNNERS[spec.experiment], force=force, log=log)
-    return target, RUNNERS[kind](spec, target, force=force, log=log)
+    spec, target = prepare_experiment(kind, path, out, overrides)
+    return target, run_prepared(kind, spec, target, force=force, log=log)
