@@ -32,6 +32,7 @@ def test_rich_progress_counts_runs_steps_calls_and_reuse():
     assert current() is not prog  # uninstalled after the block
     # no terminal: a plain status line per finished run, so nothing long runs silently in a log
     assert "exp: 1/3 runs" in out and "exp: 2/3 runs (1 reused)" in out
+    assert "━" not in out and "0/?" not in out  # only the plain lines: no bar at the end, no line before a count
 
 
 def _herding_spec(tmp_path):

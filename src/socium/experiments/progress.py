@@ -91,11 +91,13 @@ class RichProgress(ExperimentProgress):
             TextColumn("ETA"),
             TimeRemainingColumn(),
             console=self.console,
-            disable=disable,
+            # Without a terminal (CI logs, pipes) rich draws nothing until the end, then the bar once more
+            # after the plain lines said it all: there the plain status lines below replace it.
+            disable=disable or not self.console.is_terminal,
         )
         self._task = self._progress.add_task(neutralise(title), total=None, count="", info="")
-        # Without a terminal (CI logs, pipes) rich draws nothing until the end, so print a plain status
-        # line at most every PLAIN_EVERY_S seconds and one per finished run instead.
+        # A plain status line at most every PLAIN_EVERY_S seconds and one per finished run, once there is
+        # something to count (no '0/? runs' line before the first run starts).
         self._plain = not disable and not self.console.is_terminal
         self._last_plain = 0.0
 
@@ -129,7 +131,8 @@ class RichProgress(ExperimentProgress):
         self._progress.update(
             self._task, completed=self.done + frac, total=total, count=neutralise(count), info=neutralise(info)
         )
-        if self._plain and time.perf_counter() - self._last_plain >= self.PLAIN_EVERY_S:
+        started = self.total or self.done or self._inflight or self.steps
+        if self._plain and started and time.perf_counter() - self._last_plain >= self.PLAIN_EVERY_S:
             self._last_plain = time.perf_counter()
             self.note(self.status_line())
 
@@ -170,7 +173,7 @@ class RichProgress(ExperimentProgress):
         self._refresh()
 
     def note(self, message: str) -> None:
-        self._progress.console.print(neutralise(message), markup=False, highlight=False)
+        self.console.print(neutralise(message), markup=False, highlight=False)
 
     def summary(self) -> str:
         wall = time.perf_counter() - self.started
