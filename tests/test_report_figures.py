@@ -274,3 +274,20 @@ def test_sensitivity_bars_print_the_tables_numbers_beside_the_interval(tmp_path,
     texts = sorted((t.xy[0], t.get_text()) for t in ax.texts)
     assert texts == sorted((r["mu_star"] + r["mu_star_ci95"], fmt(r["mu_star"])) for r in rows)  # "6.000", not "6"
     assert ax.get_xlim()[1] > 6.5 + 4.1  # the number beside the longest interval stays inside the frame
+
+
+def test_mean_cascade_axes_tick_whole_counts(tmp_path, monkeypatch):
+    from matplotlib.ticker import MaxNLocator
+
+    seen = []
+    monkeypatch.setattr(P, "_save", lambda fig, path, *a, **k: seen.append(fig.axes) or path)
+    curves = [
+        {"scale": [1, 2, 3], "depth": [0, 1, 1], "max_breadth": [0, 1, 2]},
+        {"scale": [1, 1, 4], "depth": [0, 0, 1], "max_breadth": [0, 0, 3]},
+    ]
+    P.mean_cascade_curves(tmp_path / "m.png", "t", {"model": curves, "real": curves})
+    for ax in seen[0]:  # means of 2 cascades are fractional; the ticks of a count axis are not
+        loc = ax.yaxis.get_major_locator()
+        assert isinstance(loc, MaxNLocator) and all(float(t).is_integer() for t in loc.tick_values(0, 3.5)), (
+            ax.get_title()
+        )

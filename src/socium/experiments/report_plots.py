@@ -166,6 +166,7 @@ def mean_cascade_curves(
         ax.set_xlabel("minutes since the source post")
         ax.set_ylabel(CURVE_YLABELS[key])
         ax.set_ylim(bottom=0)
+        _integer(ax)  # a mean of counts may be fractional, its axis still counts users and hops
     fig.suptitle(title, fontsize=11)
     return _save(fig, path, axes[0])
 
