@@ -4,6 +4,7 @@ Also: ``steps.wall_s`` adds up to the real wall time (set-up and resume included
 """
 
 import json
+import re
 import time
 
 import duckdb
@@ -102,3 +103,9 @@ def test_wall_time_includes_set_up(tmp_path, monkeypatch):
     con.close()
     assert total >= 0.4 > sum(s.wall_s for s in stats)  # the step-only time misses the set-up
     assert total <= elapsed
+    # the CLI's summary line counts the same set-up (it printed the steps' time alone)
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({"name": "w", "steps": 2, "population": {"n_agents": 30}}))
+    r = runner.invoke(app, ["run", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "cli"), "--quiet"])
+    assert r.exit_code == 0, r.output
+    printed = float(re.search(r"ran 2 steps in ([0-9.]+)s \(wall time, set-up included\)", r.output).group(1))
+    assert printed >= 0.4
