@@ -1,6 +1,7 @@
 """The command line a researcher types every day: version, flags, choices, query output, config reference, data."""
 
 import csv
+import io
 import json
 import re
 
@@ -83,16 +84,39 @@ def test_query_says_when_truncated(run_dir):
 
 
 @pytest.mark.parametrize("width", [60, 100, 160])
-def test_query_table_fits_the_terminal_and_hides_no_header(run_dir, width):
+def test_query_table_fits_the_terminal_and_says_when_it_cut(run_dir, width):
     sql = "SELECT * FROM posts ORDER BY post_id LIMIT 2"
     r = runner.invoke(app, ["query", str(run_dir), sql], env={"COLUMNS": str(width)})
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
-    assert max(len(x) for x in lines) <= width and all(x.endswith(("┓", "┃", "┩", "│", "┘")) for x in lines)
-    assert "…" not in r.output  # folded, never cut behind an ellipsis
-    if width >= 120:  # wide enough: every name on one line
+    assert max(len(x) for x in lines) <= width  # never cropped at the terminal's edge
+    box = [x for x in lines if x.startswith(("┏", "┃", "┡", "│", "└"))]
+    assert box and all(x.endswith(("┓", "┃", "┩", "│", "┘")) for x in box)
+    assert "parent_…" not in r.output and "truncat…" not in r.output  # names fold, never cut
+    if width >= 160:  # wide enough: every name on one line, every value whole, no note
         for name in ("post_id", "parent_id", "truncated", "sanitized"):
-            assert name in lines[1], name
+            assert name in box[1], name
+        assert "…" not in r.output and "cut to" not in r.output
+    else:  # too narrow for every value: a cut is marked, and the note says how to get it whole
+        assert "--format csv prints every value whole" in " ".join(r.output.split())
+
+
+def test_result_tables_never_split_a_number(monkeypatch):
+    from rich.console import Console
+
+    import socium.cli.main as M
+
+    cells = [["LLM (random, smoke)", "0.667", "[0.280, 0.803]"], ["IC null", "0.541", "[0.000, 1.266]"]]
+    for width, whole in ((120, True), (24, False)):
+        con = Console(width=width, record=True, file=io.StringIO())
+        monkeypatch.setattr(M, "console", con)
+        con.print(M._result_table(["source", "P(next +)", "95% CI"], cells, "t", wider="see the HTML"))
+        text = con.export_text()
+        if whole:  # every number on one line, as the HTML table prints it
+            assert all(v in text for v in ("0.667", "[0.280, 0.803]", "[0.000, 1.266]")) and "cut to" not in text
+        else:  # a number that does not fit ends in '…' (never '0.66' over '7'), and the caption says so
+            assert "see the HTML" in " ".join(text.split())
+            assert not any(ln.rstrip(" │").endswith(("0.66", "0.54")) for ln in text.splitlines())
 
 
 def test_query_writes_csv_json_parquet(run_dir, tmp_path):

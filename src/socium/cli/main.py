@@ -11,6 +11,7 @@ from typing import Any, Literal
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
 from socium.console_text import SafeConsole, neutralise, plain
@@ -188,12 +189,24 @@ def run(
     console.print(f"card:  socium card {run_dir}")
 
 
-def _result_table(cols: list[str], cells: list[list[str]], min_names: bool) -> Table:
-    """A query result as a table whose cells fold rather than hide text behind an ellipsis; with
-    ``min_names`` no column is narrower than its name (rich cut 'parent_id' to 'parent_…')."""
-    table = Table()
-    for c in cols:
-        table.add_column(c, overflow="fold", min_width=min(len(c), 24) if min_names else None)
+def _result_table(cols: list[str], cells: list[list[str]], title: str | None = None, wider: str = "") -> Table:
+    """A table of results that never splits a number: where every column fits at the width of its name
+    and of its longest word (24 characters at most), those are its minimum widths (rich cut 'parent_id'
+    to 'parent_…' and '[0.280, 0.803]' to '[0.2…'); a wider table keeps rich's layout, whose ellipsis at
+    least shows a cut, where folding would print 0.667 as '0.66' over '7', and its caption says where
+    the whole table is (``wider``). Names fold rather than cut."""
+
+    def longest_word(i: int) -> int:
+        return max((len(w) for row in cells for w in row[i].split()), default=0)
+
+    need = [max(min(len(c), 24), min(longest_word(i), 24)) for i, c in enumerate(cols)]
+    fits = sum(n + 3 for n in need) + 1 <= console.width
+    caption = (
+        None if fits else f"(cut to {console.width} columns where a value shows …; {wider or 'widen the terminal'})"
+    )
+    table = Table(title=title, caption=caption)
+    for c, n in zip(cols, need):
+        table.add_column(Text(neutralise(c), overflow="fold"), min_width=n if fits else None)
     for row in cells:
         table.add_row(*row)
     return table
@@ -251,10 +264,7 @@ def query(
     rows = rows[:limit]
     if fmt == "table":
         cells = [["NULL" if v is None else str(v) for v in r] for r in rows]
-        # Names side by side only where they fit with room for short values (8 characters, 3 for borders);
-        # rich crops a table whose minimum widths exceed the terminal.
-        names_fit = sum(max(min(len(c), 24), 8) + 3 for c in cols) + 1 <= console.width
-        console.print(_result_table(cols, cells, min_names=names_fit))
+        console.print(_result_table(cols, cells, wider="--format csv prints every value whole"))
     else:
         from socium.query_output import format_rows
 
@@ -408,10 +418,8 @@ def _print_report_tables(rep: Any) -> None:
         console.print(plain(b, "bold red"))
     for t in rep.tables:
         if t.summary:
-            table = Table(*t.columns, title=t.title)
-            for row in t.rows:
-                table.add_row(*row)
-            console.print(table)
+            cells = [list(r) for r in t.rows]
+            console.print(_result_table(list(t.columns), cells, t.title, wider=f"the whole table is in {rep.html}"))
 
 
 @app.command()
