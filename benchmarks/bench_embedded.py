@@ -21,7 +21,7 @@ import time
 import duckdb
 
 from socium.config import config_from_dict
-from socium.llm.embedded import EmbeddedBackend, auto_threads
+from socium.llm.embedded import IDLE_BELOW, EmbeddedBackend, auto_threads, measure_busy_elsewhere, omp_defaults
 from socium.llm.wrappers import find_wrapper
 from socium.simulator.simulation import Simulation
 
@@ -69,8 +69,13 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=96)
     args = ap.parse_args()
     threads = None if args.threads == "auto" else int(args.threads)
+    busy = measure_busy_elsewhere()
+    omp_defaults(idle=busy is not None and busy < IDLE_BELOW)  # as the backend would; printed below
+    shown = "?" if busy is None else f"{busy:.2f}"
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"load average {os.getloadavg()[0]:.2f}; auto threads now: {auto_threads()}")
+          f"load average {os.getloadavg()[0]:.2f}, cores busy elsewhere now {shown}; "
+          f"auto threads now: {auto_threads(load=busy)}; OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} "
+          f"GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')}")
     rows = []
     for par in (int(p) for p in args.parallel.split(",")):
         t0 = time.perf_counter()

@@ -14,7 +14,7 @@ import pytest
 
 from socium.errors import ConfigError, LLMError
 from socium.llm import models
-from socium.llm.embedded import auto_threads
+from socium.llm.embedded import OMP_DEFAULTS, auto_threads, busy_elsewhere, omp_defaults
 
 
 def _fake_chunks(root: Path, contents: list[bytes], prefix: str = "fakemodel_part") -> tuple[str, ...]:
@@ -131,6 +131,53 @@ def test_chunk_packages_are_not_imported(chunk_root: Path) -> None:
 )
 def test_threads_follow_the_machine_and_its_load(cpus: int, load: float, want: int) -> None:
     assert auto_threads(cpus, load) == want
+
+
+def _stat(user: int = 0, nice: int = 0, system: int = 0, steal: int = 0) -> dict[str, int]:
+    return dict(user=user, nice=nice, system=system, idle=0, iowait=0, irq=0, softirq=0, steal=steal)
+
+
+@pytest.mark.parametrize(
+    ("after", "own_s", "count_niced", "want"),
+    [
+        (_stat(), 0.0, False, 0.0),  # idle
+        (_stat(user=50, system=10), 1.2, False, 0.0),  # all of it was this process (loading the model)
+        (_stat(user=100), 0.0, False, 2.0),  # two cores busy elsewhere for the whole second
+        (_stat(user=25, steal=25), 0.0, False, 1.0),  # the hypervisor took half a core
+        (_stat(nice=100), 0.0, False, 0.0),  # niced neighbours that yield to this process
+        (_stat(nice=100), 0.0, True, 2.0),  # ... and those that do not (autogroups, or this one niced too)
+        (_stat(user=30), 0.9, False, 0.0),  # own time beyond the window's busy time: clamped at 0
+    ],
+)
+def test_busy_elsewhere_takes_out_own_time_and_optionally_niced_time(
+    after: dict[str, int], own_s: float, count_niced: bool, want: float
+) -> None:
+    # 50 jiffies a second over a 1-second window: 100 jiffies are 2 CPU-seconds, i.e. 2 cores
+    got = busy_elsewhere(_stat(), after, own_s, 1.0, count_niced=count_niced, hz=50)
+    assert got == pytest.approx(want)
+
+
+@pytest.mark.parametrize(
+    ("env", "want"),
+    [
+        ({}, OMP_DEFAULTS),  # nothing set: passive threads with a short spin
+        ({"OMP_WAIT_POLICY": ""}, OMP_DEFAULTS),  # empty counts as unset (libgomp rejects it)
+        ({"OMP_WAIT_POLICY": "passive"}, {"GOMP_SPINCOUNT": "1000000"}),  # the docs' advice gets the spin too
+        ({"OMP_WAIT_POLICY": "ACTIVE"}, {}),  # a spin count would cut ACTIVE's spinning short
+        ({"GOMP_SPINCOUNT": "0"}, {"OMP_WAIT_POLICY": "PASSIVE"}),  # the user's own spin count stays
+        ({"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "5"}, {}),
+    ],
+)
+def test_omp_defaults_only_fill_what_the_user_left_unset(env: dict[str, str], want: dict[str, str]) -> None:
+    before = dict(env)
+    assert omp_defaults(env) == want
+    assert env == {**before, **want}
+
+
+def test_omp_spin_only_on_an_idle_machine() -> None:
+    env: dict[str, str] = {}
+    assert omp_defaults(env, idle=False) == {"OMP_WAIT_POLICY": "PASSIVE"}
+    assert omp_defaults(env, idle=True) == {"GOMP_SPINCOUNT": "1000000"}  # a later, idle load may still add it
 
 
 def test_qwen_example_config_is_valid() -> None:

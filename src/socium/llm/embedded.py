@@ -20,14 +20,22 @@ import math
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from typing import Any
 
 from ..errors import ConfigError, LLMError
 from .models import INSTALL_ENGINE, ModelSpec, default_model_path, resolve_model
 from .types import ErrorKind, LLMRequest, LLMResult
 
-__all__ = ["EmbeddedBackend", "auto_threads", "default_model_path"]
+__all__ = [
+    "OMP_DEFAULTS",
+    "EmbeddedBackend",
+    "auto_threads",
+    "busy_elsewhere",
+    "default_model_path",
+    "measure_busy_elsewhere",
+    "omp_defaults",
+]
 
 #: Threads llama.cpp may use when the machine is idle; a 135M-1.5B model gains little past this.
 MAX_AUTO_THREADS = 8
@@ -43,30 +51,126 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
+#: A machine with less than this many cores busy elsewhere counts as idle: all cores, and OpenMP spins.
+IDLE_BELOW = 0.5
+#: Columns of /proc/stat's "cpu" line, in order (jiffies spent in each state, all cores together).
+_STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def _read_stat() -> dict[str, int] | None:
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            first = f.readline().split()
+    except OSError:  # pragma: no cover - not Linux
+        return None
+    if not first or first[0] != "cpu" or len(first) < 1 + len(_STAT_FIELDS):
+        return None  # pragma: no cover - an unknown format
+    return dict(zip(_STAT_FIELDS, map(int, first[1:])))
+
+
+def busy_elsewhere(
+    before: dict[str, int], after: dict[str, int], own_s: float, window_s: float, *, count_niced: bool, hz: int = 100
+) -> float:
+    """Cores other processes kept busy between two /proc/stat samples ``window_s`` apart, this process's
+    own ``own_s`` CPU-seconds taken out. ``count_niced``: whether niced processes' time counts (see
+    :func:`measure_busy_elsewhere`)."""
+    keys = ("user", "system", "irq", "softirq", "steal") + (("nice",) if count_niced else ())
+    busy_s = sum(after[k] - before[k] for k in keys) / hz
+    return max(0.0, busy_s - own_s) / max(window_s, 1e-9)
+
+
+def _autogroup() -> bool:
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled", encoding="ascii") as f:
+            return f.read().strip() == "1"
+    except OSError:  # pragma: no cover - not Linux, or an old kernel
+        return False
+
+
+def measure_busy_elsewhere(window_s: float = 0.3) -> float | None:
+    """Cores busy with other work right now (sampled over ``window_s``), or None where /proc/stat is
+    not readable.
+
+    Why not the load average: it still carries for a minute what ran just before (this process's
+    own imports, or the ``pip install`` of README's first command), which made an idle 2-core
+    machine look busy and the model run on one thread. Niced processes count unless they really
+    yield to this one: a nice-0 thread gets ~98% of a core it shares with a nice-19 one (CFS weights
+    1024 : 15), but with autogroup scheduling (the Linux default for desktops and many servers) nice
+    only ranks processes of one session, and a nice-19 job started from another shell gets an equal
+    share (seen here: load 4-5 from nice-19 jobs, 2 inference threads slowed down many times).
+    """
+    before = _read_stat()
+    if before is None:
+        return None
+    own0, t0 = time.process_time(), time.monotonic()
+    time.sleep(window_s)
+    after, own1, t1 = _read_stat(), time.process_time(), time.monotonic()
+    if after is None:  # pragma: no cover - vanished between two reads
+        return None
+    try:
+        count_niced = _autogroup() or os.nice(0) > 0
+        hz = os.sysconf("SC_CLK_TCK")
+    except (AttributeError, OSError, ValueError):  # pragma: no cover - not Unix
+        count_niced, hz = True, 100
+    return busy_elsewhere(before, after, own1 - own0, t1 - t0, count_niced=count_niced, hz=hz)
+
+
 def auto_threads(cpus: int | None = None, load: float | None = None) -> int:
-    """llama.cpp threads for this machine as it is now.
+    """llama.cpp threads for this machine as it is now; ``load``: cores other work keeps busy (by
+    default measured now by :func:`measure_busy_elsewhere`, else the 1-minute load average).
 
     Inference threads that share a core with anything else collapse (measured on 2 cores:
-    generation 67 -> 3 tok/s when one other process ran), so all cores are used only when the
-    machine is otherwise idle (1-minute load average under half a core); on a busy machine, the
-    cores nobody else is using, less one for the simulator itself, and never fewer than one.
+    generation 67 -> 3 tok/s when one other process ran: llama.cpp's barriers spin, so one
+    descheduled thread stalls all of them), so all cores are used only when the machine is
+    otherwise idle (under half a core busy elsewhere); on a busy machine, the cores nobody else is
+    using, less one for the simulator itself, and never fewer than one.
     """
     cpus = _cpus() if cpus is None else cpus
     if load is None:
+        load = measure_busy_elsewhere()
+    if load is None:  # pragma: no cover - no /proc/stat
         try:
             load = os.getloadavg()[0]
-        except (AttributeError, OSError):  # pragma: no cover - not Unix
+        except (AttributeError, OSError):
             load = 0.0
-    if load < 0.5:
+    if load < IDLE_BELOW:
         return max(1, min(cpus, MAX_AUTO_THREADS))
     return max(1, min(math.floor(cpus - load) - 1, MAX_AUTO_THREADS))
 
 
-def _import_engine() -> Any:
-    # OpenMP worker threads otherwise spin after each call and starve the simulator's own threads;
-    # must be set before the library (and its OpenMP runtime) is loaded.
-    if not os.environ.get("OMP_WAIT_POLICY"):  # unset or empty (libgomp rejects an empty value)
-        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+#: OpenMP settings the engine gets unless the user set them. PASSIVE: worker threads sleep between
+#: calls instead of spinning for seconds against the simulator's own threads. PASSIVE alone (libgomp's
+#: spin count 0) also puts the pool to sleep in the kernel after every graph, i.e. after every decoded
+#: token; a short spin first (GOMP_SPINCOUNT 10^6, a few milliseconds) keeps it awake from one token to
+#: the next (an earlier session measured 16-token answers ~3x faster with it on 2 idle cores). On a busy
+#: machine the spin costs far more than it saves (2 threads beside other jobs, six 16-token calls:
+#: 3.2-3.7 s without it; 2.2 s once with it, and 25 s and 50 s when a neighbour ran), so it is set
+#: only where the machine is idle when the engine loads (libgomp reads it once, then).
+OMP_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "1000000"}
+
+
+def omp_defaults(environ: MutableMapping[str, str] | None = None, *, idle: bool = True) -> dict[str, str]:
+    """Set :data:`OMP_DEFAULTS` in ``environ`` (``os.environ``) where unset or empty (libgomp rejects
+    an empty value), the spin count only on an ``idle`` machine; return what was set.
+
+    A value the user gave is kept. ``OMP_WAIT_POLICY=PASSIVE`` set by the user (as this project's
+    docs advise) still gets the short spin, which keeps its meaning (sleep between calls); a user's
+    ``ACTIVE`` does not, since libgomp would take the spin count over ACTIVE's minutes of spinning.
+    """
+    env = os.environ if environ is None else environ
+    out: dict[str, str] = {}
+    if not env.get("OMP_WAIT_POLICY"):
+        out["OMP_WAIT_POLICY"] = OMP_DEFAULTS["OMP_WAIT_POLICY"]
+    policy = out.get("OMP_WAIT_POLICY") or env.get("OMP_WAIT_POLICY", "")
+    if idle and not env.get("GOMP_SPINCOUNT") and policy.strip().upper() != "ACTIVE":
+        out["GOMP_SPINCOUNT"] = OMP_DEFAULTS["GOMP_SPINCOUNT"]
+    env.update(out)
+    return out
+
+
+def _import_engine(idle: bool = False) -> Any:
+    # libgomp reads these once, when it is loaded: they must be set before the engine is imported.
+    omp_defaults(idle=idle)
     try:
         import xllamacpp
     except ImportError as exc:
@@ -120,7 +224,9 @@ class EmbeddedBackend:
         model_name: str | None = None,
         cache_ram_mb: int = 0,
     ) -> None:
-        self._engine = _import_engine()
+        # One look at the machine serves both choices that depend on it (0.3 s, against a model load).
+        busy = measure_busy_elsewhere() if n_threads is None or not os.environ.get("GOMP_SPINCOUNT") else None
+        self._engine = _import_engine(idle=busy is not None and busy < IDLE_BELOW)
         self.spec: ModelSpec | None
         path, self.spec = resolve_model(model, model_path)
         if not path.is_file():
@@ -128,7 +234,7 @@ class EmbeddedBackend:
         self.model_path = path
         self.model_name = model_name or (self.spec.model_name if self.spec is not None else path.stem)
         self.n_ctx = n_ctx
-        self.n_threads = n_threads if n_threads is not None else auto_threads()
+        self.n_threads = n_threads if n_threads is not None else auto_threads(load=busy)
         self.n_parallel = n_parallel if n_parallel is not None else DEFAULT_PARALLEL
         if self.n_threads < 1 or self.n_parallel < 1:
             raise ConfigError("llm.n_threads and llm.n_parallel: must be at least 1")
