@@ -392,22 +392,21 @@ def sweep(
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
     else:
-        table = Table(
-            "run", "overrides", "seed", "steps", "posts", "actions", "wall s", "status", title=f"sweep: {spec.out}"
-        )
-        for r in rows:
-            ov = " ".join(f"{k}={v}" for k, v in r["overrides"].items())
-            table.add_row(
+        cols = ["run", "overrides", "seed", "steps", "posts", "actions", "wall s", "status"]
+        cells = [
+            [
                 r["run"],
-                ov,
+                " ".join(f"{k}={v}" for k, v in r["overrides"].items()),
                 str(r["seed"]),
                 str(r["steps"]),
                 str(r["posts"]),
                 str(r["actions"]),
                 "" if r["wall_s"] is None else f"{r['wall_s']:.2f}",
                 r["status"],
-            )
-        console.print(table)
+            ]
+            for r in rows
+        ]
+        console.print(_result_table(cols, cells, f"sweep: {spec.out}", wider="--json prints every value whole"))
         console.print(f"runs: {spec.out}/run-*/trace.duckdb  (compare with socium.experiments.sweep.attach_runs)")
     if any(r["status"] != "ok" for r in rows):
         raise typer.Exit(1)
@@ -567,6 +566,7 @@ def sensitivity(
     set_: list[str] = typer.Option([], "--set", help="Override a spec field: key.path=value (repeatable)."),
 ) -> None:
     """Morris or Sobol design over named config parameters (SALib), run on Ray; rank parameters per outcome."""
+    from socium.experiments.report import fmt
     from socium.experiments.sensitivity import load_sensitivity, run_sensitivity
 
     try:
@@ -582,17 +582,14 @@ def sensitivity(
             if key == "mu_star"
             else ["parameter", "S1", "S1 95% CI", "ST", "ST 95% CI"]
         )
-        table = Table(
-            *cols, title=f"{name}: {o['description']} (mean {o['mean']:.3g}, range {o['min']:.3g}-{o['max']:.3g})"
-        )
-        for r in o.get("indices", []):
-            if key == "mu_star":
-                table.add_row(r["parameter"], f"{r['mu_star']:.3g}", f"+-{r['mu_star_ci95']:.3g}", f"{r['sigma']:.3g}")
-            else:
-                table.add_row(
-                    r["parameter"], f"{r['S1']:.3g}", f"+-{r['S1_ci95']:.3g}", f"{r['ST']:.3g}", f"+-{r['ST_ci95']:.3g}"
-                )
-        console.print(table)
+        title = f"{name}: {o['description']} (mean {fmt(o['mean'])}, range {fmt(o['min'])} to {fmt(o['max'])})"
+        cells = [  # the numbers the HTML table and the figures print
+            [r["parameter"], fmt(r["mu_star"]), f"+-{fmt(r['mu_star_ci95'])}", fmt(r["sigma"])]
+            if key == "mu_star"
+            else [r["parameter"], fmt(r["S1"]), f"+-{fmt(r['S1_ci95'])}", fmt(r["ST"]), f"+-{fmt(r['ST_ci95'])}"]
+            for r in o.get("indices", [])
+        ]
+        console.print(_result_table(cols, cells, title, wider="the report has the whole table"))
         if o.get("note"):
             console.print(f"  {name}: {o['note']}")
     from socium.experiments.report import write_report
@@ -640,10 +637,10 @@ def episodes(
     banner = smoke_banner(cfg.llm.backend)
     if banner:
         console.print(plain(banner, "bold red"))
-    table = Table(*TABLE_HEADER, title=f"episodes: {rep.out}")
-    for row in table_rows(rep.summary, paper=False):
-        table.add_row(*row)
-    console.print(table)
+    cells = [list(row) for row in table_rows(rep.summary, paper=False)]
+    console.print(
+        _result_table(list(TABLE_HEADER), cells, f"episodes: {rep.out}", wider=f"{rep.out}/summary.md has it whole")
+    )
     console.print(
         "paper (Zhou et al. 2024, SOTOPIA, GPT-4 judge): goal agents / mindreaders / script = "
         "GPT-3.5 6.95 / 7.45 / 8.44, Mixtral 7.49 / 8.30 / 8.40; words per turn agents 29.8, script 16.0"
