@@ -33,6 +33,11 @@ def test_rich_progress_counts_runs_steps_calls_and_reuse():
     # no terminal: a plain status line per finished run, so nothing long runs silently in a log
     assert "exp: 1/3 runs" in out and "exp: 2/3 runs (1 reused)" in out
     assert "━" not in out and "0/?" not in out  # only the plain lines: no bar at the end, no line before a count
+    buf = io.StringIO()
+    with RichProgress("rule", "runs", Console(file=buf, width=200, force_terminal=False)) as prog:
+        prog.expect(1)
+        prog.finish_item("a")
+    assert "rule: 1/1 runs · " in buf.getvalue() and "LLM" not in buf.getvalue()  # no calls, no call count
 
 
 def _herding_spec(tmp_path):

@@ -113,9 +113,8 @@ class RichProgress(ExperimentProgress):
 
     def status_line(self) -> str:
         task = self._progress.tasks[0]
-        return (
-            f"{self.title}: {task.fields['count']} · {task.fields['info']} · {time.perf_counter() - self.started:.0f}s"
-        )
+        parts = (task.fields["count"], task.fields["info"], f"{time.perf_counter() - self.started:.0f}s")
+        return f"{self.title}: " + " · ".join(p for p in parts if p)
 
     def _refresh(self) -> None:
         frac = min(self.at / self.steps, 0.999) if self.steps else 0.0
@@ -126,7 +125,8 @@ class RichProgress(ExperimentProgress):
         total = max(self.total, self.done + (1 if self.steps and self.at < self.steps else 0)) or None
         calls = self.calls + sum(c for c, _ in self._inflight_usage.values())
         tokens = self.tokens + sum(t for _, t in self._inflight_usage.values())
-        info = f"{current}{calls:,} LLM calls · {tokens:,} tokens"
+        # rule-based runs make no calls: no '0 LLM calls · 0 tokens' on every line of a sweep of them
+        info = f"{current}{calls:,} LLM calls · {tokens:,} tokens" if calls or tokens else current.rstrip(" ·")
         count = f"{self.done}/{self.total or '?'} {self.unit}" + (f" ({self.reused} reused)" if self.reused else "")
         self._progress.update(
             self._task, completed=self.done + frac, total=total, count=neutralise(count), info=neutralise(info)
