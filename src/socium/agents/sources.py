@@ -14,6 +14,7 @@ import ast
 import csv
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -361,11 +362,27 @@ def _read_text(path: Path) -> str:
         raise InputFileError(path, None, f"cannot read: {exc.strerror or exc}") from None
 
 
+# A list of plain decimal numbers ("[0, 1.5, 2e-3]"): the cells socium writes (activity, follow ids).
+_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
+_NUMBER_LIST = re.compile(rf"\[\s*(?:{_NUMBER}\s*(?:,\s*{_NUMBER}\s*)*)?\]")
+
+
 def _parse_literal_list(path: Path, line: int, column: str, text: str) -> list[Any]:
-    """``ast.literal_eval`` accepts only literals, so a crafted cell cannot run code."""
+    """``ast.literal_eval`` accepts only literals, so a crafted cell cannot run code.
+
+    A cell that is a list of plain decimal numbers is read by ``json.loads`` instead: for exactly
+    that grammar both give the same ints and floats, and JSON is ~10x cheaper than compiling the cell
+    (a replicated 3,000-agent CV population spent ~10% of a run in ``literal_eval``). Anything else
+    (strings, tuples, ``1_000``, a trailing comma) takes the ``literal_eval`` path as before.
+    """
     s = text.strip()
     if not s:
         return []
+    if _NUMBER_LIST.fullmatch(s):
+        try:
+            return list(json.loads(s))
+        except ValueError:  # an integer past Python's digit limit: literal_eval reports it below
+            pass
     try:
         value = ast.literal_eval(s)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
