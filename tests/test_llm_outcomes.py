@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import duckdb
+import pytest
 
 from socium.agents.llm_policy import LLMPolicy
 from socium.config import config_from_dict
@@ -142,3 +143,16 @@ def test_narrator_gets_per_member_schemas_and_one_reask_for_skipped_or_wrong_mem
     n = sum(r[1] for r in per)
     assert card["narrator"]["invalid"] == multi and card["narrator"]["agent_steps"] == n
     assert card["narrator"]["invalid_rate"] == round(multi / n, 4) and card["narrator"]["reask_calls"] == len(reasks)
+
+
+def test_survey_schema_closes_the_object_and_bounds_the_answer() -> None:
+    """Constrained decoding follows the schema: keys beyond answer/value, or an answer longer than fits
+    the token budget, were what left SmolLM2's surveys without a value."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from socium.simulator.surveys import SURVEY_ANSWER_CHARS, survey_schema
+
+    v = jsonschema.Draft202012Validator(survey_schema((-1.0, 1.0)))
+    assert v.is_valid({"answer": "yes", "value": 0.5})
+    assert not v.is_valid({"answer": "yes", "value": 0.5, "description": {"text": "..."}})
+    assert not v.is_valid({"answer": "x" * (SURVEY_ANSWER_CHARS + 1), "value": 0.5})
+    assert not v.is_valid({"answer": "yes", "value": 1.5})
