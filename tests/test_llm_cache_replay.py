@@ -150,51 +150,53 @@ def test_parse_json_lenient_rejects_with_reason(text: str, reason: str) -> None:
         parse_json_lenient(text)
 
 
-def _json_key_text(payload: object) -> bytes:
-    """The cache key's text as it was defined before the orjson fast path (the reference)."""
+def _reference_key(req: LLMRequest, model: str) -> str:
+    """The cache key as defined before the orjson fast path: sha256 of json's sorted, compact text."""
+    import hashlib
+
+    payload = {
+        "model": model,
+        "messages": [[m.role, m.content] for m in req.messages],
+        "schema": req.json_schema,
+        "max_tokens": req.max_tokens,
+        "temperature": req.temperature,
+        "seed": req.seed,
+    }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return text.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def test_canonical_json_writes_the_bytes_json_writes() -> None:
-    """Cache keys are stored in every trace (``request_hash``) and replays look them up: the fast
-    writer must give the very bytes ``json`` gives, or fall back to it, for whatever a payload holds."""
+def test_cache_keys_are_the_ones_json_gives() -> None:
+    """Cache keys are stored in every trace (``request_hash``) and replays look them up: the orjson
+    fast path must give json's very bytes, or fall back to json, whatever a request holds."""
     import numpy as np
 
-    from socium.llm.types import canonical_json
+    from socium.agents import prompts as P
 
     rng = np.random.default_rng(7)
     floats = [0.0, -0.0, 0.7, 1.0, 100.0, 1e15, 1e16, 1e22, 1.5e300, 1e-4, 1e-5, 5e-5, 1e-7, 5e-324]
     floats += [float(x) for x in 10.0 ** rng.uniform(-12, 22, 3000) * rng.choice([-1, 1], 3000)]
     floats += [float("nan"), float("inf"), -float("inf")]
     text = "".join(chr(c) for c in range(0, 0xD800)) + "".join(chr(c) for c in range(0xE000, 0x10FFFF, 97))
-    payloads: list[object] = [
-        {"schema": {"anyOf": [{"enum": [3, 1, 2], "maxLength": 280}]}, "temperature": t, "seed": None} for t in floats
-    ]
-    payloads += [
-        {"messages": [["user", text]], "b": 1, "a": [True, False, None]},
+    action = P.action_schema(["create_post", "like_post", "follow", "do_nothing"], [5, 3, 9], [2], 280)
+    schemas: list[object] = [{"anyOf": [{"enum": [3, 1, 2], "maximum": f}]} for f in floats]
+    schemas += [
+        None,
+        action,
         {"\uffff": 1, "\U00010000": 2, "\ue000": 3, "é": 4, "B": 5, "a": 6, "": 7},  # code-point order
-        {"x": "lone \ud800 surrogate"},
+        {"x": "lone \ud800 surrogate", "y": [True, False, None]},
         {"x": 2**70, "y": -(2**63), "z": 2**64 - 1},
-        {"x": "a hyphen-ated text, null, 1e-5 and 0.00001 as words"},
-        {"x": (1, 2), "y": [{"z": {}}]},
+        {"x": "hyphen-ated text, null, 1e-5 and 0.00001 as words", "y": (1, 2), "z": [{"w": {}}]},
     ]
-    for p in payloads:
-        assert canonical_json(p) == _json_key_text(p), p
-    with pytest.raises(TypeError):  # json refuses non-string keys mixed with strings: so does the key
-        canonical_json({1: "a", "b": 2})
-
-
-def test_cache_key_is_the_sha256_of_the_json_text() -> None:
-    import hashlib
-
-    req = user_request("a", "héllo <b>\n\u2028", system="s", json_schema={"enum": [1, 2]}, seed=3, temperature=0.25)
-    payload = {
-        "model": "m",
-        "messages": [["system", "s"], ["user", "héllo <b>\n\u2028"]],
-        "schema": {"enum": [1, 2]},
-        "max_tokens": req.max_tokens,
-        "temperature": 0.25,
-        "seed": 3,
-    }
-    assert req.cache_key("m") == hashlib.sha256(_json_key_text(payload)).hexdigest()
+    contents = [text, "plain", "lone \udc00 surrogate", "<<<END POST>>> \u2028 \x00"]
+    for i, schema in enumerate(schemas):
+        for temperature, seed, model in ((0.7, i, "m"), (1e-05, None, "é \ud800"), (2.0, -(2**40), "")):
+            req = LLMRequest(
+                request_id="r",
+                messages=[ChatMessage(role="system", content="s"), ChatMessage(role="user", content=contents[i % 4])],
+                json_schema=schema,  # type: ignore[arg-type]
+                temperature=temperature,
+                seed=seed,
+                max_tokens=7,
+            )
+            assert req.cache_key(model) == _reference_key(req, model), (schema, temperature, seed, model)

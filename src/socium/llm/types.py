@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -70,15 +69,18 @@ class LLMRequest(BaseModel):
         ``request_id`` and ``metadata`` are left out on purpose: the same prompt asked by another
         agent or at another step is the same question to the model.
         """
-        payload = {
-            "model": model,
-            "messages": [[m.role, m.content] for m in self.messages],
-            "schema": self.json_schema,
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "seed": self.seed,
-        }
-        return hashlib.sha256(canonical_json(payload)).hexdigest()
+        text = _fast_key_text(model, self) if _orjson is not None else None
+        if text is None:
+            payload = {
+                "model": model,
+                "messages": [[m.role, m.content] for m in self.messages],
+                "schema": self.json_schema,
+                "max_tokens": self.max_tokens,
+                "temperature": self.temperature,
+                "seed": self.seed,
+            }
+            text = json_key_text(payload)
+        return hashlib.sha256(text).hexdigest()
 
     def params(self) -> dict[str, Any]:
         """The sampling parameters alone, as stored in the call log."""
@@ -90,11 +92,6 @@ class LLMRequest(BaseModel):
         }
 
 
-#: orjson output that may differ from ``json.dumps``: a float written with a negative exponent or
-#: as ``0.0000...`` (Python's repr says ``1e-05``), and a ``null`` value, which orjson also writes for
-#: NaN and infinities. A payload that holds one is written by ``json`` instead; a string that merely
-#: looks like one only costs that slower path.
-_MAYBE_UNLIKE_JSON = re.compile(rb"[0-9]e-|0\.0000|[:,\[]null")
 _ORJSON_STRICT = (
     (_orjson.OPT_SORT_KEYS | _orjson.OPT_PASSTHROUGH_DATACLASS | _orjson.OPT_PASSTHROUGH_DATETIME)
     | _orjson.OPT_PASSTHROUGH_SUBCLASS
@@ -103,27 +100,59 @@ _ORJSON_STRICT = (
 )
 
 
-def canonical_json(payload: Any) -> bytes:
-    """``json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` as UTF-8 bytes
-    (lone surrogates kept as ``surrogatepass`` writes them): the text every cache key is the hash of.
-
-    Why not plain ``json``: an action schema made this ~30 us of CPU per call, the largest single
-    cost of building a request. orjson writes the same bytes for the same keys (sorted by code
-    point), strings (same escapes, UTF-8) and integers; it refuses what it cannot write the same way
-    (a lone surrogate, an integer past 64 bits, a non-string key, subclasses, dataclasses, dates),
-    and its floats can differ only where :data:`_MAYBE_UNLIKE_JSON` finds a mark: both go to
-    ``json``, so keys never change (tests/test_llm_cache_replay.py compares the two).
-    """
-    if _orjson is not None:
-        try:
-            out = _orjson.dumps(payload, option=_ORJSON_STRICT)
-        except TypeError:
-            pass
-        else:
-            if _MAYBE_UNLIKE_JSON.search(out) is None:
-                return out
+def json_key_text(payload: Any) -> bytes:
+    """``json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` as UTF-8
+    (lone surrogates kept, as ``surrogatepass`` writes them): what a cache key is the sha256 of."""
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return text.encode("utf-8", "surrogatepass")  # hostile text must still hash
+
+
+def _scalar(v: Any) -> bytes:
+    if type(v) is int:
+        return b"%d" % v
+    if v is None:
+        return b"null"
+    return json.dumps(v).encode("ascii")  # floats as Python's repr writes them, as json does
+
+
+def _fast_key_text(model: str, req: LLMRequest) -> bytes | None:
+    """:func:`json_key_text` of a cache key's payload, written by orjson, or None where it might differ.
+
+    Why: ``json`` made this ~30 us of CPU per call for an action schema, the largest single cost of
+    building a request. orjson writes the same bytes for strings (same escapes, UTF-8), integers
+    and keys (sorted by code point); it refuses (TypeError) what it would write otherwise or json
+    refuses: a lone surrogate, an integer past 64 bits, a non-string key, subclasses, dataclasses,
+    dates. Its floats differ from Python's repr only below 1e-4 (``1e-7`` / ``0.00001`` for
+    ``1e-07`` / ``1e-05``) and for NaN and infinities (``null``): a schema holding a '.', a '-' or
+    a ``null`` goes to json (a cheap byte scan; floats are rare in schemas, socium's have none).
+    The top-level scalars are written here as json writes them. tests/test_llm_cache_replay.py
+    compares the two on hostile text and thousands of floats.
+    """
+    try:
+        schema = b"null" if req.json_schema is None else _orjson.dumps(req.json_schema, option=_ORJSON_STRICT)
+        if req.json_schema is not None and (b"." in schema or b"-" in schema or b"null" in schema):
+            return None
+        messages = _orjson.dumps([[m.role, m.content] for m in req.messages])
+        name = _orjson.dumps(model)
+    except TypeError:
+        return None
+    return b"".join(
+        (
+            b'{"max_tokens":',
+            _scalar(req.max_tokens),
+            b',"messages":',
+            messages,
+            b',"model":',
+            name,
+            b',"schema":',
+            schema,
+            b',"seed":',
+            _scalar(req.seed),
+            b',"temperature":',
+            _scalar(req.temperature),
+            b"}",
+        )
+    )
 
 
 class LLMResult(BaseModel):
