@@ -1,9 +1,11 @@
-"""Pool the seeds of examples/propagation-llm.yaml into one table and one figure (docs/results.md).
+"""Pool the seeds of a propagation CV (examples/propagation-llm.yaml, examples/results/propagation-cv.yaml)
+into one table and one figure (docs/results.md).
 
 Each seed is a full 5-fold CV run (its own fold split and run seed); a cascade's score under a
 model is held-out NRMSE. Pooled over seeds, the CI is a percentile bootstrap over (seed, cascade)
 pairs resampled by cascade (a cascade's seeds stay together, so repeated seeds do not shrink it).
-The paired difference LLM - calibrated null uses the same resampling.
+The paired differences (LLM - calibrated null, calibrated null - IC baseline) use the same
+resampling. Each seed's own mean and CI (over its cascades) and the issue-12 targets follow.
 
     python examples/propagation_llm_summary.py runs/results/propagation-llm-s0 runs/results/propagation-llm-s1 ...
         [--png docs/img/propagation-llm.png]
@@ -50,7 +52,10 @@ def main() -> None:
         boots = per[idx].mean(1)
         return float(per.mean()), float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))
 
-    print(f"seeds {seeds}; cascades n={len(cids)}; agents per cascade: earliest {res[0]['spec']['max_users']} users")
+    users = res[0]["spec"]["max_users"]
+    who = f"earliest {users} users" if users else "all users"
+    print(f"seeds {seeds}; cascades n={len(cids)}; agents per cascade: {who}; replicas per prediction "
+          f"{res[0]['spec']['cv']['runs']}; bootstrap {a.boot} resamples over cascades")  # fmt: skip
     print("| model | " + " | ".join(f"NRMSE {c} (95% CI)" for c in CURVES) + " | final scale at 150 min |")
     print("|---|" + "---|" * (len(CURVES) + 1))
     table = {}
@@ -63,9 +68,24 @@ def main() -> None:
             + f" | {np.nanmean(final[m]):.1f} |"
         )
     print(f"| real | - | - | - | {np.nanmean(final['real']):.1f} |")
-    if "llm" in models and "calibrated" in models:
-        d = [ci(score["llm"][c] - score["calibrated"][c]) for c in CURVES]
-        print("| LLM - calibrated (paired) | " + " | ".join(f"{v:+.3f} ({lo:+.3f} to {hi:+.3f})" for v, lo, hi in d) + " | |")
+    pairs = (("llm", "calibrated", "LLM - calibrated"), ("calibrated", "ic_pooled", "calibrated - IC"))
+    for m1, m0, label in pairs:
+        if m1 in models and m0 in models:
+            d = [ci(score[m1][c] - score[m0][c]) for c in CURVES]
+            print(f"| {label} (paired) | " + " | ".join(f"{v:+.3f} ({x:+.3f} to {y:+.3f})" for v, x, y in d) + " | |")
+    print("\nper seed (mean over that seed's cascades, 95% bootstrap CI over them):")
+    for j, sd in enumerate(seeds):
+        for m in models:
+            cells = [ci(score[m][c][:, j : j + 1]) for c in CURVES]
+            print(
+                f"  seed {sd} {m}: "
+                + "  ".join(f"{c} {v:.3f} ({lo:.3f}-{hi:.3f})" for c, (v, lo, hi) in zip(CURVES, cells))
+            )
+    targets = res[0].get("summary", {}).get("reference", {}).get("targets")
+    if targets and "calibrated" in table:
+        for c, (v, lo, hi) in zip(CURVES, table["calibrated"]):
+            verdict = "met (CI below)" if hi <= targets[c] else "mean met, CI crosses" if v <= targets[c] else "NOT met"
+            print(f"target calibrated {c} <= {targets[c]}: {v:.3f} ({lo:.3f}-{hi:.3f}) -> {verdict}")
     if a.png:
         import matplotlib
 
@@ -83,7 +103,7 @@ def main() -> None:
         ax.set_xticks(range(len(CURVES)), ["scale", "depth", "max breadth"])
         ax.set_ylabel("held-out NRMSE over 150 min (lower is better)")
         ax.set_title(
-            f"Propagation, {len(cids)} Twitter15 cascades x {res[0]['spec']['max_users']} earliest users, "
+            f"Propagation, {len(cids)} Twitter15 cascades x {who}, "
             f"5-fold CV, seeds {','.join(map(str, seeds))}\n(bars: mean over cascades; whiskers: 95% bootstrap CI)",
             fontsize=9,
         )
