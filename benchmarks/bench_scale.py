@@ -16,6 +16,8 @@ raylet/GCS processes are not counted); ``--actors`` lists the actor counts to ru
 ``--src before=OLD_SRC`` runs the same configurations with an older checkout's ``src`` in the same
 invocation (same load), so a change's effect is read off one table. ``--malloc-trim`` calls glibc's
 ``malloc_trim(0)`` after every step and reports what it gave back (is glibc fragmentation the growth?).
+``--structures`` prints the deep size of each structure that may grow (agent memory, response
+cache, posts, indexes) after the first and the last step: what grew, by name (slows those steps).
 
 LLM agents talk to socium's fake OpenAI-compatible server (schema-valid JSON answers, as
 ``llm.backend: fake``), so the numbers are the simulator's own cost, not a model's. By default
@@ -153,6 +155,43 @@ def trace_bytes(d: str) -> int:
     return sum(p.stat().st_size for p in Path(d).glob("trace.duckdb*"))
 
 
+def deep_size(root: Any) -> int:
+    """Bytes reachable from ``root`` through containers and instance dicts (numpy arrays by nbytes)."""
+    import numpy as np
+
+    seen: set[int] = set()
+    stack, total = [root], 0
+    while stack:
+        x = stack.pop()
+        if id(x) in seen or isinstance(x, type):
+            continue
+        seen.add(id(x))
+        if isinstance(x, np.ndarray):
+            total += x.nbytes + 112
+            if x.dtype == object:
+                stack.extend(x.ravel().tolist())
+            continue
+        total += sys.getsizeof(x)
+        if isinstance(x, dict):
+            stack.extend(x.keys())
+            stack.extend(x.values())
+        elif isinstance(x, (list, tuple, set, frozenset)):
+            stack.extend(x)
+        elif hasattr(x, "__dict__"):
+            stack.append(vars(x))
+    return total
+
+
+def structures(sim: Simulation) -> dict[str, int]:
+    """Deep sizes of the structures that may grow per agent or per step (what grew, by name)."""
+    st = sim.state
+    named = {"agent memory": sim.memory, "response cache": getattr(sim.policy, "_cache", None),
+             "pending search results": sim.pending_results, "posts": st.posts,
+             "search index": getattr(st, "_index", None), "adopters": st.adopters, "by_author": st.by_author,
+             "comments_of": st.comments_of}
+    return {k: deep_size(v) for k, v in named.items() if v is not None}
+
+
 def pids(sim: Simulation) -> list[int | str]:
     """This process plus, with Ray, every actor of the run."""
     info = getattr(sim.executor, "actor_info", None)
@@ -160,7 +199,8 @@ def pids(sim: Simulation) -> list[int | str]:
 
 
 def one(n: int, steps: int, active: float, llm: bool, executor: str, flags: str, url: str | None) -> dict:
-    """One run; ``flags``: b build only, t tracemalloc, m malloc_trim after each step, r<k> k Ray actors."""
+    """One run; ``flags``: b build only, t tracemalloc, m malloc_trim after each step, s structure sizes,
+    r<k> k Ray actors."""
     trace_mem = "t" in flags
     actors = int(flags.split("r", 1)[1]) if "r" in flags else 2
     if trace_mem:
@@ -174,7 +214,7 @@ def one(n: int, steps: int, active: float, llm: bool, executor: str, flags: str,
         if "b" in flags:
             sim.close()
             return out
-        rss_steps, bytes_steps, snaps, where = [], [], [], []
+        rss_steps, bytes_steps, snaps, where, sizes = [], [], [], [], []
         con = sim.store.con
         for s in range(steps):
             before = trace_bytes(d)
@@ -192,6 +232,8 @@ def one(n: int, steps: int, active: float, llm: bool, executor: str, flags: str,
             duck_now = con.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchone()[0]
             where.append({"peak": sum(peak(p) for p in pids(sim)), "pymalloc": pymalloc(),
                           "glibc_used": used, "glibc_free": free, "duckdb": int(duck_now or 0), "trimmed": trimmed})
+            if "s" in flags and s in (0, steps - 1):
+                sizes.append(structures(sim))
             if trace_mem and s in (0, steps - 1):
                 gc.collect()
                 snaps.append(tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)]))
@@ -204,7 +246,7 @@ def one(n: int, steps: int, active: float, llm: bool, executor: str, flags: str,
         top = _top_growth(snaps) if len(snaps) == 2 else []
         sim.close()
     out.update({"rss_steps": rss_steps, "where_steps": where, "trace_bytes_steps": bytes_steps, "wall_steps": walls, "active_steps": acts,
-                "rows_steps": rows, "duckdb_bytes": duck, "tracemalloc_top": top, "load": os.getloadavg()[0]})
+                "rows_steps": rows, "duckdb_bytes": duck, "tracemalloc_top": top, "structures": sizes, "load": os.getloadavg()[0]})
     return out
 
 
@@ -247,6 +289,7 @@ def main() -> None:
     ap.add_argument("--server", default="process", choices=["process", "inproc"])
     ap.add_argument("--src", action="append", default=[], metavar="NAME=PATH", help="extra source tree to compare")
     ap.add_argument("--malloc-trim", action="store_true", help="malloc_trim(0) after every step")
+    ap.add_argument("--structures", action="store_true", help="deep sizes of growing structures, step 1 and last")
     ap.add_argument("--build-only", type=int, nargs="*", default=[])
     ap.add_argument("--tracemalloc", action="store_true")
     ap.add_argument("--one", nargs=6, help=argparse.SUPPRESS)
@@ -295,7 +338,7 @@ def report(a: argparse.Namespace, url: str | None) -> None:
     for ex, k in runs:
         for n in a.agents:
             for tree, src in trees:
-                flags = ("m" if a.malloc_trim else "") + (f"r{k}" if k else "") or "-"
+                flags = ("m" if a.malloc_trim else "") + ("s" if a.structures else "") + (f"r{k}" if k else "") or "-"
                 rule = sub([str(n), str(a.steps), str(a.active), "0", ex, flags], url, src)
                 llm = sub([str(n), str(a.steps), str(a.active), "1", ex, flags], url, src)
                 above = [(x - y) / n for x, y in zip(llm["rss_steps"], rule["rss_steps"])]
@@ -314,11 +357,17 @@ def report(a: argparse.Namespace, url: str | None) -> None:
                          + " ".join(f"{b:,.0f}" for b in above)
                          + f"  (DuckDB holds {llm['duckdb_bytes'] / 2**20:,.1f} MB at the end)",
                          "    LLM run, MB after each step: RSS / peak / pymalloc arenas (live objects) / glibc heap "
-                         "in use (free) / DuckDB" + (" / given back by malloc_trim" if a.malloc_trim else "")]
+                         "in use (free) / DuckDB" + (" / given back by malloc_trim" if a.malloc_trim else "")
+                         + "; step wall s"]
                 for i, (r, w) in enumerate(zip(llm["rss_steps"], llm["where_steps"])):
                     lines.append(f"    step {i}: {_mb(r)} / {_mb(w['peak'])} / {_mb(w['pymalloc'][0])} "
                                  f"({_mb(w['pymalloc'][1])}) / {_mb(w['glibc_used'])} ({_mb(w['glibc_free'])}) / "
-                                 f"{_mb(w['duckdb'])}" + (f" / {w['trimmed'] / 2**20:,.1f}" if a.malloc_trim else ""))
+                                 f"{_mb(w['duckdb'])}" + (f" / {w['trimmed'] / 2**20:,.1f}" if a.malloc_trim else "")
+                                 + f"; {llm['wall_steps'][i]:.1f}")
+                if len(llm["structures"]) == 2:
+                    first, last = llm["structures"]
+                    lines.append(f"    deep size MB after step 1 -> {a.steps} (LLM run): " + ", ".join(
+                        f"{k} {first[k] / 2**20:.2f} -> {last[k] / 2**20:.2f}" for k in last))
                 per_step.append("\n".join(lines))
     if per_step:
         print("\nPer step (with Ray, pymalloc/glibc/DuckDB are the driver's alone):")

@@ -5,15 +5,18 @@ writer's DuckDB has a memory limit.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import small_config
 from socium.agents.llm_policy import RecordingCache
 from socium.agents.memory import WindowMemory
 from socium.errors import ConfigError
 from socium.llm import LLMResult, build_backend, generate_sync, user_request
 from socium.llm.cache import MemoryCache
+from socium.simulator.simulation import Simulation
 from socium.simulator.store import TraceStore
 from socium.testing.fake_server import FakeOpenAIServer
 
@@ -107,6 +110,24 @@ def test_window_memory_stays_bounded_over_many_steps() -> None:
     assert len(w._slots) >= 251 and w.get(250) == ["a new agent id grows the slots"]
 
 
+def test_window_memory_bytes_per_agent_are_bounded() -> None:
+    """Five 84-character lines per agent cost one string and one slot, not a tuple, five strings and
+    a dict entry: under 600 bytes an agent (issue 17's budget is 4 KB per LLM agent in all)."""
+    n = 2000
+    w = WindowMemory(5, n_agents=n)
+    for step in range(8):
+        for agent in range(n):
+            w.add(
+                agent,
+                step,
+                "action",
+                f"step {step}: create_post content='{agent:06d} thinks the new lanes help'".ljust(84),
+            )
+    size = w._slots.nbytes + sum(sys.getsizeof(v) for v in w._slots)
+    assert all(len(w.get(a)) == 5 for a in range(0, n, 97))
+    assert size / n < 600
+
+
 def test_window_memory_separator_in_text_cannot_split_a_line() -> None:
     w = WindowMemory(3)
     w.add(0, 0, "action", f"hostile{WindowMemory.SEP}text")
@@ -130,3 +151,30 @@ def test_trace_writer_bounds_duckdb_memory(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("SOCIUM_TRACE_MEMORY_LIMIT", "lots")
     with pytest.raises(ConfigError, match="SOCIUM_TRACE_MEMORY_LIMIT='lots'"):
         TraceStore(tmp_path / "c.duckdb")
+
+
+def test_llm_run_structures_stay_bounded_over_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's per-agent and per-run structures hold no more after many steps than their bounds:
+    the response cache its LRU size, each agent's window ``memory_size`` lines, the memory slots
+    one per agent, the call records nothing once a step has committed."""
+    monkeypatch.setattr(RecordingCache, "MAX_ENTRIES", 8)
+    n, steps = 30, 6
+    cfg = small_config(
+        steps=steps,
+        population={"n_agents": n, "mean_activity": 0.9},
+        policy={"kind": "llm"},
+        llm={"backend": "random"},
+        llm_agents={"memory_size": 2},
+    )
+    sim = Simulation(cfg, tmp_path / "run", force=True)
+    try:
+        for _ in range(steps):
+            sim.step()
+            cache = sim.policy._cache
+            assert len(cache) <= 8 and cache.pending == []
+            assert all(len(sim.memory.get(a)) <= 2 for a in range(n))
+            assert len(sim.memory._slots) == n
+        assert cache.puts > 8  # more answers passed through than the cache keeps
+        assert max(len(sim.memory.get(a)) for a in range(n)) == 2  # the window bound was reached
+    finally:
+        sim.close()
