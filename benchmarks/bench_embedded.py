@@ -3,7 +3,8 @@
     python benchmarks/bench_embedded.py [--agents 16] [--parallel 1,4] [--threads auto]
 
 For each ``llm.n_parallel`` it runs the same world and seeds and prints one row: actions/s over the
-step (model time included, set-up not), validity (share of agents whose answer parsed and validated),
+step (model time included, set-up not), CPU-seconds per action (whole run, all threads: on a shared
+machine the less load-dependent figure; idle cores could give at most cores / that), validity (share of agents whose answer parsed and validated),
 prompt and completion tokens per call, the share of prompt tokens served from a slot's cache (the
 shared system prompt), threads, and the load average before and after. The machine is shared, so
 read the rows beside the load average: llama.cpp threads that share a core with other work slow
@@ -44,7 +45,9 @@ def one(n: int, parallel: int, threads: int | None, max_tokens: int) -> dict:
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as d:
         sim = Simulation(config_from_dict(config(n, parallel, threads, max_tokens)), d, force=True)
+        cpu0 = time.process_time()  # all threads of this process: the engine's included
         sim.run()
+        cpu_s = time.process_time() - cpu0
         con = duckdb.connect(os.path.join(d, "trace.duckdb"), read_only=True)
         step_s = con.execute("SELECT wall_s FROM steps WHERE step = 0").fetchone()[0]
         answered, invalid = con.execute(
@@ -58,7 +61,7 @@ def one(n: int, parallel: int, threads: int | None, max_tokens: int) -> dict:
     return {"agents": n, "parallel": parallel, "threads": emb.n_threads if emb else threads, "step_s": step_s,
             "actions_per_s": answered / step_s, "valid": 1 - invalid / max(answered, 1), "calls": calls,
             "prompt_tok": (ptok or 0) / max(calls, 1), "completion_tok": (ctok or 0) / max(calls, 1),
-            "cached": cached, "load": f"{load0:.1f} -> {os.getloadavg()[0]:.1f}"}
+            "cached": cached, "cpu_per_action": cpu_s / max(answered, 1), "load": f"{load0:.1f} -> {os.getloadavg()[0]:.1f}"}
 
 
 def main() -> None:
@@ -82,11 +85,11 @@ def main() -> None:
         rows.append(one(args.agents, par, threads, args.max_tokens))
         rows[-1]["run_s"] = time.perf_counter() - t0
     print("| agents | n_parallel | threads | step s | actions/s | valid | prompt tok/call | completion tok/call "
-          "| prompt tokens from cache | load (1 min) |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+          "| prompt tokens from cache | CPU s/action | load (1 min) |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for r in rows:
         print(f"| {r['agents']} | {r['parallel']} | {r['threads']} | {r['step_s']:.1f} | {r['actions_per_s']:.2f} | "
-              f"{r['valid']:.0%} | {r['prompt_tok']:.0f} | {r['completion_tok']:.0f} | {r['cached']:.0%} | {r['load']} |")
+              f"{r['valid']:.0%} | {r['prompt_tok']:.0f} | {r['completion_tok']:.0f} | {r['cached']:.0%} | {r['cpu_per_action']:.2f} | {r['load']} |")
 
 
 if __name__ == "__main__":
