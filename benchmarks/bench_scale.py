@@ -3,7 +3,7 @@
     python benchmarks/bench_scale.py [--agents 1000 10000 100000] [--steps 10] [--active 0.05]
                                      [--executor inprocess ray] [--actors 1 2] [--server process|inproc]
                                      [--src before=/path/to/old/src] [--malloc-trim]
-                                     [--build-only 1000000] [--tracemalloc]
+                                     [--build-only 1000000] [--tracemalloc] [--step-chunk 0 1024]
 
 Each configuration runs in a fresh subprocess (so RSS is its own) and prints one row per (agents,
 executor): build time, RSS after the build, resident bytes per LLM agent above the same world with
@@ -16,6 +16,8 @@ raylet/GCS processes are not counted); ``--actors`` lists the actor counts to ru
 ``--src before=OLD_SRC`` runs the same configurations with an older checkout's ``src`` in the same
 invocation (same load), so a change's effect is read off one table. ``--malloc-trim`` calls glibc's
 ``malloc_trim(0)`` after every step and reports what it gave back (is glibc fragmentation the growth?).
+``--step-chunk`` lists ``executor.step_chunk`` values to run (0: a step's LLM agents all at once; the
+default is the config's default), to read the in-step peak against the chunk size.
 ``--structures`` prints the deep size of each structure that may grow (agent memory, response
 cache, posts, indexes) after the first and the last step: what grew, by name (slows those steps).
 
@@ -37,6 +39,7 @@ import gc
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -132,7 +135,7 @@ def pymalloc() -> tuple[int, int]:
 
 
 def config(n: int, steps: int, active: float, llm: bool, executor: str, url: str | None,
-           actors: int = 2) -> dict[str, Any]:
+           actors: int = 2, chunk: int | None = None) -> dict[str, Any]:
     cfg: dict[str, Any] = {
         "name": "bench-scale", "seed": 1, "steps": steps,
         "population": {"n_agents": n, "activity": "uniform", "mean_activity": active},
@@ -141,6 +144,8 @@ def config(n: int, steps: int, active: float, llm: bool, executor: str, url: str
         "seed_posts": [{"author": i, "content": f"Opening post {i} about the city's new bike lanes."} for i in range(50)],
         "executor": {"kind": executor, "actors": actors, "concurrency_per_actor": 64},
     }
+    if chunk is not None:
+        cfg["executor"]["step_chunk"] = chunk
     if llm:
         cfg["policy"] = {"kind": "llm"}
         cfg["llm"] = {"backend": "fake", "max_concurrency": 64, "retries": 1}
@@ -200,15 +205,16 @@ def pids(sim: Simulation) -> list[int | str]:
 
 def one(n: int, steps: int, active: float, llm: bool, executor: str, flags: str, url: str | None) -> dict:
     """One run; ``flags``: b build only, t tracemalloc, m malloc_trim after each step, s structure sizes,
-    r<k> k Ray actors."""
+    r<k> k Ray actors, c<k> executor.step_chunk k."""
     trace_mem = "t" in flags
-    actors = int(flags.split("r", 1)[1]) if "r" in flags else 2
+    actors = int(m.group(1)) if (m := re.search(r"r(\d+)", flags)) else 2
+    chunk = int(m.group(1)) if (m := re.search(r"c(\d+)", flags)) else None
     if trace_mem:
         tracemalloc.start(25)
     rss0 = rss()
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()
-        sim = Simulation(config_from_dict(config(n, steps, active, llm, executor, url, actors)), d, force=True)
+        sim = Simulation(config_from_dict(config(n, steps, active, llm, executor, url, actors, chunk)), d, force=True)
         build_s = time.perf_counter() - t0
         out: dict[str, Any] = {"build_s": build_s, "rss_start": rss0, "rss_built": rss()}
         if "b" in flags:
@@ -290,6 +296,8 @@ def main() -> None:
     ap.add_argument("--src", action="append", default=[], metavar="NAME=PATH", help="extra source tree to compare")
     ap.add_argument("--malloc-trim", action="store_true", help="malloc_trim(0) after every step")
     ap.add_argument("--structures", action="store_true", help="deep sizes of growing structures, step 1 and last")
+    ap.add_argument("--step-chunk", type=int, nargs="+", default=[None],
+                    help="executor.step_chunk values to run (0: whole step; default: the config's default)")
     ap.add_argument("--build-only", type=int, nargs="*", default=[])
     ap.add_argument("--tracemalloc", action="store_true")
     ap.add_argument("--one", nargs=6, help=argparse.SUPPRESS)
@@ -334,11 +342,12 @@ def report(a: argparse.Namespace, url: str | None) -> None:
           "| trace KB/step | load |")
     print("| --- | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     per_step: list[str] = []
-    runs = [(ex, k) for ex in a.executor for k in (a.actors if ex == "ray" else [0])]
-    for ex, k in runs:
+    runs = [(ex, k, c) for ex in a.executor for k in (a.actors if ex == "ray" else [0]) for c in a.step_chunk]
+    for ex, k, c in runs:
         for n in a.agents:
             for tree, src in trees:
-                flags = ("m" if a.malloc_trim else "") + ("s" if a.structures else "") + (f"r{k}" if k else "") or "-"
+                flags = (("m" if a.malloc_trim else "") + ("s" if a.structures else "") + (f"r{k}" if k else "")
+                         + (f"c{c}" if c is not None else "")) or "-"
                 rule = sub([str(n), str(a.steps), str(a.active), "0", ex, flags], url, src)
                 llm = sub([str(n), str(a.steps), str(a.active), "1", ex, flags], url, src)
                 above = [(x - y) / n for x, y in zip(llm["rss_steps"], rule["rss_steps"])]
@@ -346,7 +355,8 @@ def report(a: argparse.Namespace, url: str | None) -> None:
                 growth = (llm["rss_steps"][-1] - llm["rss_steps"][0]) / max(a.steps - 1, 1) / 1024
                 wall = sum(llm["wall_steps"][1:]) or sum(llm["wall_steps"])  # step 0's wall_s includes the set-up
                 timed = slice(1, None) if len(llm["wall_steps"]) > 1 else slice(None)
-                exn = f"ray, {k} actor{'s' if k > 1 else ''}" if k else ex
+                exn = (f"ray, {k} actor{'s' if k > 1 else ''}" if k else ex) + (
+                    f", step_chunk {c}" if c is not None else "")
                 print(f"| {tree} | {n:,} | {exn} | {llm['build_s']:.2f} | {_mb(llm['rss_built'])} | "
                       f"{above[0]:,.0f} -> {above[-1]:,.0f} | {peak_above:,.0f} | {growth:,.0f} | "
                       f"{len(llm['wall_steps'][timed]) / wall:.2f} | "

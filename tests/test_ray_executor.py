@@ -106,6 +106,10 @@ def test_llm_policy_inprocess_equals_ray_with_its_call_log(ray_local, tmp_path, 
     c2 = small_config(**base, executor={"kind": "ray", "actors": 2})
     got, _ = _run(c2, tmp_path / "ray2", policy(c2))
     assert got == ref
+    # a step split into chunks (executor.step_chunk; 4 agents a chunk here) gives the same trace on Ray
+    c3 = small_config(**base, executor={"kind": "ray", "actors": 2, "step_chunk": 4, "concurrency_per_actor": 1})
+    got, _ = _run(c3, tmp_path / "ray2-chunks", policy(c3))
+    assert got == ref
     con = duckdb.connect(str(tmp_path / "ray2" / "trace.duckdb"), read_only=True)
     try:
         assert con.execute("SELECT count(*) FROM llm_calls").fetchone()[0] > 0

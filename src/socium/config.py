@@ -348,6 +348,13 @@ class ExecutorConfig(_Cfg):
     address: str | None = Field(None, description="Ray cluster address; null starts Ray locally.")
     actors: int = Field(2, ge=1, description="Ray actors holding agent shards.")
     concurrency_per_actor: int = Field(16, ge=1, description="LLM calls in flight per actor.")
+    step_chunk: int = Field(
+        1024,
+        ge=0,
+        description="LLM agents observed and decided together within a step (0: the whole step at once). "
+        "Bounds the memory a step holds in flight (observations, prompts, answers) by the chunk instead of by the "
+        "active agents; decisions are still applied after the last chunk, so the trace is the same for any value.",
+    )
     num_gpus: float = Field(0.0, ge=0, description="GPUs per actor (for in-process vLLM engines).")
     cpus_per_actor: float | None = Field(
         None,

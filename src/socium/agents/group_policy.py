@@ -25,7 +25,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from socium.agents import prompts as P
-from socium.agents.llm_policy import LLMPolicy, _short_error, validate_answer
+from socium.agents.llm_policy import LLMPolicy, _short_error, rendered_calls, validate_answer
 from socium.agents.observation import Decision, Observation
 from socium.llm.parsing import parse_json_lenient
 from socium.platform.text import clean_text, quote_inline, quote_untrusted
@@ -65,6 +65,10 @@ class GroupLLMPolicy(LLMPolicy):
         for o in observations:
             out[int(self.labels[o.agent_id]) % n].append(o)
         return out
+
+    def step_chunk(self, size: int) -> int | None:
+        """Clusters are formed over the whole active set of a step: a step is never split."""
+        return None
 
     # ---- one call for a chunk of a cluster -----------------------------------------------------
     def group_messages(self, members: Sequence[Observation]) -> list[dict[str, str]]:
@@ -184,7 +188,7 @@ class GroupLLMPolicy(LLMPolicy):
     async def adecide_batch(self, observations: Sequence[Observation]) -> list[Decision]:
         decided = await asyncio.gather(*(self._decide_chunk(ch) for ch in self.chunks(observations)))
         decisions = sorted((d for ds in decided for d in ds), key=lambda d: d.agent_id)
-        calls = self._drain_calls()
+        calls = rendered_calls(self._drain_calls())
         if decisions:
             decisions[0].meta.setdefault("llm_calls", []).extend(calls)
         return decisions

@@ -503,6 +503,16 @@ class LLMPolicy:
             return out
         return partition_in_groups(observations, n, self.ac.group_size)
 
+    def step_chunk(self, size: int) -> int | None:
+        """Policy-bound observations per chunk of a step that give the decisions of the whole step
+        (``executor.step_chunk``); None: only the whole step does. Each agent's call depends on its own
+        observation alone; script mode's narrator groups are runs of ``group_size`` of the sorted
+        active set, so its chunks hold whole groups."""
+        if self.cfg.perspective == "omniscient":
+            g = self.ac.group_size
+            return max(1, size // g) * g
+        return size
+
     def for_actor(self, ctx: Any) -> LLMPolicy:
         """Inside a Ray actor: talk to the servers assigned to it, at its own concurrency."""
         llm = self.cfg.llm
@@ -527,7 +537,7 @@ class LLMPolicy:
             decisions = [d for ds in decided for d in ds]
         else:
             decisions = await started_in_slices(self.adecide, obs)
-        calls = self._drain_calls()
+        calls = rendered_calls(self._drain_calls())
         if decisions:
             decisions[0].meta.setdefault("llm_calls", []).extend(calls)
         return decisions
@@ -721,7 +731,36 @@ def make_llm_policy(sim: Any) -> LLMPolicy:
     return LLMPolicy(sim.cfg)
 
 
-def call_rows(calls: list[tuple[str, LLMRequest, LLMResult, str]], first_id: int) -> dict[str, list]:
+class RenderedRequest:
+    """A request as the call log stores it: its prompt and parameters already serialised to the JSON
+    strings of ``llm_calls``. Why: a step holds every call until it commits, and a live
+    :class:`LLMRequest` (message objects, a per-call JSON schema of nested dicts) costs several times
+    its two strings in small Python objects; with Ray it also crosses the wire that way."""
+
+    __slots__ = ("metadata", "params_json", "prompt_json", "request_id")
+
+    def __init__(self, req: LLMRequest) -> None:
+        self.request_id = req.request_id
+        self.metadata = req.metadata
+        self.params_json = json.dumps(req.params(), sort_keys=True)
+        self.prompt_json = json.dumps(
+            [{"role": m.role, "content": clean_text(m.content, 200_000).text} for m in req.messages],
+            ensure_ascii=False,
+        )  # always valid UTF-8 JSON
+
+    def __getstate__(self) -> tuple[str, dict[str, Any], str, str]:
+        return self.request_id, self.metadata, self.params_json, self.prompt_json
+
+    def __setstate__(self, state: tuple[str, dict[str, Any], str, str]) -> None:
+        self.request_id, self.metadata, self.params_json, self.prompt_json = state
+
+
+def rendered_calls(calls: list[tuple[str, Any, LLMResult, str]]) -> list[tuple[str, Any, LLMResult, str]]:
+    """Calls with their requests replaced by :class:`RenderedRequest` (same ``llm_calls`` rows)."""
+    return [(k, r if isinstance(r, RenderedRequest) else RenderedRequest(r), res, m) for k, r, res, m in calls]
+
+
+def call_rows(calls: list[tuple[str, Any, LLMResult, str]], first_id: int) -> dict[str, list]:
     """``llm_calls`` columns for the calls of one step, in a deterministic order."""
     cols: dict[str, list] = {
         k: []
@@ -750,7 +789,7 @@ def call_rows(calls: list[tuple[str, LLMRequest, LLMResult, str]], first_id: int
         ((c[1].metadata.get("step") or 0), (c[1].metadata.get("agent_id") or 0), c[1].request_id, i)
         for i, c in enumerate(calls)
     ]
-    calls = [calls[k[3]] for k in sorted(keyed)]
+    calls = rendered_calls([calls[k[3]] for k in sorted(keyed)])
     for i, (key, req, res, model) in enumerate(calls):
         md = req.metadata
         for k, v in (
@@ -761,14 +800,8 @@ def call_rows(calls: list[tuple[str, LLMRequest, LLMResult, str]], first_id: int
             ("request_id", req.request_id),
             ("request_hash", key),
             ("model", model),
-            ("params", json.dumps(req.params(), sort_keys=True)),
-            (
-                "prompt",
-                json.dumps(
-                    [{"role": m.role, "content": clean_text(m.content, 200_000).text} for m in req.messages],
-                    ensure_ascii=False,
-                ),
-            ),  # always valid UTF-8 JSON
+            ("params", req.params_json),
+            ("prompt", req.prompt_json),
             ("response", clean_text(res.text, 100_000).text if res.ok else None),
             ("prompt_tokens", res.prompt_tokens),
             ("completion_tokens", res.completion_tokens),

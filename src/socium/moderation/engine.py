@@ -95,6 +95,15 @@ class ModerationLayer:
             bot_decision(o, ver, self.rcfg.bot_reposts) for o in bots
         ]
 
+    def policy_bound(self, agents: np.ndarray) -> np.ndarray:
+        """Which of ``agents`` the policy decides for (bots act by rule): a boolean mask."""
+        return self.roles[agents] != BOT
+
+    def needed_after_actions(self, o: Observation) -> bool:
+        """Whether :meth:`extra_decisions` or :meth:`after_actions` reads this observation (a step
+        decided in chunks keeps only these: fact-checkers' views, prebunking shown)."""
+        return bool(self.roles[o.agent_id] == FACT_CHECKER) or o.extra.get("prebunk_shown") is not None
+
     def annotate(self, obs: list[Observation], state: Any) -> None:
         """Add what a user would see: labels and notes (``platform`` shows them), ground truth only
         for perspectives in ``moderation.veracity_visible_to``, and prebunking for inoculated agents."""

@@ -441,9 +441,61 @@ class Simulation(mesa.Model):
         return np.flatnonzero(on)
 
     # ---- one step ---------------------------------------------------------------------------
-    def observe(self, users: np.ndarray, step: int, rec: StepRecorder) -> list[Observation]:
+    def _decide(self, active: np.ndarray, step: int, rec: StepRecorder) -> tuple[list[Decision], list[Observation]]:
+        """Observe and decide for the active agents, ``executor.step_chunk`` policy-bound agents at a time.
+
+        Why chunks: a step's observations, prompts and answers in flight cost ~20-35 KB per activation,
+        so at 5% of 10^6 agents a whole step at once peaks at GBs; a chunk bounds that by its size.
+        The results are those of the whole step: every feed is ranked for all active agents at once
+        (the recommender's draws are per step), observations are built before any decision of the step
+        is applied, and each chunk's calls are kept only as their ``llm_calls`` rows. Returns the
+        decisions sorted by agent id (bots' rule decisions included) and the observations moderation
+        still needs after the step's actions (fact-checkers', prebunked ones)."""
         st = self.state
-        feeds = self.recsys.feeds(st, users, self.cfg.recsys.k, step, component_rng(self.cfg.seed, RECSYS, step))
+        feeds = self.recsys.feeds(st, active, self.cfg.recsys.k, step, component_rng(self.cfg.seed, RECSYS, step))
+        decisions: list[Decision] = []
+        fixed: list[Decision] = []
+        kept: list[Observation] = []
+        for lo, hi in self._chunks(active):
+            observations = self.observe(active[lo:hi], step, rec, feeds[lo:hi])
+            observations, bots = self.moderation.split(observations, st)  # bots act by rule, not by the policy
+            self.moderation.annotate(observations, st)  # labels, notes, ground truth, prebunking: as users see them
+            got = self.executor.run(observations)
+            for d in got:  # the calls leave the decisions now, as log rows only (RenderedRequest)
+                calls = d.meta.pop("llm_calls", None)
+                if calls:
+                    rec.calls.extend(calls)
+            decisions += got
+            fixed += bots
+            kept += [o for o in observations if self.moderation.needed_after_actions(o)]
+            del observations, got
+        return (sorted(fixed + decisions, key=lambda d: d.agent_id) if fixed else decisions), kept
+
+    def _chunks(self, active: np.ndarray) -> list[tuple[int, int]]:
+        """``[lo, hi)`` slices of ``active`` (sorted) that each hold the policy's chunk of policy-bound
+        agents (bots are not counted: they make no call); one slice when the policy cannot be split."""
+        ex = self.cfg.executor
+        size = ex.step_chunk
+        hook = getattr(self.policy, "step_chunk", None)
+        if not size or hook is None or not self.needs_profile:
+            return [(0, len(active))]
+        # never below twice what can be in flight at once, or the chunks would starve the servers
+        floor = 2 * ex.concurrency_per_actor * (ex.actors if ex.kind == "ray" else 1)
+        per = hook(max(size, floor))
+        if per is None or per >= len(active):
+            return [(0, len(active))]
+        counted = np.cumsum(self.moderation.policy_bound(active))
+        cuts = np.searchsorted(counted, np.arange(per, int(counted[-1]), per), side="right").tolist()
+        bounds = [0, *cuts, len(active)]
+        return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
+
+    def observe(
+        self, users: np.ndarray, step: int, rec: StepRecorder, feeds: Sequence[Any] | None = None
+    ) -> list[Observation]:
+        """Observations of ``users``; ``feeds``: their feeds, already ranked (else ranked here)."""
+        st = self.state
+        if feeds is None:
+            feeds = self.recsys.feeds(st, users, self.cfg.recsys.k, step, component_rng(self.cfg.seed, RECSYS, step))
         need_adopt = getattr(self.policy, "needs_adoption", False)
         stance = self.population.stance
         names = self.population.usernames
@@ -652,12 +704,8 @@ class Simulation(mesa.Model):
         n_actions = self.apply_decisions(seeds, rec)
         n_actions += self.apply_decisions(manual, rec)
         active = self.active_agents(step) if chosen is None else chosen
-        observations = self.observe(active, step, rec)
-        observations, fixed = self.moderation.split(observations, st)  # bots act by rule, not by the policy
-        self.moderation.annotate(observations, st)  # labels, notes, ground truth, prebunking: as users see them
         try:
-            decisions = self.executor.run(observations)
-            decisions = sorted(fixed + decisions, key=lambda d: d.agent_id) if fixed else decisions
+            decisions, observations = self._decide(active, step, rec)
             decisions += self.moderation.extra_decisions(observations, st)  # fact-checkers' reports
             n_actions += self.apply_decisions(decisions, rec)
             new_posts = range(st.events.first_post, len(st.posts))

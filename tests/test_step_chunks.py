@@ -1,0 +1,77 @@
+"""A step decided in chunks (``executor.step_chunk``) writes the trace of the same step decided whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import small_config
+from socium.simulator.simulation import Simulation
+from socium.simulator.store import trace_digest
+
+
+def _run(path: Path, chunk: int, **over: Any) -> tuple[dict[str, str], int]:
+    """The trace digest and how many times the executor was asked (chunks over all steps)."""
+    cfg = small_config(
+        steps=4,
+        population={"n_agents": 80, "mean_activity": 0.5},
+        policy={"kind": "llm"},
+        llm={"backend": "random"},
+        executor={"step_chunk": chunk, "concurrency_per_actor": 1},
+        **over,
+    )
+    sim = Simulation(cfg, path)
+    runs = 0
+    inner = sim.executor.run
+
+    def counted(obs: Any) -> Any:
+        nonlocal runs
+        runs += 1
+        return inner(obs)
+
+    sim.executor.run = counted
+    sim.run()
+    return trace_digest(path / "trace.duckdb"), runs
+
+
+@pytest.mark.parametrize(
+    "over",
+    [
+        {},
+        {"perspective": "omniscient", "llm_agents": {"group_size": 4}},
+        {"roles": {"bot": 0.2, "fact_checker": 0.1, "spreader": 0.1}},
+    ],
+    ids=["local", "omniscient-groups", "bots-and-fact-checkers"],
+)
+def test_chunked_step_gives_the_same_trace(tmp_path: Path, over: dict[str, Any]) -> None:
+    whole, n_whole = _run(tmp_path / "whole", 0, **over)
+    chunked, n_chunked = _run(tmp_path / "chunked", 5, **over)
+    assert n_whole == 4 and n_chunked > 2 * n_whole  # the steps really were split
+    assert whole["llm_calls"] and whole["actions"]
+    whole.pop("runs"), chunked.pop("runs")  # the config recorded there names the chunk size (not its hash)
+    assert chunked == whole
+
+
+def test_chunks_hold_whole_narrator_groups_and_skip_bots(tmp_path: Path) -> None:
+    cfg = small_config(
+        population={"n_agents": 60, "mean_activity": 0.5},
+        policy={"kind": "llm"},
+        llm={"backend": "random"},
+        perspective="omniscient",
+        llm_agents={"group_size": 4},
+        roles={"bot": 0.3},
+        executor={"step_chunk": 9, "concurrency_per_actor": 1},
+    )
+    sim = Simulation(cfg, tmp_path / "r")
+    try:
+        active = sim.active_agents(0)
+        bound = sim.moderation.policy_bound(active)
+        chunks = sim._chunks(active)
+        assert chunks[0][0] == 0 and chunks[-1][1] == len(active)
+        assert all(a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
+        sizes = [int(bound[lo:hi].sum()) for lo, hi in chunks]
+        assert len(sizes) > 1 and all(s == 8 for s in sizes[:-1]) and 0 < sizes[-1] <= 8  # 9 // 4 groups of 4
+    finally:
+        sim.close()
