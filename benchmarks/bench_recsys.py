@@ -58,7 +58,6 @@ def build_world(n_users: int, n_posts: int, seed: int = 0) -> tuple[PlatformStat
     p = st.posts
     for i in range(n_posts):  # direct table writes: the benchmark is about ranking, not action validation
         p.add(int(authors[i]), int(steps[i]), float(steps[i]) * 3600.0, ORIGINAL, -1, -1, texts[i])
-        st.by_author.setdefault(int(authors[i]), []).append(i)
     p._cols["likes"][:n_posts] = likes
     st.begin_step(47, 47 * 3600.0)
     profiles = topic_texts(rng, user_topic)

@@ -45,6 +45,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +172,9 @@ def deep_size(root: Any) -> int:
         if id(x) in seen or isinstance(x, type):
             continue
         seen.add(id(x))
+        if isinstance(x, array):
+            total += sys.getsizeof(x)
+            continue
         if isinstance(x, np.ndarray):
             total += x.nbytes + 112
             if x.dtype == object:
@@ -192,8 +196,9 @@ def structures(sim: Simulation) -> dict[str, int]:
     st = sim.state
     named = {"agent memory": sim.memory, "response cache": getattr(sim.policy, "_cache", None),
              "pending search results": sim.pending_results, "posts": st.posts,
-             "search index": getattr(st, "_index", None), "adopters": st.adopters, "by_author": st.by_author,
-             "comments_of": st.comments_of}
+             "search index": getattr(st, "_index", None), "adopters": getattr(st.adopters, "_more", st.adopters),
+             "by_author": getattr(st, "by_author", None), "comments_of": st.comments_of,
+             "likes, dislikes, reposts, reports": [st.likes, st.dislikes, st.reposted, st.reported]}
     return {k: deep_size(v) for k, v in named.items() if v is not None}
 
 

@@ -55,6 +55,12 @@ def test_create_post_and_repost_chain():
     assert st.posts.get("reposts", p0) == 2 and st.adopters[p0] == {0, 1, 2}
     q = st.apply(3, A.QuotePost(post_id=p0, content="so true")).post_id
     assert st.posts.get("kind", q) == 2 and st.posts.get("root", q) == p0
+    c = st.apply(4, A.CreateComment(post_id=p0, content="hm")).post_id
+    assert st.adopters[p0] == {0, 1, 2, 3}  # a comment is not an adoption
+    assert st.adopters.has(p0, 0) and st.adopters.has(p0, 3) and not st.adopters.has(p0, 4)
+    assert st.adopters.get(c) == () and not st.adopters.has(c, 4)  # nor is a comment a root anyone adopts
+    assert st.apply(0, A.QuotePost(post_id=r1, content="mine")).ok and st.adopters[p0] == {0, 1, 2, 3}
+    assert st.recent_posts_of(0, 5) == [p0, len(st.posts) - 1] and st.recent_posts_of(4, 5) == []
 
 
 def test_post_invalid_cases():
@@ -99,7 +105,7 @@ def test_comments():
     assert_invalid(st, 2, A.Repost(post_id=c), "is a comment")
     assert_invalid(st, 2, A.CreateComment(post_id=77, content="x"), "does not exist")
     assert_invalid(st, 2, A.CreateComment(post_id=p0, content=""), "empty")
-    assert c not in st.by_author.get(1, [])  # comments are not feed posts
+    assert c not in st.recent_posts_of(1, 100)  # comments are not feed posts
 
 
 def test_follow_unfollow_mute():

@@ -88,7 +88,6 @@ def feed_item(
     """One post as ``viewer`` sees it in a list (feed, results, global feed): text, counts, author."""
     p = state.posts
     root = p.get("root", pid)
-    adopters = state.adopters.get(root, ())
     author = p.get("author", pid)
     s = float(stance[author])
     return FeedItem(
@@ -103,10 +102,10 @@ def feed_item(
         comments=p.get("comments", pid),
         source=source,
         rank=rank,
-        adopted=viewer in adopters,
+        adopted=state.adopters.has(root, viewer),
         liked=(viewer, pid) in state.likes,
         disliked=(viewer, pid) in state.dislikes,
-        adoption=(len(followees & adopters) / len(followees)) if followees else 0.0,
+        adoption=(len(followees & state.adopters.get(root, set())) / len(followees)) if followees else 0.0,
         author_stance=None if np.isnan(s) else s,
         author_username=usernames[author],
     )

@@ -8,6 +8,7 @@ the trace rather than a corrupted world. No LLM, no Ray, no store here.
 from __future__ import annotations
 
 import re
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -25,6 +26,47 @@ GROUP_HISTORY = 50  # messages kept per group for observations; the trace keeps 
 
 def _tokens(text: str) -> set[str]:
     return {t for t in _TOKEN.findall(text.lower()) if len(t) > 1}
+
+
+class Adopters:
+    """Root post -> users who posted, reposted or quoted it, stored compactly.
+
+    Why not a set per root: every original post is a root adopted by its author, so at 10^5 LLM
+    agents a set per post (~220 bytes even with one member) was most of the index's growth per
+    step. The author of a root is read from the post table; only the other adopters (reposts and
+    quotes, far fewer) are kept as sets.
+    """
+
+    __slots__ = ("_more", "_posts")
+
+    def __init__(self, posts: PostTable) -> None:
+        self._posts = posts
+        self._more: dict[int, set[int]] = {}
+
+    def _author(self, root: int) -> int | None:
+        p = self._posts
+        if not 0 <= root < len(p) or p.get("kind", root) == COMMENT:
+            return None  # comments are never adopted
+        return p.get("author", root)
+
+    def add(self, root: int, agent: int) -> None:
+        if agent != self._author(root):
+            self._more.setdefault(root, set()).add(agent)
+
+    def has(self, root: int, agent: int) -> bool:
+        return agent == self._author(root) or agent in self._more.get(root, ())
+
+    def get(self, root: int, default: set[int] | tuple[()] = ()) -> set[int] | tuple[()]:
+        """All adopters of ``root`` as a new set (``default`` when it has none)."""
+        author = self._author(root)
+        more = self._more.get(root, set())
+        return ({author} | more if author is not None else set(more)) or default
+
+    def __getitem__(self, root: int) -> set[int]:
+        got = self.get(root)
+        if not got:
+            raise KeyError(root)
+        return set(got)
 
 
 @dataclass
@@ -70,14 +112,13 @@ class PlatformState:
         self.reposted: set[tuple[int, int]] = set()
         self.reported: set[tuple[int, int]] = set()
         self.mutes: dict[int, set[int]] = {}
-        self.adopters: dict[int, set[int]] = {}  # root post -> users who posted, reposted or quoted it
-        self.by_author: dict[int, list[int]] = {}
+        self.adopters = Adopters(self.posts)  # root post -> users who posted, reposted or quoted it
         self.comments_of: dict[int, list[int]] = {}  # post -> its comments, oldest first (shown under it)
         self.groups: list[tuple[str, set[int]]] = []
         self.group_log: list[deque[tuple[int, int, str]]] = []  # per group: recent (step, author, text)
         self.member_of: dict[int, set[int]] = {}  # agent -> group ids, so an observation needs no scan
         self.joined: np.ndarray | None = None  # who has signed up (None: everyone; see simulator.signups)
-        self._index: dict[str, list[int]] = {}
+        self._index: dict[str, array[int]] = {}  # token -> post ids (4 bytes each, no int objects)
         self.step = 0
         self.time = 0.0
         self.events = StepEvents()
@@ -101,8 +142,11 @@ class PlatformState:
         return post in m.removed or p.get("root", post) in m.removed or p.get("author", post) in m.suspended
 
     def recent_posts_of(self, author: int, k: int) -> list[int]:
-        lst = self.by_author.get(author)
-        return lst[-k:] if lst else []
+        """The last ``k`` feed posts (not comments) of ``author``, oldest first. A scan of the post
+        table's columns (no per-author index is kept: nothing on a step's path asks this)."""
+        p = self.posts
+        ids = np.flatnonzero((p.col("author") == author) & (p.col("kind") != COMMENT))
+        return [int(i) for i in ids[-k:]] if k > 0 else []
 
     def trend(self, k: int | None = None) -> list[int]:
         """Most engaged posts (likes + reposts + comments) of the recent window, ties to newest."""
@@ -136,7 +180,7 @@ class PlatformState:
         toks = _tokens(query)
         if not toks:
             return []
-        lists = sorted((self._index.get(t, []) for t in toks), key=len)
+        lists = sorted((self._index.get(t, ()) for t in toks), key=len)
         hits = set(lists[0]).intersection(*lists[1:]) if lists[0] else set()
         return [h for h in sorted(hits, reverse=True) if not self.hidden(h)][: self.search_limit]
 
@@ -193,10 +237,11 @@ class PlatformState:
         pid = self.posts.add(agent, self.step, self.time, kind, parent, root, ct.text)
         root_id = self.posts.get("root", pid)
         if kind != COMMENT:
-            self.adopters.setdefault(root_id, set()).add(agent)
-            self.by_author.setdefault(agent, []).append(pid)
+            self.adopters.add(root_id, agent)
         for t in _tokens(ct.text):
-            self._index.setdefault(t, []).append(pid)
+            if (ids := self._index.get(t)) is None:
+                self._index[t] = ids = array("i")
+            ids.append(pid)
         if ct.truncated or ct.sanitized:
             self.events.post_flags[pid] = (ct.truncated, ct.sanitized)
         return A.Outcome(status="ok", post_id=pid, truncated=ct.truncated, sanitized=ct.sanitized)
