@@ -1,0 +1,101 @@
+"""benchmarks/scale_study.py: its CIs take the seed, not the agent, as the independent unit."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "scale_study.py"
+
+
+@pytest.fixture(scope="module")
+def study():
+    spec = importlib.util.spec_from_file_location("scale_study", _PATH)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["scale_study"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _clustered(rng: np.random.Generator, seeds: int, agents: int, between: float) -> list[np.ndarray]:
+    """Per seed, agents sharing one seed-level shift (sd ``between``) plus their own noise (sd 1)."""
+    return [rng.normal(rng.normal(0.0, between), 1.0, agents) for _ in range(seeds)]
+
+
+def test_seed_ci_wider_than_agent_pooled_when_seeds_differ(study):
+    rng = np.random.default_rng(3)
+    data = _clustered(rng, seeds=5, agents=2000, between=0.5)
+    _, a_lo, a_hi = study.agent_pooled_ci(data)
+    s = study.seed_ci([float(d.mean()) for d in data])
+    assert s["n"] == 5
+    assert (s["hi"] - s["lo"]) > 5 * (a_hi - a_lo)
+
+
+def test_seed_ci_has_nominal_coverage_where_agent_pooled_does_not(study):
+    """Over repeated synthetic studies with true mean 0, the seed-level 95% interval covers 0 about 95%
+    of the time; the agent-pooled one, which ignores the shared seed effect, far less often."""
+    rng = np.random.default_rng(11)
+    seed_cover = agent_cover = 0
+    reps = 300
+    for _ in range(reps):
+        data = _clustered(rng, seeds=5, agents=500, between=0.3)
+        _, a_lo, a_hi = study.agent_pooled_ci(data)
+        s = study.seed_ci([float(d.mean()) for d in data])
+        seed_cover += s["lo"] <= 0 <= s["hi"]
+        agent_cover += a_lo <= 0 <= a_hi
+    assert seed_cover / reps >= 0.90
+    assert agent_cover / reps <= 0.50
+
+
+def test_seed_ci_needs_two_seeds_and_conclusion_reads_it(study):
+    one = study.seed_ci([0.4])
+    assert one["lo"] is None and study.conclusion(one) == "?"
+    assert study.conclusion(study.seed_ci([1.0, 1.1, 0.9])) == "+"
+    assert study.conclusion(study.seed_ci([-1.0, -1.1, -0.9])) == "-"
+    assert study.conclusion(study.seed_ci([-1.0, 1.0, 0.1])) == "0"
+
+
+def test_polarisation_effects_and_fake_backend_prediction(study):
+    # two camps at -0.4 / +0.4 that each move 0.2 outwards
+    a = np.array([[-0.4, -0.6], [-0.4, -0.6], [0.4, 0.6], [0.4, 0.6]])
+    e = study.polarisation_effects(a)
+    assert e["pol_abs"] == pytest.approx(0.2)
+    assert e["pol_gap"] == pytest.approx(0.4)
+    assert e["pol_abs_fake"] == pytest.approx(0.1)  # E|U(-1, 1)| = 0.5 minus the start's 0.4
+    assert e["pol_gap_fake"] == pytest.approx(-0.8)
+
+
+def test_herding_effects_share_is_scale_free(study):
+    # columns: crowd score, positive crowd votes, all crowd votes
+    small = {"up": np.array([[2.0, 3, 4]]), "control": np.array([[0.0, 2, 4]]), "down": np.array([[0.0, 2, 4]])}
+    big = {k: v * np.array([100, 100, 100]) for k, v in small.items()}
+    es, eb = study.herding_effects(small), study.herding_effects(big)
+    assert es["herd_up"] == pytest.approx(2.0) and eb["herd_up"] == pytest.approx(200.0)
+    assert es["herd_up_share"] == pytest.approx(0.25) == eb["herd_up_share"]
+
+
+def test_parse_seeds(study):
+    assert study.parse_seeds(["3"], [100, 1000]) == {100: 3, 1000: 3}
+    assert study.parse_seeds(["100:20", "1000:10"], [100, 1000]) == {100: 20, 1000: 10}
+    with pytest.raises(SystemExit):
+        study.parse_seeds(["100:20"], [100, 1000])
+
+
+def test_run_cell_end_to_end_small(study, tmp_path):
+    row = study.run_cell(40, "rule", seeds=2, steps=3, out=tmp_path)
+    assert row["seeds"] == 2 and len(row["per_seed"]) == 2
+    assert row["pol_agents"]["mean"] == 40
+    for k in study.OUTCOMES:
+        assert row[k]["n"] == 2 and row[k]["lo"] is not None
+
+
+def test_table_marks_missing_seed_values(study, capsys):
+    ci = study.seed_ci([0.1, 0.2, float("nan")])
+    assert ci["n"] == 2
+    assert "n=2" in study._fmt(ci, 2, 3)
+    assert study._fmt(study.seed_ci([]), 2, 3) == "n/a"
