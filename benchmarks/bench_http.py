@@ -136,6 +136,58 @@ def _sdk_backend() -> Any:
     openai_compat.OpenAIBackend = SDKBackend  # type: ignore[misc]
 
 
+#: ``--phases``: synchronous functions timed with ``process_time`` (inclusive; a nested one is also in
+#: its caller's row), as (module, attribute path, label). The LLM phase's rest (wrappers, HTTP, the
+#: event loop) is its total minus its timed parts: awaits cannot be timed per call.
+PHASES: list[tuple[str, str, str]] = [
+    ("socium.simulator.simulation", "Simulation.observe", "observation and feed"),
+    ("socium.agents.perspectives", "fill_observation", "  of which profile, memory, groups (fill_observation)"),
+    ("socium.agents.perspectives", "feed_item", "  of which feed items (feed_item)"),
+    ("socium.agents.llm_policy", "LLMPolicy._messages", "LLM: prompt text (_messages)"),
+    ("socium.agents.llm_policy", "LLMPolicy.answer_schema", "LLM: answer schema"),
+    ("socium.agents.llm_policy", "LLMPolicy._request", "LLM: request object"),
+    ("socium.agents.llm_policy", "LLMPolicy._seed", "LLM: seed"),
+    ("socium.llm.types", "LLMRequest.cache_key", "LLM: cache key"),
+    ("socium.llm.openai_compat", "OpenAIBackend.encode_request", "LLM: request body"),
+    ("socium.llm.openai_compat", "parse_completion", "LLM: response parsing"),
+    ("socium.agents.llm_policy", "parse_json_lenient", "LLM: answer JSON"),
+    ("socium.agents.llm_policy", "validate_answer", "LLM: answer validation"),
+    ("socium.simulator.simulation", "call_rows", "llm_calls rows (call_rows)"),
+    ("socium.simulator.simulation", "Simulation.apply_decisions", "applying actions"),
+    ("socium.simulator.store", "TraceStore.append_step", "DuckDB write of the step"),
+]
+
+
+def _time_phases() -> tuple[dict[str, float], Any]:
+    """Wrap :data:`PHASES` with CPU timers; returns the totals (seconds) and a function to undo it."""
+    import functools
+    import importlib
+
+    totals: dict[str, float] = collections.defaultdict(float)
+    undo = []
+    for mod_name, path, label in PHASES:
+        owner: Any = importlib.import_module(mod_name)
+        *parents, attr = path.split(".")
+        for p in parents:
+            owner = getattr(owner, p)
+        fn = owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)
+
+        def wrap(fn: Any, label: str) -> Any:
+            @functools.wraps(fn)
+            def timed(*a: Any, **k: Any) -> Any:
+                t = time.process_time()
+                try:
+                    return fn(*a, **k)
+                finally:
+                    totals[label] += time.process_time() - t
+
+            return timed
+
+        setattr(owner, attr, wrap(fn, label))
+        undo.append((owner, attr, fn))
+    return totals, lambda: [setattr(o, a, f) for o, a, f in undo]
+
+
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """Run ``spec`` (agents, steps, delay, executor, concurrency, profile, sdk) and time its steps."""
     from socium.config import config_from_dict
@@ -160,6 +212,18 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
             sim.executor.run = timed  # type: ignore[method-assign]
             sim.advance()  # warm-up: connections, imports, Ray actors
+            phase_cpu: list[float] = []
+            if spec.get("phases"):
+                totals, undo = _time_phases()
+
+                def cpu_timed(observations):  # type: ignore[no-untyped-def]
+                    c = time.process_time()
+                    try:
+                        return timed(observations)
+                    finally:
+                        phase_cpu.append(time.process_time() - c)
+
+                sim.executor.run = cpu_timed  # type: ignore[method-assign]
             pyspy = shutil.which(
                 "py-spy", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
             )
@@ -175,6 +239,15 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             for _ in range(spec["steps"] - 1):
                 acts += sim.advance().n_active
             wall, cpu, scpu = time.perf_counter() - t0, time.process_time() - c0, _cpu_s(proc.pid) - s0
+            phases: dict[str, float] = {}
+            if spec.get("phases"):
+                undo()
+                phases = {k: 1e6 * v / acts for k, v in totals.items()}
+                llm = 1e6 * sum(phase_cpu) / acts
+                inside = sum(v for k, v in phases.items() if k.startswith("LLM: "))  # disjoint calls
+                phases["LLM phase, all of it"] = llm
+                phases["LLM: the rest (wrappers, HTTP, event loop)"] = llm - inside
+                phases["driver total"] = 1e6 * cpu / acts
             samples: dict[str, int] = {}
             if spy is not None:
                 spy.send_signal(signal.SIGINT)
@@ -189,7 +262,15 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         proc.kill()
     llm_s = sum(phase[p0:])
     return {"step": acts / wall, "phase": acts / llm_s, "cpu_ms": 1e3 * cpu / acts, "server_ms": 1e3 * scpu / acts,
-            "acts": acts, "samples": samples, "rate": 200}  # fmt: skip
+            "acts": acts, "samples": samples, "phases": phases, "loop": _loop_kind()}  # fmt: skip
+
+
+def _loop_kind() -> str:
+    try:
+        from socium.llm.base import event_loop_kind
+    except ImportError:  # an older tree (--src) had no choice of loop
+        return "asyncio"
+    return event_loop_kind()
 
 
 # ---- parent: spawn children, print the table ---------------------------------------------------------
@@ -200,6 +281,28 @@ def run_child(src: str, spec: dict[str, Any]) -> dict[str, Any]:
     if out.returncode != 0:
         raise RuntimeError(f"measurement {spec} with {src} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def phase_table(trees: list[tuple[str, str]], sizes: list[int], steps: int, repeat: int) -> None:
+    """Driver CPU µs per activation by phase (medians over ``repeat`` runs, the trees alternated)."""
+    import statistics
+
+    for n in sizes:
+        got: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in trees}
+        for _ in range(repeat):
+            for name, src in trees:
+                got[name].append(run_child(src, {"steps": steps, "delay": 0.0, "concurrency": 64, "agents": n,
+                                                 "phases": True}))  # fmt: skip
+        print(f"\n{n:,} agents, instant server: driver CPU µs per activation (median of {repeat}; load {load()})")
+        labels = list(dict.fromkeys(k for ms in got.values() for m in ms for k in m["phases"]))
+        print(f"{'phase':<52}" + "".join(f"{name:>14}" for name in got))
+        for k in labels:
+            vals = [statistics.median(m["phases"].get(k, 0.0) for m in ms) for ms in got.values()]
+            print(f"{k:<52}" + "".join(f"{v:>14.0f}" for v in vals))
+        for key, fmt in (("step", "act/s whole step"), ("phase", "act/s LLM phase")):
+            vals = [statistics.median(m[key] for m in ms) for ms in got.values()]
+            print(f"{fmt:<52}" + "".join(f"{v:>14,.0f}" for v in vals))
+        print(f"{'event loop':<52}" + "".join(f"{ms[0]['loop']:>14}" for ms in got.values()))
 
 
 def load() -> str:
@@ -216,6 +319,9 @@ def main() -> None:
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--skip-ray", action="store_true")
     ap.add_argument("--sdk", action="store_true", help="also measure the official openai SDK client")
+    ap.add_argument("--phases", action="store_true",
+                    help="only the driver's CPU per activation by phase (timers), instant server, per tree and size")
+    ap.add_argument("--repeat", type=int, default=1, help="--phases: runs per tree and size, alternating trees")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -226,6 +332,10 @@ def main() -> None:
     sizes = [int(x) for x in a.sizes.split(",")]
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
           f"load average before: {load()}")  # fmt: skip
+    if a.phases:
+        phase_table(trees, sizes, a.steps, a.repeat)
+        print(f"load average after: {load()}")
+        return
     rows: list[list[str]] = []
     split: dict[str, dict[str, float]] = {}
     base = {"steps": a.steps, "delay": 0.0, "concurrency": 64}

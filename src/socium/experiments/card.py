@@ -75,6 +75,14 @@ def _backend_section(llm_cfg: dict[str, Any], models: dict[str, int], replay_fro
     return out
 
 
+def _event_loop(run: dict[str, Any], cfg: dict[str, Any]) -> str:
+    """The loop the driver ran its LLM calls on (uvloop or asyncio): it changes speed, never results."""
+    loop = run.get("event_loop") or "not recorded"
+    if (cfg.get("executor") or {}).get("kind") == "ray":
+        return f"{loop} in the driver; Ray actors run on Ray's own loop"
+    return str(loop)
+
+
 def _input_digests(run: dict[str, Any]) -> Any:
     """Input-file digests recorded with the run (a ``runs`` column), when the trace has them."""
     for key, value in run.items():
@@ -163,6 +171,7 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
         if seen is not None:
             card["who_saw_what"] = seen
         card["llm"] = _backend_section(llm_cfg, models, (cfg.get("llm_agents") or {}).get("replay_from"))
+        card["llm"]["event_loop"] = _event_loop(run, cfg)
     card.update(
         {
             "agents": n_agents,

@@ -3,7 +3,7 @@
 CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR, name VARCHAR, config VARCHAR, config_hash VARCHAR, seed BIGINT,
     perspective VARCHAR, socium_version VARCHAR, python_version VARCHAR, duckdb_version VARCHAR,
-    created_at TIMESTAMP, input_digests VARCHAR
+    created_at TIMESTAMP, input_digests VARCHAR, event_loop VARCHAR
 );
 CREATE TABLE IF NOT EXISTS agents (
     agent_id BIGINT, name VARCHAR, username VARCHAR, bio VARCHAR, interests VARCHAR[],

@@ -34,6 +34,7 @@ from socium.agents.routing import llm_route
 from socium.agents.rules import RULE_POLICIES
 from socium.config import ExperimentConfig, config_from_dict
 from socium.errors import ConfigError, RunDirError, TraceError, UsageError
+from socium.llm.base import event_loop_kind
 from socium.llm.cache import llm_calls_ddl
 from socium.moderation.engine import ModerationLayer
 from socium.platform.actions import CreatePost, parse_action
@@ -271,6 +272,7 @@ class Simulation(mesa.Model):
             "duckdb_version": [duckdb.__version__],
             "created_at": [_now()],
             "input_digests": [inputs_json(self.inputs)],
+            "event_loop": [event_loop_kind()],  # the driver's LLM loop (uvloop or asyncio): speed, not results
         }
         act = pa.FixedSizeListArray.from_arrays(pa.array(pop.activity.ravel()), 24).cast(pa.list_(pa.float32()))
         agents = pa.table(

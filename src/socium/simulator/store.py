@@ -35,7 +35,7 @@ TABLES = (
 )
 # Columns that hold wall-clock facts; excluded when comparing two runs for determinism.
 VOLATILE = {
-    "runs": {"run_id", "created_at", "socium_version", "python_version", "duckdb_version"},
+    "runs": {"run_id", "created_at", "socium_version", "python_version", "duckdb_version", "event_loop"},
     "steps": {"wall_s", "committed_at"},
     "llm_calls": {"latency_s", "created_at"},
 }
@@ -124,7 +124,8 @@ class TraceStore:
         if not read_only:
             try:
                 self.con.execute(_schema_sql())
-                self.con.execute("ALTER TABLE runs ADD COLUMN IF NOT EXISTS input_digests VARCHAR")  # older traces
+                for col in ("input_digests", "event_loop"):  # older traces
+                    self.con.execute(f"ALTER TABLE runs ADD COLUMN IF NOT EXISTS {col} VARCHAR")
             except duckdb.Error as exc:
                 self.con.close()
                 raise TraceError(f"{self.path}: not a usable socium trace: {str(exc).splitlines()[0]}") from None
