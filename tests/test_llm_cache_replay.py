@@ -186,6 +186,7 @@ def test_cache_keys_are_the_ones_json_gives() -> None:
         {"\uffff": 1, "\U00010000": 2, "\ue000": 3, "é": 4, "B": 5, "a": 6, "": 7},  # code-point order
         {"x": "lone \ud800 surrogate", "y": [True, False, None]},
         {"x": 2**70, "y": -(2**63), "z": 2**64 - 1},
+        {"ascii": "".join(chr(c) for c in range(128) if chr(c) not in "-."), "k": [True, False]},  # escapes
         {"x": "hyphen-ated text, null, 1e-5 and 0.00001 as words", "y": (1, 2), "z": [{"w": {}}]},
     ]
     contents = [text, "plain", "lone \udc00 surrogate", "<<<END POST>>> \u2028 \x00"]
@@ -200,3 +201,6 @@ def test_cache_keys_are_the_ones_json_gives() -> None:
                 max_tokens=7,
             )
             assert req.cache_key(model) == _reference_key(req, model), (schema, temperature, seed, model)
+            # the call log's params column: json's sorted compact ASCII text, whichever path wrote it
+            want = json.dumps(req.params(), sort_keys=True, separators=(",", ":"))
+            assert req.params_json() == want, (schema, temperature, seed)

@@ -742,7 +742,7 @@ class RenderedRequest:
     def __init__(self, req: LLMRequest) -> None:
         self.request_id = req.request_id
         self.metadata = req.metadata
-        self.params_json = json.dumps(req.params(), sort_keys=True)
+        self.params_json = req.params_json()  # compact, keys sorted (LLMRequest.params_json)
         self.prompt_json = json.dumps(
             [{"role": m.role, "content": clean_text(m.content, 200_000).text} for m in req.messages],
             ensure_ascii=False,
