@@ -1,13 +1,17 @@
 """Scale study: does the number of agents change the herding or polarisation conclusion?
 
-For each population size (default 100 / 1,000 / 10,000) and policy (rule-based null; an LLM policy on
-the ``fake`` backend, a loopback OpenAI-compatible server answering schema-valid random JSON, for
-sizes in ``--llm-sizes``), several independent replicates (seeds; each seed draws its own items,
-population, graph and run):
+For each population size (default 100 / 1,000 / 10,000) and policy, several independent replicates
+(seeds; each seed draws its own items, population, graph and run). Policies: ``rule`` (score-blind
+random voters; bounded confidence for polarisation), ``rule-herd`` (a positive control for herding:
+the same voters with ``herding: 0.8``, votes leaning toward the visible score's sign; herding only),
+and ``llm-fake`` (the LLM policy on the ``fake`` backend, a loopback OpenAI-compatible server answering
+schema-valid random JSON, for sizes in ``--llm-sizes``).
 
 * herding (Muchnik et al. 2013 design, experiments/herding.py): 30 items, a third up-treated and a
-  third down-treated by one experimenter vote. Per seed: mean crowd score of up-treated minus control
-  items (and down minus control), and the scale-free share of positive crowd votes, up minus control;
+  third down-treated by one experimenter vote. Per seed: the chance that an item's first crowd vote is
+  positive, treated minus control (Muchnik's measure; one vote per item at every size); mean crowd
+  score of up-treated minus control items (and down minus control); and the share of positive crowd
+  votes, up minus control;
 * polarisation (experiments/polarisation.py, synthetic population, two camps at +-0.4). Per seed:
   mean change of |stance| from the start to the last survey (positive: more extreme), and the change
   of the camp gap (mean final answer of the + camp minus the - camp, minus the same at the start).
@@ -15,7 +19,7 @@ population, graph and run):
 The unit of every CI is the seed: a seed's agents share one world, one graph and one run, so they
 are not independent draws, and a CI that pools agents (the first version of this script) is too
 narrow. Each outcome's CI is the two-sided 95% t interval over the per-seed values. Small sizes get
-more seeds (default 20 / 10 / 5): their runs are cheap and their between-seed spread is largest, and
+more seeds (default 20 / 20 / 10): their runs are cheap and their between-seed spread is largest, and
 at 2 seeds of freedom the t multiplier is 4.3 against 2.1 at 19.
 
 On the fake backend a survey answer is ``uniform(-1, 1)`` whatever the agent saw (it samples the
@@ -27,8 +31,8 @@ conclusion.
 The conclusion at a size is the sign of the effect when its CI excludes 0, else "0"; the script
 prints whether that conclusion is the same at every size. Numbers go to docs/results.md.
 
-    python benchmarks/scale_study.py [--sizes 100 1000 10000] [--seeds 100:20 1000:10 10000:5]
-    python benchmarks/scale_study.py --from-json runs/results/scale-study/scale.json   # reprint
+    python benchmarks/scale_study.py [--sizes 100 1000 10000] [--seeds 100:20 1000:20 10000:10]
+    python benchmarks/scale_study.py --from-json runs/results/scale-study/scale.json [more.json ...]   # reprint
 """
 
 from __future__ import annotations
@@ -51,9 +55,12 @@ from socium.experiments.intervention import t_ci
 from socium.experiments.polarisation import PolarisationSpec, run_polarisation
 
 HERD_RULE = {"kind": "random", "p_like": 0.18, "p_dislike": 0.01, "p_post": 0.0, "p_repost": 0.0}
+HERD_POSITIVE = {**HERD_RULE, "herding": 0.8}  # positive control: votes lean toward the visible score's sign
 POL_RULE = {"kind": "bounded_confidence", "epsilon": 0.3, "mu": 0.3, "p_post": 0.1}
 LLM = {"policy": {"kind": "llm"}, "llm": {"backend": "fake", "seed": 0}}
-OUTCOMES = ("herd_up", "herd_down", "herd_up_share", "pol_abs", "pol_gap")
+HERD_OUTCOMES = ("herd_first_up", "herd_first_down", "herd_up", "herd_down", "herd_up_share")
+OUTCOMES = (*HERD_OUTCOMES, "pol_abs", "pol_gap")
+POLICIES = ("rule", "rule-herd", "llm-fake")
 ARTEFACT = ("pol_abs", "pol_gap")  # not interpretable on the fake backend
 
 
@@ -78,33 +85,46 @@ def agent_pooled_ci(per_seed: Sequence[np.ndarray]) -> tuple[float, float, float
 
 
 def herding_items(run_dir: Path) -> dict[str, np.ndarray]:
-    """Per item, by treatment group: rows of (crowd score, positive crowd votes, all crowd votes)."""
+    """Per item, by treatment group: rows of (crowd score, positive crowd votes, all crowd votes, first
+    crowd vote: +1, -1, or 0 when nobody voted)."""
     con = duckdb.connect(str(run_dir / "trace.duckdb"), read_only=True)
     try:
         rows = con.execute("""
             WITH items AS (SELECT post_id FROM actions
                            WHERE origin = 'seed' AND type = 'create_post' AND outcome = 'ok'),
             treat AS (SELECT target, sum(delta) AS t FROM votes WHERE origin = 'seed' GROUP BY target),
-            crowd AS (SELECT target, sum(delta) AS s, count_if(delta > 0) AS pos, count(*) AS n
+            crowd AS (SELECT target, sum(delta) AS s, count_if(delta > 0) AS pos, count(*) AS n,
+                             first(delta ORDER BY step, seq) AS f
                       FROM votes WHERE origin != 'seed' GROUP BY target)
-            SELECT coalesce(t.t, 0), coalesce(c.s, 0), coalesce(c.pos, 0), coalesce(c.n, 0) FROM items i
+            SELECT coalesce(t.t, 0), coalesce(c.s, 0), coalesce(c.pos, 0), coalesce(c.n, 0), coalesce(c.f, 0)
+            FROM items i
             LEFT JOIN treat t ON t.target = i.post_id LEFT JOIN crowd c ON c.target = i.post_id""").fetchall()
     finally:
         con.close()
-    out: dict[str, list[tuple[float, float, float]]] = {"up": [], "control": [], "down": []}
-    for t, s, pos, n in rows:
-        out["up" if t > 0 else "down" if t < 0 else "control"].append((float(s), float(pos), float(n)))
-    return {k: np.array(v, float).reshape(-1, 3) for k, v in out.items()}
+    out: dict[str, list[tuple[float, ...]]] = {"up": [], "control": [], "down": []}
+    for t, s, pos, n, f in rows:
+        out["up" if t > 0 else "down" if t < 0 else "control"].append((float(s), float(pos), float(n), float(f)))
+    return {k: np.array(v, float).reshape(-1, 4) for k, v in out.items()}
 
 
 def herding_effects(items: dict[str, np.ndarray]) -> dict[str, float]:
-    """One seed's herding outcomes from :func:`herding_items`."""
+    """One seed's herding outcomes from :func:`herding_items`.
+
+    ``herd_first_*`` is Muchnik et al.'s measure, the chance that the first vote after the treatment
+    is positive (treated minus control): one vote per item at every size, so it does not dilute as
+    the crowd grows, unlike the crowd score."""
 
     def share(a: np.ndarray) -> float:
         return float(a[:, 1].sum() / a[:, 2].sum()) if a[:, 2].sum() else math.nan
 
+    def first_pos(a: np.ndarray) -> float:
+        voted = a[a[:, 3] != 0, 3]
+        return float((voted > 0).mean()) if len(voted) else math.nan
+
     up, ctl, down = items["up"], items["control"], items["down"]
     return {
+        "herd_first_up": first_pos(up) - first_pos(ctl),
+        "herd_first_down": first_pos(down) - first_pos(ctl),
         "herd_up": float(up[:, 0].mean() - ctl[:, 0].mean()),
         "herd_down": float(down[:, 0].mean() - ctl[:, 0].mean()),
         "herd_up_share": share(up) - share(ctl),
@@ -165,19 +185,20 @@ def run_cell(n: int, policy: str, seeds: int, steps: int, out: Path) -> dict[str
     for seed in range(seeds):
         d = out / f"n{n}" / policy / f"seed{seed}"
         pol = LLM if policy == "llm-fake" else None
-        base = {"seed": seed, "steps": steps, **(pol or {"policy": HERD_RULE, "llm": None})}
+        herd_rule = HERD_POSITIVE if policy == "rule-herd" else HERD_RULE
+        base = {"seed": seed, "steps": steps, **(pol or {"policy": herd_rule, "llm": None})}
         run_herding(HerdingSpec(n_agents=n, n_items=30, item_seed=seed, activation=0.2, run_null=False, bootstrap=0,
                                 base=base), d / "herding")  # fmt: skip
+        per.append(herding_effects(herding_items(d / "herding" / "runs" / "model")))
+        if policy == "rule-herd":  # herding only: its polarisation run would be the rule one's
+            continue
         pbase = {"seed": seed, "steps": steps, **(pol or {"policy": POL_RULE, "llm": None})}
         run_polarisation(PolarisationSpec(population="synthetic", n_agents=n, split_seed=seed, run_null=False,
                                           bootstrap=0, survey_every=steps, base=pbase), d / "polarisation")  # fmt: skip
-        per.append(
-            herding_effects(herding_items(d / "herding" / "runs" / "model"))
-            | polarisation_effects(stances(d / "polarisation" / "runs" / "model"))
-        )
+        per[-1] |= polarisation_effects(stances(d / "polarisation" / "runs" / "model"))
     row: dict[str, Any] = {"agents": n, "policy": policy, "seeds": seeds, "per_seed": per}
     for k in (*OUTCOMES, "pol_abs_fake", "pol_gap_fake", "votes_per_item", "pol_agents"):
-        row[k] = seed_ci([p[k] for p in per])
+        row[k] = seed_ci([p.get(k, math.nan) for p in per])
     row["wall_s"] = round(time.perf_counter() - t0, 1)
     row["load"] = [round(la0, 2), round(os.getloadavg()[0], 2)]
     return row
@@ -192,23 +213,33 @@ def _fmt(ci: dict[str, Any], nd: int, seeds: int) -> str:
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    print(
-        "| agents | policy | seeds (n) | herding: up - control crowd score | down - control | up - control share "
-        "of + votes | votes per item | polarisation: change of mean abs(stance) | change of camp gap | "
-        "agents surveyed per seed | wall s | load avg start-end |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    """Two tables: herding (every policy), polarisation (the policies that ran it)."""
+    print("| agents | policy | seeds (n) | P(first crowd vote +): up - control | down - control | crowd score: "
+          "up - control | down - control | share of + votes: up - control | votes per item | wall s (cell) | "
+          "load avg start-end |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        nd = {"herd_up": 2, "herd_down": 2}
+        herd = [_fmt(r[k], nd.get(k, 3), r["seeds"]) for k in HERD_OUTCOMES]
+        load = f"{r['load'][0]:.2f}-{r['load'][1]:.2f}"
+        cells = [f"{r['agents']:,}", r["policy"], str(r["seeds"]), *herd, f"{r['votes_per_item']['mean']:.1f}",
+                 str(r["wall_s"]), load]  # fmt: skip
+        print("| " + " | ".join(cells) + " |")
+    print(
+        "\n| agents | policy | seeds (n) | change of mean abs(stance) | change of camp gap | agents surveyed per seed |"
+    )
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        if r["pol_agents"]["mean"] is None:
+            continue
         fake = r["policy"] == "llm-fake"
         pol = [
             _fmt(r[k], 3, r["seeds"]) + (f" [artefact predicts {r[k + '_fake']['mean']:+.3f}]" if fake else "")
             for k in ARTEFACT
         ]
-        herd = [_fmt(r[k], nd, r["seeds"]) for k, nd in (("herd_up", 2), ("herd_down", 2), ("herd_up_share", 3))]
-        load = f"{r['load'][0]:.2f}-{r['load'][1]:.2f}"
-        cells = [f"{r['agents']:,}", r["policy"], str(r["seeds"]), *herd, f"{r['votes_per_item']['mean']:.1f}", *pol,
-                 f"{r['pol_agents']['mean']:,.0f}", str(r["wall_s"]), load]  # fmt: skip
-        print("| " + " | ".join(cells) + " |")
+        print(
+            f"| {r['agents']:,} | {r['policy']} | {r['seeds']} | {pol[0]} | {pol[1]} | {r['pol_agents']['mean']:,.0f} |"
+        )
     print(
         "(each cell: mean over seeds (95% t CI over seeds); fake-backend polarisation is an artefact of uniform "
         "random survey answers, excluded from conclusions)"
@@ -216,12 +247,12 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 
 def print_conclusions(rows: list[dict[str, Any]]) -> None:
-    for policy in ("rule", "llm-fake"):
+    for policy in POLICIES:
         sel = [r for r in rows if r["policy"] == policy]
         if len(sel) < 2:
             continue
         for key in OUTCOMES:
-            if policy == "llm-fake" and key in ARTEFACT:
+            if (policy == "llm-fake" and key in ARTEFACT) or sel[0][key]["n"] == 0:
                 continue
             signs = {r["agents"]: conclusion(r[key]) for r in sel}
             verdict = "same at every size" if len(set(signs.values())) == 1 else "CHANGES with size"
@@ -231,24 +262,28 @@ def print_conclusions(rows: list[dict[str, Any]]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000])
-    ap.add_argument("--seeds", nargs="+", default=["100:20", "1000:10", "10000:5"],
+    ap.add_argument("--seeds", nargs="+", default=["100:20", "1000:20", "10000:10"],
                     help="seeds per size (SIZE:N ...) or one count for all")  # fmt: skip
     ap.add_argument("--llm-sizes", type=int, nargs="*", default=[100, 1000, 10000])
+    ap.add_argument("--policies", nargs="+", choices=POLICIES, default=list(POLICIES))
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--out", default="runs/results/scale-study")
-    ap.add_argument("--from-json", help="print the table and conclusions of a saved scale.json; run nothing")
+    ap.add_argument("--from-json", nargs="+", help="print the table and conclusions of saved scale.json files "
+                    "(rows concatenated, e.g. sizes run separately); run nothing")  # fmt: skip
     a = ap.parse_args()
     if a.from_json:
-        saved = json.loads(Path(a.from_json).read_text())
-        print(f"machine: {saved['machine']}, load average at end {saved['load_average']}")
-        print_table(saved["rows"])
-        print_conclusions(saved["rows"])
+        saved = [json.loads(Path(f).read_text()) for f in a.from_json]
+        for f, sv in zip(a.from_json, saved):
+            print(f"{f}: {sv['machine']}, load average at end {', '.join(f'{x:.2f}' for x in sv['load_average'])}")
+        rows = sorted((r for sv in saved for r in sv["rows"]), key=lambda r: (r["agents"], POLICIES.index(r["policy"])))
+        print_table(rows)
+        print_conclusions(rows)
         return
     seeds = parse_seeds(a.seeds, a.sizes)
     out = Path(a.out)
     rows: list[dict[str, Any]] = []
     for n in a.sizes:
-        for policy in ["rule"] + (["llm-fake"] if n in a.llm_sizes else []):
+        for policy in [p for p in a.policies if p != "llm-fake" or n in a.llm_sizes]:
             row = run_cell(n, policy, seeds[n], a.steps, out)
             rows.append(row)
             print(json.dumps({k: v for k, v in row.items() if k != "per_seed"}), flush=True)

@@ -71,12 +71,18 @@ def test_polarisation_effects_and_fake_backend_prediction(study):
 
 
 def test_herding_effects_share_is_scale_free(study):
-    # columns: crowd score, positive crowd votes, all crowd votes
-    small = {"up": np.array([[2.0, 3, 4]]), "control": np.array([[0.0, 2, 4]]), "down": np.array([[0.0, 2, 4]])}
-    big = {k: v * np.array([100, 100, 100]) for k, v in small.items()}
+    # columns: crowd score, positive crowd votes, all crowd votes, first crowd vote
+    small = {
+        "up": np.array([[2.0, 3, 4, 1], [2.0, 3, 4, 1]]),
+        "control": np.array([[0.0, 2, 4, 1], [0.0, 2, 4, -1]]),
+        "down": np.array([[0.0, 2, 4, -1], [0.0, 0, 0, 0]]),  # the second down item got no crowd vote
+    }
+    big = {k: v * np.array([100, 100, 100, 1]) for k, v in small.items()}
     es, eb = study.herding_effects(small), study.herding_effects(big)
     assert es["herd_up"] == pytest.approx(2.0) and eb["herd_up"] == pytest.approx(200.0)
     assert es["herd_up_share"] == pytest.approx(0.25) == eb["herd_up_share"]
+    assert es["herd_first_up"] == pytest.approx(0.5) == eb["herd_first_up"]
+    assert es["herd_first_down"] == pytest.approx(-0.5)  # unvoted items are left out, not counted as negative
 
 
 def test_parse_seeds(study):
@@ -92,6 +98,16 @@ def test_run_cell_end_to_end_small(study, tmp_path):
     assert row["pol_agents"]["mean"] == 40
     for k in study.OUTCOMES:
         assert row[k]["n"] == 2 and row[k]["lo"] is not None
+
+
+def test_positive_control_shows_herding_the_null_does_not(study, tmp_path):
+    """The design must find herding where the policy has it: 6 seeds of 100 agents; down-treated items
+    (score -1) draw fewer likes from the positive control, so their crowd score falls behind control's."""
+    herd = study.run_cell(100, "rule-herd", seeds=6, steps=4, out=tmp_path)
+    null = study.run_cell(100, "rule", seeds=6, steps=4, out=tmp_path)
+    assert herd["herd_down"]["hi"] < 0
+    assert null["herd_down"]["lo"] <= 0 <= null["herd_down"]["hi"]
+    assert herd["pol_abs"]["n"] == 0  # the positive control runs herding only
 
 
 def test_table_marks_missing_seed_values(study, capsys):

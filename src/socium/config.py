@@ -218,6 +218,14 @@ class PolicyConfig(_Cfg):
         le=1,
         description="Random actor: chance to dislike an exposed post it did not like (random-voting null for herding).",
     )
+    herding: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="Random actor, herding positive control: on a post with a positive visible score (likes - "
+        "dislikes) the like chance is multiplied by 1 + herding and the dislike chance by 1 - herding, on a "
+        "negative score the reverse; 0 = blind to scores (the null).",
+    )
     threshold: float = Field(0.3, ge=0, le=1, description="Linear threshold: mean adoption fraction needed to repost.")
     threshold_spread: float = Field(0.1, ge=0, description="Linear threshold: per-agent thresholds ~ U(t - s, t + s).")
     epsilon: float = Field(

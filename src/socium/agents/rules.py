@@ -42,7 +42,15 @@ class RulePolicy:
 
 class RandomPolicy(RulePolicy):
     """Posts, likes (and, if ``p_dislike`` > 0, dislikes) and reposts at fixed rates regardless of
-    content or visible score: the no-mechanism baseline, and the random-voting null for herding."""
+    content or visible score: the no-mechanism baseline, and the random-voting null for herding.
+
+    With ``herding`` > 0 the vote rates lean toward the sign of the visible score: a known herding
+    mechanism, so that a herding design can be checked for finding an effect that is there (a
+    positive control), not only for finding none where there is none."""
+
+    def _vote_rates(self, score: int) -> tuple[float, float]:
+        h = self.cfg.herding if score > 0 else -self.cfg.herding if score < 0 else 0.0
+        return min(1.0, self.cfg.p_like * (1 + h)), min(1.0, self.cfg.p_dislike * (1 - h))
 
     def decide(self, obs: Observation) -> Decision:
         rng = self.rng(obs)
@@ -50,9 +58,10 @@ class RandomPolicy(RulePolicy):
         if rng.random() < self.cfg.p_post:
             acts.append(CreatePost(content=_chatter(rng)))
         for item in obs.feed:
-            if not item.liked and not item.disliked and rng.random() < self.cfg.p_like:
+            p_like, p_dislike = self._vote_rates(item.likes - item.dislikes)
+            if not item.liked and not item.disliked and rng.random() < p_like:
                 acts.append(LikePost(post_id=item.post_id))
-            elif self.cfg.p_dislike and not item.liked and not item.disliked and rng.random() < self.cfg.p_dislike:
+            elif p_dislike and not item.liked and not item.disliked and rng.random() < p_dislike:
                 acts.append(DislikePost(post_id=item.post_id))
             if not item.adopted and item.kind != "comment" and rng.random() < self.cfg.p_repost:
                 acts.append(Repost(post_id=item.post_id))
