@@ -15,9 +15,9 @@ from socium.cli.main import app
 from socium.errors import ConfigError
 from socium.experiments.propagation import PropagationSpec, run_propagation
 from socium.experiments.propcv import fold_split
-from socium.experiments.propfit import EdgeData, fit_family, fit_timing, load_training_trees
+from socium.experiments.propfit import EdgeData, cascade_sigma, fit_family, fit_timing, load_training_trees, user_sigma
 from socium.experiments.realcascades import parse_tree
-from socium.experiments.report import write_report
+from socium.experiments.report import fmt, write_report
 from socium.simulator.simulation import Simulation
 from socium.simulator.timing import DelayDistribution, TimingParams
 
@@ -172,16 +172,20 @@ def test_quantiles_and_density_agree():
     assert np.trapezoid(np.exp(d.logpdf(grid)), grid) == pytest.approx(1.0, abs=1e-3)
 
 
-def _write_trees(folder, n_trees=8, seed=0):
-    """Random retweet trees in the Ma et al. format with log-normal delays (about 20 users each)."""
+def _write_trees(folder, n_trees=8, seed=0, stretch=None):
+    """Random retweet trees in the Ma et al. format with log-normal delays (about 20 users each).
+
+    ``stretch`` maps a tree index to a factor on all its delays (same structure, slower cascade).
+    """
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True, exist_ok=True)
     for t in range(n_trees):
         lines = [f"['ROOT', 'ROOT', '0.0']->['u{t}_0', '{t}', '0.0']"]
         times = [0.0]
+        f = (stretch or {}).get(t, 1.0)
         for i in range(1, 15 + t):
             p = int(rng.integers(0, i)) if rng.random() < 0.3 else 0
-            times.append(times[p] + float(np.exp(rng.normal(2.0, 1.0))))
+            times.append(times[p] + f * float(np.exp(rng.normal(2.0, 1.0))))
             lines.append(f"['u{t}_{p}', '{t}', '{times[p]:.2f}']->['u{t}_{i}', '{t}', '{times[i]:.2f}']")
         (folder / f"{1000 + t}.txt").write_text("\n".join(lines) + "\n")
     return sorted(folder.glob("*.txt"))
@@ -202,8 +206,9 @@ def test_fit_cli_writes_a_parameter_file_runs_can_load(tmp_path):
         "weibull",
         "lomax",
     )
-    lo, hi = data["ci95"]["delay_q50_min"]
-    assert lo <= data["estimates"]["delay_q50_min"] <= hi
+    for key in ("delay_q50_min", "b_author", "cascade_sigma"):  # every reported parameter carries its CI
+        lo, hi = data["ci95"][key]
+        assert lo <= data["estimates"][key] <= hi
     assert 3.0 < data["estimates"]["delay_q50_min"] < 15.0  # the trees were drawn with median e^2 = 7.4 minutes
     bad = CliRunner().invoke(app, ["fit", "propagation", "--train", str(tmp_path / "nope"), "--out", str(out)])
     assert bad.exit_code == 2 and "nope" in bad.output
@@ -227,7 +232,7 @@ def test_cv_scores_only_held_out_cascades(tmp_path):
         activation=0.5,
         topics_csv=str(tmp_path / "none.csv"),
         bootstrap=200,
-        cv={"folds": 3, "seed": 0, "families": ["lognormal"], "runs": 2},
+        cv={"folds": 3, "seed": 0, "families": ["lognormal"], "runs": 2, "fit_bootstrap": 10},
         base={"seed": 0, "step_minutes": 5},
     )
     res = run_propagation(spec, tmp_path / "out")
@@ -256,7 +261,10 @@ def test_cv_scores_only_held_out_cascades(tmp_path):
     assert cross == 0 and [r[0] for r in roots] == [0, 1] and all(r[1] > 1 for r in roots)
     assert (tmp_path / "out" / "cv" / "fold0" / "timing.json").is_file()
     rep = write_report(tmp_path / "out")
-    assert "held-out" in rep.html.read_text() and (rep.out_dir / "nrmse.png").is_file()
+    html = rep.html.read_text()
+    assert "held-out" in html and (rep.out_dir / "nrmse.png").is_file()
+    lo, hi = res["folds"][0]["ci95"]["cascade_sigma"]  # per-fold fits carry bootstrap CIs into the report
+    assert "cascade sd" in html and f"[{fmt(lo)}, {fmt(hi)}]" in html
 
 
 def test_training_trees_from_files_and_folders(tmp_path):
@@ -268,3 +276,58 @@ def test_training_trees_from_files_and_folders(tmp_path):
     tree = parse_tree(files[0])
     res = fit_timing([tree, parse_tree(files[1])], families=["lognormal"], bootstrap=0)
     assert res["timing"]["delay"]["family"] == "lognormal" and res["ci95"] == {}
+
+
+def _cascade_edges(n_casc, per, casc_sd, seed=0):
+    """Log-normal delays (median e^2 min, sd 1.2) with a whole-cascade shift of sd ``casc_sd``; users unique."""
+    rng = np.random.default_rng(seed)
+    casc = np.repeat(np.arange(n_casc), per)
+    logd = 2.0 + casc_sd * rng.standard_normal(n_casc)[casc] + 1.2 * rng.standard_normal(len(casc))
+    z = np.zeros(len(casc))
+    return EdgeData(np.exp(logd), z, z, casc.astype(np.int64), [f"u{i}" for i in range(len(casc))])
+
+
+def test_cascade_sigma_recovers_the_between_cascade_spread():
+    for true in (0.0, 0.6):
+        e = _cascade_edges(200, 150, true)
+        fit = fit_family("lognormal", e, covariates=False)
+        sd, k = cascade_sigma(e, fit)
+        assert k == 200 and sd == pytest.approx(true, abs=0.08)
+        assert user_sigma(e, fit) == (0.0, 0)  # no user is seen twice: no user effect to estimate
+
+
+def test_fit_bootstrap_cis_cover_and_narrow_with_more_cascades(tmp_path):
+    """Percentile bootstrap over cascades: CIs bracket the point fit and shrink as trees are added."""
+    widths = []
+    for n_trees in (6, 30):
+        files = _write_trees(tmp_path / f"t{n_trees}", n_trees=n_trees, seed=n_trees)
+        res = fit_timing([parse_tree(f) for f in files], families=["lognormal"], bootstrap=60, seed=1)
+        ci, est = res["ci95"], res["estimates"]
+        assert set(ci) == set(est)
+        for key, (lo, hi) in ci.items():
+            assert lo - 1e-9 <= est[key] <= hi + 1e-9, key
+        assert math.log(ci["delay_q50_min"][0]) < 2.0 + 0.7 and math.log(ci["delay_q50_min"][1]) > 2.0 - 0.7
+        widths.append(ci["delay_q50_min"][1] - ci["delay_q50_min"][0])
+        assert res["timing"]["meta"]["bootstrap"] == 60
+    assert widths[1] < widths[0]
+
+
+def test_cv_fold_fit_never_sees_its_held_out_cascades(tmp_path):
+    """Slowing the held-out cascades of fold 0 ten-fold leaves fold 0's fit unchanged (and moves fold 1's)."""
+    spec_kw = dict(
+        minutes=60,
+        follows="tree",
+        topics_csv=str(tmp_path / "none.csv"),
+        bootstrap=0,
+        cv={"folds": 3, "seed": 0, "families": ["lognormal"], "models": []},
+        base={"seed": 0, "step_minutes": 5},
+    )
+    files = _write_trees(tmp_path / "a", n_trees=6)
+    res = run_propagation(PropagationSpec(tree_files=[str(f) for f in files], **spec_kw), tmp_path / "out_a")
+    held = res["folds"][0]["held_out"]
+    slow = {int(c) - 1000: 10.0 for c in held}
+    files_b = _write_trees(tmp_path / "b", n_trees=6, stretch=slow)
+    res_b = run_propagation(PropagationSpec(tree_files=[str(f) for f in files_b], **spec_kw), tmp_path / "out_b")
+    assert res_b["folds"][0]["held_out"] == held
+    assert res_b["folds"][0]["estimates"] == res["folds"][0]["estimates"]
+    assert res_b["folds"][1]["estimates"]["delay_q50_min"] > res["folds"][1]["estimates"]["delay_q50_min"] * 1.2

@@ -175,6 +175,7 @@ def run_propagation_cv(
                 "held_out": held,
                 "family": fit["timing"]["delay"]["family"],
                 "estimates": fit["estimates"],
+                "ci95": fit["ci95"],
                 "families": fit["families"],
             }
         )

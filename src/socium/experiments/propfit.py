@@ -16,6 +16,10 @@ Estimator (documented because every later propagation number rests on it):
   the log-delay residuals is the one-way random-effects ANOVA (method of moments) estimate over
   users with at least two edges; it is drawn as a per-agent factor and taken out of the family's
   own spread (:meth:`DelayDistribution.narrowed`).
+* Between-cascade spread: the same ANOVA over cascades gives the sd of a whole cascade's log-delay
+  shift left after the covariates. It is reported (``estimates.cascade_sigma``) because it is where a
+  content-free model's held-out error comes from (a cascade's own speed cannot be read off the follow
+  graph), and it is not drawn by the simulator (see :func:`cascade_sigma`).
 * Confidence intervals: percentile bootstrap over cascades (whole trees resampled, so the
   dependence between edges of one tree is kept), refitting the chosen family each time.
 
@@ -257,22 +261,23 @@ def _theta(fit: FamilyFit, components: int) -> list[float]:
     )
 
 
-def user_sigma(e: EdgeData, fit: FamilyFit) -> tuple[float, int]:
-    """Between-user sd of log-delay residuals (one-way random effects, method of moments).
+def _random_effect_sd(r: NDArray[np.float64], groups: NDArray[np.int64], min_size: int) -> tuple[float, int]:
+    """Between-group sd of ``r`` by one-way random-effects ANOVA (method of moments).
 
-    Residual = log delay minus the influence shift; users with >= 2 edges enter. Returns the sd and
-    how many users it rests on. Negative variance estimates (no user effect) give 0.
+    Only groups with at least ``min_size`` members enter; returns the sd and how many groups it
+    rests on (0 groups / sd 0 when fewer than 2 groups or 4 values qualify). A negative variance
+    estimate (no group effect) gives 0.
     """
-    r = np.log(e.delay) - fit.params.b_author * e.x_author - fit.params.b_root * e.x_root
-    _, inv, cnt = np.unique(np.array(e.user), return_inverse=True, return_counts=True)
-    rep = cnt[inv] >= 2
-    if rep.sum() < 4:
+    _, inv, cnt = np.unique(groups, return_inverse=True, return_counts=True)
+    keep = cnt[inv] >= min_size
+    if keep.sum() < 4:
         return 0.0, 0
-    grp = inv[rep]
-    rr = r[rep]
-    _, g, n_g = np.unique(grp, return_inverse=True, return_counts=True)
-    means = np.bincount(g, rr) / n_g
+    rr = r[keep]
+    _, g, n_g = np.unique(inv[keep], return_inverse=True, return_counts=True)
     k, n = len(n_g), len(rr)
+    if k < 2 or n <= k:
+        return 0.0, 0
+    means = np.bincount(g, rr) / n_g
     ssw = float(np.sum((rr - means[g]) ** 2))
     ssb = float(np.sum(n_g * (means - rr.mean()) ** 2))
     msw, msb = ssw / (n - k), ssb / (k - 1)
@@ -280,7 +285,34 @@ def user_sigma(e: EdgeData, fit: FamilyFit) -> tuple[float, int]:
     return math.sqrt(max((msb - msw) / n0, 0.0)), k
 
 
-def _summary(tp: TimingParams, x_author: float, x_root: float) -> dict[str, float]:
+def _residuals(e: EdgeData, fit: FamilyFit) -> NDArray[np.float64]:
+    """Log delay minus the fitted influence shift: what the base family and random effects must explain."""
+    return np.asarray(np.log(e.delay) - fit.params.b_author * e.x_author - fit.params.b_root * e.x_root)
+
+
+def user_sigma(e: EdgeData, fit: FamilyFit) -> tuple[float, int]:
+    """Between-user sd of log-delay residuals (one-way random effects, method of moments).
+
+    Residual = log delay minus the influence shift; users with >= 2 edges enter. Returns the sd and
+    how many users it rests on. Negative variance estimates (no user effect) give 0.
+    """
+    _, users = np.unique(np.array(e.user), return_inverse=True)
+    return _random_effect_sd(_residuals(e, fit), users.astype(np.int64), 2)
+
+
+def cascade_sigma(e: EdgeData, fit: FamilyFit) -> tuple[float, int]:
+    """Between-cascade sd of log-delay residuals (one-way random effects over cascades).
+
+    Why it is estimated: it measures how much whole cascades run faster or slower than the pooled
+    delay law *after* the influence covariates, i.e. the part of a held-out cascade's speed that a
+    model fitted on other cascades cannot know from the follow graph. It is reported (with its
+    bootstrap CI) but not drawn by the simulator: a point prediction (the mean of a few replicas)
+    only gets noisier when each replica draws its own cascade speed (docs/results.md).
+    """
+    return _random_effect_sd(_residuals(e, fit), e.cascade, 2)
+
+
+def _summary(tp: TimingParams, x_author: float, x_root: float, casc_sigma: float) -> dict[str, float]:
     """Scalar summaries worth a CI: slopes, user sd, and delay quantiles in minutes for a typical edge.
 
     The quantiles are taken at the median covariates: at ``x = 0`` (an author nobody follows) the
@@ -291,7 +323,7 @@ def _summary(tp: TimingParams, x_author: float, x_root: float) -> dict[str, floa
     shift = math.exp(tp.b_author * x_author + tp.b_root * x_root)
     cdf = tp.delay.cdf(grid / shift)
     q = np.interp(u, cdf, grid)
-    out = {"b_author": tp.b_author, "b_root": tp.b_root, "user_sigma": tp.user_sigma}
+    out = {"b_author": tp.b_author, "b_root": tp.b_root, "user_sigma": tp.user_sigma, "cascade_sigma": casc_sigma}
     out.update({f"delay_q{int(x * 100)}_min": float(v) for x, v in zip(u, q)})
     for name, val in tp.delay.params.items():
         if isinstance(val, list):
@@ -324,7 +356,7 @@ def fit_timing(
         us, n_users = 0.0, 0
     tp = TimingParams(best.params.delay, best.params.b_author, best.params.b_root, us)
     xa, xr = float(np.median(e.x_author)), float(np.median(e.x_root))
-    point = _summary(tp, xa, xr)
+    point = _summary(tp, xa, xr, cascade_sigma(e, best)[0])
     boot: list[dict[str, float]] = []
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(21,)))
     for _ in range(bootstrap):
@@ -333,7 +365,8 @@ def fit_timing(
         start = None if best.family == "lognormal" else _theta(best, components)
         fb = fit_family(best.family, eb, components=components, start=start)
         ub = user_sigma(eb, fb)[0] if best.family in ("lognormal", "lognormal_mixture") else 0.0
-        boot.append(_summary(TimingParams(fb.params.delay, fb.params.b_author, fb.params.b_root, ub), xa, xr))
+        tb = TimingParams(fb.params.delay, fb.params.b_author, fb.params.b_root, ub)
+        boot.append(_summary(tb, xa, xr, cascade_sigma(eb, fb)[0]))
     ci = {}
     for key in point:
         vals = np.array([b[key] for b in boot if key in b])
@@ -341,8 +374,8 @@ def fit_timing(
             lo, hi = np.percentile(vals, [2.5, 97.5])
             ci[key] = [float(lo), float(hi)]
     meta = {
-        "estimator": "joint MLE per family, lowest AIC kept; user sd by one-way random-effects ANOVA; "
-        "95% percentile bootstrap over cascades",
+        "estimator": "joint MLE per family, lowest AIC kept; user and cascade sd by one-way random-effects ANOVA "
+        "(cascade sd reported, not drawn); 95% percentile bootstrap over cascades",
         "n_cascades": len(trees),
         "n_edges": len(e.delay),
         "n_users_repeated": n_users,

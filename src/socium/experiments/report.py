@@ -165,18 +165,19 @@ def _propagation_cv(rep: Report, res: dict[str, Any]) -> list[Path]:
     )
     rep.table(
         ReportTable(
-            "Fitted timing per fold",
-            ["fold", "train", "held out", "family", "median delay (min)", "b_author", "b_root", "user sd"],
+            "Fitted timing per fold (95% bootstrap CI over train cascades when cv.fit_bootstrap > 0)",
+            ["fold", "train", "held out", "family", "median delay (min)", "b_author", "b_root", "user sd"]
+            + ["cascade sd"],
             [
                 [
                     str(f["fold"]),
                     str(len(f["train"])),
                     str(len(f["held_out"])),
                     f["family"],
-                    fmt(f["estimates"]["delay_q50_min"]),
-                    fmt(f["estimates"]["b_author"]),
-                    fmt(f["estimates"]["b_root"]),
-                    fmt(f["estimates"]["user_sigma"]),
+                    *(
+                        _with_ci(f, key)
+                        for key in ("delay_q50_min", "b_author", "b_root", "user_sigma", "cascade_sigma")
+                    ),
                 ]
                 for f in res["folds"]
             ],
@@ -184,6 +185,15 @@ def _propagation_cv(rep: Report, res: dict[str, Any]) -> list[Path]:
         )
     )
     return []
+
+
+def _with_ci(fold: dict[str, Any], key: str) -> str:
+    """A fold's fitted value, with its bootstrap CI when the fold was bootstrapped ('-' when absent)."""
+    v = fold["estimates"].get(key)
+    if v is None:
+        return "-"
+    ci = (fold.get("ci95") or {}).get(key)
+    return fmt(v) if not ci else f"{fmt(v)} [{fmt(ci[0])}, {fmt(ci[1])}]"
 
 
 def _propagation(rep: Report, res: dict[str, Any]) -> list[Path]:
