@@ -161,7 +161,12 @@ class Simulation(mesa.Model):
             None
             if tc.kind == "activation"
             else ExposureTiming(
-                params_from_config(tc), self.key, self.n, cfg.step_minutes * cfg.time_magnification, tc.max_delay_min
+                params_from_config(tc),
+                self.key,
+                self.n,
+                cfg.step_minutes * cfg.time_magnification,
+                tc.max_delay_min,
+                [x.get("user_id") for x in self.population.extra] if self.population.extra else None,
             )
         )
         self.policy = policy if policy is not None else self._make_policy()

@@ -10,12 +10,14 @@ decision.
 
 The delay of follower ``f`` to a post by author ``a`` (whose cascade root was written by ``r``)::
 
-    log delay = log D(u)  +  b_author * log1p(followers(a))  +  b_root * log1p(followers(r))  +  z_f
+    log delay = log D(u)  +  b_author * log1p(followers(a))  +  b_root * log1p(followers(r))  +  z_f  +  g_r
 
 ``D`` is a base family (log-normal, Weibull, Lomax power law, or a mixture of log-normals), the two
 ``b`` terms are heterogeneous influence (large audiences react more slowly: the delay to a big
 account's post is dominated by followers who are rarely online), and ``z_f ~ N(0, user_sigma^2)`` is
-a per-user activity factor fixed for the whole run (some users are consistently fast). Every draw is
+a per-user activity factor fixed for the whole run (some users are consistently fast), and ``g_r`` is
+the fitted audience speed of the cascade's source author (``root_effects``, keyed by user id: the
+accounts whose earlier cascades ran fast or slow; 0 for an author the fit never saw). Every draw is
 a pure function of (seed, post id, follower id), so the schedule is rebuilt exactly on resume and does
 not depend on Ray sharding. Scheduling costs one vectorised draw per (new post, follower): cheap for
 10^4-10^5 agents at 1-minute steps, because only agents with something new in their network wake.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -144,21 +147,43 @@ class TimingParams:
     b_root: float = 0.0
     user_sigma: float = 0.0
     meta: dict[str, Any] = field(default_factory=dict)
+    root_effects: dict[str, float] = field(default_factory=dict)
+    """Log-delay shift of every edge of a cascade whose source was posted by this user (by user id)."""
 
     def __post_init__(self) -> None:
+        bad = [k for k, v in self.root_effects.items() if not isinstance(v, (int, float)) or not math.isfinite(v)]
+        if bad:
+            raise ConfigError(f"timing root_effects: values must be finite numbers (bad for {bad[:3]})")
         if self.user_sigma < 0 or not math.isfinite(self.user_sigma):
             raise ConfigError(f"timing user_sigma must be a finite number >= 0, got {self.user_sigma}")
         if self.user_sigma > 0 and self.delay.family not in ("lognormal", "lognormal_mixture"):
             raise ConfigError(f"timing user_sigma > 0 needs a log-normal delay family, not {self.delay.family!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "delay": {"family": self.delay.family, **self.delay.params},
             "b_author": self.b_author,
             "b_root": self.b_root,
             "user_sigma": self.user_sigma,
             "meta": self.meta,
         }
+        if self.root_effects:  # only when fitted: older parameter files (and their config hashes) stay as they were
+            out["root_effects"] = dict(self.root_effects)
+        return out
+
+    def root_shift(self, user_ids: Sequence[Any] | None, n: int) -> np.ndarray:
+        """Per-agent ``g`` (0 where unknown) from the agents' user ids.
+
+        A ``#k`` suffix marks a replica copy of a user (``propcv.replicate_rows``) and is ignored, so
+        every copy of a source author gets that author's fitted effect.
+        """
+        out = np.zeros(n)
+        if not self.root_effects or user_ids is None:
+            return out
+        for i, uid in enumerate(list(user_ids)[:n]):
+            if uid is not None:
+                out[i] = self.root_effects.get(str(uid).split("#", 1)[0], 0.0)
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], where: str = "timing.params") -> TimingParams:
@@ -168,7 +193,7 @@ class TimingParams:
             )
         delay = dict(d["delay"])
         family = delay.pop("family")
-        unknown = set(d) - {"delay", "b_author", "b_root", "user_sigma", "meta"}
+        unknown = set(d) - {"delay", "b_author", "b_root", "user_sigma", "meta", "root_effects"}
         if unknown:
             raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
         try:
@@ -178,6 +203,7 @@ class TimingParams:
                 float(d.get("b_root", 0.0)),
                 float(d.get("user_sigma", 0.0)),
                 dict(d.get("meta", {})),
+                {str(k): v for k, v in dict(d.get("root_effects") or {}).items()},
             )
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
@@ -192,11 +218,17 @@ class TimingParams:
         return cls.from_dict(data.get("timing", data), where=str(p))
 
     def log_delays(
-        self, u: np.ndarray, v: np.ndarray, author_followers: float, root_followers: float, user_z: np.ndarray
+        self,
+        u: np.ndarray,
+        v: np.ndarray,
+        author_followers: float,
+        root_followers: float,
+        user_z: np.ndarray,
+        root_shift: float = 0.0,
     ) -> np.ndarray:
-        """Log delays (minutes) for one post's followers from their uniforms and user factors."""
+        """Log delays (minutes) for one post's followers from their uniforms, user factors and root effect."""
         base = self.delay.narrowed(self.user_sigma).log_quantile(u, v)
-        shift = self.b_author * math.log1p(author_followers) + self.b_root * math.log1p(root_followers)
+        shift = self.b_author * math.log1p(author_followers) + self.b_root * math.log1p(root_followers) + root_shift
         return base + shift + user_z
 
 
@@ -217,7 +249,13 @@ class ExposureTiming:
     """
 
     def __init__(
-        self, params: TimingParams, seed_key: int, n: int, step_minutes: float, max_delay_min: float | None = None
+        self,
+        params: TimingParams,
+        seed_key: int,
+        n: int,
+        step_minutes: float,
+        max_delay_min: float | None = None,
+        user_ids: Sequence[Any] | None = None,
     ) -> None:
         self.params = params
         self.key = seed_key
@@ -227,6 +265,7 @@ class ExposureTiming:
         self.schedule: dict[int, list[np.ndarray]] = {}
         self._rev: tuple[np.ndarray, np.ndarray] | None = None
         self._rev_edges = -1
+        self.root_shift = params.root_shift(user_ids, n)
         from scipy import special
 
         ids = np.arange(n)
@@ -261,7 +300,9 @@ class ExposureTiming:
             r = posts.get("author", posts.get("root", pid))
             u = uniform(self.key, TIMING, pid, fol, sub=0)
             v = uniform(self.key, TIMING, pid, fol, sub=1)
-            logd = self.params.log_delays(u, v, float(counts[a]), float(counts[r]), self.user_z[fol])
+            logd = self.params.log_delays(
+                u, v, float(counts[a]), float(counts[r]), self.user_z[fol], float(self.root_shift[r])
+            )
             delay = np.exp(np.minimum(logd, 50.0))
             keep = np.ones(len(fol), bool) if self.max_delay is None else delay <= self.max_delay
             wake = step + np.maximum(1, np.ceil(np.maximum(delay[keep], MIN_DELAY_MIN) / self.dt - 1e-9)).astype(
