@@ -17,12 +17,14 @@ import numpy as np
 from pydantic import ValidationError
 
 from socium.agents import prompts as P
+from socium.agents.narrator_fit import NarratorCall, fit_narrator_calls
 from socium.agents.observation import Decision, Observation
 from socium.agents.profiles import AgentProfile
 from socium.config import ExperimentConfig
 from socium.llm.base import run_coro_sync
 from socium.llm.cache import MemoryCache
 from socium.llm.config import build_backend
+from socium.llm.context import context_window, prompt_counter
 from socium.llm.parsing import parse_json_lenient
 from socium.llm.types import ChatMessage, LLMRequest, LLMResult
 from socium.llm.wrappers import BudgetLedger
@@ -421,18 +423,48 @@ class LLMPolicy:
 
     # ---- omniscient (script mode) -------------------------------------------------------------
     async def _narrate(self, group: list[Observation]) -> list[Decision]:
-        """Script mode: one narrator call for the group; members it skipped or answered wrongly (ids
-        from another member's feed, an action not offered) are asked once more, alone together."""
-        done, retry = await self._narrator_call(group, 0, {})
+        """Script mode: narrator calls for the group, as many as its prompt needs to fit the context
+        (see :mod:`socium.agents.narrator_fit`); members a call skipped or answered wrongly (ids from
+        another member's feed, an action not offered) are asked once more, alone together."""
+        unshown: dict[int, list[tuple[int, str]]] = {}
+        done, retry = await self._narrator_calls(self._fitted(group, {}), 0, group, unshown)
         if retry and self.ac.reask:
-            more, retry = await self._narrator_call([o for o, _, _ in retry], 1, {o.agent_id: e for o, e, _ in retry})
+            errors = {o.agent_id: e for o, e, _ in retry}
+            more, retry = await self._narrator_calls(self._fitted([o for o, _, _ in retry], errors), 1, group, unshown)
             done += more
         done += [Decision(o.agent_id, [], invalid_reason=f"narrator output: {err}", raw=raw) for o, err, raw in retry]
+        for d in done:  # posts trimmed from every prompt about this character: not exposures after all
+            if d.agent_id in unshown:
+                d.meta["unshown"] = unshown[d.agent_id]
         return sorted(done, key=lambda d: d.agent_id)
 
-    async def _narrator_call(
-        self, group: list[Observation], attempt: int, errors: dict[int, str]
+    async def _narrator_calls(
+        self,
+        calls: list[NarratorCall],
+        attempt: int,
+        whole: list[Observation],
+        unshown: dict[int, list[tuple[int, str]]],
     ) -> tuple[list[Decision], list[tuple[Observation, str, str | None]]]:
+        for call in calls:
+            for a, posts in call.unshown.items():
+                unshown.setdefault(a, []).extend(posts)
+        answers = await asyncio.gather(*(self._narrator_call(c, attempt, whole) for c in calls))
+        return [d for got, _ in answers for d in got], [r for _, bad in answers for r in bad]
+
+    def _fitted(self, group: list[Observation], errors: dict[int, str]) -> list[NarratorCall]:
+        """The calls writing ``group``, each within the backend's context window (when it has one)."""
+        backend = self.backend_for(self.llm_of(group[0].agent_id))
+        llm = self.cfg.llm
+        assert llm is not None
+        return fit_narrator_calls(
+            group,
+            lambda members: self._narrator_messages(members, errors),
+            prompt_counter(backend),
+            context_window(backend),
+            llm.max_tokens,
+        )
+
+    def _narrator_messages(self, group: list[Observation], errors: dict[int, str]) -> list[dict[str, str]]:
         members = [(o.extra["profile"], o, o.extra.get("memory", ())) for o in group]
         gt = self.ac.ground_truth if "omniscient" in self.ac.ground_truth_visible_to else None
         msgs = P.narrator_messages(
@@ -444,8 +476,9 @@ class LLMPolicy:
             ground_truth=gt,
             **self.persona_kw(),
         )
-        if errors:  # the re-ask says what was wrong, member by member
-            notes = "\n".join(f"- agent_{a}: {e}" for a, e in sorted(errors.items()))
+        mine = {o.agent_id for o in group}
+        if errors.keys() & mine:  # the re-ask says what was wrong, member by member
+            notes = "\n".join(f"- agent_{a}: {e}" for a, e in sorted(errors.items()) if a in mine)
             msgs.append(
                 {
                     "role": "user",
@@ -453,16 +486,26 @@ class LLMPolicy:
                     "Answer again for exactly the characters above.",
                 }
             )
+        return msgs
+
+    async def _narrator_call(
+        self, call: NarratorCall, attempt: int, whole: list[Observation]
+    ) -> tuple[list[Decision], list[tuple[Observation, str, str | None]]]:
+        group = call.members
         schema = P.narrator_schema({o.agent_id: self.action_schema(o) for o in group})
         first = group[0]
-        meta = {"step": first.step, "agent_id": first.agent_id, "group": [o.agent_id for o in group]}
+        meta: dict[str, Any] = {"step": first.step, "agent_id": first.agent_id, "group": [o.agent_id for o in group]}
         if attempt:
             meta["attempt"] = attempt
+        if len(group) < len(whole) and not attempt:  # split to fit the context: the group it came from
+            meta["narrator_group"] = [o.agent_id for o in whole]
+        if call.trimmed:
+            meta["trimmed"] = {str(a): t for a, t in call.trimmed.items()}
         llm = self.cfg.llm
         assert llm is not None
         req = self._request(
             f"s{first.step}-g{first.agent_id}" + (f"-{attempt}" if attempt else ""),
-            msgs,
+            call.messages,
             schema,
             meta,
             self._seed(first.agent_id, first.step, 99 + attempt),

@@ -15,6 +15,7 @@ mindreader     local + the private bio, goal and stance of the author of every p
                message shown; each author's once per prompt
 omniscient     one narrator call per ``llm_agents.group_size`` active agents sees every member's
                local view, profile and goal, plus the global trending feed and platform stats
+               (split or trimmed to the model's context: ``agents/narrator_fit.py``)
 =============  ============================================================================
 
 Ground truth (``llm_agents.ground_truth``) goes only to ``llm_agents.ground_truth_visible_to``.

@@ -250,6 +250,11 @@ class EmbeddedBackend:
         )
         self.load_s = self._start()
 
+    @property
+    def context_tokens(self) -> int:
+        """Each slot's context window, prompt and completion together (socium.llm.context)."""
+        return self.n_ctx
+
     def _start(self) -> float:
         x = self._engine
         p = x.CommonParams()

@@ -90,6 +90,20 @@ class StepRecorder:
         e["rank"].extend(range(n))
         e["source"].extend([source] * n if isinstance(source, str) else source)
 
+    def withdraw_exposures(self, agent: int, posts: list[tuple[int, str]] | list[list[Any]]) -> None:
+        """Remove ``agent``'s exposure rows of these (post id, source) pairs: a policy dropped them from
+        its prompt to fit the model's context (script mode), so they were never in front of it."""
+        gone = {(int(p), str(s)) for p, s in posts}
+        e = self.exposures
+        keep = [
+            i
+            for i, (a, p, s) in enumerate(zip(e["agent_id"], e["post_id"], e["source"]))
+            if a != agent or (p, s) not in gone
+        ]
+        if len(keep) < len(e["step"]):
+            for k, col in e.items():
+                e[k] = [col[i] for i in keep]
+
     def stance(self, agent: int, value: float) -> None:
         self.stances["step"].append(self.step)
         self.stances["agent_id"].append(agent)

@@ -472,6 +472,8 @@ class Simulation(mesa.Model):
                 calls = d.meta.pop("llm_calls", None)
                 if calls:
                     rec.calls.extend(calls)
+                if unshown := d.meta.pop("unshown", None):  # trimmed to fit the context: not shown after all
+                    rec.withdraw_exposures(d.agent_id, unshown)
             decisions += got
             fixed += bots
             kept += [o for o in observations if self.moderation.needed_after_actions(o)]

@@ -1,0 +1,147 @@
+"""Script mode's narrator prompts made to fit the model's context window.
+
+Why: one narrator call writes for ``llm_agents.group_size`` characters and its prompt holds every one's
+profile, memory and feed, so it grows with the group and the run (8 characters overflowed 2,048 tokens,
+and one call 4,096). A prompt the model refuses loses the whole group's turn.
+
+How, in order, so that what each character sees is kept whole as long as possible:
+
+1. a group whose prompt plus its completion allowance (``max_tokens`` per character) fits is one call;
+2. else it is split into halves (runs of consecutive agent ids, so the result does not depend on the
+   shard or chunk it ran in), each fitted again;
+3. a single character that still does not fit loses, one at a time and in turn, its lowest-ranked feed
+   item, its oldest memory line, the last trending post, its last search result and its oldest group
+   message, until it fits (or nothing is left to drop: the call is then sent as it is and the backend's
+   refusal is recorded).
+
+Each call records what was done (``narrator_group``: the whole group when it was split; ``trimmed``:
+per character, the post ids and counts dropped), and every post dropped from a character's prompt is
+handed back as ``unshown`` so its exposure row is withdrawn: ``exposures`` stay what prompts held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from socium.agents.observation import Observation
+
+Render = Callable[[list[Observation]], list[dict[str, str]]]
+Count = Callable[[list[dict[str, str]]], int]
+
+
+@dataclass
+class NarratorCall:
+    """One narrator call: its characters (observations as shown, trimmed or not) and its messages."""
+
+    members: list[Observation]
+    messages: list[dict[str, str]]
+    tokens: int | None = None  # the prompt's count (None when nothing bounds it)
+    trimmed: dict[int, dict[str, Any]] = field(default_factory=dict)  # agent id -> what was dropped
+    unshown: dict[int, list[tuple[int, str]]] = field(default_factory=dict)  # agent id -> (post id, source)
+
+
+def fit_narrator_calls(
+    group: list[Observation],
+    render: Render,
+    count: Count,
+    budget: int | None,
+    reserve_per_member: int,
+) -> list[NarratorCall]:
+    """The calls that write ``group``: one when it fits in ``budget`` tokens (or ``budget`` is None), else
+    halves, else single characters trimmed as the module says. ``reserve_per_member``: completion tokens
+    kept free per character."""
+    msgs = render(group)
+    if budget is None:
+        return [NarratorCall(group, msgs)]
+    n = count(msgs)
+    if n + reserve_per_member * len(group) <= budget:
+        return [NarratorCall(group, msgs, n)]
+    if len(group) > 1:
+        mid = len(group) // 2
+        return [
+            *fit_narrator_calls(group[:mid], render, count, budget, reserve_per_member),
+            *fit_narrator_calls(group[mid:], render, count, budget, reserve_per_member),
+        ]
+    return [_trimmed(group[0], render, count, budget - reserve_per_member)]
+
+
+def _trimmed(o: Observation, render: Render, count: Count, budget: int) -> NarratorCall:
+    """``o`` with items dropped in turn (feed, memory, trending, results, group messages) until its prompt fits."""
+    o = replace(
+        o,
+        feed=list(o.feed),
+        results=list(o.results),
+        found_users=list(o.found_users),
+        groups=[replace(g, messages=list(g.messages)) for g in o.groups],
+        extra={
+            **o.extra,
+            "memory": list(o.extra.get("memory", ())),
+            "global_feed": list(o.extra.get("global_feed", ())),
+        },
+    )
+    dropped: dict[str, Any] = {}
+    unshown: list[tuple[int, str]] = []
+
+    def drop_feed() -> bool:
+        if not o.feed:
+            return False
+        it = o.feed.pop()
+        dropped.setdefault("feed", []).append(it.post_id)
+        unshown.append((it.post_id, it.source))
+        return True
+
+    def drop_memory() -> bool:
+        mem = o.extra["memory"]
+        if not mem:
+            return False
+        mem.pop(0)
+        dropped["memory_lines"] = dropped.get("memory_lines", 0) + 1
+        return True
+
+    def drop_global() -> bool:
+        top = o.extra["global_feed"]
+        if not top:
+            return False
+        it = top.pop()
+        dropped.setdefault("global", []).append(it.post_id)
+        unshown.append((it.post_id, it.source))
+        return True
+
+    def drop_result() -> bool:
+        if o.results:
+            it = o.results.pop()
+            dropped.setdefault("results", []).append(it.post_id)
+            unshown.append((it.post_id, it.source))
+            return True
+        if o.found_users:
+            o.found_users.pop()
+            dropped["found_users"] = dropped.get("found_users", 0) + 1
+            return True
+        return False
+
+    def drop_message() -> bool:
+        for g in o.groups:
+            if g.messages:
+                g.messages.pop(0)
+                dropped["group_messages"] = dropped.get("group_messages", 0) + 1
+                return True
+        return False
+
+    steps: Sequence[Callable[[], bool]] = (drop_feed, drop_memory, drop_global, drop_result, drop_message)
+    msgs = render([o])
+    n = count(msgs)
+    turn = 0
+    while n > budget:  # one item at a time, the kinds in turn: no kind is emptied before another loses one
+        for k in range(len(steps)):
+            if steps[(turn + k) % len(steps)]():
+                turn = (turn + k + 1) % len(steps)
+                break
+        else:
+            dropped["still_over"] = True
+            break
+        msgs = render([o])
+        n = count(msgs)
+    dropped["prompt_tokens"] = n
+    return NarratorCall([o], msgs, n, {o.agent_id: dropped}, {o.agent_id: unshown} if unshown else {})
