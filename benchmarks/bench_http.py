@@ -140,6 +140,7 @@ def _sdk_backend() -> Any:
 #: its caller's row), as (module, attribute path, label). The LLM phase's rest (wrappers, HTTP, the
 #: event loop) is its total minus its timed parts: awaits cannot be timed per call.
 PHASES: list[tuple[str, str, str]] = [
+    ("socium.recsys.chronological", "ChronologicalRecommender.feeds", "feeds ranked (chronological recommender)"),
     ("socium.simulator.simulation", "Simulation.observe", "observation and feed"),
     ("socium.agents.perspectives", "fill_observation", "  of which profile, memory, groups (fill_observation)"),
     ("socium.agents.perspectives", "feed_item", "  of which feed items (feed_item)"),
@@ -152,6 +153,7 @@ PHASES: list[tuple[str, str, str]] = [
     ("socium.llm.openai_compat", "parse_completion", "LLM: response parsing"),
     ("socium.agents.llm_policy", "parse_json_lenient", "LLM: answer JSON"),
     ("socium.agents.llm_policy", "validate_answer", "LLM: answer validation"),
+    ("socium.agents.llm_policy", "RenderedRequest.__init__", "LLM: llm_calls JSON strings (RenderedRequest)"),
     ("socium.simulator.simulation", "call_rows", "llm_calls rows (call_rows)"),
     ("socium.simulator.simulation", "Simulation.apply_decisions", "applying actions"),
     ("socium.simulator.store", "TraceStore.append_step", "DuckDB write of the step"),
@@ -169,7 +171,9 @@ def _time_phases() -> tuple[dict[str, float], Any]:
         owner: Any = importlib.import_module(mod_name)
         *parents, attr = path.split(".")
         for p in parents:
-            owner = getattr(owner, p)
+            owner = getattr(owner, p, None)
+        if owner is None or not hasattr(owner, attr):  # an older tree (--src) without this function
+            continue
         fn = owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)
 
         def wrap(fn: Any, label: str) -> Any:

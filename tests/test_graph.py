@@ -221,6 +221,9 @@ def test_follow_index_random_operations() -> None:
         assert fi.is_following(u, v) == ref.has_edge(u, v)
         a, b = (int(x) for x in rng.integers(0, n, size=2))
         assert fi.is_following(a, b) == ref.has_edge(a, b)
+        if step % 50 == 0:  # pending additions and removals included, before and after compaction
+            shown = [int(x) for x in rng.integers(0, n, size=int(rng.integers(0, 12)))]
+            assert fi.following_among(a, shown) == sorted({v for v in shown if ref.has_edge(a, v)})
         if step % 500 == 0:
             assert_matches(fi, ref, n)
         if step == 1500:

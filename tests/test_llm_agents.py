@@ -297,3 +297,50 @@ def test_started_in_slices_keeps_order_yields_between_slices_and_cancels_on_fail
         assert done == []  # the others were cancelled, not left running
 
     asyncio.run(main())
+
+
+def test_posts_rendered_once_per_step_give_the_same_prompts_and_trace(tmp_path, monkeypatch):
+    """Feed posts are rendered once per step and shared between prompts (render_post_memo): every
+    table, prompts included, must be what rendering each post for each viewer gives."""
+    over = {"steps": 4, "llm_agents": {"group_size": 4, "comments_per_post": 2, "quote_depth": 2}}
+    Simulation(cfg("local", **over), tmp_path / "memo").run()
+    monkeypatch.setattr(LLMPolicy, "_posts_memo_for", lambda self, step: None)
+    Simulation(cfg("local", **over), tmp_path / "plain").run()
+    assert trace_digest(tmp_path / "memo" / "trace.duckdb") == trace_digest(tmp_path / "plain" / "trace.duckdb")
+    rows = prompts(tmp_path / "memo")
+    text = " ".join(r[2] for r in rows)
+    assert "<<<SHARED id=" in text and "<<<COMMENT id=" in text  # reposts/quotes and comments were rendered
+    assert len(rows) > 40
+
+
+def test_render_post_memo_tells_apart_every_state_of_a_post():
+    from socium.agents import prompts as P
+    from socium.agents.observation import FeedItem, SharedPost
+
+    def item(**kw):
+        base = dict(post_id=7, author=1, kind="quote", text="hello #tag <x>", root_id=3, likes=1, dislikes=0,
+                    reposts=0, comments=0, source="follow", rank=0, author_username="ann")  # fmt: skip
+        base.update(kw)
+        return FeedItem(**base)
+
+    shared = SharedPost(3, 2, "bob", "original", "root text", 0, 0, 0, 0)
+    variants = [
+        item(),
+        item(likes=2),
+        item(dislikes=1),
+        item(reposts=4),
+        item(comments=1),
+        item(notes=["Label: disputed"]),
+        item(shared=[shared]),
+        item(shared=[SharedPost(3, 2, "bob", "original", "root text", 5, 0, 0, 0)]),
+        item(shared=[shared], shared_more=True),
+        item(replies=[SharedPost(9, 4, "cy", "comment", "a reply", 0, 0, 0, 0)]),
+        item(rank=3, source="search", liked=True, adopted=True),  # what the viewer did: not in the text
+    ]
+    memo: dict = {}
+    for show_score in (False, True):
+        for max_chars in (5, 280):
+            for it in variants:
+                want = P.render_post(it, max_chars, False, show_score)
+                assert P.render_post_memo(memo, it, max_chars, show_score) == want
+    assert len(memo) == 4 * (len(variants) - 1) == len(set(memo.values()))  # one entry per distinct text

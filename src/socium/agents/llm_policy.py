@@ -130,10 +130,14 @@ def validate_action(data: Any, obs: Observation, allowed: Sequence[str]) -> Any:
     return action
 
 
-def state_aware_ids(obs: Observation) -> dict[str, list[int]]:
+def state_aware_ids(
+    obs: Observation, posts: set[int] | None = None, users: set[int] | None = None
+) -> dict[str, list[int]]:
     """Ids each vote / share / follow action may take given what the agent already did, so the schema
-    never offers what the platform would reject (liking twice, following a followee, reposting oneself)."""
-    posts, users = obs.shown_posts(), obs.shown_users()
+    never offers what the platform would reject (liking twice, following a followee, reposting oneself).
+    ``posts`` / ``users``: ``obs.shown_posts()`` / ``obs.shown_users()`` when the caller has them."""
+    posts = obs.shown_posts() if posts is None else posts
+    users = obs.shown_users() if users is None else users
     items = (*obs.feed, *obs.results)
     liked = {it.post_id for it in items if it.liked}
     disliked = {it.post_id for it in items if it.disliked}
@@ -178,6 +182,10 @@ def validate_answer(
     return [validate_action(data["action"], obs, allowed)], why
 
 
+#: Rendered posts kept per step (~0.3-1 KB each): bounds the memo at ~10-40 MB in a huge step.
+POSTS_MEMO_MAX = 40_000
+
+
 class LLMPolicy:
     """One LLM call per active agent (local / mindreader), or one per group (omniscient)."""
 
@@ -205,9 +213,19 @@ class LLMPolicy:
         self.route_names: list[str] = ["default"]
         self.spent: dict[str, tuple[int, int]] = {}  # per llms name: (calls, tokens) in the trace; set by the driver
         self._ledgers: dict[str, BudgetLedger] = {}  # per llms name with a budget; the run's, on the driver
+        self._posts_memo: dict[tuple, str] = {}  # rendered feed posts of the current step (P.render_post_memo)
+        self._posts_memo_step: int | None = None
 
     def __getstate__(self) -> dict[str, Any]:  # backends hold sockets/models: rebuilt where unpickled
-        return {**self.__dict__, "_backend": None, "_cache": None, "_named": {}, "_ledgers": {}}
+        return {
+            **self.__dict__,
+            "_backend": None,
+            "_cache": None,
+            "_named": {},
+            "_ledgers": {},
+            "_posts_memo": {},
+            "_posts_memo_step": None,
+        }
 
     def set_route(self, names: Sequence[str], route: np.ndarray | None) -> None:
         """Which named backend (``llms``) answers for each agent; set by the simulation before any call."""
@@ -343,6 +361,13 @@ class LLMPolicy:
         return {"persona_fields": self.ac.persona_fields, "issue": self.cfg.population.issue}
 
     # ---- local / mindreader -------------------------------------------------------------------
+    def _posts_memo_for(self, step: int) -> dict[tuple, str]:
+        """The step's rendered posts; emptied when the step changes or it holds POSTS_MEMO_MAX posts."""
+        if step != self._posts_memo_step or len(self._posts_memo) >= POSTS_MEMO_MAX:
+            self._posts_memo = {}
+            self._posts_memo_step = step
+        return self._posts_memo
+
     def _messages(self, obs: Observation) -> list[dict[str, str]]:
         profile: AgentProfile = obs.extra["profile"]
         gt = self.ac.ground_truth if self.cfg.perspective in self.ac.ground_truth_visible_to else None
@@ -354,6 +379,7 @@ class LLMPolicy:
             perspective=self.cfg.perspective,
             max_item_chars=self.ac.max_item_chars,
             ground_truth=gt,
+            memo=self._posts_memo_for(obs.step),
             **self.persona_kw(),
         )
 
@@ -368,15 +394,16 @@ class LLMPolicy:
         """One action's schema for this observation; the narrator's per-member schema too, so a narrated
         character is offered exactly what the same agent would be offered alone (groups, state-aware ids)."""
         ac = self.ac
+        posts, users = obs.shown_posts(), obs.shown_users()
         return P.action_schema(
             self.allowed,
-            sorted(obs.shown_posts()),
-            sorted(obs.shown_users()),
+            sorted(posts),
+            sorted(users),
             ac.max_content_chars,
             join_ids=[g.group_id for g in obs.groups if not g.member],
             member_ids=[g.group_id for g in obs.groups if g.member],
             comment_ids=sorted(obs.shown_comments()),
-            ids_for=state_aware_ids(obs),
+            ids_for=state_aware_ids(obs, posts, users),
         )
 
     async def adecide(self, obs: Observation) -> Decision:

@@ -88,7 +88,8 @@ class Observation:
         out = set()
         for it in (*self.feed, *self.results):
             out.add(it.post_id)
-            out.update(s.post_id for s in it.shared)
+            if it.shared:  # most posts share nothing: skip building a generator for them
+                out.update([s.post_id for s in it.shared])
         return out
 
     def shown_comments(self) -> set[int]:
@@ -97,11 +98,13 @@ class Observation:
 
     def shown_users(self) -> set[int]:
         """Authors of every shown post plus users found by search, minus the agent itself."""
-        out = {u for u, _ in self.found_users}
+        out = {u for u, _ in self.found_users} if self.found_users else set()
         for it in (*self.feed, *self.results):
             out.add(it.author)
-            out.update(s.author for s in it.shared)
-            out.update(c.author for c in it.replies)
+            if it.shared:  # called for every prompt and schema: no generators for the empty lists
+                out.update([s.author for s in it.shared])
+            if it.replies:
+                out.update([c.author for c in it.replies])
         out.discard(self.agent_id)
         return out
 

@@ -194,7 +194,7 @@ def fill_observation(sim: Any, o: Observation, rec: StepRecorder) -> None:
             latest = st.comments_of.get(it.post_id, [])[-ac.comments_per_post :]
             it.replies = [_linked(st, pop.usernames, c) for c in latest]
     # whom it already follows among the users shown: follow / unfollow are offered accordingly
-    o.extra["following"] = sorted(u for u in o.shown_users() if st.follows.is_following(o.agent_id, u))
+    o.extra["following"] = st.follows.following_among(o.agent_id, o.shown_users())
     if persp.others_private == "shown_authors":
         for it in (*o.feed, *o.results):
             if it.author != o.agent_id:

@@ -307,11 +307,53 @@ def render_post(
     return "\n".join(parts)
 
 
-def feed_block(obs: Observation, max_item_chars: int, mindreader: bool, told: set[int] | None = None) -> str:
+def feed_block(
+    obs: Observation,
+    max_item_chars: int,
+    mindreader: bool,
+    told: set[int] | None = None,
+    memo: dict[tuple, str] | None = None,
+) -> str:
+    """The feed's posts; ``memo`` (see :func:`render_post_memo`) reuses posts already rendered."""
     if not obs.feed:
         return "(your feed is empty)"
     show_score = bool(obs.extra.get("show_score"))
-    return "\n".join(render_post(it, max_item_chars, mindreader, show_score, told) for it in obs.feed)
+    if memo is None or mindreader:  # a mindreader's render depends on the prompt (``told``): not shared
+        return "\n".join(render_post(it, max_item_chars, mindreader, show_score, told) for it in obs.feed)
+    return "\n".join(render_post_memo(memo, it, max_item_chars, show_score) for it in obs.feed)
+
+
+def _linked_key(links: list[SharedPost]) -> tuple | None:
+    return tuple((s.post_id, s.likes, s.dislikes, s.reposts, s.comments) for s in links) if links else None
+
+
+def render_post_memo(memo: dict[tuple, str], it: FeedItem, max_chars: int, show_score: bool = False) -> str:
+    """:func:`render_post` without a private side, rendered once per distinct post state in ``memo``.
+
+    Why: in a step every viewer of a post gets the same text (ids, counts, quoted text, shared chain,
+    comments, notes), and most posts sit in many feeds; rendering them took ~a third of building a
+    prompt. The key holds everything the text is made of that can change (counts, notes, the shared
+    posts' and comments' ids and counts, the kind and ``shared_more``); what it leaves out (a post's
+    text, author and username) never changes once the post exists. The caller bounds the memo's size.
+    """
+    key = (
+        it.post_id,
+        it.likes,
+        it.dislikes,
+        it.reposts,
+        it.comments,
+        it.kind,
+        it.shared_more,
+        max_chars,
+        show_score,
+        tuple(it.notes) if it.notes else None,
+        _linked_key(it.shared),
+        _linked_key(it.replies),
+    )
+    text = memo.get(key)
+    if text is None:
+        text = memo[key] = render_post(it, max_chars, False, show_score)
+    return text
 
 
 def results_block(
@@ -388,7 +430,10 @@ def agent_messages(
     ground_truth: str | None,
     persona_fields: Sequence[str] = ("bio", "interests"),
     issue: str | None = None,
+    memo: dict[tuple, str] | None = None,
 ) -> list[dict[str, str]]:
+    """An agent's turn: its profile, memory, feed, results and groups. ``memo``: rendered posts to
+    share between the prompts of a step (:func:`render_post_memo`)."""
     mindreader = perspective == "mindreader"
     told: set[int] = {profile.id}  # authors whose private side this prompt has shown (never one's own)
     parts = [
@@ -400,7 +445,7 @@ def agent_messages(
     if notice := obs.extra.get("platform_notice"):  # moderation.prebunk: inoculation before the feed
         parts.append(f"## Notice from the platform\n{quote_untrusted(notice, 1000)}")
     when = obs.extra.get("datetime") or f"hour {obs.hour:02d}:00"
-    parts.append(f"## Your feed ({when})\n{feed_block(obs, max_item_chars, mindreader, told)}")
+    parts.append(f"## Your feed ({when})\n{feed_block(obs, max_item_chars, mindreader, told, memo)}")
     results = results_block(obs, max_item_chars, mindreader, told)
     if results:
         parts.append(results)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -330,6 +330,21 @@ class FollowIndex:
         if v in self._added.get(u, ()):
             return True
         return v not in self._removed.get(u, ()) and self._base_has(u, v)
+
+    def following_among(self, u: int, vs: Iterable[int]) -> list[int]:
+        """The ids of ``vs`` that ``u`` follows now, sorted: :meth:`is_following` for a prompt's shown
+        users in one vectorised lookup instead of one ``searchsorted`` per user."""
+        cand = sorted(set(vs))
+        self._check(u, *cand)
+        if not cand:
+            return []
+        row = self.followees(u)
+        if not len(row):
+            return []
+        arr = np.array(cand, dtype=row.dtype)
+        pos = np.searchsorted(row, arr)
+        hit = row[np.minimum(pos, len(row) - 1)] == arr
+        return [v for v, h in zip(cand, hit.tolist()) if h]
 
     def add(self, u: int, v: int) -> None:
         """``u`` follows ``v``; following twice is a no-op so replayed actions stay idempotent."""
