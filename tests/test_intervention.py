@@ -176,6 +176,8 @@ def test_example_runs_on_the_fake_backend(tmp_path):
     )
     assert r.exit_code == 0, r.output
     assert (tmp_path / "ex" / "report" / "intervention_effects.png").is_file()
+    page = (tmp_path / "ex" / "report" / "index.html").read_text(encoding="utf-8")
+    assert "1 seed x " in page and "1 seeds" not in page and "No intervals: one seed" in page
 
 
 @needs_claims

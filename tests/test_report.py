@@ -109,3 +109,10 @@ def test_polarisation_report_has_distributions(tmp_path):
         pts = res["runs"][run]["metrics"]["points"]
         assert series["stance_distributions"][run] == {str(p["step"]): p["values"] for p in pts}
         assert series["stance_trajectories"][run]["variance"] == [p["variance"] for p in pts]
+
+
+def test_counts_in_report_text_take_the_noun_in_the_right_number():
+    from socium.experiments.report import counted
+
+    assert [counted(n, "seed") for n in (0, 1, 2)] == ["0 seeds", "1 seed", "2 seeds"]
+    assert counted(1, "replicate") == "1 replicate" and counted(3, "child", "children") == "3 children"

@@ -75,6 +75,11 @@ def fmt(x: Any, digits: int = 3) -> str:
     return str(x)
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """'1 seed', '3 seeds': a count with its noun in the right number (``plural``: when not noun + 's')."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def short_model(name: str) -> str:
     """'HuggingFaceTB/SmolLM2-135M-Instruct' -> 'SmolLM2-135M-Instruct' (file names lose .gguf)."""
     return name.rsplit("/", 1)[-1].removesuffix(".gguf")
@@ -132,9 +137,10 @@ def _propagation_cv(rep: Report, res: dict[str, Any]) -> list[Path]:
     cv = res["spec"]["cv"]
     rep.heading(f"Propagation, {cv['folds']}-fold cross-validation")
     rep.note(
-        f"{len(res['cascades'])} cascades; timing fitted on the train folds, every score on the held-out fold only "
+        f"{counted(len(res['cascades']), 'cascade')}; timing fitted on the train folds, every score on the held-out "
+        "fold only "
         f"(never on a cascade a parameter was fitted on); NRMSE over {res['minutes']} min; mean over "
-        f"{cv['runs']} seed(s) per cascade; 95% bootstrap CI over cascades."
+        f"{counted(cv['runs'], 'seed')} per cascade; 95% bootstrap CI over cascades."
     )
     s = res["summary"]
     models = [m for m in cv["models"] if m in s]
@@ -205,7 +211,8 @@ def _propagation(rep: Report, res: dict[str, Any]) -> list[Path]:
     labels = source_labels("propagation", first_model)
     labels["real"] = real_label(res)
     rep.note(
-        f"{len(cascades)} cascades, {res['step_minutes']} min per step, NRMSE over the first {res['minutes']} minutes "
+        f"{counted(len(cascades), 'cascade')}, {res['step_minutes']} min per step, NRMSE over the first "
+        f"{res['minutes']} minutes "
         "(RMSE / max of the real curve), each cascade weighted equally; intervals are 95% t intervals over "
         "cascades. Reference line: OASIS reports ~30% NRMSE for scale."
     )
@@ -268,7 +275,7 @@ def _propagation(rep: Report, res: dict[str, Any]) -> list[Path]:
         rep.image(
             P.mean_cascade_curves(
                 rep.out_dir / "cascades_mean.png",
-                f"Mean cascade over {len(cascades)} cascades (bands: 95% t interval)",
+                f"Mean cascade over {counted(len(cascades), 'cascade')} (bands: 95% t interval)",
                 per_source,
                 labels,
             ),
@@ -734,7 +741,7 @@ def _single_run(rep: Report, run_dir: Path) -> list[Path]:
         cfg = json.loads(con.execute("SELECT config FROM runs").fetchall()[0][0])
         dt = float(cfg["step_minutes"])
         rep.heading(f"Run {cfg['name']}")
-        rep.note(f"Agents: {labels['run']}. {cfg['steps']} steps of {dt:g} simulated minutes.")
+        rep.note(f"Agents: {labels['run']}. {counted(cfg['steps'], 'step')} of {dt:g} simulated minutes.")
         rep.series["activity"] = R.activity(con, rep.out_dir / "activity.png", dt)
         rep.image(rep.out_dir / "activity.png", "Activity and actions over time, by type")
         rep.series["invalid_rate"] = R.invalid_rate(con, rep.out_dir / "invalid_rate.png", dt)

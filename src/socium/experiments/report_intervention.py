@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from socium.experiments import report_plots as P
-from socium.experiments.report import Report, ReportTable, fmt
+from socium.experiments.report import Report, ReportTable, counted, fmt
 
 EFFECT_KEYS = (
     ("false_reach", "false claims: reach (users)"),
@@ -142,7 +142,7 @@ def curves_plot(path: Path, res: dict[str, Any]) -> Path:
             ax.set_ylim(bottom=0)
             step_axis(ax, len(res["sources"][src]["strategies"][res["control"]]["summary"].get(f"{ver}_curve") or []))
     n = len(res["spec"]["seeds"])
-    interval = f"band: the control's 95% t interval over {n} seeds" if n > 1 else "1 seed, no interval"
+    interval = f"band: the control's 95% t interval over {n} seeds" if n > 1 else f"{counted(n, 'seed')}, no interval"
     fig.suptitle(f"Cumulative reach of seeded claims per strategy ({interval})", fontsize=11)
     return P._save(fig, path, legend_from=list(axes.ravel()))
 
@@ -205,9 +205,11 @@ def build(rep: Report, res: dict[str, Any]) -> list[Path]:
     sp = res["spec"]
     rep.heading("Interventions against misinformation")
     rep.note(
-        f"{len(sp['seeds'])} seeds x {len(res['order'])} conditions x {len(res['sources'])} populations; "
-        f"{res['n_agents']} agents, {res['steps']} steps; {sp['n_false']} false and {sp['n_true']} true seeded "
-        f"claims (false ones posted by spreaders). Control: '{res['control']}'. Intervals: 95% t over seeds; "
+        f"{counted(len(sp['seeds']), 'seed')} x {counted(len(res['order']), 'condition')} x "
+        f"{counted(len(res['sources']), 'population')}; {counted(res['n_agents'], 'agent')}, "
+        f"{counted(res['steps'], 'step')}; {sp['n_false']} false and {sp['n_true']} true seeded "
+        f"claims (false ones posted by spreaders). Control: '{res['control']}'. "
+        f"{'Intervals: 95% t over seeds' if len(sp['seeds']) > 1 else 'No intervals: one seed'}; "
         "effects: paired per-seed differences vs the control (relative change in brackets)."
     )
     if res.get("null_fit"):

@@ -15,7 +15,7 @@ import numpy as np
 
 from socium.experiments import report_plots as P
 from socium.experiments.card import smoke_banner
-from socium.experiments.report import Report, ReportTable, fmt
+from socium.experiments.report import Report, ReportTable, counted, fmt
 
 EPISODES_FILE = "episodes.duckdb"
 SENSITIVITY_FILE = "sensitivity.json"
@@ -35,7 +35,8 @@ def episodes(rep: Report, path: Path) -> list[Path]:
     rep.heading("Dyadic episodes")
     model = summary.get("model") or "unknown model"
     rep.note(
-        f"{summary['episodes']} episodes; model: {model} (backend {summary.get('llm_backend')}). Goal: 0 to 10, "
+        f"{counted(summary['episodes'], 'episode')}; model: {model} (backend {summary.get('llm_backend')}). "
+        "Goal: 0 to 10, "
         "rule-scored for procedural tasks, judged for SOTOPIA; intervals: 95% t over episodes, clipped to 0..10. "
         "Paper: Zhou et al. 2024 (SOTOPIA, GPT-4 judge)."
     )
@@ -141,7 +142,8 @@ def sensitivity(rep: Report, path: Path) -> list[Path]:
         for k, v in spec["parameters"].items()
     )
     rep.note(
-        f"{res['n_runs']} runs ({len(res['points'])} design points x {spec.get('replicates', 1)} replicate(s)), "
+        f"{counted(res['n_runs'], 'run')} ({counted(len(res['points']), 'design point')} x "
+        f"{counted(spec.get('replicates', 1), 'replicate')}), "
         f"executor {res['executor']}, {res['wall_s']:.1f} s. Parameters: {ranges}."
     )
     for name, o in res["outcomes"].items():

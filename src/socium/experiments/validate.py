@@ -27,6 +27,7 @@ import numpy as np
 
 from socium.errors import RunDirError
 from socium.experiments import stylized as S
+from socium.experiments.report import counted
 
 BIG_CASCADE = 100
 """Twitter15's trees are all of roughly this size or more, so shapes are compared at this size."""
@@ -446,7 +447,8 @@ def render_html(card: dict[str, Any]) -> str:
         ".fail td:nth-child(3){background:#fcc}.na td:nth-child(3){background:#eee}"
         ".banner{background:#b00020;color:#fff;font-weight:bold;padding:.8em 1em;margin:1em 0;border-radius:4px}"
         "</style></head><body>"
-        f"<h1>Stylized facts: {e(card['path'])}</h1>{banners}<p>{len(card['runs'])} run(s), {card['n_agents']} agents, "
+        f"<h1>Stylized facts: {e(card['path'])}</h1>{banners}<p>{counted(len(card['runs']), 'run')}, "
+        f"{counted(card['n_agents'], 'agent')}, "
         f"{card['n_posts']} posts, {card['n_cascades_ge2']} cascades with a reshare, {card['n_cascades_big']} with "
         f">= {BIG_CASCADE} nodes. {card['passed']} pass, {card['failed']} fail, {card['not_applicable']} n/a; "
         f"computed in {card['wall_s']} s.</p><table><tr><th>fact</th><th>value</th><th>status</th><th>pass band</th>"
