@@ -40,6 +40,24 @@ def test_rich_progress_counts_runs_steps_calls_and_reuse():
     assert "rule: 1/1 runs · " in buf.getvalue() and "LLM" not in buf.getvalue()  # no calls, no call count
 
 
+def test_an_unknown_or_empty_count_is_never_shown_as_a_question_mark():
+    """On a terminal: nothing left to run is a full bar saying so; a count not yet known has no denominator."""
+    buf = io.StringIO()
+    with RichProgress("episodes e", "episodes", Console(file=buf, width=200, force_terminal=True)) as prog:
+        prog.expect(0)  # every episode was already in the store
+        task = prog._progress.tasks[0]
+        assert task.fields["count"] == "nothing left to run" and task.completed == task.total == 1
+    assert "0/?" not in buf.getvalue() and "nothing left to run" in buf.getvalue()
+    buf = io.StringIO()
+    with RichProgress("compare", "runs", Console(file=buf, width=200, force_terminal=True)) as prog:
+        prog.start_item("a", steps=2)  # no expect(): how many runs is not known
+        prog.finish_item("a")
+        assert prog._progress.tasks[0].fields["count"] == "runs done: 1"
+        prog.expect(3)
+        assert prog._progress.tasks[0].fields["count"] == "1/3 runs"
+    assert "/?" not in buf.getvalue()
+
+
 def _herding_spec(tmp_path):
     items, people = herding_inputs(tmp_path)
     spec = {

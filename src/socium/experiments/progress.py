@@ -70,6 +70,7 @@ class RichProgress(ExperimentProgress):
         self.unit = unit
         self.console = console or Console()
         self.total = 0
+        self.expected = False  # an expect() call said how many there are (possibly none)
         self.done = 0
         self.reused = 0
         self.calls = 0
@@ -123,11 +124,21 @@ class RichProgress(ExperimentProgress):
             frac = sum(min(a / s, 0.999) for a, s in self._inflight.values() if s)
             current = " ".join(f"{k} {a}/{s}" for k, (a, s) in sorted(self._inflight.items())) + " · "
         total = max(self.total, self.done + (1 if self.steps and self.at < self.steps else 0)) or None
+        nothing = self.expected and not (self.total or self.done or self._inflight or self.steps)
+        if nothing:  # everything was already done (reused): a full bar, not one pulsing over '0/?'
+            total, frac = 1, 1.0
         calls = self.calls + sum(c for c, _ in self._inflight_usage.values())
         tokens = self.tokens + sum(t for _, t in self._inflight_usage.values())
         # rule-based runs make no calls: no '0 LLM calls · 0 tokens' on every line of a sweep of them
         info = f"{current}{calls:,} LLM calls · {tokens:,} tokens" if calls or tokens else current.rstrip(" ·")
-        count = f"{self.done}/{self.total or '?'} {self.unit}" + (f" ({self.reused} reused)" if self.reused else "")
+        count = (
+            "nothing left to run"
+            if nothing
+            # the number to do is not known yet: a count without a denominator while the bar pulses
+            else f"{self.done}/{self.total} {self.unit}"
+            if self.total
+            else f"{self.unit} done: {self.done}"
+        ) + (f" ({self.reused} reused)" if self.reused else "")
         self._progress.update(
             self._task, completed=self.done + frac, total=total, count=neutralise(count), info=neutralise(info)
         )
@@ -138,6 +149,7 @@ class RichProgress(ExperimentProgress):
 
     def expect(self, n: int) -> None:
         self.total += n
+        self.expected = True
         self._refresh()
 
     def start_item(self, label: str, steps: int, done_steps: int = 0) -> None:
