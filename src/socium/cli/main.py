@@ -501,6 +501,9 @@ def fit(
         100, "--bootstrap", help="Bootstrap resamples of cascades for the 95% CIs (0: none)."
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    root_effects: bool = typer.Option(
+        True, "--root-effects/--no-root-effects", help="Fit each source author's audience speed (log-delay shift)."
+    ),
 ) -> None:
     """Fit response delays, influence slopes and per-user activity to real retweet trees; write a parameter file."""
     from socium.experiments.propfit import fit_timing, load_training_trees, write_fit
@@ -509,7 +512,9 @@ def fit(
         if what != "propagation":
             raise SociumError(f"fit: unknown target {what!r}; supported: 'propagation'")
         trees = load_training_trees(train)
-        res = fit_timing(list(trees.values()), bootstrap=bootstrap, seed=seed, sources=list(train))
+        res = fit_timing(
+            list(trees.values()), bootstrap=bootstrap, seed=seed, sources=list(train), with_root_effects=root_effects
+        )
         path = write_fit(res, out)
     except SociumError as exc:
         _fail(exc)

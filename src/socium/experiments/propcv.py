@@ -62,6 +62,11 @@ class CVSpec(BaseModel):
         default_factory=lambda: ["lognormal", "weibull", "lomax", "lognormal_mixture"],
         description="Delay families tried on each train split (lowest AIC kept).",
     )
+    root_effects: bool = Field(
+        True,
+        description="Fit source-author audience speeds on the train folds (propfit.root_effects); false: pooled law "
+        "for every author.",
+    )
     fit_bootstrap: int = Field(
         0, ge=0, description="Bootstrap resamples for the per-fold fit's CIs (0: point fit only)."
     )
@@ -165,7 +170,12 @@ def run_propagation_cv(
             raise ConfigError(f"cv fold {k}: cascades both fitted and scored")
         log(f"fold {k}: fitting timing on {len(train)} cascades, scoring {len(held)}")
         fit = fit_timing(
-            [trees[c] for c in train], families=cv.families, bootstrap=cv.fit_bootstrap, seed=cv.seed, sources=train
+            [trees[c] for c in train],
+            families=cv.families,
+            bootstrap=cv.fit_bootstrap,
+            seed=cv.seed,
+            sources=train,
+            with_root_effects=cv.root_effects,
         )
         write_fit(fit, out / "cv" / f"fold{k}" / "timing.json")
         fold_fits.append(

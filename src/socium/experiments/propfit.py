@@ -20,6 +20,12 @@ Estimator (documented because every later propagation number rests on it):
   shift left after the covariates. It is reported (``estimates.cascade_sigma``) because it is where a
   content-free model's held-out error comes from (a cascade's own speed cannot be read off the follow
   graph), and it is not drawn by the simulator (see :func:`cascade_sigma`).
+* Source-author audience speed: part of that cascade spread belongs to the account that posted the
+  source (the same news account's followers answer at a similar speed). Cascade means of the
+  residuals are grouped by source author; the between-author sd by the same ANOVA, and each training
+  author's shift is its empirical-Bayes prediction (BLUP, shrunk toward 0 by how many cascades it
+  has), written as ``timing.root_effects`` (user id -> log shift); unseen authors get 0
+  (:func:`root_effects`). Chosen on Twitter15 trees *outside* OASIS's 134 (docs/results.md).
 * Confidence intervals: percentile bootstrap over cascades (whole trees resampled, so the
   dependence between edges of one tree is kept), refitting the chosen family each time.
 
@@ -57,6 +63,8 @@ class EdgeData:
     x_root: NDArray[np.float64]
     cascade: NDArray[np.int64]
     user: list[str]
+    roots: list[str] | None = None
+    """Source author's user id of each cascade index (None: unknown, no root effects)."""
 
     def take_cascades(self, picked: NDArray[np.int64]) -> EdgeData:
         """Edges of the cascades listed in ``picked`` (with repeats, for the bootstrap)."""
@@ -76,6 +84,7 @@ class EdgeData:
             self.x_root[idx],
             copy.astype(np.int64),
             [f"{self.user[i]}#{d}" for i, d in zip(idx.tolist(), nth.tolist())],
+            None if self.roots is None else [f"{self.roots[c]}#{d}" for c, d in zip(picked.tolist(), dup)],
         )
 
 
@@ -95,7 +104,8 @@ def tree_edges(trees: Sequence[CascadeTree]) -> EdgeData:
             users.append(ids[i])
     if not delay:
         raise ConfigError("fit propagation: the training trees have no edges (every tree is a lone source)")
-    return EdgeData(np.array(delay), np.array(xa), np.array(xr), np.array(casc, np.int64), users)
+    roots = [tree.root_user for tree in trees]
+    return EdgeData(np.array(delay), np.array(xa), np.array(xr), np.array(casc, np.int64), users, roots)
 
 
 # ---- maximum likelihood per family -------------------------------------------------------------
@@ -312,6 +322,51 @@ def cascade_sigma(e: EdgeData, fit: FamilyFit) -> tuple[float, int]:
     return _random_effect_sd(_residuals(e, fit), e.cascade, 2)
 
 
+@dataclass(frozen=True)
+class RootEffects:
+    """Source-author effects on log delay: sds and empirical-Bayes predictions per author."""
+
+    effects: dict[str, float]
+    sigma: float  # between-author sd of a cascade's mean log-delay residual
+    within: float  # sd between cascades of one author (includes each mean's sampling noise)
+    n_authors: int
+
+
+def root_effects(e: EdgeData, fit: FamilyFit) -> RootEffects:
+    """Audience speed of each source author, as a shrunken (empirical-Bayes) log-delay shift.
+
+    Why: the held-out error of a content-free model is mostly whole cascades running faster or
+    slower than the pooled law (``cascade_sigma``), and part of that is the source account: the same
+    news account's audience answers its posts at a similar speed. Model: a cascade's mean
+    log-delay residual is ``m_c = delta + g_author + e_c`` with ``g ~ N(0, sigma^2)``,
+    ``e ~ N(0, within^2)``; ``sigma`` and ``within`` by one-way random-effects ANOVA over cascades
+    grouped by author (method of moments, every author enters), ``delta`` the mean of ``m_c``. The
+    prediction for an author with ``n_a`` training cascades is the BLUP
+    ``n_a sigma^2 / (n_a sigma^2 + within^2) * (mean_a m_c - delta)``: an author seen once moves
+    little, one seen often moves most of the way, an unseen author gets 0 (the pooled law).
+    """
+    if e.roots is None:
+        return RootEffects({}, 0.0, 0.0, 0)
+    r = _residuals(e, fit)
+    n_c = np.bincount(e.cascade)
+    has = n_c > 0
+    m = np.bincount(e.cascade, r)[has] / n_c[has]
+    authors = [e.roots[c] for c in np.flatnonzero(has).tolist()]
+    names, grp = np.unique(np.array(authors), return_inverse=True)
+    sigma, k = _random_effect_sd(m, grp.astype(np.int64), 1)
+    if k < 2:
+        return RootEffects({}, 0.0, 0.0, 0)
+    delta = float(m.mean())
+    sums = np.bincount(grp, m)
+    cnt = np.bincount(grp)
+    within = math.sqrt(float(np.sum((m - (sums / cnt)[grp]) ** 2)) / max(len(m) - len(cnt), 1))
+    effects = {}
+    for j, name in enumerate(names.tolist()):
+        shrink = cnt[j] * sigma**2 / (cnt[j] * sigma**2 + within**2) if sigma > 0 else 0.0
+        effects[name] = float(shrink * (sums[j] / cnt[j] - delta))
+    return RootEffects(effects, sigma, within, len(names))
+
+
 def _summary(tp: TimingParams, x_author: float, x_root: float, casc_sigma: float) -> dict[str, float]:
     """Scalar summaries worth a CI: slopes, user sd, and delay quantiles in minutes for a typical edge.
 
@@ -341,8 +396,11 @@ def fit_timing(
     seed: int = 0,
     components: int = 2,
     sources: Sequence[str] = (),
+    with_root_effects: bool = True,
 ) -> dict[str, Any]:
     """Fit every family, keep the lowest AIC, add the user factor and bootstrap CIs; a JSON-able dict.
+
+    ``with_root_effects`` also fits the source authors' audience speeds (:func:`root_effects`).
 
     The returned dict's ``timing`` entry is what ``timing.params`` / ``timing.params_file`` accept.
     """
@@ -357,6 +415,9 @@ def fit_timing(
     tp = TimingParams(best.params.delay, best.params.b_author, best.params.b_root, us)
     xa, xr = float(np.median(e.x_author)), float(np.median(e.x_root))
     point = _summary(tp, xa, xr, cascade_sigma(e, best)[0])
+    roots = root_effects(e, best) if with_root_effects else RootEffects({}, 0.0, 0.0, 0)
+    if with_root_effects:
+        point.update(root_sigma=roots.sigma, root_within_sigma=roots.within)
     boot: list[dict[str, float]] = []
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(21,)))
     for _ in range(bootstrap):
@@ -367,6 +428,9 @@ def fit_timing(
         ub = user_sigma(eb, fb)[0] if best.family in ("lognormal", "lognormal_mixture") else 0.0
         tb = TimingParams(fb.params.delay, fb.params.b_author, fb.params.b_root, ub)
         boot.append(_summary(tb, xa, xr, cascade_sigma(eb, fb)[0]))
+        if with_root_effects:
+            rb = root_effects(eb, fb)
+            boot[-1].update(root_sigma=rb.sigma, root_within_sigma=rb.within)
     ci = {}
     for key in point:
         vals = np.array([b[key] for b in boot if key in b])
@@ -375,7 +439,9 @@ def fit_timing(
             ci[key] = [float(lo), float(hi)]
     meta = {
         "estimator": "joint MLE per family, lowest AIC kept; user and cascade sd by one-way random-effects ANOVA "
-        "(cascade sd reported, not drawn); 95% percentile bootstrap over cascades",
+        "(cascade sd reported, not drawn); source-author effects: ANOVA over cascade means by author, "
+        "BLUP per author; 95% percentile bootstrap over cascades",
+        "n_root_effects": roots.n_authors,
         "n_cascades": len(trees),
         "n_edges": len(e.delay),
         "n_users_repeated": n_users,
@@ -385,7 +451,7 @@ def fit_timing(
         "sources": list(sources),
         "wall_s": round(time.perf_counter() - t0, 2),
     }
-    tp = TimingParams(tp.delay, tp.b_author, tp.b_root, tp.user_sigma, meta)
+    tp = TimingParams(tp.delay, tp.b_author, tp.b_root, tp.user_sigma, meta, roots.effects)
     return {
         "timing": tp.to_dict(),
         "estimates": point,
