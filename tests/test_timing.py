@@ -15,7 +15,15 @@ from socium.cli.main import app
 from socium.errors import ConfigError
 from socium.experiments.propagation import PropagationSpec, run_propagation
 from socium.experiments.propcv import fold_split
-from socium.experiments.propfit import EdgeData, cascade_sigma, fit_family, fit_timing, load_training_trees, user_sigma
+from socium.experiments.propfit import (
+    EdgeData,
+    cascade_sigma,
+    fit_family,
+    fit_timing,
+    load_training_trees,
+    root_effects,
+    user_sigma,
+)
 from socium.experiments.realcascades import parse_tree
 from socium.experiments.report import fmt, write_report
 from socium.simulator.simulation import Simulation
@@ -172,10 +180,11 @@ def test_quantiles_and_density_agree():
     assert np.trapezoid(np.exp(d.logpdf(grid)), grid) == pytest.approx(1.0, abs=1e-3)
 
 
-def _write_trees(folder, n_trees=8, seed=0, stretch=None):
+def _write_trees(folder, n_trees=8, seed=0, stretch=None, authors=None):
     """Random retweet trees in the Ma et al. format with log-normal delays (about 20 users each).
 
-    ``stretch`` maps a tree index to a factor on all its delays (same structure, slower cascade).
+    ``stretch`` maps a tree index to a factor on all its delays (same structure, slower cascade);
+    ``authors`` maps a tree index to its source account's id (default: its own ``u{t}_0``).
     """
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True, exist_ok=True)
@@ -187,6 +196,8 @@ def _write_trees(folder, n_trees=8, seed=0, stretch=None):
             p = int(rng.integers(0, i)) if rng.random() < 0.3 else 0
             times.append(times[p] + f * float(np.exp(rng.normal(2.0, 1.0))))
             lines.append(f"['u{t}_{p}', '{t}', '{times[p]:.2f}']->['u{t}_{i}', '{t}', '{times[i]:.2f}']")
+        if authors and t in authors:
+            lines = [ln.replace(f"'u{t}_0'", f"'{authors[t]}'") for ln in lines]
         (folder / f"{1000 + t}.txt").write_text("\n".join(lines) + "\n")
     return sorted(folder.glob("*.txt"))
 
@@ -331,3 +342,85 @@ def test_cv_fold_fit_never_sees_its_held_out_cascades(tmp_path):
     assert res_b["folds"][0]["held_out"] == held
     assert res_b["folds"][0]["estimates"] == res["folds"][0]["estimates"]
     assert res_b["folds"][1]["estimates"]["delay_q50_min"] > res["folds"][1]["estimates"]["delay_q50_min"] * 1.2
+
+
+def _author_edges(n_authors, per_author, author_sd, seed=0, within=0.3, edges=80):
+    """Cascades whose mean log delay is 2 + g_author + e_cascade; returns the edges and the true g."""
+    rng = np.random.default_rng(seed)
+    g = author_sd * rng.standard_normal(n_authors)
+    n_casc = n_authors * per_author
+    author = np.repeat(np.arange(n_authors), per_author)
+    shift = g[author] + within * rng.standard_normal(n_casc)
+    casc = np.repeat(np.arange(n_casc), edges)
+    logd = 2.0 + shift[casc] + 1.0 * rng.standard_normal(len(casc))
+    z = np.zeros(len(casc))
+    users = [f"u{i}" for i in range(len(casc))]
+    return EdgeData(np.exp(logd), z, z, casc.astype(np.int64), users, [f"a{a}" for a in author]), g
+
+
+def test_root_effects_recover_author_speeds_and_shrink_the_rarely_seen():
+    e, g = _author_edges(60, 4, 0.8)
+    fit = fit_family("lognormal", e, covariates=False)
+    re = root_effects(e, fit)
+    assert re.n_authors == 60 and re.sigma == pytest.approx(0.8, abs=0.2)
+    assert re.within == pytest.approx(math.sqrt(0.3**2 + 1.0 / 80), abs=0.08)
+    est = np.array([re.effects[f"a{a}"] for a in range(60)])
+    assert np.corrcoef(est, g)[0, 1] > 0.95
+    assert np.abs(est).mean() < np.abs(g - g.mean()).mean() * 1.05  # BLUPs are shrunk, never inflated
+    # No author effect at all: sigma ~ 0 and every prediction stays near the pooled law.
+    e0, _ = _author_edges(60, 4, 0.0)
+    re0 = root_effects(e0, fit_family("lognormal", e0, covariates=False))
+    assert re0.sigma < 0.15 and max(abs(v) for v in re0.effects.values()) < 0.15
+
+
+def test_fit_writes_root_effects_that_specs_load(tmp_path):
+    # 4 accounts with 3 cascades each; account A's cascades run 20 times slower.
+    authors = {t: "ABCD"[t % 4] for t in range(12)}
+    files = _write_trees(tmp_path / "t", n_trees=12, stretch={0: 20.0, 4: 20.0, 8: 20.0}, authors=authors)
+    res = fit_timing([parse_tree(f) for f in files], families=["lognormal"], bootstrap=20)
+    tp = TimingParams.from_dict(json.loads(json.dumps(res["timing"])))
+    assert set(tp.root_effects) == set("ABCD")  # every training source account
+    assert tp.root_effects["A"] > 1.0 and max(tp.root_effects[a] for a in "BCD") < 0
+    assert "root_sigma" in res["ci95"] and res["estimates"]["root_sigma"] > 0
+    shift = tp.root_shift(["A", "A#3", "stranger", None], 4)
+    assert shift[0] == shift[1] == tp.root_effects["A"] and shift[2] == shift[3] == 0.0
+    with pytest.raises(ConfigError, match="root_effects"):
+        TimingParams.from_dict({**res["timing"], "root_effects": {"x": float("nan")}})
+    off = fit_timing([parse_tree(f) for f in files], families=["lognormal"], bootstrap=0, with_root_effects=False)
+    assert "root_effects" not in off["timing"] and "root_sigma" not in off["estimates"]
+
+
+def test_root_effect_slows_the_simulated_cascade_of_that_author(tmp_path):
+    """A star of 30 followers around source account 'acct': its fitted effect log(3) triples the delays."""
+    from socium.config import config_from_dict
+    from socium.experiments.spec import PersonRow, write_population_csv
+
+    rows = [
+        PersonRow("acct" if i == 0 else f"f{i}", f"n{i}", f"u{i}", "bio", [] if i == 0 else [0], [0.01] * 24)
+        for i in range(31)
+    ]
+    csv_path = write_population_csv(tmp_path / "pop.csv", rows)
+    steps = {}
+    for name, effects in (("pooled", {}), ("slow", {"acct": math.log(3.0)})):
+        cfg = config_from_dict(
+            {
+                "name": name,
+                "seed": 1,
+                "steps": 45,
+                "step_minutes": 1.0,
+                "population": {"source": "oasis_csv", "path": str(csv_path)},
+                "graph": {"kind": "profiles"},
+                "policy": {"kind": "independent_cascade", "p_repost": 1.0, "p_post": 0.0},
+                "recsys": {"kind": "chronological", "k": 5, "window_steps": 100},
+                "timing": {
+                    "kind": "exposure",
+                    "params": {**LOGNORMAL_10MIN, "root_effects": effects},
+                    "background": False,
+                },
+                "seed_posts": [{"author": 0, "content": "source"}],
+            }
+        )
+        Simulation(cfg, tmp_path / name).run()
+        steps[name] = _reshare_steps(tmp_path / name)
+    assert len(steps["pooled"]) == len(steps["slow"]) == 30
+    assert set(steps["pooled"]) <= {9, 10, 11, 12} and set(steps["slow"]) <= set(range(27, 36))
