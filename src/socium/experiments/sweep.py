@@ -180,16 +180,17 @@ def run_sweep(
     called about twice a second with the progress of the cells in flight."""
     import ray
 
+    from socium.simulator.ray_start import start_ray
+
     spec.out.mkdir(parents=True, exist_ok=True)
     manifest = {"base": spec.base, "grid": spec.grid, "seeds": spec.seeds, "runs": [asdict(r) for r in spec.runs]}
     (spec.out / "sweep.json").write_text(json.dumps(manifest, indent=2, default=str), encoding="utf-8")
     owns = False
     if not ray.is_initialized():
-        os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
         kw: dict[str, Any] = (
             {"address": spec.address} if spec.address else {"num_cpus": os.cpu_count() or 1, "include_dashboard": False}
         )
-        ray.init(**kw)
+        start_ray(**kw)
         owns = True
     task = ray.remote(num_cpus=1, max_retries=0)(run_one)
     status: dict[str, dict[str, Any]] = {}

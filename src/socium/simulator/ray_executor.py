@@ -59,6 +59,7 @@ from socium.agents.observation import Decision, FeedItem, Observation
 from socium.config import ExecutorConfig
 from socium.errors import SociumError
 from socium.simulator.executors import adecide_all, decide_sync
+from socium.simulator.ray_start import start_ray
 
 log = logging.getLogger(__name__)
 
@@ -220,14 +221,13 @@ def connect(cfg: ExecutorConfig) -> bool:
     """
     if ray.is_initialized():
         return False
-    os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
     kwargs: dict[str, Any] = {"ignore_reinit_error": True}
     if cfg.address is None:
         kwargs.update(num_cpus=os.cpu_count() or 1, include_dashboard=False)
     else:
         kwargs["address"] = cfg.address
     kwargs.update(cfg.ray_init)
-    ray.init(**kwargs)
+    start_ray(**kwargs)
     return True
 
 

@@ -223,15 +223,14 @@ class _EpisodeWorker:
 def _ray(
     specs: Sequence[EpisodeSpec], cfg: EpisodesConfig, store: EpisodeStore, on_done: OnDone | None, deadline: float
 ) -> None:
-    import os
-
     import ray
     from ray.util import ActorPool
 
+    from socium.simulator.ray_start import start_ray
+
     owns = not ray.is_initialized()
     if owns:
-        os.environ.setdefault("RAY_DISABLE_USAGE_STATS", "1")
-        ray.init(
+        start_ray(
             **(
                 {"address": cfg.executor.address}
                 if cfg.executor.address
