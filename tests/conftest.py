@@ -57,3 +57,13 @@ def herding_inputs(folder, n_items=6, n_people=6):
     (folder / "items.json").write_text(json.dumps(items))
     (folder / "people.json").write_text(json.dumps(people))
     return str(folder / "items.json"), str(folder / "people.json")
+
+
+def post_block(text: str, pid: int) -> str:
+    """Post ``pid`` as rendered in a prompt: its ``<<<pid u...>>>`` item and the lines that belong to
+    it (shared posts, comments, notes), up to the next post, a blank line or a section heading."""
+    import re
+
+    m = re.search(rf"^<<<{pid} u\d.*?(?=^<<<\d|^$|^## |\Z)", text, re.S | re.M)
+    assert m, f"post {pid} not in prompt"
+    return m.group(0)

@@ -101,7 +101,7 @@ def test_prompt_shows_each_member_and_quotes_shared_posts_once(tmp_path):
     text = first.messages[1].content
     for a in first.metadata["group"]:
         assert f"## User agent_{a}" in text and f"zq{a}zq" in text
-    ids = [int(x) for x in __import__("re").findall(r"<<<POST id=(\d+)", text)]
+    ids = [int(x) for x in __import__("re").findall(r"(?m)^<<<(\d+) u\d", text)]
     assert len(ids) == len(set(ids))
     reasks = [r for r in seen if r.metadata["attempt"] == 1]
     assert reasks and set(reasks[0].metadata["group"]) == set(first.metadata["group"])  # all skipped: all re-asked

@@ -3,10 +3,13 @@ community notes' bridging rule, fact-check knobs, roles, prebunking, plugins, re
 
 from __future__ import annotations
 
+import re
+
 import duckdb
 import numpy as np
 import pytest
 
+from conftest import post_block
 from socium.config import config_from_dict
 from socium.errors import ConfigError
 from socium.moderation.base import ModerationContext
@@ -352,9 +355,8 @@ def _post_blocks(run_dir, post_id):
     out = []
     for step, prompt in rows:
         text = json.loads(prompt)[1]["content"]
-        for block in text.split("<<<POST id=")[1:]:
-            if block.startswith(f"{post_id} "):
-                out.append((step, block.split("<<<END POST>>>")[0]))
+        if re.search(rf"^<<<{post_id} u\d", text, re.M):
+            out.append((step, post_block(text, post_id)))
     return out
 
 

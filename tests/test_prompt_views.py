@@ -10,7 +10,7 @@ or group-message authors; a shared link did not say it was itself a quote.
 import json
 import re
 
-from conftest import small_config
+from conftest import post_block, small_config
 from socium.agents.llm_policy import LLMPolicy
 from socium.config import config_from_dict
 from socium.llm.wrappers import CachingBackend
@@ -62,12 +62,6 @@ def run(c, tmp_path, answer='{"type": "do_nothing"}'):
     return backend.calls
 
 
-def post_block(text: str, pid: int) -> str:
-    m = re.search(rf"<<<POST id={pid} .*?<<<END POST>>>", text, re.S)
-    assert m, f"post {pid} not in prompt"
-    return m.group(0)
-
-
 def section(text: str, title: str) -> str:
     m = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
     assert m, f"no section {title!r}"
@@ -80,8 +74,8 @@ def test_narrator_sees_trending_reposts_whole_and_each_characters_groups_in_the_
     text = req.messages[1].content
     trending = section(text, "Most engaging recent posts (everyone's view)")
     repost = post_block(trending, 1)
-    assert "<<<SHARED id=0 @user0" in repost and "zzorig bike lanes" in repost  # not an empty "(repost)"
-    assert "zzquote2" in post_block(trending, 4) and "<<<SHARED id=2 " in post_block(trending, 4)
+    assert re.search(r"^<<<shared 0 u0 .*@user0: zzorig bike lanes>>>$", repost, re.M)  # not an empty "(repost)"
+    assert "zzquote2" in post_block(trending, 4) and "<<<shared 2 u2 " in post_block(trending, 4)
     member = section(text, "Character agent_5")
     assert member.startswith("@user5 (") and "Private goal: zzgoal5" in member
     assert "You are @user" not in text and "Your private goal" not in text
@@ -116,10 +110,10 @@ def test_mindreader_reads_each_authors_private_side_once_commenters_and_group_au
 def test_a_shared_link_says_when_it_is_itself_a_quote(tmp_path):
     calls = run(cfg("local"), tmp_path)
     block = post_block(next(r.messages[1].content for r in calls if r.metadata["agent_id"] == 5), 4)
-    assert "@user4 user_id=4 reposted" in block
-    assert re.search(r"<<<SHARED id=3 @user3 user_id=3 quote[ >]", block)  # the repost shares a quote ...
-    assert re.search(r"<<<SHARED id=2 @user2 user_id=2 quote[ >]", block)  # ... of a quote ...
-    assert re.search(r"<<<SHARED id=0 @user0 user_id=0[ >]", block) and "zzorig" in block  # ... of the original
+    assert block.startswith("<<<4 u4 reposted @user4>>>\n")  # who shared it, no text of its own
+    assert re.search(r"^<<<shared 3 u3 quote[ >].*@user3: ", block, re.M)  # the repost shares a quote ...
+    assert re.search(r"^<<<shared 2 u2 quote[ >].*@user2: ", block, re.M)  # ... of a quote ...
+    assert re.search(r"^<<<shared 0 u0[ >].*@user0: zzorig", block, re.M)  # ... of the original
 
 
 def test_group_agents_see_their_members_groups(tmp_path):

@@ -46,7 +46,7 @@ def exposures_not_in_prompts(run_dir: str | Path, limit: int = 20) -> list[str]:
         if shown is None:
             continue  # not an LLM activation (e.g. a rule-based or manual agent)
         body = quote_untrusted(texts.get(pid) or "", 40)[:30]
-        marker = re.compile(rf"(?<![\w])id={pid}[ >]")  # a post header, not group_id= / user_id=
+        marker = re.compile(rf"<<<(?:shared |comment )?{pid} u\d")  # an item's header (prompts.render_post)
         if not any(marker.search(t) for t in shown) or (body and not any(body in t for t in shown)):
             bad.append(f"step {step} agent {agent}: post {pid} ({source}) is an exposure but not in its prompt")
             if len(bad) >= limit:
