@@ -310,7 +310,7 @@ def test_posts_rendered_once_per_step_give_the_same_prompts_and_trace(tmp_path, 
     assert trace_digest(tmp_path / "memo" / "trace.duckdb") == trace_digest(tmp_path / "plain" / "trace.duckdb")
     rows = prompts(tmp_path / "memo")
     text = " ".join(r[2] for r in rows)
-    assert "<<<SHARED id=" in text and "<<<COMMENT id=" in text  # reposts/quotes and comments were rendered
+    assert "\\n<<<shared " in text and "\\n<<<comment " in text  # reposts/quotes and comments were rendered
     assert len(rows) > 40
 
 
