@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from socium.experiments import report_plots as P
-from socium.experiments.report import Report, ReportTable, counted, fmt
+from socium.experiments.report_page import Report, ReportTable, counted, fmt
 
 EFFECT_KEYS = (
     ("false_reach", "false claims: reach (users)"),

@@ -15,7 +15,7 @@ import numpy as np
 
 from socium.experiments import report_plots as P
 from socium.experiments.card import smoke_banner
-from socium.experiments.report import Report, ReportTable, counted, fmt
+from socium.experiments.report_page import Report, ReportTable, counted, fmt
 
 EPISODES_FILE = "episodes.duckdb"
 SENSITIVITY_FILE = "sensitivity.json"

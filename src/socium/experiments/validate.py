@@ -27,7 +27,7 @@ import numpy as np
 
 from socium.errors import RunDirError
 from socium.experiments import stylized as S
-from socium.experiments.report import counted
+from socium.experiments.report_page import counted
 
 BIG_CASCADE = 100
 """Twitter15's trees are all of roughly this size or more, so shapes are compared at this size."""
