@@ -188,6 +188,8 @@ def deep_size(root: Any) -> int:
             stack.extend(x)
         elif hasattr(x, "__dict__"):
             stack.append(vars(x))
+        elif hasattr(type(x), "__slots__"):
+            stack.extend(getattr(x, k) for k in type(x).__slots__ if hasattr(x, k))
     return total
 
 
