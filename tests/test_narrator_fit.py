@@ -131,3 +131,28 @@ def test_fitting_stops_when_nothing_is_left_to_drop():
     assert o.feed == [item] and o.extra["memory"] == ["a", "b"]  # the caller's observation is left as it was
     (call,) = fit_narrator_calls([o], render, count, budget=160, reserve_per_member=0)
     assert call.trimmed[0]["feed"] == [1] and "memory_lines" not in call.trimmed[0] and call.tokens == 120
+
+
+def test_a_replay_splits_and_trims_as_the_recorded_run_did(tmp_path):
+    """The window is recorded with each narrator call, so a replay (no model, no window of its own) asks
+    exactly the recorded requests: the split and trimmed prompts, not the whole group's."""
+    calls = narrator_calls(run(tmp_path / "a", n_ctx=10**9))
+    single = min(estimate_prompt_tokens([m.model_dump() for m in r.messages]) for r in calls if r.metadata["step"] == 2)
+    n_ctx = single // 8 + 600
+    recorded = narrator_calls(run(tmp_path / "b", n_ctx=n_ctx))
+    assert any("trimmed" in r.metadata for r in recorded) and all(
+        r.metadata["context_tokens"] == n_ctx for r in recorded
+    )
+    c = cfg(llm={"backend": "replay", "model": "scripted", "max_tokens": MAX_TOKENS})
+    c = c.model_copy(update={"llm_agents": c.llm_agents.model_copy(update={"replay_from": str(tmp_path / "b" / "r")})})
+    Simulation(c, tmp_path / "c").run()  # a replay miss would raise
+    digest = {}
+    for d in ("b", "c"):
+        path = tmp_path / d / ("r" if d == "b" else "") / "trace.duckdb"
+        con = duckdb.connect(str(path), read_only=True)
+        digest[d] = [
+            con.execute("SELECT step, agent_id, type, args, outcome FROM actions ORDER BY ALL").fetchall(),
+            con.execute("SELECT step, agent_id, post_id, source FROM exposures ORDER BY ALL").fetchall(),
+        ]
+        con.close()
+    assert digest["b"] == digest["c"]

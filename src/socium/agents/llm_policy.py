@@ -26,8 +26,9 @@ from socium.llm.cache import MemoryCache
 from socium.llm.config import build_backend
 from socium.llm.context import context_window, prompt_counter
 from socium.llm.parsing import parse_json_lenient
+from socium.llm.replay import ReplayBackend
 from socium.llm.types import ChatMessage, LLMRequest, LLMResult
-from socium.llm.wrappers import BudgetLedger
+from socium.llm.wrappers import BudgetLedger, find_wrapper
 from socium.platform.actions import parse_action
 from socium.platform.text import clean_text, quote_untrusted
 from socium.simulator.budget_shares import Allowance, apply_allowance, count_calls, shard_allowances
@@ -83,6 +84,24 @@ def load_recorded(trace_path: str) -> MemoryCache:
             "",
         )
     return cache
+
+
+def recorded_context(trace_path: str) -> int | None:
+    """The context window that bounded a recorded run's narrator prompts (None: none did), so its replay
+    splits and trims them the same way and asks exactly the recorded requests."""
+    from pathlib import Path
+
+    import duckdb
+
+    from socium.simulator.store import require_store
+
+    con = duckdb.connect(str(require_store(Path(trace_path))), read_only=True)
+    try:
+        sql = "SELECT max(CAST(json_extract(metadata, '$.context_tokens') AS BIGINT)) FROM llm_calls"
+        found = con.execute(sql).fetchone()
+    finally:
+        con.close()
+    return None if found is None or found[0] is None else int(found[0])
 
 
 def recorded_model(trace_path: str) -> str:
@@ -254,7 +273,11 @@ class LLMPolicy:
                 raise ConfigError("llm_agents.replay_from: required when llm.backend is 'replay'")
             if not llm.model:  # the model is part of every cache key: take the one the recording used
                 llm = llm.model_copy(update={"model": recorded_model(self.ac.replay_from)})
-            return build_backend(llm, cache=load_recorded(self.ac.replay_from))
+            backend = build_backend(llm, cache=load_recorded(self.ac.replay_from))
+            replay = find_wrapper(backend, ReplayBackend)
+            assert replay is not None
+            replay.context_tokens = recorded_context(self.ac.replay_from)
+            return backend
         return build_backend(llm, cache=self._cache, ledger=self.ledger(name), typed_budget=True)
 
     def ledger(self, name: str = "default") -> BudgetLedger:
@@ -528,6 +551,8 @@ class LLMPolicy:
             meta["narrator_group"] = [o.agent_id for o in whole]
         if call.trimmed:
             meta["trimmed"] = {str(a): t for a, t in call.trimmed.items()}
+        if call.context is not None:  # what bounded it: a replay bounds its narrator prompts the same way
+            meta["context_tokens"] = call.context
         llm = self.cfg.llm
         assert llm is not None
         req = self._request(

@@ -38,6 +38,7 @@ class NarratorCall:
     members: list[Observation]
     messages: list[dict[str, str]]
     tokens: int | None = None  # the prompt's count (None when nothing bounds it)
+    context: int | None = None  # the context window it was fitted to (None: unbounded)
     trimmed: dict[int, dict[str, Any]] = field(default_factory=dict)  # agent id -> what was dropped
     unshown: dict[int, list[tuple[int, str]]] = field(default_factory=dict)  # agent id -> (post id, source)
 
@@ -57,14 +58,16 @@ def fit_narrator_calls(
         return [NarratorCall(group, msgs)]
     n = count(msgs)
     if n + reserve_per_member * len(group) <= budget:
-        return [NarratorCall(group, msgs, n)]
+        return [NarratorCall(group, msgs, n, budget)]
     if len(group) > 1:
         mid = len(group) // 2
         return [
             *fit_narrator_calls(group[:mid], render, count, budget, reserve_per_member),
             *fit_narrator_calls(group[mid:], render, count, budget, reserve_per_member),
         ]
-    return [_trimmed(group[0], render, count, budget - reserve_per_member)]
+    call = _trimmed(group[0], render, count, budget - reserve_per_member)
+    call.context = budget  # the window; _trimmed fitted the prompt to what is left of it after the reserve
+    return [call]
 
 
 def _trimmed(o: Observation, render: Render, count: Count, budget: int) -> NarratorCall:
@@ -144,4 +147,4 @@ def _trimmed(o: Observation, render: Render, count: Count, budget: int) -> Narra
         msgs = render([o])
         n = count(msgs)
     dropped["prompt_tokens"] = n
-    return NarratorCall([o], msgs, n, {o.agent_id: dropped}, {o.agent_id: unshown} if unshown else {})
+    return NarratorCall([o], msgs, n, budget, {o.agent_id: dropped}, {o.agent_id: unshown} if unshown else {})

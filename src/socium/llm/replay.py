@@ -30,6 +30,8 @@ class ReplayBackend:
         self.on_miss = on_miss
         self.hits = 0
         self.misses = 0
+        # the recorded run's context window, when one bounded its prompts (socium.llm.context)
+        self.context_tokens: int | None = None
 
     async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
         keys = [r.cache_key(self.model_name) for r in requests]
