@@ -18,7 +18,7 @@ def _run(path: Path, chunk: int, **over: Any) -> tuple[dict[str, str], int]:
         steps=4,
         population={"n_agents": 80, "mean_activity": 0.5},
         policy={"kind": "llm"},
-        llm={"backend": "random"},
+        llm={"backend": "random", "max_concurrency": 1},
         executor={"step_chunk": chunk, "concurrency_per_actor": 1},
         **over,
     )
@@ -58,7 +58,7 @@ def test_chunks_hold_whole_narrator_groups_and_skip_bots(tmp_path: Path) -> None
     cfg = small_config(
         population={"n_agents": 60, "mean_activity": 0.5},
         policy={"kind": "llm"},
-        llm={"backend": "random"},
+        llm={"backend": "random", "max_concurrency": 1},
         perspective="omniscient",
         llm_agents={"group_size": 4},
         roles={"bot": 0.3},
@@ -73,5 +73,23 @@ def test_chunks_hold_whole_narrator_groups_and_skip_bots(tmp_path: Path) -> None
         assert all(a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
         sizes = [int(bound[lo:hi].sum()) for lo, hi in chunks]
         assert len(sizes) > 1 and all(s == 8 for s in sizes[:-1]) and 0 < sizes[-1] <= 8  # 9 // 4 groups of 4
+    finally:
+        sim.close()
+
+
+def test_chunks_never_fall_below_twice_what_is_in_flight(tmp_path: Path) -> None:
+    """A chunk smaller than the requests the backend may have in flight would idle the servers at every
+    chunk's end: ``step_chunk`` is raised to twice ``llm.max_concurrency`` in-process."""
+    cfg = small_config(
+        population={"n_agents": 300, "mean_activity": 0.5},
+        policy={"kind": "llm"},
+        llm={"backend": "random", "max_concurrency": 40},
+        executor={"step_chunk": 5, "concurrency_per_actor": 1},
+    )
+    sim = Simulation(cfg, tmp_path / "r")
+    try:
+        active = sim.active_agents(0)
+        assert len(active) > 80
+        assert [hi - lo for lo, hi in sim._chunks(active)][:-1] == [80] * (len(sim._chunks(active)) - 1)
     finally:
         sim.close()

@@ -361,7 +361,9 @@ class ExecutorConfig(_Cfg):
         ge=0,
         description="LLM agents observed and decided together within a step (0: the whole step at once). "
         "Bounds the memory a step holds in flight (observations, prompts, answers) by the chunk instead of by the "
-        "active agents; decisions are still applied after the last chunk, so the trace is the same for any value.",
+        "active agents; decisions are still applied after the last chunk, so the trace is the same for any value. "
+        "Raised to twice what can be in flight (llm.max_concurrency in-process, actors x concurrency_per_actor "
+        "with Ray).",
     )
     num_gpus: float = Field(0.0, ge=0, description="GPUs per actor (for in-process vLLM engines).")
     cpus_per_actor: float | None = Field(

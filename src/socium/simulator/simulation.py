@@ -488,8 +488,13 @@ class Simulation(mesa.Model):
         hook = getattr(self.policy, "step_chunk", None)
         if not size or hook is None or not self.needs_profile:
             return [(0, len(active))]
-        # never below twice what can be in flight at once, or the chunks would starve the servers
-        floor = 2 * ex.concurrency_per_actor * (ex.actors if ex.kind == "ray" else 1)
+        # never below twice what can be in flight at once, or the chunks would starve the servers: with Ray
+        # each actor's backend is capped at concurrency_per_actor, in-process the backend at llm.max_concurrency
+        llm = self.cfg.llm
+        in_flight = ex.actors * ex.concurrency_per_actor if ex.kind == "ray" else ex.concurrency_per_actor
+        if ex.kind != "ray" and llm is not None:
+            in_flight = max(in_flight, llm.max_concurrency)
+        floor = 2 * in_flight
         per = hook(max(size, floor))
         if per is None or per >= len(active):
             return [(0, len(active))]
