@@ -93,3 +93,20 @@ def test_chunks_never_fall_below_twice_what_is_in_flight(tmp_path: Path) -> None
         assert [hi - lo for lo, hi in sim._chunks(active)][:-1] == [80] * (len(sim._chunks(active)) - 1)
     finally:
         sim.close()
+
+
+def test_stream_memory_steps_stay_whole(tmp_path: Path) -> None:
+    """Stream memory embeds in per-step batches (a model's batch can move a float), so it is not chunked."""
+    cfg = small_config(
+        population={"n_agents": 80, "mean_activity": 0.5},
+        policy={"kind": "llm"},
+        llm={"backend": "random", "max_concurrency": 1},
+        llm_agents={"memory": {"kind": "stream", "embedder": "hashing"}},
+        executor={"step_chunk": 5, "concurrency_per_actor": 1},
+    )
+    sim = Simulation(cfg, tmp_path / "r")
+    try:
+        active = sim.active_agents(0)
+        assert len(active) > 10 and sim._chunks(active) == [(0, len(active))]
+    finally:
+        sim.close()

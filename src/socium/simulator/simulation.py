@@ -482,11 +482,14 @@ class Simulation(mesa.Model):
 
     def _chunks(self, active: np.ndarray) -> list[tuple[int, int]]:
         """``[lo, hi)`` slices of ``active`` (sorted) that each hold the policy's chunk of policy-bound
-        agents (bots are not counted: they make no call); one slice when the policy cannot be split."""
+        agents (bots are not counted: they make no call); one slice when the policy cannot be split
+        or agents use the stream memory."""
         ex = self.cfg.executor
         size = ex.step_chunk
         hook = getattr(self.policy, "step_chunk", None)
-        if not size or hook is None or not self.needs_profile:
+        if not size or hook is None or not self.needs_profile or isinstance(self.memory, MemoryStream):
+            # stream memory embeds a step's queries and new entries in batches, and a model's batch
+            # (padding, kernel shapes) can move a float: its steps stay whole so the trace cannot depend on it
             return [(0, len(active))]
         # never below twice what can be in flight at once, or the chunks would starve the servers: with Ray
         # each actor's backend is capped at concurrency_per_actor, in-process the backend at llm.max_concurrency
