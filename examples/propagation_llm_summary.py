@@ -28,10 +28,28 @@ def main() -> None:
     ap.add_argument("dirs", nargs="+")
     ap.add_argument("--png", default=None)
     ap.add_argument("--boot", type=int, default=2000)
+    ap.add_argument(
+        "--extra",
+        action="append",
+        default=[],
+        help="LABEL=DIR,DIR,...: another run set's 'calibrated' model as model LABEL (matched by seed and cascade)",
+    )
     a = ap.parse_args()
     res = [json.loads((Path(d) / "results.json").read_text()) for d in a.dirs]
     seeds = [r["spec"]["cv"]["seed"] for r in res]
-    models = res[0]["spec"]["cv"]["models"]
+    models = list(res[0]["spec"]["cv"]["models"])
+    for item in a.extra:  # e.g. the calibrated null with root effects, run separately on the same folds
+        label, _, dirs = item.partition("=")
+        by_seed = {}
+        for d in dirs.split(","):
+            r = json.loads((Path(d) / "results.json").read_text())
+            by_seed[r["spec"]["cv"]["seed"]] = {c["id"]: c["models"]["calibrated"] for c in r["cascades"]}
+        if set(by_seed) != set(seeds):
+            raise SystemExit(f"--extra {label}: seeds {sorted(by_seed)} differ from {seeds}")
+        for r in res:
+            for row in r["cascades"]:
+                row["models"][label] = by_seed[r["spec"]["cv"]["seed"]][row["id"]]
+        models.append(label)
     cids = sorted({c["id"] for r in res for c in r["cascades"]})
     # score[model][curve] : array (cascade, seed)
     score = {m: {c: np.full((len(cids), len(res)), np.nan) for c in CURVES} for m in models}
@@ -68,7 +86,8 @@ def main() -> None:
             + f" | {np.nanmean(final[m]):.1f} |"
         )
     print(f"| real | - | - | - | {np.nanmean(final['real']):.1f} |")
-    pairs = (("llm", "calibrated", "LLM - calibrated"), ("calibrated", "ic_pooled", "calibrated - IC"))
+    pairs = [("llm", "calibrated", "LLM - calibrated"), ("calibrated", "ic_pooled", "calibrated - IC")]
+    pairs += [(m, "calibrated", f"{m} - calibrated") for m in models if m not in LABEL]
     for m1, m0, label in pairs:
         if m1 in models and m0 in models:
             d = [ci(score[m1][c] - score[m0][c]) for c in CURVES]
@@ -81,11 +100,14 @@ def main() -> None:
                 f"  seed {sd} {m}: "
                 + "  ".join(f"{c} {v:.3f} ({lo:.3f}-{hi:.3f})" for c, (v, lo, hi) in zip(CURVES, cells))
             )
+    if "calibrated" in models:  # the root effects live in the fits of the run set that used them
+        fit_dirs = [x.partition("=")[2].split(",") for x in a.extra] or [a.dirs]
+        by_source(fit_dirs[-1], res, cids, {m: score[m]["scale"] for m in models if m != "ic_pooled"}, final)
     targets = res[0].get("summary", {}).get("reference", {}).get("targets")
-    if targets and "calibrated" in table:
-        for c, (v, lo, hi) in zip(CURVES, table["calibrated"]):
+    for m in [m for m in models if m not in ("ic_pooled", "llm")] if targets else []:
+        for c, (v, lo, hi) in zip(CURVES, table[m]):
             verdict = "met (CI below)" if hi <= targets[c] else "mean met, CI crosses" if v <= targets[c] else "NOT met"
-            print(f"target calibrated {c} <= {targets[c]}: {v:.3f} ({lo:.3f}-{hi:.3f}) -> {verdict}")
+            print(f"target {m} {c} <= {targets[c]}: {v:.3f} ({lo:.3f}-{hi:.3f}) -> {verdict}")
     if a.png:
         import matplotlib
 
@@ -100,6 +122,9 @@ def main() -> None:
             ax.bar(np.arange(len(CURVES)) + (k - (len(models) - 1) / 2) * w, v, w, yerr=err, capsize=3,
                    label=LABEL.get(m, m))  # fmt: skip
         ax.axhline(0.30, color="grey", ls="--", lw=1, label="OASIS ~0.30 (paper)")
+        if targets:  # issue 12's per-curve targets for the calibrated null, as short red ticks
+            for k, c in enumerate(CURVES):
+                ax.hlines(targets[c], k - 0.45, k + 0.45, color="red", lw=1.2, label="target" if k == 0 else None)
         ax.set_xticks(range(len(CURVES)), ["scale", "depth", "max breadth"])
         ax.set_ylabel("held-out NRMSE over 150 min (lower is better)")
         ax.set_title(
@@ -112,6 +137,34 @@ def main() -> None:
         Path(a.png).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(a.png, dpi=110)
         print(f"wrote {a.png}")
+
+
+def by_source(dirs: list[str], res: list[dict], cids: list[str], scale: dict[str, np.ndarray], final: dict) -> None:
+    """Where the calibrated nulls' scale error sits: held-out cascades whose source account was in that
+    fold's training set (so a fitted root effect applies) or not, and over- vs under-predicted ones.
+
+    The source account is row 0 of the cascade's population CSV; "seen" means it is a key of the
+    fold's fitted ``root_effects`` in ``dirs`` (one dir per seed, in the order of ``res``).
+    """
+    import csv
+
+    seen = np.zeros((len(cids), len(res)), bool)
+    for j, (d, r) in enumerate(zip(dirs, res)):
+        for row in r["cascades"]:
+            fit = json.loads((Path(d) / "cv" / f"fold{row['fold']}" / "timing.json").read_text())
+            with (Path(d) / "inputs" / f"{row['id']}.csv").open(newline="", encoding="utf-8") as fh:
+                source = next(csv.DictReader(fh))["user_id"].split("#", 1)[0]
+            seen[cids.index(row["id"]), j] = source in fit["timing"].get("root_effects", {})
+    for m, sc in scale.items():
+        over = final[m] > final["real"]
+        print(f"\n{m}: scale NRMSE by held-out (cascade, seed) pair:")
+        for name, mask in (("source account seen in the fold's training set", seen), ("source account unseen", ~seen),
+                           ("over-predicted at 150 min", over), ("under-predicted at 150 min", ~over)):  # fmt: skip
+            print(f"  {name}: n={mask.sum()} pairs, mean {sc[mask].mean():.3f}" if mask.any() else f"  {name}: n=0")
+        ratio = np.log(final[m] / final["real"])
+        print(f"  log(simulated / real final scale): mean {np.nanmean(ratio):+.3f}, sd {np.nanstd(ratio):.3f}")
+        per = np.nanmean(sc, axis=1)
+        print(f"  the 10 worst cascades carry {np.sort(per)[-10:].sum() / per.sum():.0%} of the summed scale error")
 
 
 if __name__ == "__main__":
