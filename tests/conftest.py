@@ -67,3 +67,25 @@ def post_block(text: str, pid: int) -> str:
     m = re.search(rf"^<<<{pid} u\d.*?(?=^<<<\d|^$|^## |\Z)", text, re.S | re.M)
     assert m, f"post {pid} not in prompt"
     return m.group(0)
+
+
+def replayed_like_recorded(c, recorded, out) -> bool:
+    """Replay the run in ``recorded`` (its run folder) under config ``c`` (``llm.backend: replay``) into
+    ``out``; True when both traces hold the same actions and exposures. A replay miss raises."""
+    import duckdb
+
+    from socium.simulator.simulation import Simulation
+
+    c = c.model_copy(update={"llm_agents": c.llm_agents.model_copy(update={"replay_from": str(recorded)})})
+    Simulation(c, out).run()
+    digest = []
+    for run_dir in (recorded, out):
+        con = duckdb.connect(str(run_dir / "trace.duckdb"), read_only=True)
+        digest.append(
+            [
+                con.execute("SELECT step, agent_id, type, args, outcome FROM actions ORDER BY ALL").fetchall(),
+                con.execute("SELECT step, agent_id, post_id, source FROM exposures ORDER BY ALL").fetchall(),
+            ]
+        )
+        con.close()
+    return digest[0] == digest[1]

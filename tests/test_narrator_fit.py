@@ -9,9 +9,9 @@ import json
 
 import duckdb
 
-from conftest import small_config
+from conftest import replayed_like_recorded, small_config
 from socium.agents.llm_policy import LLMPolicy
-from socium.agents.narrator_fit import fit_narrator_calls
+from socium.agents.narrator_fit import fit_calls
 from socium.llm.cache import MemoryCache
 from socium.llm.context import context_window, estimate_prompt_tokens, prompt_counter
 from socium.llm.wrappers import CachingBackend
@@ -63,6 +63,21 @@ def narrator_calls(calls):
     return [r for r in calls if "group" in r.metadata]
 
 
+def trimmed_feed(calls):
+    """The calls that trimmed a member (only ever one alone) and the (step, agent, post id) feed items
+    they dropped; neither empty."""
+    trimmed = [r for r in calls if "trimmed" in r.metadata]
+    assert trimmed and all(len(r.metadata["group"]) == 1 for r in trimmed)
+    dropped = {
+        (r.metadata["step"], int(a), pid)
+        for r in trimmed
+        for a, t in r.metadata["trimmed"].items()
+        for pid in t.get("feed", [])
+    }
+    assert dropped
+    return trimmed, dropped
+
+
 def test_the_wrapper_stack_reports_the_innermost_window_and_counter():
     inner = ScriptedBackend(["{}"])
     stack = CachingBackend(inner, cache=MemoryCache())
@@ -100,15 +115,7 @@ def test_a_character_too_long_alone_is_trimmed_and_its_exposures_are_withdrawn(t
     calls = narrator_calls(run(tmp_path / "b", n_ctx=n_ctx))
     for r in calls:
         assert estimate_prompt_tokens([m.model_dump() for m in r.messages]) + r.max_tokens <= n_ctx
-    trimmed = [r for r in calls if "trimmed" in r.metadata]
-    assert trimmed and all(len(r.metadata["group"]) == 1 for r in trimmed)
-    dropped = {
-        (r.metadata["step"], int(a), pid)
-        for r in trimmed
-        for a, t in r.metadata["trimmed"].items()
-        for pid in t.get("feed", [])
-    }
-    assert dropped
+    trimmed, dropped = trimmed_feed(calls)
     con = duckdb.connect(str(tmp_path / "b" / "r" / "trace.duckdb"), read_only=True)
     rows = set(con.execute("SELECT step, agent_id, post_id FROM exposures WHERE source != 'global'").fetchall())
     logged = [json.loads(m) for (m,) in con.execute("SELECT metadata FROM llm_calls").fetchall()]
@@ -125,11 +132,11 @@ def test_fitting_stops_when_nothing_is_left_to_drop():
     o = Observation(0, 0, 0.0, 0, [item], extra={"memory": ["a", "b"]})
     render = lambda g: [{"role": "user", "content": "x" * (100 + 50 * len(g[0].feed) + 10 * len(g[0].extra["memory"]))}]  # noqa: E731
     count = lambda msgs: len(msgs[0]["content"])  # noqa: E731
-    (call,) = fit_narrator_calls([o], render, count, budget=50, reserve_per_member=0)
+    (call,) = fit_calls([o], render, count, budget=50, reserve_per_member=0)
     assert call.trimmed[0]["still_over"] and call.trimmed[0]["feed"] == [1] and call.trimmed[0]["memory_lines"] == 2
     assert call.unshown == {0: [(1, "chrono")]}
     assert o.feed == [item] and o.extra["memory"] == ["a", "b"]  # the caller's observation is left as it was
-    (call,) = fit_narrator_calls([o], render, count, budget=160, reserve_per_member=0)
+    (call,) = fit_calls([o], render, count, budget=160, reserve_per_member=0)
     assert call.trimmed[0]["feed"] == [1] and "memory_lines" not in call.trimmed[0] and call.tokens == 120
 
 
@@ -144,15 +151,4 @@ def test_a_replay_splits_and_trims_as_the_recorded_run_did(tmp_path):
         r.metadata["context_tokens"] == n_ctx for r in recorded
     )
     c = cfg(llm={"backend": "replay", "model": "scripted", "max_tokens": MAX_TOKENS})
-    c = c.model_copy(update={"llm_agents": c.llm_agents.model_copy(update={"replay_from": str(tmp_path / "b" / "r")})})
-    Simulation(c, tmp_path / "c").run()  # a replay miss would raise
-    digest = {}
-    for d in ("b", "c"):
-        path = tmp_path / d / ("r" if d == "b" else "") / "trace.duckdb"
-        con = duckdb.connect(str(path), read_only=True)
-        digest[d] = [
-            con.execute("SELECT step, agent_id, type, args, outcome FROM actions ORDER BY ALL").fetchall(),
-            con.execute("SELECT step, agent_id, post_id, source FROM exposures ORDER BY ALL").fetchall(),
-        ]
-        con.close()
-    assert digest["b"] == digest["c"]
+    assert replayed_like_recorded(c, tmp_path / "b" / "r", tmp_path / "c")  # a replay miss would raise

@@ -12,7 +12,10 @@ feed), written once for the group: a post in several members' feeds is quoted on
 member lists which post ids it was shown. Members never see other clusters. The answer is an
 object keyed by member (``agent_<id>``), each value constrained to *that member's* feed ids, so a
 member cannot act on a post it was not shown; members the model skipped or answered invalidly
-are re-asked once in a smaller call, then recorded as ``invalid_llm_output``.
+are re-asked once in a smaller call, then recorded as ``invalid_llm_output``. A chunk whose prompt
+plus ``llm.max_tokens`` per member exceeds the backend's context window is split and, down to one
+member, trimmed like a narrator's (:mod:`socium.agents.narrator_fit`; calls record ``split_from``,
+``trimmed`` and ``context_tokens``), and the trimmed posts' exposure rows are withdrawn.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pydantic import ValidationError
 
 from socium.agents import prompts as P
 from socium.agents.llm_policy import LLMPolicy, _short_error, rendered_calls, validate_answer
+from socium.agents.narrator_fit import FittedCall, collect_unshown, mark_unshown
 from socium.agents.observation import Decision, Observation
 from socium.llm.parsing import parse_json_lenient
 from socium.platform.text import clean_text, quote_inline, quote_untrusted
@@ -113,21 +117,40 @@ class GroupLLMPolicy(LLMPolicy):
         props = {f"agent_{o.agent_id}": self.answer_schema(o) for o in members}
         return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
-    async def _group_call(self, members: list[Observation], attempt: int) -> tuple[list[Decision], list[Observation]]:
-        """Decisions for members answered validly; the rest (to re-ask) with their reasons kept."""
+    async def _group_calls(
+        self,
+        members: list[Observation],
+        attempt: int,
+        whole: list[Observation],
+        unshown: dict[int, list[tuple[int, str]]],
+    ) -> tuple[list[Decision], list[Observation]]:
+        """``members`` asked in as many calls as their prompt needs to fit the backend's context (split,
+        then trimmed: :mod:`socium.agents.narrator_fit`); posts trimmed away are added to ``unshown``."""
+        calls = self.fit_group(members, self.group_messages)
+        collect_unshown(calls, unshown)
+        answers = await asyncio.gather(*(self._group_call(c, attempt, whole) for c in calls))
+        return [d for got, _ in answers for d in got], [o for _, bad in answers for o in bad]
+
+    async def _group_call(
+        self, call: FittedCall, attempt: int, whole: list[Observation]
+    ) -> tuple[list[Decision], list[Observation]]:
+        """Decisions for members answered validly; the rest (to re-ask) with their reasons kept. The
+        members are the call's (trimmed ones included), so answers are checked against what was shown."""
         llm = self.cfg.llm
         assert llm is not None
+        members = call.members
         first = members[0]
-        meta = {
+        meta: dict[str, Any] = {
             "step": first.step,
             "agent_id": first.agent_id,
             "group": [o.agent_id for o in members],
             "cluster": int(self.labels[first.agent_id]),
             "attempt": attempt,
         }
+        call.record(meta, whole, attempt, "split_from")  # split / trimmed / the window that bounded it
         req = self._request(
             f"s{first.step}-c{int(self.labels[first.agent_id])}-a{first.agent_id}-{attempt}",
-            self.group_messages(members),
+            call.messages,
             self.group_schema(members),
             meta,
             self._seed(first.agent_id, first.step, 500 + attempt),
@@ -165,9 +188,10 @@ class GroupLLMPolicy(LLMPolicy):
         return done, retry
 
     async def _decide_chunk(self, members: list[Observation]) -> list[Decision]:
-        done, retry = await self._group_call(members, 0)
+        unshown: dict[int, list[tuple[int, str]]] = {}
+        done, retry = await self._group_calls(members, 0, members, unshown)
         if retry and self.ac.reask:
-            more, retry = await self._group_call(retry, 1)
+            more, retry = await self._group_calls(retry, 1, members, unshown)
             done += more
         for o in retry:
             done.append(
@@ -178,6 +202,7 @@ class GroupLLMPolicy(LLMPolicy):
                     raw=o.extra.pop("_group_raw", None),
                 )
             )
+        mark_unshown(done, unshown)  # posts trimmed from the prompts: not exposures after all
         return done
 
     def chunks(self, observations: Sequence[Observation]) -> list[list[Observation]]:

@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from socium.agents import prompts as P
-from socium.agents.narrator_fit import NarratorCall, fit_narrator_calls
+from socium.agents.narrator_fit import FittedCall, Render, collect_unshown, fit_calls, mark_unshown
 from socium.agents.observation import Decision, Observation
 from socium.agents.profiles import AgentProfile
 from socium.config import ExperimentConfig
@@ -483,36 +483,32 @@ class LLMPolicy:
             more, retry = await self._narrator_calls(self._fitted([o for o, _, _ in retry], errors), 1, group, unshown)
             done += more
         done += [Decision(o.agent_id, [], invalid_reason=f"narrator output: {err}", raw=raw) for o, err, raw in retry]
-        for d in done:  # posts trimmed from every prompt about this character: not exposures after all
-            if d.agent_id in unshown:
-                d.meta["unshown"] = unshown[d.agent_id]
+        mark_unshown(done, unshown)  # posts trimmed from the prompts: not exposures after all
         return sorted(done, key=lambda d: d.agent_id)
 
     async def _narrator_calls(
         self,
-        calls: list[NarratorCall],
+        calls: list[FittedCall],
         attempt: int,
         whole: list[Observation],
         unshown: dict[int, list[tuple[int, str]]],
     ) -> tuple[list[Decision], list[tuple[Observation, str, str | None]]]:
-        for call in calls:
-            for a, posts in call.unshown.items():
-                unshown.setdefault(a, []).extend(posts)
+        collect_unshown(calls, unshown)
         answers = await asyncio.gather(*(self._narrator_call(c, attempt, whole) for c in calls))
         return [d for got, _ in answers for d in got], [r for _, bad in answers for r in bad]
 
-    def _fitted(self, group: list[Observation], errors: dict[int, str]) -> list[NarratorCall]:
-        """The calls writing ``group``, each within the backend's context window (when it has one)."""
+    def _fitted(self, group: list[Observation], errors: dict[int, str]) -> list[FittedCall]:
+        """The narrator calls writing ``group``, each within the backend's context window."""
+        return self.fit_group(group, lambda members: self._narrator_messages(members, errors))
+
+    def fit_group(self, group: list[Observation], render: Render) -> list[FittedCall]:
+        """The calls speaking for ``group`` (prompts from ``render``), each within the context window of
+        the first member's backend when it has one, ``max_tokens`` per member kept for the answer
+        (see :mod:`socium.agents.narrator_fit`)."""
         backend = self.backend_for(self.llm_of(group[0].agent_id))
         llm = self.cfg.llm
         assert llm is not None
-        return fit_narrator_calls(
-            group,
-            lambda members: self._narrator_messages(members, errors),
-            prompt_counter(backend),
-            context_window(backend),
-            llm.max_tokens,
-        )
+        return fit_calls(group, render, prompt_counter(backend), context_window(backend), llm.max_tokens)
 
     def _narrator_messages(self, group: list[Observation], errors: dict[int, str]) -> list[dict[str, str]]:
         members = [(o.extra["profile"], o, o.extra.get("memory", ())) for o in group]
@@ -539,7 +535,7 @@ class LLMPolicy:
         return msgs
 
     async def _narrator_call(
-        self, call: NarratorCall, attempt: int, whole: list[Observation]
+        self, call: FittedCall, attempt: int, whole: list[Observation]
     ) -> tuple[list[Decision], list[tuple[Observation, str, str | None]]]:
         group = call.members
         schema = P.narrator_schema({o.agent_id: self.action_schema(o) for o in group})
@@ -547,12 +543,7 @@ class LLMPolicy:
         meta: dict[str, Any] = {"step": first.step, "agent_id": first.agent_id, "group": [o.agent_id for o in group]}
         if attempt:
             meta["attempt"] = attempt
-        if len(group) < len(whole) and not attempt:  # split to fit the context: the group it came from
-            meta["narrator_group"] = [o.agent_id for o in whole]
-        if call.trimmed:
-            meta["trimmed"] = {str(a): t for a, t in call.trimmed.items()}
-        if call.context is not None:  # what bounded it: a replay bounds its narrator prompts the same way
-            meta["context_tokens"] = call.context
+        call.record(meta, whole, attempt, "narrator_group")  # split / trimmed / the window that bounded it
         llm = self.cfg.llm
         assert llm is not None
         req = self._request(
