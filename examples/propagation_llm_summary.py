@@ -150,6 +150,8 @@ def by_source(dirs: list[str], res: list[dict], cids: list[str], scale: dict[str
 
     seen = np.zeros((len(cids), len(res)), bool)
     for j, (d, r) in enumerate(zip(dirs, res)):
+        if not (Path(d) / "cv").is_dir() or not (Path(d) / "inputs").is_dir():
+            return  # a results.json without its run folders (copied alone): no split to show
         for row in r["cascades"]:
             fit = json.loads((Path(d) / "cv" / f"fold{row['fold']}" / "timing.json").read_text())
             with (Path(d) / "inputs" / f"{row['id']}.csv").open(newline="", encoding="utf-8") as fh:

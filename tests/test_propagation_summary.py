@@ -45,3 +45,25 @@ def test_pooled_means_paired_difference_and_target_verdicts(tmp_path: Path) -> N
     assert "seed 1 calibrated: scale 0.200 (" in out
     assert "target calibrated scale <= 0.15: 0.175" in out and "-> NOT met" in out
     assert "target calibrated depth <= 0.2: 0.175" in out
+
+
+def test_extra_run_set_is_matched_by_seed_and_cascade_and_paired(tmp_path: Path) -> None:
+    """--extra adds another run set's calibrated model; its paired difference uses the same cascades."""
+    s0 = _results(tmp_path / "s0", 0, [0.3, 0.2, 0.4, 0.3], [0.1, 0.1, 0.2, 0.2])
+    e0 = _results(tmp_path / "e0", 0, [0.3, 0.2, 0.4, 0.3], [0.2, 0.1, 0.1, 0.2])  # rows in another order below
+    data = json.loads((e0 / "results.json").read_text())
+    data["cascades"].reverse()
+    (e0 / "results.json").write_text(json.dumps(data))
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), str(s0), "--extra", f"new={e0}", "--boot", "200"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "| new | 0.150 (" in out and "| new - calibrated (paired) | +0.000 (" in out
+    assert "target new scale <= 0.15: 0.150" in out
+    e1 = _results(tmp_path / "e1", 1, [0.3, 0.2, 0.4, 0.3], [0.2, 0.1, 0.1, 0.2])
+    bad = subprocess.run(
+        [sys.executable, str(SCRIPT), str(s0), "--extra", f"new={e1}"], capture_output=True, text=True
+    )  # another seed than the main run set: refused, never silently mismatched
+    assert bad.returncode != 0 and "seeds [1] differ from [0]" in bad.stderr
