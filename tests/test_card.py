@@ -91,3 +91,65 @@ def test_card_names_input_files_with_digests(tmp_path):
     assert entry["path"] == str(pop.resolve()) and entry["sha256"] == hashlib.sha256(pop.read_bytes()).hexdigest()[:16]
     Simulation(small_config(steps=1), tmp_path / "synthetic").run()
     assert simulation_card(tmp_path / "synthetic")["input_digests"] == "none (no input files)"
+
+
+def test_card_says_how_each_in_process_engine_ran_threads_as_chosen(tmp_path):
+    """The embedded backend picks its threads from the machine's load when it starts, so the config
+    cannot say what ran: each engine's description goes into ``llm_engines`` in the step it first
+    served, a resumed session adds its own, the card lists each set-up once, and none of it changes
+    the trace's digest (runs on different machines stay comparable)."""
+    from socium.agents.llm_policy import LLMPolicy
+    from socium.llm.wrappers import CachingBackend
+    from socium.simulator.store import trace_digest
+    from socium.testing.backends import ScriptedBackend
+
+    class Engine(ScriptedBackend):
+        def __init__(self, threads):
+            super().__init__(lambda req: '{"type": "do_nothing"}')
+            self.threads = threads
+
+        def describe(self):
+            return {"engine": "xllamacpp test", "model_file": "m.gguf", "n_threads": self.threads, "n_parallel": 2,
+                    "n_ctx_per_slot": 512, "license": "in model_provenance"}  # fmt: skip
+
+    c = small_config(steps=3, llm={"backend": "embedded"}, **LLM)
+
+    def policy(threads):
+        return LLMPolicy(c, backend_factory=lambda cache: CachingBackend(Engine(threads), cache))
+
+    Simulation(c, tmp_path / "a", policy=policy(3)).run(steps=2)
+    Simulation(c, tmp_path / "a", policy=policy(1), resume=True).run()  # the resumed session: 1 thread
+    Simulation(c, tmp_path / "b", policy=policy(2)).run()
+    engine = {"llm": "default", "engine": "xllamacpp test", "model_file": "m.gguf", "n_parallel": 2}
+    engine["n_ctx_per_slot"] = 512
+    card = simulation_card(tmp_path / "a")
+    assert card["llm"]["engines"] == [
+        {**engine, "n_threads": 3, "from_step": 0},
+        {**engine, "n_threads": 1, "from_step": 2},
+    ]
+    assert simulation_card(tmp_path / "b")["llm"]["engines"] == [{**engine, "n_threads": 2, "from_step": 0}]
+    assert trace_digest(tmp_path / "a" / "trace.duckdb") == trace_digest(tmp_path / "b" / "trace.duckdb")
+    Simulation(small_config(steps=1, llm={"backend": "random"}, **LLM), tmp_path / "rnd").run()
+    assert "engines" not in simulation_card(tmp_path / "rnd")["llm"]  # no in-process engine, no claim
+
+
+def test_engine_rows_from_ray_actors_reach_the_driver_and_nothing_else_is_taken():
+    """A Ray actor's policy starts its own engine: its drained ``llm_engines`` rows are handed to the
+    driver's policy (``absorb_rows``) and written with the step; rows of any other table are refused
+    rather than written twice or lost."""
+    import pyarrow as pa
+    import pytest
+
+    from socium.agents.llm_policy import LLMPolicy
+    from socium.errors import TraceError
+
+    pol = LLMPolicy(small_config(steps=1, llm={"backend": "random"}, **LLM))
+    assert pol.drain_rows() == {}
+    pol.absorb_rows({"llm_engines": pa.table({"step": [0], "llm": ["default"], "engine": ['{"n_threads": 1}']})})
+    pol.absorb_rows({"llm_engines": {"step": [0], "llm": ["default"], "engine": ['{"n_threads": 2}']}})
+    assert pol.drain_rows() == {
+        "llm_engines": {"step": [0, 0], "llm": ["default"] * 2, "engine": ['{"n_threads": 1}', '{"n_threads": 2}']}
+    }
+    assert pol.drain_rows() == {}
+    with pytest.raises(TraceError, match="agent_clusters"):
+        pol.absorb_rows({"agent_clusters": {"agent_id": [0]}})

@@ -171,3 +171,29 @@ def test_a_file_that_is_not_a_model_is_named(tmp_path: object) -> None:
     junk.write_bytes(b"not a gguf file at all" * 100)
     with pytest.raises(LLMError, match="junk.gguf"):
         EmbeddedBackend(junk, n_threads=1, n_parallel=1)
+
+
+def test_the_card_records_the_threads_and_slots_the_engine_ran_with(tmp_path) -> None:
+    """Through the real backend stack (wrappers around EmbeddedBackend): the engine's threads, chosen
+    from the machine's load at start, and its slots reach the trace and the Simulation Card."""
+    from socium.config import config_from_dict
+    from socium.experiments.card import simulation_card
+    from socium.llm.embedded import EmbeddedBackend
+    from socium.llm.wrappers import find_wrapper
+    from socium.simulator.simulation import Simulation
+
+    cfg = config_from_dict(
+        {
+            "name": "engine-card", "steps": 1, "policy": {"kind": "llm"},
+            "population": {"n_agents": 3, "activity": "uniform", "mean_activity": 1.0},
+            "graph": {"kind": "random_out", "params": {"out_degree": 2}},
+            "llm": {"backend": "embedded", "n_ctx": 1024, "n_parallel": 2, "max_tokens": 24, "temperature": 0.0},
+            "seed_posts": [{"author": 0, "content": "Bike lanes on Main Street?"}],
+        }
+    )  # fmt: skip
+    sim = Simulation(cfg, tmp_path / "r")
+    sim.run()
+    (engine,) = simulation_card(tmp_path / "r")["llm"]["engines"]
+    emb = find_wrapper(sim.policy._backend, EmbeddedBackend)
+    assert engine["n_parallel"] == 2 and engine["n_threads"] == emb.n_threads >= 1 and engine["from_step"] == 0
+    assert engine["model_file"] == "SmolLM2-135M-Instruct.Q4_1.gguf" and engine["engine"].startswith("xllamacpp ")

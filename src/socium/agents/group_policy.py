@@ -214,6 +214,8 @@ class GroupLLMPolicy(LLMPolicy):
         return [obs[i : i + size] for c in sorted(by) for obs in [by[c]] for i in range(0, len(obs), size)]
 
     async def adecide_batch(self, observations: Sequence[Observation]) -> list[Decision]:
+        if observations:
+            self._deciding_step = observations[0].step
         decided = await asyncio.gather(*(self._decide_chunk(ch) for ch in self.chunks(observations)))
         decisions = sorted((d for ds in decided for d in ds), key=lambda d: d.agent_id)
         calls = rendered_calls(self._drain_calls())
@@ -223,16 +225,18 @@ class GroupLLMPolicy(LLMPolicy):
 
     # ---- the cluster assignment goes into the trace once ---------------------------------------
     def drain_rows(self) -> dict[str, dict[str, list]]:
+        out = super().drain_rows()
         if self._cluster_rows_written:
-            return {}
+            return out
         self._cluster_rows_written = True
         sizes = np.bincount(self.labels)
         return {
+            **out,
             "agent_clusters": {
                 "agent_id": list(range(len(self.labels))),
                 "cluster": self.labels.tolist(),
                 "cluster_size": sizes[self.labels].tolist(),
-            }
+            },
         }
 
     def restore(self, sim: Any) -> None:

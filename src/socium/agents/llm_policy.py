@@ -21,6 +21,7 @@ from socium.agents.narrator_fit import FittedCall, Render, collect_unshown, fit_
 from socium.agents.observation import Decision, Observation
 from socium.agents.profiles import AgentProfile
 from socium.config import ExperimentConfig
+from socium.errors import TraceError
 from socium.llm.base import run_coro_sync
 from socium.llm.cache import MemoryCache
 from socium.llm.config import build_backend
@@ -234,6 +235,8 @@ class LLMPolicy:
         self._ledgers: dict[str, BudgetLedger] = {}  # per llms name with a budget; the run's, on the driver
         self._posts_memo: dict[tuple, str] = {}  # rendered feed posts of the current step (P.render_post_memo)
         self._posts_memo_step: int | None = None
+        self._deciding_step: int | None = None  # the step of the batch being decided (llm_engines rows)
+        self._engine_rows: dict[str, list] = {"step": [], "llm": [], "engine": []}  # not yet in the trace
 
     def __getstate__(self) -> dict[str, Any]:  # backends hold sockets/models: rebuilt where unpickled
         return {
@@ -244,6 +247,7 @@ class LLMPolicy:
             "_ledgers": {},
             "_posts_memo": {},
             "_posts_memo_step": None,
+            "_engine_rows": {"step": [], "llm": [], "engine": []},
         }
 
     def set_route(self, names: Sequence[str], route: np.ndarray | None) -> None:
@@ -263,7 +267,39 @@ class LLMPolicy:
                 self._backend = self.backend_factory(self._cache)
             else:
                 self._backend = self._build(self.cfg.llm)
+            self._note_engine("default", self._backend)
         return self._backend
+
+    def _note_engine(self, name: str, backend: Any) -> None:
+        """Keep for ``llm_engines`` how an in-process engine runs (the first layer of the stack with a
+        ``describe()``, e.g. EmbeddedBackend): its threads are chosen from the machine's load when it
+        starts, so the config alone cannot say what ran, and the Simulation Card reads it from here."""
+        layer, seen = backend, 0
+        while layer is not None and seen < 64 and not callable(getattr(layer, "describe", None)):
+            layer, seen = getattr(layer, "inner", None), seen + 1
+        if layer is None or seen >= 64:
+            return
+        rows = self._engine_rows
+        rows["step"].append(self._deciding_step)
+        rows["llm"].append(name)
+        rows["engine"].append(json.dumps(layer.describe(), sort_keys=True, default=str))
+
+    def drain_rows(self) -> dict[str, dict[str, list]]:
+        """Rows for the step being committed: engines started since the last commit (``llm_engines``)."""
+        if not self._engine_rows["engine"]:
+            return {}
+        rows, self._engine_rows = self._engine_rows, {"step": [], "llm": [], "engine": []}
+        return {"llm_engines": rows}
+
+    def absorb_rows(self, rows: dict[str, Any]) -> None:
+        """Rows a Ray actor's copy of this policy drained (its own engines), written by the driver."""
+        unknown = set(rows) - {"llm_engines"}
+        if unknown:
+            raise TraceError(f"LLMPolicy.absorb_rows: unexpected tables from an actor: {sorted(unknown)}")
+        batch = rows["llm_engines"]
+        cols = batch.to_pydict() if hasattr(batch, "to_pydict") else batch
+        for k in self._engine_rows:
+            self._engine_rows[k].extend(cols[k])
 
     def _build(self, llm: Any, name: str = "default") -> Any:
         if llm.backend == "replay":
@@ -317,6 +353,7 @@ class LLMPolicy:
             return default
         if name not in self._named:
             self._named[name] = self._build(self.cfg.llms[name], name)
+            self._note_engine(name, self._named[name])
         return self._named[name]
 
     async def _generate(self, reqs: Sequence[LLMRequest]) -> list[LLMResult]:
@@ -616,6 +653,8 @@ class LLMPolicy:
     # ---- batch entry points -------------------------------------------------------------------
     async def adecide_batch(self, observations: Sequence[Observation]) -> list[Decision]:
         obs = sorted(observations, key=lambda o: o.agent_id)
+        if obs:
+            self._deciding_step = obs[0].step
         if self.cfg.perspective == "omniscient":
             g = self.ac.group_size
             groups = [obs[i : i + g] for i in range(0, len(obs), g)]
@@ -641,6 +680,7 @@ class LLMPolicy:
         """Answers (text, value, reason when there is no value) and the calls made; see socium.simulator.surveys."""
         from socium.simulator.surveys import ask_llm_survey
 
+        self._deciding_step = step
         return ask_llm_survey(self, people, question, scale, step), self._drain_calls()
 
     def _structured_batch(

@@ -83,6 +83,20 @@ def _event_loop(run: dict[str, Any], cfg: dict[str, Any]) -> str:
     return str(loop)
 
 
+def _engines(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """How the in-process engines ran (``llm_engines``: threads and slots as chosen at start), each
+    distinct set-up once with the first step it served, the model's provenance left to ``model_provenance``."""
+    out: dict[str, dict[str, Any]] = {}
+    rows = con.execute("SELECT step, llm, engine FROM llm_engines ORDER BY step NULLS LAST").fetchall()
+    for step, llm, engine in rows:
+        desc = json.loads(engine)
+        shown = {k: desc[k] for k in ("engine", "model_file", "n_threads", "n_parallel", "n_ctx_per_slot") if k in desc}
+        key = json.dumps([llm, shown], sort_keys=True)
+        if key not in out:
+            out[key] = {"llm": llm, **shown, "from_step": step}
+    return list(out.values())
+
+
 def _input_digests(run: dict[str, Any]) -> Any:
     """Input-file digests recorded with the run (a ``runs`` column), when the trace has them."""
     for key, value in run.items():
@@ -140,6 +154,7 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
             if aborted[0]:  # made in steps that were stopped (server down, budget) and redone on resume
                 llm["calls_in_aborted_steps"] = int(aborted[0])
         narrator = _narrator_quality(con) if run["perspective"] == "omniscient" and "llm_calls" in tables else None
+        engines = _engines(con) if "llm_engines" in tables else []
     except (duckdb.Error, TypeError, ValueError) as exc:
         raise TraceError(
             f"{db}: not a complete socium trace: {str(exc).splitlines()[0] if str(exc) else exc!r}"
@@ -172,6 +187,8 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
             card["who_saw_what"] = seen
         card["llm"] = _backend_section(llm_cfg, models, (cfg.get("llm_agents") or {}).get("replay_from"))
         card["llm"]["event_loop"] = _event_loop(run, cfg)
+        if engines:
+            card["llm"]["engines"] = engines
     card.update(
         {
             "agents": n_agents,

@@ -28,6 +28,10 @@ CREATE TABLE IF NOT EXISTS surveys (step INTEGER, agent_id BIGINT, question VARC
 ALTER TABLE surveys ADD COLUMN IF NOT EXISTS reason VARCHAR;  -- traces written before the column existed
 -- group_llm runs: each agent's persona cluster (written with step 0).
 CREATE TABLE IF NOT EXISTS agent_clusters (agent_id BIGINT, cluster INTEGER, cluster_size BIGINT);
+-- How each in-process model engine ran (llm.backend embedded: engine, model file, n_threads, n_parallel
+-- as chosen, not as asked: threads follow the machine's load when the engine starts), one row per engine
+-- started, in the transaction of the step it first served (a resumed run or each Ray actor adds its own).
+CREATE TABLE IF NOT EXISTS llm_engines (step INTEGER, llm VARCHAR, engine VARCHAR);
 -- llm_agents.memory.kind = stream: every memory entry (observations, own actions, messages, reflections).
 CREATE TABLE IF NOT EXISTS memories (step INTEGER, agent_id BIGINT, seq INTEGER, kind VARCHAR, text VARCHAR,
                                      importance DOUBLE, ref_post_id BIGINT);

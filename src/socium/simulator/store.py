@@ -38,6 +38,8 @@ VOLATILE = {
     "runs": {"run_id", "created_at", "socium_version", "python_version", "duckdb_version", "event_loop"},
     "steps": {"wall_s", "committed_at"},
     "llm_calls": {"latency_s", "created_at"},
+    # threads follow the machine's load, and each Ray actor starts its own engine: not part of the result
+    "llm_engines": {"step", "llm", "engine"},
 }
 
 
