@@ -17,196 +17,52 @@ import numpy as np
 from pydantic import ValidationError
 
 from socium.agents import prompts as P
-from socium.agents.narrator_fit import FittedCall, Render, collect_unshown, fit_calls, mark_unshown
+from socium.agents.answer_validation import _short_error, state_aware_ids, validate_action, validate_answer
+from socium.agents.call_log import RenderedRequest, call_rows, rendered_calls
+from socium.agents.call_recording import RecordingCache, load_recorded, recorded_context, recorded_model
+from socium.agents.llm_narrator import NarratorMixin
+from socium.agents.llm_questions import QuestionsMixin
 from socium.agents.observation import Decision, Observation
 from socium.agents.profiles import AgentProfile
 from socium.config import ExperimentConfig
 from socium.errors import TraceError
 from socium.llm.base import run_coro_sync
-from socium.llm.cache import MemoryCache
 from socium.llm.config import build_backend
-from socium.llm.context import context_window, prompt_counter
 from socium.llm.parsing import parse_json_lenient
 from socium.llm.replay import ReplayBackend
 from socium.llm.types import ChatMessage, LLMRequest, LLMResult
 from socium.llm.wrappers import BudgetLedger, find_wrapper
-from socium.platform.actions import parse_action
-from socium.platform.text import clean_text, quote_untrusted
+from socium.platform.text import clean_text
 from socium.simulator.budget_shares import Allowance, apply_allowance, count_calls, shard_allowances
 from socium.simulator.rng import LLM
 from socium.simulator.seed_ints import SeedInts
 
-
-class RecordingCache(MemoryCache):
-    """Serves repeats and remembers each fresh call so the driver can write it with the step."""
-
-    #: Recent answers kept for repeats; older ones live only in the trace (bounded memory per run).
-    MAX_ENTRIES = 4096
-
-    def __init__(self) -> None:
-        super().__init__(max_entries=self.MAX_ENTRIES)
-        self.pending: list[tuple[str, LLMRequest, LLMResult, str]] = []
-
-    def put(self, key, request, result, model, meta=None) -> None:  # type: ignore[override]
-        super().put(key, request, result, model, meta)
-        self.pending.append((key, request, result, model))
-
-    def drain(self) -> list[tuple[str, LLMRequest, LLMResult, str]]:
-        out, self.pending = self.pending, []
-        return out
-
-
-def load_recorded(trace_path: str) -> MemoryCache:
-    """The successful calls of a recorded run, as a cache the replay backend answers from."""
-    from pathlib import Path
-
-    from socium.simulator.store import open_trace, require_store
-
-    con = open_trace(require_store(Path(trace_path)))
-    cache = MemoryCache()
-    try:
-        rows = con.execute(
-            "SELECT request_hash, response, prompt_tokens, completion_tokens, finish_reason "
-            "FROM llm_calls WHERE outcome = 'ok' ORDER BY call_id"
-        ).fetchall()
-    finally:
-        con.close()
-    for key, text, pt, ct, fr in rows:
-        cache.put(
-            key,
-            None,
-            LLMResult(
-                request_id="recorded",
-                text=text or "",
-                prompt_tokens=pt or 0,  # type: ignore[arg-type]
-                completion_tokens=ct or 0,
-                finish_reason=fr,
-            ),
-            "",
-        )
-    return cache
-
-
-def recorded_context(trace_path: str) -> int | None:
-    """The context window that bounded a recorded run's narrator prompts (None: none did), so its replay
-    splits and trims them the same way and asks exactly the recorded requests."""
-    from pathlib import Path
-
-    import duckdb
-
-    from socium.simulator.store import require_store
-
-    con = duckdb.connect(str(require_store(Path(trace_path))), read_only=True)
-    try:
-        sql = "SELECT max(CAST(json_extract(metadata, '$.context_tokens') AS BIGINT)) FROM llm_calls"
-        found = con.execute(sql).fetchone()
-    finally:
-        con.close()
-    return None if found is None or found[0] is None else int(found[0])
-
-
-def recorded_model(trace_path: str) -> str:
-    """The model a recorded run called (read from its ``llm_calls``), so replay needs no ``llm.model``."""
-    from pathlib import Path
-
-    import duckdb
-
-    from socium.errors import ConfigError
-    from socium.simulator.store import require_store
-
-    con = duckdb.connect(str(require_store(Path(trace_path))), read_only=True)
-    try:
-        sql = "SELECT DISTINCT model FROM llm_calls WHERE outcome = 'ok' AND model IS NOT NULL ORDER BY model"
-        models = [r[0] for r in con.execute(sql).fetchall()]
-    finally:
-        con.close()
-    if len(models) != 1:
-        found = ", ".join(repr(m) for m in models) or "none"
-        raise ConfigError(f"llm.model: replay of {trace_path} needs one recorded model, found {found}; set llm.model")
-    return str(models[0])
-
-
-def validate_action(data: Any, obs: Observation, allowed: Sequence[str]) -> Any:
-    """Typed action from model output; ids the observation did not show are invalid (ValueError)."""
-    if not isinstance(data, dict):
-        raise ValueError("expected a JSON object")
-    action = parse_action(data)
-    if action.type not in allowed:
-        raise ValueError(f"action '{action.type}' is not offered; choose one of {', '.join(allowed)}")
-    pid = getattr(action, "post_id", None)
-    if pid is not None and pid not in obs.shown_posts():
-        raise ValueError(f"post_id {pid} is not a post shown to you")
-    cid = getattr(action, "comment_id", None)
-    if cid is not None and cid not in obs.shown_comments():
-        raise ValueError(f"comment_id {cid} is not a comment shown to you")
-    uid = getattr(action, "user_id", None)
-    if uid is not None and uid not in obs.shown_users() | {obs.agent_id}:
-        raise ValueError(f"user_id {uid} is not a user shown to you")
-    gid = getattr(action, "group_id", None)
-    if gid is not None:
-        member = action.type != "join_group"
-        if gid not in {g.group_id for g in obs.groups if g.member == member}:
-            raise ValueError(f"group_id {gid} is not a group {'you are in' if member else 'you were offered to join'}")
-    return action
-
-
-def state_aware_ids(
-    obs: Observation, posts: set[int] | None = None, users: set[int] | None = None
-) -> dict[str, list[int]]:
-    """Ids each vote / share / follow action may take given what the agent already did, so the schema
-    never offers what the platform would reject (liking twice, following a followee, reposting oneself).
-    ``posts`` / ``users``: ``obs.shown_posts()`` / ``obs.shown_users()`` when the caller has them."""
-    posts = obs.shown_posts() if posts is None else posts
-    users = obs.shown_users() if users is None else users
-    items = (*obs.feed, *obs.results)
-    liked = {it.post_id for it in items if it.liked}
-    disliked = {it.post_id for it in items if it.disliked}
-    own = {it.post_id for it in items if it.author == obs.agent_id}  # and shares of its own posts:
-    for it in items:  # the platform refuses both
-        mine = {s.post_id for s in it.shared if s.author == obs.agent_id}
-        own |= mine | ({it.post_id} if mine else set())
-    following = set(obs.extra.get("following", ())) & users
-    return {
-        k: sorted(v)
-        for k, v in (
-            ("like_post", posts - liked),
-            ("unlike_post", liked),
-            ("dislike_post", posts - disliked),
-            ("undo_dislike_post", disliked),
-            ("repost", posts - own),
-            ("follow", users - following),
-            ("unfollow", following),
-        )
-    }
-
-
-def validate_answer(
-    data: Any, obs: Observation, allowed: Sequence[str], max_actions: int = 1, reason: bool = False
-) -> tuple[list[Any], str | None]:
-    """The actions (and the stated reason) of one answer shaped as :func:`prompts.answer_schema` says."""
-    if max_actions <= 1 and not reason:
-        return [validate_action(data, obs, allowed)], None
-    if not isinstance(data, dict):
-        raise ValueError("expected a JSON object")
-    why = data.get("reason")
-    why = clean_text(why, 2000).text if isinstance(why, str) else None
-    if max_actions > 1:
-        items = data.get("actions")
-        if not isinstance(items, list) or not items:
-            raise ValueError("'actions' must be a non-empty list")
-        if len(items) > max_actions:
-            raise ValueError(f"at most {max_actions} actions per turn, got {len(items)}")
-        return [validate_action(a, obs, allowed) for a in items], why
-    if "action" not in data:
-        raise ValueError("missing 'action'")
-    return [validate_action(data["action"], obs, allowed)], why
+#: Names that moved to the modules above and are still imported from here.
+__all__ = [
+    "POSTS_MEMO_MAX",
+    "START_SLICE",
+    "LLMPolicy",
+    "RecordingCache",
+    "RenderedRequest",
+    "_short_error",
+    "call_rows",
+    "load_recorded",
+    "make_llm_policy",
+    "recorded_context",
+    "recorded_model",
+    "rendered_calls",
+    "started_in_slices",
+    "state_aware_ids",
+    "validate_action",
+    "validate_answer",
+]
 
 
 #: Rendered posts kept per step (~0.3-1 KB each): bounds the memo at ~10-40 MB in a huge step.
 POSTS_MEMO_MAX = 40_000
 
 
-class LLMPolicy:
+class LLMPolicy(NarratorMixin, QuestionsMixin):
     """One LLM call per active agent (local / mindreader), or one per group (omniscient)."""
 
     needs_adoption = False
@@ -508,112 +364,6 @@ class LLMPolicy:
                 ]
         return Decision(obs.agent_id, [], invalid_reason=f"invalid output after re-ask: {last_err}", raw=raw)
 
-    # ---- omniscient (script mode) -------------------------------------------------------------
-    async def _narrate(self, group: list[Observation]) -> list[Decision]:
-        """Script mode: narrator calls for the group, as many as its prompt needs to fit the context
-        (see :mod:`socium.agents.narrator_fit`); members a call skipped or answered wrongly (ids from
-        another member's feed, an action not offered) are asked once more, alone together."""
-        unshown: dict[int, list[tuple[int, str]]] = {}
-        done, retry = await self._narrator_calls(self._fitted(group, {}), 0, group, unshown)
-        if retry and self.ac.reask:
-            errors = {o.agent_id: e for o, e, _ in retry}
-            more, retry = await self._narrator_calls(self._fitted([o for o, _, _ in retry], errors), 1, group, unshown)
-            done += more
-        done += [Decision(o.agent_id, [], invalid_reason=f"narrator output: {err}", raw=raw) for o, err, raw in retry]
-        mark_unshown(done, unshown)  # posts trimmed from the prompts: not exposures after all
-        return sorted(done, key=lambda d: d.agent_id)
-
-    async def _narrator_calls(
-        self,
-        calls: list[FittedCall],
-        attempt: int,
-        whole: list[Observation],
-        unshown: dict[int, list[tuple[int, str]]],
-    ) -> tuple[list[Decision], list[tuple[Observation, str, str | None]]]:
-        collect_unshown(calls, unshown)
-        answers = await asyncio.gather(*(self._narrator_call(c, attempt, whole) for c in calls))
-        return [d for got, _ in answers for d in got], [r for _, bad in answers for r in bad]
-
-    def _fitted(self, group: list[Observation], errors: dict[int, str]) -> list[FittedCall]:
-        """The narrator calls writing ``group``, each within the backend's context window."""
-        return self.fit_group(group, lambda members: self._narrator_messages(members, errors))
-
-    def fit_group(self, group: list[Observation], render: Render) -> list[FittedCall]:
-        """The calls speaking for ``group`` (prompts from ``render``), each within the context window of
-        the first member's backend when it has one, ``max_tokens`` per member kept for the answer
-        (see :mod:`socium.agents.narrator_fit`)."""
-        backend = self.backend_for(self.llm_of(group[0].agent_id))
-        llm = self.cfg.llm
-        assert llm is not None
-        return fit_calls(group, render, prompt_counter(backend), context_window(backend), llm.max_tokens)
-
-    def _narrator_messages(self, group: list[Observation], errors: dict[int, str]) -> list[dict[str, str]]:
-        members = [(o.extra["profile"], o, o.extra.get("memory", ())) for o in group]
-        gt = self.ac.ground_truth if "omniscient" in self.ac.ground_truth_visible_to else None
-        msgs = P.narrator_messages(
-            members,
-            group[0].extra.get("global_feed", ()),
-            group[0].extra.get("stats", ""),
-            actions=self.allowed,
-            platform=self.cfg.platform.preset,
-            ground_truth=gt,
-            **self.persona_kw(),
-        )
-        mine = {o.agent_id for o in group}
-        if errors.keys() & mine:  # the re-ask says what was wrong, member by member
-            notes = "\n".join(f"- agent_{a}: {e}" for a, e in sorted(errors.items()) if a in mine)
-            msgs.append(
-                {
-                    "role": "user",
-                    "content": f"Your previous answer was invalid for these characters:\n{notes}\n"
-                    "Answer again for exactly the characters above.",
-                }
-            )
-        return msgs
-
-    async def _narrator_call(
-        self, call: FittedCall, attempt: int, whole: list[Observation]
-    ) -> tuple[list[Decision], list[tuple[Observation, str, str | None]]]:
-        group = call.members
-        schema = P.narrator_schema({o.agent_id: self.action_schema(o) for o in group})
-        first = group[0]
-        meta: dict[str, Any] = {"step": first.step, "agent_id": first.agent_id, "group": [o.agent_id for o in group]}
-        if attempt:
-            meta["attempt"] = attempt
-        call.record(meta, whole, attempt, "narrator_group")  # split / trimmed / the window that bounded it
-        llm = self.cfg.llm
-        assert llm is not None
-        req = self._request(
-            f"s{first.step}-g{first.agent_id}" + (f"-{attempt}" if attempt else ""),
-            call.messages,
-            schema,
-            meta,
-            self._seed(first.agent_id, first.step, 99 + attempt),
-            max_tokens=llm.max_tokens * len(group),
-        )
-        res = await self._ask(req)
-        if not res.ok:
-            reason = clean_text(f"backend error ({res.error_kind}): {res.error}", 500).text
-            return [Decision(o.agent_id, [], invalid_reason=reason) for o in group], []
-        raw = clean_text(res.text, 2000).text
-        try:
-            data = parse_json_lenient(res.text)
-            if not isinstance(data, dict):
-                raise ValueError("expected a JSON object keyed by agent_<id>")
-            missing = "no action for this character"
-        except ValueError as exc:
-            data, missing = {}, _short_error(exc)
-        done, retry = [], []
-        for o in group:
-            try:
-                key = f"agent_{o.agent_id}"
-                if key not in data:
-                    raise ValueError(missing)
-                done.append(Decision(o.agent_id, [validate_action(data[key], o, self.allowed)], meta={"origin": "llm"}))
-            except (ValueError, ValidationError) as exc:
-                retry.append((o, _short_error(exc), raw))
-        return done, retry
-
     # ---- Ray hooks (see socium.simulator.ray_executor) ------------------------------------------
     def partition(self, observations: Sequence[Observation], n: int) -> list[list[Observation]]:
         """Keep each narrator group on one shard so script mode gives the same trace on any actor count."""
@@ -673,151 +423,6 @@ class LLMPolicy:
     def decide(self, obs: Observation) -> Decision:
         return self.decide_batch([obs])[0]
 
-    # ---- surveys and interviews ---------------------------------------------------------------
-    def survey(
-        self, people: Sequence[tuple[AgentProfile, Sequence[str]]], question: str, scale: tuple[float, float], step: int
-    ) -> tuple[list[tuple[str, float | None, str | None]], list]:
-        """Answers (text, value, reason when there is no value) and the calls made; see socium.simulator.surveys."""
-        from socium.simulator.surveys import ask_llm_survey
-
-        self._deciding_step = step
-        return ask_llm_survey(self, people, question, scale, step), self._drain_calls()
-
-    def _structured_batch(
-        self,
-        people: Sequence[tuple[AgentProfile, list[dict[str, str]]]],
-        schema: dict,
-        parse: Any,
-        step: int,
-        kind: str,
-        salt: int,
-    ) -> tuple[list[Any], list]:
-        """One constrained request per person; a reply that fails ``parse`` is re-asked once, then None."""
-        reqs = [
-            self._request(
-                f"{kind}-s{step}-a{p.id}",
-                msgs,
-                schema,
-                {"step": step, "agent_id": p.id, kind: True},
-                self._seed(p.id, step, salt),
-            )
-            for p, msgs in people
-        ]
-        results = run_coro_sync(self.backend.generate(reqs)) if reqs else []
-        out: list[Any] = [None] * len(reqs)
-        again = []
-        for k, (req, res) in enumerate(zip(reqs, results)):
-            try:
-                out[k] = parse(parse_json_lenient(res.text)) if res.ok else None
-            except ValueError as exc:
-                again.append(
-                    (
-                        k,
-                        req.model_copy(
-                            update={
-                                "request_id": req.request_id + "-reask",
-                                "messages": req.messages
-                                + [
-                                    ChatMessage(role="assistant", content=clean_text(res.text, 2000).text),
-                                    ChatMessage(
-                                        role="user",
-                                        content=f"That answer was invalid: "
-                                        f"{_short_error(exc)}. Reply with one valid JSON object.",
-                                    ),
-                                ],
-                            }
-                        ),
-                    )
-                )
-        if again and self.ac.reask:
-            for (k, _), res in zip(again, run_coro_sync(self.backend.generate([r for _, r in again]))):
-                try:
-                    out[k] = parse(parse_json_lenient(res.text)) if res.ok else None
-                except ValueError:
-                    out[k] = None
-        return out, self._drain_calls()
-
-    def reflect(
-        self, people: Sequence[tuple[AgentProfile, Sequence[str]]], step: int, n_insights: int
-    ) -> tuple[list[list[str]], list]:
-        """Generative Agents' reflection: a few high-level insights from an agent's recent memories."""
-        from socium.agents.memory import parse_insights, reflection_schema
-
-        task = (
-            f"What {n_insights} high-level insights can you infer from these memories about yourself, the people "
-            "you see and the issue? Write each as one short sentence in the first person. Answer as JSON "
-            '{"insights": [sentence, ...]}.'
-        )
-        batch = [
-            (p, P.interview_messages(p, [quote_untrusted(m, 300) for m in mem], task, **self.persona_kw()))
-            for p, mem in people
-        ]
-        got, calls = self._structured_batch(
-            batch, reflection_schema(n_insights), lambda d: parse_insights(d, n_insights), step, "reflection", 2000
-        )
-        return [g or [] for g in got], calls
-
-    def rate_importance(
-        self, people: Sequence[tuple[AgentProfile, Sequence[str]]], step: int
-    ) -> tuple[list[list[float] | None], list]:
-        """Generative Agents' poignancy rating: 1 (mundane) .. 10 (life-changing) for each new memory."""
-        from socium.agents.memory import importance_schema, parse_ratings
-
-        batch, ns = [], []
-        for p, texts in people:
-            items = "\n".join(f"{k + 1}. {quote_untrusted(t, 200)}" for k, t in enumerate(texts))
-            q = (
-                f"Rate how important each of these {len(texts)} memories is to you, from 1 (mundane, like scrolling "
-                f"past a post) to 10 (life-changing):\n{items}\nAnswer as JSON " + '{"ratings": [integers]}.'
-            )
-            batch.append((p, P.interview_messages(p, (), q, **self.persona_kw())))
-            ns.append(len(texts))
-        results: list[Any] = []
-        calls: list = []
-        for n in sorted(set(ns)):  # one schema per list length
-            idx = [k for k, m in enumerate(ns) if m == n]
-            got, c = self._structured_batch(
-                [batch[k] for k in idx],
-                importance_schema(n),
-                lambda d, n=n: parse_ratings(d, n),
-                step,
-                "importance",
-                3000,
-            )
-            results.extend(zip(idx, got))
-            calls.extend(c)
-        by = dict(results)
-        return [by.get(k) for k in range(len(batch))], calls
-
-    def interview(self, profile: AgentProfile, memory: Sequence[str], question: str) -> str:
-        msgs = P.interview_messages(profile, memory, question, **self.persona_kw())
-        req = self._request("interview", msgs, None, {"agent_id": profile.id}, 0)
-        res = run_coro_sync(self.backend.generate([req]))[0]
-        return res.text if res.ok else f"(no answer: {res.error})"
-
-    def interview_batch(
-        self, people: Sequence[tuple[AgentProfile, Sequence[str]]], question: str, step: int, key: int
-    ) -> tuple[list[tuple[str, str]], list]:
-        """Free-text answers ``(request_id, answer)`` of each person (persona + memory at ``step``), plus
-        the calls made, for the driver to write with the ``interviews`` rows; ``key`` tells questions apart."""
-        ask = lambda p, mem: P.interview_messages(p, mem, question, **self.persona_kw())  # noqa: E731
-        reqs = [
-            self._request(
-                f"interview-s{step}-a{p.id}-q{key}",
-                ask(p, mem),
-                None,
-                {"step": step, "agent_id": p.id, "interview": True},
-                self._seed(p.id, step + 1, 2000, key),
-            )
-            for p, mem in people
-        ]
-        results = run_coro_sync(self._generate(reqs)) if reqs else []
-        answers = [
-            (req.request_id, clean_text(res.text, 4000).text if res.ok else f"(no answer: {res.error_kind})")
-            for req, res in zip(reqs, results)
-        ]
-        return answers, self._drain_calls()
-
 
 #: Tasks :func:`started_in_slices` starts between two looks at the sockets.
 START_SLICE = 16
@@ -845,98 +450,5 @@ async def started_in_slices(fn: Any, items: Sequence[Any], size: int = START_SLI
         raise
 
 
-def _short_error(exc: Exception) -> str:
-    """A bounded, storable reason; parse errors quote the model's text, which may be hostile."""
-    if isinstance(exc, ValidationError):
-        e = exc.errors()[0]
-        return clean_text(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}", 300).text
-    return clean_text(str(exc), 300).text
-
-
 def make_llm_policy(sim: Any) -> LLMPolicy:
     return LLMPolicy(sim.cfg)
-
-
-class RenderedRequest:
-    """A request as the call log stores it: its prompt and parameters already serialised to the JSON
-    strings of ``llm_calls``. Why: a step holds every call until it commits, and a live
-    :class:`LLMRequest` (message objects, a per-call JSON schema of nested dicts) costs several times
-    its two strings in small Python objects; with Ray it also crosses the wire that way."""
-
-    __slots__ = ("metadata", "params_json", "prompt_json", "request_id")
-
-    def __init__(self, req: LLMRequest) -> None:
-        self.request_id = req.request_id
-        self.metadata = req.metadata
-        self.params_json = req.params_json()  # compact, keys sorted (LLMRequest.params_json)
-        self.prompt_json = json.dumps(
-            [{"role": m.role, "content": clean_text(m.content, 200_000).text} for m in req.messages],
-            ensure_ascii=False,
-        )  # always valid UTF-8 JSON
-
-    def __getstate__(self) -> tuple[str, dict[str, Any], str, str]:
-        return self.request_id, self.metadata, self.params_json, self.prompt_json
-
-    def __setstate__(self, state: tuple[str, dict[str, Any], str, str]) -> None:
-        self.request_id, self.metadata, self.params_json, self.prompt_json = state
-
-
-def rendered_calls(calls: list[tuple[str, Any, LLMResult, str]]) -> list[tuple[str, Any, LLMResult, str]]:
-    """Calls with their requests replaced by :class:`RenderedRequest` (same ``llm_calls`` rows)."""
-    return [(k, r if isinstance(r, RenderedRequest) else RenderedRequest(r), res, m) for k, r, res, m in calls]
-
-
-def call_rows(calls: list[tuple[str, Any, LLMResult, str]], first_id: int) -> dict[str, list]:
-    """``llm_calls`` columns for the calls of one step, in a deterministic order."""
-    cols: dict[str, list] = {
-        k: []
-        for k in (
-            "call_id",
-            "step",
-            "agent_id",
-            "perspective",
-            "request_id",
-            "request_hash",
-            "model",
-            "params",
-            "prompt",
-            "response",
-            "prompt_tokens",
-            "completion_tokens",
-            "latency_s",
-            "finish_reason",
-            "outcome",
-            "error",
-            "attempts",
-            "metadata",
-        )
-    }
-    keyed = [
-        ((c[1].metadata.get("step") or 0), (c[1].metadata.get("agent_id") or 0), c[1].request_id, i)
-        for i, c in enumerate(calls)
-    ]
-    calls = rendered_calls([calls[k[3]] for k in sorted(keyed)])
-    for i, (key, req, res, model) in enumerate(calls):
-        md = req.metadata
-        for k, v in (
-            ("call_id", first_id + i),
-            ("step", md.get("step")),
-            ("agent_id", md.get("agent_id")),
-            ("perspective", md.get("perspective")),
-            ("request_id", req.request_id),
-            ("request_hash", key),
-            ("model", model),
-            ("params", req.params_json),
-            ("prompt", req.prompt_json),
-            ("response", clean_text(res.text, 100_000).text if res.ok else None),
-            ("prompt_tokens", res.prompt_tokens),
-            ("completion_tokens", res.completion_tokens),
-            ("latency_s", res.latency_s),
-            ("finish_reason", res.finish_reason),
-            ("outcome", "ok" if res.ok else (res.error_kind or "other")),
-            ("error", None if res.error is None else clean_text(res.error, 2000).text),
-            ("attempts", res.attempts),
-            ("metadata", json.dumps(md, sort_keys=True, default=str)),
-        ):
-            cols[k].append(v)
-    return cols

@@ -1,0 +1,133 @@
+"""Script mode (omniscient perspective) of :class:`~socium.agents.llm_policy.LLMPolicy`: one narrator
+call writes a group of agents' turns, split to fit the context window, with one re-ask of the members
+it got wrong.
+
+A mixin so the narrator's methods read together apart from the per-agent turn; it holds no state of
+its own and only works as a base of ``LLMPolicy``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pydantic import ValidationError
+
+from socium.agents import prompts as P
+from socium.agents.answer_validation import _short_error, validate_action
+from socium.agents.narrator_fit import FittedCall, Render, collect_unshown, fit_calls, mark_unshown
+from socium.agents.observation import Decision, Observation
+from socium.agents.policy_parts import PolicyParts
+from socium.llm.context import context_window, prompt_counter
+from socium.llm.parsing import parse_json_lenient
+from socium.platform.text import clean_text
+
+
+class NarratorMixin(PolicyParts):
+    """The narrator calls of script mode (see the module docstring)."""
+
+    # ---- omniscient (script mode) -------------------------------------------------------------
+    async def _narrate(self, group: list[Observation]) -> list[Decision]:
+        """Script mode: narrator calls for the group, as many as its prompt needs to fit the context
+        (see :mod:`socium.agents.narrator_fit`); members a call skipped or answered wrongly (ids from
+        another member's feed, an action not offered) are asked once more, alone together."""
+        unshown: dict[int, list[tuple[int, str]]] = {}
+        done, retry = await self._narrator_calls(self._fitted(group, {}), 0, group, unshown)
+        if retry and self.ac.reask:
+            errors = {o.agent_id: e for o, e, _ in retry}
+            more, retry = await self._narrator_calls(self._fitted([o for o, _, _ in retry], errors), 1, group, unshown)
+            done += more
+        done += [Decision(o.agent_id, [], invalid_reason=f"narrator output: {err}", raw=raw) for o, err, raw in retry]
+        mark_unshown(done, unshown)  # posts trimmed from the prompts: not exposures after all
+        return sorted(done, key=lambda d: d.agent_id)
+
+    async def _narrator_calls(
+        self,
+        calls: list[FittedCall],
+        attempt: int,
+        whole: list[Observation],
+        unshown: dict[int, list[tuple[int, str]]],
+    ) -> tuple[list[Decision], list[tuple[Observation, str, str | None]]]:
+        collect_unshown(calls, unshown)
+        answers = await asyncio.gather(*(self._narrator_call(c, attempt, whole) for c in calls))
+        return [d for got, _ in answers for d in got], [r for _, bad in answers for r in bad]
+
+    def _fitted(self, group: list[Observation], errors: dict[int, str]) -> list[FittedCall]:
+        """The narrator calls writing ``group``, each within the backend's context window."""
+        return self.fit_group(group, lambda members: self._narrator_messages(members, errors))
+
+    def fit_group(self, group: list[Observation], render: Render) -> list[FittedCall]:
+        """The calls speaking for ``group`` (prompts from ``render``), each within the context window of
+        the first member's backend when it has one, ``max_tokens`` per member kept for the answer
+        (see :mod:`socium.agents.narrator_fit`)."""
+        backend = self.backend_for(self.llm_of(group[0].agent_id))
+        llm = self.cfg.llm
+        assert llm is not None
+        return fit_calls(group, render, prompt_counter(backend), context_window(backend), llm.max_tokens)
+
+    def _narrator_messages(self, group: list[Observation], errors: dict[int, str]) -> list[dict[str, str]]:
+        members = [(o.extra["profile"], o, o.extra.get("memory", ())) for o in group]
+        gt = self.ac.ground_truth if "omniscient" in self.ac.ground_truth_visible_to else None
+        msgs = P.narrator_messages(
+            members,
+            group[0].extra.get("global_feed", ()),
+            group[0].extra.get("stats", ""),
+            actions=self.allowed,
+            platform=self.cfg.platform.preset,
+            ground_truth=gt,
+            **self.persona_kw(),
+        )
+        mine = {o.agent_id for o in group}
+        if errors.keys() & mine:  # the re-ask says what was wrong, member by member
+            notes = "\n".join(f"- agent_{a}: {e}" for a, e in sorted(errors.items()) if a in mine)
+            msgs.append(
+                {
+                    "role": "user",
+                    "content": f"Your previous answer was invalid for these characters:\n{notes}\n"
+                    "Answer again for exactly the characters above.",
+                }
+            )
+        return msgs
+
+    async def _narrator_call(
+        self, call: FittedCall, attempt: int, whole: list[Observation]
+    ) -> tuple[list[Decision], list[tuple[Observation, str, str | None]]]:
+        group = call.members
+        schema = P.narrator_schema({o.agent_id: self.action_schema(o) for o in group})
+        first = group[0]
+        meta: dict[str, Any] = {"step": first.step, "agent_id": first.agent_id, "group": [o.agent_id for o in group]}
+        if attempt:
+            meta["attempt"] = attempt
+        call.record(meta, whole, attempt, "narrator_group")  # split / trimmed / the window that bounded it
+        llm = self.cfg.llm
+        assert llm is not None
+        req = self._request(
+            f"s{first.step}-g{first.agent_id}" + (f"-{attempt}" if attempt else ""),
+            call.messages,
+            schema,
+            meta,
+            self._seed(first.agent_id, first.step, 99 + attempt),
+            max_tokens=llm.max_tokens * len(group),
+        )
+        res = await self._ask(req)
+        if not res.ok:
+            reason = clean_text(f"backend error ({res.error_kind}): {res.error}", 500).text
+            return [Decision(o.agent_id, [], invalid_reason=reason) for o in group], []
+        raw = clean_text(res.text, 2000).text
+        try:
+            data = parse_json_lenient(res.text)
+            if not isinstance(data, dict):
+                raise ValueError("expected a JSON object keyed by agent_<id>")
+            missing = "no action for this character"
+        except ValueError as exc:
+            data, missing = {}, _short_error(exc)
+        done, retry = [], []
+        for o in group:
+            try:
+                key = f"agent_{o.agent_id}"
+                if key not in data:
+                    raise ValueError(missing)
+                done.append(Decision(o.agent_id, [validate_action(data[key], o, self.allowed)], meta={"origin": "llm"}))
+            except (ValueError, ValidationError) as exc:
+                retry.append((o, _short_error(exc), raw))
+        return done, retry
