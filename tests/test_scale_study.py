@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import needs_data
+
 _PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "scale_study.py"
 
 
@@ -92,6 +94,7 @@ def test_parse_seeds(study):
         study.parse_seeds(["100:20"], [100, 1000])
 
 
+@needs_data("oasis-reference/reddit/counterfactual_36.json")
 def test_run_cell_end_to_end_small(study, tmp_path):
     row = study.run_cell(40, "rule", seeds=2, steps=3, out=tmp_path)
     assert row["seeds"] == 2 and len(row["per_seed"]) == 2
@@ -100,6 +103,7 @@ def test_run_cell_end_to_end_small(study, tmp_path):
         assert row[k]["n"] == 2 and row[k]["lo"] is not None
 
 
+@needs_data("oasis-reference/reddit/counterfactual_36.json")
 def test_positive_control_shows_herding_the_null_does_not(study, tmp_path):
     """The design must find herding where the policy has it: 6 seeds of 100 agents; down-treated items
     (score -1) draw fewer likes from the positive control, so their crowd score falls behind control's."""
