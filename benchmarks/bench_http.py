@@ -174,8 +174,8 @@ def _time_phases() -> tuple[dict[str, float], Any]:
             owner = getattr(owner, p, None)
         if owner is None or not hasattr(owner, attr):  # an older tree (--src) without this function
             continue
-        if isinstance(owner, type):  # wrap where the method is defined (a mixin's, since the module splits)
-            owner = next(k for k in owner.__mro__ if attr in k.__dict__)
+        if isinstance(owner, type):  # wrap where the method is defined (since the splits, often a mixin)
+            owner = next(cls for cls in owner.__mro__ if attr in cls.__dict__)
         fn = owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)
 
         def wrap(fn: Any, label: str) -> Any:
