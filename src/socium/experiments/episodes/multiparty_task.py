@@ -11,24 +11,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .prompts import ActionType
 from .sotopia import CharacterProfile, RelationshipType
+from .tasks import TASK_NAMES as _NAMES
 
 GroupMode = Literal["agents", "mindreaders", "script"]
 TurnTaking = Literal["round_robin", "random", "addressed"]
 GroupEnd = Literal["max_turns", "all_left", "none_streak", "script_end", "invalid_script"]
 MAX_PARTIES = 8
 
-_NAMES = (
-    ("Riley", "Chen"),
-    ("Morgan", "Diaz"),
-    ("Sam", "Okafor"),
-    ("Jordan", "Weiss"),
-    ("Avery", "Novak"),
-    ("Casey", "Ito"),
-    ("Taylor", "Brooks"),
-    ("Quinn", "Haddad"),
-    ("Jamie", "Larsen"),
-    ("Robin", "Mehta"),
-)
 _VENTURES = ("a food truck", "a small app studio", "a community bakery", "a bike repair shop", "a podcast")
 
 

@@ -32,22 +32,10 @@ from .loop import CallRecorder, EpisodeResult, EpisodeSpec, Models, run_episode
 from .report import summarize, write_plots, write_summary
 from .sotopia import CharacterProfile, RelationshipType, SotopiaData
 from .store import EpisodeStore
+from .tasks import TASK_NAMES as _TASK_NAMES
 from .tasks import make_bargaining, make_mutual_friend
 
 _KIND_CODE = {"mutual_friend": 1, "bargaining": 2, "sotopia": 3}
-#: Names for the two sides of procedural tasks; none is a mutual-friend candidate name.
-_TASK_NAMES = (
-    ("Riley", "Chen"),
-    ("Morgan", "Diaz"),
-    ("Sam", "Okafor"),
-    ("Jordan", "Weiss"),
-    ("Avery", "Novak"),
-    ("Casey", "Ito"),
-    ("Taylor", "Brooks"),
-    ("Quinn", "Haddad"),
-    ("Jamie", "Larsen"),
-    ("Robin", "Mehta"),
-)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,20 @@ from socium.errors import ConfigError, SociumError
 
 from .sotopia import EnvironmentProfile, RelationshipType, render_for
 
+#: Names for the characters of procedural tasks (two-party and 3+); none is a mutual-friend candidate name.
+TASK_NAMES = (
+    ("Riley", "Chen"),
+    ("Morgan", "Diaz"),
+    ("Sam", "Okafor"),
+    ("Jordan", "Weiss"),
+    ("Avery", "Novak"),
+    ("Casey", "Ito"),
+    ("Taylor", "Brooks"),
+    ("Quinn", "Haddad"),
+    ("Jamie", "Larsen"),
+    ("Robin", "Mehta"),
+)
+
 
 class TaskOutcomeError(SociumError, ValueError):
     """An episode outcome handed to a scorer is self-contradictory (a deal without a price)."""
