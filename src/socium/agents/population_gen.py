@@ -25,6 +25,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from socium.agents.profiles import goal_for
+from socium.agents.sources import DEFAULT_INTERESTS
 from socium.errors import ConfigError, SociumError
 from socium.llm.base import run_coro_sync
 from socium.llm.config import LLMConfig, build_backend
@@ -92,23 +93,7 @@ class Marginals(BaseModel):
         description="Leaning weights; keys must be among " + ", ".join(LEANINGS) + ".",
     )
     interests: dict[str, float] = Field(
-        default_factory=lambda: {
-            t: 1.0
-            for t in (
-                "politics",
-                "football",
-                "cooking",
-                "technology",
-                "music",
-                "science",
-                "movies",
-                "travel",
-                "health",
-                "finance",
-                "gaming",
-                "climate",
-            )
-        },
+        default_factory=lambda: dict.fromkeys(DEFAULT_INTERESTS, 1.0),
         description="Interest topics and their weights; each person gets interests_per_person distinct ones.",
     )
     interests_per_person: tuple[int, int] = Field((1, 3), description="Inclusive range of interests per person.")
