@@ -25,7 +25,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from socium.agents.profiles import goal_for
-from socium.agents.sources import DEFAULT_INTERESTS
+from socium.agents.sources import DEFAULT_INTERESTS, OASIS_REQUIRED_COLUMNS
 from socium.errors import ConfigError, SociumError
 from socium.llm.base import run_coro_sync
 from socium.llm.config import LLMConfig, build_backend
@@ -357,13 +357,7 @@ def _dedupe_usernames(people: list[Person]) -> None:
 
 
 COLUMNS = (
-    "user_id",
-    "name",
-    "username",
-    "following_agentid_list",
-    "previous_tweets",
-    "user_char",
-    "description",
+    *OASIS_REQUIRED_COLUMNS,
     "stance",
     "goal",
     "age",

@@ -79,7 +79,7 @@ _BIO_TEMPLATES: tuple[tuple[str, ...], ...] = (
     ("{0}, {1} and {2}.", "Into {0}, {1} and {2}.", "Thoughts on {0}, {1}, {2}.", "Fan of {0}, {1} and {2}."),
 )
 
-_OASIS_REQUIRED = (
+OASIS_REQUIRED_COLUMNS = (
     "user_id",
     "name",
     "username",
@@ -223,9 +223,9 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
     except csv.Error as exc:
         raise InputFileError(path, 1, f"unreadable CSV header: {exc}") from None
     col = {name.strip(): j for j, name in enumerate(header)}
-    for name in _OASIS_REQUIRED:
+    for name in OASIS_REQUIRED_COLUMNS:
         if name not in col:
-            raise InputFileError(path, 1, f"missing column {name!r} (required: {', '.join(_OASIS_REQUIRED)})")
+            raise InputFileError(path, 1, f"missing column {name!r} (required: {', '.join(OASIS_REQUIRED_COLUMNS)})")
     act_col = col.get("activity_level_frequency")
     persona_cols = [(k, col[k]) for k in OASIS_PERSONA_COLUMNS if k in col]
     interests_col = col.get("interests")

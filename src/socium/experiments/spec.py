@@ -23,6 +23,7 @@ from typing import Any
 import duckdb
 from pydantic import BaseModel, ConfigDict, Field
 
+from socium.agents.sources import OASIS_REQUIRED_COLUMNS
 from socium.config import ExperimentConfig, _apply_override, config_from_dict, read_yaml_mapping, validate_dict
 from socium.errors import ConfigError, RunDirError
 
@@ -135,16 +136,7 @@ def write_population_csv(path: Path, rows: Sequence[PersonRow]) -> Path:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     with_stance = any(r.stance is not None for r in rows)
-    cols = [
-        "user_id",
-        "name",
-        "username",
-        "following_agentid_list",
-        "previous_tweets",
-        "user_char",
-        "description",
-        "activity_level_frequency",
-    ] + (["stance"] if with_stance else [])
+    cols = [*OASIS_REQUIRED_COLUMNS, "activity_level_frequency"] + (["stance"] if with_stance else [])
     with path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(cols)
