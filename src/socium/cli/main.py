@@ -486,6 +486,29 @@ def experiment(
 
 
 @app.command()
+def seeds(
+    exp_dirs: list[Path] = typer.Argument(
+        ..., help="Experiment directories of one spec run under different seeds (results.json each)."
+    ),
+    only: list[str] = typer.Option([], "--only", help="Keep metrics whose name contains this text (repeatable)."),
+    out: Path | None = typer.Option(None, "--out", help="Also write the pooled numbers as JSON here."),
+) -> None:
+    """Pool seeded replicates of a herding, polarisation, propagation or compare experiment: mean and
+    95% t interval over seeds per metric, and paired per-seed contrasts (model - null, X - local)."""
+    from socium.experiments.seeds import markdown, pool_seeds
+
+    try:
+        pooled = pool_seeds(exp_dirs)
+    except SociumError as exc:
+        _fail(exc)
+        return
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(pooled, indent=1), encoding="utf-8")
+    sys.stdout.write(markdown(pooled, only))
+
+
+@app.command()
 def fit(
     what: str = typer.Argument(..., help="What to fit: 'propagation' (the exposure-timing layer)."),
     train: list[str] = typer.Option(
