@@ -50,6 +50,16 @@ def test_boolean_options_are_shown_as_flags():
     assert re.search(r"--resume\s+Continue", r.output)
 
 
+def test_help_lists_commands_in_the_order_main_imports_them():
+    """socium.cli.main imports the command modules unsorted (isort off): a sorted import block would reorder this."""
+    r = runner.invoke(app, ["--help"], env={"COLUMNS": "200"})
+    listed = re.findall(r"^│ ([a-z][a-z-]*) ", r.output, re.M)
+    assert listed == [
+        *("run", "query", "card", "interview", "config-schema", "data", "sweep", "report", "experiment", "seeds"),
+        *("fit", "validate", "sensitivity", "episodes", "export-sft", "group-episodes", "population"),
+    ]
+
+
 def test_choices_are_listed_and_validated(tmp_path):
     from socium.experiments.phenomena import KINDS
 
@@ -104,7 +114,7 @@ def test_query_table_fits_the_terminal_and_says_when_it_cut(run_dir, width):
 def test_result_tables_never_split_a_number(monkeypatch):
     from rich.console import Console
 
-    import socium.cli.main as M
+    import socium.cli.app as M  # where _result_table reads the console
 
     cells = [["LLM (random, smoke)", "0.667", "[0.280, 0.803]"], ["IC null", "0.541", "[0.000, 1.266]"]]
     for width, whole in ((120, True), (24, False)):

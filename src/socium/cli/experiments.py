@@ -1,0 +1,279 @@
+"""Commands that run and score experiments: sweep, report, experiment, seeds, fit, validate, sensitivity."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+import typer
+from rich.table import Table
+
+from socium.cli.app import _duckdb_error, _fail, _print_report_tables, _result_table, app, console, err_console
+from socium.console_text import plain
+from socium.errors import BudgetExceeded, SociumError
+
+
+@app.command()
+def sweep(
+    sweep_file: Path = typer.Argument(..., help="Sweep YAML: base, grid, seeds, out, parallel, address."),
+    out: Path | None = typer.Option(None, "--out", help="Sweep directory (overrides the file's 'out')."),
+    parallel: int | None = typer.Option(None, "--parallel", help="Runs in flight at once (overrides the file)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON instead of a table."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+) -> None:
+    """Run a grid of config overrides x seeds as parallel runs on Ray, then print a summary."""
+    from socium.experiments.sweep import load_sweep, run_sweep
+
+    try:
+        spec = load_sweep(sweep_file, out=out, parallel=parallel)
+    except SociumError as exc:
+        _fail(exc)
+        return
+    from socium.experiments.progress import RichProgress
+
+    with RichProgress(f"sweep {spec.out.name}", "runs", console, disable=quiet) as prog:
+        prog.expect(len(spec.runs))
+
+        def on_done(r: Any, res: dict[str, Any]) -> None:
+            if not res.get("ok"):
+                prog.note(f"{r.run} FAILED: {res.get('error')}")
+            prog.finish_item(
+                r.run,
+                reused=bool(res.get("reused")),
+                llm_calls=int(res.get("llm_calls") or 0),
+                tokens=int(res.get("tokens") or 0),
+            )
+
+        rows = run_sweep(spec, on_done=on_done, on_poll=prog.inflight)
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
+    else:
+        cols = ["run", "overrides", "seed", "steps", "posts", "actions", "wall s", "status"]
+        cells = [
+            [
+                r["run"],
+                " ".join(f"{k}={v}" for k, v in r["overrides"].items()),
+                str(r["seed"]),
+                str(r["steps"]),
+                str(r["posts"]),
+                str(r["actions"]),
+                "" if r["wall_s"] is None else f"{r['wall_s']:.2f}",
+                r["status"],
+            ]
+            for r in rows
+        ]
+        console.print(_result_table(cols, cells, f"sweep: {spec.out}", wider="--json prints every value whole"))
+        console.print(f"runs: {spec.out}/run-*/trace.duckdb  (compare with socium.experiments.sweep.attach_runs)")
+    if any(r["status"] != "ok" for r in rows):
+        raise typer.Exit(1)
+
+
+@app.command()
+def report(
+    run_dir: Path = typer.Argument(
+        ...,
+        help="A run (trace.duckdb), experiment (results.json), episodes (episodes.duckdb) or sensitivity "
+        "(sensitivity.json) directory.",
+    ),
+) -> None:
+    """Write RUN_DIR/report/index.html with PNG plots and series.json; print a summary table."""
+    from socium.experiments.report import write_report
+
+    try:
+        rep = write_report(run_dir)
+    except SociumError as exc:
+        _fail(exc)
+        return
+    except _duckdb_error() as exc:
+        _fail(SociumError(f"{run_dir}: unreadable trace: {exc}"))
+        return
+    _print_report_tables(rep)
+    console.print(f"report: {rep.html}  ({len(rep.images)} plots, series in {rep.out_dir / 'series.json'})")
+
+
+@app.command()
+def experiment(
+    kind: Literal["propagation", "herding", "polarisation", "intervention", "compare"] = typer.Argument(
+        ..., help="The phenomenon, or compare: the spec's experiment under the 3 perspectives."
+    ),
+    spec_file: Path = typer.Argument(..., help="Experiment spec YAML (see examples/propagation.yaml)."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Experiment directory (default: the spec's 'out' or runs/<name>)."
+    ),
+    set_: list[str] = typer.Option(
+        [], "--set", help="Override a spec field: key.path=value (repeatable), e.g. base.seed=3."
+    ),
+    force: bool = typer.Option(False, "--force", help="Re-run runs whose directories already hold a finished run."),
+    no_report: bool = typer.Option(False, "--no-report", help="Skip writing the report."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress display (notes are still printed)."),
+) -> None:
+    """Run a phenomenon experiment (model population + rule-based null) and report it."""
+    from socium.experiments.phenomena import prepare_experiment, run_prepared
+    from socium.experiments.progress import RichProgress, reporting
+    from socium.experiments.report import write_report
+
+    try:
+        spec, target = prepare_experiment(kind, spec_file, out, set_)  # a bad spec fails before any display
+        with RichProgress(f"{kind} experiment", "runs", console, disable=quiet) as prog, reporting(prog):
+            run_prepared(kind, spec, target, force=force, log=prog.note)
+        console.print(prog.summary(), highlight=False)
+        if not no_report:
+            rep = write_report(target)
+            _print_report_tables(rep)
+            console.print(f"report: {rep.html}")
+    except BudgetExceeded as exc:
+        err_console.print(
+            f"stopped: {exc}; committed steps are kept; rerun the same command to resume", highlight=False
+        )
+        raise typer.Exit(3) from None
+    except SociumError as exc:
+        _fail(exc)
+        return
+    console.print(f"results: {target / 'results.json'}")
+
+
+@app.command()
+def seeds(
+    exp_dirs: list[Path] = typer.Argument(
+        ..., help="Experiment directories of one spec run under different seeds (results.json each)."
+    ),
+    only: list[str] = typer.Option([], "--only", help="Keep metrics whose name contains this text (repeatable)."),
+    out: Path | None = typer.Option(None, "--out", help="Also write the pooled numbers as JSON here."),
+) -> None:
+    """Pool seeded replicates of a herding, polarisation, propagation or compare experiment: mean and
+    95% t interval over seeds per metric, and paired per-seed contrasts (model - null, X - local)."""
+    from socium.experiments.seeds import markdown, pool_seeds
+
+    try:
+        pooled = pool_seeds(exp_dirs)
+    except SociumError as exc:
+        _fail(exc)
+        return
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(pooled, indent=1), encoding="utf-8")
+    sys.stdout.write(markdown(pooled, only))
+
+
+@app.command()
+def fit(
+    what: str = typer.Argument(..., help="What to fit: 'propagation' (the exposure-timing layer)."),
+    train: list[str] = typer.Option(
+        ...,
+        "--train",
+        help="Training trees: a Ma et al. tree file, a folder of them, "
+        "'twitter15' (all 1,490 trees) or 'oasis' (OASIS's 134 Twitter15 cascades). Repeatable.",
+    ),
+    out: Path = typer.Option(
+        Path("timing.json"), "--out", help="Parameter file to write (load with timing.params_file)."
+    ),
+    bootstrap: int = typer.Option(
+        100, "--bootstrap", help="Bootstrap resamples of cascades for the 95% CIs (0: none)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    root_effects: bool = typer.Option(
+        True, "--root-effects/--no-root-effects", help="Fit each source author's audience speed (log-delay shift)."
+    ),
+) -> None:
+    """Fit response delays, influence slopes and per-user activity to real retweet trees; write a parameter file."""
+    from socium.experiments.propfit import fit_timing, load_training_trees, write_fit
+
+    try:
+        if what != "propagation":
+            raise SociumError(f"fit: unknown target {what!r}; supported: 'propagation'")
+        trees = load_training_trees(train)
+        res = fit_timing(
+            list(trees.values()), bootstrap=bootstrap, seed=seed, sources=list(train), with_root_effects=root_effects
+        )
+        path = write_fit(res, out)
+    except SociumError as exc:
+        _fail(exc)
+        return
+    table = Table("family", "log-likelihood", "AIC", "parameters", title=f"delay families ({len(trees)} trees)")
+    for f in res["families"]:
+        table.add_row(f["family"], f"{f['loglik']:.1f}", f"{f['aic']:.1f}", str(f["n_params"]))
+    console.print(table)
+    est = Table("parameter", "estimate", "95% CI", title=f"chosen: {res['timing']['delay']['family']}")
+    for k, v in res["estimates"].items():
+        ci = res["ci95"].get(k)
+        est.add_row(k, f"{v:.4g}", "-" if ci is None else f"[{ci[0]:.4g}, {ci[1]:.4g}]")
+    console.print(est)
+    console.print(f"wrote {path}  (use it with timing: {{kind: exposure, params_file: {path}}})")
+
+
+@app.command()
+def validate(
+    target: Path = typer.Argument(
+        ..., help="A run directory (trace.duckdb) or an experiment directory (results.json)."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", help="Folder for stylized_facts.{json,html} (default TARGET/report)."
+    ),
+) -> None:
+    """Score a run against stylized facts of real social networks; print and write an HTML + JSON scorecard."""
+    from socium.experiments.validate import scorecard, write_scorecard
+
+    try:
+        card = scorecard(target)
+        j, h = write_scorecard(card, out or target / "report")
+    except SociumError as exc:
+        _fail(exc)
+        return
+    for b in card["smoke_runs"]:
+        console.print(plain(b, "bold red"))
+    table = Table("fact", "value", "status", "band", "n", "reference", title=f"stylized facts: {target}")
+    colour = {"pass": "green", "fail": "red", "n/a": "dim"}
+    for f in card["facts"]:
+        band = "-" if f["band"] is None else f"[{f['band'][0]:.2f}, {f['band'][1]:.2f}]"
+        val = "-" if f["value"] is None else f"{f['value']:.3f}"
+        table.add_row(f["name"], val, plain(f["status"], colour[f["status"]]), band, str(f["n"]), f["reference"])
+    console.print(table)
+    console.print(
+        f"{card['passed']} pass, {card['failed']} fail, {card['not_applicable']} n/a in {card['wall_s']:.2f}s"
+    )
+    console.print(f"html: {h}  json: {j}")
+
+
+@app.command()
+def sensitivity(
+    spec_file: Path = typer.Argument(..., help="Sensitivity spec YAML (see examples/sensitivity.yaml)."),
+    out: Path | None = typer.Option(None, "--out", help="Output folder (default: the spec's 'out' or runs/<name>)."),
+    set_: list[str] = typer.Option([], "--set", help="Override a spec field: key.path=value (repeatable)."),
+) -> None:
+    """Morris or Sobol design over named config parameters (SALib), run on Ray; rank parameters per outcome."""
+    from socium.experiments.report import fmt
+    from socium.experiments.sensitivity import load_sensitivity, run_sensitivity
+
+    try:
+        spec = load_sensitivity(spec_file, list(set_))
+        res = run_sensitivity(spec, out, log=lambda m: console.print(m, markup=False, highlight=False))
+    except SociumError as exc:
+        _fail(exc)
+        return
+    for name, o in res["outcomes"].items():
+        key = o.get("index")
+        cols = (
+            ["parameter", "mu*", "mu* 95% CI", "sigma"]
+            if key == "mu_star"
+            else ["parameter", "S1", "S1 95% CI", "ST", "ST 95% CI"]
+        )
+        title = f"{name}: {o['description']} (mean {fmt(o['mean'])}, range {fmt(o['min'])} to {fmt(o['max'])})"
+        cells = [  # the numbers the HTML table and the figures print
+            [r["parameter"], fmt(r["mu_star"]), f"+-{fmt(r['mu_star_ci95'])}", fmt(r["sigma"])]
+            if key == "mu_star"
+            else [r["parameter"], fmt(r["S1"]), f"+-{fmt(r['S1_ci95'])}", fmt(r["ST"]), f"+-{fmt(r['ST_ci95'])}"]
+            for r in o.get("indices", [])
+        ]
+        console.print(_result_table(cols, cells, title, wider="the report has the whole table"))
+        if o.get("note"):
+            console.print(f"  {name}: {o['note']}")
+    from socium.experiments.report import write_report
+
+    target = Path(out or spec.out or f"runs/{spec.name}")
+    page = write_report(target).html
+    console.print(
+        f"{res['n_runs']} runs ({res['executor']}) in {res['wall_s']:.1f}s; "
+        f"results: {target / 'sensitivity.json'}  report: {page}"
+    )

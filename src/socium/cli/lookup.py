@@ -1,0 +1,161 @@
+"""Commands that look things up: SQL over a run's trace (query), its card, one agent (interview),
+the config reference (config-schema) and the data folder (data)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Literal
+
+import typer
+from rich.table import Table
+
+from socium.cli.app import _duckdb_error, _fail, _result_table, app, console, err_console
+from socium.console_text import plain
+from socium.errors import SociumError
+
+
+@app.command()
+def query(
+    run_dir: Path,
+    sql: str,
+    limit: int = typer.Option(50, "--limit", min=1, help="Rows to print (an --out file gets every row)."),
+    fmt: Literal["table", "csv", "json", "parquet"] = typer.Option(
+        "table", "--format", help="Output format; parquet needs --out."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Write every row to this file instead of printing."),
+) -> None:
+    """Run read-only SQL over a run's trace (tables and views such as cascade_metrics).
+
+    Prints at most --limit rows and says when more were left out; --out writes all of them (CSV, JSON or Parquet).
+    The SQL sees the trace and nothing else: DuckDB's external access is off (no reading or writing
+    other files, no ATTACH, no extension installs) and its settings are locked.
+    """
+    import duckdb
+
+    from socium.simulator.store import open_trace, require_store
+
+    if fmt == "parquet" and out is None:
+        _fail(SociumError("--format parquet writes a file: add --out FILE.parquet"))
+    try:
+        con = open_trace(require_store(run_dir), sandbox=True)
+    except SociumError as exc:
+        _fail(exc)
+        return
+    try:
+        if out is not None:
+            from socium.query_output import write_table
+
+            rel = con.sql(sql)
+            if rel is None:
+                raise SociumError("--out: the statement returns no rows to write")
+            n = write_table(rel.to_arrow_table(), out, "csv" if fmt == "table" else fmt)
+            console.print(f"wrote {n} rows to {out}")
+            return
+        cur = con.execute(sql)
+        cols = [d[0] for d in cur.description] if cur.description else []
+        rows = cur.fetchmany(limit + 1)
+    except SociumError as exc:
+        _fail(exc)
+        return
+    except duckdb.Error as exc:
+        _fail(SociumError(f"query failed: {exc}"))
+        return
+    finally:
+        con.close()
+    truncated = len(rows) > limit
+    rows = rows[:limit]
+    if fmt == "table":
+        cells = [["NULL" if v is None else str(v) for v in r] for r in rows]
+        console.print(_result_table(cols, cells, wider="--format csv prints every value whole"))
+    else:
+        from socium.query_output import format_rows
+
+        sys.stdout.write(format_rows(cols, rows, fmt))
+    if truncated:
+        note = f"(output truncated to the first {limit} rows; raise --limit, or --out FILE writes every row)"
+        err_console.print(note, highlight=False)
+
+
+@app.command()
+def card(run_dir: Path, as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
+    """Print the run's Simulation Card: perspective, who saw what, model, seeds, totals."""
+    from socium.experiments.card import card_value, simulation_card
+
+    try:
+        c = simulation_card(run_dir)
+    except SociumError as exc:
+        _fail(exc)
+        return
+    except _duckdb_error() as exc:
+        _fail(SociumError(f"{run_dir}: unreadable trace: {exc}"))
+        return
+    if as_json:
+        sys.stdout.write(json.dumps(c, indent=2, default=str) + "\n")
+        return
+    if c.get("smoke_run"):
+        console.print(plain(c["smoke_run"], "bold red"))
+    table = Table("field", "value", title=f"Simulation Card: {run_dir}")
+    for k, v in c.items():
+        table.add_row(k, card_value(v))
+    console.print(table)
+
+
+@app.command()
+def interview(
+    run_dir: Path,
+    question: str,
+    agent: int = typer.Option(..., "--agent", help="Agent id to ask."),
+    backend: str | None = typer.Option(None, "--backend", help="Override the run's llm.backend (e.g. embedded)."),
+    record: bool = typer.Option(
+        False, "--record", help="Store the answer in the run's `interviews` table (with its LLM call)."
+    ),
+) -> None:
+    """Ask one agent of a finished run a question (its persona and memory at the end of the run)."""
+    from socium.experiments.card import smoke_banner
+    from socium.experiments.interview import interview as ask
+    from socium.simulator.simulation import load_run_config
+
+    try:
+        answer = ask(run_dir, agent, question, {"backend": backend} if backend else None, record=record)
+        run_llm = load_run_config(run_dir).llm
+    except SociumError as exc:
+        _fail(exc)
+        return
+    banner = smoke_banner(backend or (run_llm.backend if run_llm else None))
+    if banner:  # on stderr: stdout stays the answer alone, for scripts
+        err_console.print(plain(banner, "bold red"))
+    console.print(answer, markup=False, highlight=False)
+
+
+@app.command("config-schema")
+def config_schema(
+    markdown: bool = typer.Option(
+        False, "--markdown", help="A readable reference: every section and key with default and meaning."
+    ),
+) -> None:
+    """Print the experiment config's JSON schema (or, with --markdown, a reference of every key)."""
+    from socium.config import ExperimentConfig
+
+    if markdown:
+        from socium.config_doc import config_markdown
+
+        sys.stdout.write(config_markdown(ExperimentConfig) + "\n")
+        return
+    sys.stdout.write(json.dumps(ExperimentConfig.model_json_schema(), indent=2) + "\n")
+
+
+@app.command()
+def data() -> None:
+    """Where socium looks for the research data sets ($SOCIUM_DATA_DIR or ../shared/data) and what it finds."""
+    from socium.datadir import ENV_VAR, describe
+
+    tried, used, entries = describe()
+    console.print(f"data folder: {used}  ({'found' if used.is_dir() else 'MISSING'})", highlight=False)
+    console.print(f"looked in (set {ENV_VAR} to choose): " + ", ".join(str(t) for t in tried), highlight=False)
+    table = Table("data set", "used for", "found")
+    table.columns[0].overflow = "fold"  # the whole path, folded, never cut with an ellipsis
+    for e in entries:
+        table.add_row(e.relpath, e.purpose, "yes" if e.found else "no")
+    console.print(table)
