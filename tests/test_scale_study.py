@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from conftest import needs_data
-
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "scale_study.py"
+from conftest import load_benchmark, needs_data
 
 
 @pytest.fixture(scope="module")
 def study():
-    spec = importlib.util.spec_from_file_location("scale_study", _PATH)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["scale_study"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("scale_study")
 
 
 def _clustered(rng: np.random.Generator, seeds: int, agents: int, between: float) -> list[np.ndarray]:

@@ -1,0 +1,235 @@
+"""Which point prediction should the calibrated null's CV score? Chosen on trees outside the 134 (issue 12).
+
+Why: the 134-cascade CV scores one predicted curve per held-out cascade, the mean of ``cv.runs`` (5)
+replicas. Its error is dominated by each cascade's own speed (between-cascade sd of log delay
+``cascade_sigma`` ~ 0.65), which no fitted parameter can know for a held-out cascade. Under the fitted
+hierarchical model the honest predictive distribution of a held-out cascade includes that speed, so
+the replicas can each draw one (``timing.cascade_sigma``: a per-replica log-delay shift, with the
+fitted family narrowed by the same variance so the marginal delay law is unchanged), and the point
+prediction can be chosen for the score actually used. NRMSE is ``||pred - real||_2 / max(real)`` per
+cascade: its risk minimiser under a predictive distribution is not the mean curve but the
+*weighted geometric median* (weights ``1 / max`` of each possible real curve), which the Weiszfeld
+iteration finds from the replicas.
+
+This script selects among those options on Twitter15 trees that are *not* among OASIS's 134 (104-850
+users, >= 35% of them reached by minute 150, like the 134), with the CV's own procedure: 5 folds, each
+fold's timing (delay family by AIC, influence slopes, user sd, source-account effects, cascade sd)
+fitted on the other folds' trees only. The calibrated null is emulated in numpy (p = 1 on the tree,
+1-minute steps, wake-up ``ceil(delay)``, reshare stamped at ``RESHARE_AT``), vectorised over replicas;
+every variant uses the same random numbers (common random numbers), so differences between variants
+are not Monte-Carlo noise of separate draws. ``--check-134`` runs the current default on the 134 so
+the emulation can be compared with the simulator's per-cascade scores (not used for any choice).
+
+    nice -n 19 python benchmarks/propagation_point.py --runs 40 --json runs/point-select.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from socium.experiments.curves import CURVE_NAMES, node_depths, nrmse_curves
+from socium.experiments.propagation import subtree_curves
+from socium.experiments.propcv import fold_split
+from socium.experiments.propfit import fit_timing
+from socium.experiments.realcascades import CascadeTree, load_twitter15, oasis_cascade_ids
+from socium.simulator.timing import MIN_DELAY_MIN, TimingParams
+
+MINUTES = 150
+
+
+def outside_trees(min_users: int = 104, max_users: int = 850, min_reach: float = 0.35) -> dict[str, CascadeTree]:
+    """Twitter15 trees outside OASIS's 134 that look like them (size range, share reached by minute 150)."""
+    oasis = set(oasis_cascade_ids())
+    out = {}
+    for tid, tree in load_twitter15(None, strict=False).items():
+        if tid in oasis or not (min_users <= len(tree.nodes) <= max_users):
+            continue
+        if np.mean([n.delay <= MINUTES for n in tree.nodes.values()]) >= min_reach:
+            out[tid] = tree
+    return out
+
+
+def replica_curves(
+    tree: CascadeTree, tp: TimingParams, root_shift: float, casc_sd: float, draws: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """Curves (R x MINUTES) of R replicas of the calibrated null on ``tree``.
+
+    ``draws``: standard uniforms ``u``, ``v`` and normals ``z`` (R x n) and ``g`` (R,); ``casc_sd`` > 0
+    draws one log-delay shift per replica and narrows the family by it (the simulator's rule).
+    """
+    _, parent, _ = tree.events()
+    n = len(parent)
+    children = np.bincount(parent[parent >= 0], minlength=n).astype(float)
+    depth = node_depths(parent)
+    R = draws["g"].shape[0]
+    dist = tp.delay.narrowed(math.sqrt(tp.user_sigma**2 + casc_sd**2))
+    base = dist.log_quantile(draws["u"][:, :n], draws["v"][:, :n])
+    xa = np.where(parent >= 0, np.log1p(children[np.maximum(parent, 0)]), 0.0)
+    logd = (
+        base
+        + tp.b_author * xa[None, :]
+        + tp.b_root * math.log1p(children[0])
+        + root_shift
+        + tp.user_sigma * draws["z"][:, :n]
+        + casc_sd * draws["g"][:, None]
+    )
+    delay = np.exp(np.minimum(logd, 50.0))
+    wait = np.maximum(1, np.ceil(np.maximum(delay, MIN_DELAY_MIN) - 1e-9))
+    step = np.zeros((R, n))
+    for d in range(1, int(depth.max()) + 1):  # parents before children: one vector op per depth level
+        idx = np.flatnonzero(depth == d)
+        step[:, idx] = step[:, parent[idx]] + wait[:, idx]
+    # a node counts at minute t when step + RESHARE_AT (0.5) <= t, i.e. step <= t - 1
+    L = int(depth.max()) + 1
+    s = np.minimum(step[:, 1:], MINUTES).astype(np.int64)  # step >= MINUTES never counts
+    lvl = np.broadcast_to(depth[1:], s.shape)
+    key = (np.arange(R)[:, None] * L + lvl) * (MINUTES + 1) + s
+    cnt = np.bincount(key.ravel(), minlength=R * L * (MINUTES + 1)).reshape(R, L, MINUTES + 1)
+    cum = np.cumsum(cnt[:, :, :MINUTES], axis=2)  # cum[..., k]: nodes with step <= k
+    per_level = np.concatenate([np.zeros((R, L, 1), np.int64), cum[:, :, : MINUTES - 1]], axis=2)
+    scale = 1 + per_level.sum(1)
+    levels = np.arange(L)[None, :, None]
+    dep = np.where(per_level > 0, levels, 0).max(1)
+    breadth = per_level[:, 1:, :].max(1) if L > 1 else np.zeros((R, MINUTES), np.int64)
+    return {"scale": scale.astype(float), "depth": dep.astype(float), "max_breadth": breadth.astype(float)}
+
+
+def weighted_geomedian(curves: np.ndarray, iters: int = 100) -> np.ndarray:
+    """Curve minimising ``sum_r ||p - C_r|| / max(C_r)``: the Bayes point prediction for NRMSE.
+
+    Weiszfeld iteration from the mean; a replica whose curve is all zero weighs 1 (NRMSE's own rule
+    for an all-zero real curve).
+    """
+    peak = curves.max(1)
+    w = np.where(peak > 0, 1.0 / np.maximum(peak, 1e-12), 1.0)
+    p = curves.mean(0)
+    for _ in range(iters):
+        d = np.maximum(np.sqrt(((curves - p) ** 2).sum(1)), 1e-9)
+        a = w / d
+        new = (a[:, None] * curves).sum(0) / a.sum()
+        if np.abs(new - p).max() < 1e-6:
+            return new
+        p = new
+    return p
+
+
+def author_counts(trees: list[CascadeTree]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for t in trees:
+        out[t.root_user] = out.get(t.root_user, 0) + 1
+    return out
+
+
+def run(trees: dict[str, CascadeTree], seed: int, runs: int, log: Any = print) -> dict[str, Any]:
+    ids = list(trees)
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(77,)))
+    nmax = max(len(t.nodes) for t in trees.values())
+    nested = sorted({k for k in (5, 10, 20, 40, runs) if k <= runs})  # means of the first k no-draw replicas
+    variants = [f"mean{k}_nodraw" for k in nested] + [
+        f"mean{runs}_draw",
+        f"mean{runs}_drawcond",
+        f"wgm{runs}_draw",
+        f"wgm{runs}_drawcond",
+        f"wgm{runs}_nodraw",
+    ]
+    scores: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
+    fits = []
+    for k, held in enumerate(fold_split(ids, 5, seed)):
+        train = [c for c in ids if c not in set(held)]
+        t0 = time.perf_counter()
+        fit = fit_timing([trees[c] for c in train], bootstrap=0, seed=seed, sources=train)
+        tp = TimingParams.from_dict(fit["timing"])
+        est = fit["estimates"]
+        cs, rs, rw = est["cascade_sigma"], est.get("root_sigma", 0.0), est.get("root_within_sigma", 0.0)
+        counts = author_counts([trees[c] for c in train])
+        fits.append({"fold": k, "family": tp.delay.family, "cascade_sigma": cs, "root_sigma": rs, "root_within": rw})
+        log(f"fold {k}: fit {time.perf_counter() - t0:.0f} s, {tp.delay.family}, cascade sd {cs:.3f}, root sd {rs:.3f}")
+        for cid in held:
+            tree = trees[cid]
+            real = subtree_curves(tree, list(tree.nodes), MINUTES)
+            draws = {
+                "u": rng.random((runs, nmax)),
+                "v": rng.random((runs, nmax)),
+                "z": special.ndtri(np.clip(rng.random((runs, nmax)), 1e-12, 1 - 1e-12)),
+                "g": special.ndtri(np.clip(rng.random(runs), 1e-12, 1 - 1e-12)),
+            }
+            shift = tp.root_effects.get(tree.root_user, 0.0)
+            n_a = counts.get(tree.root_user, 0)
+            shrink = n_a * rs**2 / (n_a * rs**2 + rw**2) if rs > 0 else 0.0
+            cond = math.sqrt(max(cs**2 - shrink * rs**2, 0.0))
+            nod = replica_curves(tree, tp, shift, 0.0, draws)
+            drw = replica_curves(tree, tp, shift, cs, draws)
+            dcd = replica_curves(tree, tp, shift, cond, draws)
+            preds = {f"mean{k}_nodraw": {c: nod[c][:k].mean(0) for c in CURVE_NAMES} for k in nested}
+            preds |= {
+                f"mean{runs}_draw": {c: drw[c].mean(0) for c in CURVE_NAMES},
+                f"mean{runs}_drawcond": {c: dcd[c].mean(0) for c in CURVE_NAMES},
+                f"wgm{runs}_draw": {c: weighted_geomedian(drw[c]) for c in CURVE_NAMES},
+                f"wgm{runs}_drawcond": {c: weighted_geomedian(dcd[c]) for c in CURVE_NAMES},
+                f"wgm{runs}_nodraw": {c: weighted_geomedian(nod[c]) for c in CURVE_NAMES},
+            }
+            for v in variants:
+                scores[v].append(nrmse_curves(preds[v], real, MINUTES))
+    out: dict[str, Any] = {"n": len(ids), "seed": seed, "runs": runs, "fits": fits, "variants": {}}
+    base = np.array([[s[c] for c in CURVE_NAMES] for s in scores["mean5_nodraw"]])
+    for v in variants:
+        arr = np.array([[s[c] for c in CURVE_NAMES] for s in scores[v]])
+        diff = arr - base
+        boot = np.random.default_rng(0).integers(0, len(arr), (2000, len(arr)))
+        lo, hi = np.percentile(diff[boot].mean(1), [2.5, 97.5], axis=0)
+        out["variants"][v] = {
+            "nrmse": dict(zip(CURVE_NAMES, arr.mean(0).round(4).tolist())),
+            "minus_mean5_nodraw": {
+                c: [round(float(diff[:, j].mean()), 4), round(float(lo[j]), 4), round(float(hi[j]), 4)]
+                for j, c in enumerate(CURVE_NAMES)
+            },
+        }
+        log(f"{v:>20}: " + " / ".join(f"{x:.4f}" for x in arr.mean(0)) + "   vs mean5_nodraw "
+            + "  ".join(f"{diff[:, j].mean():+.4f} ({lo[j]:+.4f}..{hi[j]:+.4f})" for j in range(3)))  # fmt: skip
+    out["per_cascade"] = {v: [round(s["scale"], 5) for s in scores[v]] for v in variants}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=40, help="replicas per prediction")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--limit", type=int, default=0, help="use only the first N outside trees (0: all)")
+    ap.add_argument("--check-134", action="store_true", help="score the 134 instead (emulation check only)")
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+    t0 = time.perf_counter()
+    load0 = os.getloadavg()
+    if a.check_134:
+        import yaml
+
+        from socium.experiments.propagation import PropagationSpec, load_trees
+
+        spec_file = Path(__file__).resolve().parents[1] / "examples" / "results" / "propagation-cv.yaml"
+        spec = PropagationSpec.model_validate(yaml.safe_load(spec_file.read_text(encoding="utf-8")))
+        trees = load_trees(spec)  # the CV's own order, so fold_split gives the CV's folds
+    else:
+        trees = outside_trees()
+        if a.limit:
+            trees = dict(list(trees.items())[: a.limit])
+    print(f"{len(trees)} trees ({'the 134' if a.check_134 else 'outside the 134'}), seed {a.seed}, {a.runs} replicas")
+    res = run(trees, a.seed, a.runs)
+    res["wall_s"] = round(time.perf_counter() - t0, 1)
+    res["loadavg_start_end"] = [load0, os.getloadavg()]
+    print(f"wall {res['wall_s']} s, load average start {load0[0]:.2f} end {os.getloadavg()[0]:.2f}")
+    if a.json:
+        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.json).write_text(json.dumps(res, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""benchmarks/propagation_point.py: the vectorised emulator and the point predictors it compares.
+
+The choice of ``cv.runs`` for the 134-cascade CV rests on this emulator (docs/results.md), so its
+curves must be the curves the reference functions give for the same reshare times, and a per-replica
+cascade speed must really be drawn per replica.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from conftest import load_benchmark
+from socium.experiments.curves import CURVE_NAMES, cascade_curves_from_events
+from socium.experiments.propagation import RESHARE_AT
+from socium.experiments.realcascades import parse_tree
+from socium.simulator.timing import MIN_DELAY_MIN, DelayDistribution, TimingParams
+
+
+@pytest.fixture(scope="module")
+def point():
+    return load_benchmark("propagation_point")
+
+
+def _tree(tmp_path, n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    lines = ["['ROOT', 'ROOT', '0.0']->['u0', '1', '0.0']"]
+    times = [0.0]
+    for i in range(1, n):
+        p = int(rng.integers(0, i)) if rng.random() < 0.5 else 0
+        times.append(times[p] + float(np.exp(rng.normal(2.0, 1.0))))
+        lines.append(f"['u{p}', '1', '{times[p]:.2f}']->['u{i}', '1', '{times[i]:.2f}']")
+    f = tmp_path / "1.txt"
+    f.write_text("\n".join(lines) + "\n")
+    return parse_tree(f, strict=False)
+
+
+def _draws(rng, runs, n):
+    return {"u": rng.random((runs, n)), "v": rng.random((runs, n)), "z": rng.standard_normal((runs, n)),
+            "g": rng.standard_normal(runs)}  # fmt: skip
+
+
+def test_replica_curves_equal_the_reference_curves_of_the_same_reshare_times(point, tmp_path):
+    tree = _tree(tmp_path)
+    tp = TimingParams(DelayDistribution("lognormal_mixture", {"weights": [0.5, 0.5], "mus": [0.5, 3.5],
+                                                              "sigmas": [1.0, 1.5]}), 0.1, 0.05, 0.6)  # fmt: skip
+    draws = _draws(np.random.default_rng(1), 6, len(tree.nodes))
+    got = point.replica_curves(tree, tp, 0.2, 0.4, draws)
+    _, parent, _ = tree.events()
+    children = np.bincount(parent[parent >= 0], minlength=len(parent))
+    dist = tp.delay.narrowed(math.sqrt(tp.user_sigma**2 + 0.4**2))
+    for r in range(6):  # node by node, in attachment order (parents first), as the simulator stamps reshares
+        step = np.zeros(len(parent))
+        for i in range(1, len(parent)):
+            p = parent[i]
+            logd = float(dist.log_quantile(draws["u"][r, i : i + 1], draws["v"][r, i : i + 1])[0])
+            logd += tp.b_author * math.log1p(children[p]) + tp.b_root * math.log1p(children[0]) + 0.2
+            logd += tp.user_sigma * draws["z"][r, i] + 0.4 * draws["g"][r]
+            step[i] = step[p] + max(1, math.ceil(max(math.exp(logd), MIN_DELAY_MIN) - 1e-9))
+        ref = cascade_curves_from_events(parent, np.where(parent < 0, 0.0, step + RESHARE_AT), 150)
+        for c in CURVE_NAMES:
+            assert np.array_equal(got[c][r], ref[c]), (r, c)
+
+
+def test_cascade_speed_is_drawn_per_replica(point, tmp_path):
+    tree = _tree(tmp_path, n=60)
+    tp = TimingParams(DelayDistribution("lognormal", {"mu": 3.0, "sigma": 1.2}))
+    draws = _draws(np.random.default_rng(2), 8, len(tree.nodes))
+    draws["g"] = np.linspace(-2.0, 2.0, 8)  # replica r gets its own shift; a faster replica reaches more
+    reach = point.replica_curves(tree, tp, 0.0, 0.8, draws)["scale"][:, 60]
+    assert reach[0] > reach[-1]
+    assert np.all(np.diff(reach) <= 0)
+    flat = point.replica_curves(tree, tp, 0.0, 0.0, draws)["scale"][:, 60]  # no draw: g is ignored
+    same_g = dict(draws, g=np.zeros(8))
+    assert np.array_equal(flat, point.replica_curves(tree, tp, 0.0, 0.0, same_g)["scale"][:, 60])
+
+
+def test_weighted_geomedian_minimises_the_nrmse_risk_of_the_replicas(point):
+    rng = np.random.default_rng(3)
+    curves = np.cumsum(rng.random((9, 150)) * rng.uniform(0.2, 3.0, (9, 1)), axis=1)
+
+    def risk(p):
+        return float(np.sum(np.sqrt(((curves - p) ** 2).sum(1)) / curves.max(1)))
+
+    best = point.weighted_geomedian(curves)
+    for other in [curves.mean(0), np.median(curves, 0), *curves, best * 1.01, best * 0.99]:
+        assert risk(best) <= risk(other) + 1e-9
