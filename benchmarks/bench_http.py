@@ -15,7 +15,7 @@ Rows, per source tree:
 1. instant server, in-process executor, per size: activations/s of whole steps (``Simulation.advance``:
    observation, recommender, LLM phase, applying actions, DuckDB write; the first step, which opens
    connections, is not timed), activations/s of the LLM phase alone, driver and server CPU ms per
-   activation;
+   activation, and the collector's CPU per activation by generation (``gc.callbacks``);
 2. the driver's CPU per activation split by component: the share of py-spy samples of the timed
    steps at the first size (classified by the innermost matching frame, ``COMPONENTS``) times the
    run's measured CPU per activation, unless ``--no-profile``; py-spy runs only in that run;
@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import gc
 import json
 import os
 import platform
@@ -240,11 +241,24 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
                 time.sleep(1.0)  # py-spy attaches
             acts = 0
+            gc_start = [0.0]
+            gc_cpu = [0.0, 0.0, 0.0]  # CPU seconds in the collector per generation (gc.callbacks)
+            gc_n = [0, 0, 0]
+
+            def gc_note(what: str, info: dict[str, int]) -> None:
+                if what == "start":
+                    gc_start[0] = time.process_time()
+                else:
+                    gc_cpu[info["generation"]] += time.process_time() - gc_start[0]
+                    gc_n[info["generation"]] += 1
+
+            gc.callbacks.append(gc_note)
             t0, c0, s0 = time.perf_counter(), time.process_time(), _cpu_s(proc.pid)
             p0 = len(phase)
             for _ in range(spec["steps"] - 1):
                 acts += sim.advance().n_active
             wall, cpu, scpu = time.perf_counter() - t0, time.process_time() - c0, _cpu_s(proc.pid) - s0
+            gc.callbacks.remove(gc_note)
             phases: dict[str, float] = {}
             if spec.get("phases"):
                 undo()
@@ -268,7 +282,8 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         proc.kill()
     llm_s = sum(phase[p0:])
     return {"step": acts / wall, "phase": acts / llm_s, "cpu_ms": 1e3 * cpu / acts, "server_ms": 1e3 * scpu / acts,
-            "acts": acts, "samples": samples, "phases": phases, "loop": _loop_kind()}  # fmt: skip
+            "acts": acts, "samples": samples, "phases": phases, "loop": _loop_kind(),
+            "gc_us": [1e6 * c / acts for c in gc_cpu], "gc_n": gc_n}  # fmt: skip
 
 
 def _loop_kind() -> str:
@@ -308,7 +323,16 @@ def phase_table(trees: list[tuple[str, str]], sizes: list[int], steps: int, repe
         for key, fmt in (("step", "act/s whole step"), ("phase", "act/s LLM phase")):
             vals = [statistics.median(m[key] for m in ms) for ms in got.values()]
             print(f"{fmt:<52}" + "".join(f"{v:>14,.0f}" for v in vals))
+        for g, gen in enumerate(("young", "middle", "full")):  # in the timed steps, included in the rows above
+            vals = [statistics.median(m["gc_us"][g] for m in ms) for ms in got.values()]
+            print(f"{f'collector, {gen} generation, µs/act':<52}" + "".join(f"{v:>14.1f}" for v in vals))
         print(f"{'event loop':<52}" + "".join(f"{ms[0]['loop']:>14}" for ms in got.values()))
+
+
+def _gc_note(m: dict[str, Any]) -> str:
+    """The collector's CPU per activation in the timed steps, per generation (and how many passes)."""
+    us, n = m.get("gc_us", [0.0] * 3), m.get("gc_n", [0] * 3)
+    return "GC µs/act young/middle/full " + "/".join(f"{u:.0f} ({k})" for u, k in zip(us, n))
 
 
 def load() -> str:
@@ -349,7 +373,7 @@ def main() -> None:
         for i, n in enumerate(sizes):
             m = run_child(src, {**base, "agents": n, "profile": i == 0 and not a.no_profile})
             rows.append([name, f"instant, in-process, {n:,} agents", f"{m['step']:,.0f}", f"{m['phase']:,.0f}",
-                         f"{m['cpu_ms']:.2f}", f"{m['server_ms']:.2f}", f"load {load()}"])  # fmt: skip
+                         f"{m['cpu_ms']:.2f}", f"{m['server_ms']:.2f}", f"load {load()}; {_gc_note(m)}"])  # fmt: skip
             if m["samples"]:  # each component's share of the samples, times the measured CPU per activation
                 total = sum(m["samples"].values())
                 split[name] = {k: m["cpu_ms"] * v / total for k, v in m["samples"].items()}

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import logging
 import operator
 import os
@@ -60,6 +61,7 @@ from socium.config import ExecutorConfig
 from socium.errors import SociumError
 from socium.simulator.executors import adecide_all, decide_sync
 from socium.simulator.ray_start import start_ray
+from socium.simulator.step_gc import step_gc
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +177,10 @@ class ShardActor:
         self.policy = hook(ctx) if hook is not None else policy
         self.ctx = ctx
         self._limit: asyncio.Semaphore | None = None  # shared by the chunks of a step; made on the actor's loop
+        # The policy lives as long as the actor: out of the collector's view, as the driver's world is
+        # after it is built (Simulation.__init__), so full collections do not walk it every time.
+        gc.collect()
+        gc.freeze()
 
     async def info(self) -> dict[str, Any]:
         """Where this actor runs: pid, node id and host (tests kill the pid; docs show placement)."""
@@ -193,17 +199,18 @@ class ShardActor:
         policy = self.policy
         if allowance is not None:
             policy.set_allowance(allowance, f"Ray shard {self.ctx.shard} of {self.ctx.n_shards}")
-        observations = unpack_observations(packed)
-        if hasattr(policy, "adecide_batch"):
-            decisions = list(await policy.adecide_batch(observations))
-        elif hasattr(policy, "adecide"):
-            if self._limit is None:
-                self._limit = asyncio.Semaphore(self.ctx.concurrency)
-            decisions = await adecide_all(policy, observations, self.ctx.concurrency, self._limit)
-        else:
-            decisions = decide_sync(policy, observations)
-        drain = getattr(policy, "drain_rows", None)
-        return pack_decisions(decisions), (drain() if drain is not None else {})
+        with step_gc():  # as in the driver's step (socium.simulator.step_gc)
+            observations = unpack_observations(packed)
+            if hasattr(policy, "adecide_batch"):
+                decisions = list(await policy.adecide_batch(observations))
+            elif hasattr(policy, "adecide"):
+                if self._limit is None:
+                    self._limit = asyncio.Semaphore(self.ctx.concurrency)
+                decisions = await adecide_all(policy, observations, self.ctx.concurrency, self._limit)
+            else:
+                decisions = decide_sync(policy, observations)
+            drain = getattr(policy, "drain_rows", None)
+            return pack_decisions(decisions), (drain() if drain is not None else {})
 
     async def close(self) -> None:
         close = getattr(self.policy, "close", None)

@@ -7,11 +7,10 @@ what lets a million rule-based agents fit on a laptop.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -42,6 +41,7 @@ from socium.simulator.run_setup import RunSetUpMixin, _now, load_run_config
 from socium.simulator.rundir import RunDirLock, check_out_path, describe_owner
 from socium.simulator.signups import SignUps
 from socium.simulator.step_agents import StepAgentsMixin, memory_line
+from socium.simulator.step_gc import step_gc
 from socium.simulator.store import TraceStore
 from socium.simulator.surveys import run_surveys
 from socium.simulator.timing import ExposureTiming, params_from_config
@@ -70,27 +70,6 @@ class StepStats:
     wall_s: float
     llm_calls: int = 0
     tokens: int = 0
-
-
-#: Young-generation threshold of CPython's collector while a step runs. A step allocates many
-#: short-lived containers (observations, prompts, requests, results); at the default 700 the collector
-#: runs so often that its cost grows with how many of them are alive at once, i.e. with the number of
-#: active agents: +19% driver CPU per activation from 2,000 to 10^4 agents with the default against +2%
-#: with the collector off, and +5% at this value (benchmarks/bench_http.py, idle machine). Cycles are
-#: still collected, only less often; the user's thresholds come back after the step.
-STEP_GC_GEN0 = 10_000
-
-
-@contextlib.contextmanager
-def step_gc() -> Iterator[None]:
-    """Raise the young-generation threshold for one step (never lowers it; a disabled collector stays so)."""
-    old = gc.get_threshold()
-    if 0 < old[0] < STEP_GC_GEN0:
-        gc.set_threshold(STEP_GC_GEN0, *old[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
 
 
 class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
