@@ -7,38 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from socium.platform.actions import ACTION_TYPES
+
 # The catalogue names the actions only: the JSON schema sent with every call already fixes each action's
 # arguments and the ids it may use (constrained decoding, then validation), so spelling them out again
 # would only cost tokens on every call. A few actions get a note because their effect is not obvious.
-ACTION_HELP = {
-    a: a
-    for a in (
-        "create_post",
-        "repost",
-        "quote_post",
-        "like_post",
-        "unlike_post",
-        "dislike_post",
-        "undo_dislike_post",
-        "create_comment",
-        "like_comment",
-        "dislike_comment",
-        "follow",
-        "unfollow",
-        "mute",
-        "unmute",
-        "search_posts",
-        "search_user",
-        "trend",
-        "refresh",
-        "report_post",
-        "do_nothing",
-        "create_group",
-        "join_group",
-        "leave_group",
-        "send_to_group",
-    )
-}
+ACTION_HELP = {a: a for a in ACTION_TYPES}
 ACTION_NOTES = {
     "search_posts": "search / trend results are shown to you next time",
     "search_user": "search / trend results are shown to you next time",

@@ -198,32 +198,7 @@ ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)
 
 # Which actions each preset offers; the schema sent to an LLM is narrowed to these.
 PRESET_ACTIONS: dict[str, tuple[str, ...]] = {
-    "x": (
-        "create_post",
-        "repost",
-        "quote_post",
-        "like_post",
-        "unlike_post",
-        "dislike_post",
-        "undo_dislike_post",
-        "create_comment",
-        "like_comment",
-        "dislike_comment",
-        "follow",
-        "unfollow",
-        "mute",
-        "unmute",
-        "search_posts",
-        "search_user",
-        "trend",
-        "refresh",
-        "report_post",
-        "create_group",
-        "join_group",
-        "leave_group",
-        "send_to_group",
-        "do_nothing",
-    ),
+    "x": ACTION_TYPES,  # every action, in ACTION_CLASSES order
     "reddit": (
         "create_post",
         "like_post",
