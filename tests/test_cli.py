@@ -46,3 +46,13 @@ def test_missing_input_file_names_it(tmp_path):
     cfg.write_text(yaml.safe_dump({**CFG, "graph": {"kind": "edgelist", "path": str(tmp_path / "nope.txt")}}))
     r = runner.invoke(app, ["run", str(cfg), "--out", str(tmp_path / "run"), "--quiet"])
     assert r.exit_code == 2 and "nope.txt" in r.output
+
+
+def test_card_and_report_refuse_a_corrupt_trace_in_one_line(tmp_path):
+    (tmp_path / "trace.duckdb").write_bytes(b"not a database at all")
+    for cmd in ("card", "report"):
+        res = runner.invoke(app, [cmd, str(tmp_path)])
+        assert res.exit_code == 2, (cmd, res.output)
+        assert "trace.duckdb" in res.output and "not a readable socium trace" in res.output
+        assert "Traceback" not in res.output
+    assert not (tmp_path / "report").exists() or not any((tmp_path / "report").iterdir())

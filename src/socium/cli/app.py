@@ -5,7 +5,9 @@ Commands are registered by the modules named for what they do (run, lookup, expe
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 import typer
 from rich.table import Table
@@ -13,6 +15,9 @@ from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
 from socium.console_text import SafeConsole, neutralise, plain
+from socium.errors import SociumError
+
+T = TypeVar("T")
 
 
 def _as_flags(params: list[Any]) -> list[Any]:
@@ -78,6 +83,17 @@ def _root(
 def _fail(exc: Exception) -> None:
     err_console.print(plain("error:", "bold red"), plain(exc))
     raise typer.Exit(2)
+
+
+def _read_run(read: Callable[[Path], T], run_dir: Path) -> T:
+    """``read(run_dir)``, with a clean one-line error (exit 2) for our errors and for a trace DuckDB cannot open."""
+    try:
+        return read(run_dir)
+    except SociumError as exc:
+        _fail(exc)
+    except _duckdb_error() as exc:
+        _fail(SociumError(f"{run_dir}: unreadable trace: {exc}"))
+    raise AssertionError("unreachable: _fail raises")
 
 
 def _result_table(cols: list[str], cells: list[list[str]], title: str | None = None, wider: str = "") -> Table:

@@ -10,7 +10,15 @@ from typing import Any, Literal
 import typer
 from rich.table import Table
 
-from socium.cli.app import _duckdb_error, _fail, _print_report_tables, _result_table, app, console, err_console
+from socium.cli.app import (
+    _fail,
+    _print_report_tables,
+    _read_run,
+    _result_table,
+    app,
+    console,
+    err_console,
+)
 from socium.console_text import plain
 from socium.errors import BudgetExceeded, SociumError
 
@@ -81,14 +89,7 @@ def report(
     """Write RUN_DIR/report/index.html with PNG plots and series.json; print a summary table."""
     from socium.experiments.report import write_report
 
-    try:
-        rep = write_report(run_dir)
-    except SociumError as exc:
-        _fail(exc)
-        return
-    except _duckdb_error() as exc:
-        _fail(SociumError(f"{run_dir}: unreadable trace: {exc}"))
-        return
+    rep = _read_run(write_report, run_dir)
     _print_report_tables(rep)
     console.print(f"report: {rep.html}  ({len(rep.images)} plots, series in {rep.out_dir / 'series.json'})")
 

@@ -11,7 +11,7 @@ from typing import Literal
 import typer
 from rich.table import Table
 
-from socium.cli.app import _duckdb_error, _fail, _result_table, app, console, err_console
+from socium.cli.app import _fail, _read_run, _result_table, app, console, err_console
 from socium.console_text import plain
 from socium.errors import SociumError
 
@@ -83,14 +83,7 @@ def card(run_dir: Path, as_json: bool = typer.Option(False, "--json", help="Prin
     """Print the run's Simulation Card: perspective, who saw what, model, seeds, totals."""
     from socium.experiments.card import card_value, simulation_card
 
-    try:
-        c = simulation_card(run_dir)
-    except SociumError as exc:
-        _fail(exc)
-        return
-    except _duckdb_error() as exc:
-        _fail(SociumError(f"{run_dir}: unreadable trace: {exc}"))
-        return
+    c = _read_run(simulation_card, run_dir)
     if as_json:
         sys.stdout.write(json.dumps(c, indent=2, default=str) + "\n")
         return
