@@ -37,7 +37,7 @@ import numpy as np
 from scipy import special
 
 from socium.experiments.curves import CURVE_NAMES, node_depths, nrmse_curves
-from socium.experiments.propagation import subtree_curves
+from socium.experiments.propagation import RESHARE_AT, subtree_curves
 from socium.experiments.propcv import fold_split
 from socium.experiments.propfit import fit_timing
 from socium.experiments.realcascades import CascadeTree, load_twitter15, oasis_cascade_ids
@@ -59,12 +59,18 @@ def outside_trees(min_users: int = 104, max_users: int = 850, min_reach: float =
 
 
 def replica_curves(
-    tree: CascadeTree, tp: TimingParams, root_shift: float, casc_sd: float, draws: dict[str, np.ndarray]
+    tree: CascadeTree,
+    tp: TimingParams,
+    root_shift: float,
+    casc_sd: float,
+    draws: dict[str, np.ndarray],
+    dt: float = 1.0,
 ) -> dict[str, np.ndarray]:
     """Curves (R x MINUTES) of R replicas of the calibrated null on ``tree``.
 
     ``draws``: standard uniforms ``u``, ``v`` and normals ``z`` (R x n) and ``g`` (R,); ``casc_sd`` > 0
-    draws one log-delay shift per replica and narrows the family by it (the simulator's rule).
+    draws one log-delay shift per replica and narrows the family by it (the simulator's rule); ``dt``:
+    step length in minutes (``cv.step_minutes``).
     """
     _, parent, _ = tree.events()
     n = len(parent)
@@ -83,19 +89,18 @@ def replica_curves(
         + casc_sd * draws["g"][:, None]
     )
     delay = np.exp(np.minimum(logd, 50.0))
-    wait = np.maximum(1, np.ceil(np.maximum(delay, MIN_DELAY_MIN) - 1e-9))
+    wait = np.maximum(1, np.ceil(np.maximum(delay, MIN_DELAY_MIN) / dt - 1e-9))  # steps, as ExposureTiming
     step = np.zeros((R, n))
     for d in range(1, int(depth.max()) + 1):  # parents before children: one vector op per depth level
         idx = np.flatnonzero(depth == d)
         step[:, idx] = step[:, parent[idx]] + wait[:, idx]
-    # a node counts at minute t when step + RESHARE_AT (0.5) <= t, i.e. step <= t - 1
+    # a reshare in step s is timed at (s + RESHARE_AT) * dt and counts from minute ceil(that time) on
     L = int(depth.max()) + 1
-    s = np.minimum(step[:, 1:], MINUTES).astype(np.int64)  # step >= MINUTES never counts
-    lvl = np.broadcast_to(depth[1:], s.shape)
-    key = (np.arange(R)[:, None] * L + lvl) * (MINUTES + 1) + s
+    first = np.minimum(np.ceil((step[:, 1:] + RESHARE_AT) * dt - 1e-9), MINUTES).astype(np.int64)
+    lvl = np.broadcast_to(depth[1:], first.shape)
+    key = (np.arange(R)[:, None] * L + lvl) * (MINUTES + 1) + first
     cnt = np.bincount(key.ravel(), minlength=R * L * (MINUTES + 1)).reshape(R, L, MINUTES + 1)
-    cum = np.cumsum(cnt[:, :, :MINUTES], axis=2)  # cum[..., k]: nodes with step <= k
-    per_level = np.concatenate([np.zeros((R, L, 1), np.int64), cum[:, :, : MINUTES - 1]], axis=2)
+    per_level = np.cumsum(cnt[:, :, :MINUTES], axis=2)  # per_level[r, level, t]: reached by minute t
     scale = 1 + per_level.sum(1)
     levels = np.arange(L)[None, :, None]
     dep = np.where(per_level > 0, levels, 0).max(1)
@@ -129,7 +134,9 @@ def author_counts(trees: list[CascadeTree]) -> dict[str, int]:
     return out
 
 
-def run(trees: dict[str, CascadeTree], seed: int, runs: int, log: Any = print) -> dict[str, Any]:
+def run(
+    trees: dict[str, CascadeTree], seed: int, runs: int, components: int = 2, dt: float = 1.0, log: Any = print
+) -> dict[str, Any]:
     ids = list(trees)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(77,)))
     nmax = max(len(t.nodes) for t in trees.values())
@@ -146,7 +153,7 @@ def run(trees: dict[str, CascadeTree], seed: int, runs: int, log: Any = print) -
     for k, held in enumerate(fold_split(ids, 5, seed)):
         train = [c for c in ids if c not in set(held)]
         t0 = time.perf_counter()
-        fit = fit_timing([trees[c] for c in train], bootstrap=0, seed=seed, sources=train)
+        fit = fit_timing([trees[c] for c in train], bootstrap=0, seed=seed, sources=train, components=components)
         tp = TimingParams.from_dict(fit["timing"])
         est = fit["estimates"]
         cs, rs, rw = est["cascade_sigma"], est.get("root_sigma", 0.0), est.get("root_within_sigma", 0.0)
@@ -166,9 +173,9 @@ def run(trees: dict[str, CascadeTree], seed: int, runs: int, log: Any = print) -
             n_a = counts.get(tree.root_user, 0)
             shrink = n_a * rs**2 / (n_a * rs**2 + rw**2) if rs > 0 else 0.0
             cond = math.sqrt(max(cs**2 - shrink * rs**2, 0.0))
-            nod = replica_curves(tree, tp, shift, 0.0, draws)
-            drw = replica_curves(tree, tp, shift, cs, draws)
-            dcd = replica_curves(tree, tp, shift, cond, draws)
+            nod = replica_curves(tree, tp, shift, 0.0, draws, dt)
+            drw = replica_curves(tree, tp, shift, cs, draws, dt)
+            dcd = replica_curves(tree, tp, shift, cond, draws, dt)
             preds = {f"mean{k}_nodraw": {c: nod[c][:k].mean(0) for c in CURVE_NAMES} for k in nested}
             preds |= {
                 f"mean{runs}_draw": {c: drw[c].mean(0) for c in CURVE_NAMES},
@@ -179,7 +186,15 @@ def run(trees: dict[str, CascadeTree], seed: int, runs: int, log: Any = print) -
             }
             for v in variants:
                 scores[v].append(nrmse_curves(preds[v], real, MINUTES))
-    out: dict[str, Any] = {"n": len(ids), "seed": seed, "runs": runs, "fits": fits, "variants": {}}
+    out: dict[str, Any] = {
+        "n": len(ids),
+        "seed": seed,
+        "runs": runs,
+        "components": components,
+        "dt": dt,
+        "fits": fits,
+        "variants": {},
+    }
     base = np.array([[s[c] for c in CURVE_NAMES] for s in scores["mean5_nodraw"]])
     for v in variants:
         arr = np.array([[s[c] for c in CURVE_NAMES] for s in scores[v]])
@@ -203,6 +218,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=40, help="replicas per prediction")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--components", type=int, default=2, help="log-normal mixture components of the delay fit")
+    ap.add_argument("--dt", type=float, default=1.0, help="step length in minutes (cv.step_minutes)")
     ap.add_argument("--limit", type=int, default=0, help="use only the first N outside trees (0: all)")
     ap.add_argument("--check-134", action="store_true", help="score the 134 instead (emulation check only)")
     ap.add_argument("--json", default=None)
@@ -222,7 +239,7 @@ def main() -> None:
         if a.limit:
             trees = dict(list(trees.items())[: a.limit])
     print(f"{len(trees)} trees ({'the 134' if a.check_134 else 'outside the 134'}), seed {a.seed}, {a.runs} replicas")
-    res = run(trees, a.seed, a.runs)
+    res = run(trees, a.seed, a.runs, a.components, a.dt)
     res["wall_s"] = round(time.perf_counter() - t0, 1)
     res["loadavg_start_end"] = [load0, os.getloadavg()]
     print(f"wall {res['wall_s']} s, load average start {load0[0]:.2f} end {os.getloadavg()[0]:.2f}")
