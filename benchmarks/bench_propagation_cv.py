@@ -1,7 +1,7 @@
 """Time the runs of the 134-cascade propagation CV (examples/results/propagation-cv.yaml), one cascade at a time.
 
-Why: the full CV is 134 cascades x 2 models, each run a population of ``cv.runs`` (5) copies of a
-cascade's users (up to ~4,100 agents) over 150 one-minute (calibrated) or 30 five-minute (IC) steps,
+Why: the full CV is 134 cascades x 2 models, each run a population of ``cv.runs`` (40) copies of a
+cascade's users (up to ~33,000 agents) over 150 one-minute (calibrated) or 30 five-minute (IC) steps,
 so its cost is per-run set-up plus per-step commits. This script fits fold 0's timing once (as the CV
 does per fold), then runs chosen held-out cascades of fold 0 with both models ``--repeat`` times and
 prints per run: wall seconds (min / max), the part spent in ``TraceStore.append_step`` (the step's
