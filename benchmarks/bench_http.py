@@ -82,9 +82,9 @@ def classify(raw: str) -> dict[str, int]:
 
 
 # ---- child process: one measurement ----------------------------------------------------------------
-def _config(n: int, steps: int, url: str, executor: dict | None, concurrency: int) -> dict:
+def _config(n: int, steps: int, url: str, executor: dict | None, concurrency: int, activity: float = 1.0) -> dict:
     return {"name": "bench-http", "seed": 1, "steps": steps,
-            "population": {"n_agents": n, "activity": "uniform", "mean_activity": 1.0},
+            "population": {"n_agents": n, "activity": "uniform", "mean_activity": activity},
             "graph": {"kind": "random_out", "params": {"out_degree": min(20, n - 1)}},
             "recsys": {"kind": "chronological", "k": 5}, "policy": {"kind": "llm"},
             "llm": {"backend": "openai", "base_urls": [url], "model": "fake-model", "max_concurrency": concurrency,
@@ -205,7 +205,9 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     proc, url = _start_server(spec["delay"])
     spy = None
     try:
-        cfg = _config(spec["agents"], spec["steps"], url, spec.get("executor"), spec["concurrency"])
+        cfg = _config(
+            spec["agents"], spec["steps"], url, spec.get("executor"), spec["concurrency"], spec.get("activity", 1.0)
+        )
         with tempfile.TemporaryDirectory() as d:
             sim = Simulation(config_from_dict(cfg), d, force=True)
             inner = sim.executor.run
@@ -304,7 +306,7 @@ def run_child(src: str, spec: dict[str, Any]) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def phase_table(trees: list[tuple[str, str]], sizes: list[int], steps: int, repeat: int) -> None:
+def phase_table(trees: list[tuple[str, str]], sizes: list[int], steps: int, repeat: int, activity: float) -> None:
     """Driver CPU µs per activation by phase (medians over ``repeat`` runs, the trees alternated)."""
     import statistics
 
@@ -313,8 +315,13 @@ def phase_table(trees: list[tuple[str, str]], sizes: list[int], steps: int, repe
         for _ in range(repeat):
             for name, src in trees:
                 got[name].append(run_child(src, {"steps": steps, "delay": 0.0, "concurrency": 64, "agents": n,
-                                                 "phases": True}))  # fmt: skip
-        print(f"\n{n:,} agents, instant server: driver CPU µs per activation (median of {repeat}; load {load()})")
+                                                 "phases": True, "activity": activity}))  # fmt: skip
+        per_step = statistics.median(m["acts"] for ms in got.values() for m in ms) / (steps - 1)
+        active = f", activity {activity:g} (~{per_step:,.0f} activations per step)"
+        print(
+            f"\n{n:,} agents{active if activity != 1.0 else ''}, instant server: driver CPU µs per activation "
+            f"(median of {repeat}; load {load()})"
+        )
         labels = list(dict.fromkeys(k for ms in got.values() for m in ms for k in m["phases"]))
         print(f"{'phase':<52}" + "".join(f"{name:>14}" for name in got))
         for k in labels:
@@ -349,9 +356,19 @@ def main() -> None:
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--skip-ray", action="store_true")
     ap.add_argument("--sdk", action="store_true", help="also measure the official openai SDK client")
-    ap.add_argument("--phases", action="store_true",
-                    help="only the driver's CPU per activation by phase (timers), instant server, per tree and size")
+    ap.add_argument(
+        "--phases",
+        action="store_true",
+        help="only the driver's CPU per activation by phase (timers), instant server, per tree and size",
+    )
     ap.add_argument("--repeat", type=int, default=1, help="--phases: runs per tree and size, alternating trees")
+    ap.add_argument(
+        "--activity",
+        type=float,
+        default=1.0,
+        help="--phases: agents' mean activation probability per step (1: all active; less: a world "
+        "larger than the step, to tell the world's size from the step's)",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -363,7 +380,7 @@ def main() -> None:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
           f"load average before: {load()}")  # fmt: skip
     if a.phases:
-        phase_table(trees, sizes, a.steps, a.repeat)
+        phase_table(trees, sizes, a.steps, a.repeat, a.activity)
         print(f"load average after: {load()}")
         return
     rows: list[list[str]] = []
