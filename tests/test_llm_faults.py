@@ -113,3 +113,18 @@ def test_fault_rates_are_checked() -> None:
         FaultyOpenAIServer({"gremlins": 0.1})
     with pytest.raises(ValueError, match="sum to at most 1"):
         FaultyOpenAIServer({"truncated": 0.7, "close": 0.7})
+
+
+def test_standalone_server_keeps_no_request_bodies() -> None:
+    """``python -m socium.testing.fault_server`` runs for a whole benchmark: it counts requests but
+    keeps none of their bodies, so its heap (and its collector's work) does not grow with them."""
+    from socium.testing.fault_server import server_from_args
+
+    srv = server_from_args(["--port", "0", "--fault", "slow=0.5"])
+    with srv:
+        be = OpenAIBackend(srv.base_url, "m", timeout_s=5)
+        results = generate_sync(be, [user_request(f"r{i}", f"prompt {i}") for i in range(4)])
+        be.close()
+    assert all(r.ok for r in results)
+    assert srv.n_requests == 4 and srv.requests == [] and srv.headers == []
+    assert srv.faults == {"slow": 0.5}
