@@ -20,6 +20,11 @@ every variant uses the same random numbers (common random numbers), so differenc
 are not Monte-Carlo noise of separate draws. ``--check-134`` runs the current default on the 134 so
 the emulation can be compared with the simulator's per-cascade scores (not used for any choice).
 
+``--fast-share`` scores another model of between-cascade heterogeneity instead: cascades differ in
+the share of fast reactions (the weight of the mixture's fastest component), per tree by EM on the
+train trees, drawn per replica (logit-normal or a train tree's own weight) or predicted from the
+held-out tree's structure. It did not beat the no-draw mean (docs/results.md).
+
     nice -n 19 python benchmarks/propagation_point.py --runs 40 --json runs/point-select.json
 """
 
@@ -39,9 +44,9 @@ from scipy import special
 from socium.experiments.curves import CURVE_NAMES, node_depths, nrmse_curves
 from socium.experiments.propagation import RESHARE_AT, subtree_curves
 from socium.experiments.propcv import fold_split
-from socium.experiments.propfit import fit_timing
+from socium.experiments.propfit import fit_timing, tree_edges
 from socium.experiments.realcascades import CascadeTree, load_twitter15, oasis_cascade_ids
-from socium.simulator.timing import MIN_DELAY_MIN, TimingParams
+from socium.simulator.timing import MIN_DELAY_MIN, DelayDistribution, TimingParams
 
 MINUTES = 150
 
@@ -65,12 +70,15 @@ def replica_curves(
     casc_sd: float,
     draws: dict[str, np.ndarray],
     dt: float = 1.0,
+    fast_weight: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Curves (R x MINUTES) of R replicas of the calibrated null on ``tree``.
 
     ``draws``: standard uniforms ``u``, ``v`` and normals ``z`` (R x n) and ``g`` (R,); ``casc_sd`` > 0
     draws one log-delay shift per replica and narrows the family by it (the simulator's rule); ``dt``:
-    step length in minutes (``cv.step_minutes``).
+    step length in minutes (``cv.step_minutes``). ``fast_weight`` (R,): each replica's own weight of the
+    fastest mixture component (the other components share the rest in their fitted proportions), the
+    per-cascade fast-share model of :func:`tree_fast_weights`; None keeps the fitted weights.
     """
     _, parent, _ = tree.events()
     n = len(parent)
@@ -78,7 +86,10 @@ def replica_curves(
     depth = node_depths(parent)
     R = draws["g"].shape[0]
     dist = tp.delay.narrowed(math.sqrt(tp.user_sigma**2 + casc_sd**2))
-    base = dist.log_quantile(draws["u"][:, :n], draws["v"][:, :n])
+    if fast_weight is None:
+        base = dist.log_quantile(draws["u"][:, :n], draws["v"][:, :n])
+    else:
+        base = _log_quantile_fast(dist, draws["u"][:, :n], draws["v"][:, :n], fast_weight)
     xa = np.where(parent >= 0, np.log1p(children[np.maximum(parent, 0)]), 0.0)
     logd = (
         base
@@ -108,6 +119,85 @@ def replica_curves(
     return {"scale": scale.astype(float), "depth": dep.astype(float), "max_breadth": breadth.astype(float)}
 
 
+def _log_quantile_fast(dist: DelayDistribution, u: np.ndarray, v: np.ndarray, w_fast: np.ndarray) -> np.ndarray:
+    """``dist.log_quantile`` with the fastest component's weight set per replica (row) to ``w_fast``."""
+    p = dist.params
+    mus, sig = np.asarray(p["mus"], float), np.asarray(p["sigmas"], float)
+    w0 = np.asarray(p["weights"], float)
+    f = int(np.argmin(mus))
+    wf = np.clip(w_fast, 0.0, 1.0)[:, None]  # (R, 1)
+    others = np.delete(w0, f) / max(float(np.delete(w0, f).sum()), 1e-12)
+    # components keep their order (the fitted weight gives exactly ``dist.log_quantile``'s draws)
+    w = np.concatenate([np.broadcast_to(1 - wf, (len(wf), len(mus) - 1)) * others[None, :]], axis=1)
+    w = np.insert(w, f, wf[:, 0], axis=1)  # (R, k)
+    cum = np.cumsum(w, axis=1)
+    cum /= cum[:, -1:]
+    comp = np.minimum((v[:, :, None] >= cum[:, None, :]).sum(2), len(mus) - 1)
+    return mus[comp] + sig[comp] * special.ndtri(np.clip(u, 1e-12, 1 - 1e-12))
+
+
+def tree_fast_weights(trees: list[CascadeTree], tp: TimingParams, iters: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """Per-tree ML weight of the fastest delay component (components fixed at the fold's fit), and edge counts.
+
+    Why: the drawn log-delay shift (``cascade_sigma``) moves every delay of a cascade; the candidate here
+    is that cascades differ instead in the *share* of reactions that come fast. Each training tree's
+    residual log delays (after the influence covariates and its source account's effect) get the fitted
+    marginal mixture with only the fast weight free, estimated by EM (a concave 1-D likelihood).
+    """
+    e = tree_edges(trees)
+    roots = e.roots or []
+    shift = np.array([tp.root_effects.get(roots[c], 0.0) for c in e.cascade.tolist()]) if roots else 0.0
+    r = np.log(e.delay) - tp.b_author * e.x_author - tp.b_root * e.x_root - shift
+    p = tp.delay.params
+    mus, sig, w0 = (np.asarray(p[k], float) for k in ("mus", "sigmas", "weights"))
+    f = int(np.argmin(mus))
+    others = [j for j in range(len(mus)) if j != f]
+    dens = lambda j: np.exp(-0.5 * ((r - mus[j]) / sig[j]) ** 2) / sig[j]  # noqa: E731
+    pf = dens(f)
+    po = sum(w0[j] * dens(j) for j in others) / w0[others].sum()
+    k = len(trees)
+    n = np.bincount(e.cascade, minlength=k).astype(float)
+    w = np.full(k, w0[f])
+    for _ in range(iters):
+        wi = w[e.cascade]
+        resp = wi * pf / np.maximum(wi * pf + (1 - wi) * po, 1e-300)
+        new = np.bincount(e.cascade, resp, minlength=k) / np.maximum(n, 1)
+        if np.abs(new - w).max() < 1e-7:
+            w = new
+            break
+        w = new
+    return np.clip(w, 1e-3, 1 - 1e-3), n
+
+
+def logit_normal_fit(w: np.ndarray, n: np.ndarray) -> tuple[float, float, float]:
+    """Mean and sd of logit(weight) across trees, the sd with estimation noise ``1 / (n w (1-w))`` removed.
+
+    Returns (mean, deconvolved sd, raw sd).
+    """
+    lg = special.logit(w)
+    raw = float(lg.var(ddof=1))
+    noise = float(np.mean(1.0 / (np.maximum(n, 1) * w * (1 - w))))
+    return float(lg.mean()), math.sqrt(max(raw - noise, 0.0)), math.sqrt(raw)
+
+
+def tree_features(tree: CascadeTree) -> np.ndarray:
+    """Tree-level covariates known for a held-out tree (the simulator runs on its whole structure).
+
+    1, log users, share of users who reshare the source directly, log1p depth.
+    """
+    _, parent, _ = tree.events()
+    n = len(parent)
+    direct = float(np.sum(parent == 0)) / max(n - 1, 1)
+    return np.array([1.0, math.log(n), direct, math.log1p(float(node_depths(parent).max()))])
+
+
+def fast_weight_regression(trees: list[CascadeTree], w: np.ndarray) -> np.ndarray:
+    """Least-squares coefficients of logit(per-tree fast weight) on :func:`tree_features`."""
+    x = np.stack([tree_features(t) for t in trees])
+    coef, *_ = np.linalg.lstsq(x, special.logit(w), rcond=None)
+    return np.asarray(coef)
+
+
 def weighted_geomedian(curves: np.ndarray, iters: int = 100) -> np.ndarray:
     """Curve minimising ``sum_r ||p - C_r|| / max(C_r)``: the Bayes point prediction for NRMSE.
 
@@ -135,19 +225,27 @@ def author_counts(trees: list[CascadeTree]) -> dict[str, int]:
 
 
 def run(
-    trees: dict[str, CascadeTree], seed: int, runs: int, components: int = 2, dt: float = 1.0, log: Any = print
+    trees: dict[str, CascadeTree],
+    seed: int,
+    runs: int,
+    components: int = 2,
+    dt: float = 1.0,
+    log: Any = print,
+    fast_share: bool = False,
 ) -> dict[str, Any]:
+    """``fast_share``: score the per-cascade fast-share candidates instead of the draw / median ones."""
     ids = list(trees)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(77,)))
+    # the fast-share draws have their own stream, so the other variants keep their random numbers
+    rng_w = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(78,)))
     nmax = max(len(t.nodes) for t in trees.values())
     nested = sorted({k for k in (5, 10, 20, 40, runs) if k <= runs})  # means of the first k no-draw replicas
-    variants = [f"mean{k}_nodraw" for k in nested] + [
-        f"mean{runs}_draw",
-        f"mean{runs}_drawcond",
-        f"wgm{runs}_draw",
-        f"wgm{runs}_drawcond",
-        f"wgm{runs}_nodraw",
-    ]
+    variants = [f"mean{k}_nodraw" for k in nested]
+    if fast_share:
+        variants += [f"mean{runs}_fastln", f"mean{runs}_fastemp", f"mean{runs}_fastreg"]
+    else:
+        variants += [f"mean{runs}_draw", f"mean{runs}_drawcond", f"wgm{runs}_draw", f"wgm{runs}_drawcond"]
+        variants += [f"wgm{runs}_nodraw"]
     scores: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
     fits = []
     for k, held in enumerate(fold_split(ids, 5, seed)):
@@ -160,6 +258,26 @@ def run(
         counts = author_counts([trees[c] for c in train])
         fits.append({"fold": k, "family": tp.delay.family, "cascade_sigma": cs, "root_sigma": rs, "root_within": rw})
         log(f"fold {k}: fit {time.perf_counter() - t0:.0f} s, {tp.delay.family}, cascade sd {cs:.3f}, root sd {rs:.3f}")
+        if fast_share:
+            if tp.delay.family != "lognormal_mixture":
+                raise SystemExit(f"fold {k}: the fast-share model needs a log-normal mixture, got {tp.delay.family}")
+            w_tr, n_tr = tree_fast_weights([trees[c] for c in train], tp)
+            lg_mu, lg_sd, lg_raw = logit_normal_fit(w_tr, n_tr)
+            coef = fast_weight_regression([trees[c] for c in train], w_tr)
+            resid_sd = float(np.std(special.logit(w_tr) - np.stack([tree_features(trees[c]) for c in train]) @ coef))
+            log(
+                f"  logit(w) ~ 1 + log n + direct share + log1p depth: {np.round(coef, 3).tolist()}, "
+                f"residual sd {resid_sd:.2f}"
+            )
+            pooled = float(tp.delay.params["weights"][int(np.argmin(tp.delay.params["mus"]))])
+            fits[-1].update(fast_weight_fit=pooled, tree_w_median=float(np.median(w_tr)),
+                            logit_mean=lg_mu, logit_sd=lg_sd, logit_sd_raw=lg_raw)  # fmt: skip
+            fits[-1].update(logit_coef=coef.tolist(), logit_resid_sd=resid_sd)
+            log(
+                f"  fast weight: pooled {pooled:.3f}, per-tree median {np.median(w_tr):.3f}, "
+                f"IQR {np.percentile(w_tr, 25):.3f}-{np.percentile(w_tr, 75):.3f}; "
+                f"logit {lg_mu:.2f} sd {lg_sd:.2f} (raw {lg_raw:.2f})"
+            )
         for cid in held:
             tree = trees[cid]
             real = subtree_curves(tree, list(tree.nodes), MINUTES)
@@ -174,9 +292,23 @@ def run(
             shrink = n_a * rs**2 / (n_a * rs**2 + rw**2) if rs > 0 else 0.0
             cond = math.sqrt(max(cs**2 - shrink * rs**2, 0.0))
             nod = replica_curves(tree, tp, shift, 0.0, draws, dt)
+            preds = {f"mean{k}_nodraw": {c: nod[c][:k].mean(0) for c in CURVE_NAMES} for k in nested}
+            if fast_share:
+                h, pick = rng_w.standard_normal(runs), rng_w.integers(0, len(w_tr), runs)
+                fln = replica_curves(tree, tp, shift, 0.0, draws, dt, special.expit(lg_mu + lg_sd * h))
+                fem = replica_curves(tree, tp, shift, 0.0, draws, dt, w_tr[pick])
+                w_hat = float(special.expit(tree_features(tree) @ coef))
+                frg = replica_curves(tree, tp, shift, 0.0, draws, dt, np.full(runs, w_hat))
+                preds |= {
+                    f"mean{runs}_fastln": {c: fln[c].mean(0) for c in CURVE_NAMES},
+                    f"mean{runs}_fastemp": {c: fem[c].mean(0) for c in CURVE_NAMES},
+                    f"mean{runs}_fastreg": {c: frg[c].mean(0) for c in CURVE_NAMES},
+                }
+                for v in variants:
+                    scores[v].append(nrmse_curves(preds[v], real, MINUTES))
+                continue
             drw = replica_curves(tree, tp, shift, cs, draws, dt)
             dcd = replica_curves(tree, tp, shift, cond, draws, dt)
-            preds = {f"mean{k}_nodraw": {c: nod[c][:k].mean(0) for c in CURVE_NAMES} for k in nested}
             preds |= {
                 f"mean{runs}_draw": {c: drw[c].mean(0) for c in CURVE_NAMES},
                 f"mean{runs}_drawcond": {c: dcd[c].mean(0) for c in CURVE_NAMES},
@@ -195,21 +327,23 @@ def run(
         "fits": fits,
         "variants": {},
     }
-    base = np.array([[s[c] for c in CURVE_NAMES] for s in scores["mean5_nodraw"]])
+    bases = ["mean5_nodraw"] + ([f"mean{runs}_nodraw"] if fast_share and runs != 5 else [])
     for v in variants:
         arr = np.array([[s[c] for c in CURVE_NAMES] for s in scores[v]])
-        diff = arr - base
-        boot = np.random.default_rng(0).integers(0, len(arr), (2000, len(arr)))
-        lo, hi = np.percentile(diff[boot].mean(1), [2.5, 97.5], axis=0)
-        out["variants"][v] = {
-            "nrmse": dict(zip(CURVE_NAMES, arr.mean(0).round(4).tolist())),
-            "minus_mean5_nodraw": {
+        out["variants"][v] = {"nrmse": dict(zip(CURVE_NAMES, arr.mean(0).round(4).tolist()))}
+        line = f"{v:>20}: " + " / ".join(f"{x:.4f}" for x in arr.mean(0))
+        for b in bases:
+            diff = arr - np.array([[s[c] for c in CURVE_NAMES] for s in scores[b]])
+            boot = np.random.default_rng(0).integers(0, len(arr), (2000, len(arr)))
+            lo, hi = np.percentile(diff[boot].mean(1), [2.5, 97.5], axis=0)
+            out["variants"][v][f"minus_{b}"] = {
                 c: [round(float(diff[:, j].mean()), 4), round(float(lo[j]), 4), round(float(hi[j]), 4)]
                 for j, c in enumerate(CURVE_NAMES)
-            },
-        }
-        log(f"{v:>20}: " + " / ".join(f"{x:.4f}" for x in arr.mean(0)) + "   vs mean5_nodraw "
-            + "  ".join(f"{diff[:, j].mean():+.4f} ({lo[j]:+.4f}..{hi[j]:+.4f})" for j in range(3)))  # fmt: skip
+            }
+            line += f"   vs {b} " + "  ".join(
+                f"{diff[:, j].mean():+.4f} ({lo[j]:+.4f}..{hi[j]:+.4f})" for j in range(3)
+            )
+        log(line)
     out["per_cascade"] = {v: [round(s["scale"], 5) for s in scores[v]] for v in variants}
     return out
 
@@ -222,6 +356,7 @@ def main() -> None:
     ap.add_argument("--dt", type=float, default=1.0, help="step length in minutes (cv.step_minutes)")
     ap.add_argument("--limit", type=int, default=0, help="use only the first N outside trees (0: all)")
     ap.add_argument("--check-134", action="store_true", help="score the 134 instead (emulation check only)")
+    ap.add_argument("--fast-share", action="store_true", help="score the per-cascade fast-share candidates")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     t0 = time.perf_counter()
@@ -239,7 +374,7 @@ def main() -> None:
         if a.limit:
             trees = dict(list(trees.items())[: a.limit])
     print(f"{len(trees)} trees ({'the 134' if a.check_134 else 'outside the 134'}), seed {a.seed}, {a.runs} replicas")
-    res = run(trees, a.seed, a.runs, a.components, a.dt)
+    res = run(trees, a.seed, a.runs, a.components, a.dt, fast_share=a.fast_share)
     res["wall_s"] = round(time.perf_counter() - t0, 1)
     res["loadavg_start_end"] = [load0, os.getloadavg()]
     print(f"wall {res['wall_s']} s, load average start {load0[0]:.2f} end {os.getloadavg()[0]:.2f}")

@@ -87,3 +87,42 @@ def test_weighted_geomedian_minimises_the_nrmse_risk_of_the_replicas(point):
     best = point.weighted_geomedian(curves)
     for other in [curves.mean(0), np.median(curves, 0), *curves, best * 1.01, best * 0.99]:
         assert risk(best) <= risk(other) + 1e-9
+
+
+_MIX = DelayDistribution("lognormal_mixture", {"weights": [0.4, 0.6], "mus": [4.0, 0.5], "sigmas": [1.0, 0.7]})
+
+
+def _star(tmp_path, name, w_fast, n=600, seed=0):
+    """A source with ``n`` direct reshares whose delays come fast (component mu 0.5) with share ``w_fast``."""
+    rng = np.random.default_rng(seed)
+    fast = rng.random(n) < w_fast
+    delay = np.exp(np.where(fast, rng.normal(0.5, 0.7, n), rng.normal(4.0, 1.0, n)))
+    lines = ["['ROOT', 'ROOT', '0.0']->['s', '1', '0.0']"]
+    lines += [f"['s', '1', '0.0']->['u{i}', '1', '{d:.3f}']" for i, d in enumerate(delay)]
+    f = tmp_path / f"{name}.txt"
+    f.write_text("\n".join(lines) + "\n")
+    return parse_tree(f, strict=False, horizon_min=None)
+
+
+def test_per_tree_fast_weight_is_recovered_and_its_spread_measured(point, tmp_path):
+    truth = [0.2, 0.5, 0.8]
+    trees = [_star(tmp_path, str(k), w, seed=k) for k, w in enumerate(truth)]
+    tp = TimingParams(_MIX)
+    w, n = point.tree_fast_weights(trees, tp)
+    assert np.allclose(w, truth, atol=0.06), w  # the fast component is the one with the smaller mu, wherever it sits
+    assert np.array_equal(n, [600, 600, 600])
+    mu, sd, raw = point.logit_normal_fit(w, n)
+    assert 0.9 < raw < 1.5 and sd < raw  # logit sd of 0.2 / 0.5 / 0.8 is 1.39; noise removed makes it smaller
+
+
+def test_fast_weight_per_replica_keeps_the_fitted_law_and_moves_the_curve(point, tmp_path):
+    rng = np.random.default_rng(4)
+    u, v = rng.random((3, 500)), rng.random((3, 500))
+    # the fitted weight in every row gives exactly the fitted law's quantiles (same random numbers)
+    same = point._log_quantile_fast(_MIX, u, v, np.full(3, 0.6))
+    assert np.allclose(same, _MIX.log_quantile(u, v))
+    tree = _tree(tmp_path, n=80)
+    draws = _draws(np.random.default_rng(5), 3, len(tree.nodes))
+    reach = point.replica_curves(tree, TimingParams(_MIX), 0.0, 0.0, draws, fast_weight=np.array([0.05, 0.6, 0.95]))
+    at = reach["scale"][:, 30]
+    assert at[0] < at[1] < at[2]  # a replica with more fast reactions reaches more users by minute 30
