@@ -1,6 +1,6 @@
 """Dyadic-episodes benchmark: agents vs mindreaders vs script on the procedural tasks.
 
-    python benchmarks/bench_episodes.py [--minutes 20] [--per-task 12] [--max-turns 8] [--backend embedded]
+    python benchmarks/bench_episodes.py [--minutes 20] [--per-task 12] [--max-turns 8] [--backend embedded] [--seed 0]
 
 Runs every mode on the same mutual-friend (cooperative) and bargaining (competitive) instances
 with the embedded CPU model (SmolLM2-135M, llama.cpp, one thread) until the time budget runs out;
@@ -56,10 +56,11 @@ def main() -> None:
     ap.add_argument("--backend", default="embedded", choices=["embedded", "random"])
     ap.add_argument("--out", default="runs/bench-episodes")
     ap.add_argument("--fresh", action="store_true", help="Discard a previous run in --out.")
+    ap.add_argument("--seed", type=int, default=0, help="Root seed: task instances and sampling (one --out per seed).")
     args = ap.parse_args()
 
     cfg = episodes_config_from_dict({
-        "name": "bench-episodes", "seed": 0, "out": args.out,
+        "name": "bench-episodes", "seed": args.seed, "out": args.out,
         "llm": {"backend": args.backend, "n_threads": args.threads, "max_tokens": args.max_tokens, "temperature": 0.7},
         "modes": ["agents", "mindreaders", "script"],
         "tasks": {"mutual_friend": args.per_task, "bargaining": args.per_task, "n_friends": args.n_friends},
