@@ -116,6 +116,57 @@ def test_t_ci_is_a_t_interval():
     assert t_ci([None]) is None and t_ci([5.0])["lo"] == 5.0
 
 
+def test_report_prints_true_claim_levels_with_their_t_interval(tmp_path):
+    """The terminal's level table gives true claims' steps to 50% (and reach, depth) a 95% t interval
+    over seeds, computed here independently (scipy.stats.t), and says when a seed had no value."""
+    import json
+
+    from scipy import stats
+
+    from socium.experiments.intervention import summarise
+    from socium.experiments.report_intervention import LEVEL_KEYS
+
+    t50 = {0: 0.0, 1: 1.0, 2: 0.5, 3: None}  # seed 3: its true claims reached nobody, t50 undefined
+    reach = {0: 4.0, 1: 6.0, 2: 9.0, 3: 0.0}
+    ctl = {s: {"true_t50": t50[s], "true_reach": reach[s], "true_depth": 1.0, "false_reach": 3.0} for s in t50}
+    other = {s: dict(m, true_reach=m["true_reach"] - 1) for s, m in ctl.items()}
+    body = {
+        "strategies": {
+            "none": {"summary": summarise(ctl, None), "per_seed": ctl, "dirs": {}, "usage": []},
+            "label": {"summary": summarise(other, ctl), "per_seed": other, "dirs": {}, "usage": []},
+        }
+    }
+    res = {
+        "experiment": "intervention",
+        "spec": {"seeds": [0, 1, 2, 3], "n_false": 1, "n_true": 1, "base": {}},
+        "control": "none",
+        "order": ["none", "label"],
+        "sources": {"null": body},
+        "null_fit": None,
+        "steps": 3,
+        "model": "fake",
+        "n_agents": 5,
+    }
+    (tmp_path / "results.json").write_text(json.dumps(res), encoding="utf-8")
+    rep = write_report(tmp_path)
+
+    def expected(vals):
+        m, sd = sum(vals) / len(vals), stats.tstd(vals)
+        half = stats.t.ppf(0.975, len(vals) - 1) * sd / len(vals) ** 0.5
+        return f"{m:.2f} [{m - half:.2f}, {m + half:.2f}]"
+
+    (level,) = [t for t in rep.tables if t.summary and "level under none" in t.title]
+    rows = {r[0]: r[1:] for r in level.rows}
+    assert len(rows) == len(LEVEL_KEYS)
+    assert rows["true claims: steps to 50% reach"] == [expected([0.0, 1.0, 0.5]), "3 of 4"]
+    assert rows["true claims: reach (users)"] == [expected([4.0, 6.0, 9.0, 0.0]), "4 of 4"]
+    assert rows["true claims: depth (hops)"] == ["1.00 [1.00, 1.00]", "4 of 4"]
+    assert rows["false claims: steps to 50% reach"] == ["n/a", "0 of 4"]
+    # the full HTML table marks the cell measured on fewer seeds than the study ran
+    page = rep.html.read_text(encoding="utf-8")
+    assert f"{expected([0.0, 1.0, 0.5])} (n = 3 of 4 seeds)" in page
+
+
 def test_drift_by_depth_and_veracity(tmp_path):
     cfg = config_from_dict(
         {

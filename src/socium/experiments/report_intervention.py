@@ -24,6 +24,9 @@ EFFECT_KEYS = (
     ("stance_abs_change", "mean |stance change| (stance units)"),
 )
 SHORT_KEYS = ("false_reach", "true_reach", "false_t50")
+# the control's levels printed in the terminal: a paper quotes levels next to effects, and a level
+# (true claims' speed, say) must carry its interval there too, as every number in results.md must
+LEVEL_KEYS = ("false_reach", "true_reach", "false_t50", "true_t50", "false_depth", "true_depth")
 TABLE_KEYS = (
     "false_reach",
     "true_reach",
@@ -70,11 +73,32 @@ def _source_label(src: str, res: dict[str, Any]) -> str:
     return f"LLM ({model}{smoke}), {src.split(':', 1)[1]} perspective"
 
 
-def _ci(c: dict[str, Any] | None, digits: int = 2) -> str:
+def _ci(c: dict[str, Any] | None, digits: int = 2, n_seeds: int | None = None) -> str:
+    """'mean [lo, hi] (relative)'; with ``n_seeds``, a cell over fewer seeds says how many: steps to 50%
+    is undefined for a seed whose claims of that veracity reached nobody, and t_ci drops such seeds."""
     if c is None:
         return "n/a"
     s = f"{fmt(c['mean'], digits)} [{fmt(c['lo'], digits)}, {fmt(c['hi'], digits)}]"
-    return s + (f" ({c['relative']:+.0%})" if "relative" in c else "")
+    s += f" ({c['relative']:+.0%})" if "relative" in c else ""
+    n = c.get("n")
+    return s + (f" (n = {n} of {n_seeds} seeds)" if n_seeds is not None and n is not None and n < n_seeds else "")
+
+
+def level_table(src: str, res: dict[str, Any]) -> ReportTable:
+    """The control's level of each LEVEL_KEYS metric with its 95% t interval over seeds, and over how
+    many seeds it was measured (printed in the terminal: the effects table alone gives no levels)."""
+    n_seeds = len(res["spec"]["seeds"])
+    metrics = res["sources"][src]["strategies"][res["control"]]["summary"]["metrics"]
+    rows = []
+    for k in LEVEL_KEYS:
+        c = metrics.get(k)
+        rows.append([metric_label(k), _ci(c), f"{(c or {}).get('n', 0)} of {n_seeds}"])
+    return ReportTable(
+        f"{_source_label(src, res)}: level under {res['control']}, mean [95% t CI over seeds]",
+        ["metric", f"{res['control']}: mean [95% CI]", "seeds measured"],
+        rows,
+        summary=True,
+    )
 
 
 def _step_minutes(res: dict[str, Any]) -> float:
@@ -233,11 +257,13 @@ def build(rep: Report, res: dict[str, Any]) -> list[Path]:
             rep.series.setdefault(src, {})[strat] = {k: s.get(k) for k in ("false_curve", "true_curve")}
         others = [st for st in res["order"] if st != res["control"]]
         summ = {st: body["strategies"][st]["summary"] for st in res["order"]}
+        n_seeds = len(sp["seeds"])
+        rep.table(level_table(src, res))
         rep.table(
             ReportTable(
                 f"{_source_label(src, res)}: effect vs {res['control']}",
                 ["condition", *(metric_label(k) for k in SHORT_KEYS)],
-                [[st] + [_ci(summ[st]["effects"].get(k), 1) for k in SHORT_KEYS] for st in others],
+                [[st] + [_ci(summ[st]["effects"].get(k), 1, n_seeds) for k in SHORT_KEYS] for st in others],
                 summary=True,
             )
         )
@@ -246,14 +272,20 @@ def build(rep: Report, res: dict[str, Any]) -> list[Path]:
             ReportTable(
                 f"{_source_label(src, res)}: mean [95% CI] over seeds",
                 ["metric", *res["order"]],
-                [[metric_label(k)] + [_ci(summ[st]["metrics"].get(k)) for st in res["order"]] for k in TABLE_KEYS],
+                [
+                    [metric_label(k)] + [_ci(summ[st]["metrics"].get(k), 2, n_seeds) for st in res["order"]]
+                    for k in TABLE_KEYS
+                ],
             )
         )
         rep.table(
             ReportTable(
                 f"{_source_label(src, res)}: effect vs {res['control']} [95% CI] (relative)",
                 ["metric", *others],
-                [[metric_label(k)] + [_ci(summ[st]["effects"].get(k)) for st in others] for k in TABLE_KEYS],
+                [
+                    [metric_label(k)] + [_ci(summ[st]["effects"].get(k), 2, n_seeds) for st in others]
+                    for k in TABLE_KEYS
+                ],
             )
         )
         drows = []
