@@ -25,6 +25,13 @@ the share of fast reactions (the weight of the mixture's fastest component), per
 train trees, drawn per replica (logit-normal or a train tree's own weight) or predicted from the
 held-out tree's structure. It did not beat the no-draw mean (docs/results.md).
 
+``--self-degree`` scores a per-user covariate instead: the log1p count of the user's *own* children in
+the tree (its followers in a tree population, the same kind of structural covariate as the parent's
+count ``x_author``), its slope fitted per fold by least squares on the train trees' log-delay residuals
+(a two-stage screen, not the joint likelihood). Every run also prints the scale curve's mean signed
+and root-mean-square error per minute (normalised by the real maximum, as NRMSE is) for the no-draw
+mean, which says whether the error is a bias in time or cascade-to-cascade spread.
+
     nice -n 19 python benchmarks/propagation_point.py --runs 40 --json runs/point-select.json
 """
 
@@ -71,6 +78,7 @@ def replica_curves(
     draws: dict[str, np.ndarray],
     dt: float = 1.0,
     fast_weight: np.ndarray | None = None,
+    node_shift: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Curves (R x MINUTES) of R replicas of the calibrated null on ``tree``.
 
@@ -79,6 +87,7 @@ def replica_curves(
     step length in minutes (``cv.step_minutes``). ``fast_weight`` (R,): each replica's own weight of the
     fastest mixture component (the other components share the rest in their fitted proportions), the
     per-cascade fast-share model of :func:`tree_fast_weights`; None keeps the fitted weights.
+    ``node_shift`` (n,): a log-delay shift per node of ``tree.events()`` order (e.g. :func:`self_degree_fit`).
     """
     _, parent, _ = tree.events()
     n = len(parent)
@@ -99,6 +108,8 @@ def replica_curves(
         + tp.user_sigma * draws["z"][:, :n]
         + casc_sd * draws["g"][:, None]
     )
+    if node_shift is not None:
+        logd = logd + node_shift[None, :]
     delay = np.exp(np.minimum(logd, 50.0))
     wait = np.maximum(1, np.ceil(np.maximum(delay, MIN_DELAY_MIN) / dt - 1e-9))  # steps, as ExposureTiming
     step = np.zeros((R, n))
@@ -217,11 +228,60 @@ def weighted_geomedian(curves: np.ndarray, iters: int = 100) -> np.ndarray:
     return p
 
 
+def own_children(tree: CascadeTree) -> np.ndarray:
+    """log1p of each node's own children in the tree (``tree.events()`` order): its followers in a tree population."""
+    _, parent, _ = tree.events()
+    return np.log1p(np.bincount(parent[parent >= 0], minlength=len(parent)).astype(float))
+
+
+def self_degree_fit(trees: list[CascadeTree], tp: TimingParams) -> tuple[float, float]:
+    """Intercept and slope of the train trees' log-delay residuals on the reacting user's own log1p children.
+
+    Residual = log delay minus the fitted influence terms and the source account's effect, so the slope is
+    what the user's own audience adds beyond the parent's and the source's. Least squares (a screen): the
+    intercept is applied with the slope, so the shift averages ~0 over the training edges.
+    """
+    e = tree_edges(trees)
+    roots = e.roots or []
+    shift = np.array([tp.root_effects.get(roots[c], 0.0) for c in e.cascade.tolist()]) if roots else 0.0
+    r = np.log(e.delay) - tp.b_author * e.x_author - tp.b_root * e.x_root - shift
+    xs = []
+    for tree in trees:  # the edge order of tree_edges: every non-source node with a parent, in events() order
+        _, parent, _ = tree.events()
+        xs.append(own_children(tree)[1:][parent[1:] >= 0])
+    x = np.concatenate(xs)
+    a, b = np.linalg.lstsq(np.column_stack([np.ones(len(x)), x]), r - r.mean(), rcond=None)[0]
+    return float(a), float(b)
+
+
 def author_counts(trees: list[CascadeTree]) -> dict[str, int]:
     out: dict[str, int] = {}
     for t in trees:
         out[t.root_user] = out.get(t.root_user, 0) + 1
     return out
+
+
+def bias_summary(err: np.ndarray, log: Any = print) -> dict[str, Any]:
+    """Mean signed and RMS normalised scale error per minute over trees, and NRMSE with the mean bias removed.
+
+    ``err``: (trees x minutes). If the mean signed error is small against the RMS at every minute, the
+    error is cascade-to-cascade spread that no change of the pooled delay law can remove.
+    """
+    mean, rms = err.mean(0), np.sqrt((err**2).mean(0))
+    at = [t for t in (1, 2, 5, 10, 30, 60, 90, 120, MINUTES - 1) if t < err.shape[1]]
+    nrmse = float(np.sqrt((err**2).mean(1)).mean())
+    debiased = float(np.sqrt(((err - mean) ** 2).mean(1)).mean())
+    log("scale error by minute (mean signed / RMS, share of the real maximum): "
+        + ", ".join(f"{t}: {mean[t]:+.3f}/{rms[t]:.3f}" for t in at))  # fmt: skip
+    log(f"scale NRMSE {nrmse:.4f}; with the mean bias curve removed (in sample) {debiased:.4f}; "
+        f"largest |mean signed| {np.abs(mean).max():.3f} at minute {int(np.abs(mean).argmax())}")
+    return {
+        "minutes": at,
+        "mean_signed": [round(float(mean[t]), 4) for t in at],
+        "rms": [round(float(rms[t]), 4) for t in at],
+        "nrmse": round(nrmse, 4),
+        "nrmse_mean_bias_removed": round(debiased, 4),
+    }
 
 
 def run(
@@ -232,8 +292,10 @@ def run(
     dt: float = 1.0,
     log: Any = print,
     fast_share: bool = False,
+    self_degree: bool = False,
 ) -> dict[str, Any]:
-    """``fast_share``: score the per-cascade fast-share candidates instead of the draw / median ones."""
+    """``fast_share``: score the per-cascade fast-share candidates instead of the draw / median ones;
+    ``self_degree``: score the own-children covariate instead."""
     ids = list(trees)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(77,)))
     # the fast-share draws have their own stream, so the other variants keep their random numbers
@@ -243,11 +305,14 @@ def run(
     variants = [f"mean{k}_nodraw" for k in nested]
     if fast_share:
         variants += [f"mean{runs}_fastln", f"mean{runs}_fastemp", f"mean{runs}_fastreg"]
+    elif self_degree:
+        variants += [f"mean{runs}_selfdeg"]
     else:
         variants += [f"mean{runs}_draw", f"mean{runs}_drawcond", f"wgm{runs}_draw", f"wgm{runs}_drawcond"]
         variants += [f"wgm{runs}_nodraw"]
     scores: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
     fits = []
+    bias: list[np.ndarray] = []  # per held-out tree: (no-draw mean of runs - real scale) / max(real), per minute
     for k, held in enumerate(fold_split(ids, 5, seed)):
         train = [c for c in ids if c not in set(held)]
         t0 = time.perf_counter()
@@ -258,6 +323,10 @@ def run(
         counts = author_counts([trees[c] for c in train])
         fits.append({"fold": k, "family": tp.delay.family, "cascade_sigma": cs, "root_sigma": rs, "root_within": rw})
         log(f"fold {k}: fit {time.perf_counter() - t0:.0f} s, {tp.delay.family}, cascade sd {cs:.3f}, root sd {rs:.3f}")
+        if self_degree:
+            sd_a, sd_b = self_degree_fit([trees[c] for c in train], tp)
+            fits[-1].update(self_intercept=sd_a, self_slope=sd_b)
+            log(f"  own-children slope {sd_b:+.3f} (intercept {sd_a:+.3f}) per log1p child")
         if fast_share:
             if tp.delay.family != "lognormal_mixture":
                 raise SystemExit(f"fold {k}: the fast-share model needs a log-normal mixture, got {tp.delay.family}")
@@ -293,6 +362,13 @@ def run(
             cond = math.sqrt(max(cs**2 - shrink * rs**2, 0.0))
             nod = replica_curves(tree, tp, shift, 0.0, draws, dt)
             preds = {f"mean{k}_nodraw": {c: nod[c][:k].mean(0) for c in CURVE_NAMES} for k in nested}
+            bias.append((nod["scale"].mean(0) - real["scale"]) / max(float(real["scale"].max()), 1.0))
+            if self_degree:
+                slf = replica_curves(tree, tp, shift, 0.0, draws, dt, node_shift=sd_a + sd_b * own_children(tree))
+                preds[f"mean{runs}_selfdeg"] = {c: slf[c].mean(0) for c in CURVE_NAMES}
+                for v in variants:
+                    scores[v].append(nrmse_curves(preds[v], real, MINUTES))
+                continue
             if fast_share:
                 h, pick = rng_w.standard_normal(runs), rng_w.integers(0, len(w_tr), runs)
                 fln = replica_curves(tree, tp, shift, 0.0, draws, dt, special.expit(lg_mu + lg_sd * h))
@@ -327,7 +403,7 @@ def run(
         "fits": fits,
         "variants": {},
     }
-    bases = ["mean5_nodraw"] + ([f"mean{runs}_nodraw"] if fast_share and runs != 5 else [])
+    bases = ["mean5_nodraw"] + ([f"mean{runs}_nodraw"] if (fast_share or self_degree) and runs != 5 else [])
     for v in variants:
         arr = np.array([[s[c] for c in CURVE_NAMES] for s in scores[v]])
         out["variants"][v] = {"nrmse": dict(zip(CURVE_NAMES, arr.mean(0).round(4).tolist()))}
@@ -344,6 +420,7 @@ def run(
                 f"{diff[:, j].mean():+.4f} ({lo[j]:+.4f}..{hi[j]:+.4f})" for j in range(3)
             )
         log(line)
+    out["bias_scale"] = bias_summary(np.array(bias), log)
     out["per_cascade"] = {v: [round(s["scale"], 5) for s in scores[v]] for v in variants}
     return out
 
@@ -357,6 +434,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="use only the first N outside trees (0: all)")
     ap.add_argument("--check-134", action="store_true", help="score the 134 instead (emulation check only)")
     ap.add_argument("--fast-share", action="store_true", help="score the per-cascade fast-share candidates")
+    ap.add_argument("--self-degree", action="store_true", help="score the own-children delay covariate")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     t0 = time.perf_counter()
@@ -374,7 +452,7 @@ def main() -> None:
         if a.limit:
             trees = dict(list(trees.items())[: a.limit])
     print(f"{len(trees)} trees ({'the 134' if a.check_134 else 'outside the 134'}), seed {a.seed}, {a.runs} replicas")
-    res = run(trees, a.seed, a.runs, a.components, a.dt, fast_share=a.fast_share)
+    res = run(trees, a.seed, a.runs, a.components, a.dt, fast_share=a.fast_share, self_degree=a.self_degree)
     res["wall_s"] = round(time.perf_counter() - t0, 1)
     res["loadavg_start_end"] = [load0, os.getloadavg()]
     print(f"wall {res['wall_s']} s, load average start {load0[0]:.2f} end {os.getloadavg()[0]:.2f}")

@@ -126,3 +126,43 @@ def test_fast_weight_per_replica_keeps_the_fitted_law_and_moves_the_curve(point,
     reach = point.replica_curves(tree, TimingParams(_MIX), 0.0, 0.0, draws, fast_weight=np.array([0.05, 0.6, 0.95]))
     at = reach["scale"][:, 30]
     assert at[0] < at[1] < at[2]  # a replica with more fast reactions reaches more users by minute 30
+
+
+def _tree_with_own_speed(tmp_path, slope, n=400, seed=3, name="2"):
+    """A tree whose users react faster the more children they have (log delay = 2 + slope * log1p(children))."""
+    rng = np.random.default_rng(seed)
+    parent = [-1] + [int(rng.integers(0, i)) if rng.random() < 0.6 else 0 for i in range(1, n)]
+    kids = np.bincount(np.array(parent[1:]), minlength=n)
+    times = [0.0]
+    lines = [f"['ROOT', 'ROOT', '0.0']->['u0', '{name}', '0.0']"]
+    for i in range(1, n):
+        p = parent[i]
+        times.append(times[p] + float(np.exp(2.0 + slope * math.log1p(kids[i]) + rng.normal(0, 0.5))))
+        lines.append(f"['u{p}', '{name}', '{times[p]:.4f}']->['u{i}', '{name}', '{times[i]:.4f}']")
+    f = tmp_path / f"{name}.txt"
+    f.write_text("\n".join(lines) + "\n")
+    return parse_tree(f, strict=False)
+
+
+def test_own_children_slope_is_recovered_and_shifts_the_curve(point, tmp_path):
+    tp = TimingParams(DelayDistribution("lognormal", {"mu": 2.0, "sigma": 0.5}))
+    fast = _tree_with_own_speed(tmp_path, -0.6)
+    _, b = point.self_degree_fit([fast], tp)
+    assert -0.75 < b < -0.45
+    _, b0 = point.self_degree_fit([_tree_with_own_speed(tmp_path, 0.0, name="3")], tp)
+    assert abs(b0) < 0.15
+    draws = _draws(np.random.default_rng(4), 4, len(fast.nodes))
+    base = point.replica_curves(fast, tp, 0.0, 0.0, draws)["scale"]
+    quick = point.replica_curves(fast, tp, 0.0, 0.0, draws, node_shift=np.full(len(fast.nodes), -1.0))["scale"]
+    assert np.all(quick[:, 20] >= base[:, 20]) and quick[:, 20].sum() > base[:, 20].sum()
+
+
+def test_bias_summary_separates_a_shared_bias_from_spread(point):
+    rng = np.random.default_rng(0)
+    spread = rng.normal(0, 0.2, (200, 150))
+    biased = spread + 0.3
+    s0 = point.bias_summary(spread, log=lambda *_: None)
+    s1 = point.bias_summary(biased, log=lambda *_: None)
+    assert s1["nrmse"] > s0["nrmse"] + 0.1
+    assert s1["nrmse_mean_bias_removed"] == pytest.approx(s0["nrmse_mean_bias_removed"], abs=1e-9)
+    assert all(abs(m - 0.3) < 0.1 for m in s1["mean_signed"])
