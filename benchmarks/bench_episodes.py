@@ -1,13 +1,17 @@
 """Dyadic-episodes benchmark: agents vs mindreaders vs script on the procedural tasks.
 
     python benchmarks/bench_episodes.py [--minutes 20] [--per-task 12] [--max-turns 8] [--backend embedded] [--seed 0]
+    python benchmarks/bench_episodes.py --judge --per-task 2 --minutes 8 --seed 0 --out runs/bench-judge-s0
 
 Runs every mode on the same mutual-friend (cooperative) and bargaining (competitive) instances
 with the embedded CPU model (SmolLM2-135M, llama.cpp, one thread) until the time budget runs out;
 the run order interleaves tasks and modes, so whatever finished is balanced. Rerunning with the
 same arguments continues the run (``--fresh`` starts over). Prints the summary table (mean goal
 with 95% CI, words per turn, turns, agreement and leave rates), episodes per minute and the
-machine, and writes them to OUT/bench.json. Goal scores are rule-based (no judge).
+machine, and writes them to OUT/bench.json. Goal scores are rule-based. ``--judge`` also has the
+same model judge every episode (SOTOPIA-Eval, temperature 0, reasoning capped at
+``--judge-reasoning-chars``), so ``benchmarks/episodes_seeds.py --judge`` can check the judge against
+the rule-based goals; the goal column stays rule-based either way.
 """
 
 from __future__ import annotations
@@ -57,7 +61,11 @@ def main() -> None:
     ap.add_argument("--out", default="runs/bench-episodes")
     ap.add_argument("--fresh", action="store_true", help="Discard a previous run in --out.")
     ap.add_argument("--seed", type=int, default=0, help="Root seed: task instances and sampling (one --out per seed).")
+    ap.add_argument("--judge", action="store_true", help="Also judge every episode with the same model (temp. 0).")
+    ap.add_argument("--judge-reasoning-chars", type=int, default=60, help="maxLength of each judge reasoning string.")
     args = ap.parse_args()
+    judge = ({"judge_llm": {"backend": args.backend, "n_threads": args.threads, "temperature": 0.0},
+              "judge_reasoning_chars": args.judge_reasoning_chars} if args.judge else {})
 
     cfg = episodes_config_from_dict({
         "name": "bench-episodes", "seed": args.seed, "out": args.out,
@@ -65,6 +73,7 @@ def main() -> None:
         "modes": ["agents", "mindreaders", "script"],
         "tasks": {"mutual_friend": args.per_task, "bargaining": args.per_task, "n_friends": args.n_friends},
         "max_turns": args.max_turns, "argument_chars": args.argument_chars, "script_max_tokens": args.script_max_tokens,
+        **judge,
     })
     info = machine()
     t0 = time.perf_counter()
@@ -81,7 +90,8 @@ def main() -> None:
               "episodes_total": s["episodes"], "episode_wall_s_total": s["episode_wall_s_total"],
               "episodes_per_min_total": 60.0 * s["episodes"] / s["episode_wall_s_total"] if s["episode_wall_s_total"] else None,
               "llm_calls": s["llm_calls"], "prompt_tokens": s["prompt_tokens"], "completion_tokens": s["completion_tokens"],
-              "ended_by": s["ended_by"], "rows": s["rows"], "model": s["model"]}
+              "ended_by": s["ended_by"], "rows": s["rows"], "model": s["model"], "judge_model": s["judge_model"],
+              "judge_vs_objective": s["judge_vs_objective"]}
     Path(args.out, "bench.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
     print(markdown_table(s))
     print(json.dumps({k: result[k] for k in ("this_invocation", "episodes_total", "episodes_per_min_total",
