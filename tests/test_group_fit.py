@@ -9,9 +9,11 @@ member's turn is lost. The fitting is script mode's (``agents/narrator_fit.py``)
 import json
 
 import duckdb
+import pytest
 
 from conftest import replayed_like_recorded
 from socium.llm.context import estimate_prompt_tokens
+from socium.llm.types import LLMResult
 from socium.llm.wrappers import CachingBackend
 from socium.simulator.simulation import Simulation
 from socium.testing.backends import ScriptedBackend
@@ -105,3 +107,37 @@ def test_a_replay_splits_and_trims_as_the_recorded_run_did(tmp_path):
     assert any("trimmed" in r.metadata for r in recorded)
     c = cfg(llm={"backend": "replay", "model": "scripted", "max_tokens": MAX_TOKENS})
     assert replayed_like_recorded(c, tmp_path / "b" / "r", tmp_path / "c")  # a replay miss would raise
+
+
+@pytest.mark.parametrize("mode", ["narrator", "group"])
+def test_a_failed_member_call_makes_every_member_invalid_naming_the_error(tmp_path, mode):
+    """Script mode and group agents share the sending of a multi-member call (``_ask_members``): each
+    keeps its own request id, seed salt (99 / 500) and metadata, and a backend error after retries
+    leaves every member one invalid decision naming it, with no re-ask."""
+    backend = ScriptedBackend(lambda req: LLMResult.failure(req.request_id, "down for maintenance", "server"))
+    llm = {"backend": "random", "max_tokens": MAX_TOKENS, "max_invalid_fraction": None}
+    c = narrator_cfg(llm=llm) if mode == "narrator" else cfg(llm=llm)
+    sim = Simulation(c, tmp_path / "r")
+    pol = sim.policy
+    pol.backend_factory = lambda cache: CachingBackend(backend, cache)
+    sim.run()
+    assert backend.calls
+    for r in backend.calls:
+        step, first, group = r.metadata["step"], r.metadata["agent_id"], r.metadata["group"]
+        assert first == group[0] and r.max_tokens == MAX_TOKENS * len(group)
+        if mode == "narrator":
+            assert "attempt" not in r.metadata and r.request_id == f"s{step}-g{first}"
+            assert r.seed == pol._seed(first, step, 99)
+        else:
+            assert r.metadata["attempt"] == 0 and r.request_id == f"s{step}-c{int(pol.labels[first])}-a{first}-0"
+            assert r.seed == pol._seed(first, step, 500)
+    con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
+    try:
+        got = con.execute(
+            "SELECT step, agent_id, reason FROM actions WHERE origin = 'llm' ORDER BY step, agent_id"
+        ).fetchall()
+    finally:
+        con.close()
+    asked = sorted((r.metadata["step"], a) for r in backend.calls for a in r.metadata["group"])
+    assert [(s, a) for s, a, _ in got] == asked  # each member once
+    assert {why for _, _, why in got} == {"backend error (server): down for maintenance"}

@@ -28,6 +28,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from socium.agents import prompts as P
+from socium.agents.llm_narrator import backend_failed
 from socium.agents.llm_policy import LLMPolicy, _short_error, rendered_calls, validate_answer
 from socium.agents.narrator_fit import FittedCall, collect_unshown, mark_unshown
 from socium.agents.observation import Decision, Observation
@@ -136,8 +137,6 @@ class GroupLLMPolicy(LLMPolicy):
     ) -> tuple[list[Decision], list[Observation]]:
         """Decisions for members answered validly; the rest (to re-ask) with their reasons kept. The
         members are the call's (trimmed ones included), so answers are checked against what was shown."""
-        llm = self.cfg.llm
-        assert llm is not None
         members = call.members
         first = members[0]
         meta: dict[str, Any] = {
@@ -148,18 +147,10 @@ class GroupLLMPolicy(LLMPolicy):
             "attempt": attempt,
         }
         call.record(meta, whole, attempt, "split_from")  # split / trimmed / the window that bounded it
-        req = self._request(
-            f"s{first.step}-c{int(self.labels[first.agent_id])}-a{first.agent_id}-{attempt}",
-            call.messages,
-            self.group_schema(members),
-            meta,
-            self._seed(first.agent_id, first.step, 500 + attempt),
-            max_tokens=llm.max_tokens * len(members),
-        )
-        res = await self._ask(req)
+        rid = f"s{first.step}-c{int(self.labels[first.agent_id])}-a{first.agent_id}-{attempt}"
+        res = await self._ask_members(call, rid, self.group_schema(members), meta, 500 + attempt)
         if not res.ok:
-            reason = clean_text(f"backend error ({res.error_kind}): {res.error}", 500).text
-            return [Decision(o.agent_id, [], invalid_reason=reason) for o in members], []
+            return backend_failed(res, members), []
         try:
             data = parse_json_lenient(res.text)
             if not isinstance(data, dict):

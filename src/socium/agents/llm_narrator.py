@@ -20,6 +20,7 @@ from socium.agents.observation import Decision, Observation
 from socium.agents.policy_parts import PolicyParts
 from socium.llm.context import context_window, prompt_counter
 from socium.llm.parsing import parse_json_lenient
+from socium.llm.types import LLMResult
 from socium.platform.text import clean_text
 
 
@@ -89,6 +90,20 @@ class NarratorMixin(PolicyParts):
             )
         return msgs
 
+    async def _ask_members(
+        self, call: FittedCall, rid: str, schema: dict[str, Any], meta: dict[str, Any], salt: int
+    ) -> LLMResult:
+        """Send one call that answers for all of ``call.members`` (a narrator group, or a persona
+        cluster's members in ``group_policy``), its seed drawn for the first member and ``salt``, with
+        room for every member's answer. The callers' request ids, schemas, metadata and salts differ;
+        only the sending is shared."""
+        first = call.members[0]
+        llm = self.cfg.llm
+        assert llm is not None
+        seed = self._seed(first.agent_id, first.step, salt)
+        req = self._request(rid, call.messages, schema, meta, seed, max_tokens=llm.max_tokens * len(call.members))
+        return await self._ask(req)
+
     async def _narrator_call(
         self, call: FittedCall, attempt: int, whole: list[Observation]
     ) -> tuple[list[Decision], list[tuple[Observation, str, str | None]]]:
@@ -99,20 +114,10 @@ class NarratorMixin(PolicyParts):
         if attempt:
             meta["attempt"] = attempt
         call.record(meta, whole, attempt, "narrator_group")  # split / trimmed / the window that bounded it
-        llm = self.cfg.llm
-        assert llm is not None
-        req = self._request(
-            f"s{first.step}-g{first.agent_id}" + (f"-{attempt}" if attempt else ""),
-            call.messages,
-            schema,
-            meta,
-            self._seed(first.agent_id, first.step, 99 + attempt),
-            max_tokens=llm.max_tokens * len(group),
-        )
-        res = await self._ask(req)
+        rid = f"s{first.step}-g{first.agent_id}" + (f"-{attempt}" if attempt else "")
+        res = await self._ask_members(call, rid, schema, meta, 99 + attempt)
         if not res.ok:
-            reason = clean_text(f"backend error ({res.error_kind}): {res.error}", 500).text
-            return [Decision(o.agent_id, [], invalid_reason=reason) for o in group], []
+            return backend_failed(res, group), []
         raw = clean_text(res.text, 2000).text
         try:
             data = parse_json_lenient(res.text)
@@ -131,3 +136,10 @@ class NarratorMixin(PolicyParts):
             except (ValueError, ValidationError) as exc:
                 retry.append((o, _short_error(exc), raw))
         return done, retry
+
+
+def backend_failed(res: LLMResult, members: list[Observation]) -> list[Decision]:
+    """Every member of a multi-member call gets an invalid decision naming the backend error (the call
+    failed after retries, so there is no answer to validate, and nothing is re-asked)."""
+    reason = clean_text(f"backend error ({res.error_kind}): {res.error}", 500).text
+    return [Decision(o.agent_id, [], invalid_reason=reason) for o in members]
