@@ -306,9 +306,18 @@ class GoodModerator:
         return [ModerationEvent("label", self.target, source="mine", detail="custom")] if ctx.step == 0 else []
 
 
-def test_plugin_strategy_by_dotted_path_and_refusals():
-    mod = make_moderator("tests.test_moderation:GoodModerator", {"target": 1})
-    assert type(mod).__name__ == "GoodModerator" and mod.target == 1  # (pytest may import this file twice)
+def test_plugin_strategy_by_dotted_path_and_refusals(tmp_path, monkeypatch):
+    # A package of its own on sys.path, so the dotted path resolves however pytest was started
+    # ("tests.test_moderation" only imports when the repo root is on sys.path, as with python -m pytest).
+    # It re-exports this module's class under the name pytest imported this file by: one class object.
+    pkg = tmp_path / "socium_test_plugins"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mods.py").write_text(f"from {GoodModerator.__module__} import GoodModerator  # noqa: F401\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for path in ("socium_test_plugins.mods:GoodModerator", "socium_test_plugins.mods.GoodModerator"):
+        mod = make_moderator(path, {"target": 1})
+        assert type(mod) is GoodModerator and mod.target == 1
     with pytest.raises(ConfigError, match="not a moderation strategy class"):
         make_moderator("os:system", {})
     with pytest.raises(ConfigError, match="does not implement moderate"):
