@@ -18,6 +18,7 @@ from socium.platform.graph import (
     graph_from_following,
     graph_to_edges,
     read_edgelist,
+    twitter_like_attractiveness,
 )
 
 FACEBOOK = DATA / "snap-ego-facebook" / "facebook_combined.txt.gz"
@@ -28,7 +29,9 @@ KINDS = [
     ("stochastic_block", {"n_blocks": 3, "p_in": 0.2, "p_out": 0.01}),
     ("core_periphery", {}),
     ("random_out", {"out_degree": 5}),
+    ("twitter_like", {"m": 4}),
 ]
+DIRECTED = ("random_out", "twitter_like")
 
 
 def edge_set(g: nx.DiGraph) -> set[tuple[int, int]]:
@@ -47,7 +50,7 @@ def test_generators_seeded(kind: str, params: dict) -> None:
     assert nx.number_of_selfloops(a) == 0
 
 
-@pytest.mark.parametrize("kind, params", [k for k in KINDS if k[0] != "random_out"])
+@pytest.mark.parametrize("kind, params", [k for k in KINDS if k[0] not in DIRECTED])
 def test_undirected_kinds_are_reciprocal(kind: str, params: dict) -> None:
     g = generate_graph(kind, 200, 1, **params)
     assert all(g.has_edge(v, u) for u, v in g.edges())
@@ -123,6 +126,17 @@ def test_empty_graph() -> None:
         ("core_periphery", 10, {"core_fraction": 1.0}, ["core_fraction"]),
         ("random_out", 10, {"out_degree": 10}, ["out_degree"]),
         ("empty", -1, {}, ["graph.n"]),
+        ("twitter_like", 100, {"m": 0}, ["graph.params.m", "twitter_like"]),
+        ("twitter_like", 100, {"m": 2.5}, ["graph.params.m", "integer"]),
+        ("twitter_like", 100, {"m": 10**6}, ["graph.params.m", "[1, 100000]"]),
+        ("twitter_like", 100, {"reciprocity": 1.2}, ["graph.params.reciprocity", "probability"]),
+        ("twitter_like", 100, {"reciprocity": True}, ["graph.params.reciprocity"]),
+        ("twitter_like", 100, {"triad": -0.1}, ["graph.params.triad", "probability"]),
+        ("twitter_like", 100, {"alpha": "steep"}, ["graph.params.alpha", "number"]),
+        ("twitter_like", 100, {"alpha": float("inf")}, ["graph.params.alpha"]),
+        ("twitter_like", 100, {"alpha": 1.9}, ["graph.params.alpha", "(2.", "raise graph.params.triad"]),
+        ("twitter_like", 100, {"triad": 0.9, "alpha": 2.276}, ["graph.params.alpha", "triad=0.9", "lower graph"]),
+        ("twitter_like", 100, {"recip": 0.2}, ["graph.params.recip", "allowed: m, reciprocity, triad, alpha"]),
     ],
 )
 def test_bad_kind_and_params(kind: str, n: int, params: dict, words: list[str]) -> None:
@@ -130,6 +144,99 @@ def test_bad_kind_and_params(kind: str, n: int, params: dict, words: list[str]) 
         generate_graph(kind, n, 0, **params)
     for w in words:
         assert w in str(err.value)
+
+
+# --- twitter_like ---------------------------------------------------------------------------
+
+
+def _facts(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[float, float, float]:
+    """Edge reciprocity, fitted follower-tail exponent and sampled mean local clustering, measured by
+    the same code as ``socium validate``."""
+    from socium.experiments import stylized as S
+    from socium.experiments.validate import _fit_tail
+
+    indeg = np.bincount(dst, minlength=n)
+    alpha = _fit_tail(indeg[indeg > 0])[0]
+    cc = S.clustering_sample(src.astype(np.int64), dst.astype(np.int64), n, 2000)[0]
+    return S.reciprocity(src, dst, n), alpha, cc
+
+
+def test_twitter_like_shape() -> None:
+    n, m = 5000, 6
+    src, dst = generate_edges("twitter_like", n, 3, m=m, reciprocity=0.3)
+    assert np.all(src != dst)
+    key = src.astype(np.int64) * n + dst
+    assert np.all(key[1:] > key[:-1])  # sorted (src, dst) with no repeats, as FollowIndex wants
+    indeg = np.bincount(dst, minlength=n)
+    # every account makes m follows of its own (the first m + 1 follow all earlier ones), plus returns
+    outdeg = np.bincount(src, minlength=n)
+    assert np.sort(outdeg)[m + 1] >= m and outdeg.sum() > n * m
+    assert indeg.max() > 50 * indeg.mean()  # hubs
+    assert len(set(src.tolist()) | set(dst.tolist())) == n  # every account takes part
+    g = generate_graph("twitter_like", n, 3, m=m, reciprocity=0.3)
+    assert edge_set(g) == set(zip(src.tolist(), dst.tolist()))
+
+
+@pytest.mark.parametrize("r", [0.0, 0.221, 0.5])
+def test_twitter_like_reciprocity(r: float) -> None:
+    n = 20_000
+    src, dst = generate_edges("twitter_like", n, 7, reciprocity=r)
+    key = set(zip(src.tolist(), dst.tolist()))
+    mutual_pairs = sum((v, u) in key for u, v in key) / 2
+    pairs = len(key) - mutual_pairs
+    assert abs(mutual_pairs / pairs - r) < 0.01  # Kwak et al.'s measure: mutual share of connected pairs
+    assert abs(_facts(src, dst, n)[0] - 2 * r / (1 + r)) < 0.01  # the edge share socium validate reports
+
+
+@pytest.mark.parametrize("params", [{}, {"triad": 0.0}, {"triad": 0.0, "alpha": 2.6}, {"m": 5, "alpha": 2.4}])
+def test_twitter_like_follower_tail(params: dict) -> None:
+    n = 30_000
+    src, dst = generate_edges("twitter_like", n, 11, **params)
+    alpha = params.get("alpha", 2.276)
+    fitted = _facts(src, dst, n)[1]
+    # the constant is set by a mean-field rate equation; finite graphs fit somewhat lower tails
+    assert alpha - 0.25 < fitted < alpha + 0.15
+
+
+def test_twitter_like_clustering_rises_with_triad() -> None:
+    n = 20_000
+    cc = [_facts(*generate_edges("twitter_like", n, 5, triad=t, alpha=2.3), n)[2] for t in (0.0, 0.25, 0.5, 0.75)]
+    assert cc[0] + 0.05 < cc[1] < cc[2], cc
+    # at fixed alpha a high triad share comes with a large constant a (more uniform preferential picks,
+    # smaller hub cores), so clustering stops rising; it stays far above the no-closure graph
+    assert cc[3] > cc[0] + 0.05, cc
+    steep = _facts(*generate_edges("twitter_like", n, 5, triad=0.0, alpha=2.6), n)[2]
+    assert steep < 0.05 < cc[2]  # without closure or big hubs the graph barely clusters
+
+
+def test_twitter_like_seeded_and_tiny() -> None:
+    a = generate_edges("twitter_like", 3000, 1)
+    b = generate_edges("twitter_like", 3000, 1)
+    c = generate_edges("twitter_like", 3000, 2)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert not np.array_equal(a[1], c[1])
+    for n in (0, 1):
+        assert generate_graph("twitter_like", n, 0).number_of_edges() == 0
+    for m in (5, 50):  # n <= m + 1: the core only, everyone follows all earlier accounts and is followed back
+        assert generate_graph("twitter_like", 6, 0, m=m, reciprocity=1.0, triad=0.0, alpha=3.5).number_of_edges() == 30
+
+
+def test_twitter_like_attractiveness_matches_price_model() -> None:
+    # without triads or follow-backs this is Price's model: alpha = 2 + a / m
+    assert twitter_like_attractiveness(4, 0.0, 0.0, 2.5) == pytest.approx(2.0)
+    assert twitter_like_attractiveness(10, 0.221, 0.0, 2.276) == pytest.approx(10 * (0.276 - 0.221))
+
+
+def test_twitter_like_from_config_errors_name_key() -> None:
+    from socium.config import config_from_dict
+    from socium.simulator.world import build_follows
+
+    cfg = config_from_dict({"population": {"n_agents": 300}, "graph": {"kind": "twitter_like", "params": {"m": 3}}})
+    idx = build_follows(cfg, 300, None)
+    assert idx.n_edges > 3 * 290
+    bad = config_from_dict({"population": {"n_agents": 300}, "graph": {"kind": "twitter_like", "params": {"triad": 2}}})
+    with pytest.raises(ConfigError, match=r"graph\.params\.triad"):
+        build_follows(bad, 300, None)
 
 
 # --- edge lists -------------------------------------------------------------------------------

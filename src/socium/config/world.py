@@ -103,16 +103,24 @@ class GraphConfig(_Cfg):
         "stochastic_block",
         "core_periphery",
         "random_out",
+        "twitter_like",
         "empty",
         "edgelist",
         "profiles",
     ] = Field(
-        "barabasi_albert", description="Follow-graph generator, an edge-list file, or the profiles' following lists."
+        "barabasi_albert",
+        description="Follow-graph generator, an edge-list file, or the profiles' following lists. Generators other "
+        "than random_out and twitter_like are undirected models whose follows are all mutual; twitter_like is "
+        "directed: preferential attachment on followers, triadic closure and partial follow-back.",
     )
     path: str | None = Field(None, description="Edge-list file (SNAP format, .gz allowed) for kind 'edgelist'.")
     directed: bool = Field(False, description="Edge-list lines are directed follows (otherwise reciprocal).")
     params: dict[str, Any] = Field(
-        default_factory=dict, description="Generator parameters, e.g. {m: 3} for barabasi_albert."
+        default_factory=dict,
+        description="Generator parameters, e.g. {m: 3} for barabasi_albert. twitter_like: m [10] follows per "
+        "newcomer; reciprocity [0.221] share of follows returned (Kwak et al. 2010: 22.1% of connected pairs "
+        "mutual); triad [0.5] chance a later follow closes a triangle (Holme & Kim 2002; a modelling choice); "
+        "alpha [2.276] follower-tail exponent aimed at (Kwak et al. 2010). See socium.platform.graph.generate_graph.",
     )
 
 
