@@ -13,7 +13,7 @@ It also re-reads each run's trace (``episodes.duckdb``, read-only) for the count
 results' reading: end-of-episode answers that name the shared friend or one of the two characters,
 bargaining deals and where their price falls, and the scripts' 'speak' turns; each as per-seed
 counts, the pooled proportion with a Wilson 95% CI and a t CI over the per-seed proportions. Runs
-made with ``bench_episodes.py --judge`` add the judge check: valid and rejected judgements (Wilson
+made with ``bench_episodes.py --judge`` add the judge check: valid and failed judgements (Wilson
 CIs), the judge's score values (is it constant?) and its mean absolute error against the rule-based
 goals, with t CIs over seeds and over episodes.
 """
@@ -183,10 +183,15 @@ def script_turn_kinds(run_dir: str) -> Counter[str]:
 
 
 def judge_tally(episodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """One run's judge check: episodes judged, valid / rejected judgements, every score value the judge
-    gave per dimension, and per episode the mean absolute error of the judge's goal against the
-    rule-based goal over its two agents (the MAE's unit is the episode: its two agents share it)."""
-    judged = valid = rejected = 0
+    """One run's judge check: episodes judged; valid judgements; failed ones (no valid judgement after
+    the re-ask) with their last error, since a failure can be the judge's (a score out of range, a
+    truncated reply) or the backend's (the re-ask no longer fits the context), and the trace's
+    ``llm_calls`` tell which; every score value it gave per dimension; and per episode the mean
+    absolute error of the judge's goal against the rule-based goal over its two agents (the MAE's unit
+    is the episode: its two agents share it), with how many episodes had a non-zero rule-based goal
+    (without them a correlation is not estimable)."""
+    judged = valid = nonzero_rule = 0
+    errors: list[str] = []
     values: dict[str, Counter[float]] = {}
     episode_err: list[float] = []
     for ep in episodes:
@@ -195,7 +200,7 @@ def judge_tally(episodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
             continue
         judged += 1
         if js is None:
-            rejected += 1
+            errors.append(str(ep["judge_error"])[:120])
             continue
         valid += 1
         for agent in ("agent_0", "agent_1"):
@@ -203,6 +208,7 @@ def judge_tally(episodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
                 if dim != "overall":
                     values.setdefault(dim, Counter())[float(v)] += 1
         if ep.get("goal_0") is not None:
+            nonzero_rule += bool(ep["goal_0"] or ep["goal_1"])
             episode_err.append(
                 (abs(js["agent_0"]["goal"] - ep["goal_0"]) + abs(js["agent_1"]["goal"] - ep["goal_1"])) / 2
             )
@@ -210,7 +216,9 @@ def judge_tally(episodes: Iterable[dict[str, Any]]) -> dict[str, Any]:
     return {
         "judged": judged,
         "valid": valid,
-        "rejected": rejected,
+        "failed": len(errors),
+        "errors": errors,
+        "nonzero_rule": nonzero_rule,
         "values": values,
         "constant": constant,
         "episode_abs_err": episode_err,
@@ -274,7 +282,10 @@ def print_tallies(dirs: Sequence[str], seeds: Sequence[int]) -> None:
         return
     print(f"\nJudge check (seeds {list(seeds)}):")
     print(_prop_line("valid judgements", [(j["valid"], j["judged"]) for j in judges]))
-    print(_prop_line("rejected after the re-ask", [(j["rejected"], j["judged"]) for j in judges]))
+    print(_prop_line("failed (no valid judgement after the re-ask)", [(j["failed"], j["judged"]) for j in judges]))
+    for seed, j in zip(seeds, judges):
+        for err in j["errors"]:
+            print(f"  seed {seed} failure: {err}")
     values: dict[str, Counter[float]] = {}
     for j in judges:
         for dim, c in j["values"].items():
@@ -297,7 +308,8 @@ def print_tallies(dirs: Sequence[str], seeds: Sequence[int]) -> None:
         print(
             f"judge goal vs rule goal, MAE per seed {[round(x, 2) for x in per_seed]}: mean {m:.2f} "
             f"t 95% CI over seeds {_fmt_ci(lo, hi)} (n = {len(per_seed)}); over episodes {me:.2f} "
-            f"{_fmt_ci(elo, ehi)} (n = {len(errs)} judged episodes, 2 agents each)"
+            f"{_fmt_ci(elo, ehi)} (n = {len(errs)} judged episodes, 2 agents each); episodes with a non-zero "
+            f"rule-based goal: {sum(j['nonzero_rule'] for j in judges)}"
         )
 
 

@@ -89,9 +89,16 @@ def test_judge_tally_counts_rejections_detects_constancy_and_errors_per_episode(
         {"judge_scores": _judgement(0, 0), "judge_error": None, "goal_0": 0.0, "goal_1": 0.0},
         {"judge_scores": None, "judge_error": "believability 11 out of range", "goal_0": 0.0, "goal_1": 0.0},
         {"judge_scores": None, "judge_error": None, "goal_0": 0.0, "goal_1": 0.0},  # not judged at all
+        {
+            "judge_scores": None,
+            "judge_error": "backend error (client): request exceeds the context",
+            "goal_0": 0.0,
+            "goal_1": 0.0,
+        },
     ]
     j = es.judge_tally(eps)
-    assert (j["judged"], j["valid"], j["rejected"]) == (3, 2, 1)
+    assert (j["judged"], j["valid"], j["failed"], j["nonzero_rule"]) == (4, 2, 2, 1)
+    assert j["errors"][0].startswith("believability 11")
     assert j["constant"] is True
     assert j["episode_abs_err"] == [5.0, 0.0]
     eps[1]["judge_scores"] = _judgement(3, 0, believability=2)
