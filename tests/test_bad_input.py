@@ -129,3 +129,51 @@ def test_corrupt_trace_is_a_clear_error_everywhere(tmp_path, damage):
         assert r.exit_code == 2, (args, r.exit_code, r.output, r.exception)
         assert re.search(r"^error: .*(trace|set-up|resume|query failed)", r.output, re.M), (args, r.output)
         assert r.exception is None or isinstance(r.exception, SystemExit), (args, r.exception)
+
+
+def _tree_file(path: Path, extra: str = "") -> Path:
+    """A small Ma et al. tree; ``extra`` is inserted as its fourth line."""
+    lines = ["['ROOT', 'ROOT', '0.0']->['a', '1', '0.0']"]
+    lines += [f"['a', '1', '0.0']->['u{i}', '1', '{1.5 * i:.1f}']" for i in range(1, 8)]
+    lines += [f"['u1', '1', '1.5']->['v{i}', '1', '{3.0 + i:.1f}']" for i in range(1, 5)]
+    if extra:
+        lines.insert(3, extra)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_fit_on_one_tree_file_is_not_a_traceback(tmp_path):
+    """One tree makes the source's fan-out constant: the mixture fit's linear solve was singular."""
+    out = tmp_path / "t.json"
+    tree = str(_tree_file(tmp_path / "7.txt"))
+    r = runner.invoke(app, ["fit", "propagation", "--train", tree, "--out", str(out), "--bootstrap", "0"])
+    assert r.exit_code == 0, (r.output, r.exception)
+    assert out.is_file()
+
+
+@pytest.mark.parametrize("line", ["this is a broken line", "['a', '1', '0.0']->['z', '1', 'soon']"])
+def test_broken_line_in_own_tree_file_names_file_and_line(tmp_path, line):
+    """The user's own tree files (fit --train, a propagation spec's tree_files) were parsed leniently:
+    a broken line vanished without a word and the fit or experiment ran on what was left."""
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    _tree_file(trees / "7.txt")
+    bad = _tree_file(trees / "8.txt", line)
+    r = runner.invoke(app, ["fit", "propagation", "--train", str(trees), "--out", str(tmp_path / "t.json")])
+    assert r.exit_code == 2 and "8.txt:4: " in r.output and "Traceback" not in r.output, r.output
+    assert not (tmp_path / "t.json").exists()
+    spec = tmp_path / "p.yaml"
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "experiment": "propagation",
+                "tree_files": [str(bad)],
+                "max_users": 4,
+                "minutes": 10,
+                "base": {"step_minutes": 5},
+            }
+        )
+    )
+    r = runner.invoke(app, ["experiment", "propagation", str(spec), "--out", str(tmp_path / "e"), "--quiet"])
+    assert r.exit_code == 2 and f"{bad}:4: " in r.output, r.output
+    assert not (tmp_path / "e").exists()

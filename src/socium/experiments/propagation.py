@@ -157,8 +157,8 @@ def load_trees(spec: PropagationSpec) -> dict[str, CascadeTree]:
     """The trees the spec asks for (explicit ids, own files, or OASIS's list sampled with a seed)."""
     trees: dict[str, CascadeTree] = {}
     tar = Path(spec.tarball) if spec.tarball else None
-    for f in spec.tree_files:
-        trees[Path(f).stem] = parse_tree(Path(f), horizon_min=spec.horizon_min, strict=False)
+    for f in spec.tree_files:  # the user's own files: a malformed line is an error naming file and line
+        trees[Path(f).stem] = parse_tree(Path(f), horizon_min=spec.horizon_min)
     if spec.cascades:
         trees.update(load_twitter15(tar, spec.cascades, horizon_min=spec.horizon_min, strict=False))
     elif not spec.tree_files:

@@ -235,7 +235,9 @@ def _fit_mixture_em(
             A[k:, k:] = (X * sw[:, None]).T @ X
             rhs[:k] = wt.T @ y
             rhs[k:] = X.T @ (y * sw)
-            sol = np.linalg.solve(A, rhs)
+            # lstsq, not solve: with one tree (or sources of equal fan-out) x_root is constant and A is
+            # singular; the closed-form lognormal fit already takes lstsq's minimum-norm answer there.
+            sol = np.linalg.lstsq(A, rhs, rcond=None)[0]
             mu, b = sol[:k], sol[k:]
             r = y - X @ b
         else:
@@ -483,9 +485,9 @@ def load_training_trees(sources: Sequence[str]) -> dict[str, CascadeTree]:
             files = sorted(p.glob("*.txt"))
             if not files:
                 raise ConfigError(f"--train {src}: folder holds no *.txt tree files")
-            out.update({f.stem: parse_tree(f, strict=False) for f in files})
-        elif p.is_file():
-            out[p.stem] = parse_tree(p, strict=False)
+            out.update({f.stem: parse_tree(f) for f in files})
+        elif p.is_file():  # the user's own files parse strictly: a broken line is file:line, not a silent skip
+            out[p.stem] = parse_tree(p)
         else:
             raise ConfigError(f"--train {src!r}: not a tree file, a folder, 'twitter15' or 'oasis'")
     if not out:
