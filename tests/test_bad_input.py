@@ -177,3 +177,23 @@ def test_broken_line_in_own_tree_file_names_file_and_line(tmp_path, line):
     r = runner.invoke(app, ["experiment", "propagation", str(spec), "--out", str(tmp_path / "e"), "--quiet"])
     assert r.exit_code == 2 and f"{bad}:4: " in r.output, r.output
     assert not (tmp_path / "e").exists()
+
+
+def test_moved_experiment_folder_names_the_key_that_differs(tmp_path):
+    """Rerunning an experiment into a copied folder refused with a bare 'different config': the key
+    (here the population file's path, which moved with the folder) is now named."""
+    import shutil
+
+    spec = tmp_path / "p.yaml"
+    tree = _tree_file(tmp_path / "7.txt")
+    spec.write_text(
+        yaml.safe_dump(
+            {"experiment": "propagation", "tree_files": [str(tree)], "max_users": 4, "minutes": 10}
+            | {"base": {"step_minutes": 5}, "source_texts": {"7": "hello"}}
+        )
+    )
+    args = ["experiment", "propagation", str(spec), "--quiet", "--no-report", "--out"]
+    assert runner.invoke(app, [*args, str(tmp_path / "a")]).exit_code == 0
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    r = runner.invoke(app, [*args, str(tmp_path / "b")])
+    assert r.exit_code == 2 and "population.path:" in r.output and "--force" in r.output, r.output

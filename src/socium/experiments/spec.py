@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from socium.agents.sources import OASIS_REQUIRED_COLUMNS
 from socium.config import ExperimentConfig, _apply_override, config_from_dict, read_yaml_mapping, validate_dict
-from socium.errors import ConfigError, RunDirError
+from socium.errors import ConfigError, RunDirError, SociumError
 
 RESULTS_FILE = "results.json"
 """Every experiment directory holds one; ``socium report`` reads it to know what it is looking at."""
@@ -182,6 +182,22 @@ def _trace_state(db: Path) -> tuple[str | None, int | None]:
     return (row[0] if row else None), (None if last is None or last[0] is None else int(last[0]))
 
 
+def _what_differs(db: Path, cfg: ExperimentConfig) -> str:
+    """The first keys whose values differ from the run recorded in ``db``: a bare 'different config' left a
+    user who had only moved or copied the experiment folder (its input paths changed) guessing."""
+    from socium.simulator.inputs import config_diff
+    from socium.simulator.store import read_run_row
+
+    try:
+        rec = read_run_row(db)
+        diff = config_diff(json.loads(rec["config"]), json.loads(cfg.canonical_json())) if rec else []
+    except (SociumError, TypeError, ValueError):
+        diff = []
+    if not diff:
+        return "the recorded config is unreadable"
+    return "; ".join(diff[:3]) + (f"; and {len(diff) - 3} more" if len(diff) > 3 else "")
+
+
 def run_config(
     cfg: ExperimentConfig, run_dir: Path, *, force: bool = False, on_step: Callable[[Any], None] | None = None
 ) -> RunInfo:
@@ -209,7 +225,9 @@ def run_config(
             prog.finish_item(str(run_dir), reused=True)
             return RunInfo(run_dir, "reused", 0.0)
         if h is not None and h != cfg.config_hash():
-            raise RunDirError(f"{run_dir} holds a run of a different config; pass --force to overwrite")
+            raise RunDirError(
+                f"{run_dir} holds a run of a different config ({_what_differs(db, cfg)}); pass --force to overwrite"
+            )
         prog.start_item(str(run_dir), cfg.steps, 0 if last is None else last + 1)
         Simulation(cfg, run_dir, resume=True).run(on_step=step_done)
         prog.finish_item(str(run_dir))
