@@ -197,3 +197,31 @@ def test_moved_experiment_folder_names_the_key_that_differs(tmp_path):
     shutil.copytree(tmp_path / "a", tmp_path / "b")
     r = runner.invoke(app, [*args, str(tmp_path / "b")])
     assert r.exit_code == 2 and "population.path:" in r.output and "--force" in r.output, r.output
+
+
+def test_corrupt_episodes_db_and_bad_export_path_are_one_error_line(tmp_path):
+    """episodes, group-episodes and export-sft opened their DuckDB files bare (duckdb's IOException
+    as a traceback), and export-sft --out DIR died on IsADirectoryError; the corrupt file is kept."""
+    cfg = tmp_path / "e.yaml"
+    cfg.write_text(
+        yaml.safe_dump({"name": "e", "llm": {"backend": "random"}, "modes": ["script"], "tasks": {"mutual_friend": 1}})
+    )
+    good = tmp_path / "good"
+    assert runner.invoke(app, ["episodes", str(cfg), "--out", str(good), "--quiet"]).exit_code == 0
+    r = runner.invoke(app, ["export-sft", str(good), "--out", str(good)])
+    assert r.exit_code == 2 and "is a directory" in r.output, r.output
+    garbage = b"not a database" * 300
+    for db, args in (
+        ("episodes.duckdb", ["episodes", str(cfg), "--quiet"]),
+        ("episodes.duckdb", ["export-sft"]),
+        ("group_episodes.duckdb", ["group-episodes", str(tmp_path / "empty.yaml")]),
+    ):
+        (tmp_path / "empty.yaml").write_text("{}\n")
+        bad = tmp_path / f"bad-{args[0]}"
+        bad.mkdir()
+        (bad / db).write_bytes(garbage)
+        full = [*args, str(bad)] if args == ["export-sft"] else [*args, "--out", str(bad)]
+        r = runner.invoke(app, full)
+        assert r.exit_code == 2, (full, r.output, r.exception)
+        assert re.search(rf"^error: .*{db}: not a readable", r.output, re.M), r.output
+        assert (bad / db).read_bytes() == garbage  # nothing already there is lost

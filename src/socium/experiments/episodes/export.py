@@ -123,9 +123,14 @@ def export_sft(
     examples = sft_examples(run_dir, mode, fmt, min_goal)
     run_config(run_dir)  # fail on a missing or foreign run before creating the output file
     path = Path(out) if out else Path(run_dir) / f"sft-{mode or 'all'}-{fmt}.jsonl"
+    if path.is_dir():
+        raise ConfigError(f"--out {path}: is a directory, expected a JSONL file path")
     n = 0
-    with path.open("w", encoding="utf-8") as fh:
-        for ex in examples:
-            fh.write(json.dumps(ex, ensure_ascii=False) + "\n")
-            n += 1
+    try:
+        with path.open("w", encoding="utf-8") as fh:
+            for ex in examples:
+                fh.write(json.dumps(ex, ensure_ascii=False) + "\n")
+                n += 1
+    except OSError as exc:
+        raise ConfigError(f"--out {path}: cannot write: {exc.strerror or exc}") from None
     return path, n

@@ -29,6 +29,7 @@ from socium.llm.cache import llm_calls_ddl
 from socium.llm.config import LLMConfig, build_backend
 from socium.platform.text import clean_text
 from socium.simulator.rundir import locked_out_dir
+from socium.simulator.store import open_trace
 
 from .loop import CallRecorder
 from .multiparty import (
@@ -166,7 +167,7 @@ class GroupStore:
         out.mkdir(parents=True, exist_ok=True)
         if force and self.path.exists():
             self.path.unlink()
-        self.con = duckdb.connect(str(self.path))
+        self.con = open_trace(self.path, read_only=False)  # a corrupt file: one error line naming it
         for ddl in (
             _EPISODES,
             _TURNS,

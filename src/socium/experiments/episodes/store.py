@@ -19,6 +19,7 @@ from socium.agents.llm_policy import call_rows
 from socium.errors import RunDirError, TraceError
 from socium.llm.cache import llm_calls_ddl
 from socium.platform.text import clean_text
+from socium.simulator.store import open_trace
 
 from .config import EpisodesConfig
 from .loop import EpisodeResult
@@ -163,7 +164,7 @@ class EpisodeStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if force and self.path.exists():
             self.path.unlink()
-        self.con = duckdb.connect(str(self.path))
+        self.con = open_trace(self.path, read_only=False)  # a corrupt file: one error line naming it
         for stmt in (
             _ddl("episodes", EPISODE_COLUMNS),
             _ddl("turns", TURN_COLUMNS),
@@ -242,4 +243,4 @@ def open_run(run_dir: str | Path) -> duckdb.DuckDBPyConnection:
     path = Path(run_dir) / DB_NAME
     if not path.is_file():
         raise RunDirError(f"no {DB_NAME} in {run_dir}; run `socium episodes CONFIG --out {run_dir}` first")
-    return duckdb.connect(str(path), read_only=True)
+    return open_trace(path)  # a corrupt or busy file is a TraceError naming it, not duckdb's traceback
