@@ -15,7 +15,8 @@ Rows, per source tree:
 1. instant server, in-process executor, per size: activations/s of whole steps (``Simulation.advance``:
    observation, recommender, LLM phase, applying actions, DuckDB write; the first step, which opens
    connections, is not timed), activations/s of the LLM phase alone, driver and server CPU ms per
-   activation, and the collector's CPU per activation by generation (``gc.callbacks``);
+   activation, the collector's CPU per activation by generation (``gc.callbacks``) and the driver
+   process's peak RSS (``ru_maxrss``: the whole child, warm-up step and set-up included);
 2. the driver's CPU per activation split by component: the share of py-spy samples of the timed
    steps at the first size (classified by the innermost matching frame, ``COMPONENTS``) times the
    run's measured CPU per activation, unless ``--no-profile``; py-spy runs only in that run;
@@ -36,6 +37,7 @@ import gc
 import json
 import os
 import platform
+import resource
 import shutil
 import signal
 import subprocess
@@ -49,7 +51,10 @@ HERE = Path(__file__).resolve()
 
 #: Driver CPU components: the first rule matching a frame, walking from the innermost frame out.
 COMPONENTS: list[tuple[str, tuple[str, ...]]] = [
-    ("DuckDB writes (trace, call log)", ("simulator/store.py", "call_rows", "duckdb", "simulator/recording.py")),
+    (
+        "DuckDB writes (trace, call log)",
+        ("simulator/store.py", "call_rows", "agents/call_log.py", "duckdb", "simulator/recording.py"),
+    ),
     ("recommender", ("socium/recsys/",)),
     ("answer parsing + validation", ("validate_answer", "parse_json_lenient", "parse_completion", "llm/parsing.py")),
     ("schema building", ("answer_schema", "action_schema", "state_aware_ids")),
@@ -283,8 +288,9 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             spy.kill()
         proc.kill()
     llm_s = sum(phase[p0:])
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the driver's peak (server: own process)
     return {"step": acts / wall, "phase": acts / llm_s, "cpu_ms": 1e3 * cpu / acts, "server_ms": 1e3 * scpu / acts,
-            "acts": acts, "samples": samples, "phases": phases, "loop": _loop_kind(),
+            "rss_mb": rss_mb, "acts": acts, "samples": samples, "phases": phases, "loop": _loop_kind(),
             "gc_us": [1e6 * c / acts for c in gc_cpu], "gc_n": gc_n}  # fmt: skip
 
 
@@ -390,7 +396,8 @@ def main() -> None:
         for i, n in enumerate(sizes):
             m = run_child(src, {**base, "agents": n, "profile": i == 0 and not a.no_profile})
             rows.append([name, f"instant, in-process, {n:,} agents", f"{m['step']:,.0f}", f"{m['phase']:,.0f}",
-                         f"{m['cpu_ms']:.2f}", f"{m['server_ms']:.2f}", f"load {load()}; {_gc_note(m)}"])  # fmt: skip
+                         f"{m['cpu_ms']:.2f}", f"{m['server_ms']:.2f}",
+                         f"load {load()}; peak RSS {m['rss_mb']:,.0f} MB; {_gc_note(m)}"])  # fmt: skip
             if m["samples"]:  # each component's share of the samples, times the measured CPU per activation
                 total = sum(m["samples"].values())
                 split[name] = {k: m["cpu_ms"] * v / total for k, v in m["samples"].items()}

@@ -15,19 +15,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from socium.errors import BudgetExceeded, LLMUnavailable
-from socium.llm.types import LLMRequest, LLMResult
-
-Call = tuple[str, LLMRequest, LLMResult, str]
+from socium.llm.types import LLMResult
 
 
-def step_problem(calls: Sequence[Call], llm: Any, step: int) -> Exception | None:
+def step_problem(n_calls: int, results: Sequence[LLMResult], llm: Any, step: int) -> Exception | None:
     """The error that must stop the run before ``step`` is committed, or None when it may be.
 
+    ``n_calls``: the step's model calls; ``results``: at least those of its results that failed or
+    carry an error kind (a step's :class:`~socium.agents.call_log.CallLog` keeps only these);
     ``llm`` is the run's :class:`~socium.llm.config.LLMConfig` (None for rule-based runs).
     """
-    if not calls or llm is None:
+    if not n_calls or llm is None:
         return None
-    results = [c[2] for c in calls]
     refused = [r for r in results if r.error_kind == "budget"]
     if refused:
         return BudgetExceeded(
@@ -38,12 +37,12 @@ def step_problem(calls: Sequence[Call], llm: Any, step: int) -> Exception | None
         return None
     opened = any(r.error_kind == "circuit_open" for r in failed)
     limit = getattr(llm, "max_invalid_fraction", None)
-    too_many = limit is not None and len(failed) > limit * len(results)
+    too_many = limit is not None and len(failed) > limit * n_calls
     if not (opened or too_many):
         return None
     why = "the circuit breaker opened" if opened else f"more than {limit:.0%} of its model calls failed"
     return LLMUnavailable(
-        f"LLM server failing: {len(failed)} of {len(results)} model calls in step {step} failed "
+        f"LLM server failing: {len(failed)} of {n_calls} model calls in step {step} failed "
         f"after retries ({describe_failures(failed)}); {why}, so step {step} was not committed. "
         "Fix the server, then continue with: socium run --resume --out RUN_DIR"
     )

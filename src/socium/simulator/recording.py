@@ -8,6 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from socium.agents.call_log import CallLog
 from socium.platform.actions import Outcome, action_args
 from socium.platform.posts import KIND_NAMES
 from socium.platform.state import PlatformState
@@ -47,7 +48,7 @@ class StepRecorder:
     stances: dict[str, list] = field(default_factory=lambda: {"step": [], "agent_id": [], "stance": []})
     extra: dict[str, dict[str, list]] = field(default_factory=dict)
     flags: dict[int, tuple[bool, bool]] = field(default_factory=dict)
-    calls: list = field(default_factory=list)
+    calls: CallLog = field(default_factory=CallLog)  # compacted as the step goes (see CallLog)
     surveys: dict[str, list] = field(
         default_factory=lambda: {k: [] for k in ("step", "agent_id", "question", "answer", "value", "reason")}
     )

@@ -20,6 +20,7 @@ import mesa
 import numpy as np
 import pyarrow as pa
 
+from socium.agents.call_log import CallLog
 from socium.agents.llm_policy import call_rows
 from socium.agents.memory import make_memory
 from socium.agents.observation import Decision
@@ -355,9 +356,10 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
                     asked_q.append((q.question, answered))
             memories = self._memory_step(active, rec)
         except BaseException:
-            self._log_aborted_calls(step, rec.calls + getattr(self.policy, "drain_calls", list)())
+            rec.calls.extend(getattr(self.policy, "drain_calls", list)())
+            self._log_aborted_calls(step, rec.calls)
             raise
-        problem = step_problem(rec.calls, self.cfg.llm, step)
+        problem = step_problem(rec.calls.n, rec.calls.kept, self.cfg.llm, step)
         if problem is not None:
             self._log_aborted_calls(step, rec.calls)
             raise problem
@@ -367,9 +369,10 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
             batches["memories"] = memories
         ids: dict[str, int] = {}
         if rec.calls:
-            batches["llm_calls"] = call_rows(rec.calls, self.next_call_id)
+            calls = batches["llm_calls"] = rec.calls.rows(self.next_call_id)
             self.next_call_id += len(rec.calls)
-            ids = dict(zip(batches["llm_calls"]["request_id"], batches["llm_calls"]["call_id"]))
+            if asked_q:
+                ids = dict(zip(calls["request_id"].to_pylist(), calls["call_id"].to_pylist()))
         if asked_q:
             batches["interviews"] = interview_table([iv.rows(step, q, a, ids, "config") for q, a in asked_q])
         for name, extra in getattr(self.policy, "drain_rows", lambda: {})().items():
@@ -390,8 +393,7 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
             },
         )
         self.next_step = step + 1
-        tokens = sum((c[2].prompt_tokens or 0) + (c[2].completion_tokens or 0) for c in rec.calls)
-        return StepStats(step, st.time, len(active), n_actions, len(new_posts), wall, len(rec.calls), tokens)
+        return StepStats(step, st.time, len(active), n_actions, len(new_posts), wall, len(rec.calls), rec.calls.tokens)
 
     def interview(self, agents: Sequence[int], question: str) -> dict[int, str]:
         """Ask agents a question now, with their memory as of the last committed step; the answers are
@@ -414,7 +416,7 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _log_aborted_calls(self, step: int, calls: list) -> None:
+    def _log_aborted_calls(self, step: int, calls: CallLog) -> None:
         """Write the model calls of a step that will not be committed, in their own transaction.
 
         They were made (and paid for): the call log and the budgets of a resumed run must count
@@ -423,7 +425,7 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
         if not calls:
             return
         try:
-            rows = mark_aborted(call_rows(calls, self.next_call_id), step)
+            rows = mark_aborted(calls.rows(self.next_call_id).to_pydict(), step)
             self.store.append_rows({"llm_calls": rows})
             self.next_call_id += len(calls)
         except Exception as exc:  # noqa: BLE001 - never hide the error that stopped the step
