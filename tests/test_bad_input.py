@@ -225,3 +225,27 @@ def test_corrupt_episodes_db_and_bad_export_path_are_one_error_line(tmp_path):
         assert r.exit_code == 2, (full, r.output, r.exception)
         assert re.search(rf"^error: .*{db}: not a readable", r.output, re.M), r.output
         assert (bad / db).read_bytes() == garbage  # nothing already there is lost
+
+
+@pytest.mark.parametrize("text", ['{"experiment": "propaga', "[1, 2]\n", "{}\n"])
+def test_damaged_results_json_is_one_error_line(tmp_path, text):
+    """report and seeds read results.json bare: JSONDecodeError / AttributeError / KeyError tracebacks."""
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "results.json").write_text(text)
+    for args in (["report", str(tmp_path / "a")], ["seeds", str(tmp_path / "a"), str(tmp_path / "b")]):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2, (args, r.output, r.exception)
+        assert re.search(r"^error: .*results\.json", r.output, re.M), r.output
+
+
+def test_interview_backend_typo_and_validate_out_file(tmp_path):
+    """interview --backend banana was pydantic's ValidationError traceback; validate --out FILE was
+    FileExistsError. Both are one error line now, and the file given as --out is untouched."""
+    out = _finished_run(tmp_path)
+    r = runner.invoke(app, ["interview", str(out), "hi", "--agent", "0", "--backend", "banana"])
+    assert r.exit_code == 2 and "llm.backend" in r.output and "banana" in r.output, (r.output, r.exception)
+    before = (out / "config.json").read_bytes()
+    r = runner.invoke(app, ["validate", str(out), "--out", str(out / "config.json")])
+    assert r.exit_code == 2 and "is a file" in r.output, (r.output, r.exception)
+    assert (out / "config.json").read_bytes() == before

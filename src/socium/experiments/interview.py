@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from socium.agents.llm_policy import LLMPolicy, call_rows
 from socium.agents.routing import llm_route
 from socium.errors import ConfigError
+from socium.llm.config import LLMConfig
 from socium.simulator import interviews as iv
 from socium.simulator.rundir import RunDirLock
 from socium.simulator.simulation import interview_table, load_run_config, memory_line
@@ -52,6 +53,7 @@ def interview(
     """
     cfg = load_run_config(run_dir)
     if llm is not None:
+        LLMConfig.parse(llm)  # a typo in --backend: 'llm.backend: ...' (ConfigError), not pydantic's traceback
         cfg = cfg.model_copy(update={"llm": type(cfg).model_validate({**cfg.model_dump(), "llm": llm}).llm})
     if cfg.llm is None:
         raise ConfigError(f"{run_dir}: the run has no llm section; pass --backend to choose a model")

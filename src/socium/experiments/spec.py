@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from socium.agents.sources import OASIS_REQUIRED_COLUMNS
 from socium.config import ExperimentConfig, _apply_override, config_from_dict, read_yaml_mapping, validate_dict
-from socium.errors import ConfigError, RunDirError, SociumError
+from socium.errors import ConfigError, InputFileError, RunDirError, SociumError
 
 RESULTS_FILE = "results.json"
 """Every experiment directory holds one; ``socium report`` reads it to know what it is looking at."""
@@ -291,4 +291,12 @@ def read_results(out: Path) -> dict[str, Any]:
     p = Path(out) / RESULTS_FILE
     if not p.is_file():
         raise RunDirError(f"{out}: no {RESULTS_FILE} (not an experiment directory)")
-    return json.loads(p.read_text(encoding="utf-8"))
+    try:
+        res = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputFileError(p, None, f"cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:  # a run cut off while writing it, or a hand edit
+        raise InputFileError(p, exc.lineno, f"not valid JSON ({exc.msg}); rerun the experiment to rewrite it") from None
+    if not isinstance(res, dict) or not isinstance(res.get("experiment"), str):
+        raise InputFileError(p, None, "not a socium results file (no 'experiment' name at its top level)")
+    return res

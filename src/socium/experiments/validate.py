@@ -25,7 +25,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from socium.errors import RunDirError
+from socium.errors import ConfigError, RunDirError
 from socium.experiments import stylized as S
 from socium.experiments.report_page import counted
 
@@ -467,6 +467,8 @@ def _fmt_band(b: Any) -> str:
 
 def write_scorecard(card: dict[str, Any], out_dir: str | Path) -> tuple[Path, Path]:
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: is a file; expected a folder for stylized_facts.json and .html")
     out.mkdir(parents=True, exist_ok=True)
     from socium.experiments.card import simulation_card
 
