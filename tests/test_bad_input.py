@@ -249,3 +249,19 @@ def test_interview_backend_typo_and_validate_out_file(tmp_path):
     r = runner.invoke(app, ["validate", str(out), "--out", str(out / "config.json")])
     assert r.exit_code == 2 and "is a file" in r.output, (r.output, r.exception)
     assert (out / "config.json").read_bytes() == before
+
+
+@pytest.mark.parametrize("where", ["file", "flag"])
+@pytest.mark.parametrize("value", ["abc", "0"])
+def test_sweep_parallel_must_be_a_positive_integer(tmp_path, where, value):
+    """'parallel: abc' was int()'s ValueError traceback; --parallel 0 silently became 2."""
+    (tmp_path / "r.yaml").write_text(_yaml({}))
+    body = {"base": "r.yaml", "grid": {"steps": [1]}, "seeds": [1]}
+    if where == "file":
+        body["parallel"] = value
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(body).replace("'0'", "0"))
+    flag = ["--parallel", value] if where == "flag" else []
+    r = runner.invoke(app, ["sweep", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "o"), "--quiet", *flag])
+    assert r.exit_code == 2, (r.output, r.exception)
+    assert "parallel" in r.output and "Traceback" not in r.output, r.output
+    assert not (tmp_path / "o").exists()

@@ -84,9 +84,12 @@ def load_sweep(path: str | Path, out: str | Path | None = None, parallel: int | 
     if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and s >= 0 for s in seeds):
         raise ConfigError(f"{p}: 'seeds' must be a non-empty list of non-negative integers")
     out_dir = Path(out or data.get("out") or f"runs/{p.stem}")
-    par = int(parallel or data.get("parallel") or 2)
-    if par < 1:
-        raise ConfigError(f"{p}: 'parallel' must be >= 1")
+    # `is None`, not `or`: --parallel 0 was silently 2 while -1 was refused; a string was int()'s traceback
+    par = parallel if parallel is not None else data.get("parallel", 2)
+    if par is None:
+        par = 2
+    if isinstance(par, bool) or not isinstance(par, int) or par < 1:
+        raise ConfigError(f"{p}: 'parallel' must be an integer >= 1, got {par!r}")
     spec = SweepSpec(base, {str(k): v for k, v in grid.items()}, seeds, out_dir, par, data.get("address"))
     spec.runs = expand(spec)
     for r in spec.runs:
