@@ -229,7 +229,12 @@ def test_corrupt_episodes_db_and_bad_export_path_are_one_error_line(tmp_path):
 
 @pytest.mark.parametrize("text", ['{"experiment": "propaga', "[1, 2]\n", "{}\n"])
 def test_damaged_results_json_is_one_error_line(tmp_path, text):
-    """report and seeds read results.json bare: JSONDecodeError / AttributeError / KeyError tracebacks."""
+    """report and seeds read results.json bare: JSONDecodeError / AttributeError / KeyError tracebacks;
+    report read sensitivity.json the same way."""
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "sensitivity.json").write_text(text)
+    r = runner.invoke(app, ["report", str(tmp_path / "s")])
+    assert r.exit_code == 2 and re.search(r"^error: .*sensitivity\.json", r.output, re.M), (r.output, r.exception)
     for d in ("a", "b"):
         (tmp_path / d).mkdir()
         (tmp_path / d / "results.json").write_text(text)

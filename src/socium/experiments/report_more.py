@@ -130,7 +130,9 @@ def _sensitivity_bars(path: Path, name: str, o: dict[str, Any], method: str) -> 
 
 def sensitivity(rep: Report, path: Path) -> list[Path]:
     """Per outcome: the ranking of parameters as bars with SALib's intervals, and the same numbers as a table."""
-    res = json.loads((path / SENSITIVITY_FILE).read_text(encoding="utf-8"))
+    from socium.experiments.spec import read_json_file
+
+    res = read_json_file(path / SENSITIVITY_FILE, "spec")
     spec = res["spec"]
     banner = smoke_banner((spec.get("base", {}).get("llm") or {}).get("backend"))
     if banner and spec.get("base", {}).get("policy", {}).get("kind") == "llm":

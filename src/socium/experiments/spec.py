@@ -287,16 +287,28 @@ def _jsonable(x: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(x).__name__}")
 
 
-def read_results(out: Path) -> dict[str, Any]:
-    p = Path(out) / RESULTS_FILE
-    if not p.is_file():
-        raise RunDirError(f"{out}: no {RESULTS_FILE} (not an experiment directory)")
+def read_json_file(p: Path, key: str) -> dict[str, Any]:
+    """A JSON object socium wrote (``results.json``, ``sensitivity.json``, ``summary.json``), holding ``key``.
+
+    A file cut off mid-write or edited by hand is an :class:`InputFileError` naming file and line, not
+    json's or a ``KeyError`` traceback from whichever reader touched it first.
+    """
     try:
         res = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise InputFileError(p, None, f"cannot read: {exc}") from None
     except json.JSONDecodeError as exc:  # a run cut off while writing it, or a hand edit
-        raise InputFileError(p, exc.lineno, f"not valid JSON ({exc.msg}); rerun the experiment to rewrite it") from None
-    if not isinstance(res, dict) or not isinstance(res.get("experiment"), str):
-        raise InputFileError(p, None, "not a socium results file (no 'experiment' name at its top level)")
+        raise InputFileError(p, exc.lineno, f"not valid JSON ({exc.msg}); rerun to rewrite it") from None
+    if not isinstance(res, dict) or key not in res:
+        raise InputFileError(p, None, f"not a socium {p.name} (no {key!r} at its top level)")
+    return res
+
+
+def read_results(out: Path) -> dict[str, Any]:
+    p = Path(out) / RESULTS_FILE
+    if not p.is_file():
+        raise RunDirError(f"{out}: no {RESULTS_FILE} (not an experiment directory)")
+    res = read_json_file(p, "experiment")
+    if not isinstance(res["experiment"], str):
+        raise InputFileError(p, None, f"not a socium {p.name} ('experiment' is not a name)")
     return res

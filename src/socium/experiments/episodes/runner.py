@@ -10,7 +10,6 @@ Results are written in that order whatever the executor, so call ids are reprodu
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -326,4 +325,6 @@ def _run_locked(
 
 
 def load_summary(run_dir: str | Path) -> dict[str, Any]:
-    return json.loads((Path(run_dir) / "summary.json").read_text(encoding="utf-8"))
+    from socium.experiments.spec import read_json_file
+
+    return read_json_file(Path(run_dir) / "summary.json", "episodes")
