@@ -97,17 +97,19 @@ def generate_graph(kind: str, n: int, seed: int, **params: Any) -> nx.DiGraph:
       share of follow *edges* whose reverse exists (what ``socium validate`` measures) is then
       ``2r / (1 + r)`` = 0.362.
     * ``triad`` [0.5]: the chance that a follow after the first closes a triangle. Without it
-      clustering is only what hubs give (0.02 at alpha 2.6, n = 3e4); with it the graph clusters
-      like a social network, which Myers, Sharma, Gupta & Lin 2014 (WWW) find the Twitter follow
-      graph does (Romero & Kleinberg 2010 show directed closure is a major way Twitter follows
-      form). No study gives one share of closing follows to copy: 0.5 is a modelling choice;
-      the mean local clustering it gives (0.22-0.30 at 10^4-10^6 nodes) is in docs/results.md.
+      clustering is only what hubs give (0.11 at the default alpha, 0.02 at alpha 2.6; 3x10^4
+      nodes, 6 seeds); with it the graph clusters like a social network, a trait Myers, Sharma,
+      Gupta & Lin 2014 (WWW) find in the Twitter follow graph next to its information-network
+      traits (and Romero & Kleinberg 2010, ICWSM, find directed closure a major way Twitter
+      follows form). No study gives one share of closing follows to copy: 0.5 is a modelling
+      choice; the mean local clustering it gives (0.22-0.30 at 10^4-10^6 nodes) is in
+      docs/results.md.
     * ``alpha`` [2.276]: the follower (in-degree) tail exponent aimed at, Kwak et al. 2010's fit
       to Twitter's follower distribution. It sets the constant ``a`` (which also lets accounts
       nobody follows yet be found) through :func:`twitter_like_attractiveness`, a mean-field
-      result: graphs of 10^4-10^6 nodes fit a few hundredths to a few tenths lower, more so for
-      larger ``alpha`` and ``triad`` (finite size; triadic follows favour old accounts beyond their
-      in-degree).
+      result. At the defaults the fitted exponent is 2.15-2.32 (10^4-10^6 nodes); a steeper aim
+      with triadic closure falls short (alpha 2.6, triad 0.5, 3x10^4 nodes: 2.26-2.45 over 6
+      seeds), as triadic follows favour old accounts beyond their in-degree.
 
     Account ids are a random permutation of joining order. Built in vectorised numpy, without
     networkx: see ``benchmarks/bench_graph.py`` for its speed. Pure growth at this exponent makes the
