@@ -254,6 +254,11 @@ def test_interview_backend_typo_and_validate_out_file(tmp_path):
     r = runner.invoke(app, ["validate", str(out), "--out", str(out / "config.json")])
     assert r.exit_code == 2 and "is a file" in r.output, (r.output, r.exception)
     assert (out / "config.json").read_bytes() == before
+    (out / "report").write_text("mine")  # report's folder name taken by a file: refused, file kept
+    for args in (["report", str(out)], ["validate", str(out)]):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2 and "report: is a file" in r.output, (args, r.output, r.exception)
+    assert (out / "report").read_text() == "mine"
 
 
 @pytest.mark.parametrize("where", ["file", "flag"])

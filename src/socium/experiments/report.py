@@ -142,6 +142,8 @@ def write_report(path: str | Path) -> Report:
     """Write ``PATH/report/{index.html, *.png, series.json}`` for an experiment or a single run."""
     path = Path(path)
     out = path / REPORT_DIR
+    if out.exists() and not out.is_dir():  # was mkdir's FileExistsError traceback; the file is left alone
+        raise RunDirError(f"{out}: is a file; the report needs it to be a folder (move the file away)")
     out.mkdir(parents=True, exist_ok=True)
     rep = Report(out, out / "index.html")
     from socium.experiments import report_more as M

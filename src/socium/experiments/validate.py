@@ -468,7 +468,7 @@ def _fmt_band(b: Any) -> str:
 def write_scorecard(card: dict[str, Any], out_dir: str | Path) -> tuple[Path, Path]:
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out}: is a file; expected a folder for stylized_facts.json and .html")
+        raise ConfigError(f"{out}: is a file; expected a folder for stylized_facts.json and .html")
     out.mkdir(parents=True, exist_ok=True)
     from socium.experiments.card import simulation_card
 
