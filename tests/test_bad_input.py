@@ -275,3 +275,16 @@ def test_sweep_parallel_must_be_a_positive_integer(tmp_path, where, value):
     assert r.exit_code == 2, (r.output, r.exception)
     assert "parallel" in r.output and "Traceback" not in r.output, r.output
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("name", ["../../escape", "a/b", "", "nul\x00byte"])
+def test_name_that_cannot_be_the_default_folder(tmp_path, monkeypatch, name):
+    """Without --out a run goes to runs/<name>-seed<seed>: 'name: ../../x' wrote outside runs/, '' made
+    'runs/-seed0', a NUL was 'ValueError: embedded null byte'. With --out any label still runs."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({**BASE, "name": name}))
+    r = runner.invoke(app, ["run", "c.yaml", "--quiet"])
+    assert r.exit_code == 2 and "change name or pass --out" in r.output, (r.output, r.exception)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
+    if "\x00" not in name:
+        assert runner.invoke(app, ["run", "c.yaml", "--quiet", "--out", "o"]).exit_code == 0

@@ -21,6 +21,7 @@ from socium.cli.app import (
 )
 from socium.console_text import plain
 from socium.errors import BudgetExceeded, SociumError
+from socium.simulator.rundir import default_out
 
 
 @app.command()
@@ -272,7 +273,7 @@ def sensitivity(
             console.print(f"  {name}: {o['note']}")
     from socium.experiments.report import write_report
 
-    target = Path(out or spec.out or f"runs/{spec.name}")
+    target = Path(out or spec.out or default_out(spec.name))
     page = write_report(target).html
     console.print(
         f"{res['n_runs']} runs ({res['executor']}) in {res['wall_s']:.1f}s; "

@@ -12,6 +12,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from socium.cli.app import _fail, app, console, err_console
 from socium.console_text import neutralise
 from socium.errors import BudgetExceeded, LLMUnavailable, SociumError
+from socium.simulator.rundir import default_out
 
 
 def _refuse_resume_overrides(seed: int | None, set_: list[str]) -> None:
@@ -69,7 +70,7 @@ def run(
             raise SociumError("missing CONFIG (a YAML file), or use --resume --out RUN_DIR")
         else:
             cfg = load_config(config, overrides)
-        run_dir = out or Path("runs") / f"{cfg.name}-seed{cfg.seed}"
+        run_dir = out or default_out(cfg.name, f"-seed{cfg.seed}")
         sim = Simulation(cfg, run_dir, resume=resume, force=force)
     except SociumError as exc:
         _fail(exc)

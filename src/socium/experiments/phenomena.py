@@ -18,6 +18,7 @@ from socium.experiments.intervention import InterventionSpec, run_intervention
 from socium.experiments.polarisation import PolarisationSpec, run_polarisation
 from socium.experiments.propagation import PropagationSpec, run_propagation
 from socium.experiments.spec import load_spec_data, parse_spec
+from socium.simulator.rundir import default_out
 
 SPECS: dict[str, type] = {
     "propagation": PropagationSpec,
@@ -56,7 +57,9 @@ def prepare_experiment(
         raise ConfigError(f"experiment kind {kind!r} is not one of {', '.join(KINDS)}")
     spec = load_experiment(path, overrides, kind)
     suffix = "-compare" if kind == "compare" else ""
-    return spec, Path(out) if out is not None else Path((spec.out or f"runs/{spec.name}") + suffix)
+    if out is not None:
+        return spec, Path(out)
+    return spec, Path(spec.out + suffix) if spec.out else default_out(spec.name, suffix)
 
 
 def run_prepared(

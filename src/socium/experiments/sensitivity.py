@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from socium.config import config_from_dict, read_yaml_mapping, validate_dict
 from socium.errors import ConfigError, SociumError
 from socium.experiments.polarisation import bimodality_coefficient
+from socium.simulator.rundir import default_out
 
 
 class ParamRange(BaseModel):
@@ -202,7 +203,7 @@ def run_sensitivity(
     """Run every design point (x replicates), compute outcomes, analyse with SALib; write sensitivity.json."""
     from socium.experiments.sweep import RunSpec, SweepSpec, run_one, run_sweep
 
-    out = Path(out or spec.out or f"runs/{spec.name}")
+    out = Path(out or spec.out or default_out(spec.name))
     problem, X, points = design(spec)
     base_seed = int(spec.base.get("seed", 0))
     # Run k is design point k // replicates, replicate k % replicates; names follow the sweep's layout.

@@ -206,3 +206,21 @@ def refuse_foreign(run_dir: Path, lock_is_ours: bool = True, own: frozenset[str]
             f"{run_dir} holds files socium did not write ({shown}); choose an empty or new --out, "
             "or pass --force to write the run beside them"
         )
+
+
+def default_out(name: str, tail: str = "") -> Path:
+    """``runs/<name><tail>``, the folder a run writes to when no ``--out`` (or ``out:``) is given.
+
+    Why a check here and not on ``name`` itself: a name is a label (reports show it, HTML-escaped, and
+    it may hold any text), but as the default folder an empty name, a ``/`` or ``..`` put the run
+    somewhere else than runs/ (``name: ../../x`` wrote outside it) and a NUL byte was ``ValueError:
+    embedded null byte`` as a traceback.
+    """
+    bad = sorted({repr(c) for c in name if c in "/\\" or not c.isprintable()})
+    if not name.strip() or name.strip() in (".", "..") or bad:
+        why = f"holds {', '.join(bad)}" if bad else "is blank or a dot name"
+        raise RunDirError(
+            f"name {name!r} {why}, so it cannot be the default folder runs/<name>{tail or ''}; "
+            "change name or pass --out"
+        )
+    return Path("runs") / f"{name}{tail}"

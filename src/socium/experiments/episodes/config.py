@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from socium.config import read_yaml_mapping, validate_dict
 from socium.llm.config import LLMConfig
+from socium.simulator.rundir import default_out
 
 from .prompts import MAX_SCRIPT_TURNS
 
@@ -133,7 +134,7 @@ class EpisodesConfig(BaseModel):
         return self
 
     def out_dir(self) -> Path:
-        return Path(self.out) if self.out else Path("runs") / f"{self.name}-seed{self.seed}"
+        return Path(self.out) if self.out else default_out(self.name, f"-seed{self.seed}")
 
     def canonical_json(self) -> str:
         """Everything that determines results; ``out``, the executor and the prompt cache only decide where

@@ -28,7 +28,7 @@ from socium.llm.base import run_coro_sync
 from socium.llm.cache import llm_calls_ddl
 from socium.llm.config import LLMConfig, build_backend
 from socium.platform.text import clean_text
-from socium.simulator.rundir import locked_out_dir
+from socium.simulator.rundir import default_out, locked_out_dir
 from socium.simulator.store import open_trace
 
 from .loop import CallRecorder
@@ -89,7 +89,7 @@ class GroupEpisodesConfig(BaseModel):
         return v
 
     def out_dir(self) -> Path:
-        return Path(self.out) if self.out else Path("runs") / f"{self.name}-seed{self.seed}"
+        return Path(self.out) if self.out else default_out(self.name, f"-seed{self.seed}")
 
     def config_hash(self) -> str:
         data = self.model_dump(mode="json", exclude={"out"})
