@@ -288,3 +288,16 @@ def test_name_that_cannot_be_the_default_folder(tmp_path, monkeypatch, name):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
     if "\x00" not in name:
         assert runner.invoke(app, ["run", "c.yaml", "--quiet", "--out", "o"]).exit_code == 0
+
+
+def test_compare_spec_without_experiment_and_negative_bootstrap(tmp_path):
+    """compare on a spec with no 'experiment:' said "experiment: None is not one of ..."; fit
+    --bootstrap -5 was taken as 0 without a word."""
+    (tmp_path / "s.yaml").write_text("name: c\n")
+    r = runner.invoke(app, ["experiment", "compare", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2 and "experiment: missing" in r.output and "None" not in r.output, r.output
+    tree = str(_tree_file(tmp_path / "7.txt"))
+    fit = ["fit", "propagation", "--train", tree, "--out", str(tmp_path / "t.json")]
+    r = runner.invoke(app, [*fit, "--bootstrap", "-5"])
+    assert r.exit_code == 2 and "--bootstrap" in r.output, r.output
+    assert not (tmp_path / "t.json").exists() and not (tmp_path / "o").exists()

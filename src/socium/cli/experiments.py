@@ -172,7 +172,7 @@ def fit(
         Path("timing.json"), "--out", help="Parameter file to write (load with timing.params_file)."
     ),
     bootstrap: int = typer.Option(
-        100, "--bootstrap", help="Bootstrap resamples of cascades for the 95% CIs (0: none)."
+        100, "--bootstrap", min=0, help="Bootstrap resamples of cascades for the 95% CIs (0: none)."
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
     root_effects: bool = typer.Option(

@@ -39,6 +39,11 @@ def load_experiment(path: str | Path, overrides: Sequence[str] = (), kind: str |
     """The typed spec in ``path``; ``kind`` (if given) must match its ``experiment`` key (or fills it in)."""
     raw = read_yaml_mapping(path)
     name = raw.get("experiment") or (kind if kind in SPECS else None)
+    if name is None:  # only `compare` reaches here: it runs the spec's own experiment, which must be named
+        raise ConfigError(
+            f"{path}: experiment: missing; `socium experiment compare` runs the spec's own experiment, "
+            f"so the spec needs experiment: one of {', '.join(SPECS)}"
+        )
     if name not in SPECS:
         raise ConfigError(f"{path}: experiment: {name!r} is not one of {', '.join(SPECS)}")
     if kind in SPECS and kind != name:
