@@ -301,3 +301,22 @@ def test_compare_spec_without_experiment_and_negative_bootstrap(tmp_path):
     r = runner.invoke(app, [*fit, "--bootstrap", "-5"])
     assert r.exit_code == 2 and "--bootstrap" in r.output, r.output
     assert not (tmp_path / "t.json").exists() and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    "text,expect",
+    [
+        ("[1, 2]\n", "expected {delay"),
+        ('{"delay": {"family": "lognormal", "mu": 1, "sigma": 1}, "b_author": "abc"}', "b_author: expected a number"),
+        ('{"delay": {"family": "lognormal", "mu": 1, "sigma": 1}, "meta": [1]}', "meta: expected a mapping"),
+    ],
+)
+def test_hand_edited_timing_params_file(tmp_path, text, expect):
+    """timing.params_file holding a JSON list was data.get's AttributeError traceback; a string slope
+    was float()'s message without the key."""
+    (tmp_path / "t.json").write_text(text)
+    cfg = _yaml({"timing": {"kind": "exposure", "params_file": str(tmp_path / "t.json")}})
+    (tmp_path / "c.yaml").write_text(cfg)
+    r = runner.invoke(app, ["run", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "o"), "--quiet"])
+    assert r.exit_code == 2 and "t.json" in r.output and expect in r.output, (r.output, r.exception)
+    assert not (tmp_path / "o").exists()

@@ -196,6 +196,12 @@ class TimingParams:
         unknown = set(d) - {"delay", "b_author", "b_root", "user_sigma", "meta", "root_effects"}
         if unknown:
             raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
+        for key in ("b_author", "b_root", "user_sigma"):  # a hand-edited file: name the key, not float()'s error
+            if not isinstance(d.get(key, 0.0), (int, float)) or isinstance(d.get(key), bool):
+                raise ConfigError(f"{where}: {key}: expected a number, got {d[key]!r}")
+        for key in ("meta", "root_effects"):
+            if not isinstance(d.get(key) or {}, dict):
+                raise ConfigError(f"{where}: {key}: expected a mapping, got {type(d[key]).__name__}")
         try:
             return cls(
                 DelayDistribution(family, delay),
@@ -213,9 +219,10 @@ class TimingParams:
         p = Path(path)
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise InputFileError(p, None, f"cannot read timing parameters: {exc}") from exc
-        return cls.from_dict(data.get("timing", data), where=str(p))
+        # a JSON list or number was data.get's AttributeError traceback; from_dict names what is expected
+        return cls.from_dict(data.get("timing", data) if isinstance(data, dict) else data, where=str(p))
 
     def log_delays(
         self,
