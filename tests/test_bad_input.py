@@ -320,3 +320,11 @@ def test_hand_edited_timing_params_file(tmp_path, text, expect):
     r = runner.invoke(app, ["run", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "o"), "--quiet"])
     assert r.exit_code == 2 and "t.json" in r.output and expect in r.output, (r.output, r.exception)
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("sql", ["", "   ", "/* only a comment */"])
+def test_query_with_no_statement(tmp_path, sql):
+    """DuckDB returns no cursor for empty SQL: query died on 'NoneType' has no attribute 'description'."""
+    out = _finished_run(tmp_path)
+    r = runner.invoke(app, ["query", str(out), sql])
+    assert r.exit_code == 2 and "no statement" in r.output, (r.output, r.exception)

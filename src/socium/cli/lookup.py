@@ -54,6 +54,8 @@ def query(
             console.print(f"wrote {n} rows to {out}")
             return
         cur = con.execute(sql)
+        if cur is None:  # empty SQL or only comments: DuckDB returns no cursor (was an AttributeError traceback)
+            raise SociumError("SQL: no statement to run (empty, or only comments)")
         cols = [d[0] for d in cur.description] if cur.description else []
         rows = cur.fetchmany(limit + 1)
     except SociumError as exc:
