@@ -328,3 +328,11 @@ def test_query_with_no_statement(tmp_path, sql):
     out = _finished_run(tmp_path)
     r = runner.invoke(app, ["query", str(out), sql])
     assert r.exit_code == 2 and "no statement" in r.output, (r.output, r.exception)
+
+
+def test_query_out_a_directory_or_unwritable(tmp_path):
+    """query --out DIR was IsADirectoryError, --out under a missing unmakeable folder an OSError traceback."""
+    out = _finished_run(tmp_path)
+    for dest in (str(out), "/proc/no/such/q.csv"):
+        r = runner.invoke(app, ["query", str(out), "SELECT 1", "--out", dest])
+        assert r.exit_code == 2 and f"--out {dest}:" in r.output, (r.output, r.exception)

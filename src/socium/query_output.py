@@ -41,19 +41,25 @@ def write_table(table: pa.Table, path: str | Path, fmt: FileFormat) -> int:
     path = Path(path)
     if fmt not in ("csv", "json", "parquet"):
         raise ConfigError(f"--format {fmt!r} is not one of csv, json, parquet")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
+    if path.is_dir():
+        raise ConfigError(f"--out {path}: is a directory, expected a file path")
+    try:  # an unwritable --out was an OSError traceback
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
 
-        pq.write_table(table, path)
-    elif fmt == "csv":
-        path.write_text(
-            format_rows(table.column_names, [tuple(r.values()) for r in table.to_pylist()], "csv"), encoding="utf-8"
-        )
-    else:
-        path.write_text(
-            json.dumps([_jsonable(r) for r in table.to_pylist()], ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
-        )
+            pq.write_table(table, path)
+        elif fmt == "csv":
+            path.write_text(
+                format_rows(table.column_names, [tuple(r.values()) for r in table.to_pylist()], "csv"), encoding="utf-8"
+            )
+        else:
+            path.write_text(
+                json.dumps([_jsonable(r) for r in table.to_pylist()], ensure_ascii=False, indent=1) + "\n",
+                encoding="utf-8",
+            )
+    except OSError as exc:
+        raise ConfigError(f"--out {path}: cannot write: {exc.strerror or exc}") from None
     return table.num_rows
 
 
