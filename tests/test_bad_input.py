@@ -336,3 +336,25 @@ def test_query_out_a_directory_or_unwritable(tmp_path):
     for dest in (str(out), "/proc/no/such/q.csv"):
         r = runner.invoke(app, ["query", str(out), "SELECT 1", "--out", dest])
         assert r.exit_code == 2 and f"--out {dest}:" in r.output, (r.output, r.exception)
+
+
+def test_out_paths_of_the_wrong_kind(tmp_path):
+    """fit --out DIR was IsADirectoryError; experiment / sweep --out FILE were NotADirectoryError and
+    FileExistsError tracebacks. Each is one error line naming --out, and the file is kept."""
+    (tmp_path / "afile").write_text("mine")
+    (tmp_path / "adir").mkdir()
+    tree = str(_tree_file(tmp_path / "7.txt"))
+    (tmp_path / "r.yaml").write_text(_yaml({}))
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"base": "r.yaml", "grid": {"steps": [1]}, "seeds": [1]}))
+    (tmp_path / "p.yaml").write_text(
+        yaml.safe_dump({"experiment": "propagation", "tree_files": [tree], "max_users": 4, "minutes": 10})
+    )
+    afile, adir = str(tmp_path / "afile"), str(tmp_path / "adir")
+    for args, dest in (
+        (["fit", "propagation", "--train", tree, "--bootstrap", "0", "--out", adir], adir),
+        (["experiment", "propagation", str(tmp_path / "p.yaml"), "--quiet", "--out", afile], afile),
+        (["sweep", str(tmp_path / "s.yaml"), "--quiet", "--out", afile], afile),
+    ):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2 and f"--out {dest}:" in r.output, (args, r.output, r.exception)
+    assert (tmp_path / "afile").read_text() == "mine" and not any((tmp_path / "adir").iterdir())

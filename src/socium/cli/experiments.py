@@ -21,7 +21,7 @@ from socium.cli.app import (
 )
 from socium.console_text import plain
 from socium.errors import BudgetExceeded, SociumError
-from socium.simulator.rundir import default_out
+from socium.simulator.rundir import default_out, write_out_file
 
 
 @app.command()
@@ -150,12 +150,11 @@ def seeds(
 
     try:
         pooled = pool_seeds(exp_dirs)
+        if out is not None:
+            write_out_file(out, json.dumps(pooled, indent=1))
     except SociumError as exc:
         _fail(exc)
         return
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(pooled, indent=1), encoding="utf-8")
     sys.stdout.write(markdown(pooled, only))
 
 

@@ -18,7 +18,7 @@ from socium.experiments.intervention import InterventionSpec, run_intervention
 from socium.experiments.polarisation import PolarisationSpec, run_polarisation
 from socium.experiments.propagation import PropagationSpec, run_propagation
 from socium.experiments.spec import load_spec_data, parse_spec
-from socium.simulator.rundir import default_out
+from socium.simulator.rundir import check_out_path, default_out
 
 SPECS: dict[str, type] = {
     "propagation": PropagationSpec,
@@ -62,9 +62,9 @@ def prepare_experiment(
         raise ConfigError(f"experiment kind {kind!r} is not one of {', '.join(KINDS)}")
     spec = load_experiment(path, overrides, kind)
     suffix = "-compare" if kind == "compare" else ""
-    if out is not None:
-        return spec, Path(out)
-    return spec, Path(spec.out + suffix) if spec.out else default_out(spec.name, suffix)
+    target = Path(out) if out is not None else Path(spec.out + suffix) if spec.out else default_out(spec.name, suffix)
+    check_out_path(target)  # a file there was NotADirectoryError's traceback, after the progress display
+    return spec, target
 
 
 def run_prepared(

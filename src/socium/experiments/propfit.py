@@ -496,7 +496,6 @@ def load_training_trees(sources: Sequence[str]) -> dict[str, CascadeTree]:
 
 
 def write_fit(result: dict[str, Any], out: str | Path) -> Path:
-    p = Path(out)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(result, indent=2), encoding="utf-8")
-    return p
+    from socium.simulator.rundir import write_out_file
+
+    return write_out_file(Path(out), json.dumps(result, indent=2))

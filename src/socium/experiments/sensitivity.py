@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from socium.config import config_from_dict, read_yaml_mapping, validate_dict
 from socium.errors import ConfigError, SociumError
 from socium.experiments.polarisation import bimodality_coefficient
-from socium.simulator.rundir import default_out
+from socium.simulator.rundir import check_out_path, default_out
 
 
 class ParamRange(BaseModel):
@@ -204,6 +204,7 @@ def run_sensitivity(
     from socium.experiments.sweep import RunSpec, SweepSpec, run_one, run_sweep
 
     out = Path(out or spec.out or default_out(spec.name))
+    check_out_path(out)  # a file there: one error, not one failure per design point
     problem, X, points = design(spec)
     base_seed = int(spec.base.get("seed", 0))
     # Run k is design point k // replicates, replicate k % replicates; names follow the sweep's layout.

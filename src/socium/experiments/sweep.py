@@ -31,6 +31,7 @@ import duckdb
 
 from socium.config import config_from_dict, read_yaml_mapping
 from socium.errors import ConfigError
+from socium.simulator.rundir import check_out_path
 
 
 @dataclass
@@ -90,6 +91,7 @@ def load_sweep(path: str | Path, out: str | Path | None = None, parallel: int | 
         par = 2
     if isinstance(par, bool) or not isinstance(par, int) or par < 1:
         raise ConfigError(f"{p}: 'parallel' must be an integer >= 1, got {par!r}")
+    check_out_path(out_dir)  # a file there was mkdir's FileExistsError traceback
     spec = SweepSpec(base, {str(k): v for k, v in grid.items()}, seeds, out_dir, par, data.get("address"))
     spec.runs = expand(spec)
     for r in spec.runs:

@@ -224,3 +224,16 @@ def default_out(name: str, tail: str = "") -> Path:
             "change name or pass --out"
         )
     return Path("runs") / f"{name}{tail}"
+
+
+def write_out_file(path: Path, text: str) -> Path:
+    """Write a result file the user named with ``--out`` (a fit, pooled seeds): a folder or an unwritable
+    place there is one :class:`RunDirError` naming it, not ``IsADirectoryError``'s traceback."""
+    if path.is_dir():
+        raise RunDirError(f"--out {path}: is a directory, expected a file path")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise RunDirError(f"--out {path}: cannot write: {exc.strerror or exc}") from None
+    return path
