@@ -358,3 +358,15 @@ def test_out_paths_of_the_wrong_kind(tmp_path):
         r = runner.invoke(app, args)
         assert r.exit_code == 2 and f"--out {dest}:" in r.output, (args, r.output, r.exception)
     assert (tmp_path / "afile").read_text() == "mine" and not any((tmp_path / "adir").iterdir())
+
+
+@pytest.mark.parametrize(
+    "url", ["http://[::1/v1", "http://127.0.0.1:99999/v1", "http://localhost:8000o/v1", "http:///v1"]
+)
+def test_malformed_server_url(tmp_path, url):
+    """A typo in llm.base_urls' port or brackets was urllib's ValueError traceback at the first request."""
+    llm = {"backend": "openai", "base_urls": [url], "model": "m", "retries": 0}
+    (tmp_path / "c.yaml").write_text(_yaml({"policy": {"kind": "llm"}, "llm": llm}))
+    r = runner.invoke(app, ["run", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "o"), "--quiet"])
+    assert r.exit_code == 2 and "llm.base_urls" in r.output and url in r.output, (r.output, r.exception)
+    assert not (tmp_path / "o").exists()

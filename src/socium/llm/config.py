@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..errors import ConfigError
 from .base import BackendWrapper, LLMBackend
 from .cache import ResultCache
+from .http11 import url_problem
 from .wrappers import (
     BudgetLedger,
     CachingBackend,
@@ -148,6 +149,15 @@ class LLMConfig(BaseModel):
     @classmethod
     def _one_url(cls, v: Any) -> Any:
         return [v] if isinstance(v, str) else v
+
+    @field_validator("base_urls")
+    @classmethod
+    def _valid_urls(cls, v: list[str]) -> list[str]:
+        """Refused when the config is read, before a run folder is made (see :func:`url_problem`)."""
+        for url in v:
+            if (problem := url_problem(url)) is not None:
+                raise ValueError(f"{url!r} {problem}")
+        return v
 
     @model_validator(mode="after")
     def _needs(self) -> LLMConfig:

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from ..errors import ConfigError
 from .base import LoopLocal, daemon_task
-from .http11 import HTTPFailure, Pool
+from .http11 import HTTPFailure, Pool, url_problem
 from .types import ErrorKind, LLMRequest, LLMResult
 
 try:
@@ -187,8 +187,8 @@ class OpenAIBackend:
             raise ConfigError(f"llm.server_kind: {server_kind!r} is not one of {', '.join(SERVER_KINDS)}")
         if timeout_s <= 0:
             raise ConfigError(f"llm.timeout_s: must be > 0, got {timeout_s!r}")
-        if not base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"llm.base_urls: {base_url!r} is not an http:// or https:// URL")
+        if (problem := url_problem(base_url)) is not None:
+            raise ConfigError(f"llm.base_urls: {base_url!r} {problem}")
         key = os.environ.get(api_key_env)
         if not key:
             if server_kind == "openai":
