@@ -18,8 +18,8 @@ from socium.platform.graph import (
     graph_from_following,
     graph_to_edges,
     read_edgelist,
-    twitter_like_attractiveness,
 )
+from socium.platform.twitter_graph import twitter_like_attractiveness
 
 FACEBOOK = DATA / "snap-ego-facebook" / "facebook_combined.txt.gz"
 
