@@ -51,6 +51,7 @@ from scipy import optimize, special, stats
 
 from socium.errors import ConfigError
 from socium.experiments.realcascades import CascadeTree
+from socium.simulator.rundir import write_out_file
 from socium.simulator.timing import FAMILIES, MIN_DELAY_MIN, DelayDistribution, TimingParams
 
 
@@ -496,6 +497,4 @@ def load_training_trees(sources: Sequence[str]) -> dict[str, CascadeTree]:
 
 
 def write_fit(result: dict[str, Any], out: str | Path) -> Path:
-    from socium.simulator.rundir import write_out_file
-
     return write_out_file(Path(out), json.dumps(result, indent=2))
