@@ -23,9 +23,9 @@ import platform
 import time
 from pathlib import Path
 
-from socium.experiments.episodes.config import episodes_config_from_dict
-from socium.experiments.episodes.report import markdown_table
-from socium.experiments.episodes.runner import run_episodes
+from socium.episodes.config import episodes_config_from_dict
+from socium.episodes.report import markdown_table
+from socium.episodes.runner import run_episodes
 
 
 def machine() -> dict:

@@ -67,7 +67,7 @@ def apply_rate(n_actions: int = 200_000) -> float:
     """Platform rule checks + state changes alone: posts, likes and reposts on a 10^5-user platform."""
     import numpy as np
 
-    from socium.platform.actions import CreatePost, LikePost, Repost
+    from socium.core.actions import CreatePost, LikePost, Repost
     from socium.platform.graph import FollowIndex, generate_edges
     from socium.platform.state import PlatformState
 

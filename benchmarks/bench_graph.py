@@ -42,8 +42,8 @@ def one(kind: str, n: int, repeat: int, facts: bool, params: dict) -> dict:
         "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "edges_per_node": len(src) / n,
     }  # fmt: skip
     if facts:
-        from socium.experiments import stylized as S
-        from socium.experiments.validate import _fit_tail
+        from socium.experiments.validation import stylized as S
+        from socium.experiments.validation.validate import _fit_tail
 
         indeg = np.bincount(dst, minlength=n)
         alpha, se, _, xmin = _fit_tail(indeg[indeg > 0])

@@ -162,7 +162,7 @@ PHASES: list[tuple[str, str, str]] = [
     ("socium.agents.llm_policy", "RenderedRequest.__init__", "LLM: llm_calls JSON strings (RenderedRequest)"),
     ("socium.simulator.simulation", "call_rows", "llm_calls rows (call_rows)"),
     ("socium.simulator.simulation", "Simulation.apply_decisions", "applying actions"),
-    ("socium.simulator.store", "TraceStore.append_step", "DuckDB write of the step"),
+    ("socium.trace.store", "TraceStore.append_step", "DuckDB write of the step"),
 ]
 
 

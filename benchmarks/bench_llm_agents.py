@@ -113,7 +113,7 @@ PERSONA_SETS = {"default (bio, interests)": ["bio", "interests"], "+ persona": [
 def persona_file(tmp: str) -> tuple[str, str]:
     """OASIS's 36 Reddit personas when the reference data is present, else 36 synthetic ones like them."""
     try:
-        from socium.datadir import data_dir
+        from socium.data.datadir import data_dir
 
         path = data_dir() / "oasis-reference" / "reddit" / "user_data_36.json"
         if path.is_file():

@@ -25,8 +25,8 @@ import yaml
 from bench_ray import _timed  # the same wrapper (benchmarks/ is on sys.path when run as a script)
 
 import socium
-from socium.experiments.curves import CURVE_NAMES, nrmse_curves
-from socium.experiments.propagation import (
+from socium.experiments.propagation.curves import CURVE_NAMES, nrmse_curves
+from socium.experiments.propagation.study import (
     PropagationSpec,
     cascade_population,
     earliest_users,
@@ -35,11 +35,11 @@ from socium.experiments.propagation import (
     simulated_curves,
     subtree_curves,
 )
-from socium.experiments.propcv import _model_config, fold_split, replicate_rows
-from socium.experiments.propfit import fit_timing
+from socium.experiments.propagation.cv import _model_config, fold_split, replicate_rows
+from socium.experiments.propagation.fit import fit_timing
 from socium.experiments.spec import run_config, write_population_csv
 from socium.simulator.simulation import Simulation
-from socium.simulator.store import TraceStore
+from socium.trace.store import TraceStore
 
 SPEC = Path(__file__).resolve().parents[1] / "examples" / "results" / "propagation-cv.yaml"
 

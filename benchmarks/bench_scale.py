@@ -275,7 +275,7 @@ def _top_growth(snaps: list[Any]) -> list[str]:
 
 def serve() -> None:
     """The fake model server in its own process: print its URL, serve until stdin closes."""
-    from socium.testing.fake_server import FakeOpenAIServer
+    from socium.llm.fake_server import FakeOpenAIServer
 
     with FakeOpenAIServer(record=False) as srv:
         print(srv.base_url, flush=True)

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from socium.config import config_from_dict
-from socium.experiments.validate import scorecard
+from socium.experiments.validation.validate import scorecard
 from socium.simulator.simulation import Simulation
 
 

@@ -31,9 +31,9 @@ import duckdb
 import numpy as np
 from scipy import stats
 
-from socium.experiments.episodes.multiparty_runner import _wilson as wilson
-from socium.experiments.episodes.objective import DealAnswer, decide_deal
-from socium.experiments.episodes.tasks import BargainingTask, MutualFriendTask, normalise_name
+from socium.episodes.multiparty_runner import _wilson as wilson
+from socium.episodes.objective import DealAnswer, decide_deal
+from socium.episodes.tasks import BargainingTask, MutualFriendTask, normalise_name
 
 METRICS = ("goal_mean", "words_per_turn", "turns_per_episode", "agreement_rate", "leave_rate", "invalid_turn_rate")
 

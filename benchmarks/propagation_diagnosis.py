@@ -38,10 +38,10 @@ from typing import Any
 import numpy as np
 import yaml
 
-from socium.experiments.curves import CURVE_NAMES, cascade_curves_from_events, node_depths, nrmse_curves
-from socium.experiments.propagation import RESHARE_AT, PropagationSpec, earliest_users, load_trees, subtree_curves
-from socium.experiments.propcv import fold_split
-from socium.experiments.propfit import fit_timing, tree_edges
+from socium.experiments.propagation.curves import CURVE_NAMES, cascade_curves_from_events, node_depths, nrmse_curves
+from socium.experiments.propagation.study import RESHARE_AT, PropagationSpec, earliest_users, load_trees, subtree_curves
+from socium.experiments.propagation.cv import fold_split
+from socium.experiments.propagation.fit import fit_timing, tree_edges
 from socium.simulator.timing import MIN_DELAY_MIN, TimingParams
 
 SPEC = Path(__file__).resolve().parents[1] / "examples" / "results" / "propagation-cv.yaml"

@@ -48,11 +48,11 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from socium.experiments.curves import CURVE_NAMES, node_depths, nrmse_curves
-from socium.experiments.propagation import RESHARE_AT, subtree_curves
-from socium.experiments.propcv import fold_split
-from socium.experiments.propfit import fit_timing, tree_edges
-from socium.experiments.realcascades import CascadeTree, load_twitter15, oasis_cascade_ids
+from socium.experiments.propagation.curves import CURVE_NAMES, node_depths, nrmse_curves
+from socium.experiments.propagation.study import RESHARE_AT, subtree_curves
+from socium.experiments.propagation.cv import fold_split
+from socium.experiments.propagation.fit import fit_timing, tree_edges
+from socium.experiments.propagation.realcascades import CascadeTree, load_twitter15, oasis_cascade_ids
 from socium.simulator.timing import MIN_DELAY_MIN, DelayDistribution, TimingParams
 
 MINUTES = 150
@@ -442,7 +442,7 @@ def main() -> None:
     if a.check_134:
         import yaml
 
-        from socium.experiments.propagation import PropagationSpec, load_trees
+        from socium.experiments.propagation.study import PropagationSpec, load_trees
 
         spec_file = Path(__file__).resolve().parents[1] / "examples" / "results" / "propagation-cv.yaml"
         spec = PropagationSpec.model_validate(yaml.safe_load(spec_file.read_text(encoding="utf-8")))

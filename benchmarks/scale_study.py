@@ -50,9 +50,9 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from socium.experiments.herding import HerdingSpec, run_herding
-from socium.experiments.intervention import t_ci
-from socium.experiments.polarisation import PolarisationSpec, run_polarisation
+from socium.experiments.opinions.herding import HerdingSpec, run_herding
+from socium.experiments.intervention.study import t_ci
+from socium.experiments.opinions.polarisation import PolarisationSpec, run_polarisation
 
 HERD_RULE = {"kind": "random", "p_like": 0.18, "p_dislike": 0.01, "p_post": 0.0, "p_repost": 0.0}
 HERD_POSITIVE = {**HERD_RULE, "herding": 0.8}  # positive control: votes lean toward the visible score's sign

@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 
 from socium.config import config_from_dict
-from socium.platform.actions import CreateGroup, CreatePost, JoinGroup, SendToGroup
+from socium.core.actions import CreateGroup, CreatePost, JoinGroup, SendToGroup
 from socium.simulator.simulation import Simulation
 
 CONFIG = {

@@ -7,7 +7,7 @@ import pytest
 
 def _shared_data() -> Path:
     """The one resolver code and tests share: $SOCIUM_DATA_DIR, else ../shared/data beside the checkout."""
-    from socium.datadir import data_dir
+    from socium.data.datadir import data_dir
 
     return data_dir()
 
@@ -16,7 +16,7 @@ SHARED_DATA = _shared_data()
 
 
 def needs_data(relpath: str) -> pytest.MarkDecorator:
-    """Skip a test whose research data set (never packaged, see socium.datadir) is not on this machine."""
+    """Skip a test whose research data set (never packaged, see socium.data.datadir) is not on this machine."""
     return pytest.mark.skipif(not (SHARED_DATA / relpath).exists(), reason=f"research data not present: {relpath}")
 
 

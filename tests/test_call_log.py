@@ -15,7 +15,7 @@ from socium.agents.call_log import CallLog, RenderedRequest, call_rows
 from socium.llm.types import ChatMessage, LLMRequest, LLMResult
 from socium.simulator.llm_health import step_problem
 from socium.simulator.simulation import Simulation
-from socium.simulator.store import trace_digest
+from socium.trace.store import trace_digest
 
 
 def _call(i: int, step: Any, agent: Any, rid: str, ok: bool = True) -> tuple[str, Any, LLMResult, str]:

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from conftest import small_config
 from socium.cli.main import app
-from socium.experiments.card import simulation_card
+from socium.reporting.card import simulation_card
 from socium.simulator.simulation import Simulation
 
 runner = CliRunner()
@@ -43,7 +43,7 @@ def test_replay_card_names_the_recorded_model(tmp_path):
 
 
 def test_http_card_shows_server_without_credentials(tmp_path):
-    from socium.experiments.card import _backend_section
+    from socium.reporting.card import _backend_section
 
     sec = _backend_section(
         {
@@ -72,7 +72,7 @@ def test_rule_based_card_has_no_perspective_or_llm(tmp_path):
 def test_card_names_input_files_with_digests(tmp_path):
     import hashlib
 
-    from socium.experiments.propagation import PropagationSpec, run_propagation
+    from socium.experiments.propagation.study import PropagationSpec, run_propagation
 
     tree = tmp_path / "7.txt"
     tree.write_text("['ROOT', 'ROOT', '0.0']->['1', '7', '0.0']\n['1', '7', '0.0']->['2', '7', '1.0']\n")
@@ -99,9 +99,9 @@ def test_card_says_how_each_in_process_engine_ran_threads_as_chosen(tmp_path):
     served, a resumed session adds its own, the card lists each set-up once, and none of it changes
     the trace's digest (runs on different machines stay comparable)."""
     from socium.agents.llm_policy import LLMPolicy
+    from socium.llm.model_free import ScriptedBackend
     from socium.llm.wrappers import CachingBackend
-    from socium.simulator.store import trace_digest
-    from socium.testing.backends import ScriptedBackend
+    from socium.trace.store import trace_digest
 
     class Engine(ScriptedBackend):
         def __init__(self, threads):

@@ -3,8 +3,8 @@
 import duckdb
 
 from conftest import small_config
-from socium.agents.observation import Decision
-from socium.platform.actions import CreateComment, CreatePost, QuotePost, Repost
+from socium.core.actions import CreateComment, CreatePost, QuotePost, Repost
+from socium.core.contracts import Decision
 from socium.simulator.simulation import Simulation
 
 # step -> list of (agent, action-factory taking a post-id map)

@@ -78,8 +78,8 @@ def test_choices_are_listed_and_validated(tmp_path):
 
 
 def test_export_sft_library_rejects_unknown_mode_before_writing(tmp_path):
+    from socium.episodes.export import export_sft
     from socium.errors import ConfigError
-    from socium.experiments.episodes.export import export_sft
 
     with pytest.raises(ConfigError, match="'bogus' is not one of agents, mindreaders, script"):
         export_sft(tmp_path, tmp_path / "x.jsonl", mode="bogus")
@@ -162,7 +162,7 @@ def test_query_writes_csv_json_parquet(run_dir, tmp_path):
 
 def test_config_reference_documents_every_key():
     from socium.config import ExperimentConfig
-    from socium.config_doc import sections, undocumented
+    from socium.config.doc import sections, undocumented
 
     assert undocumented(ExperimentConfig) == []
     r = runner.invoke(app, ["config-schema", "--markdown"])
@@ -180,7 +180,7 @@ def test_config_reference_documents_every_key():
 def test_undocumented_finds_a_missing_description():
     from pydantic import BaseModel, Field
 
-    from socium.config_doc import undocumented
+    from socium.config.doc import undocumented
 
     class Inner(BaseModel):
         a: int = Field(1, description="documented")
@@ -193,7 +193,7 @@ def test_undocumented_finds_a_missing_description():
 
 
 def test_data_command_and_env_var(tmp_path, monkeypatch):
-    from socium.datadir import data_dir
+    from socium.data.datadir import data_dir
 
     (tmp_path / "sotopia").mkdir()
     monkeypatch.setenv("SOCIUM_DATA_DIR", str(tmp_path))

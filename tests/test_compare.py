@@ -6,8 +6,8 @@ import duckdb
 import pytest
 
 from socium.errors import ConfigError
-from socium.experiments.compare import run_compare
-from socium.experiments.herding import HerdingSpec, run_herding
+from socium.experiments.designs.compare import run_compare
+from socium.experiments.opinions.herding import HerdingSpec, run_herding
 from socium.experiments.report import write_report
 
 
@@ -37,7 +37,7 @@ def test_three_perspectives_same_design_different_cost(tmp_path, monkeypatch):
     # 16 always-active voters: one call each per step locally, one narrator call per 8 agents in script mode
     assert rows["local"]["totals"]["llm_calls"] == 32 and rows["omniscient"]["totals"]["llm_calls"] == 4
     assert rows["omniscient"]["totals"]["prompt_tokens"] < rows["local"]["totals"]["prompt_tokens"]
-    from socium.experiments import report_plots as P
+    from socium.reporting import plots as P
 
     legends = []
     real_bars = P.group_bars

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from socium.errors import SociumError
-from socium.experiments import curves, realcascades
-from socium.experiments.curves import (
+from socium.experiments.propagation import curves, realcascades
+from socium.experiments.propagation.curves import (
     CURVE_NAMES,
     CascadeDataError,
     cascade_curves_from_events,

@@ -1,6 +1,6 @@
 from conftest import small_config
 from socium.simulator.simulation import Simulation
-from socium.simulator.store import check_no_duplicates, trace_digest
+from socium.trace.store import check_no_duplicates, trace_digest
 
 
 def run(cfg, path):

@@ -8,17 +8,17 @@ from typing import Any
 
 import pytest
 
-from socium.experiments.episodes.config import episodes_config_from_dict
-from socium.experiments.episodes.judge import judge_schema, judge_vs_objective
-from socium.experiments.episodes.loop import EpisodeResult, EpisodeSpec, TurnRecord, end_reason, run_episode
-from socium.experiments.episodes.objective import DealAnswer, decide_deal
-from socium.experiments.episodes.prompts import DIMENSIONS
-from socium.experiments.episodes.runner import build_specs, models_for
-from socium.experiments.episodes.structured import wire_schema
-from socium.experiments.episodes.tasks import score_bargaining
+from socium.episodes.config import episodes_config_from_dict
+from socium.episodes.judge import judge_schema, judge_vs_objective
+from socium.episodes.loop import EpisodeResult, EpisodeSpec, TurnRecord, end_reason, run_episode
+from socium.episodes.objective import DealAnswer, decide_deal
+from socium.episodes.prompts import DIMENSIONS
+from socium.episodes.runner import build_specs, models_for
+from socium.episodes.structured import wire_schema
+from socium.episodes.tasks import score_bargaining
 from socium.llm.base import run_coro_sync
+from socium.llm.model_free import RandomBackend, ScriptedBackend
 from socium.llm.types import LLMRequest
-from socium.testing.backends import RandomBackend, ScriptedBackend
 
 Responder = Callable[[LLMRequest], str]
 
@@ -290,7 +290,7 @@ def test_embedded_model_plays_every_mode() -> None:
     """The real CPU model through llama.cpp's grammar: schemas must compile (a 4000-character
     maxLength crashed llama.cpp) and every call must come back as a recorded, typed outcome."""
     pytest.importorskip("xllamacpp")
-    from socium.experiments.episodes.runner import build_models, close_models
+    from socium.episodes.runner import build_models, close_models
 
     cfg = cfg_for(
         llm={"backend": "embedded", "max_tokens": 48},

@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from conftest import SHARED_DATA
-from socium.experiments.episodes.prompts import (
+from socium.episodes.prompts import (
     DIMENSIONS,
     MAX_ARGUMENT_CHARS,
     AgentEvaluation,
@@ -23,8 +23,8 @@ from socium.experiments.episodes.prompts import (
     script_json_schema,
     turn_json_schema,
 )
-from socium.experiments.episodes.sotopia import CharacterProfile, EnvironmentProfile, SotopiaData, render_for
-from socium.testing.schema_sample import sample_from_schema
+from socium.episodes.sotopia import CharacterProfile, EnvironmentProfile, SotopiaData, render_for
+from socium.llm.schema_sample import sample_from_schema
 
 DATA = SHARED_DATA / "sotopia"
 

@@ -11,14 +11,14 @@ import pytest
 from typer.testing import CliRunner
 
 from socium.cli.main import app
+from socium.episodes.config import episodes_config_from_dict, load_episodes_config
+from socium.episodes.export import export_sft
+from socium.episodes.loop import EpisodeSpec
+from socium.episodes.prompts import Script, TurnAction
+from socium.episodes.runner import build_specs, models_for, run_episodes
 from socium.errors import ConfigError, RunDirError
-from socium.experiments.episodes.config import episodes_config_from_dict, load_episodes_config
-from socium.experiments.episodes.export import export_sft
-from socium.experiments.episodes.loop import EpisodeSpec
-from socium.experiments.episodes.prompts import Script, TurnAction
-from socium.experiments.episodes.runner import build_specs, models_for, run_episodes
+from socium.llm.model_free import ScriptedBackend
 from socium.llm.types import LLMRequest
-from socium.testing.backends import ScriptedBackend
 
 T_975_DF3 = 3.182446305284263  # Student t quantile, two-sided 95%, 3 degrees of freedom
 
@@ -296,7 +296,7 @@ def test_goal_error_bars_are_the_tables_interval(tmp_path, monkeypatch) -> None:
     """The plotted interval is the table's, also where it is clipped to 10 (asymmetric)."""
     from matplotlib.axes import Axes
 
-    from socium.experiments.episodes.report import table_rows, write_plots
+    from socium.episodes.report import table_rows, write_plots
 
     row = {
         "mode": "script",

@@ -17,7 +17,7 @@ import duckdb
 from typer.testing import CliRunner
 
 from socium.cli.main import app
-from socium.simulator.rundir import RunDirLock
+from socium.trace.rundir import RunDirLock
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -73,7 +73,7 @@ def test_episodes_lock_left_by_a_killed_process_is_stale(tmp_path) -> None:
     f, out = _episodes_cfg(tmp_path), tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
     hold = (
-        "import sys, time; from socium.simulator.rundir import RunDirLock; "
+        "import sys, time; from socium.trace.rundir import RunDirLock; "
         "lock = RunDirLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(600)"
     )
     out.mkdir()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import load_benchmark
-from socium.experiments.episodes.tasks import make_bargaining, make_mutual_friend
+from socium.episodes.tasks import make_bargaining, make_mutual_friend
 
 
 @pytest.fixture(scope="module")

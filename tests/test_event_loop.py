@@ -8,10 +8,10 @@ import duckdb
 import pytest
 
 from socium.config import config_from_dict
-from socium.experiments.card import simulation_card
 from socium.llm import base
+from socium.reporting.card import simulation_card
 from socium.simulator.simulation import Simulation
-from socium.simulator.store import trace_digest
+from socium.trace.store import trace_digest
 
 
 def _no_uvloop(monkeypatch):

@@ -15,14 +15,14 @@ from socium.agents import perspectives
 from socium.agents.llm_policy import LLMPolicy
 from socium.agents.profiles import stance_side
 from socium.config import load_config
+from socium.core.actions import ACTION_TYPES
+from socium.episodes.prompts import describe_access
 from socium.errors import ConfigError
-from socium.experiments.card import simulation_card
-from socium.experiments.episodes.prompts import describe_access
+from socium.llm.model_free import ScriptedBackend
 from socium.llm.wrappers import CachingBackend
-from socium.platform.actions import ACTION_TYPES
+from socium.reporting.card import simulation_card
 from socium.simulator.simulation import Simulation
 from socium.simulator.world import build_population
-from socium.testing.backends import ScriptedBackend
 from socium.testing.invariants import exposures_not_in_prompts
 
 ROOT = Path(__file__).resolve().parents[1]

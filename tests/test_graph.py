@@ -152,8 +152,8 @@ def test_bad_kind_and_params(kind: str, n: int, params: dict, words: list[str]) 
 def _facts(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[float, float, float]:
     """Edge reciprocity, fitted follower-tail exponent and sampled mean local clustering, measured by
     the same code as ``socium validate``."""
-    from socium.experiments import stylized as S
-    from socium.experiments.validate import _fit_tail
+    from socium.experiments.validation import stylized as S
+    from socium.experiments.validation.validate import _fit_tail
 
     indeg = np.bincount(dst, minlength=n)
     alpha = _fit_tail(indeg[indeg > 0])[0]

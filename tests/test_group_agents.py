@@ -11,10 +11,10 @@ from socium.agents.clustering import cluster_population
 from socium.agents.group_policy import GroupLLMPolicy
 from socium.agents.sources import synthetic_population
 from socium.config import config_from_dict
+from socium.llm.model_free import ScriptedBackend
 from socium.recsys.embeddings import HashingEmbedder
 from socium.simulator.simulation import Simulation
-from socium.simulator.store import trace_digest
-from socium.testing.backends import ScriptedBackend
+from socium.trace.store import trace_digest
 
 N = 40
 

@@ -13,10 +13,10 @@ import pytest
 
 from conftest import replayed_like_recorded
 from socium.llm.context import estimate_prompt_tokens
+from socium.llm.model_free import ScriptedBackend
 from socium.llm.types import LLMResult
 from socium.llm.wrappers import CachingBackend
 from socium.simulator.simulation import Simulation
-from socium.testing.backends import ScriptedBackend
 from socium.testing.invariants import exposures_not_in_prompts
 from test_narrator_fit import MAX_TOKENS, answer_all, trimmed_feed
 from test_narrator_fit import cfg as narrator_cfg

@@ -5,11 +5,11 @@ import json
 import numpy as np
 import pytest
 
-from socium.agents.observation import Decision
+from socium.core.actions import DislikePost, LikePost
+from socium.core.contracts import Decision
+from socium.core.rng import POLICY, agent_rng
 from socium.errors import ConfigError
-from socium.experiments.herding import HerdingSpec, herding_configs, herding_metrics, run_herding, sample_items
-from socium.platform.actions import DislikePost, LikePost
-from socium.simulator.rng import POLICY, agent_rng
+from socium.experiments.opinions.herding import HerdingSpec, herding_configs, herding_metrics, run_herding, sample_items
 from socium.simulator.simulation import Simulation
 
 

@@ -3,8 +3,8 @@
 import duckdb
 
 from conftest import small_config
-from socium.agents.observation import Decision
-from socium.platform.actions import CreatePost, QuotePost
+from socium.core.actions import CreatePost, QuotePost
+from socium.core.contracts import Decision
 from socium.simulator.simulation import Simulation
 
 HOSTILE = [

@@ -10,10 +10,16 @@ import pytest
 
 from conftest import needs_data
 from socium.config import config_from_dict
-from socium.experiments.drift import drift
-from socium.experiments.intervention import InterventionSpec, condition_config, run_intervention, run_metrics, t_ci
+from socium.core.actions import CreateComment, QuotePost
+from socium.experiments.intervention.drift import drift
+from socium.experiments.intervention.study import (
+    InterventionSpec,
+    condition_config,
+    run_intervention,
+    run_metrics,
+    t_ci,
+)
 from socium.experiments.report import write_report
-from socium.platform.actions import CreateComment, QuotePost
 from socium.recsys.embeddings import HashingEmbedder
 from socium.simulator.simulation import Simulation
 
@@ -123,8 +129,8 @@ def test_report_prints_true_claim_levels_with_their_t_interval(tmp_path):
 
     from scipy import stats
 
-    from socium.experiments.intervention import summarise
-    from socium.experiments.report_intervention import LEVEL_KEYS
+    from socium.experiments.intervention.report import LEVEL_KEYS
+    from socium.experiments.intervention.study import summarise
 
     t50 = {0: 0.0, 1: 1.0, 2: 0.5, 3: None}  # seed 3: its true claims reached nobody, t50 undefined
     reach = {0: 4.0, 1: 6.0, 2: 9.0, 3: 0.0}
@@ -252,7 +258,7 @@ def test_embedded_study_spec_builds_every_condition():
 def test_reach_curves_stay_visible_with_whole_step_ticks(tmp_path, monkeypatch, steps):
     """A 1-step study's curves are single points: they must still be drawn (markers) on an axis of
     whole steps, not on matplotlib's fractional fallback ticks."""
-    from socium.experiments import report_intervention as R
+    from socium.experiments.intervention import report as R
 
     curve = [float(t + 1) for t in range(steps)]
     body = {"summary": {"false_curve": curve, "true_curve": curve}, "per_seed": {0: {"false_curve": curve}}}

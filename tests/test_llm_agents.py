@@ -10,10 +10,10 @@ import pytest
 from socium.agents.llm_policy import LLMPolicy
 from socium.config import config_from_dict
 from socium.errors import BudgetExceeded
+from socium.llm.model_free import GarbageBackend
 from socium.llm.wrappers import CachingBackend, RetryingBackend
 from socium.simulator.simulation import Simulation
-from socium.simulator.store import trace_digest
-from socium.testing.backends import GarbageBackend
+from socium.trace.store import trace_digest
 
 N = 24
 GOALS = [f"zq{i}zq secret plan" for i in range(N)]
@@ -200,7 +200,7 @@ def test_interview_and_surveys(tmp_path):
     vals = [v for (v,) in con.execute("SELECT value FROM surveys").fetchall()]
     assert all(v is None or -1 <= v <= 1 for v in vals)
     con.close()
-    from socium.testing import backends
+    from socium.llm import model_free as backends
 
     seen = []
     real_generate = backends.ScriptedBackend.generate
@@ -248,7 +248,7 @@ def test_llm_run_stopped_and_resumed_equals_uninterrupted(tmp_path):
 
 def test_model_output_with_lone_surrogates_and_nuls_is_stored(tmp_path):
     """Unparseable, unstorable model text becomes a bounded invalid_llm_output row, not a lost step."""
-    from socium.testing.backends import ScriptedBackend
+    from socium.llm.model_free import ScriptedBackend
 
     c = cfg("local", steps=2)
     bad = "\ud800 not json \x00" + "y" * 10_000
@@ -316,7 +316,7 @@ def test_posts_rendered_once_per_step_give_the_same_prompts_and_trace(tmp_path, 
 
 def test_render_post_memo_tells_apart_every_state_of_a_post():
     from socium.agents import prompts as P
-    from socium.agents.observation import FeedItem, SharedPost
+    from socium.core.contracts import FeedItem, SharedPost
 
     def item(**kw):
         base = dict(post_id=7, author=1, kind="quote", text="hello #tag <x>", root_id=3, likes=1, dislikes=0,

@@ -177,9 +177,9 @@ def test_the_card_records_the_threads_and_slots_the_engine_ran_with(tmp_path) ->
     """Through the real backend stack (wrappers around EmbeddedBackend): the engine's threads, chosen
     from the machine's load at start, and its slots reach the trace and the Simulation Card."""
     from socium.config import config_from_dict
-    from socium.experiments.card import simulation_card
     from socium.llm.embedded import EmbeddedBackend
     from socium.llm.wrappers import find_wrapper
+    from socium.reporting.card import simulation_card
     from socium.simulator.simulation import Simulation
 
     cfg = config_from_dict(

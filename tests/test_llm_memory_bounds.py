@@ -16,9 +16,9 @@ from socium.agents.memory import WindowMemory
 from socium.errors import ConfigError
 from socium.llm import LLMResult, build_backend, generate_sync, user_request
 from socium.llm.cache import MemoryCache
+from socium.llm.fake_server import FakeOpenAIServer
 from socium.simulator.simulation import Simulation
-from socium.simulator.store import TraceStore
-from socium.testing.fake_server import FakeOpenAIServer
+from socium.trace.store import TraceStore
 
 
 def _res(i: int) -> LLMResult:

@@ -11,8 +11,8 @@ import pytest
 from socium.agents.llm_policy import LLMPolicy
 from socium.config import config_from_dict
 from socium.llm import CachingBackend
+from socium.llm.model_free import LatencyBackend, schema_answer
 from socium.simulator.simulation import Simulation
-from socium.testing.backends import LatencyBackend, schema_answer
 
 N = 10
 
@@ -137,7 +137,7 @@ def test_narrator_gets_per_member_schemas_and_one_reask_for_skipped_or_wrong_mem
         r == "narrator output: post_id 999999 is not a post shown to you" for r in reasons
     )
     con.close()
-    from socium.experiments.card import simulation_card
+    from socium.reporting.card import simulation_card
 
     card = simulation_card(tmp_path / "r")
     n = sum(r[1] for r in per)
@@ -149,7 +149,7 @@ def test_survey_schema_closes_the_object_and_bounds_the_answer() -> None:
     """Constrained decoding follows the schema: keys beyond answer/value, or an answer longer than fits
     the token budget, were what left SmolLM2's surveys without a value."""
     jsonschema = pytest.importorskip("jsonschema")
-    from socium.simulator.surveys import SURVEY_ANSWER_CHARS, survey_schema
+    from socium.agents.survey_answers import SURVEY_ANSWER_CHARS, survey_schema
 
     v = jsonschema.Draft202012Validator(survey_schema((-1.0, 1.0)))
     assert v.is_valid({"answer": "yes", "value": 0.5})

@@ -18,8 +18,8 @@ from socium.cli.main import app
 from socium.config import config_from_dict
 from socium.errors import BudgetExceeded, LLMUnavailable
 from socium.simulator.simulation import Simulation
-from socium.simulator.store import trace_digest
 from socium.testing.fault_server import FAULT_KINDS, FaultyOpenAIServer
+from socium.trace.store import trace_digest
 
 N = 12
 FAST_RETRY = {"retry_base_delay_s": 0.001, "retry_max_delay_s": 0.01, "timeout_s": 1.0}

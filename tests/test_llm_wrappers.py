@@ -324,10 +324,10 @@ def test_scripted_backend_cycles_and_garbage_is_seeded() -> None:
 
 
 def test_budget_shares_split_what_is_left_and_count_calls_made_elsewhere() -> None:
-    """The Ray split (socium.simulator.budget_shares): shares sum to what is left, follow the agents per
+    """The Ray split (socium.llm.budget_shares): shares sum to what is left, follow the agents per
     shard, and calls reported back by actors are added to the driver's ledger as the trace counts them."""
+    from socium.llm.budget_shares import apply_allowance, count_calls, shard_allowances, split_shares
     from socium.llm.types import LLMRequest, LLMResult
-    from socium.simulator.budget_shares import apply_allowance, count_calls, shard_allowances, split_shares
 
     assert split_shares(10, [1, 1, 1]) == [4, 3, 3] and split_shares(7, [0, 0]) == [4, 3]
     assert split_shares(9, [6, 3, 0]) == [6, 3, 0] and split_shares(-5, [1, 2]) == [0, 0]

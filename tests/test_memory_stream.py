@@ -118,7 +118,7 @@ import duckdb  # noqa: E402
 
 from socium.config import config_from_dict  # noqa: E402
 from socium.simulator.simulation import Simulation  # noqa: E402
-from socium.simulator.store import trace_digest  # noqa: E402
+from socium.trace.store import trace_digest  # noqa: E402
 
 
 def _cfg(**mem):

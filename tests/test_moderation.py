@@ -11,14 +11,14 @@ import pytest
 
 from conftest import post_block
 from socium.config import config_from_dict
+from socium.core.actions import CreatePost, LikePost, ReportPost, Repost
 from socium.errors import ConfigError
 from socium.moderation.base import ModerationContext
 from socium.moderation.feeds import ModeratedRecommender
-from socium.moderation.marks import ModerationEvent
 from socium.moderation.registry import make_moderator
 from socium.moderation.strategies import CommunityNotes, FactCheck
-from socium.platform.actions import CreatePost, LikePost, ReportPost, Repost
 from socium.platform.graph import FollowIndex
+from socium.platform.marks import ModerationEvent
 from socium.platform.state import PlatformState
 from socium.recsys.registry import BUILTIN
 from socium.simulator.simulation import Simulation
@@ -245,7 +245,7 @@ def test_roles_drawn_by_fraction_pinned_by_id_and_bots_skip_the_policy(tmp_path)
 
     class Spy:
         def decide(self, obs):
-            from socium.agents.observation import Decision
+            from socium.core.contracts import Decision
 
             calls.append(obs.agent_id)
             return Decision(obs.agent_id, [])
@@ -321,7 +321,7 @@ def test_plugin_strategy_by_dotted_path_and_refusals(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="not a moderation strategy class"):
         make_moderator("os:system", {})
     with pytest.raises(ConfigError, match="does not implement moderate"):
-        make_moderator("socium.moderation.marks:ModerationMarks", {})
+        make_moderator("socium.platform.marks:ModerationMarks", {})
     with pytest.raises(ConfigError, match="unknown key"):
         make_moderator("fact_check", {"dealy": 2})
     with pytest.raises(ConfigError, match="moderation.kind"):

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from socium.cli.main import app
-from socium.experiments.episodes.multiparty import (
+from socium.episodes.multiparty import (
     DealTask,
     GroupSpec,
     GroupTurnRecord,
@@ -19,8 +19,8 @@ from socium.experiments.episodes.multiparty import (
     make_characters,
     next_speaker,
 )
-from socium.experiments.episodes.multiparty_runner import GroupEpisodesConfig, build_group_specs, run_group_episodes
-from socium.testing.backends import ScriptedBackend
+from socium.episodes.multiparty_runner import GroupEpisodesConfig, build_group_specs, run_group_episodes
+from socium.llm.model_free import ScriptedBackend
 
 
 def _spec(mode="agents", turn_taking="round_robin", n=3) -> GroupSpec:

@@ -14,9 +14,9 @@ from socium.agents.llm_policy import LLMPolicy
 from socium.agents.narrator_fit import fit_calls
 from socium.llm.cache import MemoryCache
 from socium.llm.context import context_window, estimate_prompt_tokens, prompt_counter
+from socium.llm.model_free import ScriptedBackend
 from socium.llm.wrappers import CachingBackend
 from socium.simulator.simulation import Simulation
-from socium.testing.backends import ScriptedBackend
 from socium.testing.invariants import exposures_not_in_prompts
 
 MAX_TOKENS = 32
@@ -126,7 +126,7 @@ def test_a_character_too_long_alone_is_trimmed_and_its_exposures_are_withdrawn(t
 
 
 def test_fitting_stops_when_nothing_is_left_to_drop():
-    from socium.agents.observation import FeedItem, Observation
+    from socium.core.contracts import FeedItem, Observation
 
     item = FeedItem(1, 2, "original", "text", 1, 0, 0, 0, 0, "chrono", 0)
     o = Observation(0, 0, 0.0, 0, [item], extra={"memory": ["a", "b"]})

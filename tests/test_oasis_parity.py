@@ -9,9 +9,9 @@ import pytest
 
 from conftest import small_config
 from socium.agents.llm_policy import LLMPolicy
+from socium.llm.model_free import ScriptedBackend
 from socium.llm.wrappers import CachingBackend
 from socium.simulator.simulation import Simulation
-from socium.testing.backends import ScriptedBackend
 
 N = 6
 GROUP_ACTIONS = ["create_post", "join_group", "leave_group", "send_to_group", "create_group", "do_nothing"]
@@ -116,7 +116,7 @@ def test_group_ids_are_constrained_to_what_the_agent_was_shown(tmp_path):
 
 # ---- 10.11 rationale ---------------------------------------------------------------------------
 def test_reason_is_asked_for_stored_in_actions_and_costed_in_the_card(tmp_path):
-    from socium.experiments.card import simulation_card
+    from socium.reporting.card import simulation_card
 
     c = cfg(llm_agents={"record_reason": True, "max_reason_chars": 40})
     answer = {"reason": "because the post is wrong " + "x" * 100, "action": {"type": "create_post", "content": "hi"}}
@@ -174,7 +174,7 @@ def test_several_actions_per_activation_in_order(tmp_path):
 
 # ---- 10.8 step-level control from Python -------------------------------------------------------
 def test_step_api_mixes_manual_and_llm_actions_and_chooses_who_acts(tmp_path):
-    from socium.platform.actions import CreatePost
+    from socium.core.actions import CreatePost
 
     c = cfg(steps=5, recsys={"kind": "global"})
     pol, backend = scripted(c, lambda req: json.dumps({"type": "do_nothing"}))
@@ -214,7 +214,7 @@ def test_step_api_rejects_bad_ids_before_touching_the_world(tmp_path):
 
 
 def _driven(sim, upto):
-    from socium.platform.actions import CreatePost, LikePost
+    from socium.core.actions import CreatePost, LikePost
 
     plan = [
         dict(actions={0: [CreatePost(content="manual one")]}, active=[1, 2]),
@@ -226,7 +226,7 @@ def _driven(sim, upto):
 
 
 def test_manual_steps_resume_to_the_same_trace(tmp_path):
-    from socium.simulator.store import trace_digest
+    from socium.trace.store import trace_digest
 
     c = cfg(steps=3, recsys={"kind": "global"}, llm_agents={"memory_size": 3})
     with Simulation(c, tmp_path / "a") as sim:
@@ -243,7 +243,7 @@ def test_manual_steps_resume_to_the_same_trace(tmp_path):
 
 
 def test_agents_sign_up_mid_run_with_their_follows_and_resume_replays_it(tmp_path):
-    from socium.simulator.store import trace_digest
+    from socium.trace.store import trace_digest
 
     c = cfg(
         steps=3,
@@ -349,7 +349,7 @@ def test_interviews_need_llm_agents():
 
 # ---- 10.9 per-agent models ---------------------------------------------------------------------
 def test_agents_are_routed_to_named_backends_recorded_per_call(tmp_path):
-    from socium.experiments.card import simulation_card
+    from socium.reporting.card import simulation_card
 
     c = cfg(
         steps=2,

@@ -5,7 +5,7 @@ import csv
 import numpy as np
 import pytest
 
-from socium.experiments.polarisation import (
+from socium.experiments.opinions.polarisation import (
     PolarisationSpec,
     _persona,
     bimodality_coefficient,

@@ -17,7 +17,7 @@ from socium.agents.population_gen import (
 )
 from socium.agents.sources import load_oasis_csv
 from socium.cli.main import app
-from socium.llm.config import LLMConfig
+from socium.config.llm import LLMConfig
 
 ISSUE = "the new bike lanes"
 

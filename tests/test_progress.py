@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from conftest import herding_inputs
 from socium.cli.main import app
-from socium.experiments.progress import RichProgress, current, reporting
+from socium.reporting.progress import RichProgress, current, reporting
 
 runner = CliRunner()
 
@@ -86,7 +86,7 @@ def test_experiment_shows_progress_and_says_when_runs_are_reused(tmp_path):
 
 
 def test_sweep_cell_reports_progress_and_reuse(tmp_path):
-    from socium.experiments.sweep import read_progress, run_one
+    from socium.experiments.designs.sweep import read_progress, run_one
 
     base = {
         "name": "s",

@@ -13,9 +13,9 @@ import re
 from conftest import post_block, small_config
 from socium.agents.llm_policy import LLMPolicy
 from socium.config import config_from_dict
+from socium.llm.model_free import ScriptedBackend
 from socium.llm.wrappers import CachingBackend
 from socium.simulator.simulation import Simulation
-from socium.testing.backends import ScriptedBackend
 
 N = 8
 ACTIONS = ["like_post", "repost", "follow", "join_group", "send_to_group", "do_nothing"]

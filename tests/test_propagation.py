@@ -4,11 +4,11 @@ import duckdb
 import pytest
 
 from conftest import small_config
-from socium.agents.observation import Decision
-from socium.experiments.curves import nrmse_curves
-from socium.experiments.propagation import PropagationSpec, earliest_users, run_propagation, simulated_curves
-from socium.experiments.realcascades import parse_tree
-from socium.platform.actions import QuotePost, Repost
+from socium.core.actions import QuotePost, Repost
+from socium.core.contracts import Decision
+from socium.experiments.propagation.curves import nrmse_curves
+from socium.experiments.propagation.realcascades import parse_tree
+from socium.experiments.propagation.study import PropagationSpec, earliest_users, run_propagation, simulated_curves
 from socium.simulator.simulation import Simulation
 
 # root 10 at 0; 11, 12, 13 retweet the root; 14 retweets 11; 15 retweets 14 (depth 3).

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from conftest import load_benchmark
-from socium.experiments.curves import CURVE_NAMES, cascade_curves_from_events
-from socium.experiments.propagation import RESHARE_AT
-from socium.experiments.realcascades import parse_tree
+from socium.experiments.propagation.curves import CURVE_NAMES, cascade_curves_from_events
+from socium.experiments.propagation.realcascades import parse_tree
+from socium.experiments.propagation.study import RESHARE_AT
 from socium.simulator.timing import MIN_DELAY_MIN, DelayDistribution, TimingParams
 
 

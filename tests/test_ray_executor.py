@@ -14,13 +14,13 @@ import duckdb
 import pytest
 
 from conftest import small_config
-from socium.agents.observation import Observation
 from socium.config import ExecutorConfig
+from socium.core.contracts import Observation
 from socium.simulator.executors import InProcessExecutor, make_executor
 from socium.simulator.ray_executor import shard_urls
 from socium.simulator.simulation import Simulation
-from socium.simulator.store import check_no_duplicates, trace_digest
 from socium.testing.fake_policies import SleepyPolicy
+from socium.trace.store import check_no_duplicates, trace_digest
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +86,7 @@ def test_llm_policy_inprocess_equals_ray_with_its_call_log(ray_local, tmp_path, 
     import functools
 
     from socium.agents.llm_policy import LLMPolicy
-    from socium.simulator.ray_executor import partition_in_groups
+    from socium.agents.sharding import partition_in_groups
 
     def policy(cfg):
         pol = LLMPolicy(cfg)
@@ -201,7 +201,7 @@ def test_server_urls_are_shared_out_among_actors():
 
 def test_default_executor_is_inprocess_and_socium_does_not_import_ray():
     code = (
-        "import sys; import socium, socium.simulator.simulation, socium.experiments.sweep; "
+        "import sys; import socium, socium.simulator.simulation, socium.experiments.designs.sweep; "
         "from conftest import small_config; from socium.simulator.executors import make_executor, InProcessExecutor; "
         "c = small_config(); assert isinstance(make_executor(c.executor, None, 0), InProcessExecutor); "
         "assert 'ray' not in sys.modules, 'ray imported'"

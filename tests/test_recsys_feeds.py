@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from socium.platform import actions as A
+from socium.core import actions as A
 from socium.platform.graph import FollowIndex
 from socium.platform.state import PlatformState
 from socium.recsys.base import SOURCES

@@ -11,7 +11,7 @@ from socium.recsys.base import Feed, Recommender
 from socium.recsys.registry import BUILTIN, make_recommender
 from socium.recsys.x import XRecommender
 from socium.simulator.simulation import Simulation
-from socium.simulator.store import trace_digest
+from socium.trace.store import trace_digest
 
 
 class RecordingRecommender:

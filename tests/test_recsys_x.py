@@ -7,8 +7,8 @@ import textwrap
 import numpy as np
 import pytest
 
+from socium.core import actions as A
 from socium.errors import ConfigError
-from socium.platform import actions as A
 from socium.recsys.ann import assign, exact_top, ivf_top, train_centroids
 from socium.recsys.embeddings import HashingEmbedder
 from socium.recsys.x import XRecommender
@@ -160,7 +160,7 @@ def test_x_without_torch_and_resume_rebuilds_the_same_state(tmp_path):
         import sys
         sys.path.insert(0, {str(tmp_path.parent)!r})
         from socium.simulator.simulation import Simulation
-        from socium.simulator.store import trace_digest
+        from socium.trace.store import trace_digest
         sys.path.insert(0, "tests")
         from conftest import small_config
         params = {{"embedder": "hashing", "ann": "ivf", "ivf_min_posts": 30}}

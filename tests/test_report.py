@@ -65,7 +65,7 @@ def test_cli_experiment_and_report_for_herding(tmp_path):
 
 
 def test_propagation_report_series_match_results(tmp_path):
-    from socium.experiments.propagation import PropagationSpec, run_propagation
+    from socium.experiments.propagation.study import PropagationSpec, run_propagation
 
     tree = tmp_path / "7.txt"
     tree.write_text(
@@ -92,7 +92,7 @@ def test_propagation_report_series_match_results(tmp_path):
 
 
 def test_polarisation_report_has_distributions(tmp_path):
-    from socium.experiments.polarisation import PolarisationSpec, run_polarisation
+    from socium.experiments.opinions.polarisation import PolarisationSpec, run_polarisation
 
     spec = PolarisationSpec(
         population="synthetic",

@@ -84,7 +84,7 @@ def _run(root: Path, name: str, cfg: dict) -> Path:
 
 
 def _propagation(root: Path):
-    from socium.experiments.propagation import PropagationSpec
+    from socium.experiments.propagation.study import PropagationSpec
 
     return PropagationSpec(
         tree_files=[_tree(root, "7.txt"), _tree(root, "8.txt")],
@@ -96,7 +96,7 @@ def _propagation(root: Path):
 
 
 def _polarisation():
-    from socium.experiments.polarisation import PolarisationSpec
+    from socium.experiments.opinions.polarisation import PolarisationSpec
 
     return PolarisationSpec(
         population="synthetic",
@@ -109,7 +109,7 @@ def _polarisation():
 
 def _build(kind: str, root: Path) -> Path:
     """One quick smoke-backend result folder of ``kind``; the page is what `socium report` writes for it."""
-    from socium.experiments.compare import run_compare
+    from socium.experiments.designs.compare import run_compare
 
     llm_run = {
         "seed": 3,
@@ -136,11 +136,11 @@ def _build(kind: str, root: Path) -> Path:
     if kind == "run (LLM)":
         return _run(root, "llm", llm_run)
     if kind == "propagation":
-        from socium.experiments.propagation import run_propagation
+        from socium.experiments.propagation.study import run_propagation
 
         run_propagation(_propagation(root), out)
     elif kind == "herding":
-        from socium.experiments.herding import HerdingSpec, run_herding
+        from socium.experiments.opinions.herding import HerdingSpec, run_herding
 
         items, people = herding_inputs(root)
         spec = HerdingSpec(
@@ -153,19 +153,19 @@ def _build(kind: str, root: Path) -> Path:
         )
         run_herding(spec, out)
     elif kind == "polarisation":
-        from socium.experiments.polarisation import run_polarisation
+        from socium.experiments.opinions.polarisation import run_polarisation
 
         run_polarisation(_polarisation(), out)
     elif kind == "compare (polarisation)":
-        from socium.experiments.polarisation import run_polarisation
+        from socium.experiments.opinions.polarisation import run_polarisation
 
         run_compare(_polarisation(), out, run_polarisation)
     elif kind == "compare (propagation)":
-        from socium.experiments.propagation import run_propagation
+        from socium.experiments.propagation.study import run_propagation
 
         run_compare(_propagation(root), out, run_propagation)
     elif kind == "intervention":
-        from socium.experiments.intervention import InterventionSpec, run_intervention
+        from socium.experiments.intervention.study import InterventionSpec, run_intervention
 
         spec = InterventionSpec.model_validate(
             {
@@ -187,13 +187,13 @@ def _build(kind: str, root: Path) -> Path:
         )
         run_intervention(spec, out)
     elif kind == "episodes":
-        from socium.experiments.episodes.config import episodes_config_from_dict
-        from socium.experiments.episodes.runner import run_episodes
+        from socium.episodes.config import episodes_config_from_dict
+        from socium.episodes.runner import run_episodes
 
         cfg = {"name": "e", "out": str(out), "llm": {"backend": "random"}, "max_turns": 3}
         run_episodes(episodes_config_from_dict({**cfg, "tasks": {"mutual_friend": 1, "bargaining": 1}}), plots=False)
     elif kind == "sensitivity":
-        from socium.experiments.sensitivity import SensitivitySpec, run_sensitivity
+        from socium.experiments.designs.sensitivity import SensitivitySpec, run_sensitivity
 
         spec = SensitivitySpec(
             name="s",
@@ -254,7 +254,7 @@ def test_report_renders_in_a_browser(root, kind):
 
 
 def test_validate_scorecard_renders_in_a_browser(root):
-    from socium.experiments.validate import scorecard, write_scorecard
+    from socium.experiments.validation.validate import scorecard, write_scorecard
 
     run = _run(
         root,

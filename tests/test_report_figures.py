@@ -8,8 +8,8 @@ from matplotlib.container import ErrorbarContainer
 
 from conftest import herding_inputs
 from socium.errors import ConfigError
-from socium.experiments import report_plots as P
 from socium.experiments.report import write_report
+from socium.reporting import plots as P
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def figures(monkeypatch):
         return real_save(fig, path, legend_from, ncol)
 
     monkeypatch.setattr(P, "_save", spy)
-    import socium.experiments.report_run as R
+    import socium.reporting.run_report as R
 
     monkeypatch.setattr(R.P, "_save", spy)
     return seen
@@ -62,7 +62,7 @@ def _check_conventions(figs):
 
 
 def test_polarisation_report_axes_and_reference_lines(tmp_path, figures):
-    from socium.experiments.polarisation import PolarisationSpec, run_polarisation
+    from socium.experiments.opinions.polarisation import PolarisationSpec, run_polarisation
 
     spec = PolarisationSpec(
         population="synthetic",
@@ -196,7 +196,7 @@ def test_relative_spec_paths_resolve_against_the_spec_file(tmp_path, monkeypatch
 
 
 def test_missing_source_text_is_reported_and_ic_model_shows_configured_p(tmp_path, figures):
-    from socium.experiments.propagation import PropagationSpec, run_propagation
+    from socium.experiments.propagation.study import PropagationSpec, run_propagation
 
     lines = []
     spec = PropagationSpec(
@@ -221,7 +221,7 @@ def test_missing_source_text_is_reported_and_ic_model_shows_configured_p(tmp_pat
 
 
 def test_herding_figures_follow_the_conventions(tmp_path, figures):
-    from socium.experiments.herding import HerdingSpec, run_herding
+    from socium.experiments.opinions.herding import HerdingSpec, run_herding
 
     items, people = herding_inputs(tmp_path)
     run_herding(
@@ -251,7 +251,7 @@ def test_herding_figures_follow_the_conventions(tmp_path, figures):
 
 
 def test_labels_are_normalised():
-    from socium.experiments.realcascades import normalise_label
+    from socium.experiments.propagation.realcascades import normalise_label
 
     assert normalise_label("False") == normalise_label(" false ") == "false"
     assert normalise_label("non-rumour") == normalise_label("Non_Rumor") == "non-rumor"

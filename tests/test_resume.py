@@ -10,7 +10,7 @@ import duckdb
 import numpy as np
 import yaml
 
-from socium.simulator.store import check_no_duplicates, trace_digest
+from socium.trace.store import check_no_duplicates, trace_digest
 
 CFG = {
     "name": "resume",

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from conftest import small_config
 from socium.cli.main import app
 from socium.simulator.simulation import Simulation
-from socium.simulator.store import trace_digest
+from socium.trace.store import trace_digest
 
 runner = CliRunner()
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from socium.agents.observation import FeedItem, Observation
 from socium.agents.rules import RandomPolicy
 from socium.config import PolicyConfig
-from socium.platform.actions import DislikePost, LikePost
+from socium.core.actions import DislikePost, LikePost
+from socium.core.contracts import FeedItem, Observation
 
 
 def _rates(herding: float, likes: int, dislikes: int, n: int = 4000) -> tuple[float, float]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from socium.simulator.rng import LLM, component_rng
-from socium.simulator.seed_ints import SeedInts
+from socium.core.rng import LLM, component_rng
+from socium.core.seed_ints import SeedInts
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2**32 + 5, 2**130 + 7])

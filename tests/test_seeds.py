@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 from conftest import herding_inputs
 from socium.cli.main import app
 from socium.errors import ConfigError
-from socium.experiments.herding import HerdingSpec, run_herding
-from socium.experiments.polarisation import PolarisationSpec, run_polarisation
-from socium.experiments.seeds import markdown, pool_seeds
+from socium.experiments.designs.seeds import markdown, pool_seeds
+from socium.experiments.opinions.herding import HerdingSpec, run_herding
+from socium.experiments.opinions.polarisation import PolarisationSpec, run_polarisation
 
 
 def _t(vals):

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from socium.cli.main import app
 from socium.errors import ConfigError
-from socium.experiments.sensitivity import SensitivitySpec, check_spec, design, run_sensitivity
+from socium.experiments.designs.sensitivity import SensitivitySpec, check_spec, design, run_sensitivity
 
 BASE = {
     "seed": 0,

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SHARED_DATA
-from socium.errors import InputFileError, SociumError
-from socium.experiments.episodes.sotopia import (
+from socium.episodes.sotopia import (
     CharacterProfile,
     EnvAgentCombo,
     EnvironmentProfile,
@@ -21,6 +20,7 @@ from socium.experiments.episodes.sotopia import (
     public_view,
     render_for,
 )
+from socium.errors import InputFileError, SociumError
 
 DATA = SHARED_DATA / "sotopia"
 needs_data = pytest.mark.skipif(not (DATA / "agent_profiles.jsonl").exists(), reason="SOTOPIA data not available")

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import small_config
 from socium.simulator.simulation import Simulation
-from socium.simulator.store import trace_digest
+from socium.trace.store import trace_digest
 
 
 def _run(path: Path, chunk: int, **over: Any) -> tuple[dict[str, str], int]:

@@ -9,7 +9,7 @@ import gc
 import pytest
 
 from conftest import small_config
-from socium.agents.observation import Decision, Observation
+from socium.core.contracts import Decision, Observation
 from socium.simulator.simulation import Simulation
 from socium.simulator.step_gc import STEP_GC_GEN0, STEP_GC_GEN1, step_gc
 

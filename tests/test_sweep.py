@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from socium.cli.main import app
 from socium.errors import ConfigError
-from socium.experiments.sweep import attach_runs, load_sweep, run_one, summarize
-from socium.simulator.store import trace_digest
+from socium.experiments.designs.sweep import attach_runs, load_sweep, run_one, summarize
+from socium.trace.store import trace_digest
 
 BASE = {
     "name": "sw",

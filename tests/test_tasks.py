@@ -8,9 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from socium.errors import ConfigError, SociumError
-from socium.experiments.episodes.sotopia import EnvironmentProfile, render_for
-from socium.experiments.episodes.tasks import (
+from socium.episodes.sotopia import EnvironmentProfile, render_for
+from socium.episodes.tasks import (
     BargainingTask,
     TaskOutcomeError,
     make_bargaining,
@@ -19,6 +18,7 @@ from socium.experiments.episodes.tasks import (
     score_bargaining,
     score_mutual_friend,
 )
+from socium.errors import ConfigError, SociumError
 
 
 @settings(max_examples=60, deadline=None)

@@ -13,9 +13,8 @@ from typer.testing import CliRunner
 from conftest import small_config
 from socium.cli.main import app
 from socium.errors import ConfigError
-from socium.experiments.propagation import PropagationSpec, run_propagation
-from socium.experiments.propcv import fold_split
-from socium.experiments.propfit import (
+from socium.experiments.propagation.cv import fold_split
+from socium.experiments.propagation.fit import (
     EdgeData,
     cascade_sigma,
     fit_family,
@@ -24,7 +23,8 @@ from socium.experiments.propfit import (
     root_effects,
     user_sigma,
 )
-from socium.experiments.realcascades import parse_tree
+from socium.experiments.propagation.realcascades import parse_tree
+from socium.experiments.propagation.study import PropagationSpec, run_propagation
 from socium.experiments.report import fmt, write_report
 from socium.simulator.simulation import Simulation
 from socium.simulator.timing import DelayDistribution, TimingParams

@@ -14,7 +14,7 @@ import pytest
 
 from socium.agents.sources import _parse_literal_list
 from socium.errors import InputFileError
-from socium.simulator.store import TraceStore, table_digest
+from socium.trace.store import TraceStore, table_digest
 
 
 def _batches(step: int) -> dict[str, pa.Table | dict[str, list]]:

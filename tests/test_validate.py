@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from conftest import small_config
 from socium.cli.main import app
-from socium.experiments import stylized as S
-from socium.experiments.curves import node_depths
-from socium.experiments.validate import T15, _fit_tail, scorecard, twitter15_reference
+from socium.experiments.propagation.curves import node_depths
+from socium.experiments.validation import stylized as S
+from socium.experiments.validation.validate import T15, _fit_tail, scorecard, twitter15_reference
 from socium.simulator.simulation import Simulation
 
 
@@ -113,7 +113,7 @@ def test_validate_cli_writes_html_and_json(tmp_path):
 
 
 def test_scorecard_of_a_smoke_run_says_so(tmp_path):
-    from socium.experiments.validate import write_scorecard
+    from socium.experiments.validation.validate import write_scorecard
 
     cfg = small_config(steps=2, policy={"kind": "llm"}, llm={"backend": "random"}, population={"n_agents": 20})
     Simulation(cfg, tmp_path / "llm").run()

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from socium.platform import actions as A
+from socium.core import actions as A
 from socium.platform.graph import FollowIndex
 from socium.platform.state import PlatformState
 

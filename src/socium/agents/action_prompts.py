@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from socium.platform.actions import ACTION_TYPES
+from socium.core.actions import ACTION_TYPES
 
 # The catalogue names the actions only: the JSON schema sent with every call already fixes each action's
 # arguments and the ids it may use (constrained decoding, then validation), so spelling them out again

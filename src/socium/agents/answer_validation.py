@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from socium.agents.observation import Observation
-from socium.platform.actions import parse_action
+from socium.core.actions import parse_action
+from socium.core.contracts import Observation
 from socium.platform.text import clean_text
 
 

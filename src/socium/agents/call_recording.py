@@ -33,7 +33,7 @@ def load_recorded(trace_path: str) -> MemoryCache:
     """The successful calls of a recorded run, as a cache the replay backend answers from."""
     from pathlib import Path
 
-    from socium.simulator.store import open_trace, require_store
+    from socium.trace.store import open_trace, require_store
 
     con = open_trace(require_store(Path(trace_path)))
     cache = MemoryCache()
@@ -67,7 +67,7 @@ def recorded_context(trace_path: str) -> int | None:
 
     import duckdb
 
-    from socium.simulator.store import require_store
+    from socium.trace.store import require_store
 
     con = duckdb.connect(str(require_store(Path(trace_path))), read_only=True)
     try:
@@ -85,7 +85,7 @@ def recorded_model(trace_path: str) -> str:
     import duckdb
 
     from socium.errors import ConfigError
-    from socium.simulator.store import require_store
+    from socium.trace.store import require_store
 
     con = duckdb.connect(str(require_store(Path(trace_path))), read_only=True)
     try:

@@ -31,7 +31,7 @@ from socium.agents import prompts as P
 from socium.agents.llm_narrator import backend_failed
 from socium.agents.llm_policy import LLMPolicy, _short_error, rendered_calls, validate_answer
 from socium.agents.narrator_fit import FittedCall, collect_unshown, mark_unshown
-from socium.agents.observation import Decision, Observation
+from socium.core.contracts import Decision, Observation
 from socium.llm.parsing import parse_json_lenient
 from socium.platform.text import clean_text, quote_inline, quote_untrusted
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from socium.agents.observation import GroupView
+from socium.core.contracts import GroupView
 from socium.platform.state import PlatformState
 
 

@@ -16,8 +16,8 @@ from pydantic import ValidationError
 from socium.agents import prompts as P
 from socium.agents.answer_validation import _short_error, validate_action
 from socium.agents.narrator_fit import FittedCall, Render, collect_unshown, fit_calls, mark_unshown
-from socium.agents.observation import Decision, Observation
 from socium.agents.policy_parts import PolicyParts
+from socium.core.contracts import Decision, Observation
 from socium.llm.context import context_window, prompt_counter
 from socium.llm.parsing import parse_json_lenient
 from socium.llm.types import LLMResult

@@ -22,20 +22,20 @@ from socium.agents.call_log import RenderedRequest, call_rows, rendered_calls
 from socium.agents.call_recording import RecordingCache, load_recorded, recorded_context, recorded_model
 from socium.agents.llm_narrator import NarratorMixin
 from socium.agents.llm_questions import QuestionsMixin
-from socium.agents.observation import Decision, Observation
 from socium.agents.profiles import AgentProfile
 from socium.config import ExperimentConfig
+from socium.core.contracts import Decision, Observation
+from socium.core.rng import LLM
+from socium.core.seed_ints import SeedInts
 from socium.errors import TraceError
 from socium.llm.base import run_coro_sync
-from socium.llm.config import build_backend
+from socium.llm.budget_shares import Allowance, apply_allowance, count_calls, shard_allowances
+from socium.llm.factory import build_backend
 from socium.llm.parsing import parse_json_lenient
 from socium.llm.replay import ReplayBackend
 from socium.llm.types import ChatMessage, LLMRequest, LLMResult
 from socium.llm.wrappers import BudgetLedger, find_wrapper
 from socium.platform.text import clean_text
-from socium.simulator.budget_shares import Allowance, apply_allowance, count_calls, shard_allowances
-from socium.simulator.rng import LLM
-from socium.simulator.seed_ints import SeedInts
 
 #: Names that moved to the modules above and are still imported from here.
 __all__ = [
@@ -367,7 +367,7 @@ class LLMPolicy(NarratorMixin, QuestionsMixin):
     # ---- Ray hooks (see socium.simulator.ray_executor) ------------------------------------------
     def partition(self, observations: Sequence[Observation], n: int) -> list[list[Observation]]:
         """Keep each narrator group on one shard so script mode gives the same trace on any actor count."""
-        from socium.simulator.ray_executor import partition_in_groups
+        from socium.agents.sharding import partition_in_groups
 
         if self.cfg.perspective != "omniscient":
             out: list[list[Observation]] = [[] for _ in range(n)]

@@ -27,8 +27,8 @@ class QuestionsMixin(PolicyParts):
     def survey(
         self, people: Sequence[tuple[AgentProfile, Sequence[str]]], question: str, scale: tuple[float, float], step: int
     ) -> tuple[list[tuple[str, float | None, str | None]], list]:
-        """Answers (text, value, reason when there is no value) and the calls made; see socium.simulator.surveys."""
-        from socium.simulator.surveys import ask_llm_survey
+        """Answers (text, value, reason when there is no value) and the calls made; see socium.agents.survey_answers."""
+        from socium.agents.survey_answers import ask_llm_survey
 
         self._deciding_step = step
         return ask_llm_survey(self, people, question, scale, step), self._drain_calls()

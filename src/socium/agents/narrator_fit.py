@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from socium.agents.observation import Observation
+from socium.core.contracts import Observation
 
 Render = Callable[[list[Observation]], list[dict[str, str]]]
 Count = Callable[[list[dict[str, str]]], int]

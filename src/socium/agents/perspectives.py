@@ -26,17 +26,15 @@ Exposures are recorded here, for exactly the posts an observation holds, so the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from socium.agents.groups import group_views
 from socium.agents.memory import MemoryStream
-from socium.agents.observation import FeedItem, Observation, SharedPost
+from socium.core.contracts import FeedItem, Observation, SharedPost
+from socium.core.exposure import ExposureSink
 from socium.platform.posts import KIND_NAMES, QUOTE, REPOST
-
-if TYPE_CHECKING:  # the simulator imports this module; typing only the other way round
-    from socium.simulator.recording import StepRecorder
 
 PerspectiveName = Literal["local", "mindreader", "omniscient"]
 OTHERS_PRIVATE = ("bio", "goal", "stance")  # what "private" means of another agent in a network run
@@ -155,7 +153,7 @@ def private_of(population: Any, agent: int) -> dict[str, Any]:
     }
 
 
-def fill_observation(sim: Any, o: Observation, rec: StepRecorder) -> None:
+def fill_observation(sim: Any, o: Observation, rec: ExposureSink) -> None:
     """Add to an LLM agent's observation what ``sim.cfg.perspective`` allows, and nothing more.
 
     ``o.feed`` already holds the feed (its exposures recorded by the simulator); this adds the rest

@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from socium.agents.observation import Observation
     from socium.config import ExperimentConfig
+    from socium.core.contracts import Observation
     from socium.llm.types import LLMRequest, LLMResult
 
 

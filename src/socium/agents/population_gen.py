@@ -26,9 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from socium.agents.profiles import goal_for
 from socium.agents.sources import DEFAULT_INTERESTS, OASIS_REQUIRED_COLUMNS
+from socium.config.llm import LLMConfig
 from socium.errors import ConfigError, SociumError
 from socium.llm.base import run_coro_sync
-from socium.llm.config import LLMConfig, build_backend
+from socium.llm.factory import build_backend
 from socium.llm.parsing import parse_json_lenient
 from socium.llm.types import ChatMessage, LLMRequest
 from socium.platform.text import clean_text, quote_untrusted

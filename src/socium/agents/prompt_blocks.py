@@ -7,8 +7,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from socium.agents.observation import FeedItem, Observation, SharedPost
 from socium.agents.profiles import AgentProfile
+from socium.core.contracts import FeedItem, Observation, SharedPost
 from socium.platform.text import one_line, quote_inline, quote_untrusted
 
 PERSONA_FACTS = ("age", "gender", "mbti", "country", "profession")  # rendered on one line, in this order

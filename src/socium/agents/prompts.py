@@ -28,9 +28,6 @@ from socium.agents.action_prompts import answer_format as answer_format
 from socium.agents.action_prompts import answer_schema as answer_schema
 from socium.agents.action_prompts import catalogue as catalogue
 from socium.agents.action_prompts import system_prompt as system_prompt
-from socium.agents.observation import FeedItem as FeedItem
-from socium.agents.observation import Observation as Observation
-from socium.agents.observation import SharedPost as SharedPost
 from socium.agents.profiles import AgentProfile as AgentProfile
 from socium.agents.prompt_blocks import PERSONA_FACTS as PERSONA_FACTS
 from socium.agents.prompt_blocks import _counts as _counts
@@ -46,6 +43,9 @@ from socium.agents.prompt_blocks import persona_value as persona_value
 from socium.agents.prompt_blocks import render_post as render_post
 from socium.agents.prompt_blocks import render_post_memo as render_post_memo
 from socium.agents.prompt_blocks import results_block as results_block
+from socium.core.contracts import FeedItem as FeedItem
+from socium.core.contracts import Observation as Observation
+from socium.core.contracts import SharedPost as SharedPost
 from socium.platform.text import one_line as one_line
 from socium.platform.text import quote_inline as quote_inline
 from socium.platform.text import quote_untrusted as quote_untrusted

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from socium.agents.observation import Decision, Observation
 from socium.config import PolicyConfig
-from socium.platform.actions import CreatePost, DislikePost, LikePost, Repost
-from socium.simulator.rng import POLICY, agent_rng, root_key, uniform
+from socium.core.actions import CreatePost, DislikePost, LikePost, Repost
+from socium.core.contracts import Decision, Observation
+from socium.core.rng import POLICY, agent_rng, root_key, uniform
 
 _WORDS = ("news", "today", "think", "people", "great", "new", "why", "world", "update", "read", "opinion", "thread")
 

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
-from socium.console_text import SafeConsole, neutralise, plain
+from socium.core.console_text import SafeConsole, neutralise, plain
 from socium.errors import SociumError
 
 T = TypeVar("T")

@@ -10,7 +10,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from socium.cli.app import _fail, _result_table, app, console
-from socium.console_text import plain
+from socium.core.console_text import plain
 from socium.errors import SociumError
 
 
@@ -25,9 +25,9 @@ def episodes(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Run dyadic episodes (scenarios x modes x repeats), then print a table per mode and write plots."""
-    from socium.experiments.episodes.config import load_episodes_config
-    from socium.experiments.episodes.report import TABLE_HEADER, table_rows
-    from socium.experiments.episodes.runner import run_episodes
+    from socium.episodes.config import load_episodes_config
+    from socium.episodes.report import TABLE_HEADER, table_rows
+    from socium.episodes.runner import run_episodes
 
     try:
         cfg = load_episodes_config(config, list(set_))
@@ -36,7 +36,7 @@ def episodes(
     except SociumError as exc:
         _fail(exc)
         return
-    from socium.experiments.progress import RichProgress, reporting
+    from socium.reporting.progress import RichProgress, reporting
 
     try:
         with RichProgress(f"episodes {cfg.name}", "episodes", console, disable=quiet) as prog, reporting(prog):
@@ -44,7 +44,7 @@ def episodes(
     except SociumError as exc:
         _fail(exc)
         return
-    from socium.experiments.card import smoke_banner
+    from socium.reporting.card import smoke_banner
 
     banner = smoke_banner(cfg.llm.backend)
     if banner:
@@ -84,7 +84,7 @@ def export_sft_cmd(
     min_goal: float | None = typer.Option(None, "--min-goal", help="Keep only episodes whose goal reaches this."),
 ) -> None:
     """Write episodes as chat-format JSONL ({"messages": [...]}) for supervised fine-tuning."""
-    from socium.experiments.episodes.export import export_sft
+    from socium.episodes.export import export_sft
 
     try:
         path, n = export_sft(run_dir, out, None if mode == "all" else mode, fmt, min_goal)
@@ -102,7 +102,7 @@ def group_episodes(
     set_: list[str] = typer.Option([], "--set", help="Override a config field: key.path=value (repeatable)."),
 ) -> None:
     """N-party deal episodes (3+ characters) under agents / mindreaders / script; rule-scored, optionally judged."""
-    from socium.experiments.episodes.multiparty_runner import load_group_config, run_group_episodes
+    from socium.episodes.multiparty_runner import load_group_config, run_group_episodes
 
     try:
         cfg = load_group_config(config, list(set_) + ([f"out={out}"] if out else []))

@@ -19,9 +19,9 @@ from socium.cli.app import (
     console,
     err_console,
 )
-from socium.console_text import plain
+from socium.core.console_text import plain
 from socium.errors import BudgetExceeded, SociumError
-from socium.simulator.rundir import default_out, write_out_file
+from socium.trace.rundir import default_out, write_out_file
 
 
 @app.command()
@@ -33,14 +33,14 @@ def sweep(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Run a grid of config overrides x seeds as parallel runs on Ray, then print a summary."""
-    from socium.experiments.sweep import load_sweep, run_sweep
+    from socium.experiments.designs.sweep import load_sweep, run_sweep
 
     try:
         spec = load_sweep(sweep_file, out=out, parallel=parallel)
     except SociumError as exc:
         _fail(exc)
         return
-    from socium.experiments.progress import RichProgress
+    from socium.reporting.progress import RichProgress
 
     with RichProgress(f"sweep {spec.out.name}", "runs", console, disable=quiet) as prog:
         prog.expect(len(spec.runs))
@@ -74,7 +74,9 @@ def sweep(
             for r in rows
         ]
         console.print(_result_table(cols, cells, f"sweep: {spec.out}", wider="--json prints every value whole"))
-        console.print(f"runs: {spec.out}/run-*/trace.duckdb  (compare with socium.experiments.sweep.attach_runs)")
+        console.print(
+            f"runs: {spec.out}/run-*/trace.duckdb  (compare with socium.experiments.designs.sweep.attach_runs)"
+        )
     if any(r["status"] != "ok" for r in rows):
         raise typer.Exit(1)
 
@@ -113,8 +115,8 @@ def experiment(
 ) -> None:
     """Run a phenomenon experiment (model population + rule-based null) and report it."""
     from socium.experiments.phenomena import prepare_experiment, run_prepared
-    from socium.experiments.progress import RichProgress, reporting
     from socium.experiments.report import write_report
+    from socium.reporting.progress import RichProgress, reporting
 
     try:
         spec, target = prepare_experiment(kind, spec_file, out, set_)  # a bad spec fails before any display
@@ -146,7 +148,7 @@ def seeds(
 ) -> None:
     """Pool seeded replicates of a herding, polarisation, propagation or compare experiment: mean and
     95% t interval over seeds per metric, and paired per-seed contrasts (model - null, X - local)."""
-    from socium.experiments.seeds import markdown, pool_seeds
+    from socium.experiments.designs.seeds import markdown, pool_seeds
 
     try:
         pooled = pool_seeds(exp_dirs)
@@ -179,7 +181,7 @@ def fit(
     ),
 ) -> None:
     """Fit response delays, influence slopes and per-user activity to real retweet trees; write a parameter file."""
-    from socium.experiments.propfit import fit_timing, load_training_trees, write_fit
+    from socium.experiments.propagation.fit import fit_timing, load_training_trees, write_fit
 
     try:
         if what != "propagation":
@@ -214,7 +216,7 @@ def validate(
     ),
 ) -> None:
     """Score a run against stylized facts of real social networks; print and write an HTML + JSON scorecard."""
-    from socium.experiments.validate import scorecard, write_scorecard
+    from socium.experiments.validation.validate import scorecard, write_scorecard
 
     try:
         card = scorecard(target)
@@ -244,8 +246,8 @@ def sensitivity(
     set_: list[str] = typer.Option([], "--set", help="Override a spec field: key.path=value (repeatable)."),
 ) -> None:
     """Morris or Sobol design over named config parameters (SALib), run on Ray; rank parameters per outcome."""
+    from socium.experiments.designs.sensitivity import load_sensitivity, run_sensitivity
     from socium.experiments.report import fmt
-    from socium.experiments.sensitivity import load_sensitivity, run_sensitivity
 
     try:
         spec = load_sensitivity(spec_file, list(set_))

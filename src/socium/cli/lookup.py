@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from socium.cli.app import _fail, _read_run, _result_table, app, console, err_console
-from socium.console_text import plain
+from socium.core.console_text import plain
 from socium.errors import SociumError
 
 
@@ -34,7 +34,7 @@ def query(
     """
     import duckdb
 
-    from socium.simulator.store import open_trace, require_store
+    from socium.trace.store import open_trace, require_store
 
     if fmt == "parquet" and out is None:
         _fail(SociumError("--format parquet writes a file: add --out FILE.parquet"))
@@ -45,7 +45,7 @@ def query(
         return
     try:
         if out is not None:
-            from socium.query_output import write_table
+            from socium.trace.query_output import write_table
 
             rel = con.sql(sql)
             if rel is None:
@@ -72,7 +72,7 @@ def query(
         cells = [["NULL" if v is None else str(v) for v in r] for r in rows]
         console.print(_result_table(cols, cells, wider="--format csv prints every value whole"))
     else:
-        from socium.query_output import format_rows
+        from socium.trace.query_output import format_rows
 
         sys.stdout.write(format_rows(cols, rows, fmt))
     if truncated:
@@ -83,7 +83,7 @@ def query(
 @app.command()
 def card(run_dir: Path, as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
     """Print the run's Simulation Card: perspective, who saw what, model, seeds, totals."""
-    from socium.experiments.card import card_value, simulation_card
+    from socium.reporting.card import card_value, simulation_card
 
     c = _read_run(simulation_card, run_dir)
     if as_json:
@@ -108,8 +108,8 @@ def interview(
     ),
 ) -> None:
     """Ask one agent of a finished run a question (its persona and memory at the end of the run)."""
-    from socium.experiments.card import smoke_banner
     from socium.experiments.interview import interview as ask
+    from socium.reporting.card import smoke_banner
     from socium.simulator.simulation import load_run_config
 
     try:
@@ -134,7 +134,7 @@ def config_schema(
     from socium.config import ExperimentConfig
 
     if markdown:
-        from socium.config_doc import config_markdown
+        from socium.config.doc import config_markdown
 
         sys.stdout.write(config_markdown(ExperimentConfig) + "\n")
         return
@@ -144,7 +144,7 @@ def config_schema(
 @app.command()
 def data() -> None:
     """Where socium looks for the research data sets ($SOCIUM_DATA_DIR or ../shared/data) and what it finds."""
-    from socium.datadir import ENV_VAR, describe
+    from socium.data.datadir import ENV_VAR, describe
 
     tried, used, entries = describe()
     console.print(f"data folder: {used}  ({'found' if used.is_dir() else 'MISSING'})", highlight=False)

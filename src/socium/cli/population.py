@@ -31,7 +31,7 @@ def population_generate(
 ) -> None:
     """Sample demographics from marginals, have an LLM write bios and personas, write an OASIS-style CSV."""
     from socium.agents.population_gen import generate_population, load_marginals
-    from socium.llm.config import LLMConfig
+    from socium.config.llm import LLMConfig
 
     try:
         llm = LLMConfig.parse(

@@ -10,9 +10,9 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from socium.cli.app import _fail, app, console, err_console
-from socium.console_text import neutralise
+from socium.core.console_text import neutralise
 from socium.errors import BudgetExceeded, LLMUnavailable, SociumError
-from socium.simulator.rundir import default_out
+from socium.trace.rundir import default_out
 
 
 def _refuse_resume_overrides(seed: int | None, set_: list[str]) -> None:

@@ -7,10 +7,10 @@ Errors name the key path, the bad value and what is allowed.
 # The config's sections live in the modules named for what they configure; every name this module
 # defined before the split (and the sections it mounts from elsewhere) is re-exported here, so
 # `from socium.config import X` keeps working.
-from socium.agents.memory import MemoryConfig as MemoryConfig
 from socium.config.agents import DEFAULT_LLM_ACTIONS as DEFAULT_LLM_ACTIONS
 from socium.config.agents import InterviewConfig as InterviewConfig
 from socium.config.agents import LLMAgentConfig as LLMAgentConfig
+from socium.config.agents import MemoryConfig as MemoryConfig
 from socium.config.agents import PolicyConfig as PolicyConfig
 from socium.config.agents import SurveyConfig as SurveyConfig
 from socium.config.agents import TimingConfig as TimingConfig
@@ -19,6 +19,7 @@ from socium.config.executor import ExecutorConfig as ExecutorConfig
 from socium.config.experiment import HASH_EXCLUDED as HASH_EXCLUDED
 from socium.config.experiment import MAX_SEED as MAX_SEED
 from socium.config.experiment import ExperimentConfig as ExperimentConfig
+from socium.config.llm import LLMConfig as LLMConfig
 from socium.config.loading import MAX_CONFIG_BYTES as MAX_CONFIG_BYTES
 from socium.config.loading import MAX_CONFIG_NODES as MAX_CONFIG_NODES
 from socium.config.loading import M as M
@@ -34,6 +35,9 @@ from socium.config.loading import parse_yaml as parse_yaml
 from socium.config.loading import read_config_text as read_config_text
 from socium.config.loading import read_yaml_mapping as read_yaml_mapping
 from socium.config.loading import validate_dict as validate_dict
+from socium.config.moderation import ModerationConfig as ModerationConfig
+from socium.config.moderation import RolesConfig as RolesConfig
+from socium.config.moderation import Veracity as Veracity
 from socium.config.world import GraphConfig as GraphConfig
 from socium.config.world import JoinAt as JoinAt
 from socium.config.world import PlatformConfig as PlatformConfig
@@ -42,7 +46,3 @@ from socium.config.world import RecsysConfig as RecsysConfig
 from socium.config.world import SeedAction as SeedAction
 from socium.config.world import SeedPost as SeedPost
 from socium.errors import ConfigError as ConfigError
-from socium.llm.config import LLMConfig as LLMConfig
-from socium.moderation.config import ModerationConfig as ModerationConfig
-from socium.moderation.config import RolesConfig as RolesConfig
-from socium.moderation.config import Veracity as Veracity

@@ -5,10 +5,60 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from socium.agents.memory import MemoryConfig
 from socium.config.base import _Cfg
+
+
+class MemoryConfig(BaseModel):
+    """``llm_agents.memory``: which memory LLM agents have and how the stream scores and reflects."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["window", "stream"] = Field(
+        "window",
+        description="window: the last llm_agents.memory_size own actions; "
+        "stream: scored retrieval (Generative Agents).",
+    )
+    importance: Literal["heuristic", "llm"] = Field(
+        "heuristic",
+        description="stream: importance 1..10 from a fixed table (heuristic) or rated by the model in one call per "
+        "agent-step (llm).",
+    )
+    recency_decay: float = Field(
+        0.99,
+        gt=0,
+        le=1,
+        description="stream: recency weight per simulated hour since the entry (GA: 0.995 per game hour).",
+    )
+    weights: tuple[float, float, float] = Field(
+        (1.0, 1.0, 1.0),
+        description="stream: weights of (recency, importance, relevance), each min-max scaled to [0, 1].",
+    )
+    observe_feed: bool = Field(True, description="stream: store each feed item an agent was shown as an observation.")
+    reflect_every: int | None = Field(
+        None,
+        ge=1,
+        description="stream: reflect every this many steps in which the agent was active (null: never by count).",
+    )
+    reflect_threshold: float | None = Field(
+        30.0,
+        gt=0,
+        description="stream: reflect once the importance of entries since the last reflection exceeds this (GA: 150; "
+        "null: never by importance).",
+    )
+    reflection_insights: int = Field(2, ge=1, le=5, description="stream: insights a reflection writes back.")
+    reflection_sources: int = Field(15, ge=1, le=100, description="stream: most recent entries a reflection reads.")
+    max_tokens: int = Field(
+        300,
+        ge=20,
+        le=4000,
+        description="stream: token budget of the memory section of a prompt (about 4 characters per token).",
+    )
+    embedder: str = Field(
+        "minilm",
+        description="stream: relevance embedder: minilm (offline MiniLM), hashing, or a sentence-transformers model.",
+    )
 
 
 class PolicyConfig(_Cfg):

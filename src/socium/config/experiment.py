@@ -19,6 +19,8 @@ from socium.config.agents import (
 )
 from socium.config.base import _Cfg
 from socium.config.executor import ExecutorConfig
+from socium.config.llm import LLMConfig
+from socium.config.moderation import ModerationConfig, RolesConfig
 from socium.config.world import (
     GraphConfig,
     PlatformConfig,
@@ -27,8 +29,6 @@ from socium.config.world import (
     SeedAction,
     SeedPost,
 )
-from socium.llm.config import LLMConfig
-from socium.moderation.config import ModerationConfig, RolesConfig
 
 # Seeds and ids land in DuckDB BIGINT columns and numpy uint64 keys: both take any value below 2**63.
 MAX_SEED = 2**63 - 1
@@ -133,7 +133,7 @@ class ExperimentConfig(_Cfg):
     @model_validator(mode="after")
     def _offered_actions(self) -> ExperimentConfig:
         """Offered actions exist and are the preset's; the default follows the preset (no reposts on Reddit)."""
-        from socium.platform.actions import ACTION_TYPES, PRESET_ACTIONS
+        from socium.core.actions import ACTION_TYPES, PRESET_ACTIONS
 
         preset = self.platform.preset
         ac = self.llm_agents

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from socium.config.base import _Cfg
-from socium.moderation.config import Veracity
+from socium.config.moderation import Veracity
 
 
 class PlatformConfig(_Cfg):
@@ -196,7 +196,7 @@ class SeedAction(_Cfg):
 
     @model_validator(mode="after")
     def _valid_action(self) -> SeedAction:
-        from socium.platform.actions import parse_action
+        from socium.core.actions import parse_action
 
         try:
             parse_action(self.action)

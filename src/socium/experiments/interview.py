@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 from socium.agents.llm_policy import LLMPolicy, call_rows
 from socium.agents.routing import llm_route
+from socium.config.llm import LLMConfig
 from socium.errors import ConfigError
-from socium.llm.config import LLMConfig
 from socium.simulator import interviews as iv
-from socium.simulator.rundir import RunDirLock
 from socium.simulator.simulation import interview_table, load_run_config, memory_line
-from socium.simulator.store import TraceStore, open_trace, require_store
 from socium.simulator.world import build_population
+from socium.trace.rundir import RunDirLock
+from socium.trace.store import TraceStore, open_trace, require_store
 
 if TYPE_CHECKING:
     import duckdb

@@ -12,13 +12,13 @@ from typing import Any
 
 from socium.config import read_yaml_mapping
 from socium.errors import ConfigError
-from socium.experiments.compare import run_compare
-from socium.experiments.herding import HerdingSpec, run_herding
-from socium.experiments.intervention import InterventionSpec, run_intervention
-from socium.experiments.polarisation import PolarisationSpec, run_polarisation
-from socium.experiments.propagation import PropagationSpec, run_propagation
+from socium.experiments.designs.compare import run_compare
+from socium.experiments.intervention.study import InterventionSpec, run_intervention
+from socium.experiments.opinions.herding import HerdingSpec, run_herding
+from socium.experiments.opinions.polarisation import PolarisationSpec, run_polarisation
+from socium.experiments.propagation.study import PropagationSpec, run_propagation
 from socium.experiments.spec import load_spec_data, parse_spec
-from socium.simulator.rundir import check_out_path, default_out
+from socium.trace.rundir import check_out_path, default_out
 
 SPECS: dict[str, type] = {
     "propagation": PropagationSpec,

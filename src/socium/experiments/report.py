@@ -13,14 +13,14 @@ import json
 from pathlib import Path
 
 from socium.errors import RunDirError, SociumError
-from socium.experiments import report_plots as P
-from socium.experiments.card import card_value, simulation_card
-from socium.experiments.report_compare import compare, polarisation_series
-from socium.experiments.report_labels import NULL_LABELS, model_label, real_label, short_model, source_labels
-from socium.experiments.report_opinions import herding, herding_tables, polarisation, stance_section
-from socium.experiments.report_page import Report, ReportTable, counted, fmt, render_html
-from socium.experiments.report_propagation import MAX_CASCADE_PLOTS, propagation
+from socium.experiments.designs.compare_report import compare, polarisation_series
+from socium.experiments.opinions.report import herding, herding_tables, polarisation, stance_section
+from socium.experiments.propagation.report import MAX_CASCADE_PLOTS, propagation
 from socium.experiments.spec import RESULTS_FILE, connect, read_results
+from socium.reporting import plots as P
+from socium.reporting.card import card_value, simulation_card
+from socium.reporting.labels import NULL_LABELS, model_label, real_label, short_model, source_labels
+from socium.reporting.page import Report, ReportTable, counted, fmt, render_html
 
 # What other modules and users import from here: the page, its formatting and the legend names.
 __all__ = [
@@ -45,10 +45,10 @@ MAX_CARDS = 12
 
 # ---- single-run report -------------------------------------------------------------------------
 def _single_run(rep: Report, run_dir: Path) -> list[Path]:
-    from socium.experiments import report_run as R
-    from socium.experiments.herding import herding_metrics
-    from socium.experiments.polarisation import polarisation_metrics
-    from socium.experiments.propagation import simulated_curves
+    from socium.experiments.opinions.herding import herding_metrics
+    from socium.experiments.opinions.polarisation import polarisation_metrics
+    from socium.experiments.propagation.study import simulated_curves
+    from socium.reporting import run_report as R
 
     labels = source_labels("run", run_dir)
     con = connect(run_dir)
@@ -151,7 +151,7 @@ def write_report(path: str | Path) -> Report:
     show = MAX_CARDS
     if (path / RESULTS_FILE).is_file():
         res = read_results(path)
-        from socium.experiments.report_intervention import build as _intervention
+        from socium.experiments.intervention.report import build as _intervention
 
         builders = {
             "propagation": propagation,

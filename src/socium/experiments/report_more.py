@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from socium.experiments import report_plots as P
-from socium.experiments.card import smoke_banner
-from socium.experiments.report_page import Report, ReportTable, counted, fmt
+from socium.reporting import plots as P
+from socium.reporting.card import smoke_banner
+from socium.reporting.page import Report, ReportTable, counted, fmt
 
 EPISODES_FILE = "episodes.duckdb"
 SENSITIVITY_FILE = "sensitivity.json"
@@ -24,8 +24,8 @@ SENSITIVITY_FILE = "sensitivity.json"
 # ---- episodes ------------------------------------------------------------------------------------
 def episodes(rep: Report, path: Path) -> list[Path]:
     """The episodes table with the paper's figures, goal bars with the table's CIs, words per turn."""
-    from socium.experiments.episodes.report import PAPER_HEADER, TABLE_HEADER, table_rows, write_plots
-    from socium.experiments.episodes.runner import load_summary
+    from socium.episodes.report import PAPER_HEADER, TABLE_HEADER, table_rows, write_plots
+    from socium.episodes.runner import load_summary
 
     summary = load_summary(path)
     cfg = json.loads((path / "config.json").read_text(encoding="utf-8")) if (path / "config.json").is_file() else {}

@@ -169,7 +169,7 @@ class RunInfo:
 
 
 def _trace_state(db: Path) -> tuple[str | None, int | None]:
-    from socium.simulator.store import open_trace
+    from socium.trace.store import open_trace
 
     con = open_trace(db)
     try:
@@ -186,7 +186,7 @@ def _what_differs(db: Path, cfg: ExperimentConfig) -> str:
     """The first keys whose values differ from the run recorded in ``db``: a bare 'different config' left a
     user who had only moved or copied the experiment folder (its input paths changed) guessing."""
     from socium.simulator.inputs import config_diff
-    from socium.simulator.store import read_run_row
+    from socium.trace.store import read_run_row
 
     try:
         rec = read_run_row(db)
@@ -207,7 +207,7 @@ def run_config(
     an experiment after an interruption (or to re-analyse) should redo only what is missing. A run
     dir holding a *different* config is an error unless ``force``.
     """
-    from socium.experiments.progress import current
+    from socium.reporting.progress import current
     from socium.simulator.simulation import Simulation
 
     db = run_dir / "trace.duckdb"
@@ -240,7 +240,7 @@ def run_config(
 
 def connect(run_dir: Path) -> duckdb.DuckDBPyConnection:
     """Read-only connection to a run's trace."""
-    from socium.simulator.store import open_trace, require_store
+    from socium.trace.store import open_trace, require_store
 
     return open_trace(require_store(Path(run_dir)))
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import BackendWrapper, LLMBackend, generate_sync, run_coro_sync
-from .cache import DuckDBCache, MemoryCache, ResultCache
-from .config import LLMConfig, build_backend
-from .parsing import parse_json_lenient
-from .replay import ReplayBackend
-from .types import RETRYABLE_KINDS, ChatMessage, LLMRequest, LLMResult, user_request
-from .wrappers import (
+from socium.config.llm import LLMConfig
+from socium.llm.base import BackendWrapper, LLMBackend, generate_sync, run_coro_sync
+from socium.llm.cache import DuckDBCache, MemoryCache, ResultCache
+from socium.llm.factory import build_backend
+from socium.llm.parsing import parse_json_lenient
+from socium.llm.replay import ReplayBackend
+from socium.llm.types import RETRYABLE_KINDS, ChatMessage, LLMRequest, LLMResult, user_request
+from socium.llm.wrappers import (
     BudgetLedger,
     CachingBackend,
     CircuitBreaker,

@@ -16,8 +16,8 @@ import weakref
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from ..errors import LLMError
-from .types import LLMRequest, LLMResult
+from socium.errors import LLMError
+from socium.llm.types import LLMRequest, LLMResult
 
 T = TypeVar("T")
 

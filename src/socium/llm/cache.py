@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, Protocol, runtime_checkable
 
-from .types import LLMRequest, LLMResult
+from socium.llm.types import LLMRequest, LLMResult
 
 
 @runtime_checkable

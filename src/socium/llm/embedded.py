@@ -23,9 +23,9 @@ import time
 from collections.abc import MutableMapping, Sequence
 from typing import Any
 
-from ..errors import ConfigError, LLMError
-from .models import INSTALL_ENGINE, ModelSpec, default_model_path, resolve_model
-from .types import ErrorKind, LLMRequest, LLMResult
+from socium.errors import ConfigError, LLMError
+from socium.llm.models import INSTALL_ENGINE, ModelSpec, default_model_path, resolve_model
+from socium.llm.types import ErrorKind, LLMRequest, LLMResult
 
 __all__ = [
     "OMP_DEFAULTS",

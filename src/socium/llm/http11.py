@@ -24,21 +24,10 @@ import ssl
 from typing import Any
 from urllib.parse import urlsplit
 
+from socium.config.llm import url_problem as url_problem
+
 #: Largest response head (status line + headers) accepted; a server sending more is broken.
 MAX_HEAD = 64 * 1024
-
-
-def url_problem(url: str) -> str | None:
-    """Why ``url`` cannot be a server's base URL (None: it can). Checked when a config is read: a typo in
-    the port or an unclosed ``[`` was urllib's ValueError as a traceback when the first request was built."""
-    try:
-        parts = urlsplit(url)
-        _ = parts.port  # parses the port: '8000o' or 99999 raise here
-    except ValueError as exc:
-        return f"is not a valid URL: {exc}"
-    if parts.scheme not in ("http", "https"):
-        return "is not an http:// or https:// URL"
-    return None if parts.hostname else "has no host"
 
 
 class HTTPFailure(Exception):

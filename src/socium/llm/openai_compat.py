@@ -26,10 +26,10 @@ from collections.abc import Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
-from ..errors import ConfigError
-from .base import LoopLocal, daemon_task
-from .http11 import HTTPFailure, Pool, url_problem
-from .types import ErrorKind, LLMRequest, LLMResult
+from socium.errors import ConfigError
+from socium.llm.base import LoopLocal, daemon_task
+from socium.llm.http11 import HTTPFailure, Pool, url_problem
+from socium.llm.types import ErrorKind, LLMRequest, LLMResult
 
 try:
     import orjson as _orjson

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from ..errors import ReplayMiss
-from .cache import ResultCache, get_many
-from .types import LLMRequest, LLMResult
+from socium.errors import ReplayMiss
+from socium.llm.cache import ResultCache, get_many
+from socium.llm.types import LLMRequest, LLMResult
 
 
 class ReplayBackend:

@@ -1,7 +1,7 @@
 """Usage accounting: what a run cost in tokens, calls, errors and latency.
 
 Kept separate from the budget so reporting never changes behaviour; a run's summary is read from
-the :class:`UsageStats` that :func:`~socium.llm.config.build_backend` attaches.
+the :class:`UsageStats` that :func:`~socium.llm.factory.build_backend` attaches.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .base import BackendWrapper, LLMBackend, check_results
-from .types import LLMRequest, LLMResult
+from socium.llm.base import BackendWrapper, LLMBackend, check_results
+from socium.llm.types import LLMRequest, LLMResult
 
 
 class UsageStats:

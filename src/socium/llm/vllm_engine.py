@@ -13,8 +13,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import LLMError
-from .types import LLMRequest, LLMResult
+from socium.errors import LLMError
+from socium.llm.types import LLMRequest, LLMResult
 
 _INSTALL_HINT = "pip install 'socium[vllm]' (needs a CUDA GPU)"
 

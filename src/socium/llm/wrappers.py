@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BudgetExceeded
-from .base import BackendWrapper, LLMBackend, LoopLocal, check_results
-from .cache import ResultCache, get_many, put_many
-from .types import LLMRequest, LLMResult
-from .usage import MeteredBackend, UsageStats
+from socium.errors import BudgetExceeded
+from socium.llm.base import BackendWrapper, LLMBackend, LoopLocal, check_results
+from socium.llm.cache import ResultCache, get_many, put_many
+from socium.llm.types import LLMRequest, LLMResult
+from socium.llm.usage import MeteredBackend, UsageStats
 
 __all__ = [
     "CachingBackend",

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from socium.moderation.marks import ModerationEvent
+from socium.platform.marks import ModerationEvent
 
 if TYPE_CHECKING:
     from socium.platform.state import PlatformState
 
 MODERATION = 8
-"""Random-stream purpose of moderation draws (see socium.simulator.rng); distinct from every other."""
+"""Random-stream purpose of moderation draws (see socium.core.rng); distinct from every other."""
 
 
 @dataclass

@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from socium.agents.observation import Decision, Observation
+from socium.config.moderation import ROLES, VERACITY, ModerationConfig, RolesConfig
+from socium.core.contracts import Decision, Observation
+from socium.core.rng import uniform
 from socium.moderation.base import MODERATION, ModerationContext
-from socium.moderation.config import ROLES, VERACITY, ModerationConfig, RolesConfig
 from socium.moderation.feeds import ModeratedRecommender
-from socium.moderation.marks import ModerationEvent
 from socium.moderation.registry import make_moderator
 from socium.moderation.roles import (
     BOT,
@@ -37,7 +37,7 @@ from socium.moderation.roles import (
     fact_checker_reports,
     post_veracity,
 )
-from socium.simulator.rng import uniform
+from socium.platform.marks import ModerationEvent
 
 EVENT_COLUMNS = ("step", "seq", "event", "post_id", "agent_id", "source", "detail")
 EVENT_TYPES = {

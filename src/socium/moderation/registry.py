@@ -1,17 +1,17 @@
 """Pick a moderation strategy by name, or a user's class by dotted path (``pkg.module:Class``).
 
 Like recommenders (``socium.recsys.registry``), a dotted path must name a class implementing the
-protocol -- here ``moderate()`` -- checked by :mod:`socium.plugins` before anything is built.
+protocol -- here ``moderate()`` -- checked by :mod:`socium.core.plugins` before anything is built.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from socium.core.plugins import build_with_params, import_class
 from socium.errors import ConfigError
 from socium.moderation.base import Moderator
 from socium.moderation.strategies import CommunityNotes, FactCheck, Hybrid, NoModeration
-from socium.plugins import build_with_params, import_class
 
 BUILTIN: dict[str, type] = {
     "none": NoModeration,

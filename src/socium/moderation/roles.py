@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from socium.agents.observation import Decision, Observation
-from socium.moderation.config import ROLES, VERACITY, RolesConfig
-from socium.platform.actions import ReportPost, Repost
+from socium.config.moderation import ROLES, VERACITY, RolesConfig
+from socium.core.actions import ReportPost, Repost
+from socium.core.contracts import Decision, Observation
+from socium.core.rng import uniform
 from socium.platform.posts import COMMENT, ORIGINAL
-from socium.simulator.rng import uniform
 
 ROLE_DRAW = 9  # random-stream purpose of role draws
 ORDINARY, SPREADER, FACT_CHECKER, BOT = range(4)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from socium.config.moderation import VERACITY
+from socium.core.rng import uniform
 from socium.moderation.base import MODERATION, ModerationContext
-from socium.moderation.config import VERACITY
-from socium.moderation.marks import ModerationEvent
+from socium.platform.marks import ModerationEvent
 from socium.platform.posts import ORIGINAL, QUOTE
-from socium.simulator.rng import uniform
 
 FALSE = VERACITY.index("false")
 FACT_CHECK_LABEL = "False information. Checked by independent fact-checkers."

@@ -19,7 +19,7 @@ _INT_COLS = (
     "comments",
     "reports",
     "veracity",
-)  # veracity: index into socium.moderation.config.VERACITY (0 unknown)
+)  # veracity: index into socium.config.moderation.VERACITY (0 unknown)
 
 
 class PostTable:

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from socium.moderation.marks import ModerationMarks
-from socium.platform import actions as A
+from socium.core import actions as A
 from socium.platform.graph import FollowIndex
+from socium.platform.marks import ModerationMarks
 from socium.platform.posts import COMMENT, ORIGINAL, QUOTE, REPOST, PostTable
 from socium.platform.text import clean_text
 

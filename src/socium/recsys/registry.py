@@ -19,8 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 from socium.config import RecsysConfig
+from socium.core.plugins import check_protocol_class, import_class
 from socium.errors import ConfigError
-from socium.plugins import check_protocol_class, import_class
 from socium.recsys.base import Recommender
 from socium.recsys.chronological import ChronologicalRecommender
 from socium.recsys.simple import GlobalRecommender, RandomRecommender, RedditHotRecommender

@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from socium.agents.observation import Decision, Observation
+from socium.core.contracts import Decision, Observation
 
 if TYPE_CHECKING:
     from socium.config import ExecutorConfig

@@ -152,7 +152,7 @@ def check_replay_source(cfg: ExperimentConfig) -> None:
     src = cfg.llm_agents.replay_from
     if not src:
         return
-    from socium.simulator.store import open_trace
+    from socium.trace.store import open_trace
 
     p = Path(src)
     db = p / "trace.duckdb" if p.is_dir() else p

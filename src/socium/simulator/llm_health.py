@@ -23,7 +23,7 @@ def step_problem(n_calls: int, results: Sequence[LLMResult], llm: Any, step: int
 
     ``n_calls``: the step's model calls; ``results``: at least those of its results that failed or
     carry an error kind (a step's :class:`~socium.agents.call_log.CallLog` keeps only these);
-    ``llm`` is the run's :class:`~socium.llm.config.LLMConfig` (None for rule-based runs).
+    ``llm`` is the run's :class:`~socium.llm.factory.LLMConfig` (None for rule-based runs).
     """
     if not n_calls or llm is None:
         return None

@@ -56,8 +56,8 @@ import ray
 from pydantic import BaseModel
 from ray.exceptions import RayActorError
 
-from socium.agents.observation import Decision, FeedItem, Observation
 from socium.config import ExecutorConfig
+from socium.core.contracts import Decision, FeedItem, Observation
 from socium.errors import SociumError
 from socium.simulator.executors import adecide_all, decide_sync
 from socium.simulator.ray_start import start_ray
@@ -156,17 +156,6 @@ def unpack_decisions(packed: list[tuple]) -> list[Decision]:
         Decision(aid, [_unpack_action(c, a) for c, a in acts], st, inv, raw, meta)
         for aid, acts, st, inv, raw, meta in packed
     ]
-
-
-def partition_in_groups(observations: Sequence[Observation], n: int, group_size: int) -> list[list[Observation]]:
-    """A ``partition`` for policies that decide for consecutive groups of the sorted active set (script
-    mode): group j goes whole to shard j mod n. Every group but the last is full, so a shard that
-    re-chunks its (still sorted) share by ``group_size`` gets back exactly the groups it was sent."""
-    obs = sorted(observations, key=lambda o: o.agent_id)
-    out: list[list[Observation]] = [[] for _ in range(n)]
-    for j, i in enumerate(range(0, len(obs), group_size)):
-        out[j % n].extend(obs[i : i + group_size])
-    return out
 
 
 class ShardActor:
@@ -408,7 +397,6 @@ __all__ = [
     "connect",
     "pack_decisions",
     "pack_observations",
-    "partition_in_groups",
     "shard_urls",
     "unpack_decisions",
     "unpack_observations",

@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 
 from socium.agents.call_log import CallLog
-from socium.platform.actions import Outcome, action_args
+from socium.core.actions import Outcome, action_args
 from socium.platform.posts import KIND_NAMES
 from socium.platform.state import PlatformState
 from socium.platform.text import clean_text

@@ -24,22 +24,22 @@ from socium.agents import perspectives
 from socium.agents.memory import MemoryStream
 from socium.agents.rules import RULE_POLICIES
 from socium.config import ExperimentConfig, config_from_dict
+from socium.core.actions import parse_action
 from socium.errors import RunDirError, TraceError
 from socium.llm.base import event_loop_kind
-from socium.platform.actions import parse_action
 from socium.simulator.inputs import changed_inputs, config_diff, inputs_json
-from socium.simulator.rundir import REPLACED_BY_FORCE, refuse_foreign
 from socium.simulator.step_agents import memory_line
-from socium.simulator.store import open_trace, read_run_row
+from socium.trace.rundir import REPLACED_BY_FORCE, refuse_foreign
+from socium.trace.store import open_trace, read_run_row
 
 if TYPE_CHECKING:
     from socium.agents.memory import WindowMemory
     from socium.moderation.engine import ModerationLayer
     from socium.platform.state import PlatformState
-    from socium.simulator.rundir import RunDirLock
     from socium.simulator.signups import SignUps
-    from socium.simulator.store import TraceStore
     from socium.simulator.timing import ExposureTiming
+    from socium.trace.rundir import RunDirLock
+    from socium.trace.store import TraceStore
 
 
 class RunSetUpMixin:

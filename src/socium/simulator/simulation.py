@@ -23,13 +23,14 @@ import pyarrow as pa
 from socium.agents.call_log import CallLog
 from socium.agents.llm_policy import call_rows
 from socium.agents.memory import make_memory
-from socium.agents.observation import Decision
 from socium.agents.routing import llm_route
 from socium.config import ExperimentConfig
+from socium.core.actions import CreatePost, parse_action
+from socium.core.contracts import Decision
+from socium.core.rng import ACTIVATION, root_key, uniform
 from socium.errors import ConfigError, UsageError
 from socium.llm.cache import llm_calls_ddl
 from socium.moderation.engine import ModerationLayer
-from socium.platform.actions import CreatePost, parse_action
 from socium.platform.state import PlatformState
 from socium.recsys.registry import make_recommender
 from socium.simulator import interviews as iv
@@ -37,16 +38,15 @@ from socium.simulator.executors import Executor, make_executor
 from socium.simulator.inputs import preflight
 from socium.simulator.llm_health import mark_aborted, spent_from_trace, step_problem
 from socium.simulator.recording import StepRecorder
-from socium.simulator.rng import ACTIVATION, root_key, uniform
 from socium.simulator.run_setup import RunSetUpMixin, _now, load_run_config
-from socium.simulator.rundir import RunDirLock, check_out_path, describe_owner
 from socium.simulator.signups import SignUps
 from socium.simulator.step_agents import StepAgentsMixin, memory_line
 from socium.simulator.step_gc import step_gc
-from socium.simulator.store import TraceStore
 from socium.simulator.surveys import run_surveys
 from socium.simulator.timing import ExposureTiming, params_from_config
 from socium.simulator.world import build_follows, build_population
+from socium.trace.rundir import RunDirLock, check_out_path, describe_owner
+from socium.trace.store import TraceStore
 
 #: Names that moved to run_setup / step_agents and are still imported from here.
 __all__ = [
@@ -460,7 +460,7 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
 
 def seed_truth(sp: Any) -> dict[str, int]:
     """A seed post's configured veracity as decision metadata (nothing when it has none)."""
-    from socium.moderation.config import VERACITY
+    from socium.config.moderation import VERACITY
 
     return {"veracity": VERACITY.index(sp.veracity)} if sp.veracity else {}
 

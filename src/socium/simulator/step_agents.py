@@ -15,10 +15,10 @@ import numpy as np
 
 from socium.agents import perspectives
 from socium.agents.memory import MemoryStream, feed_query
-from socium.agents.observation import Decision, Observation
+from socium.core.contracts import Decision, Observation
+from socium.core.rng import RECSYS, component_rng
 from socium.platform.text import quote_inline
 from socium.simulator.recording import StepRecorder, clean_action
-from socium.simulator.rng import RECSYS, component_rng
 
 if TYPE_CHECKING:
     from socium.agents.memory import WindowMemory

@@ -4,7 +4,7 @@ Why a separate layer: with one flat activation probability per step, a cascade's
 artefact of the step grid (OASIS-style runs lag real Twitter cascades by many minutes, whatever the
 agents decide). Here a post entering an agent's network schedules that agent to wake after a
 response delay drawn from a heavy-tailed distribution fitted to real retweet delays
-(:mod:`socium.experiments.propfit`). At its wake-up the agent sees its feed as usual and its policy
+(:mod:`socium.experiments.propagation.fit`). At its wake-up the agent sees its feed as usual and its policy
 (independent cascade, LLM, ...) decides; so two policies on the same timing differ only in the
 decision.
 
@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from socium.core.rng import TIMING, uniform
 from socium.errors import ConfigError, InputFileError
 from socium.platform.posts import COMMENT
-from socium.simulator.rng import TIMING, uniform
 
 if TYPE_CHECKING:  # pragma: no cover
     from socium.config import TimingConfig

@@ -6,10 +6,10 @@ They let users and CI run whole simulations, benchmarks and failure drills witho
 
 from __future__ import annotations
 
-from .backends import GarbageBackend, LatencyBackend, RandomBackend, ScriptedBackend, schema_answer
-from .fake_server import FakeOpenAIServer, FakeReply, default_responder, schema_from_body
-from .fault_server import FAULT_KINDS, FaultyOpenAIServer
-from .schema_sample import sample_from_schema
+from socium.llm.fake_server import FakeOpenAIServer, FakeReply, default_responder, schema_from_body
+from socium.llm.model_free import GarbageBackend, LatencyBackend, RandomBackend, ScriptedBackend, schema_answer
+from socium.llm.schema_sample import sample_from_schema
+from socium.testing.fault_server import FAULT_KINDS, FaultyOpenAIServer
 
 __all__ = [
     "FAULT_KINDS",

@@ -18,9 +18,9 @@ import os
 import time
 from pathlib import Path
 
-from socium.agents.observation import Decision, Observation
 from socium.agents.rules import RandomPolicy
 from socium.config import PolicyConfig
+from socium.core.contracts import Decision, Observation
 
 
 class SleepyPolicy:

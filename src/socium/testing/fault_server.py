@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from .fake_server import FakeOpenAIServer, FakeReply, FakeResponder
+from socium.llm.fake_server import FakeOpenAIServer, FakeReply, FakeResponder
 
 #: Every fault kind the server can serve, and what the client receives.
 FAULT_KINDS: dict[str, str] = {

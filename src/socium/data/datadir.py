@@ -1,0 +1,82 @@
+"""Where socium looks for the research data sets, in one place for the code, the tests and the CLI.
+
+The data (Twitter15, OASIS reference files, SOTOPIA, SNAP) are research-use only and must never be
+packaged, so they live outside the repository. One variable, ``SOCIUM_DATA_DIR``, names their
+folder; without it socium looks for ``shared/data`` beside the checkout (``../shared/data`` from
+the repository root, also when the checkout is a git worktree of that repository). No absolute
+path is written into the code.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV_VAR = "SOCIUM_DATA_DIR"
+
+#: What socium's experiments read, relative to the data folder, and what each is for.
+DATASETS: dict[str, str] = {
+    "twitter15/twitter15_trees.tar.gz": "Twitter15 retweet trees (propagation experiment)",
+    "oasis-reference/twitter_dataset/all_topics.csv": "OASIS's 198 cascades with source tweet texts (propagation)",
+    "oasis-reference/twitter_dataset/anonymous_topic_200_1h": "OASIS real users per topic (propagation profiles)",
+    "oasis-reference/twitter_dataset/group_polarization": "OASIS core users and follow graph (polarisation)",
+    "oasis-reference/reddit": "OASIS Reddit counterfactual posts and personas (herding)",
+    "sotopia": "SOTOPIA scenarios, characters and relationships (episodes)",
+    "snap-ego-facebook": "SNAP ego-Facebook social graph (graph.kind: edgelist)",
+}
+
+
+def _repo_root() -> Path:
+    """The checkout this package is imported from (``src/socium/data/datadir.py`` -> repository root)."""
+    return Path(__file__).resolve().parents[3]
+
+
+def _main_checkout(root: Path) -> Path | None:
+    """For a git worktree (``.git`` is a file naming ``<main>/.git/worktrees/<name>``), the main checkout."""
+    git = root / ".git"
+    if not git.is_file():
+        return None
+    try:
+        line = git.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    gitdir = (root / line.split(":", 1)[1].strip()).resolve()
+    # <main>/.git/worktrees/<name> -> <main>
+    return gitdir.parents[2] if gitdir.parent.name == "worktrees" else None
+
+
+def candidates() -> list[Path]:
+    """Folders tried in order: ``$SOCIUM_DATA_DIR`` (only it, when set), else ``../shared/data``."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return [Path(env).expanduser()]
+    root = _repo_root()
+    out = [root.parent / "shared" / "data"]
+    main = _main_checkout(root)
+    if main is not None and main != root:
+        out.append(main.parent / "shared" / "data")
+    return out
+
+
+def data_dir() -> Path:
+    """The data folder: the first candidate that exists, else the first candidate (reported as missing)."""
+    cands = candidates()
+    return next((c for c in cands if c.is_dir()), cands[0])
+
+
+@dataclass(frozen=True)
+class DataEntry:
+    relpath: str
+    purpose: str
+    path: Path
+    found: bool
+
+
+def describe() -> tuple[list[Path], Path, list[DataEntry]]:
+    """What ``socium data`` prints: the folders looked at, the one used, and which data sets it holds."""
+    root = data_dir()
+    entries = [DataEntry(rel, why, root / rel, (root / rel).exists()) for rel, why in DATASETS.items()]
+    return candidates(), root, entries

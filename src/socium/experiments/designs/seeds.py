@@ -1,0 +1,228 @@
+"""Pool replicates of one experiment run under different seeds: mean and 95% t interval per metric.
+
+Why: herding, polarisation and perspective-comparison experiments are single runs, and the CIs
+their reports print are over the items or cascades *inside* one run; they do not cover what a
+different seed (other activations, other sampled items or users, other model samples) would give.
+docs/results.md counts the replicate (a seed) as the independent unit, so its numbers come from
+several experiment directories of the same spec that differ only in their seeds, pooled here.
+
+Each directory contributes one value per metric (a flat name such as ``model.up.p_next_positive``);
+a metric's summary is the mean over replicates with a two-sided 95% t interval (n = replicates that
+have the value). Paired contrasts are per-replicate differences, e.g. ``model - null`` of the
+same seed (same world, same items) or ``omniscient - local`` of a perspective comparison, with
+their own t interval: the pairing removes the between-seed spread both sides share.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from socium.errors import ConfigError
+from socium.experiments.spec import read_results
+from socium.reporting.plots import t_interval
+
+SEED_FIELDS = ("seed", "item_seed", "split_seed", "sample_seed")
+"""Spec fields (top level or in ``base``) that make a replicate; every other field must agree."""
+IGNORED_FIELDS = ("out", "name")
+"""Spec fields that name where a replicate was written, not what it measured."""
+
+Flat = dict[str, float | None]
+
+
+def _num(x: Any) -> float | None:
+    if isinstance(x, bool) or x is None:
+        return None
+    if isinstance(x, int | float) and math.isfinite(float(x)):
+        return float(x)
+    return None
+
+
+def _usage(prefix: str, use: dict[str, Any]) -> Flat:
+    return {
+        f"{prefix}.llm_calls": _num(use.get("llm_calls")),
+        f"{prefix}.tokens": _num((use.get("prompt_tokens") or 0) + (use.get("completion_tokens") or 0)),
+        f"{prefix}.invalid_rate": _num(use.get("invalid_rate")),
+    }
+
+
+def herding_values(res: dict[str, Any]) -> Flat:
+    """Per source (model, null): each group's levels and the treated-minus-control differences."""
+    out: Flat = {}
+    for src, run in res["runs"].items():
+        groups = run["metrics"]["groups"]
+        for g, d in groups.items():
+            for k in ("p_next_positive", "p_positive", "final_mean_score", "crowd_mean_score", "crowd_votes"):
+                out[f"{src}.{g}.{k}"] = _num(d.get(k))
+        for g in ("up", "down"):
+            for k in ("p_next_positive", "p_positive", "final_mean_score", "crowd_mean_score"):
+                a, b = _num(groups[g].get(k)), _num(groups["control"].get(k))
+                out[f"{src}.{g}-control.{k}"] = None if a is None or b is None else a - b
+        out.update(_usage(src, run.get("usage", {})))
+    return out
+
+
+def polarisation_values(res: dict[str, Any]) -> Flat:
+    """Per source: assigned and last-survey stance summaries, and the shifts between them."""
+    out: Flat = {}
+    for src, run in res["runs"].items():
+        m = run["metrics"]
+        pts = m["points"]
+        first, last = pts[0], pts[-1]
+        out[f"{src}.surveys"] = float(len(pts) - 1)
+        out[f"{src}.last.answered_share"] = _num(last["answered"] / last["asked"]) if last.get("asked") else None
+        for label, pt in (("start", first), ("last", last)):
+            for k in ("mean", "mean_abs", "variance", "bimodality", "text_extremity"):
+                out[f"{src}.{label}.{k}"] = _num(pt.get(k))
+            for g, d in pt["groups"].items():
+                out[f"{src}.{label}.{g}_mean"] = _num(d.get("mean"))
+        out[f"{src}.mean_abs_shift"] = _num(m.get("mean_abs_shift"))
+        for g, v in m["group_extremity_shift"].items():
+            out[f"{src}.{g}_extremity_shift"] = _num(v)
+        gaps = []
+        for pt in (first, last):
+            c, p = (_num(pt["groups"].get(g, {}).get("mean")) for g in ("conservative", "progressive"))
+            gaps.append(None if c is None or p is None else p - c)
+        out[f"{src}.camp_gap_change"] = None if None in gaps else gaps[1] - gaps[0]  # type: ignore[operator]
+        out.update(_usage(src, run.get("usage", {})))
+    return out
+
+
+def propagation_values(res: dict[str, Any]) -> Flat:
+    """Per model: the mean over the run's cascades of NRMSE and final size / depth / breadth."""
+    out: Flat = {}
+    for src in ("model", "null"):
+        have = [c["runs"][src] for c in res["cascades"] if src in c["runs"]]
+        if not have:
+            continue
+        for k in have[0]["nrmse"]:
+            out[f"{src}.nrmse_{k}"] = sum(r["nrmse"][k] for r in have) / len(have)
+        for k in have[0]["final"]:
+            out[f"{src}.final_{k}"] = sum(r["final"][k] for r in have) / len(have)
+        use = {
+            k: sum(r["usage"].get(k) or 0 for r in have) for k in ("llm_calls", "prompt_tokens", "completion_tokens")
+        }
+        use["invalid_rate"] = sum(r["usage"].get("invalid_rate") or 0 for r in have) / len(have)
+        out.update(_usage(src, use))
+    return out
+
+
+EXTRACT = {"herding": herding_values, "polarisation": polarisation_values, "propagation": propagation_values}
+
+
+def replicate_values(exp_dir: Path) -> tuple[str, Flat, dict[str, Any]]:
+    """(kind, flat metric values, spec) of one experiment directory.
+
+    A ``compare`` directory contributes each perspective's own experiment under the perspective's
+    name (``local.model.up.p_next_positive``), read from that perspective's ``results.json``, plus the
+    comparison's cost totals (``local.tokens_per_agent_step``).
+    """
+    res = read_results(exp_dir)
+    kind = res["experiment"]
+    if kind == "compare":
+        out: Flat = {}
+        for persp, row in res["perspectives"].items():
+            sub = read_results(Path(row["dir"]))
+            for k, v in EXTRACT[res["of"]](sub).items():
+                out[f"{persp}.{k}"] = v
+            for k in ("tokens_per_agent_step", "posts", "reshares", "crowd_votes", "prompt_tokens"):
+                out[f"{persp}.{k}"] = _num(row["totals"].get(k))
+        return f"compare:{res['of']}", out, res["spec"]
+    if kind not in EXTRACT:
+        raise ConfigError(f"{exp_dir}: seed pooling covers herding, polarisation, propagation and compare, not {kind}")
+    return kind, EXTRACT[kind](res), res["spec"]
+
+
+def _design(spec: dict[str, Any]) -> tuple[dict[str, Any], tuple[Any, ...]]:
+    """The spec without its seed and location fields, and the replicate's seeds."""
+    d = json.loads(json.dumps(spec))
+    base = d.get("base") or {}
+    seeds = tuple(d.get(f) for f in SEED_FIELDS) + (base.get("seed"),)
+    for f in SEED_FIELDS + IGNORED_FIELDS:
+        d.pop(f, None)
+    base.pop("seed", None)
+    return d, seeds
+
+
+def pool_seeds(dirs: Sequence[Path], contrasts: Sequence[tuple[str, str]] | None = None) -> dict[str, Any]:
+    """Mean and 95% t interval over replicates for every metric, and paired contrasts.
+
+    ``contrasts``: (a, b) prefixes; every metric present under both gives a per-replicate ``a - b``
+    difference. Default: ``model - null`` for one experiment, each other perspective minus ``local``
+    for a comparison. Raises ConfigError when the directories are not replicates of one design
+    (different kinds, specs that differ in more than their seeds, or two with the same seeds).
+    """
+    if len(dirs) < 2:
+        raise ConfigError("seed pooling needs at least 2 experiment directories (one per seed)")
+    kinds, values, designs, seeds = [], [], [], []
+    for d in dirs:
+        kind, vals, spec = replicate_values(Path(d))
+        design, sd = _design(spec)
+        kinds.append(kind)
+        values.append(vals)
+        designs.append(design)
+        seeds.append(sd)
+    if len(set(kinds)) > 1:
+        raise ConfigError(f"not replicates of one experiment: kinds {sorted(set(kinds))}")
+    for d, design in zip(dirs[1:], designs[1:]):
+        if design != designs[0]:
+            diff = sorted(k for k in set(design) | set(designs[0]) if design.get(k) != designs[0].get(k))
+            raise ConfigError(f"{d}: spec differs from {dirs[0]} in more than its seeds ({', '.join(diff)})")
+    if len(set(seeds)) < len(seeds):
+        raise ConfigError("two directories ran with the same seeds: they are repeats, not independent replicates")
+    if contrasts is None:
+        if kinds[0].startswith("compare"):
+            persps = sorted({k.split(".", 1)[0] for v in values for k in v} - {"local"})
+            contrasts = [(p, "local") for p in persps]
+        else:
+            contrasts = [("model", "null")]
+    names = list(dict.fromkeys(k for v in values for k in v))
+    metrics = {k: _summary([v.get(k) for v in values]) for k in names}
+    paired: dict[str, Any] = {}
+    for a, b in contrasts:
+        for k in names:
+            if not k.startswith(f"{a}."):
+                continue
+            rest = k[len(a) + 1 :]
+            other = f"{b}.{rest}"
+            if other not in metrics:
+                continue
+            diffs = [
+                None if v.get(k) is None or v.get(other) is None else v[k] - v[other]  # type: ignore[operator]
+                for v in values
+            ]
+            paired[f"{a} - {b}: {rest}"] = _summary(diffs)
+    return {
+        "kind": kinds[0],
+        "dirs": [str(d) for d in dirs],
+        "seeds": [dict(zip([*SEED_FIELDS, "base.seed"], s)) for s in seeds],
+        "metrics": metrics,
+        "paired": paired,
+    }
+
+
+def _summary(vals: Sequence[float | None]) -> dict[str, Any] | None:
+    have = [v for v in vals if v is not None]
+    ci = t_interval(have)
+    if ci is None:
+        return None
+    return {"mean": ci[0], "lo": ci[1], "hi": ci[2], "n": len(have), "values": list(vals)}
+
+
+def markdown(pooled: dict[str, Any], only: Sequence[str] = ()) -> str:
+    """The pooled numbers as a Markdown table (``only``: keep metrics whose name contains one of these)."""
+    lines = [
+        "| metric | n (seeds) | mean | 95% t CI over seeds | per seed |",
+        "|---|---|---|---|---|",
+    ]
+    for section in ("metrics", "paired"):
+        for name, s in pooled[section].items():
+            if s is None or (only and not any(o in name for o in only)):
+                continue
+            per = ", ".join("-" if v is None else f"{v:.3g}" for v in s["values"])
+            ci = f"[{s['lo']:+.3f}, {s['hi']:+.3f}]" if s["n"] > 1 else "none (1 seed)"
+            lines.append(f"| {name} | {s['n']} | {s['mean']:+.3f} | {ci} | {per} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,343 @@
+"""Herd effect on the Reddit preset (Muchnik, Aral & Taylor 2013, Science 341:647; OASIS section 3.3).
+
+Items (by default OASIS's counterfactual posts, ``reddit/counterfactual_36.json``) get an initial
+up-vote, down-vote or nothing from a dedicated experimenter account that never acts otherwise (its
+activity is zero); agents then vote over time. Reported per treatment group: the probability that
+the first crowd vote after the treatment is positive, the share of positive crowd votes, and the
+final mean score, with bootstrap CIs over items -- beside Muchnik et al. (up-treatment: +32% next
+vote positive, +25% final mean rating; down-treatment corrected by the crowd).
+
+Why posts, not comments: socium's feeds never show comments (only their post), so the voted item is
+a post carrying the counterfactual comment's claim, its OASIS post text as context. The treatment
+is a ``seed_actions`` vote, so the whole design (who treated what) is in the trace and every number
+here is SQL over the ``votes`` view; nothing is kept outside the run directory.
+
+The null is random voting at the LLM run's own up/down rates per exposure (fitted), which by
+construction cannot respond to the visible score: any group difference beyond it is herding.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from socium.config import config_from_dict
+from socium.errors import ConfigError, InputFileError, TraceError
+from socium.experiments.nullfit import fit_random_voting
+from socium.experiments.propagation.realcascades import default_data_dir
+from socium.experiments.spec import (
+    PATH_FIELD,
+    ExperimentSpec,
+    PersonRow,
+    build_config,
+    connect,
+    llm_usage,
+    run_config,
+    write_population_csv,
+    write_results,
+)
+from socium.reporting import progress
+
+GROUPS = ("up", "control", "down")
+REFERENCE = {
+    "source": "Muchnik, Aral & Taylor 2013 (Science 341:647)",
+    "up_next_positive_lift": 0.32,
+    "up_final_mean_lift": 0.25,
+    "down": "negative herding neutralised: the crowd corrects down-treated items",
+}
+DEFAULT_ACTIONS = ["like_post", "dislike_post", "create_comment", "do_nothing"]
+
+
+class HerdingSpec(ExperimentSpec):
+    experiment: Literal["herding"] = "herding"
+    name: str = "herding"
+    items: str | None = Field(
+        None,
+        json_schema_extra=PATH_FIELD,
+        description="Items JSON: OASIS counterfactual format or [{text, group}] (default: OASIS's).",
+    )
+    personas: str | None = Field(
+        None, json_schema_extra=PATH_FIELD, description="Reddit persona JSON (default: OASIS's user_data_36.json)."
+    )
+    n_items: int = Field(30, ge=3, description="Items used, stratified over the file's groups.")
+    n_agents: int | None = Field(
+        None, ge=1, description="Voters (personas reused cyclically if more than the file has)."
+    )
+    item_seed: int = Field(0, ge=0, description="Seed of the item sample.")
+    activation: float = Field(0.2, gt=0, le=1, description="Probability that a voter is active in a step.")
+
+
+def load_items(path: Path) -> list[tuple[str, str]]:
+    """(text, group) per item; group is up / down / control."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputFileError(path, None, f"cannot read items: {exc}") from None
+    out = []
+    for i, d in enumerate(data if isinstance(data, list) else []):
+        if isinstance(d, dict) and "RC_1" in d:
+            rs, rc = d.get("RS", {}), d["RC_1"]
+            title = rs.get("title") if rs.get("title") not in (None, "None") else ""
+            text = "\n".join(x for x in (title, rs.get("selftext", ""), f"Top comment: {rc.get('body', '')}") if x)
+            group = rc.get("group")
+        elif isinstance(d, dict):
+            text, group = d.get("text", ""), d.get("group")
+        else:
+            raise InputFileError(path, None, f"item {i}: expected an object")
+        if group not in GROUPS or not isinstance(text, str) or not text.strip():
+            raise InputFileError(path, None, f"item {i}: needs non-empty text and group in {GROUPS}, got {group!r}")
+        out.append((text, group))
+    if not out:
+        raise InputFileError(path, None, "no items")
+    return out
+
+
+def sample_items(items: list[tuple[str, str]], n: int, seed: int) -> list[tuple[str, str]]:
+    """``n`` items, as equal a share per group as the file allows, in a seeded random order."""
+    rng = np.random.default_rng(seed)
+    by = {g: [it for it in items if it[1] == g] for g in GROUPS}
+    per = {g: min(len(by[g]), n // 3 + (i < n % 3)) for i, g in enumerate(GROUPS)}
+    picked = [by[g][j] for g in GROUPS for j in sorted(rng.choice(len(by[g]), per[g], replace=False).tolist())]
+    return [picked[i] for i in rng.permutation(len(picked)).tolist()]
+
+
+def herding_population(personas: Path, n_agents: int | None, activation: float) -> list[PersonRow]:
+    """Voters from Reddit personas, then the poster and the experimenter (both never active)."""
+    try:
+        people = json.loads(personas.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputFileError(personas, None, f"cannot read personas: {exc}") from None
+    if not isinstance(people, list) or not people:
+        raise InputFileError(personas, None, "expected a non-empty JSON list of personas")
+    n = n_agents or len(people)
+    rows = []
+    for i in range(n):
+        p = people[i % len(people)]
+        suffix = "" if i < len(people) else f"_{i // len(people)}"
+        desc = " ".join(str(p.get(k, "")) for k in ("bio", "persona") if p.get(k))
+        rows.append(
+            PersonRow(
+                user_id=str(i),
+                name=str(p.get("realname", f"user {i}")),
+                username=f"{p.get('username', 'user')}{suffix}",
+                description=desc or "A Reddit user.",
+                following=[],
+                activity=[activation] * 24,
+            )
+        )
+    for name in ("poster", "experimenter"):
+        rows.append(
+            PersonRow(
+                user_id=name,
+                name=name,
+                username=name,
+                description=f"The experiment's {name} account.",
+                following=[],
+                activity=[0.0] * 24,
+            )
+        )
+    return rows
+
+
+def herding_configs(spec: HerdingSpec, out: Path) -> tuple[Any, list[str]]:
+    """The model run's config and each item's group (post id = index)."""
+    data = default_data_dir() / "oasis-reference" / "reddit"
+    items = sample_items(
+        load_items(Path(spec.items) if spec.items else data / "counterfactual_36.json"), spec.n_items, spec.item_seed
+    )
+    rows = herding_population(
+        Path(spec.personas) if spec.personas else data / "user_data_36.json", spec.n_agents, spec.activation
+    )
+    poster, experimenter = len(rows) - 2, len(rows) - 1
+    pop_csv = write_population_csv(out / "inputs" / "population.csv", rows)
+    seed_actions = [
+        {
+            "agent": experimenter,
+            "step": 0,
+            "action": {"type": "like_post" if g == "up" else "dislike_post", "post_id": i},
+        }
+        for i, (_, g) in enumerate(items)
+        if g != "control"
+    ]
+    owned = {
+        "platform": {"preset": "reddit"},
+        "population": {"source": "oasis_csv", "path": str(pop_csv.resolve())},
+        "graph": {"kind": "empty"},
+        "seed_posts": [{"author": poster, "content": t} for t, _ in items],
+        "seed_actions": seed_actions,
+    }
+    defaults = {
+        "name": spec.name,
+        "steps": 10,
+        "step_minutes": 60.0,
+        "policy": {"kind": "llm"},
+        "llm": {"backend": "embedded"},
+        "recsys": {"kind": "random", "k": 5},
+        "llm_agents": {"actions": DEFAULT_ACTIONS},
+    }
+    return build_config(defaults, spec.base, owned, "herding"), [g for _, g in items]
+
+
+# ---- metrics -----------------------------------------------------------------------------------
+def _boot(values: list[np.ndarray], stat: Callable[..., float], n: int, rng: np.random.Generator) -> list[float] | None:
+    """95% percentile CI of ``stat`` over items resampled with replacement (None if n == 0 or no data)."""
+    m = len(values[0])
+    if n == 0 or m == 0:
+        return None
+    draws = []
+    for _ in range(n):
+        idx = rng.integers(0, m, m)
+        v = stat(*(x[idx] for x in values))
+        if np.isfinite(v):
+            draws.append(v)
+    return [float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))] if draws else None
+
+
+def _ratio(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a.sum() / b.sum()) if b.sum() else float("nan")
+
+
+def _mean(a: np.ndarray) -> float:
+    return float(a.mean()) if len(a) else float("nan")
+
+
+def herding_metrics(run_dir: Path, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Per-group herding statistics of one run, from its trace alone.
+
+    Items are the posts created by seed actions; an item's group is the sign of the seed vote on it
+    (none: control); crowd votes are the non-seed rows of the ``votes`` view, in (step, seq) order.
+    """
+    con = connect(run_dir)
+    try:
+        items = [
+            r[0]
+            for r in con.execute(
+                "SELECT post_id FROM actions WHERE origin = 'seed' AND type = 'create_post' "
+                "AND outcome = 'ok' ORDER BY post_id"
+            ).fetchall()
+        ]
+        treat = dict(
+            con.execute("SELECT target, sum(delta) FROM votes WHERE origin = 'seed' GROUP BY target").fetchall()
+        )
+        bad = con.execute("SELECT count(*) FROM actions WHERE origin = 'seed' AND outcome != 'ok'").fetchall()[0][0]
+        crowd = con.execute(
+            "SELECT step, target, delta FROM votes WHERE origin != 'seed' ORDER BY step, seq"
+        ).fetchall()
+        last = con.execute("SELECT max(step) FROM steps").fetchall()[0][0]
+    finally:
+        con.close()
+    if bad:
+        raise TraceError(f"{run_dir}: {bad} seed action(s) failed; the treatment was not applied as designed")
+    if not items:
+        raise ConfigError(f"{run_dir}: no seeded items: not a herding run")
+    pos = {p: i for i, p in enumerate(items)}
+    group = ["up" if treat.get(p, 0) > 0 else "down" if treat.get(p, 0) < 0 else "control" for p in items]
+    n = len(items)
+    first = np.zeros(n)
+    ups, votes, crowd_score = np.zeros(n), np.zeros(n), np.zeros(n)
+    steps = int(last) + 1
+    traj = np.zeros((n, steps + 1))  # column 0: the treatment alone; column s + 1: after step s
+    for step, target, delta in crowd:
+        i = pos.get(target)
+        if i is None:
+            continue
+        if votes[i] == 0:
+            first[i] = delta
+        votes[i] += 1
+        ups[i] += delta > 0
+        crowd_score[i] += delta
+        traj[i, step + 1 :] += delta
+    t0 = np.array([treat.get(p, 0) for p in items], dtype=float)
+    traj += t0[:, None]
+    rng = np.random.default_rng(seed)
+    out: dict[str, Any] = {
+        "n_items": n,
+        "crowd_votes": int(votes.sum()),
+        "groups": {},
+        "trajectory_steps": list(range(-1, steps)),
+    }
+    for g in GROUPS:
+        m = np.array([x == g for x in group])
+        voted = m & (votes > 0)
+        nf = (first[voted] > 0).astype(float)
+        out["groups"][g] = {
+            "items": int(m.sum()),
+            "items_voted": int(voted.sum()),
+            "crowd_votes": int(votes[m].sum()),
+            "p_next_positive": _mean(nf),
+            "p_next_positive_ci": _boot([nf], _mean, n_boot, rng),
+            "p_positive": _ratio(ups[m], votes[m]),
+            "p_positive_ci": _boot([ups[m], votes[m]], _ratio, n_boot, rng),
+            "final_mean_score": _mean(crowd_score[m] + t0[m]),
+            "final_mean_score_ci": _boot([crowd_score[m] + t0[m]], _mean, n_boot, rng),
+            "crowd_mean_score": _mean(crowd_score[m]),
+            "crowd_mean_score_ci": _boot([crowd_score[m]], _mean, n_boot, rng),
+            "trajectory": traj[m].mean(axis=0).tolist() if m.any() else [],
+        }
+    out["effects"] = effects(out["groups"])
+    return out
+
+
+def _lift(a: float, b: float) -> float | None:
+    return None if not (np.isfinite(a) and np.isfinite(b)) or abs(b) < 1e-9 else (a - b) / abs(b)
+
+
+def effects(groups: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Relative differences to control in Muchnik et al.'s terms (None where control is 0 or missing)."""
+    c = groups["control"]
+    return {
+        f"{g}_{k}_lift": _lift(groups[g][k], c[k])
+        for g in ("up", "down")
+        for k in ("p_next_positive", "p_positive", "final_mean_score")
+    } | {f"{g}_final_mean_diff": (groups[g]["final_mean_score"] - c["final_mean_score"]) for g in ("up", "down")}
+
+
+def run_herding(
+    spec: HerdingSpec, out: Path, *, force: bool = False, log: Callable[[str], None] = lambda s: None
+) -> dict[str, Any]:
+    """Run the model population and the fitted random-voting null; write results.json."""
+    cfg, groups = herding_configs(spec, out)
+    log(f"herding: {len(groups)} items, model run ({cfg.policy.kind})")
+    runs: dict[str, Any] = {}
+    progress.current().expect(1 + int(spec.run_null))
+    info = run_config(cfg, out / "runs" / "model", force=force)
+    runs["model"] = {"dir": str(info.run_dir), "status": info.status, "policy": cfg.policy.kind}
+    if spec.run_null:
+        fit = fit_random_voting(info.run_dir, range(len(groups)))
+        data = cfg.model_dump(mode="json")
+        data.update(
+            name=f"{cfg.name}-null",
+            llm=None,
+            policy={"kind": "random", "p_post": 0.0, "p_repost": 0.0, "p_like": fit.p_like, "p_dislike": fit.p_dislike},
+        )
+        log(f"herding: random-voting null p_like={fit.p_like:.4f} p_dislike={fit.p_dislike:.4f}")
+        ninfo = run_config(config_from_dict(data, source="herding null"), out / "runs" / "null", force=force)
+        runs["null"] = {
+            "dir": str(ninfo.run_dir),
+            "status": ninfo.status,
+            "policy": "random",
+            "fit": {
+                "p_like": fit.p_like,
+                "p_dislike": fit.p_dislike,
+                "ups": fit.ups,
+                "downs": fit.downs,
+                "trials": fit.trials,
+            },
+        }
+    for r in runs.values():
+        r["metrics"] = herding_metrics(Path(r["dir"]), spec.bootstrap, cfg.seed)
+        r["usage"] = llm_usage(Path(r["dir"]))
+    results = {
+        "experiment": "herding",
+        "spec": spec.model_dump(mode="json"),
+        "reference": REFERENCE,
+        "runs": runs,
+        "step_minutes": cfg.step_minutes,
+    }
+    write_results(out, results)
+    return results

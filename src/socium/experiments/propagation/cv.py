@@ -1,0 +1,250 @@
+"""Cross-validated propagation scoring: fit on train folds, score NRMSE only on held-out cascades.
+
+Why: a null whose timing is fitted to the very cascades it is scored on proves nothing. Here the
+cascades are split into ``cv.folds`` folds (seeded); for each fold the timing parameters are fitted
+(:func:`socium.experiments.propagation.fit.fit_timing`) on the *other* folds' trees, and every model is run
+on the held-out fold's cascades only. A check refuses any overlap between fitted and scored ids.
+
+Models (``cv.models``):
+
+* ``ic_pooled``: today's baseline -- independent cascade with one pooled ``p_repost`` (``cv.ic_p``,
+  taken from the embedded-model runs, not fitted on these trees) on the hourly activation clock
+  (``activation`` per step of ``base.step_minutes``).
+* ``calibrated``: the exposure-timing layer with the train folds' fitted delays, 1-minute steps,
+  independent cascade with ``cv.calibrated_p`` (1: everyone in a tree population eventually
+  reshared; see propfit's note on identifiability), no background activation.
+* ``llm``: the spec's LLM policy (``base.llm``) on the same fitted timing, so only the decision
+  differs from ``calibrated``.
+
+The prediction for a cascade is the mean curve over ``cv.runs`` independent replicas; scores are
+the mean NRMSE over held-out cascades per model and curve, with a percentile bootstrap CI over
+cascades. Replicas run *in one simulation*: the population is ``cv.runs`` disjoint copies of the
+tree's users (copy ``r`` is agents ``r*n .. r*n+n-1``, following only within its copy), each copy's
+source author posts the source at step 0 (post id ``r``), and every random draw is keyed by agent
+and post ids, so the copies are independent realisations. One run of R copies costs about one run,
+where R separate runs would each pay the per-step commit (1-minute steps: 150 commits per run).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from socium.errors import ConfigError
+from socium.experiments.propagation.curves import CURVE_NAMES, nrmse_curves
+from socium.experiments.propagation.fit import fit_timing, write_fit
+from socium.experiments.spec import build_config, run_config, write_population_csv, write_results
+
+CVModel = Literal["ic_pooled", "calibrated", "llm"]
+
+
+class CVSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    folds: int = Field(5, ge=2, description="Number of folds (cascades split at random, seeded).")
+    seed: int = Field(0, ge=0, description="Seed of the fold split and of the runs.")
+    models: list[CVModel] = Field(default_factory=lambda: ["ic_pooled", "calibrated"], description="Models to score.")
+    runs: int = Field(
+        1,
+        ge=1,
+        description="Independent replicas per cascade and model (disjoint copies in one run); the prediction is their "
+        "mean curve.",
+    )
+    ic_p: float = Field(0.8039, ge=0, le=1, description="ic_pooled's p_repost (pooled from the embedded-model runs).")
+    calibrated_p: float = Field(1.0, ge=0, le=1, description="calibrated/llm-null p_repost per exposure.")
+    step_minutes: float = Field(1.0, gt=0, description="Step length of the calibrated and llm models.")
+    families: list[str] = Field(
+        default_factory=lambda: ["lognormal", "weibull", "lomax", "lognormal_mixture"],
+        description="Delay families tried on each train split (lowest AIC kept).",
+    )
+    root_effects: bool = Field(
+        True,
+        description="Fit source-author audience speeds on the train folds (propfit.root_effects); false: pooled law "
+        "for every author.",
+    )
+    fit_bootstrap: int = Field(
+        0, ge=0, description="Bootstrap resamples for the per-fold fit's CIs (0: point fit only)."
+    )
+
+
+def fold_split(ids: list[str], folds: int, seed: int) -> list[list[str]]:
+    """Cascade ids shuffled with ``seed`` and cut into ``folds`` near-equal parts."""
+    if len(ids) < folds:
+        raise ConfigError(f"cv.folds: {folds} folds need at least {folds} cascades, got {len(ids)}")
+    perm = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(31,))).permutation(len(ids))
+    return [[ids[i] for i in part] for part in np.array_split(perm, folds)]
+
+
+def replicate_rows(rows: list[Any], copies: int) -> list[Any]:
+    """``copies`` disjoint copies of a population (follows stay within a copy; ids get a ``#r`` suffix)."""
+    from dataclasses import replace
+
+    n = len(rows)
+    return [
+        replace(
+            row,
+            user_id=f"{row.user_id}#{r}" if copies > 1 else row.user_id,
+            following=[j + r * n for j in row.following],
+        )
+        for r in range(copies)
+        for row in rows
+    ]
+
+
+def _model_config(
+    model: str,
+    spec: Any,
+    cid: str,
+    pop_csv: Path,
+    text: str,
+    timing: dict[str, Any] | None,
+    seed: int,
+    n_agents: int = 1,
+) -> Any:
+    from socium.experiments.propagation.study import _defaults
+
+    cv: CVSpec = spec.cv
+    base = dict(spec.base)
+    base["seed"] = seed
+    if model == "ic_pooled":
+        dt = float({**_defaults(spec), **base}.get("step_minutes", 10.0))
+        base.update(policy={"kind": "independent_cascade", "p_repost": cv.ic_p, "p_post": 0.0}, llm=None)
+        base.pop("timing", None)
+    else:
+        dt = cv.step_minutes
+        base["step_minutes"] = dt
+        base["timing"] = {"kind": "exposure", "params": timing, "background": False}
+        rec = dict(base.get("recsys") or {"kind": "chronological", "k": 5})
+        rec["window_steps"] = max(int(rec.get("window_steps", 48)), math.ceil(spec.minutes / dt) + 1)
+        base["recsys"] = rec
+        if model == "calibrated":
+            base.update(policy={"kind": "independent_cascade", "p_repost": cv.calibrated_p, "p_post": 0.0}, llm=None)
+        elif (base.get("policy") or {}).get("kind", "llm") != "llm":
+            raise ConfigError("cv.models: 'llm' needs base.policy.kind 'llm' (or no base.policy)")
+    base["steps"] = math.ceil(spec.minutes / dt)
+    owned = {
+        "population": {"source": "oasis_csv", "path": str(pop_csv.resolve())},
+        "graph": {"kind": "profiles"},
+        "seed_posts": [{"author": r * n_agents, "content": text} for r in range(cv.runs)],
+    }
+    return build_config(
+        {**_defaults(spec), "name": f"{spec.name}-{model}-{cid}"}, base, owned, f"propagation cv {model} {cid}"
+    )
+
+
+def bootstrap_ci(values: np.ndarray, n_boot: int, seed: int) -> list[float] | None:
+    """95% percentile CI of the mean of ``values`` over ``n_boot`` resamples (None when n_boot is 0)."""
+    if n_boot <= 0 or len(values) < 2:
+        return None
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(32,)))
+    means = values[rng.integers(0, len(values), (n_boot, len(values)))].mean(1)
+    return [float(x) for x in np.percentile(means, [2.5, 97.5])]
+
+
+def run_propagation_cv(
+    spec: Any, out: Path, trees: dict[str, Any], *, force: bool = False, log: Callable[[str], None] = lambda s: None
+) -> dict[str, Any]:
+    """Fit per fold, run every model on held-out cascades, write and return results.json's dict."""
+    from socium.experiments.propagation.study import (
+        cascade_population,
+        earliest_users,
+        oasis_topics,
+        simulated_curves,
+        subtree_curves,
+    )
+
+    cv: CVSpec = spec.cv
+    ids = list(trees)
+    folds = fold_split(ids, cv.folds, cv.seed)
+    topics = oasis_topics(Path(spec.topics_csv) if spec.topics_csv else None)
+    per_cascade: list[dict[str, Any]] = []
+    fold_fits: list[dict[str, Any]] = []
+    for k, held in enumerate(folds):
+        train = [c for c in ids if c not in set(held)]
+        if set(train) & set(held):  # the one rule of cross-validation, checked rather than assumed
+            raise ConfigError(f"cv fold {k}: cascades both fitted and scored")
+        log(f"fold {k}: fitting timing on {len(train)} cascades, scoring {len(held)}")
+        fit = fit_timing(
+            [trees[c] for c in train],
+            families=cv.families,
+            bootstrap=cv.fit_bootstrap,
+            seed=cv.seed,
+            sources=train,
+            with_root_effects=cv.root_effects,
+        )
+        write_fit(fit, out / "cv" / f"fold{k}" / "timing.json")
+        fold_fits.append(
+            {
+                "fold": k,
+                "train": train,
+                "held_out": held,
+                "family": fit["timing"]["delay"]["family"],
+                "estimates": fit["estimates"],
+                "ci95": fit["ci95"],
+                "families": fit["families"],
+            }
+        )
+        for cid in held:
+            tree = trees[cid]
+            users = earliest_users(tree, spec.max_users)
+            rows, _ = cascade_population(tree, users, spec, None, cv.seed)
+            pop_csv = write_population_csv(out / "inputs" / f"{cid}.csv", replicate_rows(rows, cv.runs))
+            text = spec.source_texts.get(cid) or topics.get(cid, {}).get("text") or "(source text not available)"
+            real = subtree_curves(tree, users, spec.minutes)
+            row: dict[str, Any] = {
+                "id": cid,
+                "fold": k,
+                "agents": len(users),
+                "real_final": {c: int(real[c][-1]) for c in CURVE_NAMES},
+                "models": {},
+            }
+            for model in cv.models:
+                acc = {c: np.zeros(spec.minutes) for c in CURVE_NAMES}
+                cfg = _model_config(model, spec, cid, pop_csv, text, fit["timing"], cv.seed, len(rows))
+                info = run_config(cfg, out / "cv" / f"fold{k}" / model / cid, force=force)
+                for r in range(cv.runs):  # seed posts are applied first at step 0: copy r's source is post r
+                    sim = simulated_curves(info.run_dir, r, spec.minutes)
+                    for c in CURVE_NAMES:
+                        acc[c] += sim[c] / cv.runs
+                row["models"][model] = {
+                    "nrmse": nrmse_curves(acc, real, spec.minutes),
+                    "final": {c: float(acc[c][-1]) for c in CURVE_NAMES},
+                }
+            per_cascade.append(row)
+            log(
+                f"  {cid}: "
+                + "  ".join(
+                    f"{m} " + "/".join(f"{row['models'][m]['nrmse'][c]:.2f}" for c in CURVE_NAMES) for m in cv.models
+                )
+            )
+    summary: dict[str, Any] = {
+        "note": "every score is on cascades held out from the fit of that fold's parameters",
+        "reference": {"oasis_nrmse": 0.30, "targets": {"scale": 0.15, "depth": 0.20, "max_breadth": 0.15}},
+    }
+    for model in cv.models:
+        entry: dict[str, Any] = {"n": len(per_cascade), "nrmse": {}, "ci95": {}, "per_fold": {}}
+        for c in CURVE_NAMES:
+            vals = np.array([p["models"][model]["nrmse"][c] for p in per_cascade])
+            entry["nrmse"][c] = float(vals.mean())
+            entry["ci95"][c] = bootstrap_ci(vals, spec.bootstrap, cv.seed)
+            entry["per_fold"][c] = [
+                float(np.mean([p["models"][model]["nrmse"][c] for p in per_cascade if p["fold"] == f]))
+                for f in range(cv.folds)
+            ]
+        summary[model] = entry
+    results = {
+        "experiment": "propagation",
+        "mode": "cv",
+        "spec": spec.model_dump(mode="json"),
+        "minutes": spec.minutes,
+        "folds": fold_fits,
+        "cascades": per_cascade,
+        "summary": summary,
+    }
+    write_results(out, results)
+    return results

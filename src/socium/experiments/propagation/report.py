@@ -1,0 +1,235 @@
+"""Propagation reports: simulated against real cascades (NRMSE tables, curves), plain and cross-validated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from socium.reporting import plots as P
+from socium.reporting.labels import real_label, source_labels
+from socium.reporting.page import Report, ReportTable, ci_cell, counted, fmt
+
+MAX_CASCADE_PLOTS = 24
+
+
+def propagation_cv(rep: Report, res: dict[str, Any]) -> list[Path]:
+    """Cross-validated scores: only held-out cascades, mean NRMSE with bootstrap CIs per model."""
+    cv = res["spec"]["cv"]
+    rep.heading(f"Propagation, {cv['folds']}-fold cross-validation")
+    rep.note(
+        f"{counted(len(res['cascades']), 'cascade')}; timing fitted on the train folds, every score on the held-out "
+        "fold only "
+        f"(never on a cascade a parameter was fitted on); NRMSE over {res['minutes']} min; mean over "
+        f"{counted(cv['runs'], 'seed')} per cascade; 95% bootstrap CI over cascades."
+    )
+    s = res["summary"]
+    models = [m for m in cv["models"] if m in s]
+    rep.table(
+        ReportTable(
+            "Mean NRMSE on held-out cascades [95% CI]",
+            ["model", "n", *P.CURVE_TITLES],
+            [
+                [m, str(s[m]["n"]), *(f"{fmt(s[m]['nrmse'][k])} {fmt(s[m]['ci95'][k])}" for k in P.CURVE_TITLES)]
+                for m in models
+            ],
+            summary=True,
+        )
+    )
+    rep.series["nrmse"] = {m: s[m]["nrmse"] for m in models}
+    labels = {"ic_pooled": "IC pooled p", "calibrated": "calibrated null", "llm": "LLM, fitted timing"}
+    rep.image(
+        P.nrmse_bars(
+            rep.out_dir / "nrmse.png",
+            rep.series["nrmse"],
+            s["reference"]["oasis_nrmse"],
+            ci={m: s[m]["ci95"] for m in models if all(s[m]["ci95"].values())},
+            labels=labels,
+            n=len(res["cascades"]),
+            ci_kind="95% bootstrap CI",
+        ),
+        "Mean NRMSE per curve on held-out cascades",
+    )
+    rep.table(
+        ReportTable(
+            "Fitted timing per fold (95% bootstrap CI over train cascades when cv.fit_bootstrap > 0)",
+            ["fold", "train", "held out", "family", "median delay (min)", "b_author", "b_root", "user sd"]
+            + ["cascade sd"],
+            [
+                [
+                    str(f["fold"]),
+                    str(len(f["train"])),
+                    str(len(f["held_out"])),
+                    f["family"],
+                    *(
+                        _with_ci(f, key)
+                        for key in ("delay_q50_min", "b_author", "b_root", "user_sigma", "cascade_sigma")
+                    ),
+                ]
+                for f in res["folds"]
+            ],
+            summary=True,
+        )
+    )
+    return []
+
+
+def _with_ci(fold: dict[str, Any], key: str) -> str:
+    """A fold's fitted value, with its bootstrap CI when the fold was bootstrapped ('-' when absent)."""
+    v = fold["estimates"].get(key)
+    if v is None:
+        return "-"
+    ci = (fold.get("ci95") or {}).get(key)
+    return fmt(v) if not ci else f"{fmt(v)} [{fmt(ci[0])}, {fmt(ci[1])}]"
+
+
+def propagation(rep: Report, res: dict[str, Any]) -> list[Path]:
+    if res.get("mode") == "cv":
+        return propagation_cv(rep, res)
+    rep.heading("Propagation against real cascades")
+    cascades = res["cascades"]
+    first_model = cascades[0]["runs"]["model"]["dir"] if cascades else None
+    labels = source_labels("propagation", first_model)
+    labels["real"] = real_label(res)
+    rep.note(
+        f"{counted(len(cascades), 'cascade')}, {res['step_minutes']} min per step, NRMSE over the first "
+        f"{res['minutes']} minutes "
+        "(RMSE / max of the real curve), each cascade weighted equally; intervals are 95% t intervals over "
+        "cascades. Reference line: OASIS reports ~30% NRMSE for scale."
+    )
+    s = res["summary"]
+    models = [m for m in ("model", "null") if m in s]
+    ci = {
+        m: {
+            k: P.t_interval([c["runs"][m]["nrmse"][k] for c in cascades if m in c["runs"]], lo=0.0)
+            for k in P.CURVE_TITLES
+        }
+        for m in models
+    }
+    rep.table(
+        ReportTable(
+            "Mean NRMSE [95% CI over cascades] (vs the real cascade among the simulated users; 'full' = vs the whole "
+            "tree)",
+            [
+                "source",
+                "n",
+                *(f"{k} [95% CI]" for k in P.CURVE_TITLES),
+                "scale full",
+                "depth full",
+                "breadth full",
+                "LLM calls",
+                "tokens",
+            ],
+            [
+                [
+                    labels[m],
+                    str(s[m]["n"]),
+                    *(ci_cell(ci[m][k]) for k in P.CURVE_TITLES),
+                    *(fmt(s[m]["nrmse_full"][k]) for k in P.CURVE_TITLES),
+                    f"{s[m]['llm_calls']:,}",
+                    f"{s[m]['tokens']:,}",
+                ]
+                for m in models
+            ],
+            summary=True,
+        )
+    )
+    rep.series["nrmse"] = {m: s[m]["nrmse"] for m in models}
+    rep.series["nrmse_ci"] = {m: {k: None if v is None else [v[1], v[2]] for k, v in ci[m].items()} for m in models}
+    rep.image(
+        P.nrmse_bars(
+            rep.out_dir / "nrmse.png",
+            rep.series["nrmse"],
+            s["reference"]["oasis_nrmse"],
+            {m: {k: v for k, v in rep.series["nrmse_ci"][m].items() if v} for m in models},
+            labels,
+            len(cascades),
+        ),
+        "Mean NRMSE per curve with 95% t intervals over cascades (the table's intervals); dotted line: "
+        "OASIS's reported ~30%",
+    )
+    if len(cascades) > 1:
+        per_source = {
+            "real": [c["real"] for c in cascades],
+            **{m: [c["runs"][m]["curves"] for c in cascades if m in c["runs"]] for m in models},
+        }
+        rep.image(
+            P.mean_cascade_curves(
+                rep.out_dir / "cascades_mean.png",
+                f"Mean cascade over {counted(len(cascades), 'cascade')} (bands: 95% t interval)",
+                per_source,
+                labels,
+            ),
+            "Mean real vs simulated cascade curves",
+        )
+    rows, dirs, missing = [], [], []
+    for c in cascades:
+        runs = c["runs"]
+        m = runs["model"]
+        if "configured_p" in m:
+            p_cell = f"{m['configured_p']:.4f} (configured)"
+        else:
+            p_cell = f"{m['reshare_fit']['p']:.4f} (fitted)"
+        if c.get("source_text") == "missing":
+            missing.append(c["id"])
+        rows.append(
+            [
+                c["id"],
+                str(c.get("topic") or "-"),
+                str(c.get("label") or "-"),
+                f"{c['agents']}/{c['real_users']}",
+                p_cell,
+                *(fmt(runs[k]["nrmse"]["scale"]) if k in runs else "-" for k in ("model", "null")),
+                str(c.get("source_text") or "-"),
+                " ".join(f"{k}={v}" for k, v in c["real_final"].items()),
+                " ".join(f"{k}={v}" for k, v in m["final"].items()),
+            ]
+        )
+        series = {"real": c["real"], **{k: r["curves"] for k, r in runs.items()}}
+        rep.series[f"cascade:{c['id']}"] = series
+        dirs += [Path(r["dir"]) for r in runs.values()]
+        if len(rows) > MAX_CASCADE_PLOTS:
+            continue
+        rep.image(
+            P.cascade_curves(
+                rep.out_dir / f"cascade_{c['id']}.png",
+                f"Cascade {c['id']} ({c.get('topic') or 'own tree'}): real vs simulated",
+                series,
+                labels,
+            ),
+            f"Cascade {c['id']}: real vs simulated",
+        )
+    if missing:
+        rep.note(
+            f"NO SOURCE TEXT for cascade(s) {', '.join(missing)}: agents were shown a placeholder post; "
+            "add source_texts to the spec."
+        )
+    if len(rows) > MAX_CASCADE_PLOTS:
+        rep.note(f"Curves plotted for the first {MAX_CASCADE_PLOTS} of {len(rows)} cascades; all are in series.json.")
+    rep.table(
+        ReportTable(
+            "Per cascade (IC p: fitted to the model run's reshares, or configured when the model is IC)",
+            [
+                "id",
+                "topic",
+                "label",
+                "agents / real users",
+                "IC p",
+                "NRMSE scale model",
+                "NRMSE scale null",
+                "source text",
+                f"real final ({res['minutes']} min)",
+                "model final",
+            ],
+            rows,
+        )
+    )
+    d = res["defects"]
+    rep.table(
+        ReportTable(
+            f"Data defects over the sampled trees (balanced: {res['defects_balanced']})",
+            ["defect", "count"],
+            [[k, str(v)] for k, v in d.items()],
+            summary=True,
+        )
+    )
+    return dirs

@@ -1,0 +1,428 @@
+"""Information propagation against real retweet cascades (OASIS arXiv 2411.11581, section 3.2).
+
+For each real Twitter15/16 tree: the tree's users become the population (the source author is
+agent 0), a user follows the user it retweeted from (Ma et al. inferred those parent links from
+follow relations, so they are follow edges, not an invented shortcut), real OASIS profiles and
+follows are used when the cascade is the topic OASIS shipped users for, the source tweet is seeded
+at step 0, and the simulated cascade's per-minute scale, depth and max breadth are scored against
+the real ones by normalised RMSE over the first ``minutes`` minutes, as OASIS reports (~30%).
+
+Every run is paired with an independent-cascade null whose reshare probability is fitted to the
+model run's own reshare rate on the seed cascade (:mod:`socium.experiments.nullfit`).
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field, field_validator, model_validator
+
+from socium.config import config_from_dict
+from socium.errors import ConfigError, InputFileError
+from socium.experiments.nullfit import fit_independent_cascade
+from socium.experiments.propagation.curves import CURVE_NAMES, cascade_curves_from_events, nrmse_curves
+from socium.experiments.propagation.cv import CVSpec, run_propagation_cv
+from socium.experiments.propagation.realcascades import (
+    DEFAULT_HORIZON_MIN,
+    CascadeTree,
+    DefectReport,
+    default_data_dir,
+    load_labels,
+    load_twitter15,
+    normalise_label,
+    oasis_cascade_ids,
+    parse_tree,
+)
+from socium.experiments.spec import (
+    PATH_FIELD,
+    ExperimentSpec,
+    PersonRow,
+    build_config,
+    connect,
+    llm_usage,
+    run_config,
+    write_population_csv,
+    write_results,
+)
+from socium.reporting import progress
+
+RESHARE_AT = 0.5
+"""A reshare made during step s is timed at (s + RESHARE_AT) steps: agents react *during* a step."""
+
+DEFAULT_ACTIONS = ["repost", "quote_post", "like_post", "create_comment", "do_nothing"]
+
+
+class PropagationSpec(ExperimentSpec):
+    experiment: Literal["propagation"] = "propagation"
+    name: str = "propagation"
+    cascades: list[str] = Field(
+        default_factory=list, description="Twitter15 source tweet ids; empty: a seeded sample of OASIS's list."
+    )
+    sample: int = Field(
+        5,
+        ge=1,
+        description="How many OASIS Twitter15 cascades to sample when neither `cascades` nor `tree_files` is given "
+        "(setting it with either is an error).",
+    )
+    sample_seed: int = Field(0, ge=0, description="Seed of that sample.")
+    sample_max_users: int | None = Field(None, ge=2, description="Sample only cascades with at most this many users.")
+    tree_files: list[str] = Field(
+        json_schema_extra=PATH_FIELD,
+        default_factory=list,
+        description="Your own trees in the Ma et al. format (id = file stem).",
+    )
+    source_texts: dict[str, str] = Field(
+        default_factory=dict, description="Source tweet text per cascade id (else OASIS's list)."
+    )
+    tarball: str | None = Field(
+        None, json_schema_extra=PATH_FIELD, description="Twitter15 trees tarball (default: shared data)."
+    )
+    topics_csv: str | None = Field(
+        None, json_schema_extra=PATH_FIELD, description="OASIS all_topics.csv (default: shared data)."
+    )
+    oasis_users_dir: str | None = Field(
+        None, json_schema_extra=PATH_FIELD, description="OASIS per-topic user CSVs (default: shared data)."
+    )
+    horizon_min: float | None = Field(DEFAULT_HORIZON_MIN, description="Drop real nodes later than this (minutes).")
+    max_users: int | None = Field(None, ge=2, description="Cap the population at the earliest N users of each tree.")
+    activation: float = Field(0.3, gt=0, le=1, description="Probability that an agent is active in a step.")
+    follows: Literal["tree", "real", "both"] = Field(
+        "both", description="Follow edges: child->parent of the tree, OASIS's real ones, or both."
+    )
+    extra_follows: int = Field(0, ge=0, description="Random extra followees per agent (noise edges).")
+    minutes: int = Field(150, ge=1, description="Comparison window in minutes.")
+    cv: CVSpec | None = Field(
+        None,
+        description="Cross-validated scoring: {folds, seed, models, runs, ...}; fit timing on train folds, score "
+        "held-out cascades (experiments/propcv.py).",
+    )
+
+    @model_validator(mode="after")
+    def _sample_only_without_explicit_trees(self) -> PropagationSpec:
+        given = [k for k in ("sample", "sample_seed", "sample_max_users") if k in self.model_fields_set]
+        if given and (self.cascades or self.tree_files):
+            which = "cascades" if self.cascades else "tree_files"
+            raise ValueError(f"{', '.join(given)}: sampling applies only when no trees are named; remove it or {which}")
+        return self
+
+    @field_validator("cascades", mode="before")
+    @classmethod
+    def _ids_as_text(cls, v: Any) -> Any:
+        """Tweet ids written unquoted in YAML arrive as ints; they are names, not numbers."""
+        return [str(x) for x in v] if isinstance(v, list) else v
+
+
+# ---- inputs ------------------------------------------------------------------------------------
+def oasis_topics(path: Path | None = None) -> dict[str, dict[str, str]]:
+    """OASIS's 198 cascades by source id: topic name, source tweet text, label."""
+    p = path or default_data_dir() / "oasis-reference" / "twitter_dataset" / "all_topics.csv"
+    if not p.is_file():
+        return {}
+    with p.open(newline="", encoding="utf-8") as fh:
+        return {
+            r["id"].strip(): {"topic": r["topic_name"], "text": r["source_tweet"], "label": r["label"]}
+            for r in csv.DictReader(fh)
+        }
+
+
+def oasis_topic_users(path: Path) -> dict[str, dict[str, Any]] | None:
+    """Real users of one OASIS topic file by user id: name, username, description, followee user ids."""
+    if not path.is_file():
+        return None
+    with path.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    ids = [r["user_id"].strip() for r in rows]
+    out: dict[str, dict[str, Any]] = {}
+    for line, r in enumerate(rows, start=2):
+        try:
+            fl = ast.literal_eval(r.get("following_agentid_list") or "[]")
+        except (ValueError, SyntaxError):
+            raise InputFileError(path, line, "following_agentid_list is not a list literal") from None
+        out[r["user_id"].strip()] = {
+            "name": r.get("name", ""),
+            "username": r.get("username", ""),
+            "description": r.get("description", ""),
+            "follows": [ids[j] for j in fl if isinstance(j, int) and 0 <= j < len(ids)],
+        }
+    return out
+
+
+def load_trees(spec: PropagationSpec) -> dict[str, CascadeTree]:
+    """The trees the spec asks for (explicit ids, own files, or OASIS's list sampled with a seed)."""
+    trees: dict[str, CascadeTree] = {}
+    tar = Path(spec.tarball) if spec.tarball else None
+    for f in spec.tree_files:  # the user's own files: a malformed line is an error naming file and line
+        trees[Path(f).stem] = parse_tree(Path(f), horizon_min=spec.horizon_min)
+    if spec.cascades:
+        trees.update(load_twitter15(tar, spec.cascades, horizon_min=spec.horizon_min, strict=False))
+    elif not spec.tree_files:
+        pool = oasis_cascade_ids(Path(spec.topics_csv) if spec.topics_csv else None)
+        all_trees = load_twitter15(tar, pool, horizon_min=spec.horizon_min, strict=False)
+        if spec.sample_max_users:
+            pool = [i for i in pool if all_trees[i].defects.nodes_kept <= spec.sample_max_users]
+        if len(pool) < spec.sample:
+            raise ConfigError(f"sample: only {len(pool)} OASIS cascades qualify, asked for {spec.sample}")
+        picked = sorted(np.random.default_rng(spec.sample_seed).choice(len(pool), spec.sample, replace=False).tolist())
+        trees.update({pool[i]: all_trees[pool[i]] for i in picked})
+    return trees
+
+
+def earliest_users(tree: CascadeTree, max_users: int | None) -> list[str]:
+    """Users ordered by (delay, attachment order); a prefix is always a connected subtree."""
+    users = list(tree.nodes)
+    delays = [tree.nodes[u].delay for u in users]
+    order = sorted(range(len(users)), key=lambda i: (delays[i], i))
+    ranked = [users[i] for i in order]
+    return ranked if max_users is None else ranked[:max_users]
+
+
+def subtree_curves(tree: CascadeTree, users: list[str], minutes: int) -> dict[str, np.ndarray]:
+    """Real curves of the cascade restricted to ``users`` (a prefix from :func:`earliest_users`)."""
+    idx = {u: i for i, u in enumerate(users)}
+    parent = [-1 if (p := tree.nodes[u].parent) is None else idx[p] for u in users]
+    return cascade_curves_from_events(
+        np.array(parent, dtype=np.int64), np.array([tree.nodes[u].delay for u in users]), minutes
+    )
+
+
+def cascade_population(
+    tree: CascadeTree, users: list[str], spec: PropagationSpec, real: dict[str, dict] | None, seed: int
+) -> tuple[list[PersonRow], dict[str, int]]:
+    """Agents for ``users`` (source author first) with follows and profiles, and edge counts by origin."""
+    idx = {u: i for i, u in enumerate(users)}
+    follows: list[set[int]] = [set() for _ in users]
+    counts = {"tree": 0, "real": 0, "noise": 0}
+    if spec.follows in ("tree", "both") or (spec.follows == "real" and not real):
+        for u in users[1:]:
+            follows[idx[u]].add(idx[tree.nodes[u].parent])  # type: ignore[index]
+            counts["tree"] += 1
+    if spec.follows in ("real", "both") and real:
+        for u in users:
+            for v in real.get(u, {}).get("follows", []):
+                if v in idx and v != u and idx[v] not in follows[idx[u]]:
+                    follows[idx[u]].add(idx[v])
+                    counts["real"] += 1
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(11,)))
+    n = len(users)
+    for i in range(n):
+        if n > 1:
+            for j in rng.choice(n - 1, min(spec.extra_follows, n - 1), replace=False).tolist():
+                j = j + (j >= i)
+                if j not in follows[i]:
+                    follows[i].add(j)
+                    counts["noise"] += 1
+    rows = []
+    for i, u in enumerate(users):
+        r = (real or {}).get(u)
+        rows.append(
+            PersonRow(
+                user_id=u,
+                name=(r or {}).get("name") or f"user_{i}",
+                username=(r or {}).get("username") or f"user{i}",
+                description=(r or {}).get("description") or "A Twitter user.",
+                following=sorted(follows[i]),
+                activity=[spec.activation] * 24,
+            )
+        )
+    return rows, counts
+
+
+# ---- simulated curves --------------------------------------------------------------------------
+def simulated_curves(run_dir: Path, root_post: int = 0, minutes: int = 150) -> dict[str, np.ndarray]:
+    """Per-minute curves of one simulated cascade from the trace's ``cascade_nodes`` view.
+
+    A user who reshared twice counts once (at the earliest reshare), as in Twitter15 where each
+    user is one node; later reshares' children hang under that user's first node.
+    """
+    con = connect(run_dir)
+    try:
+        cfg_row = con.execute("SELECT json_extract(config, '$.step_minutes') FROM runs").fetchall()[0]
+        rows = con.execute(
+            "SELECT c.post_id, p.parent_id, c.author, c.step FROM cascade_nodes c JOIN posts p USING (post_id) "
+            "WHERE c.root_id = ? ORDER BY c.step, c.post_id",
+            [root_post],
+        ).fetchall()
+    finally:
+        con.close()
+    if not rows:
+        raise ConfigError(f"{run_dir}: post {root_post} is not the root of a cascade in this run")
+    dt = float(cfg_row[0])
+    node_of: dict[int, int] = {}
+    first_of: dict[int, int] = {}
+    parent: list[int] = []
+    times: list[float] = []
+    root_step = rows[0][3]
+    for pid, par, author, step in rows:
+        if author in first_of:
+            node_of[pid] = first_of[author]
+            continue
+        k = len(parent)
+        first_of[author] = node_of[pid] = k
+        parent.append(-1 if pid == root_post else node_of[par])
+        times.append(0.0 if pid == root_post else (step - root_step + RESHARE_AT) * dt)
+    return cascade_curves_from_events(np.array(parent, dtype=np.int64), np.array(times), minutes)
+
+
+def _final(curves: dict[str, np.ndarray]) -> dict[str, int]:
+    return {k: int(v[-1]) for k, v in curves.items()}
+
+
+# ---- the experiment ----------------------------------------------------------------------------
+def _defaults(spec: PropagationSpec) -> dict[str, Any]:
+    return {
+        "name": spec.name,
+        "step_minutes": 10.0,
+        "policy": {"kind": "llm"},
+        "llm": {"backend": "embedded"},
+        "recsys": {"kind": "chronological", "k": 5},
+        "llm_agents": {"actions": DEFAULT_ACTIONS},
+        "executor": {"kind": "inprocess"},
+    }
+
+
+def run_propagation(
+    spec: PropagationSpec, out: Path, *, force: bool = False, log: Callable[[str], None] = lambda s: None
+) -> dict[str, Any]:
+    """Run every cascade of ``spec`` (model + IC null), score against the real curves, write results.json."""
+    trees = load_trees(spec)
+    if spec.cv is not None:
+        return run_propagation_cv(spec, out, trees, force=force, log=log)
+    topics = oasis_topics(Path(spec.topics_csv) if spec.topics_csv else None)
+    users_dir = (
+        Path(spec.oasis_users_dir)
+        if spec.oasis_users_dir
+        else (default_data_dir() / "oasis-reference" / "twitter_dataset" / "anonymous_topic_200_1h")
+    )
+    labels: dict[str, str] = {}
+    if set(trees) - {Path(f).stem for f in spec.tree_files}:  # only Twitter15 trees have labels
+        try:
+            labels = load_labels(Path(spec.tarball) if spec.tarball else None)
+        except InputFileError:
+            labels = {}
+    defaults = _defaults(spec)
+    dt = float({**defaults, **spec.base}.get("step_minutes", 10.0))
+    steps = math.ceil(spec.minutes / dt)
+    if int(spec.base.get("steps", steps)) < steps:
+        raise ConfigError(f"base.steps: {spec.base['steps']} steps of {dt} min do not cover minutes={spec.minutes}")
+    cascades, total = [], DefectReport()
+    progress.current().expect(len(trees) * (1 + int(spec.run_null)))
+    for cid, tree in trees.items():
+        total = total + tree.defects
+        info = topics.get(cid, {})
+        real = oasis_topic_users(users_dir / f"{info['topic']}.csv") if info.get("topic") else None
+        users = earliest_users(tree, spec.max_users)
+        seed = int({**defaults, **spec.base}.get("seed", 0))
+        rows, edge_counts = cascade_population(tree, users, spec, real, seed)
+        pop_csv = write_population_csv(out / "inputs" / f"{cid}.csv", rows)
+        text = spec.source_texts.get(cid) or info.get("text")
+        if not text:
+            log(
+                f"cascade {cid}: NO SOURCE TEXT (not in OASIS's list, no source_texts entry): the agents are shown "
+                "a placeholder post; add source_texts: {" + cid + ": ...} to the spec"
+            )
+            text = "(the source tweet's text is not available)"
+        owned = {
+            "population": {"source": "oasis_csv", "path": str(pop_csv.resolve())},
+            "graph": {"kind": "profiles"},
+            "seed_posts": [{"author": 0, "content": text}],
+        }
+        base = dict(spec.base)
+        base.setdefault("steps", steps)
+        cfg = build_config({**defaults, "name": f"{spec.name}-{cid}"}, base, owned, f"propagation {cid}")
+        runs: dict[str, Any] = {}
+        log(f"cascade {cid}: {len(users)} agents, model run ({cfg.policy.kind})")
+        info_m = run_config(cfg, out / "runs" / cid / "model", force=force)
+        runs["model"] = {"dir": str(info_m.run_dir), "status": info_m.status, "policy": cfg.policy.kind}
+        if cfg.policy.kind == "independent_cascade":  # a rule-based model run: its p is configured, not fitted
+            runs["model"]["configured_p"] = cfg.policy.p_repost
+        fit = fit_independent_cascade(info_m.run_dir, roots=[0])
+        fit_all = fit_independent_cascade(info_m.run_dir)
+        runs["model"]["reshare_fit"] = {
+            "p": fit.p,
+            "adoptions": fit.adoptions,
+            "trials": fit.trials,
+            "p_all_cascades": fit_all.p,
+        }
+        if spec.run_null:
+            data = cfg.model_dump(mode="json")
+            data.update(
+                name=f"{cfg.name}-null",
+                llm=None,
+                policy={"kind": "independent_cascade", "p_repost": fit.p, "p_post": 0.0},
+            )
+            ncfg = config_from_dict(data, source=f"propagation {cid} null")
+            log(f"cascade {cid}: IC null, p={fit.p:.4f}")
+            info_n = run_config(ncfg, out / "runs" / cid / "null", force=force)
+            runs["null"] = {
+                "dir": str(info_n.run_dir),
+                "status": info_n.status,
+                "policy": "independent_cascade",
+                "p": fit.p,
+            }
+        real_sub = subtree_curves(tree, users, spec.minutes)
+        _, par, dl = tree.events()
+        real_full = cascade_curves_from_events(par, dl, spec.minutes)
+        for r in runs.values():
+            sim = simulated_curves(Path(r["dir"]), 0, spec.minutes)
+            r.update(
+                curves={k: v.tolist() for k, v in sim.items()},
+                final=_final(sim),
+                nrmse=nrmse_curves(sim, real_sub, spec.minutes),
+                nrmse_full=nrmse_curves(sim, real_full, spec.minutes),
+                usage=llm_usage(Path(r["dir"])),
+            )
+        cascades.append(
+            {
+                "id": cid,
+                "topic": info.get("topic"),
+                "label": normalise_label(labels.get(cid, info.get("label"))),
+                "source_text": "oasis"
+                if cid in topics and cid not in spec.source_texts
+                else ("spec" if cid in spec.source_texts else "missing"),
+                "real_users": len(tree.nodes),
+                "agents": len(users),
+                "real_profiles": real is not None,
+                "edges": edge_counts,
+                "defects": tree.defects.as_dict(),
+                "real": {k: v.tolist() for k, v in real_sub.items()},
+                "real_full": {k: v.tolist() for k, v in real_full.items()},
+                "real_final": _final(real_sub),
+                "runs": runs,
+            }
+        )
+    results = {
+        "experiment": "propagation",
+        "spec": spec.model_dump(mode="json"),
+        "minutes": spec.minutes,
+        "step_minutes": dt,
+        "cascades": cascades,
+        "defects": total.as_dict(),
+        "defects_balanced": total.balanced(),
+        "summary": summarise(cascades),
+    }
+    write_results(out, results)
+    return results
+
+
+def summarise(cascades: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean NRMSE per curve and model over cascades (each cascade weighted equally, as OASIS)."""
+    out: dict[str, Any] = {"reference": {"oasis_nrmse": 0.30, "source": "OASIS arXiv 2411.11581: ~30% over 150 min"}}
+    for model in ("model", "null"):
+        have = [c["runs"][model] for c in cascades if model in c["runs"]]
+        if not have:
+            continue
+        out[model] = {
+            "n": len(have),
+            "nrmse": {k: float(np.mean([r["nrmse"][k] for r in have])) for k in CURVE_NAMES},
+            "nrmse_full": {k: float(np.mean([r["nrmse_full"][k] for r in have])) for k in CURVE_NAMES},
+            "llm_calls": int(sum(r["usage"]["llm_calls"] for r in have)),
+            "tokens": int(sum(r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"] for r in have)),
+            "wall_s": float(sum(r["usage"]["wall_s"] for r in have)),
+        }
+    return out
