@@ -1,7 +1,8 @@
 """The HTTP path at the bound: LLM agents against socium's own fake OpenAI-compatible server.
 
     python benchmarks/bench_http.py [--sizes 2000,10000] [--steps 3] [--actors 1,2,4]
-        [--src before=/path/to/old/src] [--no-profile] [--skip-ray] [--skip-sdk]
+        [--delays 0.05,0.2] [--slow-agents 2000] [--bound 320]
+        [--src before=/path/to/old/src] [--no-profile] [--skip-ray] [--sdk]
 
 The server is ``python -m socium.testing.fault_server`` (no faults) in its own process, answering
 schema-valid actions sampled from each request's schema (so agents post, like, follow and the
@@ -20,10 +21,12 @@ Rows, per source tree:
 2. the driver's CPU per activation split by component: the share of py-spy samples of the timed
    steps at the first size (classified by the innermost matching frame, ``COMPONENTS``) times the
    run's measured CPU per activation, unless ``--no-profile``; py-spy runs only in that run;
-3. a server answering in 200 ms, concurrency 64: activations/s of the LLM phase against the bound
-   64 / 0.2 s = 320/s;
+3. per ``--delays`` (50 and 200 ms by default), a server answering after that delay, ``--slow-agents``
+   agents, concurrency ``--bound`` x delay (16 at 50 ms, 64 at 200 ms): activations/s of the LLM
+   phase against the latency bound concurrency / delay (320/s by default, below what the driver's
+   CPU allows on a shared 2-core machine, so that the row measures the HTTP path, not the CPU);
 4. instant server with the Ray executor at 1/2/4 actors (concurrency 64 each), whole steps;
-5. (``--sdk``) the official openai SDK client the aiohttp client replaced, for comparison.
+5. (``--sdk``, needs ``pip install openai``) the official openai SDK client, for comparison.
 The load average is printed before and after: on a machine shared with others, read ratios within
 the table rather than absolute numbers.
 """
@@ -63,7 +66,7 @@ COMPONENTS: list[tuple[str, tuple[str, ...]]] = [
     ("request objects, seeds, cache key", ("cache_key", "LLMPolicy._request", "LLMPolicy._seed", "llm/cache.py")),
     ("request JSON encoding", ("request_body", "encode_request")),
     ("LLM wrappers (retry, limit, usage)", ("llm/wrappers.py", "llm/usage.py", "llm/base.py")),
-    ("HTTP client + sockets", ("aiohttp/", "selector_events", "llm/openai_compat.py", "llm/http11.py", "socket")),
+    ("HTTP client + sockets", ("aiohttp/", "yarl/", "multidict/", "selector_events", "llm/openai_compat.py", "llm/http11.py", "socket")),
     ("applying actions (platform)", ("apply_decisions", "socium/platform/", "moderation/")),
     ("asyncio event loop", ("asyncio/",)),
 ]
@@ -116,7 +119,7 @@ def _start_server(delay: float) -> tuple[subprocess.Popen, str]:
 
 
 def _sdk_backend() -> Any:
-    """The client socium used before the aiohttp one: the official openai SDK (retries off)."""
+    """The official openai SDK (httpx underneath, retries off), for comparison; not a dependency."""
     from socium.llm import openai_compat
     from socium.llm.types import LLMRequest, LLMResult
 
@@ -356,7 +359,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="2000,10000")
     ap.add_argument("--steps", type=int, default=3, help="steps per run, the first (warm-up) not timed")
-    ap.add_argument("--slow-agents", type=int, default=1280)
+    ap.add_argument("--slow-agents", type=int, default=2000)
+    ap.add_argument("--delays", default="0.05,0.2", help="server delays (s) of the latency-bound rows")
+    ap.add_argument("--bound", type=float, default=320.0, help="latency bound (act/s): concurrency = bound x delay")
     ap.add_argument("--actors", default="1,2,4")
     ap.add_argument("--src", action="append", default=[], metavar="NAME=PATH", help="extra source tree to compare")
     ap.add_argument("--no-profile", action="store_true")
@@ -405,10 +410,14 @@ def main() -> None:
             m = run_child(src, {**base, "agents": sizes[0], "sdk": True})
             rows.append([name, f"instant, in-process, {sizes[0]:,} agents, openai SDK", f"{m['step']:,.0f}",
                          f"{m['phase']:,.0f}", f"{m['cpu_ms']:.2f}", f"{m['server_ms']:.2f}", ""])  # fmt: skip
-        m = run_child(src, {**base, "agents": a.slow_agents, "delay": 0.2})
-        rows.append([name, f"200 ms server, concurrency 64, {a.slow_agents:,} agents", f"{m['step']:,.0f}",
-                     f"{m['phase']:,.0f}", f"{m['cpu_ms']:.2f}", f"{m['server_ms']:.2f}",
-                     f"LLM phase {m['phase'] / 320:.0%} of the 64 / 0.2 s = 320/s bound"])  # fmt: skip
+        for delay in [float(x) for x in a.delays.split(",") if x]:
+            conc = max(1, round(a.bound * delay))
+            m = run_child(src, {**base, "agents": a.slow_agents, "delay": delay, "concurrency": conc})
+            bound = conc / delay
+            rows.append([name, f"{delay * 1e3:g} ms server, concurrency {conc}, {a.slow_agents:,} agents",
+                         f"{m['step']:,.0f}", f"{m['phase']:,.0f}", f"{m['cpu_ms']:.2f}", f"{m['server_ms']:.2f}",
+                         f"LLM phase {m['phase'] / bound:.0%} of the {conc} / {delay:g} s = {bound:,.0f}/s bound; "
+                         f"load {load()}"])  # fmt: skip
         if not a.skip_ray:
             for k in [int(x) for x in a.actors.split(",")]:
                 ex = {"kind": "ray", "actors": k, "concurrency_per_actor": 64}

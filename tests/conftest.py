@@ -89,17 +89,3 @@ def replayed_like_recorded(c, recorded, out) -> bool:
         )
         con.close()
     return digest[0] == digest[1]
-
-
-def load_benchmark(name: str):
-    """Import ``benchmarks/<name>.py`` as module ``name`` (benchmarks/ is not a package)."""
-    import importlib.util
-    import sys
-
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod

@@ -161,7 +161,7 @@ def test_max_turns_cap() -> None:
 
 
 def test_end_reason_rules() -> None:
-    t = lambda a, valid=True: TurnRecord(0, 0, a, "", None, valid)  # noqa: E731
+    t = lambda a, valid=True: TurnRecord(0, 0, a, "", None, valid)
     assert end_reason([t("speak"), t("leave")], 20, 2) == "leave"
     assert end_reason([t("none"), t("none")], 20, 2) == "none_streak"
     assert end_reason([t("none"), t("invalid", False)], 20, 2) == "none_streak"
@@ -215,7 +215,7 @@ def test_bargaining_deal_rule() -> None:
     cfg = cfg_for()
     task = spec_of(cfg, "bargaining", "agents").task
     tol = max(1.0, 0.01 * task.listing_price)  # type: ignore[union-attr]
-    d = lambda deal, price: DealAnswer(deal=deal, price=price)  # noqa: E731
+    d = lambda deal, price: DealAnswer(deal=deal, price=price)
     assert decide_deal(task, d(True, 100.0), d(True, 100.0 + tol))[:2] == (True, 100.0 + tol / 2)  # type: ignore[arg-type]
     assert decide_deal(task, d(True, 100.0), d(True, 100.0 + tol + 0.5))[0] is False  # type: ignore[arg-type]
     assert decide_deal(task, d(True, 100.0), d(False, None))[0] is False  # type: ignore[arg-type]
@@ -229,7 +229,7 @@ VALID_EVAL = {k: {"reasoning": "r", "score": hi} for k, (lo, hi, _) in DIMENSION
 def test_judge_scores_recorded_and_out_of_range_rejected() -> None:
     cfg = cfg_for(judge_llm={"backend": "scripted"})
     spec = spec_of(cfg, "mutual_friend", "agents")
-    play_turns = lambda r: answers(spec, {"friend_name": "a"}, {"friend_name": "a"})(r) or turn("leave")  # noqa: E731
+    play_turns = lambda r: answers(spec, {"friend_name": "a"}, {"friend_name": "a"})(r) or turn("leave")
     good = json.dumps({"agent_0": VALID_EVAL, "agent_1": {**VALID_EVAL, "goal": {"reasoning": "r", "score": 3}}})
     res, _ = play(spec, cfg, play_turns, judge=lambda r: good)
     assert res.judge is not None and res.judge["agent_0"]["goal"] == 10 and res.judge["agent_1"]["goal"] == 3

@@ -1,18 +1,12 @@
-"""benchmarks/episodes_seeds.py: the counts behind the dyadic-episodes reading and the judge check."""
+"""socium.episodes.tallies: the counts behind the dyadic-episodes reading and the judge check."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from conftest import load_benchmark
+from socium.episodes import tallies as es
 from socium.episodes.tasks import make_bargaining, make_mutual_friend
-
-
-@pytest.fixture(scope="module")
-def es():
-    return load_benchmark("episodes_seeds")
-
 
 AGENTS = [{"first_name": "Morgan", "last_name": "Diaz"}, {"first_name": "Robin", "last_name": "Mehta"}]
 
@@ -23,7 +17,7 @@ def _mf_episode(answers, mode="agents"):
     return task, {"mode": mode, "spec": spec, "answers": answers, "n_speak": 0}
 
 
-def test_mutual_friend_answers_use_the_scorers_name_rule(es):
+def test_mutual_friend_answers_use_the_scorers_name_rule():
     task, _ = _mf_episode([None, None])
     _, ep1 = _mf_episode([{"friend_name": f"  {task.shared_name.upper()}. "}, {"friend_name": "Morgan Diaz"}])
     other = next(f.name for f in task.friends[0] if f.name != task.shared_name)
@@ -39,7 +33,7 @@ def test_mutual_friend_answers_use_the_scorers_name_rule(es):
     assert (t["mf_episodes"], t["mf_agree"], t["mf_agree_wrong"]) == (3, 1, 1)  # "none" twice is no agreement
 
 
-def test_bargaining_deals_need_both_sides_and_are_placed_against_targets(es):
+def test_bargaining_deals_need_both_sides_and_are_placed_against_targets():
     task = make_bargaining(np.random.default_rng(2))
     spec = {"task": task.model_dump(mode="json"), "agents": AGENTS}
     hi, lo = task.seller_target + 1, task.buyer_target
@@ -59,7 +53,7 @@ def test_bargaining_deals_need_both_sides_and_are_placed_against_targets(es):
     assert (t["scripts"], t["script_speak_turns"]) == (1, 2)
 
 
-def test_proportion_pools_with_wilson_and_takes_seeds_as_unit_for_t(es):
+def test_proportion_pools_with_wilson_and_takes_seeds_as_unit_for_t():
     p = es.proportion([(2, 34), (0, 0), (4, 34)])
     assert (p["k"], p["n"]) == (6, 68)
     lo, hi = p["wilson"]
@@ -83,7 +77,7 @@ def _judgement(goal0, goal1, believability=0):
     return {"agent_0": {**dims, "goal": goal0, "overall": 0.0}, "agent_1": {**dims, "goal": goal1, "overall": 0.0}}
 
 
-def test_judge_tally_counts_rejections_detects_constancy_and_errors_per_episode(es):
+def test_judge_tally_counts_rejections_detects_constancy_and_errors_per_episode():
     eps = [
         {"judge_scores": _judgement(0, 0), "judge_error": None, "goal_0": 5.0, "goal_1": 5.0},
         {"judge_scores": _judgement(0, 0), "judge_error": None, "goal_0": 0.0, "goal_1": 0.0},
@@ -107,7 +101,7 @@ def test_judge_tally_counts_rejections_detects_constancy_and_errors_per_episode(
     assert j["episode_abs_err"] == [5.0, 1.5]
 
 
-def test_script_turn_kinds_counts_only_script_episodes(es, tmp_path):
+def test_script_turn_kinds_counts_only_script_episodes(tmp_path):
     import duckdb
 
     con = duckdb.connect(str(tmp_path / "episodes.duckdb"))

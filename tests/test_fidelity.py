@@ -166,9 +166,7 @@ def test_pending_results_survive_a_resume(tmp_path):
         llm_agents={"actions": ["search_posts", "do_nothing"]},
     )
     answer = lambda req: (
-        '{"type": "search_posts", "query": "zzfind"}'
-        if req.metadata["step"] == 0  # noqa: E731
-        else '{"type": "do_nothing"}'
+        '{"type": "search_posts", "query": "zzfind"}' if req.metadata["step"] == 0 else '{"type": "do_nothing"}'
     )
     backend = ScriptedBackend(answer)
     pol = LLMPolicy(c, backend_factory=lambda cache: CachingBackend(backend, cache))

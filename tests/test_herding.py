@@ -63,9 +63,14 @@ def test_known_bias_is_recovered(tmp_path):
         assert g[name]["items_voted"] >= 45
         assert lo - 0.05 <= truth <= hi + 0.05, (name, g[name]["p_next_positive"], (lo, hi))
     assert m["effects"]["up_p_next_positive_lift"] > 0.4 and m["effects"]["down_p_next_positive_lift"] < -0.4
-    assert g["up"]["final_mean_score"] > g["control"]["final_mean_score"] > g["down"]["final_mean_score"]
-    # trajectories start at the treatment alone
-    assert g["up"]["trajectory"][0] == 1 and g["control"]["trajectory"][0] == 0 and g["down"]["trajectory"][0] == -1
+    e = m["effects"]
+    assert e["up_crowd_mean_diff_ci"][0] > 0 and e["down_crowd_mean_diff_ci"][1] < 0  # the crowd herds
+    lo, hi = e["up_p_next_positive_diff_ci"]
+    assert 0 < lo <= 0.9 - 0.5 <= hi and e["up_p_next_positive_n"] == [g[k]["items_voted"] for k in ("up", "control")]
+    # trajectories are the crowd's votes alone: they end at the crowd mean score, not treatment + crowd
+    for name in ("up", "control", "down"):
+        assert g[name]["trajectory"][-1] == pytest.approx(g[name]["crowd_mean_score"])
+        assert g[name]["final_mean_score"] - g[name]["crowd_mean_score"] == {"up": 1, "control": 0, "down": -1}[name]
 
 
 def test_score_blind_voters_show_no_herding(tmp_path):
@@ -75,6 +80,44 @@ def test_score_blind_voters_show_no_herding(tmp_path):
         lo, hi = g[name]["p_next_positive_ci"]
         assert lo - 0.05 <= 0.6 <= hi + 0.05
     assert abs(g["up"]["crowd_mean_score"] - g["down"]["crowd_mean_score"]) < 1.0
+    e = m["effects"]
+    for k in ("up_crowd_mean_diff_ci", "down_crowd_mean_diff_ci", "up_p_next_positive_diff_ci"):
+        assert e[k][0] <= 0 <= e[k][1], (k, e[k])
+
+
+def _random_run(tmp_path, herding, name, n_items=300):
+    """The random actor as the crowd: ``herding`` 0 is the null that cannot see the score."""
+    policy = {"kind": "random", "p_post": 0.0, "p_repost": 0.0, "p_like": 0.2, "p_dislike": 0.1, "herding": herding}
+    spec = HerdingSpec(
+        n_items=n_items,
+        n_agents=60,
+        activation=1.0,
+        **_files(tmp_path, n_items),
+        base={"seed": 7, "steps": 3, "policy": policy, "recsys": {"kind": "random", "k": 10}},
+    )
+    cfg, _ = herding_configs(spec, tmp_path / name)
+    Simulation(cfg, tmp_path / name / "run").run()
+    return herding_metrics(tmp_path / name / "run", n_boot=1000, seed=1)
+
+
+def test_a_null_that_cannot_herd_shows_no_effect_and_the_treatment_vote_is_not_counted(tmp_path):
+    m = _random_run(tmp_path, 0.0, "null")
+    g, e = m["groups"], m["effects"]
+    assert m["crowd_votes"] > 400 and e["up_crowd_mean_n"] == [100, 100]
+    for k in ("up_crowd_mean_diff", "down_crowd_mean_diff", "up_p_next_positive_diff", "down_p_next_positive_diff"):
+        lo, hi = e[f"{k}_ci"]
+        assert lo <= 0 <= hi, (k, e[k], (lo, hi))
+    # big enough to say so: the crowd-mean interval is narrower than the treatment vote it leaves out
+    lo, hi = e["up_crowd_mean_diff_ci"]
+    assert hi - lo < 1.0
+    # counting the experimenter's vote (the old "final mean lift") shows herding where there is none
+    assert g["up"]["final_mean_score"] - g["control"]["final_mean_score"] > hi
+
+
+def test_a_crowd_that_herds_shows_a_positive_crowd_effect(tmp_path):
+    e = _random_run(tmp_path, 0.8, "herds", n_items=150)["effects"]
+    assert e["up_crowd_mean_diff_ci"][0] > 0 and e["up_p_next_positive_diff_ci"][0] > 0
+    assert e["down_crowd_mean_diff_ci"][1] < 0
 
 
 def test_item_sample_is_stratified_and_seeded():

@@ -11,6 +11,7 @@ import pytest
 from conftest import needs_data
 from socium.config import config_from_dict
 from socium.core.actions import CreateComment, QuotePost
+from socium.core.intervals import nonnegative_interval
 from socium.experiments.intervention.drift import drift
 from socium.experiments.intervention.study import (
     InterventionSpec,
@@ -75,7 +76,8 @@ def test_intervention_experiment_runs_measures_and_reports(tmp_path):
             false = [c for c in m["claims"] if c["veracity"] == "false"]
             assert false and false[0]["curve"][-1] == false[0]["curve"][0]
         eff = rem["summary"]["effects"]["false_reach"]
-        assert eff["n"] == 2 and eff["lo"] <= eff["mean"] <= eff["hi"]
+        # two seeds: an estimate, no interval (a 1-degree-of-freedom t says nothing; socium.core.intervals)
+        assert eff["n"] == 2 and eff["mean"] is not None and eff["lo"] is None and "n too small" in eff["note"]
         assert none["summary"]["metrics"]["false_reach"]["mean"] >= rem["summary"]["metrics"]["false_reach"]["mean"]
     assert res["null_fit"]["trials"] > 0
     rep = write_report(tmp_path / "iv")
@@ -119,12 +121,17 @@ def test_reach_and_speed_are_measured_from_exposures(tmp_path):
 def test_t_ci_is_a_t_interval():
     ci = t_ci([1.0, 2.0, 3.0])
     assert ci["mean"] == 2.0 and ci["lo"] == pytest.approx(2 - 4.302653 / 3**0.5, rel=1e-5)
-    assert t_ci([None]) is None and t_ci([5.0])["lo"] == 5.0
+    assert t_ci([None]) is None
+    one = t_ci([5.0])  # no zero-width "CI" from one seed
+    assert one["mean"] == 5.0 and one["lo"] is None and one["hi"] is None and one["n"] == 1
+    reach = t_ci([0.0, 0.0, 12.0], nonnegative=True)  # a level that cannot be negative stays >= 0
+    assert reach["method"] == "bootstrap" and 0.0 <= reach["lo"] <= reach["mean"] <= reach["hi"] <= 12.0
+    assert t_ci([0.0, 0.0, 12.0])["lo"] < 0  # what a t interval would have printed
 
 
-def test_report_prints_true_claim_levels_with_their_t_interval(tmp_path):
-    """The terminal's level table gives true claims' steps to 50% (and reach, depth) a 95% t interval
-    over seeds, computed here independently (scipy.stats.t), and says when a seed had no value."""
+def test_report_prints_true_claim_levels_with_their_interval(tmp_path):
+    """The terminal's level table gives true claims' steps to 50% (and reach, depth) a 95% interval over
+    seeds that cannot go below 0 (these levels cannot), with n, and says when a seed had no value."""
     import json
 
     from scipy import stats
@@ -157,16 +164,18 @@ def test_report_prints_true_claim_levels_with_their_t_interval(tmp_path):
     rep = write_report(tmp_path)
 
     def expected(vals):
-        m, sd = sum(vals) / len(vals), stats.tstd(vals)
-        half = stats.t.ppf(0.975, len(vals) - 1) * sd / len(vals) ** 0.5
-        return f"{m:.2f} [{m - half:.2f}, {m + half:.2f}]"
+        # levels cannot be negative: a bootstrap interval inside the values, with n and method beside it
+        iv = nonnegative_interval(vals)
+        assert min(vals) <= iv.low <= iv.estimate <= iv.high <= max(vals)
+        assert iv.estimate == pytest.approx(stats.tmean(vals))
+        return f"{iv.estimate:.2f} [{iv.low:.2f}, {iv.high:.2f}] (n={len(vals)}, bootstrap)"
 
     (level,) = [t for t in rep.tables if t.summary and "level under none" in t.title]
     rows = {r[0]: r[1:] for r in level.rows}
     assert len(rows) == len(LEVEL_KEYS)
     assert rows["true claims: steps to 50% reach"] == [expected([0.0, 1.0, 0.5]), "3 of 4"]
     assert rows["true claims: reach (users)"] == [expected([4.0, 6.0, 9.0, 0.0]), "4 of 4"]
-    assert rows["true claims: depth (hops)"] == ["1.00 [1.00, 1.00]", "4 of 4"]
+    assert rows["true claims: depth (hops)"] == ["1.00 [1.00, 1.00] (n=4, bootstrap)", "4 of 4"]
     assert rows["false claims: steps to 50% reach"] == ["n/a", "0 of 4"]
     # the full HTML table marks the cell measured on fewer seeds than the study ran
     page = rep.html.read_text(encoding="utf-8")
@@ -234,7 +243,7 @@ def test_example_runs_on_the_fake_backend(tmp_path):
     assert r.exit_code == 0, r.output
     assert (tmp_path / "ex" / "report" / "intervention_effects.png").is_file()
     page = (tmp_path / "ex" / "report" / "index.html").read_text(encoding="utf-8")
-    assert "1 seed x " in page and "1 seeds" not in page and "No intervals: one seed" in page
+    assert "1 seed x " in page and "1 seeds" not in page and "No intervals: 1 seed (n too small" in page
 
 
 @needs_claims
@@ -279,3 +288,69 @@ def test_reach_curves_stay_visible_with_whole_step_ticks(tmp_path, monkeypatch, 
         assert list(ax.get_xticks()) == list(range(steps))
         lo, hi = ax.get_xlim()
         assert lo < 0 and hi > steps - 1
+
+
+@needs_claims
+def test_removing_every_reshare_after_step_k_lowers_reach(tmp_path):
+    """A strategy that stops a false claim from spreading after step k (removal, delay 1: in force from
+    step 2) lowers its reach measurably: the paired effect's 95% interval over 3 seeds lies below 0, and
+    every removal curve is flat from step 2. Reshares come from independent-cascade agents (p = 0.4)."""
+    spec = InterventionSpec.model_validate(
+        {
+            "experiment": "intervention",
+            "seeds": [0, 1, 2],
+            "n_false": 1,
+            "n_true": 1,
+            "drift_embedder": "hashing",
+            "run_null": False,
+            "strategies": {
+                "none": {},
+                "removal": {"kind": "fact_check", "params": {"delay": 1, "recall": 1.0}, "remove": True},
+            },
+            "base": {
+                "steps": 5,
+                "population": {"n_agents": 40, "mean_activity": 0.6, "stance": "bimodal"},
+                "graph": {"kind": "barabasi_albert", "params": {"m": 3}},
+                "policy": {"kind": "independent_cascade", "p_repost": 0.4, "p_post": 0.0},
+            },
+        }
+    )
+    res = run_intervention(spec, tmp_path / "iv")
+    body = res["sources"]["model:local"]["strategies"]
+    eff = body["removal"]["summary"]["effects"]["false_reach"]
+    assert eff["n"] == 3 and eff["method"] == "t" and eff["hi"] < 0, eff
+    for seed in spec.seeds:
+        (none,) = [c["curve"] for c in body["none"]["per_seed"][seed]["claims"] if c["veracity"] == "false"]
+        (rem,) = [c["curve"] for c in body["removal"]["per_seed"][seed]["claims"] if c["veracity"] == "false"]
+        assert rem[:2] == none[:2]  # the same world until the removal is in force
+        assert rem[2:] == [rem[1]] * 3 and none[-1] > rem[-1]
+
+
+def test_a_design_with_no_room_after_the_earliest_label_is_refused():
+    """Issue 29: 3 steps and a delay-1 fact-check put labels in force in the last step, where fewer
+    reshares can no longer mean fewer exposures; the spec names the strategy and the fix."""
+    from pydantic import ValidationError
+
+    from socium.experiments.intervention.study import design_problems, earliest_effect_step
+
+    assert earliest_effect_step({"kind": "fact_check", "params": {"delay": 1}}) == 2
+    assert earliest_effect_step({"kind": "community_notes"}) == 1
+    assert earliest_effect_step({"prebunk": {"fraction": 0.5, "step": 1}}) == 1
+    assert earliest_effect_step({}) is None
+    label = {"kind": "fact_check", "params": {"delay": 1}}
+    with pytest.raises(ValidationError, match=r"strategies\.fact_check: .*step 2.*base\.steps >= 4"):
+        _spec(None, strategies={"none": {}, "fact_check": label}, base={"steps": 3})
+    assert not design_problems(_spec(None, strategies={"none": {}, "fact_check": label}, base={"steps": 4}))
+    # removal acts on feeds: its effect on exposures shows in the step it is in force
+    assert not design_problems(_spec(None, strategies={"removal": {**label, "remove": True}}, base={"steps": 3}))
+
+
+@needs_claims
+def test_example_designs_leave_room_for_every_strategy():
+    from socium.experiments.intervention.study import design_problems
+    from socium.experiments.phenomena import load_experiment
+
+    for name in ("intervention.yaml", "intervention-embedded.yaml"):
+        spec = load_experiment(ROOT / "examples" / name)
+        assert design_problems(spec) == [], name
+        assert int(spec.base["steps"]) >= 5, name

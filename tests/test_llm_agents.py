@@ -90,7 +90,7 @@ def test_hostile_backend_every_activation_has_exactly_one_outcome(tmp_path):
             GarbageBackend(seed=1, error_rate=0.3, garbage_rate=0.2), max_attempts=2, base_delay_s=0.0, seed=0
         ),
         cache,
-    )  # noqa: E731
+    )
     Simulation(c, tmp_path / "r", policy=LLMPolicy(c, backend_factory=factory)).run()
     con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
     per = con.execute("""SELECT s.step, s.n_active, count(a.agent_id), count(DISTINCT a.agent_id)
@@ -252,7 +252,7 @@ def test_model_output_with_lone_surrogates_and_nuls_is_stored(tmp_path):
 
     c = cfg("local", steps=2)
     bad = "\ud800 not json \x00" + "y" * 10_000
-    factory = lambda cache: CachingBackend(ScriptedBackend([bad]), cache)  # noqa: E731
+    factory = lambda cache: CachingBackend(ScriptedBackend([bad]), cache)
     Simulation(c, tmp_path / "r", policy=LLMPolicy(c, backend_factory=factory)).run()
     con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
     assert con.execute("SELECT count(*) FROM steps WHERE step >= 0").fetchone()[0] == 2

@@ -48,9 +48,11 @@ def _ask(i: int, seed: int, **kw: object) -> LLMRequest:
 
 @pytest.fixture(scope="module")
 def backend() -> Iterator[object]:
+    """Batched mode: the slots, overlap and prefix cache below exist only there (reproducible mode has
+    its own tests in test_llm_reproducible.py)."""
     from socium.llm.embedded import EmbeddedBackend
 
-    be = EmbeddedBackend(n_ctx=512, n_threads=1, n_parallel=4)
+    be = EmbeddedBackend(n_ctx=512, n_threads=1, n_parallel=4, reproducible=False)
     yield be
     be.close()
 
@@ -95,7 +97,8 @@ def test_unusable_schema_fails_only_its_request(backend: object) -> None:
 
 
 def test_concurrent_answers_equal_sequential_ones_and_follow_the_seed(backend: object) -> None:
-    """Per-agent seeds make answers reproducible whatever else shares the batch."""
+    """Batched mode on four short prompts: the same answers alone and together, and the seed decides
+    (not guaranteed in general: a mostly cached prompt can differ; reproducible mode is)."""
     reqs = [_ask(i, seed=100 + i) for i in range(4)]
     alone = [generate_sync(backend, [r])[0].text for r in reqs]  # type: ignore[arg-type]
     together = [r.text for r in generate_sync(backend, reqs)]  # type: ignore[arg-type]
@@ -197,3 +200,4 @@ def test_the_card_records_the_threads_and_slots_the_engine_ran_with(tmp_path) ->
     emb = find_wrapper(sim.policy._backend, EmbeddedBackend)
     assert engine["n_parallel"] == 2 and engine["n_threads"] == emb.n_threads >= 1 and engine["from_step"] == 0
     assert engine["model_file"] == "SmolLM2-135M-Instruct.Q4_1.gguf" and engine["engine"].startswith("xllamacpp ")
+    assert engine["decoding"].startswith("reproducible") and emb.reproducible  # the default, recorded

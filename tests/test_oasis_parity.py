@@ -106,8 +106,8 @@ def test_group_ids_are_constrained_to_what_the_agent_was_shown(tmp_path):
     pol, backend = scripted(c, lambda req: next(answers))
     Simulation(c, tmp_path / "r", policy=pol).run()
     schema = {r.metadata["agent_id"]: r.json_schema for r in backend.calls if r.metadata["step"] == 0}
-    send = lambda s: [v for v in s["anyOf"] if v["properties"]["type"]["const"] == "send_to_group"]  # noqa: E731
-    join = lambda s: [v for v in s["anyOf"] if v["properties"]["type"]["const"] == "join_group"]  # noqa: E731
+    send = lambda s: [v for v in s["anyOf"] if v["properties"]["type"]["const"] == "send_to_group"]
+    join = lambda s: [v for v in s["anyOf"] if v["properties"]["type"]["const"] == "join_group"]
     assert send(schema[0])[0]["properties"]["group_id"] == {"enum": [0]} and not join(schema[0])
     assert not send(schema[3]) and join(schema[3])[0]["properties"]["group_id"] == {"enum": [0]}
     rows = dict(query(tmp_path / "r", "SELECT agent_id, outcome FROM actions WHERE origin != 'seed' AND step = 0"))

@@ -61,7 +61,13 @@ def test_bounded_confidence_run_metrics(tmp_path):
     assert pts[0]["groups"]["conservative"]["extremity"] == pytest.approx(0.4, abs=0.06)
     # a huge confidence bound lets everyone converge: variance and extremity fall, groups meet
     assert pts[-1]["variance"] < 0.25 * pts[0]["variance"]
-    assert res["runs"]["model"]["metrics"]["group_extremity_shift"]["conservative"] < -0.2
+    m = res["runs"]["model"]["metrics"]
+    assert m["shift_from_assigned"]["conservative"] < -0.2  # design -> last answers
+    # between the two surveys (answers with answers) the conservative camp still moves toward the middle
+    cs = m["camp_shift"]["conservative"]
+    assert cs["shift_ci"][0] > 0 and cs["n_first"] == cs["n_last"] == 20
+    assert m["group_extremity_shift"]["conservative"] == pytest.approx(-cs["shift"])
+    assert all(p["outcomes"] == {"ok": 40} for p in pts[1:])
     assert pts[0]["bimodality"] > 5 / 9 > pts[-1]["bimodality"] or pts[-1]["variance"] < 1e-3
     # survey values are the agents' stances as recorded
     m = polarisation_metrics(tmp_path / "exp" / "runs" / "model")

@@ -1,4 +1,4 @@
-"""benchmarks/propagation_point.py: the vectorised emulator and the point predictors it compares.
+"""socium.experiments.propagation.emulator: the vectorised emulator and the point predictors it compares.
 
 The choice of ``cv.runs`` for the 134-cascade CV rests on this emulator (docs/results.md), so its
 curves must be the curves the reference functions give for the same reshare times, and a per-replica
@@ -12,16 +12,11 @@ import math
 import numpy as np
 import pytest
 
-from conftest import load_benchmark
-from socium.experiments.propagation.curves import CURVE_NAMES, cascade_curves_from_events
+from socium.experiments.propagation import emulator as point
 from socium.experiments.propagation.realcascades import parse_tree
-from socium.experiments.propagation.study import RESHARE_AT
 from socium.simulator.timing import MIN_DELAY_MIN, DelayDistribution, TimingParams
-
-
-@pytest.fixture(scope="module")
-def point():
-    return load_benchmark("propagation_point")
+from socium.trace.queries.cascades import RESHARE_AT
+from socium.trace.queries.curves import CURVE_NAMES, cascade_curves_from_events
 
 
 def _tree(tmp_path, n=40, seed=0):
@@ -42,7 +37,7 @@ def _draws(rng, runs, n):
             "g": rng.standard_normal(runs)}  # fmt: skip
 
 
-def test_replica_curves_equal_the_reference_curves_of_the_same_reshare_times(point, tmp_path):
+def test_replica_curves_equal_the_reference_curves_of_the_same_reshare_times(tmp_path):
     tree = _tree(tmp_path)
     tp = TimingParams(DelayDistribution("lognormal_mixture", {"weights": [0.5, 0.5], "mus": [0.5, 3.5],
                                                               "sigmas": [1.0, 1.5]}), 0.1, 0.05, 0.6)  # fmt: skip
@@ -64,7 +59,7 @@ def test_replica_curves_equal_the_reference_curves_of_the_same_reshare_times(poi
             assert np.array_equal(got[c][r], ref[c]), (r, c)
 
 
-def test_cascade_speed_is_drawn_per_replica(point, tmp_path):
+def test_cascade_speed_is_drawn_per_replica(tmp_path):
     tree = _tree(tmp_path, n=60)
     tp = TimingParams(DelayDistribution("lognormal", {"mu": 3.0, "sigma": 1.2}))
     draws = _draws(np.random.default_rng(2), 8, len(tree.nodes))
@@ -77,7 +72,7 @@ def test_cascade_speed_is_drawn_per_replica(point, tmp_path):
     assert np.array_equal(flat, point.replica_curves(tree, tp, 0.0, 0.0, same_g)["scale"][:, 60])
 
 
-def test_weighted_geomedian_minimises_the_nrmse_risk_of_the_replicas(point):
+def test_weighted_geomedian_minimises_the_nrmse_risk_of_the_replicas():
     rng = np.random.default_rng(3)
     curves = np.cumsum(rng.random((9, 150)) * rng.uniform(0.2, 3.0, (9, 1)), axis=1)
 
@@ -104,7 +99,7 @@ def _star(tmp_path, name, w_fast, n=600, seed=0):
     return parse_tree(f, strict=False, horizon_min=None)
 
 
-def test_per_tree_fast_weight_is_recovered_and_its_spread_measured(point, tmp_path):
+def test_per_tree_fast_weight_is_recovered_and_its_spread_measured(tmp_path):
     truth = [0.2, 0.5, 0.8]
     trees = [_star(tmp_path, str(k), w, seed=k) for k, w in enumerate(truth)]
     tp = TimingParams(_MIX)
@@ -115,7 +110,7 @@ def test_per_tree_fast_weight_is_recovered_and_its_spread_measured(point, tmp_pa
     assert 0.9 < raw < 1.5 and sd < raw  # logit sd of 0.2 / 0.5 / 0.8 is 1.39; noise removed makes it smaller
 
 
-def test_fast_weight_per_replica_keeps_the_fitted_law_and_moves_the_curve(point, tmp_path):
+def test_fast_weight_per_replica_keeps_the_fitted_law_and_moves_the_curve(tmp_path):
     rng = np.random.default_rng(4)
     u, v = rng.random((3, 500)), rng.random((3, 500))
     # the fitted weight in every row gives exactly the fitted law's quantiles (same random numbers)
@@ -144,7 +139,7 @@ def _tree_with_own_speed(tmp_path, slope, n=400, seed=3, name="2"):
     return parse_tree(f, strict=False)
 
 
-def test_own_children_slope_is_recovered_and_shifts_the_curve(point, tmp_path):
+def test_own_children_slope_is_recovered_and_shifts_the_curve(tmp_path):
     tp = TimingParams(DelayDistribution("lognormal", {"mu": 2.0, "sigma": 0.5}))
     fast = _tree_with_own_speed(tmp_path, -0.6)
     _, b = point.self_degree_fit([fast], tp)
@@ -157,7 +152,7 @@ def test_own_children_slope_is_recovered_and_shifts_the_curve(point, tmp_path):
     assert np.all(quick[:, 20] >= base[:, 20]) and quick[:, 20].sum() > base[:, 20].sum()
 
 
-def test_bias_summary_separates_a_shared_bias_from_spread(point):
+def test_bias_summary_separates_a_shared_bias_from_spread():
     rng = np.random.default_rng(0)
     spread = rng.normal(0, 0.2, (200, 150))
     biased = spread + 0.3

@@ -64,6 +64,20 @@ def test_missing_minilm_package_names_the_package(monkeypatch):
         XRecommender(embedder="minilm")
 
 
+@pytest.mark.parametrize("embedder", ["minilm", "sentence-transformers/paraphrase-MiniLM-L3-v2"])
+def test_missing_sentence_transformers_names_the_extra(monkeypatch, embedder):
+    """The default install has no torch: a model embedder then fails at set-up, naming the extra."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "sentence_transformers" else real(name, *a)
+    )
+    with pytest.raises(ConfigError, match=r'pip install "socium\[embeddings\]"'):
+        XRecommender(embedder=embedder)
+    assert XRecommender(embedder="hashing").embedder.dim == 384  # the torch-free one still works
+
+
 def test_interest_vector_moves_toward_likes_and_own_posts():
     st = make_state(5)
     st.begin_step(0, 0.0)

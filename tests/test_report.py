@@ -106,9 +106,11 @@ def test_polarisation_report_has_distributions(tmp_path):
     assert {"stance_distributions.png", "stance_trajectories.png", "group_means.png"} <= {p.name for p in rep.images}
     series = json.loads((tmp_path / "exp" / "report" / "series.json").read_text())
     for run in ("model", "null"):
-        pts = res["runs"][run]["metrics"]["points"]
+        pts = [p for p in res["runs"][run]["metrics"]["points"] if p["kind"] == "survey"]  # answers, not the design
+        assert [p["step"] for p in pts] == [0, 1]
         assert series["stance_distributions"][run] == {str(p["step"]): p["values"] for p in pts}
         assert series["stance_trajectories"][run]["variance"] == [p["variance"] for p in pts]
+        assert series["group_means_n"][run]["conservative"] == [p["groups"]["conservative"]["n"] for p in pts]
 
 
 def test_counts_in_report_text_take_the_noun_in_the_right_number():

@@ -74,13 +74,24 @@ def test_polarisation_report_axes_and_reference_lines(tmp_path, figures):
     res = run_polarisation(spec, tmp_path / "pol")
     rep = write_report(tmp_path / "pol")
     _check_conventions(figures)
-    survey_steps = [p["step"] for p in res["runs"]["model"]["metrics"]["points"]]
-    assert survey_steps == [-1, 1, 3]
+    points = res["runs"]["model"]["metrics"]["points"]
+    assert [p["step"] for p in points] == [-1, 1, 3] and points[0]["kind"] == "assigned"
+    survey_steps = [1, 3]  # the group plot shows answers only: the assigned stance (-1) is no survey
     means = next(f for f in figures if f["name"] == "group_means.png")
     assert "survey" in means["xlabels"][0] and "steps completed" not in means["xlabels"][0]
     for label, xs in next(iter(means["lines"].values())):
         if ":" in label:  # a group line, not the labelled 0 reference
-            assert xs == survey_steps, label  # the x axis is the survey's step, not its index
+            assert [round(x) for x in xs] == survey_steps, label  # the survey's step, not its index
+    # an interval bar at every point that has one (n >= 3), from the same numbers as the table
+    want = sorted(
+        tuple(p["groups"][g]["mean_ci"])
+        for r in res["runs"].values()
+        for p in r["metrics"]["points"][1:]
+        for g in ("conservative", "progressive")
+        if p["groups"][g]["mean_ci"] is not None
+    )
+    got = sorted(next(iter(means["errorbars"].values())))
+    assert want and len(got) == len(want) and all(g == pytest.approx(w) for g, w in zip(got, want))
     traj = next(f for f in figures if f["name"] == "stance_trajectories.png")
     bimodal = traj["lines"]["bimodality coefficient"]
     assert any(lbl.startswith("5/9") for lbl, _ in bimodal)  # the reference line says what it is
@@ -143,13 +154,16 @@ def test_bar_totals_have_room_above_the_tallest_bar(tmp_path, monkeypatch):
     assert seen[0][1] >= (17379 + 693) * 1.1  # the printed total of the tallest bar stays inside the frame
 
 
-def test_t_interval_matches_scipy_and_clips():
+def test_t_interval_matches_scipy_and_keeps_bounds():
     from scipy import stats
 
     m, lo, hi = P.t_interval([0.1, 0.4, 0.2, 0.9])
     ref = stats.t.interval(0.95, 3, loc=0.4, scale=stats.sem([0.1, 0.4, 0.2, 0.9]))
     assert (lo, hi) == pytest.approx(ref)
-    assert P.t_interval([0.01, 0.02, 0.5], lo=0.0)[1] == 0.0
+    # a quantity that cannot be negative gets a bootstrap inside its values, not a t clipped at 0
+    nn = P.t_interval([0.01, 0.02, 0.5], lo=0.0)
+    assert nn is not None and 0.01 <= nn[1] <= nn[0] <= nn[2] <= 0.5
+    assert P.t_interval([0.3, 0.9]) is None and P.t_interval([0.99]) is None  # no interval below 3 units
 
 
 # ---- propagation specs ---------------------------------------------------------------------------
@@ -223,12 +237,12 @@ def test_missing_source_text_is_reported_and_ic_model_shows_configured_p(tmp_pat
 def test_herding_figures_follow_the_conventions(tmp_path, figures):
     from socium.experiments.opinions.herding import HerdingSpec, run_herding
 
-    items, people = herding_inputs(tmp_path)
+    items, people = herding_inputs(tmp_path, n_items=9)
     run_herding(
         HerdingSpec(
             items=items,
             personas=people,
-            n_items=6,
+            n_items=9,
             activation=0.6,
             bootstrap=20,
             base={"seed": 2, "steps": 2, "llm": {"backend": "random"}},
@@ -241,10 +255,10 @@ def test_herding_figures_follow_the_conventions(tmp_path, figures):
     labels = [lbl for lbl, _ in next(iter(scores["lines"].values()))]
     assert any(lbl.startswith("random-voting null") for lbl in labels)  # null named as such
     assert any(lbl.startswith("LLM (random, smoke)") for lbl in labels)  # model named with what it ran
-    # the last point of each line carries the table's interval of the final mean score
+    # the last point of each line carries the table's interval of the crowd mean score (treatment excluded)
     res = json.loads((tmp_path / "h" / "results.json").read_text())
     want = sorted(
-        tuple(g["final_mean_score_ci"]) for r in res["runs"].values() for g in r["metrics"]["groups"].values()
+        tuple(g["crowd_mean_score_ci"]) for r in res["runs"].values() for g in r["metrics"]["groups"].values()
     )
     got = sorted(next(iter(scores["errorbars"].values())))
     assert len(got) == len(want) == 6 and all(g == pytest.approx(w) for g, w in zip(got, want))

@@ -68,7 +68,7 @@ def test_chunks_hold_whole_narrator_groups_and_skip_bots(tmp_path: Path) -> None
     try:
         active = sim.active_agents(0)
         bound = sim.moderation.policy_bound(active)
-        chunks = sim._chunks(active)
+        chunks = sim.agent_steps.chunks(active)
         assert chunks[0][0] == 0 and chunks[-1][1] == len(active)
         assert all(a[1] == b[0] for a, b in zip(chunks, chunks[1:]))
         sizes = [int(bound[lo:hi].sum()) for lo, hi in chunks]
@@ -90,7 +90,9 @@ def test_chunks_never_fall_below_twice_what_is_in_flight(tmp_path: Path) -> None
     try:
         active = sim.active_agents(0)
         assert len(active) > 80
-        assert [hi - lo for lo, hi in sim._chunks(active)][:-1] == [80] * (len(sim._chunks(active)) - 1)
+        assert [hi - lo for lo, hi in sim.agent_steps.chunks(active)][:-1] == [80] * (
+            len(sim.agent_steps.chunks(active)) - 1
+        )
     finally:
         sim.close()
 
@@ -107,6 +109,6 @@ def test_stream_memory_steps_stay_whole(tmp_path: Path) -> None:
     sim = Simulation(cfg, tmp_path / "r")
     try:
         active = sim.active_agents(0)
-        assert len(active) > 10 and sim._chunks(active) == [(0, len(active))]
+        assert len(active) > 10 and sim.agent_steps.chunks(active) == [(0, len(active))]
     finally:
         sim.close()

@@ -33,25 +33,23 @@ def load_recorded(trace_path: str) -> MemoryCache:
     """The successful calls of a recorded run, as a cache the replay backend answers from."""
     from pathlib import Path
 
+    from socium.trace.queries.calls import recorded_answers
     from socium.trace.store import open_trace, require_store
 
     con = open_trace(require_store(Path(trace_path)))
     cache = MemoryCache()
     try:
-        rows = con.execute(
-            "SELECT request_hash, response, prompt_tokens, completion_tokens, finish_reason "
-            "FROM llm_calls WHERE outcome = 'ok' ORDER BY call_id"
-        ).fetchall()
+        rows = recorded_answers(con)
     finally:
         con.close()
     for key, text, pt, ct, fr in rows:
         cache.put(
             key,
-            None,
+            None,  # type: ignore[arg-type]  # MemoryCache.put does not keep the request; none is recorded
             LLMResult(
                 request_id="recorded",
                 text=text or "",
-                prompt_tokens=pt or 0,  # type: ignore[arg-type]
+                prompt_tokens=pt or 0,
                 completion_tokens=ct or 0,
                 finish_reason=fr,
             ),
@@ -63,36 +61,21 @@ def load_recorded(trace_path: str) -> MemoryCache:
 def recorded_context(trace_path: str) -> int | None:
     """The context window that bounded a recorded run's narrator prompts (None: none did), so its replay
     splits and trims them the same way and asks exactly the recorded requests."""
-    from pathlib import Path
+    from socium.trace.queries.calls import recorded_context as context_of
+    from socium.trace.queries.runs import open_run
 
-    import duckdb
-
-    from socium.trace.store import require_store
-
-    con = duckdb.connect(str(require_store(Path(trace_path))), read_only=True)
-    try:
-        sql = "SELECT max(CAST(json_extract(metadata, '$.context_tokens') AS BIGINT)) FROM llm_calls"
-        found = con.execute(sql).fetchone()
-    finally:
-        con.close()
-    return None if found is None or found[0] is None else int(found[0])
+    with open_run(trace_path) as con:
+        return context_of(con)
 
 
 def recorded_model(trace_path: str) -> str:
     """The model a recorded run called (read from its ``llm_calls``), so replay needs no ``llm.model``."""
-    from pathlib import Path
-
-    import duckdb
-
     from socium.errors import ConfigError
-    from socium.trace.store import require_store
+    from socium.trace.queries.calls import recorded_models
+    from socium.trace.queries.runs import open_run
 
-    con = duckdb.connect(str(require_store(Path(trace_path))), read_only=True)
-    try:
-        sql = "SELECT DISTINCT model FROM llm_calls WHERE outcome = 'ok' AND model IS NOT NULL ORDER BY model"
-        models = [r[0] for r in con.execute(sql).fetchall()]
-    finally:
-        con.close()
+    with open_run(trace_path) as con:
+        models = recorded_models(con)
     if len(models) != 1:
         found = ", ".join(repr(m) for m in models) or "none"
         raise ConfigError(f"llm.model: replay of {trace_path} needs one recorded model, found {found}; set llm.model")

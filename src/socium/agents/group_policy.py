@@ -31,7 +31,10 @@ from socium.agents import prompts as P
 from socium.agents.llm_narrator import backend_failed
 from socium.agents.llm_policy import LLMPolicy, _short_error, rendered_calls, validate_answer
 from socium.agents.narrator_fit import FittedCall, collect_unshown, mark_unshown
+from socium.agents.profiles import Population
+from socium.config import ExperimentConfig
 from socium.core.contracts import Decision, Observation
+from socium.core.policy import ShardPlacement
 from socium.llm.parsing import parse_json_lenient
 from socium.platform.text import clean_text, quote_inline, quote_untrusted
 
@@ -47,7 +50,7 @@ _SYSTEM = (
 class GroupLLMPolicy(LLMPolicy):
     """``policy.kind: group_llm``: clusters of similar agents share a call (see module docstring)."""
 
-    def __init__(self, cfg: Any, labels: np.ndarray, backend_factory: Any = None) -> None:
+    def __init__(self, cfg: ExperimentConfig, labels: np.ndarray, backend_factory: Any = None) -> None:
         super().__init__(cfg, backend_factory)
         self.labels = np.asarray(labels, dtype=np.int32)
         site = "an X-like microblogging site" if cfg.platform.preset == "x" else "a Reddit-like forum"
@@ -61,7 +64,7 @@ class GroupLLMPolicy(LLMPolicy):
         )
         self._cluster_rows_written = False
 
-    def for_actor(self, ctx: Any) -> GroupLLMPolicy:
+    def for_actor(self, ctx: ShardPlacement) -> GroupLLMPolicy:
         base = super().for_actor(ctx)
         pol = GroupLLMPolicy(base.cfg, self.labels, backend_factory=self.backend_factory)
         pol.set_route(self.route_names, self.route)
@@ -127,7 +130,7 @@ class GroupLLMPolicy(LLMPolicy):
     ) -> tuple[list[Decision], list[Observation]]:
         """``members`` asked in as many calls as their prompt needs to fit the backend's context (split,
         then trimmed: :mod:`socium.agents.narrator_fit`); posts trimmed away are added to ``unshown``."""
-        calls = self.fit_group(members, self.group_messages)
+        calls = self.narrator.fit_group(members, self.group_messages)
         collect_unshown(calls, unshown)
         answers = await asyncio.gather(*(self._group_call(c, attempt, whole) for c in calls))
         return [d for got, _ in answers for d in got], [o for _, bad in answers for o in bad]
@@ -148,7 +151,7 @@ class GroupLLMPolicy(LLMPolicy):
         }
         call.record(meta, whole, attempt, "split_from")  # split / trimmed / the window that bounded it
         rid = f"s{first.step}-c{int(self.labels[first.agent_id])}-a{first.agent_id}-{attempt}"
-        res = await self._ask_members(call, rid, self.group_schema(members), meta, 500 + attempt)
+        res = await self.narrator.ask_members(call, rid, self.group_schema(members), meta, 500 + attempt)
         if not res.ok:
             return backend_failed(res, members), []
         try:
@@ -230,17 +233,18 @@ class GroupLLMPolicy(LLMPolicy):
             },
         }
 
-    def restore(self, sim: Any) -> None:
+    def restore(self, run: object) -> None:
+        """Resumed: the cluster assignment is already in the trace (written with the first step)."""
         self._cluster_rows_written = True
 
 
-def make_group_policy(sim: Any) -> GroupLLMPolicy:
+def make_group_policy(cfg: ExperimentConfig, population: Population) -> GroupLLMPolicy:
     """Cluster the run's population (deterministic in the seed) and build the policy."""
     from socium.agents.clustering import cluster_population
     from socium.recsys.embeddings import make_embedder
 
-    pc = sim.cfg.policy
+    pc = cfg.policy
     labels = cluster_population(
-        sim.population, pc.group_cluster_size, sim.cfg.seed, make_embedder(pc.group_embedder), pc.group_stance_weight
+        population, pc.group_cluster_size, cfg.seed, make_embedder(pc.group_embedder), pc.group_stance_weight
     )
-    return GroupLLMPolicy(sim.cfg, labels)
+    return GroupLLMPolicy(cfg, labels)

@@ -2,39 +2,47 @@
 call writes a group of agents' turns, split to fit the context window, with one re-ask of the members
 it got wrong.
 
-A mixin so the narrator's methods read together apart from the per-agent turn; it holds no state of
-its own and only works as a base of ``LLMPolicy``.
+A part the policy is composed of (``LLMPolicy.narrator``), so the narrator's methods read together
+apart from the per-agent turn; it holds no state of its own, only the policy it speaks for (whose
+backends, seeds and schemas it uses). ``GroupLLMPolicy`` reuses its fitting and sending of a
+multi-member call.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from socium.agents import prompts as P
 from socium.agents.answer_validation import _short_error, validate_action
 from socium.agents.narrator_fit import FittedCall, Render, collect_unshown, fit_calls, mark_unshown
-from socium.agents.policy_parts import PolicyParts
 from socium.core.contracts import Decision, Observation
+from socium.core.perspective import sees_environment_facts
 from socium.llm.context import context_window, prompt_counter
 from socium.llm.parsing import parse_json_lenient
 from socium.llm.types import LLMResult
 from socium.platform.text import clean_text
 
+if TYPE_CHECKING:
+    from socium.agents.llm_policy import LLMPolicy
 
-class NarratorMixin(PolicyParts):
+
+class Narrator:
     """The narrator calls of script mode (see the module docstring)."""
 
+    def __init__(self, policy: LLMPolicy) -> None:
+        self.policy = policy
+
     # ---- omniscient (script mode) -------------------------------------------------------------
-    async def _narrate(self, group: list[Observation]) -> list[Decision]:
+    async def narrate(self, group: list[Observation]) -> list[Decision]:
         """Script mode: narrator calls for the group, as many as its prompt needs to fit the context
         (see :mod:`socium.agents.narrator_fit`); members a call skipped or answered wrongly (ids from
         another member's feed, an action not offered) are asked once more, alone together."""
         unshown: dict[int, list[tuple[int, str]]] = {}
         done, retry = await self._narrator_calls(self._fitted(group, {}), 0, group, unshown)
-        if retry and self.ac.reask:
+        if retry and self.policy.ac.reask:
             errors = {o.agent_id: e for o, e, _ in retry}
             more, retry = await self._narrator_calls(self._fitted([o for o, _, _ in retry], errors), 1, group, unshown)
             done += more
@@ -61,22 +69,26 @@ class NarratorMixin(PolicyParts):
         """The calls speaking for ``group`` (prompts from ``render``), each within the context window of
         the first member's backend when it has one, ``max_tokens`` per member kept for the answer
         (see :mod:`socium.agents.narrator_fit`)."""
-        backend = self.backend_for(self.llm_of(group[0].agent_id))
-        llm = self.cfg.llm
+        backend = self.policy.backend_for(self.policy.llm_of(group[0].agent_id))
+        llm = self.policy.cfg.llm
         assert llm is not None
         return fit_calls(group, render, prompt_counter(backend), context_window(backend), llm.max_tokens)
 
     def _narrator_messages(self, group: list[Observation], errors: dict[int, str]) -> list[dict[str, str]]:
         members = [(o.extra["profile"], o, o.extra.get("memory", ())) for o in group]
-        gt = self.ac.ground_truth if "omniscient" in self.ac.ground_truth_visible_to else None
+        seen = sees_environment_facts(
+            self.policy.cfg.perspective, self.policy.ac.ground_truth_visible_to
+        )  # perspective table
+        gt = self.policy.ac.ground_truth if seen else None
         msgs = P.narrator_messages(
             members,
             group[0].extra.get("global_feed", ()),
             group[0].extra.get("stats", ""),
-            actions=self.allowed,
-            platform=self.cfg.platform.preset,
+            actions=self.policy.allowed,
+            platform=self.policy.cfg.platform.preset,
             ground_truth=gt,
-            **self.persona_kw(),
+            perspective=self.policy.cfg.perspective,
+            **self.policy.persona_kw(),
         )
         mine = {o.agent_id for o in group}
         if errors.keys() & mine:  # the re-ask says what was wrong, member by member
@@ -90,7 +102,7 @@ class NarratorMixin(PolicyParts):
             )
         return msgs
 
-    async def _ask_members(
+    async def ask_members(
         self, call: FittedCall, rid: str, schema: dict[str, Any], meta: dict[str, Any], salt: int
     ) -> LLMResult:
         """Send one call that answers for all of ``call.members`` (a narrator group, or a persona
@@ -98,24 +110,26 @@ class NarratorMixin(PolicyParts):
         room for every member's answer. The callers' request ids, schemas, metadata and salts differ;
         only the sending is shared."""
         first = call.members[0]
-        llm = self.cfg.llm
+        llm = self.policy.cfg.llm
         assert llm is not None
-        seed = self._seed(first.agent_id, first.step, salt)
-        req = self._request(rid, call.messages, schema, meta, seed, max_tokens=llm.max_tokens * len(call.members))
-        return await self._ask(req)
+        seed = self.policy._seed(first.agent_id, first.step, salt)
+        req = self.policy._request(
+            rid, call.messages, schema, meta, seed, max_tokens=llm.max_tokens * len(call.members)
+        )
+        return await self.policy._ask(req)
 
     async def _narrator_call(
         self, call: FittedCall, attempt: int, whole: list[Observation]
     ) -> tuple[list[Decision], list[tuple[Observation, str, str | None]]]:
         group = call.members
-        schema = P.narrator_schema({o.agent_id: self.action_schema(o) for o in group})
+        schema = P.narrator_schema({o.agent_id: self.policy.action_schema(o) for o in group})
         first = group[0]
         meta: dict[str, Any] = {"step": first.step, "agent_id": first.agent_id, "group": [o.agent_id for o in group]}
         if attempt:
             meta["attempt"] = attempt
         call.record(meta, whole, attempt, "narrator_group")  # split / trimmed / the window that bounded it
         rid = f"s{first.step}-g{first.agent_id}" + (f"-{attempt}" if attempt else "")
-        res = await self._ask_members(call, rid, schema, meta, 99 + attempt)
+        res = await self.ask_members(call, rid, schema, meta, 99 + attempt)
         if not res.ok:
             return backend_failed(res, group), []
         raw = clean_text(res.text, 2000).text
@@ -126,13 +140,16 @@ class NarratorMixin(PolicyParts):
             missing = "no action for this character"
         except ValueError as exc:
             data, missing = {}, _short_error(exc)
-        done, retry = [], []
+        done: list[Decision] = []
+        retry: list[tuple[Observation, str, str | None]] = []
         for o in group:
             try:
                 key = f"agent_{o.agent_id}"
                 if key not in data:
                     raise ValueError(missing)
-                done.append(Decision(o.agent_id, [validate_action(data[key], o, self.allowed)], meta={"origin": "llm"}))
+                done.append(
+                    Decision(o.agent_id, [validate_action(data[key], o, self.policy.allowed)], meta={"origin": "llm"})
+                )
             except (ValueError, ValidationError) as exc:
                 retry.append((o, _short_error(exc), raw))
         return done, retry

@@ -20,11 +20,15 @@ from socium.agents import prompts as P
 from socium.agents.answer_validation import _short_error, state_aware_ids, validate_action, validate_answer
 from socium.agents.call_log import RenderedRequest, call_rows, rendered_calls
 from socium.agents.call_recording import RecordingCache, load_recorded, recorded_context, recorded_model
-from socium.agents.llm_narrator import NarratorMixin
-from socium.agents.llm_questions import QuestionsMixin
+from socium.agents.llm_narrator import Narrator
+from socium.agents.llm_questions import Questions
+from socium.agents.perspectives import show_groups
 from socium.agents.profiles import AgentProfile
+from socium.agents.survey_answers import SurveyAnswer
 from socium.config import ExperimentConfig
 from socium.core.contracts import Decision, Observation
+from socium.core.perspective import perspective, sees_environment_facts
+from socium.core.policy import ShardPlacement
 from socium.core.rng import LLM
 from socium.core.seed_ints import SeedInts
 from socium.errors import TraceError
@@ -62,8 +66,12 @@ __all__ = [
 POSTS_MEMO_MAX = 40_000
 
 
-class LLMPolicy(NarratorMixin, QuestionsMixin):
-    """One LLM call per active agent (local / mindreader), or one per group (omniscient)."""
+class LLMPolicy:
+    """One LLM call per active agent (local / mindreader), or one per group (omniscient).
+
+    Composed of two parts it holds and calls: ``narrator`` (script mode's group calls,
+    :mod:`socium.agents.llm_narrator`) and ``questions`` (surveys, reflection, importance, interviews,
+    :mod:`socium.agents.llm_questions`)."""
 
     needs_adoption = False
     needs_stance = False
@@ -93,6 +101,8 @@ class LLMPolicy(NarratorMixin, QuestionsMixin):
         self._posts_memo_step: int | None = None
         self._deciding_step: int | None = None  # the step of the batch being decided (llm_engines rows)
         self._engine_rows: dict[str, list] = {"step": [], "llm": [], "engine": []}  # not yet in the trace
+        self.narrator = Narrator(self)
+        self.questions = Questions(self)
 
     def __getstate__(self) -> dict[str, Any]:  # backends hold sockets/models: rebuilt where unpickled
         return {
@@ -286,7 +296,8 @@ class LLMPolicy(NarratorMixin, QuestionsMixin):
 
     def _messages(self, obs: Observation) -> list[dict[str, str]]:
         profile: AgentProfile = obs.extra["profile"]
-        gt = self.ac.ground_truth if self.cfg.perspective in self.ac.ground_truth_visible_to else None
+        seen = sees_environment_facts(self.cfg.perspective, self.ac.ground_truth_visible_to)  # perspective table
+        gt = self.ac.ground_truth if seen else None
         return P.agent_messages(
             profile,
             obs,
@@ -311,6 +322,7 @@ class LLMPolicy(NarratorMixin, QuestionsMixin):
         character is offered exactly what the same agent would be offered alone (groups, state-aware ids)."""
         ac = self.ac
         posts, users = obs.shown_posts(), obs.shown_users()
+        ids_for: dict[str, Sequence[int]] = dict(state_aware_ids(obs, posts, users))
         return P.action_schema(
             self.allowed,
             sorted(posts),
@@ -319,20 +331,20 @@ class LLMPolicy(NarratorMixin, QuestionsMixin):
             join_ids=[g.group_id for g in obs.groups if not g.member],
             member_ids=[g.group_id for g in obs.groups if g.member],
             comment_ids=sorted(obs.shown_comments()),
-            ids_for=state_aware_ids(obs, posts, users),
+            ids_for=ids_for,
         )
 
     async def adecide(self, obs: Observation) -> Decision:
         msgs = self._messages(obs)
         schema = self.answer_schema(obs)
-        meta = {"step": obs.step, "agent_id": obs.agent_id}
+        asked = {"step": obs.step, "agent_id": obs.agent_id}
         last_err, raw = "", None
         for attempt in range(2 if self.ac.reask else 1):
             req = self._request(
                 f"s{obs.step}-a{obs.agent_id}-{attempt}",
                 msgs,
                 schema,
-                meta,
+                asked,
                 self._seed(obs.agent_id, obs.step, attempt),
             )
             res = await self._ask(req)
@@ -364,12 +376,41 @@ class LLMPolicy(NarratorMixin, QuestionsMixin):
                 ]
         return Decision(obs.agent_id, [], invalid_reason=f"invalid output after re-ask: {last_err}", raw=raw)
 
+    # ---- questions outside the turns (socium.agents.llm_questions; socium.core.policy protocols) ---
+    def survey(
+        self, people: Sequence[tuple[AgentProfile, Sequence[str]]], question: str, scale: tuple[float, float], step: int
+    ) -> tuple[list[SurveyAnswer], list]:
+        """Every person's survey answer and the calls made (``Surveyable``)."""
+        return self.questions.survey(people, question, scale, step)
+
+    def reflect(
+        self, people: Sequence[tuple[AgentProfile, Sequence[str]]], step: int, n_insights: int
+    ) -> tuple[list[list[str]], list]:
+        """Reflections from recent memories (``Reflector``)."""
+        return self.questions.reflect(people, step, n_insights)
+
+    def rate_importance(
+        self, people: Sequence[tuple[AgentProfile, Sequence[str]]], step: int
+    ) -> tuple[list[list[float] | None], list]:
+        """Importance ratings of new memories (``ImportanceRater``)."""
+        return self.questions.rate_importance(people, step)
+
+    def interview(self, profile: AgentProfile, memory: Sequence[str], question: str) -> str:
+        """One free-text answer, not recorded (``socium interview`` without ``--record``)."""
+        return self.questions.interview(profile, memory, question)
+
+    def interview_batch(
+        self, people: Sequence[tuple[AgentProfile, Sequence[str]]], question: str, step: int, key: int
+    ) -> tuple[list[tuple[str, str]], list]:
+        """Recorded interview answers ``(request_id, answer)`` and the calls made (``Interviewable``)."""
+        return self.questions.interview_batch(people, question, step, key)
+
     # ---- Ray hooks (see socium.simulator.ray_executor) ------------------------------------------
     def partition(self, observations: Sequence[Observation], n: int) -> list[list[Observation]]:
         """Keep each narrator group on one shard so script mode gives the same trace on any actor count."""
         from socium.agents.sharding import partition_in_groups
 
-        if self.cfg.perspective != "omniscient":
+        if not perspective(self.cfg.perspective).grouped:
             out: list[list[Observation]] = [[] for _ in range(n)]
             for o in observations:
                 out[o.agent_id % n].append(o)
@@ -381,18 +422,18 @@ class LLMPolicy(NarratorMixin, QuestionsMixin):
         (``executor.step_chunk``); None: only the whole step does. Each agent's call depends on its own
         observation alone; script mode's narrator groups are runs of ``group_size`` of the sorted
         active set, so its chunks hold whole groups."""
-        if self.cfg.perspective == "omniscient":
+        if perspective(self.cfg.perspective).grouped:
             g = self.ac.group_size
             return max(1, size // g) * g
         return size
 
-    def for_actor(self, ctx: Any) -> LLMPolicy:
+    def for_actor(self, ctx: ShardPlacement) -> LLMPolicy:
         """Inside a Ray actor: talk to the servers assigned to it, at its own concurrency."""
         llm = self.cfg.llm
         if llm is None:
             return self
         update: dict[str, Any] = {"max_concurrency": ctx.concurrency}
-        if getattr(ctx, "base_urls", None):
+        if ctx.base_urls:
             update["base_urls"] = list(ctx.base_urls)
         llms = {k: v.model_copy(update={"max_concurrency": ctx.concurrency}) for k, v in self.cfg.llms.items()}
         cfg = self.cfg.model_copy(update={"llm": llm.model_copy(update=update), "llms": llms})
@@ -405,12 +446,15 @@ class LLMPolicy(NarratorMixin, QuestionsMixin):
         obs = sorted(observations, key=lambda o: o.agent_id)
         if obs:
             self._deciding_step = obs[0].step
-        if self.cfg.perspective == "omniscient":
+        row = perspective(self.cfg.perspective)  # the perspective table: narrated, sees its group
+        if row.narrated:
             g = self.ac.group_size
             groups = [obs[i : i + g] for i in range(0, len(obs), g)]
-            decided = await asyncio.gather(*(self._narrate(gr) for gr in groups))
+            decided = await asyncio.gather(*(self.narrator.narrate(gr) for gr in groups))
             decisions = [d for ds in decided for d in ds]
         else:
+            if row.grouped:
+                show_groups(obs, self.ac.group_size)
             decisions = await started_in_slices(self.adecide, obs)
         calls = rendered_calls(self._drain_calls())
         if decisions:
@@ -450,5 +494,6 @@ async def started_in_slices(fn: Any, items: Sequence[Any], size: int = START_SLI
         raise
 
 
-def make_llm_policy(sim: Any) -> LLMPolicy:
-    return LLMPolicy(sim.cfg)
+def make_llm_policy(cfg: ExperimentConfig) -> LLMPolicy:
+    """The ``policy.kind: llm`` policy of a run (its backends are built on first use)."""
+    return LLMPolicy(cfg)

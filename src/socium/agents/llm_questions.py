@@ -1,37 +1,44 @@
 """Surveys, reflection, importance ratings and interviews of :class:`~socium.agents.llm_policy.LLMPolicy`:
 questions asked of agents outside their turns, each answered by one constrained (or free-text) call.
 
-A mixin so these read apart from the turn logic; it holds no state of its own and only works as a
-base of ``LLMPolicy``.
+A part the policy is composed of (``LLMPolicy.questions``), so these read apart from the turn logic;
+it holds no state of its own, only the policy whose backends and seeds it asks through.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from socium.agents import prompts as P
 from socium.agents.answer_validation import _short_error
-from socium.agents.policy_parts import PolicyParts
 from socium.agents.profiles import AgentProfile
+from socium.agents.survey_answers import SurveyAnswer
 from socium.llm.base import run_coro_sync
 from socium.llm.parsing import parse_json_lenient
 from socium.llm.types import ChatMessage
 from socium.platform.text import clean_text, quote_untrusted
 
+if TYPE_CHECKING:
+    from socium.agents.llm_policy import LLMPolicy
 
-class QuestionsMixin(PolicyParts):
+
+class Questions:
     """Questions outside the agents' turns (see the module docstring)."""
+
+    def __init__(self, policy: LLMPolicy) -> None:
+        self.policy = policy
 
     # ---- surveys and interviews ---------------------------------------------------------------
     def survey(
         self, people: Sequence[tuple[AgentProfile, Sequence[str]]], question: str, scale: tuple[float, float], step: int
-    ) -> tuple[list[tuple[str, float | None, str | None]], list]:
-        """Answers (text, value, reason when there is no value) and the calls made; see socium.agents.survey_answers."""
+    ) -> tuple[list[SurveyAnswer], list]:
+        """Answers (text, value, reason when there is no value, outcome, stated value) and the calls made;
+        see socium.agents.survey_answers."""
         from socium.agents.survey_answers import ask_llm_survey
 
-        self._deciding_step = step
-        return ask_llm_survey(self, people, question, scale, step), self._drain_calls()
+        self.policy._deciding_step = step
+        return ask_llm_survey(self.policy, people, question, scale, step), self.policy._drain_calls()
 
     def _structured_batch(
         self,
@@ -44,16 +51,16 @@ class QuestionsMixin(PolicyParts):
     ) -> tuple[list[Any], list]:
         """One constrained request per person; a reply that fails ``parse`` is re-asked once, then None."""
         reqs = [
-            self._request(
+            self.policy._request(
                 f"{kind}-s{step}-a{p.id}",
                 msgs,
                 schema,
                 {"step": step, "agent_id": p.id, kind: True},
-                self._seed(p.id, step, salt),
+                self.policy._seed(p.id, step, salt),
             )
             for p, msgs in people
         ]
-        results = run_coro_sync(self.backend.generate(reqs)) if reqs else []
+        results = run_coro_sync(self.policy.backend.generate(reqs)) if reqs else []
         out: list[Any] = [None] * len(reqs)
         again = []
         for k, (req, res) in enumerate(zip(reqs, results)):
@@ -79,13 +86,13 @@ class QuestionsMixin(PolicyParts):
                         ),
                     )
                 )
-        if again and self.ac.reask:
-            for (k, _), res in zip(again, run_coro_sync(self.backend.generate([r for _, r in again]))):
+        if again and self.policy.ac.reask:
+            for (k, _), res in zip(again, run_coro_sync(self.policy.backend.generate([r for _, r in again]))):
                 try:
                     out[k] = parse(parse_json_lenient(res.text)) if res.ok else None
                 except ValueError:
                     out[k] = None
-        return out, self._drain_calls()
+        return out, self.policy._drain_calls()
 
     def reflect(
         self, people: Sequence[tuple[AgentProfile, Sequence[str]]], step: int, n_insights: int
@@ -99,7 +106,7 @@ class QuestionsMixin(PolicyParts):
             '{"insights": [sentence, ...]}.'
         )
         batch = [
-            (p, P.interview_messages(p, [quote_untrusted(m, 300) for m in mem], task, **self.persona_kw()))
+            (p, P.interview_messages(p, [quote_untrusted(m, 300) for m in mem], task, **self.policy.persona_kw()))
             for p, mem in people
         ]
         got, calls = self._structured_batch(
@@ -120,7 +127,7 @@ class QuestionsMixin(PolicyParts):
                 f"Rate how important each of these {len(texts)} memories is to you, from 1 (mundane, like scrolling "
                 f"past a post) to 10 (life-changing):\n{items}\nAnswer as JSON " + '{"ratings": [integers]}.'
             )
-            batch.append((p, P.interview_messages(p, (), q, **self.persona_kw())))
+            batch.append((p, P.interview_messages(p, (), q, **self.policy.persona_kw())))
             ns.append(len(texts))
         results: list[Any] = []
         calls: list = []
@@ -140,9 +147,9 @@ class QuestionsMixin(PolicyParts):
         return [by.get(k) for k in range(len(batch))], calls
 
     def interview(self, profile: AgentProfile, memory: Sequence[str], question: str) -> str:
-        msgs = P.interview_messages(profile, memory, question, **self.persona_kw())
-        req = self._request("interview", msgs, None, {"agent_id": profile.id}, 0)
-        res = run_coro_sync(self.backend.generate([req]))[0]
+        msgs = P.interview_messages(profile, memory, question, **self.policy.persona_kw())
+        req = self.policy._request("interview", msgs, None, {"agent_id": profile.id}, 0)
+        res = run_coro_sync(self.policy.backend.generate([req]))[0]
         return res.text if res.ok else f"(no answer: {res.error})"
 
     def interview_batch(
@@ -150,20 +157,20 @@ class QuestionsMixin(PolicyParts):
     ) -> tuple[list[tuple[str, str]], list]:
         """Free-text answers ``(request_id, answer)`` of each person (persona + memory at ``step``), plus
         the calls made, for the driver to write with the ``interviews`` rows; ``key`` tells questions apart."""
-        ask = lambda p, mem: P.interview_messages(p, mem, question, **self.persona_kw())  # noqa: E731
+        ask = lambda p, mem: P.interview_messages(p, mem, question, **self.policy.persona_kw())
         reqs = [
-            self._request(
+            self.policy._request(
                 f"interview-s{step}-a{p.id}-q{key}",
                 ask(p, mem),
                 None,
                 {"step": step, "agent_id": p.id, "interview": True},
-                self._seed(p.id, step + 1, 2000, key),
+                self.policy._seed(p.id, step + 1, 2000, key),
             )
             for p, mem in people
         ]
-        results = run_coro_sync(self._generate(reqs)) if reqs else []
+        results = run_coro_sync(self.policy._generate(reqs)) if reqs else []
         answers = [
             (req.request_id, clean_text(res.text, 4000).text if res.ok else f"(no answer: {res.error_kind})")
             for req, res in zip(reqs, results)
         ]
-        return answers, self._drain_calls()
+        return answers, self.policy._drain_calls()

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from socium.config.agents import MemoryConfig as MemoryConfig
+from socium.config.agents import MemoryConfig
 from socium.platform.text import clean_text
 
 MemoryKind = Literal["observation", "action", "message", "reflection"]

@@ -1,32 +1,35 @@
-"""Perspective: exactly what an agent is shown, for every perspective, in one place.
+"""Perspective: building exactly what an agent is shown, as the perspective table says.
 
-Perspective is the research variable of this project (Zhou et al. 2024: agents / mindreaders /
-script), so what each one reveals must be readable in one screen and must be the same wherever it
-is used: network runs (:func:`fill_observation`, called by the simulator for LLM agents), dyadic
-episodes (``experiments/episodes/prompts.py`` asks :data:`PERSPECTIVES` whether the other side's
-private profile and goal are shown) and the Simulation Card (:func:`who_saw_what`).
+The table (names, what each perspective sees, narrated or not, episode mode, description) is
+``socium.core.perspective``; this module turns a row into an observation: network runs
+(:func:`fill_observation`, called by the simulator for LLM agents) and the Simulation Card
+(:func:`who_saw_what`). Dyadic episodes ask the same table (:func:`for_episode_mode`).
 
-=============  ============================================================================
-local          own profile (``llm_agents.persona_fields``), own private goal, own memory, own
-               feed; reposts / quotes show the post they share (``llm_agents.quote_depth``);
-               results of its own search / trend request in its next activation; its groups
-mindreader     local + the private bio, goal and stance of the author of every post shown
-               (feed, results, the posts those share, comments under them) and of every group
-               message shown; each author's once per prompt
-omniscient     one narrator call per ``llm_agents.group_size`` active agents sees every member's
-               local view, profile and goal, plus the global trending feed and platform stats
-               (split or trimmed to the model's context: ``agents/narrator_fit.py``)
-=============  ============================================================================
+=================  ========================================================================
+local              own profile (``llm_agents.persona_fields``), own private goal, own memory,
+                   own feed; reposts / quotes show the post they share
+                   (``llm_agents.quote_depth``); results of its own search / trend request in
+                   its next activation; its groups
+mindreader         local + the private bio, goal and stance of the author of every post shown
+                   (feed, results, the posts those share, comments under them) and of every
+                   group message shown; each author's once per prompt
+omniscient         one narrator call per ``llm_agents.group_size`` active agents sees every
+                   member's local view, profile and goal, plus the global trending feed and
+                   platform stats (split or trimmed to the context: ``agents/narrator_fit.py``)
+omniscient_agents  the omniscient knowledge, one call per active agent: its own local view,
+                   plus its group's members' views, profiles and goals, the global feed and stats
+=================  ========================================================================
 
-Ground truth (``llm_agents.ground_truth``) goes only to ``llm_agents.ground_truth_visible_to``.
-Exposures are recorded here, for exactly the posts an observation holds, so the trace's
-``exposures`` are what the prompts contained (search / trend results: when they are shown).
+Environment-only facts (``llm_agents.ground_truth``, posts' veracity) go only to the perspectives
+listed in ``llm_agents.ground_truth_visible_to`` / ``moderation.veracity_visible_to`` or whose row
+has ``environment_facts``. Exposures are recorded here, for exactly the posts an observation holds,
+so the trace's ``exposures`` are what the prompts contained (search / trend results: when shown).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,43 +37,28 @@ from socium.agents.groups import group_views
 from socium.agents.memory import MemoryStream
 from socium.core.contracts import FeedItem, Observation, SharedPost
 from socium.core.exposure import ExposureSink
+from socium.core.perspective import Perspective, perspective, perspective_names, sees_environment_facts
+from socium.core.perspective import for_episode_mode as for_episode_mode
 from socium.platform.posts import KIND_NAMES, QUOTE, REPOST
 
-PerspectiveName = Literal["local", "mindreader", "omniscient"]
+
+class _TableView(Mapping[str, Perspective]):
+    """A read-only, always-current view of the perspective table keyed by name (old ``PERSPECTIVES``)."""
+
+    def __getitem__(self, name: str) -> Perspective:
+        return perspective(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(perspective_names())
+
+    def __len__(self) -> int:
+        return len(perspective_names())
+
+
 OTHERS_PRIVATE = ("bio", "goal", "stance")  # what "private" means of another agent in a network run
 GLOBAL_FEED_SIZE = 10
-
-
-@dataclass(frozen=True)
-class Perspective:
-    """What one perspective reveals. ``others_private``: whose private profile and goal it sees."""
-
-    name: PerspectiveName
-    episode_mode: str  # the same access in dyadic episodes (SOTOPIA's name for it)
-    calls: str
-    others_private: Literal["none", "shown_authors", "everyone"]
-    global_view: bool  # the whole platform's trending posts and statistics
-
-
-PERSPECTIVES: dict[str, Perspective] = {
-    "local": Perspective("local", "agents", "one call per active agent", "none", False),
-    "mindreader": Perspective("mindreader", "mindreaders", "one call per active agent", "shown_authors", False),
-    "omniscient": Perspective(
-        "omniscient",
-        "script",
-        "one narrator call per group of active agents (dyadic episodes: one call writes the whole episode)",
-        "everyone",
-        True,
-    ),
-}
-EPISODE_PERSPECTIVE = {p.episode_mode: p.name for p in PERSPECTIVES.values()}
-
-
-def for_episode_mode(mode: str) -> Perspective:
-    """The perspective a dyadic-episode mode (agents / mindreaders / script) stands for."""
-    if mode not in EPISODE_PERSPECTIVE:
-        raise ValueError(f"unknown episode mode {mode!r}; expected one of {', '.join(EPISODE_PERSPECTIVE)}")
-    return PERSPECTIVES[EPISODE_PERSPECTIVE[mode]]
+# The table itself lives on the ground floor (socium.core.perspective); these names stay importable here.
+PERSPECTIVES = _TableView()
 
 
 # ---- building what is shown ----------------------------------------------------------------------
@@ -161,7 +149,7 @@ def fill_observation(sim: Any, o: Observation, rec: ExposureSink) -> None:
     """
     cfg, pop, st = sim.cfg, sim.population, sim.state
     ac = cfg.llm_agents
-    persp = PERSPECTIVES[cfg.perspective]
+    persp = perspective(cfg.perspective)
     o.extra["profile"] = pop.profile(o.agent_id)
     if not isinstance(sim.memory, MemoryStream):  # a stream memory recalls for all observations at once
         o.extra["memory"] = sim.memory.recall(o.agent_id, o.step)
@@ -193,7 +181,7 @@ def fill_observation(sim: Any, o: Observation, rec: ExposureSink) -> None:
             it.replies = [_linked(st, pop.usernames, c) for c in latest]
     # whom it already follows among the users shown: follow / unfollow are offered accordingly
     o.extra["following"] = st.follows.following_among(o.agent_id, o.shown_users())
-    if persp.others_private == "shown_authors":
+    if persp.others_private == "shown_authors":  # "everyone": its group's views, joined by the policy
         for it in (*o.feed, *o.results):
             if it.author != o.agent_id:
                 it.author_private = private_of(pop, it.author)
@@ -217,6 +205,20 @@ def fill_observation(sim: Any, o: Observation, rec: ExposureSink) -> None:
         )
 
 
+def show_groups(observations: Sequence[Observation], size: int) -> None:
+    """Show each agent its group, for a perspective that sees its group (``others_private: everyone``) but
+    is asked one agent at a time: the other members' observations go to ``extra['co_acting']``.
+
+    Groups are runs of ``size`` of the sorted active agents -- exactly a narrator's groups -- so such a
+    perspective knows what the narrator knows and differs from it only in the call structure.
+    """
+    obs = sorted(observations, key=lambda o: o.agent_id)
+    for i in range(0, len(obs), size):
+        group = obs[i : i + size]
+        for o in group:
+            o.extra["co_acting"] = [m for m in group if m is not o]
+
+
 def pending_from(action_type: str, query: str, results: tuple[int, ...]) -> tuple[str, str, list[int]] | None:
     """What a search / trend request leaves to show in the agent's next observation (None: nothing)."""
     if action_type not in ("search_posts", "search_user", "trend"):
@@ -226,7 +228,7 @@ def pending_from(action_type: str, query: str, results: tuple[int, ...]) -> tupl
 
 # ---- documentation ---------------------------------------------------------------------------------
 def who_saw_what(cfg: dict[str, Any]) -> dict[str, str] | None:
-    """The Simulation Card's "who saw what", generated from :data:`PERSPECTIVES` and the run's config.
+    """The Simulation Card's "who saw what", generated from the perspective table and the run's config.
 
     ``None`` for rule-based runs: their policies read feed items as numbers and see no prompt.
     """
@@ -234,7 +236,7 @@ def who_saw_what(cfg: dict[str, Any]) -> dict[str, str] | None:
     if kind not in ("llm", "group_llm"):
         return None
     ac = cfg.get("llm_agents", {})
-    p = PERSPECTIVES[cfg.get("perspective", "local")]
+    p = perspective(cfg.get("perspective", "local"))
     fields = ", ".join(ac.get("persona_fields") or ()) or "none"
     own = (
         f"own profile ({fields}), own private goal, own last {ac.get('memory_size', 5)} actions, "
@@ -242,18 +244,14 @@ def who_saw_what(cfg: dict[str, Any]) -> dict[str, str] | None:
         f"{ac.get('quote_depth', 2)} levels deep), results of its own search / trend request in its next "
         "activation, its groups' recent messages"
     )
-    others = {
-        "none": "nothing private of anyone else",
-        "shown_authors": "the private bio, goal and stance of the author of every post shown to it "
-        "(shared posts and comments included) and of every group message shown to it",
-        "everyone": "every group member's profile, private goal, memory and feed",
-    }[p.others_private]
+    row = p.knowledge()
     out = {
         "perspective": p.name,
+        "description": p.description,
         "calls": p.calls,
         "own": own,
-        "others": others,
-        "global": "the platform's trending posts and statistics" if p.global_view else "nothing platform-wide",
+        "others": row["others"],
+        "global": row["global"],
     }
     if kind == "group_llm":
         out["calls"] = "one call per persona cluster's active members (policy.kind group_llm): it sees all their views"
@@ -263,7 +261,7 @@ def who_saw_what(cfg: dict[str, Any]) -> dict[str, str] | None:
         "none configured"
         if not gt
         else "shown"
-        if p.name in visible
+        if sees_environment_facts(p.name, visible)
         else "configured but not shown to this perspective"
     )
     return out

@@ -46,6 +46,7 @@ from socium.agents.prompt_blocks import results_block as results_block
 from socium.core.contracts import FeedItem as FeedItem
 from socium.core.contracts import Observation as Observation
 from socium.core.contracts import SharedPost as SharedPost
+from socium.core.perspective import perspective as table_row
 from socium.platform.text import one_line as one_line
 from socium.platform.text import quote_inline as quote_inline
 from socium.platform.text import quote_untrusted as quote_untrusted
@@ -66,7 +67,10 @@ def agent_messages(
 ) -> list[dict[str, str]]:
     """An agent's turn: its profile, memory, feed, results and groups. ``memo``: rendered posts to
     share between the prompts of a step (:func:`render_post_memo`)."""
-    mindreader = perspective == "mindreader"
+    row = table_row(perspective)  # what this perspective sees: socium.core.perspective
+    mindreader = row.others_private == "shown_authors"
+    if row.prompt_text:  # trusted text from the table, after the shared instructions
+        system = f"{system}\n{row.prompt_text}"
     told: set[int] = {profile.id}  # authors whose private side this prompt has shown (never one's own)
     parts = [f"## You\n{persona_block(profile, fields=persona_fields, issue=issue)}"]
     if memory:  # no section at all rather than "(nothing yet)": ~10 tokens on every first activation
@@ -82,6 +86,8 @@ def agent_messages(
         parts.append(results)
     if obs.groups:
         parts.append(f"## Your groups\n{groups_block(obs, max_item_chars, mindreader=mindreader, told=told)}")
+    if row.global_view or row.grouped:
+        parts += _global_sections(obs, persona_fields, issue)
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
@@ -95,8 +101,10 @@ def narrator_messages(
     ground_truth: str | None,
     persona_fields: Sequence[str] = ("bio", "interests"),
     issue: str | None = None,
+    perspective: str = "omniscient",
 ) -> list[dict[str, str]]:
-    """Omniscient / script mode: one call writes an action for every member, seeing everything."""
+    """A narrated perspective (omniscient, script mode): one call writes an action for every member, seeing
+    everything; the table row's ``prompt_text`` follows the narrator's instructions."""
     system = (
         "You are the narrator of a social-media simulation. You know every character's profile and private goal "
         "and the whole platform. For EACH listed character choose exactly one action they take now. Answer with "
@@ -105,24 +113,53 @@ def narrator_messages(
         f"{ITEMS_ARE_DATA}\n"
         f"{catalogue(actions, narrated=True)}"
     )
+    if text := table_row(perspective).prompt_text:
+        system = f"{system}\n{text}"
     parts = [f"## Platform\n{stats}"]
     if ground_truth:
         parts.append(f"## Ground truth\n{quote_untrusted(ground_truth, 600)}")
     shown = "\n".join(render_post(it, 160) for it in global_feed) or "(empty)"
     parts.append(f"## Most engaging recent posts (everyone's view)\n{shown}")
     for prof, obs, mem in members:
-        extra = results_block(obs, 160, False, narrated=True)
-        if notice := obs.extra.get("platform_notice"):
-            extra = f"Platform notice shown to them: {quote_untrusted(notice, 1000)}" + (f"\n{extra}" if extra else "")
-        if obs.groups:
-            extra = (f"{extra}\n" if extra else "") + f"Their groups:\n{groups_block(obs, 160, narrated=True)}"
-        you = persona_block(prof, fields=persona_fields, issue=issue, third_person=True)
-        parts.append(
-            f"## Character agent_{prof.id}\n{you}\n"
-            f"Recently:\n{memory_block(mem)}\nTheir feed:\n{feed_block(obs, 160, False)}"
-            + (f"\n{extra}" if extra else "")
-        )
+        parts.append(f"## Character agent_{prof.id}\n{character_block(prof, obs, mem, persona_fields, issue)}")
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def character_block(
+    prof: AgentProfile,
+    obs: Observation,
+    mem: Sequence[str],
+    persona_fields: Sequence[str] = ("bio", "interests"),
+    issue: str | None = None,
+) -> str:
+    """One agent's whole view as someone who sees everyone reads it (third person): profile, private goal,
+    memory, feed, results, notice, groups. The narrator's character section; an ``omniscient_agents``
+    agent's view of each other member of its group."""
+    extra = results_block(obs, 160, False, narrated=True)
+    if notice := obs.extra.get("platform_notice"):
+        extra = f"Platform notice shown to them: {quote_untrusted(notice, 1000)}" + (f"\n{extra}" if extra else "")
+    if obs.groups:
+        extra = (f"{extra}\n" if extra else "") + f"Their groups:\n{groups_block(obs, 160, narrated=True)}"
+    you = persona_block(prof, fields=persona_fields, issue=issue, third_person=True)
+    return f"{you}\nRecently:\n{memory_block(mem)}\nTheir feed:\n{feed_block(obs, 160, False)}" + (
+        f"\n{extra}" if extra else ""
+    )
+
+
+def _global_sections(obs: Observation, persona_fields: Sequence[str], issue: str | None) -> list[str]:
+    """What a non-narrated perspective that sees the whole platform and its group adds to its prompt
+    (the table's ``global_view`` and ``others_private: everyone``), in the narrator's words."""
+    parts = []
+    if "stats" in obs.extra or "global_feed" in obs.extra:
+        shown = "\n".join(render_post(it, 160) for it in obs.extra.get("global_feed", ())) or "(empty)"
+        parts += [
+            f"## Platform\n{obs.extra.get('stats', '')}",
+            f"## Most engaging recent posts (everyone's view)\n{shown}",
+        ]
+    for other in obs.extra.get("co_acting", ()):
+        body = character_block(other.extra["profile"], other, other.extra.get("memory", ()), persona_fields, issue)
+        parts.append(f"## Also acting now: agent_{other.agent_id}\n{body}")
+    return parts
 
 
 def narrator_schema(member_schemas: Mapping[int, dict[str, Any]]) -> dict[str, Any]:

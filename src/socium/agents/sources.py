@@ -255,7 +255,7 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
             continue
         if len(row) != len(header):
             raise InputFileError(path, line, f"record has {len(row)} fields, header has {len(header)}")
-        get = lambda name, row=row: row[col[name]]  # noqa: E731
+        get = lambda name, row=row: row[col[name]]
         follows = _parse_literal_list(path, line, "following_agentid_list", get("following_agentid_list"))
         if not all(isinstance(x, int) and not isinstance(x, bool) for x in follows):
             raise InputFileError(path, line, "column 'following_agentid_list': expected a list of integer agent ids")

@@ -100,7 +100,7 @@ def report(
 @app.command()
 def experiment(
     kind: Literal["propagation", "herding", "polarisation", "intervention", "compare"] = typer.Argument(
-        ..., help="The phenomenon, or compare: the spec's experiment under the 3 perspectives."
+        ..., help="The phenomenon, or compare: the spec's experiment under every registered perspective."
     ),
     spec_file: Path = typer.Argument(..., help="Experiment spec YAML (see examples/propagation.yaml)."),
     out: Path | None = typer.Option(
@@ -147,7 +147,7 @@ def seeds(
     out: Path | None = typer.Option(None, "--out", help="Also write the pooled numbers as JSON here."),
 ) -> None:
     """Pool seeded replicates of a herding, polarisation, propagation or compare experiment: mean and
-    95% t interval over seeds per metric, and paired per-seed contrasts (model - null, X - local)."""
+    95% interval over seeds per metric (none below 3 seeds), and paired per-seed contrasts (model - null, X - local)."""
     from socium.experiments.designs.seeds import markdown, pool_seeds
 
     try:

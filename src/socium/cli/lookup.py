@@ -142,15 +142,43 @@ def config_schema(
 
 
 @app.command()
-def data() -> None:
-    """Where socium looks for the research data sets ($SOCIUM_DATA_DIR or ../shared/data) and what it finds."""
+def data(
+    action: list[str] | None = typer.Argument(
+        None,
+        metavar="[fetch [NAME ...]]",
+        help="fetch NAME ...: download data sets (twitter15, oasis, ...; none = all).",
+    ),
+) -> None:
+    """Where socium looks for the research data sets, what it finds, and the command that fetches each.
+
+    `socium data fetch [NAME ...]` downloads them (pinned versions, sha256-checked) into $SOCIUM_DATA_DIR or
+    the per-user data folder, printing each one's source, version, size, licence and citation first.
+    """
     from socium.data.datadir import ENV_VAR, describe
 
+    words = list(action or [])
+    if words:
+        if words[0] != "fetch":
+            _fail(SociumError(f"socium data: unknown action {words[0]!r}; use `socium data fetch [NAME ...]`"))
+        _data_fetch(words[1:])
+        return
     tried, used, entries = describe()
     console.print(f"data folder: {used}  ({'found' if used.is_dir() else 'MISSING'})", highlight=False)
     console.print(f"looked in (set {ENV_VAR} to choose): " + ", ".join(str(t) for t in tried), highlight=False)
-    table = Table("data set", "used for", "found")
+    table = Table("data set", "used for", "found", "fetch with")
     table.columns[0].overflow = "fold"  # the whole path, folded, never cut with an ellipsis
+    table.columns[3].overflow = "fold"
     for e in entries:
-        table.add_row(e.relpath, e.purpose, "yes" if e.found else "no")
+        table.add_row(e.relpath, e.purpose, "yes" if e.found else "no", "" if e.found else e.command)
     console.print(table)
+    if not all(e.found for e in entries):
+        console.print("`socium data fetch` gets every missing data set (see docs/data.md).", highlight=False)
+
+
+def _data_fetch(names: list[str]) -> None:
+    from socium.data.fetch import fetch
+
+    try:
+        fetch(names, say=lambda s: console.print(plain(s), highlight=False), show_progress=console.is_terminal)
+    except SociumError as exc:
+        _fail(exc)

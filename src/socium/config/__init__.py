@@ -14,7 +14,6 @@ from socium.config.agents import MemoryConfig as MemoryConfig
 from socium.config.agents import PolicyConfig as PolicyConfig
 from socium.config.agents import SurveyConfig as SurveyConfig
 from socium.config.agents import TimingConfig as TimingConfig
-from socium.config.base import _Cfg as _Cfg
 from socium.config.executor import ExecutorConfig as ExecutorConfig
 from socium.config.experiment import HASH_EXCLUDED as HASH_EXCLUDED
 from socium.config.experiment import MAX_SEED as MAX_SEED
@@ -22,13 +21,6 @@ from socium.config.experiment import ExperimentConfig as ExperimentConfig
 from socium.config.llm import LLMConfig as LLMConfig
 from socium.config.loading import MAX_CONFIG_BYTES as MAX_CONFIG_BYTES
 from socium.config.loading import MAX_CONFIG_NODES as MAX_CONFIG_NODES
-from socium.config.loading import M as M
-from socium.config.loading import _apply_override as _apply_override
-from socium.config.loading import _bad_value as _bad_value
-from socium.config.loading import _ConfigLoader as _ConfigLoader
-from socium.config.loading import _expanded_size as _expanded_size
-from socium.config.loading import _format_error as _format_error
-from socium.config.loading import _json_copy as _json_copy
 from socium.config.loading import config_from_dict as config_from_dict
 from socium.config.loading import load_config as load_config
 from socium.config.loading import parse_yaml as parse_yaml

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from socium.config.base import _Cfg
+from socium.config.base import PerspectiveName, _Cfg
 
 
 class MemoryConfig(BaseModel):
@@ -138,9 +138,15 @@ class LLMAgentConfig(_Cfg):
     max_content_chars: int = Field(
         280, ge=20, le=4000, description="Cap on text an agent may write (schema maxLength)."
     )
-    group_size: int = Field(8, ge=1, le=64, description="omniscient: agents written by one narrator call.")
+    group_size: int = Field(
+        8,
+        ge=1,
+        le=64,
+        description="Perspectives that see everyone (omniscient, omniscient_agents): agents in one group, written by "
+        "one narrator call or shown to each other.",
+    )
     ground_truth: str | None = Field(None, description="An environment-only fact (e.g. whether a rumour is true).")
-    ground_truth_visible_to: list[Literal["local", "mindreader", "omniscient"]] = Field(
+    ground_truth_visible_to: list[PerspectiveName] = Field(
         default_factory=list, description="Perspectives whose prompts include ground_truth (none by default)."
     )
     reask: bool = Field(True, description="Re-ask once with the validation error before recording invalid output.")
@@ -168,7 +174,7 @@ class LLMAgentConfig(_Cfg):
     )
     persona_fields: list[Literal["bio", "persona", "age", "gender", "mbti", "country", "profession", "interests"]] = (
         Field(
-            default_factory=lambda: ["bio", "interests"],
+            default=["bio", "interests"],
             description="Profile fields shown to an LLM agent about itself, in this order (those its population "
             "source provides; OASIS: persona, age, gender, mbti, country, profession, interests).",
         )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime
-from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -17,7 +16,7 @@ from socium.config.agents import (
     SurveyConfig,
     TimingConfig,
 )
-from socium.config.base import _Cfg
+from socium.config.base import PerspectiveName, _Cfg
 from socium.config.executor import ExecutorConfig
 from socium.config.llm import LLMConfig
 from socium.config.moderation import ModerationConfig, RolesConfig
@@ -61,7 +60,11 @@ class ExperimentConfig(_Cfg):
         description="Simulated time per step = step_minutes x this (OASIS Clock k): one step stands for that much "
         "platform time.",
     )
-    perspective: Literal["local", "mindreader", "omniscient"] = Field("local", description="What each agent may see.")
+    perspective: PerspectiveName = Field(
+        "local",
+        description="What each agent may see: local, mindreader, omniscient, omniscient_agents or a perspective "
+        "registered in socium.core.perspective (the table says what each one sees).",
+    )
     platform: PlatformConfig = Field(default_factory=PlatformConfig, description="Platform rules (X- or Reddit-like).")
     population: PopulationConfig = Field(default_factory=PopulationConfig, description="Who the agents are.")
     graph: GraphConfig = Field(default_factory=GraphConfig, description="The initial follow graph.")

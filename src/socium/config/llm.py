@@ -130,7 +130,17 @@ class LLMConfig(BaseModel):
     n_parallel: int | None = Field(
         None,
         ge=1,
-        description="embedded: parallel slots (requests decoded together; each has n_ctx tokens of KV cache); null: 4.",
+        description="embedded: parallel slots (each has n_ctx tokens of KV cache), decoded together only where "
+        "llm.reproducible is false; null: 4.",
+    )
+    reproducible: bool = Field(
+        True,
+        description=(
+            "embedded: decode one request at a time, each prompt evaluated afresh, so an answer depends on its "
+            "prompt, seed, model file and engine build only, not on n_parallel, n_threads, load or what else is in "
+            "flight (recorded as the engine's decoding in the card). false: batch up to n_parallel requests and reuse "
+            "each slot's cached prompt prefix; which requests share a batch then changes an answer now and then."
+        ),
     )
     n_ctx: int = Field(2048, ge=128, description="embedded: context window of each slot, in tokens.")
     chat_format: str | None = Field(

@@ -43,7 +43,11 @@ def _format_error(err: ValidationError, source: str) -> str:
     return f"invalid config ({source}):\n  " + "\n  ".join(lines)
 
 
-def _apply_override(data: dict[str, Any], item: str) -> None:
+def apply_override(data: dict[str, Any], item: str) -> None:
+    """Apply one ``--set key.path=value`` to a config mapping in place (the value parsed as YAML).
+
+    Shared by ``socium run``, experiment specs and sensitivity designs so that ``--set`` means one thing.
+    """
     if "=" not in item:
         raise ConfigError(f"--set {item!r}: expected key.path=value")
     key, raw = item.split("=", 1)
@@ -113,7 +117,7 @@ def validate_dict(
     """
     data = _json_copy(data, source)  # deep copy; also rejects non-JSON values early, naming the key
     for item in overrides or []:
-        _apply_override(data, item)
+        apply_override(data, item)
     try:
         return model.model_validate(data)
     except ValidationError as err:

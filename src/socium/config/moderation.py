@@ -11,13 +11,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from socium.config.base import PerspectiveName
+
 VERACITY = ("unknown", "true", "false", "unverified", "non-rumor")
 """Ground-truth labels a post may carry (Twitter15's four plus 'unknown'); index = the stored code."""
 Veracity = Literal["true", "false", "unverified", "non-rumor"]
 ROLES = ("ordinary", "spreader", "fact_checker", "bot")
 """Agent roles; index = the stored code (``agents`` rows keep the name in ``agent_roles``)."""
 Role = Literal["ordinary", "spreader", "fact_checker", "bot"]
-PERSPECTIVES = ("local", "mindreader", "omniscient")
 
 
 class _Cfg(BaseModel):
@@ -127,7 +128,7 @@ class ModerationConfig(_Cfg):
     suspend_after: int = Field(
         0, ge=0, description="Suspend an author after this many strikes (one per labelled post); 0: never."
     )
-    veracity_visible_to: list[Literal["local", "mindreader", "omniscient"]] = Field(
+    veracity_visible_to: list[PerspectiveName] = Field(
         default_factory=list,
         description="Perspectives whose agents see each post's ground-truth veracity in the prompt (none by default).",
     )

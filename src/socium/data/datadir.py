@@ -1,9 +1,11 @@
 """Where socium looks for the research data sets, in one place for the code, the tests and the CLI.
 
 The data (Twitter15, OASIS reference files, SOTOPIA, SNAP) are research-use only and must never be
-packaged, so they live outside the repository. One variable, ``SOCIUM_DATA_DIR``, names their
-folder; without it socium looks for ``shared/data`` beside the checkout (``../shared/data`` from
-the repository root, also when the checkout is a git worktree of that repository). No absolute
+packaged, so they live outside the repository: ``socium data fetch`` downloads them (see
+:mod:`socium.data.fetch` and :mod:`socium.data.registry`). One variable, ``SOCIUM_DATA_DIR``, names
+their folder; without it socium looks in the per-user data folder ``socium data fetch`` fills
+(platformdirs), then in ``shared/data`` beside the checkout (``../shared/data`` from the repository
+root, also when the checkout is a git worktree of that repository; kept for developers). No absolute
 path is written into the code.
 """
 
@@ -12,6 +14,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+import platformdirs
+
+from socium.errors import InputFileError
 
 ENV_VAR = "SOCIUM_DATA_DIR"
 
@@ -49,12 +55,13 @@ def _main_checkout(root: Path) -> Path | None:
 
 
 def candidates() -> list[Path]:
-    """Folders tried in order: ``$SOCIUM_DATA_DIR`` (only it, when set), else ``../shared/data``."""
+    """Folders tried in order: ``$SOCIUM_DATA_DIR`` (only it, when set: an explicit choice never falls
+    back), else the per-user data folder, then ``../shared/data`` beside the checkout."""
     env = os.environ.get(ENV_VAR)
     if env:
         return [Path(env).expanduser()]
     root = _repo_root()
-    out = [root.parent / "shared" / "data"]
+    out = [Path(platformdirs.user_data_dir("socium", appauthor=False)), root.parent / "shared" / "data"]
     main = _main_checkout(root)
     if main is not None and main != root:
         out.append(main.parent / "shared" / "data")
@@ -62,9 +69,37 @@ def candidates() -> list[Path]:
 
 
 def data_dir() -> Path:
-    """The data folder: the first candidate that exists, else the first candidate (reported as missing)."""
+    """The data folder: the first candidate that exists, else the first candidate (reported as missing,
+    and where ``socium data fetch`` puts the data)."""
     cands = candidates()
     return next((c for c in cands if c.is_dir()), cands[0])
+
+
+def fetch_command(relpath: str) -> str:
+    """The command that fetches ``relpath`` (a key of :data:`DATASETS`, or a path below one)."""
+    from socium.data.registry import fetch_command as _cmd  # the registry is big; load it only when asked
+
+    return _cmd(relpath)
+
+
+def missing_data(path: Path | str) -> InputFileError:
+    """The one-line error every experiment raises for absent research data: what is missing, the command."""
+    p = Path(path)
+    root = data_dir()
+    try:
+        rel = p.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        rel = p.as_posix()
+    key = next((k for k in DATASETS if rel == k or rel.startswith(k + "/") or k.startswith(rel + "/")), rel)
+    return InputFileError(p, None, f"research data missing; fetch it with `{fetch_command(key)}` (see `socium data`)")
+
+
+def require(path: Path | str) -> Path:
+    """``path`` if it exists, else :func:`missing_data`'s error (so a missing data set reads the same everywhere)."""
+    p = Path(path)
+    if not p.exists():
+        raise missing_data(p)
+    return p
 
 
 @dataclass(frozen=True)
@@ -73,10 +108,14 @@ class DataEntry:
     purpose: str
     path: Path
     found: bool
+    command: str
 
 
 def describe() -> tuple[list[Path], Path, list[DataEntry]]:
-    """What ``socium data`` prints: the folders looked at, the one used, and which data sets it holds."""
+    """What ``socium data`` prints: the folders looked at, the one used, which data sets it holds, and the
+    command that fetches each."""
     root = data_dir()
-    entries = [DataEntry(rel, why, root / rel, (root / rel).exists()) for rel, why in DATASETS.items()]
+    entries = [
+        DataEntry(rel, why, root / rel, (root / rel).exists(), fetch_command(rel)) for rel, why in DATASETS.items()
+    ]
     return candidates(), root, entries

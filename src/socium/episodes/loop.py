@@ -28,6 +28,7 @@ from socium.episodes.objective import answer_format, answer_model, answer_schema
 from socium.episodes.prompts import (
     MAX_ARGUMENT_CHARS,
     JudgeOutput,
+    Mode,
     Script,
     Turn,
     TurnAction,
@@ -269,7 +270,7 @@ def _answer_messages(spec: EpisodeSpec, cfg: EpisodesConfig, i: int, transcript:
     knew, and lets a backend with prefix caching (llama.cpp) reuse the work of the last turn.
     """
     assert spec.task is not None
-    view = "mindreaders" if spec.mode == "mindreaders" else "agents"
+    view: Mode = "mindreaders" if spec.mode == "mindreaders" else "agents"
     me = spec.agents[i]
     base = build_turn_prompt(
         view,

@@ -38,7 +38,7 @@ from socium.episodes.multiparty import (
 )
 from socium.episodes.sotopia import RelationshipType
 from socium.errors import RunDirError, TraceError
-from socium.llm.base import run_coro_sync
+from socium.llm.base import LLMBackend, run_coro_sync
 from socium.llm.cache import llm_calls_ddl
 from socium.llm.factory import build_backend
 from socium.platform.text import clean_text
@@ -60,7 +60,7 @@ class GroupEpisodesConfig(BaseModel):
     llm: LLMConfig = Field(default_factory=LLMConfig, description="The model playing (or writing) the characters.")
     judge_llm: LLMConfig | None = Field(None, description="SOTOPIA-Eval judge for every character; null: none.")
     modes: list[GroupMode] = Field(
-        default_factory=lambda: ["agents", "mindreaders", "script"],
+        default=["agents", "mindreaders", "script"],
         min_length=1,
         description="Perspectives to run each deal under.",
     )
@@ -204,7 +204,7 @@ class GroupStore:
         speak = [t for t in res.turns if t.valid and t.action_type == "speak"]
         words = [len(t.argument.split()) for t in speak]
         j = res.judge
-        row = {
+        row: dict[str, list[Any]] = {
             "episode_id": [s.episode_id],
             "idx": [s.index],
             "mode": [s.mode],
@@ -374,7 +374,7 @@ def _run_locked(
     rec = CallRecorder()
     own = backend is None
     b = build_backend(cfg.llm, cache=rec) if own else CachingBackend(backend, rec)
-    jb = None
+    jb: LLMBackend | None = None
     if judge_backend is not None:
         jb = CachingBackend(judge_backend, rec)
     elif cfg.judge_llm is not None:

@@ -18,7 +18,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from socium.agents.perspectives import for_episode_mode
+from socium.core.perspective import for_episode_mode
 from socium.episodes.sotopia import (
     CharacterProfile,
     EnvironmentProfile,
@@ -171,7 +171,9 @@ def build_turn_prompt(
     if my_index not in (0, 1):
         raise ValueError(f"my_index must be 0 or 1, got {my_index}")
     other_index = 1 - my_index
-    sees_other = for_episode_mode(mode).others_private != "none"  # the one rule, in agents/perspectives.py
+    sees_other = (
+        for_episode_mode(mode).others_private != "none"
+    )  # the one rule: the perspective table (core/perspective.py)
     viewer: Viewer = "omniscient" if sees_other else f"agent_{my_index}"  # type: ignore[assignment]
     names = [me.name, other.name] if my_index == 0 else [other.name, me.name]
     system = (
@@ -253,19 +255,20 @@ def describe_access(mode: Literal["agents", "mindreaders", "script", "judge"]) -
         "output": "one JSON object validated against the published schema",
     }
     if mode in ("agents", "mindreaders", "script"):
-        spec = for_episode_mode(mode)  # the same perspective as in network runs (agents/perspectives.py)
+        spec = for_episode_mode(mode)  # the same table row as in network runs (core/perspective.py)
         sees = spec.others_private != "none"
+        whole = spec.narrated  # one call writes the episode (script), as a narrator writes a group
         transcript = "all earlier turns, each cut to max_turn_chars, quoted and neutralised"
         return {
             "mode": mode,
             "perspective": spec.name,
-            "calls": "one per episode" if mode == "script" else "one per turn of each agent",
+            "calls": "one per episode" if whole else "one per turn of each agent",
             "viewer": "omniscient" if sees else "agent_<own index>",
-            "own_profile": ("both characters' " + own) if mode == "script" else own,
+            "own_profile": ("both characters' " + own) if whole else own,
             "own_goal": True,
             "other_profile": (
                 "full, plus what each may know of the other (public_view)"
-                if mode == "script"
+                if whole
                 else own.replace("private_view", "full")
                 if sees
                 else "public_view by relationship: stranger none; know_by_name name; acquaintance "
@@ -274,7 +277,7 @@ def describe_access(mode: Literal["agents", "mindreaders", "script", "judge"]) -
             ),
             "other_goal": sees,
             "other_secret": sees,
-            "transcript": "none (the call writes it)" if mode == "script" else transcript,
+            "transcript": "none (the call writes it)" if whole else transcript,
             **common,
         }
     if mode == "judge":

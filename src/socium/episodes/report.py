@@ -20,9 +20,13 @@ from typing import Any
 
 import duckdb
 
+from socium.core.intervals import MIN_N
 from socium.episodes.judge import judge_vs_objective
 
-#: Zhou et al. 2024 (arXiv 2403.05020), goal completion 0-10 on SOTOPIA, judged by GPT-4.
+#: Zhou et al. 2024 (arXiv 2403.05020), goal completion 0-10 on SOTOPIA, judged by GPT-4. Shown only beside
+#: a like measurement (:func:`paper_comparable`): SOTOPIA scenarios judged by a GPT-4 model. Beside socium's
+#: rule-scored procedural tasks, or a small model's judgement, the same 0-10 scale would invite a comparison
+#: of levels that measure different things (issue 29 item 8).
 PAPER_GOAL = {
     "GPT-3.5": {"agents": 6.95, "mindreaders": 7.45, "script": 8.44},
     "Mixtral": {"agents": 7.49, "mindreaders": 8.30, "script": 8.40},
@@ -50,8 +54,9 @@ ORDER BY {_MODE_ORDER}, task_kind NULLS LAST
 def t_ci95(
     mean: float | None, sd: float | None, n: int, lo: float = 0.0, hi: float = 10.0
 ) -> tuple[float | None, float | None]:
-    """Two-sided 95% t interval for a mean, clipped to the goal scale [lo, hi]; None below two observations."""
-    if mean is None or sd is None or n < 2 or math.isnan(sd):
+    """Two-sided 95% t interval for a mean, clipped to the goal scale [lo, hi]; None below 3 observations
+    (the one interval policy, socium.core.intervals: a 1-degree-of-freedom t interval says nothing)."""
+    if mean is None or sd is None or n < MIN_N or math.isnan(sd):
         return None, None
     from scipy.special import stdtrit  # the t quantile; scipy.stats takes seconds to import
 
@@ -103,20 +108,50 @@ def _f(v: Any, digits: int = 2) -> str:
 
 
 TABLE_HEADER = ("mode", "task", "n", "goal [95% CI]", "judge", "words/turn", "turns", "agree", "leave", "valid")
-PAPER_HEADER = ("paper goal GPT-3.5 / Mixtral", "paper words/turn")
+PAPER_HEADER = ("paper goal GPT-3.5 / Mixtral (SOTOPIA, GPT-4 judge)", "paper words/turn")
+
+
+def paper_comparable(summary: dict[str, Any], row: dict[str, Any]) -> bool:
+    """Whether a row is measured as the paper measured its goal: SOTOPIA scenarios, judged by a GPT-4 model."""
+    return row.get("task") == "sotopia" and "gpt-4" in str(summary.get("judge_model") or "").lower()
+
+
+def shows_paper(summary: dict[str, Any]) -> bool:
+    """Whether any row of the table gets the paper's figures beside it (else the columns are left out)."""
+    return any(paper_comparable(summary, r) for r in summary["rows"])
+
+
+def paper_note(summary: dict[str, Any]) -> str:
+    """Where the paper's figures are, or why none is shown beside these rows."""
+    ref = (
+        "Zhou et al. 2024 report SOTOPIA goal 0-10 judged by GPT-4 (agents / mindreaders / script: 6.95 / 7.45 / "
+        "8.44 with GPT-3.5, 7.49 / 8.30 / 8.40 with Mixtral; 29.8 vs 16.0 words per turn, agents vs script)"
+    )
+    if shows_paper(summary):
+        return f"{ref}; shown beside the SOTOPIA rows only, the ones measured the same way."
+    return (
+        f"{ref}. Not shown beside these rows: they are not measured the same way (rule-scored procedural tasks, "
+        f"or SOTOPIA judged by {summary.get('judge_model') or 'no judge'}, not GPT-4), so levels are not comparable."
+    )
+
+
+def _goal_cell(r: dict[str, Any]) -> str:
+    if r["goal_ci_low"] is not None:
+        return f"{_f(r['goal_mean'])} [{_f(r['goal_ci_low'])}, {_f(r['goal_ci_high'])}]"
+    if r["goal_mean"] is None:
+        return _f(r["goal_mean"])
+    return f"{_f(r['goal_mean'])} (n={r.get('n_goal', r['episodes'])}: n too small for an interval)"
 
 
 def table_rows(summary: dict[str, Any], paper: bool = True) -> list[list[str]]:
-    """The report table as strings; with ``paper`` the paper's figures sit beside each mode's 'all' row."""
+    """The report table as strings; with ``paper`` (and a row measured as the paper did, see
+    :func:`paper_comparable`) the paper's figures sit beside the SOTOPIA rows, and nowhere else."""
     out = []
+    paper = paper and shows_paper(summary)
     for r in summary["rows"]:
-        ci = (
-            f"{_f(r['goal_mean'])} [{_f(r['goal_ci_low'])}, {_f(r['goal_ci_high'])}]"
-            if r["goal_ci_low"] is not None
-            else _f(r["goal_mean"])
-        )
+        ci = _goal_cell(r)
         paper_goal = words = ""
-        if r["task"] == "all":
+        if paper_comparable(summary, r):
             paper_goal = " / ".join(_f(PAPER_GOAL[m].get(r["mode"])) for m in PAPER_GOAL)
             words = _f(PAPER_WORDS_PER_TURN.get(r["mode"]), 1)
         row = [
@@ -136,10 +171,10 @@ def table_rows(summary: dict[str, Any], paper: bool = True) -> list[list[str]]:
 
 
 def markdown_table(summary: dict[str, Any]) -> str:
-    header = TABLE_HEADER + PAPER_HEADER
+    header = TABLE_HEADER + (PAPER_HEADER if shows_paper(summary) else ())
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in table_rows(summary)]
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n\n" + paper_note(summary)
 
 
 def write_plots(summary: dict[str, Any], out_dir: Path) -> list[Path]:

@@ -13,6 +13,9 @@ from socium.errors import ConfigError
 from socium.simulator import interviews as iv
 from socium.simulator.simulation import interview_table, load_run_config, memory_line
 from socium.simulator.world import build_population
+from socium.trace.queries import calls as C
+from socium.trace.queries import population as Q
+from socium.trace.queries import runs as R
 from socium.trace.rundir import RunDirLock
 from socium.trace.store import TraceStore, open_trace, require_store
 
@@ -27,20 +30,11 @@ def _memory(con: duckdb.DuckDBPyConnection, cfg: Any, agent_id: int, question: s
         from socium.agents.memory import MemoryStream
 
         stream = MemoryStream(cfg.llm_agents.memory, cfg.llm_agents.memory_size)
-        stream.restore(
-            con.execute(
-                "SELECT step, agent_id, kind, text, importance FROM memories WHERE agent_id = ? ORDER BY step, seq",
-                [agent_id],
-            ).fetchall()
-        )
-        last = con.execute("SELECT coalesce(max(step), 0) FROM steps").fetchall()[0][0]
-        return stream.recall(agent_id, int(last), question, cfg.step_minutes / 60.0)
-    rows = con.execute(
-        "SELECT step, type, args, outcome FROM actions WHERE agent_id = ? AND origin != 'seed' "
-        "ORDER BY step DESC, seq DESC LIMIT ?",
-        [agent_id, cfg.llm_agents.memory_size],
-    ).fetchall()
-    return [memory_line(s, t, json.loads(a), o) for s, t, a, o in reversed(rows)]
+        stream.restore(Q.memories(con, agent_id))
+        last = R.last_step(con)
+        return stream.recall(agent_id, last or 0, question, cfg.step_minutes / 60.0)
+    rows = R.recent_actions(con, agent_id, cfg.llm_agents.memory_size)
+    return [memory_line(s, t, json.loads(a), o) for s, t, a, o in rows]
 
 
 def interview(
@@ -62,11 +56,12 @@ def interview(
         raise ConfigError(f"--agent {agent_id}: not an agent of this run (0..{len(pop) - 1})")
     con = open_trace(require_store(Path(run_dir)))
     try:
-        row = con.execute("SELECT arg_max(stance, step) FROM stances WHERE agent_id = ?", [agent_id]).fetchone()
-        if row and row[0] is not None:
-            pop.stance[agent_id] = row[0]
+        stance = Q.current_stance(con, agent_id)
+        if stance is not None:
+            pop.stance[agent_id] = stance
         memory = _memory(con, cfg, agent_id, question)
-        last = con.execute("SELECT coalesce(max(step), -1) FROM steps").fetchall()[0][0]
+        last = R.last_step(con)
+        last = -1 if last is None else last
     finally:
         con.close()
     policy = LLMPolicy(cfg)
@@ -87,7 +82,7 @@ def interview(
 def _record(db: Path, calls: list[Any], answered: Any, last: int, question: str, agent_id: int) -> str:
     store = TraceStore(db)
     try:
-        first = int(store.con.execute("SELECT coalesce(max(call_id), -1) + 1 FROM llm_calls").fetchall()[0][0])
+        first = C.next_call_id(store.con)
         batches: dict[str, Any] = {}
         ids: dict[str, int] = {}
         if calls:

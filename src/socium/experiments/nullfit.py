@@ -24,23 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from socium.experiments.spec import connect
-
-_IC_SQL = """
-WITH ex AS (
-    SELECT DISTINCT e.agent_id, e.step, p.root_id
-    FROM exposures e JOIN posts p ON p.post_id = e.post_id
-    WHERE p.kind IN ('original', 'repost', 'quote') {root_filter}
-), adopt AS (
-    SELECT author AS agent_id, root_id, min(step) AS s FROM posts
-    WHERE kind IN ('original', 'repost', 'quote') GROUP BY ALL
-), roots AS (SELECT post_id AS root_id, author AS starter FROM posts WHERE kind = 'original')
-SELECT
-    (SELECT count(*) FROM ex LEFT JOIN adopt a USING (agent_id, root_id)
-     WHERE a.s IS NULL OR a.s >= ex.step) AS trials,
-    (SELECT count(*) FROM (SELECT DISTINCT p.author, p.root_id FROM posts p JOIN roots r USING (root_id)
-     WHERE p.kind IN ('repost', 'quote') AND p.author != r.starter {root_filter_p})) AS adoptions
-"""
+from socium.trace.queries.cascades import reshare_trials
+from socium.trace.queries.posts import vote_trials
+from socium.trace.queries.runs import open_run
 
 
 @dataclass(frozen=True)
@@ -58,18 +44,8 @@ class ICFit:
 
 def fit_independent_cascade(run_dir: str | Path, roots: Sequence[int] | None = None) -> ICFit:
     """Per-exposure reshare probability of a run (optionally only for the cascades in ``roots``)."""
-    filt, filt_p, params = "", "", []
-    if roots is not None:
-        ids = [int(r) for r in roots]
-        filt = "AND p.root_id IN (SELECT unnest(?::BIGINT[]))"
-        filt_p = "AND p.root_id IN (SELECT unnest(?::BIGINT[]))"
-        params = [ids, ids]
-    con = connect(Path(run_dir))
-    try:
-        trials, adoptions = con.execute(_IC_SQL.format(root_filter=filt, root_filter_p=filt_p), params).fetchall()[0]
-    finally:
-        con.close()
-    trials, adoptions = int(trials), int(adoptions)
+    with open_run(run_dir) as con:
+        trials, adoptions = reshare_trials(con, roots)
     return ICFit(adoptions / trials if trials else 0.0, adoptions, trials)
 
 
@@ -84,31 +60,10 @@ class VoteFit:
     trials: int
 
 
-_VOTE_SQL = """
-WITH ex AS (
-    SELECT DISTINCT e.agent_id, e.step, e.post_id FROM exposures e
-    WHERE e.post_id IN (SELECT unnest(?::BIGINT[]))
-), firstvote AS (
-    SELECT agent_id, target AS post_id, min(step) AS s FROM votes WHERE origin != 'seed' GROUP BY ALL
-)
-SELECT
-    (SELECT count(*) FROM ex LEFT JOIN firstvote f USING (agent_id, post_id) WHERE f.s IS NULL OR f.s >= ex.step),
-    (SELECT count(*) FILTER (WHERE delta > 0) FROM votes
-     WHERE origin != 'seed' AND target IN (SELECT unnest(?::BIGINT[]))),
-    (SELECT count(*) FILTER (WHERE delta < 0) FROM votes
-     WHERE origin != 'seed' AND target IN (SELECT unnest(?::BIGINT[])))
-"""
-
-
 def fit_random_voting(run_dir: str | Path, targets: Sequence[int]) -> VoteFit:
     """Up- and down-vote rates per fresh exposure of ``targets`` (crowd votes only, not seed votes)."""
-    ids = [int(t) for t in targets]
-    con = connect(Path(run_dir))
-    try:
-        trials, ups, downs = con.execute(_VOTE_SQL, [ids, ids, ids]).fetchall()[0]
-    finally:
-        con.close()
-    trials, ups, downs = int(trials), int(ups), int(downs)
+    with open_run(run_dir) as con:
+        trials, ups, downs = vote_trials(con, targets)
     if not trials:
         return VoteFit(0.0, 0.0, ups, downs, 0)
     p_like = min(ups / trials, 1.0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from socium.errors import RunDirError, SociumError
 from socium.experiments.designs.compare_report import compare, polarisation_series
@@ -47,13 +48,13 @@ MAX_CARDS = 12
 def _single_run(rep: Report, run_dir: Path) -> list[Path]:
     from socium.experiments.opinions.herding import herding_metrics
     from socium.experiments.opinions.polarisation import polarisation_metrics
-    from socium.experiments.propagation.study import simulated_curves
     from socium.reporting import run_report as R
+    from socium.trace.queries import cascades, population, posts, runs
 
     labels = source_labels("run", run_dir)
     con = connect(run_dir)
     try:
-        cfg = json.loads(con.execute("SELECT config FROM runs").fetchall()[0][0])
+        cfg = runs.run_config(con)
         dt = float(cfg["step_minutes"])
         rep.heading(f"Run {cfg['name']}")
         rep.note(f"Agents: {labels['run']}. {counted(cfg['steps'], 'step')} of {dt:g} simulated minutes.")
@@ -77,22 +78,18 @@ def _single_run(rep: Report, run_dir: Path) -> list[Path]:
         if usage is not None:
             rep.series["llm_usage"] = usage
             rep.image(rep.out_dir / "llm_usage.png", "LLM tokens and latency per step")
-        top = con.execute(
-            "SELECT root_id, count(*) FROM cascade_nodes GROUP BY root_id HAVING count(*) > 1 "
-            "ORDER BY count(*) DESC, root_id LIMIT 3"
-        ).fetchall()
-        seeded = con.execute(
-            "SELECT count(*) FROM actions WHERE origin = 'seed' AND type IN ('like_post', 'dislike_post')"
-        ).fetchall()[0][0]
-        surveyed = con.execute("SELECT count(*) FROM surveys WHERE value IS NOT NULL").fetchall()[0][0]
-        last = con.execute("SELECT max(step) FROM steps").fetchall()[0][0]
+        top = cascades.largest_cascades(con, 3)
+        seeded = posts.seeded_votes(con)
+        surveyed = population.surveyed_answers(con)
+        last = runs.last_step(con)
+        minutes = max(1, int(((last or 0) + 1) * dt))
+        curves = {root: cascades.propagation_curves(con, root, minutes) for root, _n in top}
     finally:
         con.close()
-    minutes = max(1, int(((last or 0) + 1) * dt))
     if top:
         rows = []
         for root, _n in top:
-            c = simulated_curves(run_dir, root, minutes)
+            c = curves[root]
             rep.series[f"cascade:{root}"] = {"run": {k: v.tolist() for k, v in c.items()}}
             rep.image(
                 P.cascade_curves(
@@ -114,8 +111,25 @@ def _single_run(rep: Report, run_dir: Path) -> list[Path]:
     return [run_dir]
 
 
+def _model_banners(rep: Report, run_dir: Path, card: dict[str, Any], warned: list[Path]) -> None:
+    """Which model ran and what it can support (a real model's runs), and the card's model-output warnings
+    (socium.reporting.guardrails) at the top of the page: those of the first 3 runs, then a count."""
+    llm = card.get("llm") or {}
+    if llm.get("model_supports") and "smoke_run" not in card:
+        models = llm.get("models_called")
+        named = ", ".join(models) if isinstance(models, dict) else str(llm.get("backend"))
+        line = f"MODEL: {named}: {llm['model_supports']}"
+        if line not in rep.banners:
+            rep.banners.append(line)
+    if card.get("quality_warnings"):
+        warned.append(run_dir)
+        if len(warned) <= 3:
+            rep.banners += [f"{run_dir.name}: {w}" for w in card["quality_warnings"]]
+
+
 def _cards(rep: Report, dirs: list[Path], show: int = MAX_CARDS) -> None:
     rep.heading("Simulation Cards")
+    warned: list[Path] = []
     if len(dirs) > show:
         rep.note(f"Cards of the first {show} of {len(dirs)} runs; `socium card RUN_DIR` prints any other.")
     for i, d in enumerate(dirs):
@@ -127,6 +141,7 @@ def _cards(rep: Report, dirs: list[Path], show: int = MAX_CARDS) -> None:
         banner = card.get("smoke_run")
         if banner and banner not in rep.banners:
             rep.banners.append(banner)  # every run is checked, also those whose card is not shown
+        _model_banners(rep, d, card, warned)
         if i < show:
             rep.table(
                 ReportTable(
@@ -136,6 +151,10 @@ def _cards(rep: Report, dirs: list[Path], show: int = MAX_CARDS) -> None:
                     align_numbers=False,
                 )
             )
+    if len(warned) > 3:
+        rep.banners.append(
+            f"... and {len(warned) - 3} more of {len(dirs)} runs with model-output warnings (their cards)"
+        )
 
 
 def write_report(path: str | Path) -> Report:

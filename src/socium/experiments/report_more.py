@@ -15,6 +15,7 @@ import numpy as np
 
 from socium.reporting import plots as P
 from socium.reporting.card import smoke_banner
+from socium.reporting.guardrails import model_support
 from socium.reporting.page import Report, ReportTable, counted, fmt
 
 EPISODES_FILE = "episodes.duckdb"
@@ -24,7 +25,7 @@ SENSITIVITY_FILE = "sensitivity.json"
 # ---- episodes ------------------------------------------------------------------------------------
 def episodes(rep: Report, path: Path) -> list[Path]:
     """The episodes table with the paper's figures, goal bars with the table's CIs, words per turn."""
-    from socium.episodes.report import PAPER_HEADER, TABLE_HEADER, table_rows, write_plots
+    from socium.episodes.report import PAPER_HEADER, TABLE_HEADER, paper_note, shows_paper, table_rows, write_plots
     from socium.episodes.runner import load_summary
 
     summary = load_summary(path)
@@ -34,13 +35,17 @@ def episodes(rep: Report, path: Path) -> list[Path]:
         rep.banners.append(banner)
     rep.heading("Dyadic episodes")
     model = summary.get("model") or "unknown model"
+    if not banner:  # a real model: say which ran and what its output can support (reporting.guardrails)
+        rep.banners.append(f"MODEL: {model}: {model_support([model])}")
     rep.note(
         f"{counted(summary['episodes'], 'episode')}; model: {model} (backend {summary.get('llm_backend')}). "
         "Goal: 0 to 10, "
-        "rule-scored for procedural tasks, judged for SOTOPIA; intervals: 95% t over episodes, clipped to 0..10. "
-        "Paper: Zhou et al. 2024 (SOTOPIA, GPT-4 judge)."
+        "rule-scored for procedural tasks, judged for SOTOPIA; intervals: 95% t over episodes, clipped to 0..10, "
+        "none below 3 episodes. "
     )
-    rep.table(ReportTable("Per mode and task", [*TABLE_HEADER, *PAPER_HEADER], table_rows(summary), summary=True))
+    rep.note(paper_note(summary))
+    header = [*TABLE_HEADER, *(PAPER_HEADER if shows_paper(summary) else ())]
+    rep.table(ReportTable("Per mode and task", header, table_rows(summary), summary=True))
     rep.series["episodes_rows"] = summary["rows"]
     for p in write_plots(summary, rep.out_dir):
         caption = {

@@ -24,7 +24,8 @@ import duckdb
 from pydantic import BaseModel, ConfigDict, Field
 
 from socium.agents.sources import OASIS_REQUIRED_COLUMNS
-from socium.config import ExperimentConfig, _apply_override, config_from_dict, read_yaml_mapping, validate_dict
+from socium.config import ExperimentConfig, config_from_dict, read_yaml_mapping, validate_dict
+from socium.config.loading import apply_override
 from socium.errors import ConfigError, InputFileError, RunDirError, SociumError
 
 RESULTS_FILE = "results.json"
@@ -104,7 +105,7 @@ def load_spec_data(
     if model is not None:
         data = resolve_spec_paths(data, model, Path(path).resolve().parent)
     for item in overrides:
-        _apply_override(data, item)
+        apply_override(data, item)
     return data
 
 
@@ -169,17 +170,16 @@ class RunInfo:
 
 
 def _trace_state(db: Path) -> tuple[str | None, int | None]:
+    from socium.trace.queries.runs import config_hash, last_step
     from socium.trace.store import open_trace
 
     con = open_trace(db)
     try:
-        row = con.execute("SELECT config_hash FROM runs LIMIT 1").fetchone()
-        last = con.execute("SELECT max(step) FROM steps").fetchall()[0]
+        return config_hash(con), last_step(con)
     except duckdb.Error:
         return None, None
     finally:
         con.close()
-    return (row[0] if row else None), (None if last is None or last[0] is None else int(last[0]))
 
 
 def _what_differs(db: Path, cfg: ExperimentConfig) -> str:
@@ -247,21 +247,16 @@ def connect(run_dir: Path) -> duckdb.DuckDBPyConnection:
 
 def llm_usage(run_dir: Path) -> dict[str, float]:
     """LLM calls and tokens of one run (zeros for a rule-based run), plus its simulated wall time."""
-    con = connect(run_dir)
-    try:
-        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-        calls = pt = ct = 0
-        if "llm_calls" in tables:
-            r = con.execute(
-                "SELECT count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0) FROM llm_calls"
-            ).fetchall()[0]
-            calls, pt, ct = int(r[0]), int(r[1]), int(r[2])
-        wall = con.execute("SELECT coalesce(sum(wall_s), 0) FROM steps").fetchall()[0][0]
-        inv = con.execute(
-            "SELECT count(*) FILTER (WHERE outcome != 'ok'), count(*) FROM actions WHERE origin != 'seed'"
-        ).fetchall()[0]
-    finally:
-        con.close()
+    from socium.trace.queries import calls as C
+    from socium.trace.queries import runs as R
+
+    calls = pt = ct = 0
+    with R.open_run(run_dir) as con:
+        if "llm_calls" in R.table_names(con):
+            t = C.totals(con)
+            calls, pt, ct = int(t["calls"]), int(t["prompt_tokens"] or 0), int(t["completion_tokens"] or 0)
+        wall = R.wall_seconds(con)
+        inv = R.policy_outcomes(con)
     return {
         "llm_calls": calls,
         "prompt_tokens": pt,

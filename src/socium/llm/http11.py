@@ -24,8 +24,6 @@ import ssl
 from typing import Any
 from urllib.parse import urlsplit
 
-from socium.config.llm import url_problem as url_problem
-
 #: Largest response head (status line + headers) accepted; a server sending more is broken.
 MAX_HEAD = 64 * 1024
 

@@ -1,18 +1,30 @@
 """Backend for OpenAI-compatible HTTP servers: vLLM, llama.cpp's server, OpenAI itself.
 
-Spoken over one pool of keep-alive connections per event loop (:mod:`socium.llm.http11`) rather
-than the official SDK or aiohttp: the SDK cost several milliseconds of CPU per call in pydantic
-models and httpx machinery, aiohttp ~0.3 ms in per-call objects (the HTTP path's bottleneck, see
-benchmarks/bench_http.py); the SDK also hid why a connection failed ("Connection error.") and,
-having parsed a response, could not say *what* about a 200 body was unusable.
-Here every response the client cannot use (a truncated or non-JSON body, a null or missing
-message, ``usage`` counts that are not non-negative integers, a dropped connection) becomes a
-typed failed :class:`~socium.llm.types.LLMResult` that the retry wrapper treats like a 5xx; no
-server behaviour raises out of :meth:`OpenAIBackend.generate`. Each attempt has a total deadline
-(``timeout_s``: connect, send, wait and read together), so a server that trickles bytes or never
-answers cannot stall a run. Retry policy lives in :class:`~socium.llm.wrappers.RetryingBackend`,
-seeded and the same for every backend. Each server spells constrained JSON output differently,
-hence the per-kind adapter.
+Spoken with aiohttp, one :class:`aiohttp.ClientSession` (a pool of keep-alive connections) per
+event loop. aiohttp rather than httpx: it is the client vLLM's own serving benchmark drives servers
+with, and its per-call CPU is the lower of the two at thousands of calls a second (httpx's pool
+walks its connection list for every request); the official SDK (httpx underneath, plus pydantic
+models per response) cost several milliseconds of CPU per call and hid why a connection failed
+("Connection error."). A hand-written HTTP/1.1 client (``llm/http11.py``, until issue 26) saved
+~0.3 ms of CPU per call against an instant fake server, noise against a real server's tens to
+hundreds of milliseconds, and gave up what users of a cluster expect from a well-kept client:
+
+- proxies from the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, as
+  ``openai``/httpx read them) and ``~/.netrc``: the session runs with ``trust_env=True``;
+- CA bundles: ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` replace the system's trust store when set (as
+  httpx does), else the system's store is used (:func:`ssl_context`);
+- custom headers (``headers=``, like the SDK's ``default_headers``) and the API key from
+  ``api_key_env``, sent as ``Authorization: Bearer``.
+
+aiohttp never retries a POST by itself (it re-sends only idempotent methods on a stale keep-alive
+connection) and follows no redirect here: retries are :class:`~socium.llm.wrappers.RetryingBackend`'s,
+seeded and the same for every backend. Every response the client cannot use (a truncated or
+non-JSON body, a null or missing message, ``usage`` counts that are not non-negative integers, a
+dropped connection) becomes a typed failed :class:`~socium.llm.types.LLMResult` that the retry
+wrapper treats like a 5xx; no server behaviour raises out of :meth:`OpenAIBackend.generate`. Each
+attempt has a total deadline (``timeout_s``: connect, send, wait and read together, aiohttp's
+``ClientTimeout(total=...)``), so a server that trickles bytes or never answers cannot stall a run.
+Each server spells constrained JSON output differently, hence the per-kind adapter.
 """
 
 from __future__ import annotations
@@ -21,14 +33,17 @@ import asyncio
 import errno
 import json
 import os
+import ssl
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from email.utils import parsedate_to_datetime
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
+import aiohttp
+
+from socium.config.llm import url_problem
 from socium.errors import ConfigError
 from socium.llm.base import LoopLocal, daemon_task
-from socium.llm.http11 import HTTPFailure, Pool, url_problem
 from socium.llm.types import ErrorKind, LLMRequest, LLMResult
 
 try:
@@ -38,17 +53,19 @@ except ImportError:  # pragma: no cover - a core dependency; json is the slower 
 
 ServerKind = Literal["vllm", "llamacpp", "openai"]
 SERVER_KINDS: tuple[str, ...] = ("vllm", "llamacpp", "openai")
+_T = TypeVar("_T")
 
 
-class _Secret:
-    """Holds the API key so that no repr, log line or pickle of the backend can show it."""
+class _Secret(Generic[_T]):
+    """Holds the API key (and custom headers, which may carry other credentials) so that no repr,
+    log line or pickle of the backend can show it."""
 
     __slots__ = ("_value",)
 
-    def __init__(self, value: str) -> None:
+    def __init__(self, value: _T) -> None:
         self._value = value
 
-    def reveal(self) -> str:
+    def reveal(self) -> _T:
         return self._value
 
     def __repr__(self) -> str:
@@ -169,8 +186,35 @@ def _connect_error(exc: BaseException, where: str) -> str:
     return f"cannot connect to {where}: {os_err}"
 
 
+def ssl_context() -> ssl.SSLContext:
+    """The TLS settings for https servers: ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set (a cluster's
+    own CA, as httpx and so ``openai`` read them), else the system's trust store.
+
+    Built once per session, not per connection: loading a CA bundle reads and parses files.
+    A variable naming a file or folder that cannot be read is a :class:`ConfigError` naming it,
+    rather than every call failing with a certificate error.
+    """
+    cafile = os.environ.get("SSL_CERT_FILE") or None
+    capath = os.environ.get("SSL_CERT_DIR") or None
+    try:
+        return ssl.create_default_context(cafile=cafile, capath=capath)
+    except (OSError, ssl.SSLError) as exc:
+        where = " and ".join(f"{k}={v!r}" for k, v in (("SSL_CERT_FILE", cafile), ("SSL_CERT_DIR", capath)) if v)
+        raise ConfigError(f"cannot load the CA certificates named by {where}: {exc}") from exc
+
+
+#: Idle keep-alive connections older than this are closed rather than reused, before a server's own
+#: keep-alive timeout (uvicorn's is 5 s, nginx's 75 s) can close one under a request.
+KEEPALIVE_S = 4.0
+
+
 class OpenAIBackend:
-    """Chat completions against one OpenAI-compatible endpoint."""
+    """Chat completions against one OpenAI-compatible endpoint.
+
+    ``headers`` are sent with every request, as the SDK's ``default_headers`` (a gateway's routing
+    or tenant header); like the key, no repr shows them. ``max_connections`` caps open connections
+    (0: no cap; ``llm.max_concurrency`` bounds calls in flight anyway).
+    """
 
     def __init__(
         self,
@@ -182,6 +226,7 @@ class OpenAIBackend:
         timeout_s: float = 60.0,
         extra_body: dict[str, Any] | None = None,
         max_connections: int = 0,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         if server_kind not in SERVER_KINDS:
             raise ConfigError(f"llm.server_kind: {server_kind!r} is not one of {', '.join(SERVER_KINDS)}")
@@ -205,9 +250,19 @@ class OpenAIBackend:
         self.timeout_s = float(timeout_s)
         self.extra_body = dict(extra_body or {})
         self.max_connections = int(max_connections)
+        self._headers = _Secret(
+            {
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+                **{str(k): str(v) for k, v in (headers or {}).items()},
+                "Authorization": f"Bearer {key}",
+            }
+        )
         self._url = self.base_url + "/chat/completions"
         self._where = self.base_url.split("://", 1)[-1].split("/", 1)[0]
         self._tokens_key = "max_completion_tokens" if server_kind == "openai" else "max_tokens"
+        # Loaded once here (a bad SSL_CERT_FILE fails at set-up, naming it); plain http needs none.
+        self._ssl: ssl.SSLContext | bool = ssl_context() if self.base_url.startswith("https:") else True
         self._sessions = LoopLocal(self._make_session)
 
     def __repr__(self) -> str:
@@ -219,20 +274,26 @@ class OpenAIBackend:
     def __reduce__(self) -> Any:
         raise TypeError("API keys are not picklable; build the backend in each process from the config")
 
-    def _make_session(self) -> tuple[Any, asyncio.Task[Any]]:
-        """One pool of keep-alive connections for the running loop (and the task that closes it),
-        closed by :meth:`close` or when that loop shuts down.
+    def _make_session(self) -> tuple[aiohttp.ClientSession, asyncio.Task[Any]]:
+        """One aiohttp session (a pool of keep-alive connections) for the running loop, and the task
+        that closes it, closed by :meth:`close` or when that loop shuts down.
 
         ``asyncio.run`` cancels the tasks still pending when its coroutine ends; the watcher task
-        is one of them, and closes the pool then, so no open socket is left over from a short-lived
-        loop (:func:`~socium.llm.base.run_coro_sync` keeps one loop per thread).
+        is one of them, and closes the session then, so no open socket is left over from a
+        short-lived loop (:func:`~socium.llm.base.run_coro_sync` keeps one loop per thread).
+        ``limit=0`` lifts aiohttp's default cap of 100 connections: the concurrency limit wrapper
+        (``llm.max_concurrency``) is what bounds calls in flight.
         """
-        headers = {
-            "Authorization": f"Bearer {self._key.reveal()}",
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-        }
-        session = Pool(self._url, headers, limit=self.max_connections)
+        connector = aiohttp.TCPConnector(
+            limit=self.max_connections, limit_per_host=0, keepalive_timeout=KEEPALIVE_S, ssl=self._ssl
+        )
+        session = aiohttp.ClientSession(
+            connector=connector,
+            headers=self._headers.reveal(),
+            timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+            trust_env=True,
+            raise_for_status=False,
+        )
         watcher = daemon_task(_close_at_loop_end(session))
         _WATCHERS.add(watcher)  # held until done: a pending task nobody holds would be collected
         watcher.add_done_callback(_WATCHERS.discard)
@@ -243,6 +304,9 @@ class OpenAIBackend:
         key = self._key.reveal()
         if key and key != "EMPTY" and key in text:
             text = text.replace(key, "***")
+        for name, value in self._headers.reveal().items():
+            if name.lower() not in ("content-type", "accept") and len(value) >= 8 and value in text:
+                text = text.replace(value, "***")
         return text if len(text) <= 500 else text[:500] + "..."
 
     def request_body(self, req: LLMRequest) -> dict[str, Any]:
@@ -278,7 +342,7 @@ class OpenAIBackend:
                 pass
         return json.dumps(body).encode("ascii")
 
-    async def _one(self, session: Pool, req: LLMRequest) -> LLMResult:
+    async def _one(self, session: aiohttp.ClientSession, req: LLMRequest) -> LLMResult:
         t0 = time.perf_counter()
 
         def fail(msg: str, kind: ErrorKind, retry_after: float | None = None) -> LLMResult:
@@ -287,22 +351,25 @@ class OpenAIBackend:
             )
 
         try:
-            resp = await session.post(self.encode_request(req), self.timeout_s)
-            status, raw = resp.status, resp.body
-            retry_after = resp.headers.get("retry-after") if status != 200 else None
-        except asyncio.TimeoutError:
+            async with session.post(self._url, data=self.encode_request(req), allow_redirects=False) as resp:
+                raw = await resp.read()
+                status = resp.status
+                retry_after = resp.headers.get("Retry-After") if status != 200 else None
+        except asyncio.TimeoutError:  # aiohttp's own timeout errors derive from it too
             return fail(f"timeout: no complete answer from {self._where} within {self.timeout_s:g}s", "timeout")
-        except HTTPFailure as exc:
-            if exc.kind == "disconnected":
-                if isinstance(exc.cause, OSError):
-                    return fail(_connect_error(exc.cause, self._where), "connection")
-                return fail(f"{self._where} closed the connection without answering", "connection")
-            if exc.kind == "truncated":
-                return fail(f"truncated response body from {self._where}: {exc}", "bad_response")
-            return fail(f"unusable response from {self._where}: {exc}", "bad_response")
-        except OSError as exc:  # connecting: refused, unreachable, DNS, TLS
+        except aiohttp.ServerDisconnectedError:
+            return fail(f"{self._where} closed the connection without answering", "connection")
+        except aiohttp.ClientPayloadError as exc:
+            return fail(f"truncated response body from {self._where}: {exc}", "bad_response")
+        except aiohttp.ClientConnectorCertificateError as exc:
+            return fail(f"TLS certificate of {self._where} not trusted: {exc.certificate_error}", "connection")
+        except aiohttp.ClientConnectorError as exc:  # connecting: refused, unreachable, DNS, TLS
             return fail(_connect_error(exc, self._where), "connection")
-        except Exception as exc:  # noqa: BLE001 - whatever a server does must end as a typed failure
+        except aiohttp.ClientResponseError as exc:  # not an HTTP answer, or one the parser refused
+            return fail(f"unusable response from {self._where}: {exc.message}", "bad_response")
+        except OSError as exc:  # reset mid-exchange (aiohttp.ClientOSError is one)
+            return fail(_connect_error(exc, self._where), "connection")
+        except Exception as exc:  # whatever a server does must end as a typed failure
             return fail(f"unusable response from {self._where}: {type(exc).__name__}: {exc}", "bad_response")
         if status != 200:
             kind = classify_status(status) if status >= 400 else "bad_response"
@@ -349,7 +416,7 @@ class OpenAIBackend:
                 watcher.cancel()
                 try:
                     loop.run_until_complete(asyncio.gather(watcher, return_exceptions=True))
-                except Exception:  # noqa: BLE001 - best effort; sockets close when collected anyway
+                except Exception:  # best effort; sockets close when collected anyway
                     pass
             else:  # running in another thread
                 loop.call_soon_threadsafe(watcher.cancel)

@@ -57,7 +57,7 @@ class VLLMBackend:
                 raise LLMError("VLLMBackend is closed")
             try:
                 outputs = self._llm.chat(convs, sampling_params=params, use_tqdm=False)
-            except Exception as exc:  # noqa: BLE001 - one bad request fails the engine call; report per request
+            except Exception as exc:  # one bad request fails the engine call; report per request
                 return [
                     LLMResult.failure(r.request_id, f"vllm: {exc}", "other", latency_s=time.perf_counter() - t0)
                     for r in requests

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from socium.platform.marks import ModerationEvent
+from socium.platform.marks import ModerationEvent, ModerationMarks
 
 if TYPE_CHECKING:
     from socium.platform.state import PlatformState
@@ -33,7 +33,8 @@ class ModerationContext:
     stance: np.ndarray  # per agent, NaN where none
 
     @property
-    def marks(self):  # noqa: ANN201 - ModerationMarks
+    def marks(self) -> ModerationMarks:
+        """The labels, removals and suspensions so far (the platform's record, written only by the engine)."""
         return self.state.mod
 
 

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from socium.config.moderation import ROLES, VERACITY, ModerationConfig, RolesConfig
 from socium.core.contracts import Decision, Observation
+from socium.core.perspective import sees_environment_facts
 from socium.core.rng import uniform
 from socium.moderation.base import MODERATION, ModerationContext
 from socium.moderation.feeds import ModeratedRecommender
@@ -59,7 +60,7 @@ class ModerationLayer:
         self.cfg, self.rcfg, self.key, self.n = mcfg, rcfg, key, n
         self.roles = assign_roles(rcfg, n, key)
         self.moderator = make_moderator(mcfg.kind, mcfg.params)
-        self.show_truth = perspective in mcfg.veracity_visible_to
+        self.show_truth = sees_environment_facts(perspective, mcfg.veracity_visible_to)  # the perspective table
         pb = mcfg.prebunk
         self.prebunk_targets = (
             np.flatnonzero(uniform(key, PREBUNK_DRAW, 0, np.arange(n)) < pb.fraction)

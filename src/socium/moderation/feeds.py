@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from socium.recsys.base import Feed, Recommender
+from socium.recsys.refresh import RefreshMix
 
 if TYPE_CHECKING:
     from socium.platform.state import PlatformState
@@ -39,7 +40,7 @@ class ModeratedRecommender:
     def feeds(self, state: PlatformState, users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
         if not state.mod.any_rank_marks():
             return self.base.feeds(state, users, k, step, rng)
-        if hasattr(self.base, "following_k"):  # OASIS refresh mix: its two counts fix the length, not k
+        if isinstance(self.base, RefreshMix):  # OASIS refresh mix: its two counts fix the length, not k
             k = self.base.following_k + self.base.recommended_k
         got = self.base.feeds(state, users, k * self.overfetch + len(state.mod.removed) + 4, step, rng)
         out = []

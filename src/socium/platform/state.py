@@ -193,7 +193,7 @@ class PlatformState:
         return out[: self.search_limit]
 
     # ---- applying actions -------------------------------------------------------------------
-    def apply(self, agent: int, action: A._Action) -> A.Outcome:
+    def apply(self, agent: int, action: A.Action) -> A.Outcome:
         """Validate ``action`` by ``agent`` against the state; apply it only if valid."""
         if not (0 <= agent < self.n_users):
             return A.Outcome(status="invalid", reason=f"unknown agent {agent}")

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from socium.errors import ConfigError
-from socium.platform.graph import _sorted_unique
+from socium.platform.edge_keys import sorted_unique
 
 
 def twitter_like_attractiveness(m: int, reciprocity: float, triad: float, alpha: float) -> float:
@@ -159,6 +159,6 @@ def twitter_like_edges(n: int, seed: int, m: int, r: float, q: float, alpha: flo
     # Account ids are a random permutation of joining order: otherwise agent 0 (the usual author of
     # seed posts) would always be the oldest account and the largest hub, followed by most of the graph.
     perm = rng.permutation(n)  # int64, so the (src, dst) keys below do not overflow
-    key = _sorted_unique(perm[src] * n + perm[dst])  # also drops a repeat that survived 8 redraws
+    key = sorted_unique(perm[src] * n + perm[dst])  # also drops a repeat that survived 8 redraws
     s_out, d_out = np.divmod(key, n)
     return s_out.astype(np.int32), d_out.astype(np.int32)

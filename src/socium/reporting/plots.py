@@ -20,9 +20,11 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.ticker import MaxNLocator
+
+from socium.core.intervals import MIN_N, mean_interval, nonnegative_interval
 
 CURVE_TITLES = {"scale": "scale (users reached)", "depth": "depth", "max_breadth": "max breadth"}
 CURVE_YLABELS = {
@@ -38,6 +40,7 @@ STYLE: dict[str, dict[str, Any]] = {
     "local": {"color": "tab:blue", "lw": 1.6},
     "mindreader": {"color": "tab:green", "lw": 1.6},
     "omniscient": {"color": "tab:red", "lw": 1.6},
+    "omniscient_agents": {"color": "tab:red", "lw": 1.6, "ls": ":"},  # omniscient's knowledge, one call per agent
 }
 GROUP_COLORS = {
     "up": "tab:green",
@@ -78,18 +81,15 @@ def _integer(ax: Any, axis: str = "y") -> None:
 
 
 def t_interval(values: Sequence[float], lo: float | None = None) -> tuple[float, float, float] | None:
-    """Mean and two-sided 95% t interval over independent units (cascades, seeds, episodes), clipped
-    at ``lo`` for quantities that cannot go below it (an error measure cannot be negative)."""
-    v = np.asarray([x for x in values if x is not None and not math.isnan(x)], dtype=float)
-    if len(v) == 0:
+    """Mean and 95% interval over independent units (cascades, seeds, episodes) by the one policy of
+    :mod:`socium.core.intervals`: None below 3 units (a 1-degree-of-freedom t or a zero-width n = 1
+    interval says nothing). ``lo=0.0`` marks a quantity that cannot be negative (an error measure, a
+    reach): it gets a percentile bootstrap, whose bounds stay within the values, instead of a t clipped at 0."""
+    v = [x for x in values if x is not None and not math.isnan(x)]
+    iv = nonnegative_interval(v) if lo == 0.0 and all(x >= 0 for x in v) else mean_interval(v)
+    if not iv.has_bounds or iv.estimate is None or iv.low is None or iv.high is None:
         return None
-    m = float(v.mean())
-    if len(v) < 2:
-        return m, m, m
-    from scipy.special import stdtrit
-
-    half = float(stdtrit(len(v) - 1, 0.975)) * float(v.std(ddof=1)) / math.sqrt(len(v))
-    return m, m - half if lo is None else max(lo, m - half), m + half
+    return iv.estimate, iv.low if lo is None else max(lo, iv.low), iv.high
 
 
 def _bar_values(ax: Any, bars: Any, values: Sequence[float | None], fmt: str = "{:.2f}") -> None:
@@ -144,7 +144,8 @@ def mean_cascade_curves(
     labels: Mapping[str, str] | None = None,
     bands: bool = True,
 ) -> Path:
-    """Mean curve over cascades per source with its 95% t band (cascades are the independent units);
+    """Mean curve over cascades per source with its 95% t band (cascades are the independent units; no band
+    below 3 cascades, the one interval policy of socium.core.intervals);
     ``bands=False`` for an overview of many sources, whose overlapping bands would hide the lines."""
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
     for ax, key in zip(axes, CURVE_TITLES):
@@ -157,7 +158,7 @@ def mean_cascade_curves(
             mean = arr.mean(axis=0)
             style = STYLE.get(name, {})
             ax.plot(np.arange(n), mean, label=f"{_label(labels, name)} (mean of {len(ys)})", **style)
-            if bands and len(ys) > 1:
+            if bands and len(ys) >= MIN_N:
                 from scipy.special import stdtrit
 
                 half = float(stdtrit(len(ys) - 1, 0.975)) * arr.std(axis=0, ddof=1) / math.sqrt(len(ys))

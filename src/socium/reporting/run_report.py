@@ -15,6 +15,7 @@ import numpy as np
 
 from socium.reporting import plots as P
 from socium.reporting.plots import plt
+from socium.trace.queries import calls, exposures, population, runs
 
 
 def _steps_axis(ax: Any, step_minutes: float) -> None:
@@ -24,11 +25,10 @@ def _steps_axis(ax: Any, step_minutes: float) -> None:
 
 def activity(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float) -> dict[str, Any]:
     """Active agents and actions per step, by action type (seed actions apart)."""
-    steps = [r[0] for r in con.execute("SELECT step FROM steps WHERE step >= 0 ORDER BY step").fetchall()]
-    active = [r[0] for r in con.execute("SELECT n_active FROM steps WHERE step >= 0 ORDER BY step").fetchall()]
-    rows = con.execute(
-        "SELECT type, step, count(*) FROM actions WHERE origin != 'seed' AND outcome = 'ok' GROUP BY ALL ORDER BY 1, 2"
-    ).fetchall()
+    per_step = runs.active_per_step(con)
+    steps = [s for s, _ in per_step]
+    active = [n for _, n in per_step]
+    rows = runs.actions_by_type(con)
     idx = {s: i for i, s in enumerate(steps)}
     by_type: dict[str, list[int]] = {}
     for typ, step, n in rows:
@@ -62,11 +62,7 @@ def activity(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float) ->
 
 def invalid_rate(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float) -> dict[str, Any]:
     """Share of the policy's actions per step that were not applied (rule violations, invalid LLM output)."""
-    rows = con.execute(
-        "SELECT step, count(*), count(*) FILTER (WHERE outcome != 'ok'), "
-        "count(*) FILTER (WHERE outcome = 'invalid_llm_output') FROM actions WHERE origin != 'seed' "
-        "GROUP BY step ORDER BY step"
-    ).fetchall()
+    rows = runs.outcomes_per_step(con)
     steps = [r[0] for r in rows]
     rate = [r[2] / r[1] if r[1] else None for r in rows]
     llm = [r[3] / r[1] if r[1] else None for r in rows]
@@ -84,9 +80,7 @@ def invalid_rate(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float
 
 def feed_sources(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float) -> dict[str, Any]:
     """Where the posts agents saw came from (in-network, out-of-network, search, trend, global...)."""
-    rows = con.execute(
-        "SELECT step, coalesce(source, 'unknown'), count(*) FROM exposures GROUP BY ALL ORDER BY 1, 2"
-    ).fetchall()
+    rows = exposures.by_source(con)
     steps = sorted({r[0] for r in rows})
     idx = {s: i for i, s in enumerate(steps)}
     by_src: dict[str, list[int]] = {}
@@ -117,17 +111,11 @@ def feed_sources(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float
 
 def stance_over_time(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float) -> dict[str, Any] | None:
     """Mean stance with its 10-90% band and the share of agents on each side, per step (None without stances)."""
-    initial = np.array(
-        [
-            np.nan if r[0] is None else r[0]
-            for r in con.execute("SELECT stance FROM agents ORDER BY agent_id").fetchall()
-        ],
-        dtype=float,
-    )
+    initial = population.initial_stances(con)
     if np.isnan(initial).all():
         return None
-    steps = [r[0] for r in con.execute("SELECT step FROM steps WHERE step >= 0 ORDER BY step").fetchall()]
-    changes = con.execute("SELECT step, agent_id, stance FROM stances ORDER BY step").fetchall()
+    steps = [s for s, _ in runs.active_per_step(con)]
+    changes = population.stance_changes(con)
     cur = initial.copy()
     k = 0
     xs, mean, lo, hi, pos = [-1], [], [], [], []
@@ -168,14 +156,9 @@ def stance_over_time(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: f
 
 def llm_usage(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float) -> dict[str, Any] | None:
     """Prompt and completion tokens per step, and call latency (median and 90th percentile) per step."""
-    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    if "llm_calls" not in tables or not con.execute("SELECT count(*) FROM llm_calls").fetchall()[0][0]:
+    if not calls.has_calls(con):
         return None
-    rows = con.execute(
-        "SELECT step, count(*), coalesce(sum(prompt_tokens), 0), coalesce(sum(completion_tokens), 0), "
-        "quantile_cont(latency_s, 0.5), quantile_cont(latency_s, 0.9) FROM llm_calls "
-        "GROUP BY step ORDER BY step"
-    ).fetchall()
+    rows = calls.usage_per_step(con)
     steps = [int(r[0]) for r in rows]
     pt = [int(r[2]) for r in rows]
     ct = [int(r[3]) for r in rows]

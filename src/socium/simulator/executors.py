@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from socium.core.contracts import Decision, Observation
+from socium.core.policy import Policy, PolicyCapabilities, capabilities_of
+from socium.simulator.deciding import adecide_all, decide_sync
 
 if TYPE_CHECKING:
     from socium.config import ExecutorConfig
@@ -27,51 +29,6 @@ class Executor(Protocol):
         """Decisions for every observation, sorted by agent id."""
 
     def close(self) -> None: ...
-
-
-async def adecide_all(
-    policy: Any, observations: Sequence[Observation], concurrency: int, limit: asyncio.Semaphore | None = None
-) -> list[Decision]:
-    """``policy.adecide`` over all observations with at most ``concurrency`` in flight.
-
-    A fixed pool of ``concurrency`` workers pulls from a shared index rather than one task per
-    observation: 10^5 pending coroutines would cost hundreds of MB, a pool costs ``concurrency``.
-    ``limit``, when given, is shared by several concurrent calls (a Ray actor receiving a shard in
-    chunks) so that all of them together stay within ``concurrency``. Results keep the
-    observations' order; the first exception cancels the rest and propagates.
-    """
-    obs = list(observations)
-    out: list[Decision | None] = [None] * len(obs)
-    next_i = 0
-
-    async def worker() -> None:
-        nonlocal next_i
-        while next_i < len(obs):
-            i = next_i
-            next_i += 1
-            if limit is None:
-                out[i] = await policy.adecide(obs[i])
-            else:
-                async with limit:
-                    out[i] = await policy.adecide(obs[i])
-
-    tasks = [asyncio.ensure_future(worker()) for _ in range(max(1, min(concurrency, len(obs))))]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
-    return [d for d in out if d is not None]
-
-
-def decide_sync(policy: Any, observations: Sequence[Observation]) -> list[Decision]:
-    """A synchronous policy's decisions: ``decide_batch`` when it has one, else ``decide`` per agent."""
-    batch = getattr(policy, "decide_batch", None)
-    if batch is not None:
-        return list(batch(list(observations)))
-    return [policy.decide(o) for o in observations]
 
 
 def _running_loop() -> bool:
@@ -89,28 +46,35 @@ class InProcessExecutor:
     its calls overlapped on a private event loop up to ``concurrency``; otherwise ``decide`` per agent.
     """
 
-    def __init__(self, policy: Any, concurrency: int = 16) -> None:
+    def __init__(self, policy: Policy, concurrency: int = 16, caps: PolicyCapabilities | None = None) -> None:
         self.policy = policy
         self.concurrency = concurrency
+        self._caps = caps  # the driver's record; found on first use when built without one
+
+    @property
+    def caps(self) -> PolicyCapabilities:
+        if self._caps is None:
+            self._caps = capabilities_of(self.policy)
+        return self._caps
 
     def run(self, observations: Sequence[Observation]) -> list[Decision]:
-        policy = self.policy
-        if not hasattr(policy, "decide_batch") and hasattr(policy, "adecide") and not _running_loop():
-            decisions = asyncio.run(adecide_all(policy, observations, self.concurrency))
+        caps = self.caps
+        if caps.batch is None and caps.adecide is not None and not _running_loop():
+            decisions = asyncio.run(adecide_all(caps.adecide, observations, self.concurrency))
         else:
-            decisions = decide_sync(policy, observations)
+            decisions = decide_sync(caps, observations)
         return sorted(decisions, key=lambda d: d.agent_id)
 
     def close(self) -> None:
-        close = getattr(self.policy, "close", None)
-        if close:
-            close()
+        if self.caps.closer is not None:
+            self.caps.closer.close()
 
 
-def make_executor(cfg: ExecutorConfig, policy: Any, seed: int) -> Executor:
-    """The executor a run's ``executor:`` section asks for (Ray imported only when chosen)."""
+def make_executor(cfg: ExecutorConfig, policy: Policy, seed: int, caps: PolicyCapabilities | None = None) -> Executor:
+    """The executor a run's ``executor:`` section asks for (Ray imported only when chosen); ``caps``:
+    the policy's capabilities when the caller already has them (found on first use otherwise)."""
     if cfg.kind == "ray":
         from socium.simulator.ray_executor import RayExecutor
 
-        return RayExecutor(cfg, policy, seed)
-    return InProcessExecutor(policy, concurrency=cfg.concurrency_per_actor)
+        return RayExecutor(cfg, policy, seed, caps)
+    return InProcessExecutor(policy, concurrency=cfg.concurrency_per_actor, caps=caps)

@@ -152,6 +152,7 @@ def check_replay_source(cfg: ExperimentConfig) -> None:
     src = cfg.llm_agents.replay_from
     if not src:
         return
+    from socium.trace.queries.runs import table_names
     from socium.trace.store import open_trace
 
     p = Path(src)
@@ -160,7 +161,7 @@ def check_replay_source(cfg: ExperimentConfig) -> None:
         raise ConfigError(f"llm_agents.replay_from: {src} is not a run directory (no trace.duckdb)")
     con = open_trace(db)
     try:
-        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        tables = table_names(con)
     finally:
         con.close()
     if "llm_calls" not in tables:

@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
 
 from socium.errors import UsageError
+
+if TYPE_CHECKING:
+    from socium.simulator.simulation import Simulation
 
 COLUMNS = ("step", "agent_id", "question", "answer", "call_id", "origin")
 
@@ -24,10 +29,10 @@ def question_key(question: str) -> int:
     return zlib.crc32(question.encode("utf-8", "surrogatepass")) & 0xFFFF
 
 
-def ask(sim: Any, agents: Sequence[int], question: str, step: int) -> tuple[list[tuple[int, str, str]], list]:
+def ask(sim: Simulation, agents: Sequence[int], question: str, step: int) -> tuple[list[tuple[int, str, str]], list]:
     """``(agent, request_id, answer)`` per agent, asked through the run's policy, and the calls made."""
-    policy = sim.policy
-    if not hasattr(policy, "interview_batch"):
+    policy = sim.caps.interviews
+    if policy is None:
         raise UsageError("interviews need LLM agents (policy.kind 'llm')")
     for a in agents:
         if not 0 <= a < sim.n:
@@ -50,3 +55,13 @@ def rows(
 
 def merge(a: dict[str, list], b: dict[str, list]) -> dict[str, list]:
     return {k: a.get(k, []) + b[k] for k in COLUMNS}
+
+
+def table(parts: list[dict[str, list]]) -> pa.Table:
+    """The ``interviews`` rows of several questions as one table (ids typed, for the trace schema)."""
+    cols: dict[str, list] = {k: [] for k in COLUMNS}
+    for p in parts:
+        cols = merge(cols, p)
+    return pa.table(
+        {k: pa.array(v, type=pa.int64() if k in ("call_id", "agent_id") else None) for k, v in cols.items()}
+    )

@@ -16,6 +16,7 @@ from typing import Any
 
 from socium.errors import BudgetExceeded, LLMUnavailable
 from socium.llm.types import LLMResult
+from socium.trace.queries.calls import spend_by_backend
 
 
 def step_problem(n_calls: int, results: Sequence[LLMResult], llm: Any, step: int) -> Exception | None:
@@ -67,13 +68,9 @@ def spent_from_trace(con: Any, table: str = "llm_calls") -> dict[str, tuple[int,
     they cost nothing here either.
     """
     try:
-        rows = con.execute(
-            f"SELECT coalesce(metadata->>'llm', 'default'), sum(attempts), "
-            f"sum(prompt_tokens + completion_tokens) FROM {table} GROUP BY 1"
-        ).fetchall()
-    except Exception:  # noqa: BLE001 - no call log yet: nothing spent
+        return spend_by_backend(con, table)
+    except Exception:  # no call log yet: nothing spent
         return {}
-    return {name: (int(c or 0), int(t or 0)) for name, c, t in rows}
 
 
 def mark_aborted(rows: dict[str, list], step: int) -> dict[str, list]:

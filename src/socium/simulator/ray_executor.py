@@ -25,12 +25,13 @@ attaches its call log to the decisions' ``meta``, which the driver records); els
 ``concurrency_per_actor`` in flight; else ``decide_batch``/``decide`` in a loop. Throughput of
 LLM agents is thus bounded by ``actors * concurrency_per_actor / latency``.
 
-Hooks a policy may implement (all optional):
-- ``for_actor(ctx: ActorContext) -> policy``: specialise the policy inside the actor, e.g. to
+Hooks a policy may implement (all optional; the protocols of :mod:`socium.core.policy`, found once
+per policy by ``capabilities_of``):
+- ``for_actor(ctx: ActorContext) -> policy`` (``ActorLocal``): specialise the policy inside the actor, e.g. to
   build its LLM backend against ``ctx.base_urls`` (the servers this actor is assigned), cap its
   in-flight requests at ``ctx.concurrency``, or load an engine on the GPU Ray gave it. Backends
   must be created lazily inside the actor, never pickled.
-- ``partition(observations, n) -> list[list[Observation]]``: how to split one step over ``n``
+- ``partition(observations, n) -> list[list[Observation]]`` (``Partitioner``): how to split one step over ``n``
   shards when ``agent_id % n`` would change results (script mode's narrator groups are chunks
   of the *sorted active set*; a partition keeps each group on one shard).
 - Trace rows an actor produces must travel in ``Decision.meta`` (as ``llm_calls`` do). Rows a
@@ -58,8 +59,9 @@ from ray.exceptions import RayActorError
 
 from socium.config import ExecutorConfig
 from socium.core.contracts import Decision, FeedItem, Observation
+from socium.core.policy import Policy, PolicyCapabilities, capabilities_of
 from socium.errors import SociumError
-from socium.simulator.executors import adecide_all, decide_sync
+from socium.simulator.deciding import adecide_all, decide_sync
 from socium.simulator.ray_start import start_ray
 from socium.simulator.step_gc import step_gc
 
@@ -161,9 +163,10 @@ def unpack_decisions(packed: list[tuple]) -> list[Decision]:
 class ShardActor:
     """Holds one shard's policy; runs its observations. Created through ``ray.remote`` below."""
 
-    def __init__(self, policy: Any, ctx: ActorContext) -> None:
-        hook = getattr(policy, "for_actor", None)
-        self.policy = hook(ctx) if hook is not None else policy
+    def __init__(self, policy: Policy, ctx: ActorContext) -> None:
+        shipped = capabilities_of(policy)
+        self.policy = shipped.actor_local.for_actor(ctx) if shipped.actor_local is not None else policy
+        self.caps = capabilities_of(self.policy) if self.policy is not policy else shipped
         self.ctx = ctx
         self._limit: asyncio.Semaphore | None = None  # shared by the chunks of a step; made on the actor's loop
         # The policy lives as long as the actor: out of the collector's view, as the driver's world is
@@ -185,26 +188,26 @@ class ShardActor:
 
         ``allowance``: this shard's share of the run's budgets for the step (``policy.shard_allowances``).
         """
-        policy = self.policy
+        caps = self.caps
         if allowance is not None:
-            policy.set_allowance(allowance, f"Ray shard {self.ctx.shard} of {self.ctx.n_shards}")
+            if caps.shard_budgets is None:
+                raise ExecutorError(f"shard {self.ctx.shard}: a budget share was sent to a policy that keeps none")
+            caps.shard_budgets.set_allowance(allowance, f"Ray shard {self.ctx.shard} of {self.ctx.n_shards}")
         with step_gc():  # as in the driver's step (socium.simulator.step_gc)
             observations = unpack_observations(packed)
-            if hasattr(policy, "adecide_batch"):
-                decisions = list(await policy.adecide_batch(observations))
-            elif hasattr(policy, "adecide"):
+            if caps.adecide_batch is not None:
+                decisions = list(await caps.adecide_batch.adecide_batch(observations))
+            elif caps.adecide is not None:
                 if self._limit is None:
                     self._limit = asyncio.Semaphore(self.ctx.concurrency)
-                decisions = await adecide_all(policy, observations, self.ctx.concurrency, self._limit)
+                decisions = await adecide_all(caps.adecide, observations, self.ctx.concurrency, self._limit)
             else:
-                decisions = decide_sync(policy, observations)
-            drain = getattr(policy, "drain_rows", None)
-            return pack_decisions(decisions), (drain() if drain is not None else {})
+                decisions = decide_sync(caps, observations)
+            return pack_decisions(decisions), (caps.rows.drain_rows() if caps.rows is not None else {})
 
     async def close(self) -> None:
-        close = getattr(self.policy, "close", None)
-        if close is not None:
-            close()
+        if self.caps.closer is not None:
+            self.caps.closer.close()
 
 
 _RemoteShardActor = ray.remote(ShardActor)
@@ -230,15 +233,22 @@ def connect(cfg: ExecutorConfig) -> bool:
 class RayExecutor:
     """Shards agents over ``cfg.actors`` Ray actors; see the module docstring for the protocol."""
 
-    def __init__(self, cfg: ExecutorConfig, policy: Any, seed: int) -> None:
+    def __init__(self, cfg: ExecutorConfig, policy: Policy, seed: int, caps: PolicyCapabilities | None = None) -> None:
         self.cfg = cfg
         self.policy = policy
+        self._caps = caps  # the driver's record; found on first use when built without one
         self.seed = seed
         self.n = cfg.actors
         self.actors: list[Any] = []
         self.restarts = 0  # actor re-creations over the run (for tests and logs)
         self._owns_ray = False
         self._policy_ref: Any = None
+
+    @property
+    def caps(self) -> PolicyCapabilities:
+        if self._caps is None:
+            self._caps = capabilities_of(self.policy)
+        return self._caps
 
     # ---- actor lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -298,8 +308,8 @@ class RayExecutor:
         slower for async policies: ~25% fewer activations/s at 10^4 calls per actor and step.)"""
         self.start()
         batches = self._partition(observations)
-        allot = getattr(self.policy, "shard_allowances", None)
-        shares = allot(batches) if allot is not None else None  # the run's budgets, split (budget_shares)
+        budgets = self.caps.shard_budgets
+        shares = budgets.shard_allowances(batches) if budgets is not None else None  # the run's budgets, split
         refs = {s: ray.put(pack_observations(b)) for s, b in enumerate(batches) if b}  # a re-run reuses it
         share = {s: None if shares is None else shares[s] for s in refs}
         pending = {self.actors[s].decide.remote(ref, share[s]): (s, self.actors[s]) for s, ref in refs.items()}
@@ -321,16 +331,15 @@ class RayExecutor:
                 pending[self.actors[s].decide.remote(refs[s], share[s])] = (s, self.actors[s])
         keys = sorted(results)
         decisions = [d for k in keys for d in unpack_decisions(results[k][0])]
-        count = getattr(self.policy, "count_shard_calls", None)
-        if count is not None:  # the driver's ledgers now hold what the actors spent
-            count(decisions)
+        if budgets is not None:  # the driver's ledgers now hold what the actors spent
+            budgets.count_shard_calls(decisions)
         self._collect_rows([results[k][1] for k in keys])
         return sorted(decisions, key=lambda d: d.agent_id)
 
     def _partition(self, observations: Sequence[Observation]) -> list[list[Observation]]:
-        hook = getattr(self.policy, "partition", None)
+        hook = self.caps.partitioner
         if hook is not None:
-            batches = [list(b) for b in hook(list(observations), self.n)]
+            batches = [list(b) for b in hook.partition(list(observations), self.n)]
             if len(batches) != self.n or sum(map(len, batches)) != len(observations):
                 raise ExecutorError(
                     f"policy.partition returned {len(batches)} shards / {sum(map(len, batches))} "
@@ -350,13 +359,13 @@ class RayExecutor:
                     merged.setdefault(table, []).append(batch)
         if not merged:
             return
-        absorb = getattr(self.policy, "absorb_rows", None)
+        absorb = self.caps.absorb
         if absorb is None:
             raise ExecutorError(
                 f"the policy produced trace rows ({sorted(merged)}) inside Ray actors but has no "
                 "absorb_rows(rows) to hand them to the driver; return them in Decision.meta instead"
             )
-        absorb({t: _concat(bs) for t, bs in merged.items()})
+        absorb.absorb_rows({t: _concat(bs) for t, bs in merged.items()})
 
     def close(self) -> None:
         for a in self.actors:
@@ -366,9 +375,8 @@ class RayExecutor:
                 pass
             ray.kill(a, no_restart=True)
         self.actors = []
-        close = getattr(self.policy, "close", None)
-        if close:
-            close()
+        if self.caps.closer is not None:
+            self.caps.closer.close()
         if self._owns_ray:
             ray.shutdown()
             self._owns_ray = False

@@ -50,7 +50,9 @@ class StepRecorder:
     flags: dict[int, tuple[bool, bool]] = field(default_factory=dict)
     calls: CallLog = field(default_factory=CallLog)  # compacted as the step goes (see CallLog)
     surveys: dict[str, list] = field(
-        default_factory=lambda: {k: [] for k in ("step", "agent_id", "question", "answer", "value", "reason")}
+        default_factory=lambda: {
+            k: [] for k in ("step", "agent_id", "question", "answer", "value", "reason", "outcome", "stated_value")
+        }
     )
 
     def action(self, agent: int, origin: str, action: Any, outcome: Outcome, rationale: str | None = None) -> None:
@@ -115,7 +117,7 @@ class StepRecorder:
         p = state.posts
         ids = range(ev.first_post, len(p))
         flags = {**ev.post_flags, **self.flags}
-        posts = {
+        posts: dict[str, list] = {
             "post_id": list(ids),
             "step": [int(p.get("step", i)) for i in ids],
             "time_s": [float(p.col("time")[i]) for i in ids],
@@ -155,7 +157,16 @@ class StepRecorder:
             "follow_events": _typed(follows, {"event": pa.int8()}),
             "groups": groups,
             "group_messages": msgs,
-            "surveys": _typed(self.surveys, {"value": pa.float64(), "answer": pa.string(), "reason": pa.string()}),
+            "surveys": _typed(
+                self.surveys,
+                {
+                    "value": pa.float64(),
+                    "answer": pa.string(),
+                    "reason": pa.string(),
+                    "outcome": pa.string(),
+                    "stated_value": pa.float64(),
+                },
+            ),
         }
         out.update(self.extra)
         return out

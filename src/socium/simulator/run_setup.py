@@ -1,8 +1,9 @@
 """Set-up of a :class:`~socium.simulator.simulation.Simulation` run: the run directory checked under its
 lock, the world written as step -1, or a committed trace replayed to resume it.
 
-A mixin so set-up and resume read apart from stepping; it holds no state of its own and only works as
-a base of ``Simulation``, whose ``_build`` makes the world these methods write or restore.
+A part the simulation is composed of (``Simulation.setup``), so set-up and resume read apart from
+stepping; it holds no state of its own, only the simulation it works for, whose ``_build`` makes the
+world these methods write or restore.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import shutil
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import duckdb
 import numpy as np
@@ -33,85 +34,58 @@ from socium.trace.rundir import REPLACED_BY_FORCE, refuse_foreign
 from socium.trace.store import open_trace, read_run_row
 
 if TYPE_CHECKING:
-    from socium.agents.memory import WindowMemory
-    from socium.moderation.engine import ModerationLayer
-    from socium.platform.state import PlatformState
-    from socium.simulator.signups import SignUps
-    from socium.simulator.timing import ExposureTiming
-    from socium.trace.rundir import RunDirLock
-    from socium.trace.store import TraceStore
+    from socium.core.policy import Policy
+    from socium.simulator.simulation import Simulation
 
 
-class RunSetUpMixin:
+class RunSetUp:
     """Run-directory checks, the set-up commit and resume (see the module docstring)."""
 
-    if TYPE_CHECKING:  # provided by Simulation
-        cfg: ExperimentConfig
-        run_dir: Path
-        notes: list[str]
-        inputs: Any
-        _lock: RunDirLock
-        store: TraceStore | None
-        population: Any
-        state: PlatformState
-        n: int
-        signups: SignUps
-        moderation: ModerationLayer
-        recsys: Any
-        timing: ExposureTiming | None
-        policy: Any
-        memory: WindowMemory | MemoryStream
-        needs_profile: bool
-        pending_results: dict[int, tuple[str, str, list[int]]]
-        next_call_id: int
-        next_step: int
-
-        def sim_time(self, step: int) -> float: ...
-        def _remember(self, agent: int, line: str, action_type: str | None = None) -> None: ...
-        def _since_last_commit(self) -> float: ...
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
 
     # ---- set-up and resume ------------------------------------------------------------------
-    def _check_run_dir(self, resume: bool, force: bool) -> bool:
+    def check_run_dir(self, resume: bool, force: bool) -> bool:
         """Decide (holding the lock) whether this is a resume or a fresh run; returns ``resume``."""
-        db = self.run_dir / "trace.duckdb"
+        db = self.sim.run_dir / "trace.duckdb"
         if resume:
             if _has_setup(db):
-                self._check_same_world(db)
+                self.check_same_world(db)
                 return True
-            self.notes.append(f"{self.run_dir}: no committed set-up to resume, so the run starts from step 0")
+            self.sim.notes.append(f"{self.sim.run_dir}: no committed set-up to resume, so the run starts from step 0")
         if db.exists() and not resume:
             if not force:
                 last = _peek_last_step(db)
                 state = (
                     "a finished run"
-                    if last is not None and last >= self.cfg.steps - 1
+                    if last is not None and last >= self.sim.cfg.steps - 1
                     else "an unfinished run (use --resume)"
                 )
-                raise RunDirError(f"{self.run_dir} already holds {state}; pass --force to overwrite")
+                raise RunDirError(f"{self.sim.run_dir} already holds {state}; pass --force to overwrite")
         elif not force:
-            refuse_foreign(self.run_dir, lock_is_ours=self._lock.existed)
+            refuse_foreign(self.sim.run_dir, lock_is_ours=self.sim._lock.existed)
         if force or db.exists():  # a trace with no committed set-up holds nothing worth keeping
             for name in REPLACED_BY_FORCE:
-                (self.run_dir / name).unlink(missing_ok=True)
-            shutil.rmtree(self.run_dir / "report", ignore_errors=True)
+                (self.sim.run_dir / name).unlink(missing_ok=True)
+            shutil.rmtree(self.sim.run_dir / "report", ignore_errors=True)
         return False
 
-    def _check_same_world(self, db: Path) -> None:
+    def check_same_world(self, db: Path) -> None:
         """Refuse a resume into a different world: other config keys or other input file contents.
 
         Reads the recorded config as JSON only (nothing named in it is imported), before the world is built.
         """
         rec = read_run_row(db)
         if rec is None:
-            raise TraceError(f"{self.run_dir}: trace has committed steps but no run row")
-        if rec["config_hash"] != self.cfg.config_hash():
+            raise TraceError(f"{self.sim.run_dir}: trace has committed steps but no run row")
+        if rec["config_hash"] != self.sim.cfg.config_hash():
             try:
-                diff = config_diff(json.loads(rec["config"]), json.loads(self.cfg.canonical_json()))
+                diff = config_diff(json.loads(rec["config"]), json.loads(self.sim.cfg.canonical_json()))
             except (TypeError, ValueError):
                 diff = ["(the recorded config is unreadable)"]
             shown = "; ".join(diff[:8]) + (f"; and {len(diff) - 8} more" if len(diff) > 8 else "")
             raise RunDirError(
-                f"{self.run_dir}: config differs from the one this run started with "
+                f"{self.sim.run_dir}: config differs from the one this run started with "
                 f"(hash {str(rec['config_hash'])[:12]}): {shown}"
             )
         if rec.get("input_digests"):
@@ -119,26 +93,27 @@ class RunSetUpMixin:
                 recorded = json.loads(rec["input_digests"])
             except ValueError:
                 raise TraceError(f"{db}: runs.input_digests is not JSON") from None
-            changed = changed_inputs(recorded, self.inputs)
+            changed = changed_inputs(recorded, self.sim.inputs)
             if changed:
-                raise RunDirError(f"{self.run_dir}: cannot resume into a different world: " + "; ".join(changed))
+                raise RunDirError(f"{self.sim.run_dir}: cannot resume into a different world: " + "; ".join(changed))
 
-    def _make_policy(self) -> Any:
-        kind = self.cfg.policy.kind
+    def make_policy(self) -> Policy:
+        """The policy ``policy.kind`` names, built for this run's world (LLM kinds import lazily)."""
+        kind = self.sim.cfg.policy.kind
         if kind == "llm":
             from socium.agents.llm_policy import make_llm_policy  # optional heavy import
 
-            return make_llm_policy(self)
+            return make_llm_policy(self.sim.cfg)
         if kind == "group_llm":
             from socium.agents.group_policy import make_group_policy
 
-            return make_group_policy(self)
-        return RULE_POLICIES[kind](self.cfg.policy, self.cfg.seed)
+            return make_group_policy(self.sim.cfg, self.sim.population)
+        return RULE_POLICIES[kind](self.sim.cfg.policy, self.sim.cfg.seed)
 
-    def _write_setup(self) -> None:
-        pop = self.population
-        cfg = self.cfg
-        (self.run_dir / "config.json").write_text(cfg.canonical_json(), encoding="utf-8")
+    def write_setup(self) -> None:
+        pop = self.sim.population
+        cfg = self.sim.cfg
+        (self.sim.run_dir / "config.json").write_text(cfg.canonical_json(), encoding="utf-8")
         runs = {
             "run_id": [uuid.uuid4().hex],
             "name": [cfg.name],
@@ -150,13 +125,13 @@ class RunSetUpMixin:
             "python_version": [_stdlib_platform.python_version()],
             "duckdb_version": [duckdb.__version__],
             "created_at": [_now()],
-            "input_digests": [inputs_json(self.inputs)],
+            "input_digests": [inputs_json(self.sim.inputs)],
             "event_loop": [event_loop_kind()],  # the driver's LLM loop (uvloop or asyncio): speed, not results
         }
         act = pa.FixedSizeListArray.from_arrays(pa.array(pop.activity.ravel()), 24).cast(pa.list_(pa.float32()))
         agents = pa.table(
             {
-                "agent_id": pa.array(np.arange(self.n, dtype=np.int64)),
+                "agent_id": pa.array(np.arange(self.sim.n, dtype=np.int64)),
                 "name": pop.names,
                 "username": pop.usernames,
                 "bio": pop.bios,
@@ -166,7 +141,7 @@ class RunSetUpMixin:
                 "activity": act,
             }
         )
-        src, dst = self.state.follows.edges()
+        src, dst = self.sim.state.follows.edges()
         follows = pa.table(
             {
                 "step": pa.array(np.full(len(src), -1, np.int32)),
@@ -176,7 +151,7 @@ class RunSetUpMixin:
                 "event": pa.array(np.ones(len(src), np.int8)),
             }
         )
-        self.store.append_step(
+        self.sim.trace_store.append_step(
             -1,
             {"runs": runs, "agents": agents, "follow_events": follows},
             {
@@ -185,36 +160,36 @@ class RunSetUpMixin:
                 "n_actions": 0,
                 "n_posts": 0,
                 "n_exposures": 0,
-                "wall_s": self._since_last_commit(),
+                "wall_s": self.sim._since_last_commit(),
                 "committed_at": _now(),
             },
         )
 
-    def _restore(self) -> None:
+    def restore(self) -> None:
         """Rebuild platform, recommender and agent state by replaying the committed trace."""
-        last = self.store.last_step()
+        last = self.sim.trace_store.last_step()
         if last is None:  # cannot happen under the lock (checked by _check_run_dir); kept for safety
-            self._write_setup()
+            self.write_setup()
             return
-        row = self.store.run_row()  # config and inputs were compared in _check_same_world
+        row = self.sim.trace_store.run_row()  # config and inputs were compared in _check_same_world
         if row is None:
-            raise TraceError(f"{self.run_dir}: trace has committed steps but no run row")
-        if last >= self.cfg.steps:
+            raise TraceError(f"{self.sim.run_dir}: trace has committed steps but no run row")
+        if last >= self.sim.cfg.steps:
             raise RunDirError(
-                f"{self.run_dir}: {last + 1} steps are already committed; steps={self.cfg.steps} "
+                f"{self.sim.run_dir}: {last + 1} steps are already committed; steps={self.sim.cfg.steps} "
                 "would shorten the run (a run can be extended, not cut)"
             )
-        con = self.store.con
-        if json.loads(row["config"]).get("steps") != self.cfg.steps:
-            self._extend_to(self.cfg.steps)
+        con = self.sim.trace_store.con
+        if json.loads(row["config"]).get("steps") != self.sim.cfg.steps:
+            self.extend_to(self.sim.cfg.steps)
         joins: dict[int, list[int]] = {}
         for step, agent in con.execute("SELECT step, agent_id FROM sign_ups ORDER BY step, agent_id").fetchall():
             joins.setdefault(step, []).append(agent)
-        mod_events = self.moderation.recorded_events(con)
+        mod_events = self.sim.moderation.recorded_events(con)
         for step in range(0, last + 1):
-            self.state.begin_step(step, self.sim_time(step))
+            self.sim.state.begin_step(step, self.sim.sim_time(step))
             for agent in joins.get(step, ()):
-                self.signups.join(self.state, agent, record=False)
+                self.sim.signups.join(self.sim.state, agent, record=False)
             rows = con.execute(
                 "SELECT agent_id, type, args, outcome, post_id, origin FROM actions WHERE step = ? ORDER BY seq", [step]
             ).fetchall()
@@ -222,67 +197,72 @@ class RunSetUpMixin:
             for agent, typ, args, outcome, post_id, origin in rows:
                 if origin != "seed" and agent not in acted:  # it was observed this step: its pending
                     acted.add(agent)  # results were shown (and consumed) then
-                    self.pending_results.pop(agent, None)
+                    self.sim.pending_results.pop(agent, None)
                 if typ == "invalid_llm_output":
                     continue
                 action = parse_action({"type": typ, **json.loads(args)})
-                got = self.state.apply(agent, action)
+                got = self.sim.state.apply(agent, action)
                 if got.status != outcome or (got.post_id != post_id and post_id is not None):
                     raise TraceError(
                         f"replay diverged at step {step}, agent {agent}, action {typ}: "
                         f"recorded {outcome}/{post_id}, replayed {got.status}/{got.post_id}"
                     )
-                if self.needs_profile and origin != "seed":
+                if self.sim.needs_profile and origin != "seed":
                     pending = perspectives.pending_from(typ, getattr(action, "query", ""), got.results)
                     if pending is not None:
-                        self.pending_results[agent] = pending
-            self.moderation.replay(self.state, step, mod_events.get(step, ()))
-            self.recsys.observe(self.state, range(self.state.events.first_post, len(self.state.posts)), step)
-            if self.timing is not None:
-                self.timing.observe(self.state, range(self.state.events.first_post, len(self.state.posts)), step)
+                        self.sim.pending_results[agent] = pending
+            self.sim.moderation.replay(self.sim.state, step, mod_events.get(step, ()))
+            self.sim.recsys.observe(
+                self.sim.state, range(self.sim.state.events.first_post, len(self.sim.state.posts)), step
+            )
+            if self.sim.timing is not None:
+                self.sim.timing.observe(
+                    self.sim.state, range(self.sim.state.events.first_post, len(self.sim.state.posts)), step
+                )
                 if step < last:
-                    self.timing.due(step + 1)  # that wake-up already happened before the interruption
-        self.moderation.restore_veracity(self.state, con)
+                    self.sim.timing.due(step + 1)  # that wake-up already happened before the interruption
+        self.sim.moderation.restore_veracity(self.sim.state, con)
         for agent, stance in con.execute(
             "SELECT agent_id, arg_max(stance, step) FROM stances GROUP BY agent_id"
         ).fetchall():
-            self.population.stance[agent] = stance
-        if self.needs_profile and isinstance(self.memory, MemoryStream):
-            self.memory.restore(
+            self.sim.population.stance[agent] = stance
+        if self.sim.needs_profile and isinstance(self.sim.memory, MemoryStream):
+            self.sim.memory.restore(
                 con.execute("SELECT step, agent_id, kind, text, importance FROM memories ORDER BY step, seq").fetchall()
             )
-            self.memory.active_steps = {
+            self.sim.memory.active_steps = {
                 int(a): int(n)
                 for a, n in con.execute(
                     "SELECT agent_id, count(DISTINCT step) FROM actions WHERE origin = 'llm' GROUP BY 1"
                 ).fetchall()
             }
-        elif self.needs_profile and self.cfg.llm_agents.memory_size:
+        elif self.sim.needs_profile and self.sim.cfg.llm_agents.memory_size:
             rows = con.execute(
                 "SELECT step, agent_id, type, args, outcome FROM (SELECT *, row_number() OVER "
                 "(PARTITION BY agent_id ORDER BY step DESC, seq DESC) AS r FROM actions WHERE origin != 'seed') "
                 "WHERE r <= ? ORDER BY step, seq",
-                [self.cfg.llm_agents.memory_size],
+                [self.sim.cfg.llm_agents.memory_size],
             ).fetchall()
             for step, agent, typ, args, outcome in rows:
-                self._remember(agent, memory_line(step, typ, json.loads(args), outcome))
-        self.next_call_id = int(con.execute("SELECT coalesce(max(call_id), -1) + 1 FROM llm_calls").fetchone()[0])
-        if hasattr(self.policy, "restore"):
-            self.policy.restore(self)
-        self.next_step = last + 1
+                self.sim.agent_steps.remember(agent, memory_line(step, typ, json.loads(args), outcome))
+        (next_id,) = con.execute("SELECT coalesce(max(call_id), -1) + 1 FROM llm_calls").fetchone() or (0,)
+        self.sim.next_call_id = int(next_id)
+        if self.sim.caps.restorer is not None:
+            self.sim.caps.restorer.restore(self.sim)
+        self.sim.next_step = last + 1
 
-    def _extend_to(self, steps: int) -> None:
+    def extend_to(self, steps: int) -> None:
         """Record a new stopping point: ``steps`` is not part of the world (it is left out of the config
         hash), so the run row and config.json are updated to say how far the run now goes."""
-        con = self.store.con
+        con = self.sim.trace_store.con
         con.begin()
         try:
-            con.execute("UPDATE runs SET config = ?", [self.cfg.canonical_json()])
+            con.execute("UPDATE runs SET config = ?", [self.sim.cfg.canonical_json()])
             con.commit()
         except Exception:
             con.rollback()
             raise
-        (self.run_dir / "config.json").write_text(self.cfg.canonical_json(), encoding="utf-8")
+        (self.sim.run_dir / "config.json").write_text(self.sim.cfg.canonical_json(), encoding="utf-8")
 
 
 def _now() -> datetime:

@@ -3,6 +3,10 @@
 ``Simulation`` is a ``mesa.Model`` so Mesa users find the familiar face (``step()``, ``steps``),
 but agents are columnar (see ``Population``) rather than one Mesa ``Agent`` object each, which is
 what lets a million rule-based agents fit on a laptop.
+
+Composed of parts it holds and calls: ``setup`` (``RunSetUp``: run directory, set-up commit, resume)
+and ``agent_steps`` (``StepAgents``: observe, decide, apply, remember). The policy is asked only
+through ``caps`` (:class:`~socium.core.policy.PolicyCapabilities`, found once when it is built).
 """
 
 from __future__ import annotations
@@ -18,15 +22,16 @@ from typing import Any
 
 import mesa
 import numpy as np
-import pyarrow as pa
 
 from socium.agents.call_log import CallLog
 from socium.agents.llm_policy import call_rows
 from socium.agents.memory import make_memory
 from socium.agents.routing import llm_route
 from socium.config import ExperimentConfig
+from socium.config.moderation import VERACITY
 from socium.core.actions import CreatePost, parse_action
-from socium.core.contracts import Decision
+from socium.core.contracts import Decision, Observation
+from socium.core.policy import Policy, PolicyCapabilities, capabilities_of
 from socium.core.rng import ACTIVATION, root_key, uniform
 from socium.errors import ConfigError, UsageError
 from socium.llm.cache import llm_calls_ddl
@@ -36,11 +41,12 @@ from socium.recsys.registry import make_recommender
 from socium.simulator import interviews as iv
 from socium.simulator.executors import Executor, make_executor
 from socium.simulator.inputs import preflight
+from socium.simulator.interviews import table as interview_table
 from socium.simulator.llm_health import mark_aborted, spent_from_trace, step_problem
 from socium.simulator.recording import StepRecorder
-from socium.simulator.run_setup import RunSetUpMixin, _now, load_run_config
+from socium.simulator.run_setup import RunSetUp, _now, load_run_config
 from socium.simulator.signups import SignUps
-from socium.simulator.step_agents import StepAgentsMixin, memory_line
+from socium.simulator.step_agents import StepAgents, memory_line
 from socium.simulator.step_gc import step_gc
 from socium.simulator.surveys import run_surveys
 from socium.simulator.timing import ExposureTiming, params_from_config
@@ -48,7 +54,7 @@ from socium.simulator.world import build_follows, build_population
 from socium.trace.rundir import RunDirLock, check_out_path, describe_owner
 from socium.trace.store import TraceStore
 
-#: Names that moved to run_setup / step_agents and are still imported from here.
+#: Names that moved to run_setup / step_agents / interviews and are still imported from here.
 __all__ = [
     "Simulation",
     "StepStats",
@@ -73,7 +79,7 @@ class StepStats:
     tokens: int = 0
 
 
-class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
+class Simulation(mesa.Model):
     """One run: a config, a seed, a run directory holding ``trace.duckdb``."""
 
     def __init__(
@@ -83,7 +89,7 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
         *,
         resume: bool = False,
         force: bool = False,
-        policy: Any | None = None,
+        policy: Policy | None = None,
         executor: Executor | None = None,
     ) -> None:
         super().__init__(seed=cfg.seed)
@@ -102,21 +108,23 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._lock = RunDirLock(self.run_dir)
         self.store: TraceStore | None = None
-        self.executor: Any = None
+        self.executor: Executor | None = None
+        self.setup = RunSetUp(self)
+        self.agent_steps = StepAgents(self)
         try:
             self._lock.acquire()  # before anything in the directory is read, deleted or written
             if self._lock.stale_owner:
                 self.notes.append(f"took over a stale lock left by {describe_owner(self._lock.stale_owner)}")
-            resume = self._check_run_dir(resume, force)
+            resume = self.setup.check_run_dir(resume, force)
             self._build(policy, executor)
             self.store = TraceStore(self.run_dir / "trace.duckdb")
             self.store.ensure_table("llm_calls", llm_calls_ddl())
             if resume:
-                self._restore()
+                self.setup.restore()
             else:
-                self._write_setup()
-            if hasattr(self.policy, "spent"):  # budgets continue from what the trace already holds
-                self.policy.spent = spent_from_trace(self.store.con)
+                self.setup.write_setup()
+            if self.caps.budgets is not None:  # budgets continue from what the trace already holds
+                self.caps.budgets.spent = spent_from_trace(self.store.con)
         except BaseException:
             self._abandon(created)
             raise
@@ -125,7 +133,7 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
         gc.collect()
         gc.freeze()
 
-    def _build(self, policy: Any | None, executor: Executor | None) -> None:
+    def _build(self, policy: Policy | None, executor: Executor | None) -> None:
         """Population, graph, platform, recommender, policy and executor (nothing is written)."""
         cfg = self.cfg
         self.population, following = build_population(cfg)
@@ -173,12 +181,16 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
                 [x.get("user_id") for x in self.population.extra] if self.population.extra else None,
             )
         )
-        self.policy = policy if policy is not None else self._make_policy()
-        if hasattr(self.policy, "set_route"):  # before the executor ships the policy to workers
-            self.policy.set_route(*llm_route(cfg, self.population))
-        self.executor = executor if executor is not None else make_executor(cfg.executor, self.policy, cfg.seed)
+        self.policy: Policy = policy if policy is not None else self.setup.make_policy()
+        # what the policy can do, found once (a policy without the required core is refused here)
+        self.caps: PolicyCapabilities = capabilities_of(self.policy)
+        if self.caps.route is not None:  # before the executor ships the policy to workers
+            self.caps.route.set_route(*llm_route(cfg, self.population))
+        self.executor = (
+            executor if executor is not None else make_executor(cfg.executor, self.policy, cfg.seed, self.caps)
+        )
         ac = cfg.llm_agents
-        self.needs_profile = bool(getattr(self.policy, "needs_profile", False))
+        self.needs_profile = self.caps.needs_profile
         # one memory slot per agent up front where agents remember (window: 8 bytes each until used)
         self.memory = make_memory(ac.memory, ac.memory_size, n_agents=self.n if self.needs_profile else 0)
         # search / trend results waiting for the agent's next observation: (action type, query, ids)
@@ -188,10 +200,10 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
 
     def _abandon(self, created: bool) -> None:
         """Undo a failed start: close what was opened, unlock, and remove a directory this call made."""
-        for closer in (getattr(self.executor, "close", None), getattr(self.store, "close", None)):
-            if closer is not None:
+        for part in (self.executor, self.store):
+            if part is not None:
                 try:
-                    closer()
+                    part.close()
                 except Exception:
                     pass
         if self._lock.held and not self._lock.existed:
@@ -199,6 +211,13 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
         self._lock.release()
         if created and self.run_dir.is_dir() and not any(self.run_dir.iterdir()):
             self.run_dir.rmdir()
+
+    @property
+    def trace_store(self) -> TraceStore:
+        """The run's open trace store (opened in set-up, before anything is written or replayed)."""
+        if self.store is None:
+            raise UsageError(f"{self.run_dir}: the trace store is not open")
+        return self.store
 
     def _since_last_commit(self) -> float:
         now = time.perf_counter()
@@ -236,6 +255,17 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
         if self.state.mod.suspended:  # a suspended account is never woken (and could not act if it were)
             on[list(self.state.mod.suspended)] = False
         return np.flatnonzero(on)
+
+    # ---- the agents' part of a step (socium.simulator.step_agents) ---------------------------
+    def observe(
+        self, users: np.ndarray, step: int, rec: StepRecorder, feeds: Sequence[Any] | None = None
+    ) -> list[Observation]:
+        """Observations of ``users``; ``feeds``: their feeds, already ranked (else ranked here)."""
+        return self.agent_steps.observe(users, step, rec, feeds)
+
+    def apply_decisions(self, decisions: list[Decision], rec: StepRecorder) -> int:
+        """Apply decisions in order to the platform, record them, and let the agents remember them."""
+        return self.agent_steps.apply_decisions(decisions, rec)
 
     def _wrapped_step(self, *args: Any, **kwargs: Any) -> StepStats:
         """Mesa wraps :meth:`step` to count steps and drops its value; keep the count, return the stats."""
@@ -335,9 +365,9 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
         ]
         n_actions = self.apply_decisions(seeds, rec)
         n_actions += self.apply_decisions(manual, rec)
-        active = self.active_agents(step) if chosen is None else chosen
+        who = self.active_agents(step) if chosen is None else chosen
         try:
-            decisions, observations = self._decide(active, step, rec)
+            decisions, observations = self.agent_steps.decide(who, step, rec)
             decisions += self.moderation.extra_decisions(observations, st)  # fact-checkers' reports
             n_actions += self.apply_decisions(decisions, rec)
             new_posts = range(st.events.first_post, len(st.posts))
@@ -354,9 +384,10 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
                     answered, calls = iv.ask(self, q.agents, q.question, step)
                     rec.calls.extend(calls)
                     asked_q.append((q.question, answered))
-            memories = self._memory_step(active, rec)
+            memories = self.agent_steps.memory_step(who, rec)
         except BaseException:
-            rec.calls.extend(getattr(self.policy, "drain_calls", list)())
+            if self.caps.calls is not None:
+                rec.calls.extend(self.caps.calls.drain_calls())
             self._log_aborted_calls(step, rec.calls)
             raise
         problem = step_problem(rec.calls.n, rec.calls.kept, self.cfg.llm, step)
@@ -375,15 +406,16 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
                 ids = dict(zip(calls["request_id"].to_pylist(), calls["call_id"].to_pylist()))
         if asked_q:
             batches["interviews"] = interview_table([iv.rows(step, q, a, ids, "config") for q, a in asked_q])
-        for name, extra in getattr(self.policy, "drain_rows", lambda: {})().items():
-            batches[name] = extra
+        if self.caps.rows is not None:
+            for name, extra in self.caps.rows.drain_rows().items():
+                batches[name] = extra
         wall = time.perf_counter() - t0
-        self.store.append_step(
+        self.trace_store.append_step(
             step,
             batches,
             {
                 "sim_time_s": st.time,
-                "n_active": len(active),
+                "n_active": len(who),
                 "n_actions": n_actions,
                 "n_posts": len(new_posts),
                 "n_exposures": len(rec.exposures["step"]),
@@ -393,7 +425,7 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
             },
         )
         self.next_step = step + 1
-        return StepStats(step, st.time, len(active), n_actions, len(new_posts), wall, len(rec.calls), rec.calls.tokens)
+        return StepStats(step, st.time, len(who), n_actions, len(new_posts), wall, len(rec.calls), rec.calls.tokens)
 
     def interview(self, agents: Sequence[int], question: str) -> dict[int, str]:
         """Ask agents a question now, with their memory as of the last committed step; the answers are
@@ -406,7 +438,7 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
             batches["llm_calls"] = call_rows(calls, self.next_call_id)
             ids = dict(zip(batches["llm_calls"]["request_id"], batches["llm_calls"]["call_id"]))
         batches["interviews"] = interview_table([iv.rows(step, question, answered, ids, "python")])
-        self.store.append_rows(batches)
+        self.trace_store.append_rows(batches)
         self.next_call_id += len(calls)
         return {a: text for a, _rid, text in answered}
 
@@ -426,9 +458,9 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
             return
         try:
             rows = mark_aborted(calls.rows(self.next_call_id).to_pydict(), step)
-            self.store.append_rows({"llm_calls": rows})
+            self.trace_store.append_rows({"llm_calls": rows})
             self.next_call_id += len(calls)
-        except Exception as exc:  # noqa: BLE001 - never hide the error that stopped the step
+        except Exception as exc:  # never hide the error that stopped the step
             log.warning("could not log the %d model calls of aborted step %d: %s", len(calls), step, exc)
 
     def run(self, steps: int | None = None, on_step: Callable[[StepStats], None] | None = None) -> list[StepStats]:
@@ -451,7 +483,8 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
         self._closed = True
         gc.unfreeze()
         try:
-            self.executor.close()
+            if self.executor is not None:
+                self.executor.close()
             if self.store is not None:
                 self.store.close()
         finally:
@@ -460,18 +493,7 @@ class Simulation(RunSetUpMixin, StepAgentsMixin, mesa.Model):
 
 def seed_truth(sp: Any) -> dict[str, int]:
     """A seed post's configured veracity as decision metadata (nothing when it has none)."""
-    from socium.config.moderation import VERACITY
-
     return {"veracity": VERACITY.index(sp.veracity)} if sp.veracity else {}
-
-
-def interview_table(parts: list[dict[str, list]]) -> pa.Table:
-    cols: dict[str, list] = {k: [] for k in iv.COLUMNS}
-    for p in parts:
-        cols = iv.merge(cols, p)
-    return pa.table(
-        {k: pa.array(v, type=pa.int64() if k in ("call_id", "agent_id") else None) for k, v in cols.items()}
-    )
 
 
 def _naive(t: datetime | None) -> datetime | None:

@@ -2,8 +2,9 @@
 (feeds ranked for the whole step), decide in chunks through the executor, have their decisions applied
 to the platform, and remember.
 
-A mixin so the agents' part of a step reads apart from the step's commit; it holds no state of its
-own and only works as a base of ``Simulation``.
+A part the simulation is composed of (``Simulation.agents``), so the agents' part of a step reads
+apart from the step's commit; it holds no state of its own, only the simulation it works for, and
+asks the policy only through the simulation's :class:`~socium.core.policy.PolicyCapabilities`.
 """
 
 from __future__ import annotations
@@ -21,31 +22,17 @@ from socium.platform.text import quote_inline
 from socium.simulator.recording import StepRecorder, clean_action
 
 if TYPE_CHECKING:
-    from socium.agents.memory import WindowMemory
-    from socium.config import ExperimentConfig
-    from socium.moderation.engine import ModerationLayer
-    from socium.platform.state import PlatformState
+    from socium.simulator.simulation import Simulation
 
 
-class StepAgentsMixin:
+class StepAgents:
     """Observation, decisions, actions and memory of a step (see the module docstring)."""
 
-    if TYPE_CHECKING:  # provided by Simulation
-        cfg: ExperimentConfig
-        population: Any
-        state: PlatformState
-        moderation: ModerationLayer
-        recsys: Any
-        executor: Any
-        policy: Any
-        memory: WindowMemory | MemoryStream
-        needs_profile: bool
-        pending_results: dict[int, tuple[str, str, list[int]]]
-
-        def hour(self, step: int) -> int: ...
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
 
     # ---- one step ---------------------------------------------------------------------------
-    def _decide(self, active: np.ndarray, step: int, rec: StepRecorder) -> tuple[list[Decision], list[Observation]]:
+    def decide(self, active: np.ndarray, step: int, rec: StepRecorder) -> tuple[list[Decision], list[Observation]]:
         """Observe and decide for the active agents, ``executor.step_chunk`` policy-bound agents at a time.
 
         Why chunks: a step's observations, prompts and answers in flight cost ~20-35 KB per activation,
@@ -55,16 +42,19 @@ class StepAgentsMixin:
         is applied, and each chunk's calls are kept only as their ``llm_calls`` rows. Returns the
         decisions sorted by agent id (bots' rule decisions included) and the observations moderation
         still needs after the step's actions (fact-checkers', prebunked ones)."""
-        st = self.state
-        feeds = self.recsys.feeds(st, active, self.cfg.recsys.k, step, component_rng(self.cfg.seed, RECSYS, step))
+        st = self.sim.state
+        feeds = self.sim.recsys.feeds(
+            st, active, self.sim.cfg.recsys.k, step, component_rng(self.sim.cfg.seed, RECSYS, step)
+        )
         decisions: list[Decision] = []
         fixed: list[Decision] = []
         kept: list[Observation] = []
-        for lo, hi in self._chunks(active):
-            observations = self.observe(active[lo:hi], step, rec, feeds[lo:hi])
-            observations, bots = self.moderation.split(observations, st)  # bots act by rule, not by the policy
-            self.moderation.annotate(observations, st)  # labels, notes, ground truth, prebunking: as users see them
-            got = self.executor.run(observations)
+        for lo, hi in self.chunks(active):
+            observations = self.sim.observe(active[lo:hi], step, rec, feeds[lo:hi])
+            observations, bots = self.sim.moderation.split(observations, st)  # bots act by rule, not by the policy
+            self.sim.moderation.annotate(observations, st)  # labels, notes, ground truth, prebunking: as users see them
+            assert self.sim.executor is not None  # built with the policy, before any step
+            got = self.sim.executor.run(observations)
             for d in got:  # the calls leave the decisions now, as log rows only (RenderedRequest)
                 calls = d.meta.pop("llm_calls", None)
                 if calls:
@@ -73,32 +63,32 @@ class StepAgentsMixin:
                     rec.withdraw_exposures(d.agent_id, unshown)
             decisions += got
             fixed += bots
-            kept += [o for o in observations if self.moderation.needed_after_actions(o)]
+            kept += [o for o in observations if self.sim.moderation.needed_after_actions(o)]
             del observations, got
         return (sorted(fixed + decisions, key=lambda d: d.agent_id) if fixed else decisions), kept
 
-    def _chunks(self, active: np.ndarray) -> list[tuple[int, int]]:
+    def chunks(self, active: np.ndarray) -> list[tuple[int, int]]:
         """``[lo, hi)`` slices of ``active`` (sorted) that each hold the policy's chunk of policy-bound
         agents (bots are not counted: they make no call); one slice when the policy cannot be split
         or agents use the stream memory."""
-        ex = self.cfg.executor
+        ex = self.sim.cfg.executor
         size = ex.step_chunk
-        hook = getattr(self.policy, "step_chunk", None)
-        if not size or hook is None or not self.needs_profile or isinstance(self.memory, MemoryStream):
+        hook = self.sim.caps.chunker
+        if not size or hook is None or not self.sim.needs_profile or isinstance(self.sim.memory, MemoryStream):
             # stream memory embeds a step's queries and new entries in batches, and a model's batch
             # (padding, kernel shapes) can move a float: its steps stay whole so the trace cannot depend on it
             return [(0, len(active))]
         # never below twice what can be in flight at once, or the chunks would starve the servers: with Ray
         # each actor's backend is capped at concurrency_per_actor, in-process the backend at llm.max_concurrency
-        llm = self.cfg.llm
+        llm = self.sim.cfg.llm
         in_flight = ex.actors * ex.concurrency_per_actor if ex.kind == "ray" else ex.concurrency_per_actor
         if ex.kind != "ray" and llm is not None:
             in_flight = max(in_flight, llm.max_concurrency)
         floor = 2 * in_flight
-        per = hook(max(size, floor))
+        per = hook.step_chunk(max(size, floor))
         if per is None or per >= len(active):
             return [(0, len(active))]
-        counted = np.cumsum(self.moderation.policy_bound(active))
+        counted = np.cumsum(self.sim.moderation.policy_bound(active))
         cuts = np.searchsorted(counted, np.arange(per, int(counted[-1]), per), side="right").tolist()
         bounds = [0, *cuts, len(active)]
         return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
@@ -107,12 +97,14 @@ class StepAgentsMixin:
         self, users: np.ndarray, step: int, rec: StepRecorder, feeds: Sequence[Any] | None = None
     ) -> list[Observation]:
         """Observations of ``users``; ``feeds``: their feeds, already ranked (else ranked here)."""
-        st = self.state
+        st = self.sim.state
         if feeds is None:
-            feeds = self.recsys.feeds(st, users, self.cfg.recsys.k, step, component_rng(self.cfg.seed, RECSYS, step))
-        need_adopt = getattr(self.policy, "needs_adoption", False)
-        stance = self.population.stance
-        names = self.population.usernames
+            feeds = self.sim.recsys.feeds(
+                st, users, self.sim.cfg.recsys.k, step, component_rng(self.sim.cfg.seed, RECSYS, step)
+            )
+        need_adopt = self.sim.caps.needs_adoption
+        stance = self.sim.population.stance
+        names = self.sim.population.usernames
         obs = []
         for u, feed in zip(users.tolist(), feeds):
             rec.exposure(u, feed.post_ids, feed.sources)
@@ -122,26 +114,26 @@ class StepAgentsMixin:
                 for rank, (pid, src) in enumerate(zip(feed.post_ids, feed.sources))
             ]
             s_u = float(stance[u])
-            o = Observation(u, step, st.time, self.hour(step), items, None if np.isnan(s_u) else s_u)
-            if self.needs_profile:  # what the perspective shows an LLM agent: agents/perspectives.py
-                perspectives.fill_observation(self, o, rec)
+            o = Observation(u, step, st.time, self.sim.hour(step), items, None if np.isnan(s_u) else s_u)
+            if self.sim.needs_profile:  # what the perspective shows an LLM agent: agents/perspectives.py
+                perspectives.fill_observation(self.sim, o, rec)
             obs.append(o)
-        if self.needs_profile and isinstance(self.memory, MemoryStream):
-            self._recall_stream(obs)
+        if self.sim.needs_profile and isinstance(self.sim.memory, MemoryStream):
+            self.recall_stream(obs)
         return obs
 
-    def _recall_stream(self, obs: list[Observation]) -> None:
+    def recall_stream(self, obs: list[Observation]) -> None:
         """Stream memory: retrieve for every observation at once (one embedding batch for all queries),
         then store what each agent is shown now as observations for later steps."""
-        mem = self.memory
+        mem = self.sim.memory
         assert isinstance(mem, MemoryStream)
         queries = [feed_query([it.text for it in o.feed]) for o in obs]
         mem.prime_queries(queries)
-        hours = self.cfg.step_minutes / 60.0
+        hours = self.sim.cfg.step_minutes / 60.0
         for o, q in zip(obs, queries):
             o.extra["memory"] = mem.recall(o.agent_id, o.step, q, hours)
         if mem.cfg.observe_feed:
-            names = self.population.usernames
+            names = self.sim.population.usernames
             for o in obs:
                 for it in (*o.feed, *o.results):  # search / trend results are shown like feed posts
                     mem.add(
@@ -158,34 +150,35 @@ class StepAgentsMixin:
                         if author != o.agent_id and not mem.holds(o.agent_id, "message", line):
                             mem.add(o.agent_id, o.step, "message", line)
 
-    def _remember(self, agent: int, line: str, action_type: str | None = None) -> None:
+    def remember(self, agent: int, line: str, action_type: str | None = None) -> None:
         """An own action (or an invalid answer) goes into the agent's memory."""
-        step = self.state.step
-        if isinstance(self.memory, MemoryStream):
+        step = self.sim.state.step
+        if isinstance(self.sim.memory, MemoryStream):
             line = line.split(": ", 1)[1] if line.startswith(f"step {step}: ") else line
-        self.memory.add(agent, step, "action", line, action_type=action_type or "invalid")
+        self.sim.memory.add(agent, step, "action", line, action_type=action_type or "invalid")
 
-    def _memory_step(self, active: np.ndarray, rec: StepRecorder) -> dict[str, list] | None:
+    def memory_step(self, active: np.ndarray, rec: StepRecorder) -> dict[str, list] | None:
         """Stream memory only: LLM-rated importance, reflections due, and the step's ``memories`` rows."""
-        mem = self.memory
-        if not isinstance(mem, MemoryStream) or not self.needs_profile:
+        mem = self.sim.memory
+        if not isinstance(mem, MemoryStream) or not self.sim.needs_profile:
             return None
-        step = self.state.step
+        step = self.sim.state.step
         agents = [int(a) for a in active]
-        if mem.cfg.importance == "llm" and hasattr(self.policy, "rate_importance"):
+        rater, reflector = self.sim.caps.importance, self.sim.caps.reflection
+        if mem.cfg.importance == "llm" and rater is not None:
             pending = mem.pending_by_agent()
-            todo = [(self.population.profile(a), [mem.texts[i] for i in pending[a]]) for a in sorted(pending)]
-            ratings, calls = self.policy.rate_importance(todo, step)
+            todo = [(self.sim.population.profile(a), [mem.texts[i] for i in pending[a]]) for a in sorted(pending)]
+            ratings, calls = rater.rate_importance(todo, step)
             rec.calls.extend(calls)
             for a, vals in zip(sorted(pending), ratings):
                 if vals is not None:
                     mem.set_importance(pending[a], vals)
         mem.note_active(agents)
         due = mem.due_for_reflection(agents)
-        if due and hasattr(self.policy, "reflect"):
+        if due and reflector is not None:
             n_src = mem.cfg.reflection_sources
-            people = [(self.population.profile(a), mem.recent(a, n_src)) for a in due]
-            insights, calls = self.policy.reflect(people, step, mem.cfg.reflection_insights)
+            people = [(self.sim.population.profile(a), mem.recent(a, n_src)) for a in due]
+            insights, calls = reflector.reflect(people, step, mem.cfg.reflection_insights)
             rec.calls.extend(calls)
             for a, got in zip(due, insights):
                 for text in got:
@@ -194,37 +187,37 @@ class StepAgentsMixin:
 
     def apply_decisions(self, decisions: list[Decision], rec: StepRecorder) -> int:
         n = 0
-        maxc = self.cfg.platform.max_post_chars
+        maxc = self.sim.cfg.platform.max_post_chars
         for d in decisions:
             calls = d.meta.get("llm_calls")
             if calls:
                 rec.calls.extend(calls)
             if d.invalid_reason is not None:
                 rec.invalid_output(d.agent_id, "llm", d.invalid_reason, d.raw)
-                if self.needs_profile:
-                    self._remember(d.agent_id, f"step {self.state.step}: (your answer was invalid)", "invalid")
+                if self.sim.needs_profile:
+                    self.remember(d.agent_id, f"step {self.sim.state.step}: (your answer was invalid)", "invalid")
                 n += 1
             for action in d.actions:
                 action, trunc, san = clean_action(action, maxc)
-                out = self.state.apply(d.agent_id, action)
+                out = self.sim.state.apply(d.agent_id, action)
                 if out.post_id is not None and "veracity" in d.meta:  # a seed post's configured ground truth
-                    self.moderation.seed_veracity[out.post_id] = d.meta["veracity"]
+                    self.sim.moderation.seed_veracity[out.post_id] = d.meta["veracity"]
                 if out.post_id is not None and (trunc or san):
                     rec.flags[out.post_id] = (trunc, san)
                 rec.action(d.agent_id, d.meta.get("origin", "policy"), action, out, d.meta.get("reason"))
-                if self.needs_profile and d.meta.get("origin") != "seed":
-                    self._remember(
+                if self.sim.needs_profile and d.meta.get("origin") != "seed":
+                    self.remember(
                         d.agent_id,
-                        memory_line(self.state.step, action.type, action.model_dump(exclude={"type"}), out.status),
+                        memory_line(self.sim.state.step, action.type, action.model_dump(exclude={"type"}), out.status),
                         action.type,
                     )
-                if self.needs_profile:  # shown (and only then recorded as exposures) in its next observation
+                if self.sim.needs_profile:  # shown (and only then recorded as exposures) in its next observation
                     pending = perspectives.pending_from(action.type, getattr(action, "query", ""), out.results)
                     if pending is not None:
-                        self.pending_results[d.agent_id] = pending
+                        self.sim.pending_results[d.agent_id] = pending
                 n += 1
             if d.stance is not None:
-                self.population.stance[d.agent_id] = d.stance
+                self.sim.population.stance[d.agent_id] = d.stance
                 rec.stance(d.agent_id, d.stance)
         return n
 

@@ -9,17 +9,22 @@ second invalid answer is recorded as such, never as a silent NULL.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from socium.core.rng import SURVEY, uniform
 from socium.simulator.recording import StepRecorder
 
+if TYPE_CHECKING:
+    from socium.simulator.simulation import Simulation
 
-def surveyed_agents(sim: Any, step: int, index: int, fraction: float) -> np.ndarray:
+
+def surveyed_agents(sim: Simulation, step: int, index: int, fraction: float) -> np.ndarray:
+    """Who answers survey ``index`` at ``step``: a seeded sample of the agents signed up by then."""
     ids = np.arange(sim.n)
-    joined = getattr(getattr(sim, "state", None), "joined", None)
+    joined = sim.state.joined
     if joined is not None:  # agents not yet signed up (population.join_schedule) are not on the platform to ask
         ids = ids[joined]
     if fraction >= 1.0:
@@ -27,14 +32,16 @@ def surveyed_agents(sim: Any, step: int, index: int, fraction: float) -> np.ndar
     return ids[uniform(sim.key, SURVEY, step, ids, sub=index) < fraction]
 
 
-def run_surveys(sim: Any, step: int, rec: StepRecorder) -> None:
+def run_surveys(sim: Simulation, step: int, rec: StepRecorder) -> None:
+    """Ask the surveys due at ``step`` and add their rows to the step's recorder."""
     for qi, sv in enumerate(sim.cfg.surveys):
         if (step + 1) % sv.every:
             continue
         who = surveyed_agents(sim, step, qi, sv.sample_fraction)
-        if hasattr(sim.policy, "survey"):
+        answers: Sequence[tuple[Any, ...]]  # (text, value[, reason[, outcome[, stated value]]])
+        if (asker := sim.caps.surveys) is not None:
             people = [(sim.population.profile(int(a)), list(sim.memory.get(int(a), ()))) for a in who]
-            answers, calls = sim.policy.survey(people, sv.question, sv.scale, step)
+            answers, calls = asker.survey(people, sv.question, sv.scale, step)
             rec.calls.extend(calls)
         else:
             st = sim.population.stance[who]
@@ -43,9 +50,15 @@ def run_surveys(sim: Any, step: int, rec: StepRecorder) -> None:
         for a, ans in zip(who.tolist(), answers):
             text, value = ans[0], ans[1]
             reason = ans[2] if len(ans) > 2 else (None if value is not None else "agent has no stance")
+            # typed outcome (socium.agents.survey_answers.SurveyOutcome); only "ok" values enter a mean
+            outcome = (
+                ans[3] if len(ans) > 3 else ("ok" if value is not None else "no_stance" if len(ans) < 3 else "invalid")
+            )
             s["step"].append(step)
             s["agent_id"].append(a)
             s["question"].append(sv.question)
             s["answer"].append(text)
             s["value"].append(value)
             s["reason"].append(reason)
+            s["outcome"].append(outcome)
+            s["stated_value"].append(ans[4] if len(ans) > 4 else value)

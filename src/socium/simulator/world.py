@@ -34,7 +34,8 @@ def build_population(cfg: ExperimentConfig) -> tuple[Population, list[list[int]]
     else:
         pop, following = clean_population(load_reddit_json(pc.path or "")), None
     issue = None if pc.issue is None else clean_field(pc.issue, MAX_GOAL_CHARS, single_line=True)
-    assign_goals(pop, clean_goals(pc.goals), issue)
+    goals = pc.goals if isinstance(pc.goals, list) else {str(side): g for side, g in pc.goals.items()}
+    assign_goals(pop, clean_goals(goals), issue)
     return pop, following
 
 

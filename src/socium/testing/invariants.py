@@ -11,9 +11,11 @@ import json
 import re
 from pathlib import Path
 
-import duckdb
-
 from socium.platform.text import quote_untrusted
+from socium.trace.queries.calls import step_prompts
+from socium.trace.queries.exposures import shown as shown_exposures
+from socium.trace.queries.posts import post_texts
+from socium.trace.queries.runs import open_run
 
 
 def exposures_not_in_prompts(run_dir: str | Path, limit: int = 20) -> list[str]:
@@ -23,15 +25,10 @@ def exposures_not_in_prompts(run_dir: str | Path, limit: int = 20) -> list[str]:
     its quoted text. A call covers the agent it was made for and, for narrator / group calls, every
     member listed in its metadata. Returns up to ``limit`` descriptions; empty means the invariant holds.
     """
-    con = duckdb.connect(str(Path(run_dir) / "trace.duckdb"), read_only=True)
-    try:
-        calls = con.execute("SELECT step, agent_id, prompt, metadata FROM llm_calls WHERE step IS NOT NULL").fetchall()
-        texts = dict(con.execute("SELECT post_id, content FROM posts").fetchall())
-        rows = con.execute(
-            "SELECT DISTINCT step, agent_id, post_id, source FROM exposures ORDER BY step, agent_id, post_id"
-        ).fetchall()
-    finally:
-        con.close()
+    with open_run(run_dir) as con:
+        calls = step_prompts(con)
+        texts = post_texts(con)
+        rows = shown_exposures(con)
     prompts: dict[tuple[int, int], list[str]] = {}
     for step, agent, prompt, md in calls:
         meta = json.loads(md) if md else {}

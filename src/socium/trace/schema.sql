@@ -26,6 +26,11 @@ CREATE TABLE IF NOT EXISTS groups (group_id BIGINT, step INTEGER, creator BIGINT
 CREATE TABLE IF NOT EXISTS group_messages (step INTEGER, seq INTEGER, group_id BIGINT, agent_id BIGINT, content VARCHAR);
 CREATE TABLE IF NOT EXISTS surveys (step INTEGER, agent_id BIGINT, question VARCHAR, answer VARCHAR, value DOUBLE, reason VARCHAR);
 ALTER TABLE surveys ADD COLUMN IF NOT EXISTS reason VARCHAR;  -- traces written before the column existed
+-- Typed outcome of each answer: ok (the only value a mean uses), inconsistent (its words contradict its number),
+-- degenerate (no words, no number), invalid, backend_error, no_stance; stated_value: the number the agent gave,
+-- also when rejected (value is then NULL). Traces written before these columns read them as NULL.
+ALTER TABLE surveys ADD COLUMN IF NOT EXISTS outcome VARCHAR;
+ALTER TABLE surveys ADD COLUMN IF NOT EXISTS stated_value DOUBLE;
 -- group_llm runs: each agent's persona cluster (written with step 0).
 CREATE TABLE IF NOT EXISTS agent_clusters (agent_id BIGINT, cluster INTEGER, cluster_size BIGINT);
 -- How each in-process model engine ran (llm.backend embedded: engine, model file, n_threads, n_parallel

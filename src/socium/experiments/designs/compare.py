@@ -1,10 +1,14 @@
-"""Perspective comparison at network scale: one experiment under local, mindreader and omniscient.
+"""Perspective comparison at network scale: one experiment under every registered perspective.
 
 Zhou et al. (2024, arXiv 2403.05020) found that who-sees-what changes dyadic results (script mode
 looks better than agents mode); this asks the same question of network phenomena. The experiment
-spec (population, seed content, seed, platform) is run unchanged except for ``perspective``, so
-every difference in cascades, votes or stances -- and in token cost -- comes from what the agents
-could see. Null models are skipped here: they have no perspective.
+spec (population, seed content, seed, platform) is the same for every arm; only ``perspective``
+is set, and the perspective table (``socium.core.perspective``) says what that changes: what the
+agents see AND how their decisions are asked for. ``omniscient`` is one narrator call per group,
+so against ``local`` it changes both; ``omniscient_agents`` has the same knowledge with one call per
+agent, so ``omniscient`` vs ``omniscient_agents`` isolates narration and ``omniscient_agents`` vs
+``local`` isolates information. Each arm's table row and the differences between consecutive arms
+are stored in ``results.json`` for the report. Null models are skipped here: they have no perspective.
 """
 
 from __future__ import annotations
@@ -13,30 +17,29 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from socium.core.perspective import differences, perspective, perspective_names
 from socium.errors import ConfigError
-from socium.experiments.spec import connect, deep_merge, llm_usage, write_results
+from socium.experiments.spec import deep_merge, llm_usage, write_results
+from socium.trace.queries import cascades, population, posts, runs
 
-PERSPECTIVES = ("local", "mindreader", "omniscient")
+
+def arm_differences(names: list[str] | tuple[str, ...]) -> dict[str, dict[str, list[str]]]:
+    """What the perspective table changes between each pair of arms, ``"a vs b"`` -> column -> [a, b]."""
+    return {
+        f"{a} vs {b}": {k: list(v) for k, v in differences(a, b).items()}
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+    }
 
 
 def trace_stats(run_dir: Path) -> dict[str, Any]:
     """Experiment-agnostic facts of one run: posts, reshares, crowd votes, seed cascade, last survey."""
-    con = connect(run_dir)
-    try:
-        kinds = dict(con.execute("SELECT kind, count(*) FROM posts GROUP BY kind").fetchall())
-        v = con.execute(
-            "SELECT count(*), avg(CASE WHEN delta > 0 THEN 1.0 ELSE 0.0 END) FROM votes WHERE origin != 'seed'"
-        ).fetchall()[0]
-        c = con.execute(
-            "SELECT size, depth, max_breadth FROM cascade_metrics WHERE root_id = 0 ORDER BY step DESC LIMIT 1"
-        ).fetchone()
-        s = con.execute(
-            "SELECT var_samp(value), avg(abs(value)), count(value) FROM surveys WHERE step = (SELECT max(step) FROM "
-            "surveys)"
-        ).fetchall()[0]
-        agent_steps = con.execute("SELECT coalesce(sum(n_active), 0) FROM steps").fetchall()[0][0]
-    finally:
-        con.close()
+    with runs.open_run(run_dir) as con:
+        kinds = posts.post_kinds(con)
+        votes, p_up = posts.crowd_votes(con)
+        seed_cascade = cascades.final_shape(con, 0)
+        s = population.last_survey(con)
+        agent_steps = runs.agent_steps(con)
     use = llm_usage(run_dir)
     tokens = use["prompt_tokens"] + use["completion_tokens"]
     return {
@@ -44,9 +47,9 @@ def trace_stats(run_dir: Path) -> dict[str, Any]:
         "originals": int(kinds.get("original", 0)),
         "reshares": int(kinds.get("repost", 0) + kinds.get("quote", 0)),
         "comments": int(kinds.get("comment", 0)),
-        "crowd_votes": int(v[0]),
-        "p_positive_vote": None if v[1] is None else float(v[1]),
-        "seed_cascade": None if c is None else {"size": int(c[0]), "depth": int(c[1]), "max_breadth": int(c[2])},
+        "crowd_votes": votes,
+        "p_positive_vote": p_up,
+        "seed_cascade": seed_cascade,
         "final_stance_variance": None if s[0] is None else float(s[0]),
         "final_mean_abs_stance": None if s[1] is None else float(s[1]),
         "agent_steps": int(agent_steps),
@@ -118,13 +121,17 @@ def run_compare(
     *,
     force: bool = False,
     log: Callable[[str], None] = lambda s: None,
-    perspectives: tuple[str, ...] = PERSPECTIVES,
+    perspectives: tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
-    """Run ``runner(spec', out/<perspective>)`` for each perspective and tabulate the differences."""
+    """Run ``runner(spec', out/<perspective>)`` for each perspective (default: every registered one,
+    :func:`~socium.core.perspective.perspective_names`) and tabulate the differences."""
     if "perspective" in spec.base:
         raise ConfigError("compare: remove base.perspective; every perspective is run")
+    arms = perspective_names() if perspectives is None else tuple(perspectives)
+    for name in arms:
+        perspective(name)  # an unknown arm fails before any run, naming it
     rows: dict[str, Any] = {}
-    for persp in perspectives:
+    for persp in arms:
         s = spec.model_copy(update={"base": deep_merge(spec.base, {"perspective": persp}), "run_null": False})
         log(f"compare: {persp}")
         res = runner(s, out / persp, force=force, log=log)
@@ -134,12 +141,14 @@ def run_compare(
             "totals": aggregate(stats),
             "headline": headline(res),
             "runs": len(stats),
+            "table": {"description": perspective(persp).description, **perspective(persp).knowledge()},
         }
     results = {
         "experiment": "compare",
         "of": spec.experiment,
         "spec": spec.model_dump(mode="json"),
         "perspectives": rows,
+        "differences": arm_differences(arms),
     }
     write_results(out, results)
     return results

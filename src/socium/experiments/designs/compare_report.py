@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from socium.core.perspective import perspective
 from socium.experiments.spec import read_results
 from socium.reporting import plots as P
 from socium.reporting.labels import model_label, real_label
@@ -38,11 +39,47 @@ COMPARE_METRICS = (
 )
 
 
+TABLE_COLUMNS = ("others", "global", "environment facts", "calls")
+
+
+def _row(res: dict[str, Any], p: str) -> dict[str, str]:
+    """An arm's perspective-table row as recorded by the run (older results: the table as it is now)."""
+    got = res["perspectives"][p].get("table")
+    if got is not None:
+        return got
+    row = perspective(p)
+    return {"description": row.description, **row.knowledge()}
+
+
+def arms_changes(rep: Report, res: dict[str, Any], names: list[str]) -> None:
+    """Say exactly what differs between the arms, read from the perspective table: a perspective changes what
+    agents see and may change how they are asked (one narrator call per group vs one call per agent)."""
+    rows = {p: _row(res, p) for p in names}
+    diffs = res.get("differences") or {
+        f"{a} vs {b}": {k: [rows[a][k], rows[b][k]] for k in TABLE_COLUMNS if rows[a][k] != rows[b][k]}
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+    }
+    pairs = "; ".join(f"{pair}: {', '.join(d) if d else 'nothing in the table'}" for pair, d in diffs.items())
+    rep.note(
+        "Every arm runs the same spec with only `perspective` set (model runs only; nulls have none). What that "
+        f"changes, from the perspective table (socium.core.perspective) -- {pairs}."
+    )
+    rep.table(
+        ReportTable(
+            "What each arm's perspective sees and how it is asked",
+            ["", *names],
+            [["description", *(rows[p]["description"] for p in names)]]
+            + [[k, *(rows[p][k] for p in names)] for k in TABLE_COLUMNS],
+        )
+    )
+
+
 def compare(rep: Report, res: dict[str, Any]) -> list[Path]:
     rep.heading(f"Perspective comparison ({res['of']})")
     persp = res["perspectives"]
     names = list(persp)
-    rep.note("The same experiment run unchanged except for the agents' perspective (model runs only; nulls have none).")
+    arms_changes(rep, res, names)
 
     def cell(p: str, k: str) -> str:
         v = persp[p]["runs"] if k == "runs" else persp[p]["totals"][k]

@@ -1,4 +1,4 @@
-"""Pool replicates of one experiment run under different seeds: mean and 95% t interval per metric.
+"""Pool replicates of one experiment run under different seeds: mean and 95% interval per metric.
 
 Why: herding, polarisation and perspective-comparison experiments are single runs, and the CIs
 their reports print are over the items or cascades *inside* one run; they do not cover what a
@@ -7,23 +7,26 @@ docs/results.md counts the replicate (a seed) as the independent unit, so its nu
 several experiment directories of the same spec that differ only in their seeds, pooled here.
 
 Each directory contributes one value per metric (a flat name such as ``model.up.p_next_positive``);
-a metric's summary is the mean over replicates with a two-sided 95% t interval (n = replicates that
-have the value). Paired contrasts are per-replicate differences, e.g. ``model - null`` of the
-same seed (same world, same items) or ``omniscient - local`` of a perspective comparison, with
-their own t interval: the pairing removes the between-seed spread both sides share.
+a metric's summary is the mean over replicates (n = replicates that have the value) with its interval
+by the one policy of :mod:`socium.core.intervals`: none below 3 replicates ("n too small"), a percentile
+bootstrap for a quantity that cannot be negative (shares, NRMSE, sizes, counts: the interval stays in
+range), a two-sided 95% t interval otherwise. Paired contrasts are per-replicate differences, e.g.
+``model - null`` of the same seed (same world, same items) or ``omniscient - local`` of a perspective
+comparison, with their own t interval: the pairing removes the between-seed spread both sides share.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from socium.core.intervals import Interval, interval_from_dict, mean_interval, nonnegative_interval
 from socium.errors import ConfigError
 from socium.experiments.spec import read_results
-from socium.reporting.plots import t_interval
 
 SEED_FIELDS = ("seed", "item_seed", "split_seed", "sample_seed")
 """Spec fields (top level or in ``base``) that make a replicate; every other field must agree."""
@@ -31,6 +34,13 @@ IGNORED_FIELDS = ("out", "name")
 """Spec fields that name where a replicate was written, not what it measured."""
 
 Flat = dict[str, float | None]
+
+#: Leaf names of metrics that cannot be negative (shares, error measures, sizes, counts): their interval is
+#: a bootstrap that stays in range. Differences (``up-control``, shifts, changes) are signed and get a t.
+NONNEGATIVE = re.compile(
+    r"^(p_\w+|\w*_share|\w*rate|nrmse_\w+|final_\w+|mean_abs|variance|surveys|llm_calls|tokens\w*|posts"
+    r"|reshares|crowd_votes|prompt_tokens)$"
+)
 
 
 def _num(x: Any) -> float | None:
@@ -148,7 +158,7 @@ def _design(spec: dict[str, Any]) -> tuple[dict[str, Any], tuple[Any, ...]]:
 
 
 def pool_seeds(dirs: Sequence[Path], contrasts: Sequence[tuple[str, str]] | None = None) -> dict[str, Any]:
-    """Mean and 95% t interval over replicates for every metric, and paired contrasts.
+    """Mean and 95% interval (core.intervals policy) over replicates for every metric, and paired contrasts.
 
     ``contrasts``: (a, b) prefixes; every metric present under both gives a per-replicate ``a - b``
     difference. Default: ``model - null`` for one experiment, each other perspective minus ``local``
@@ -180,7 +190,7 @@ def pool_seeds(dirs: Sequence[Path], contrasts: Sequence[tuple[str, str]] | None
         else:
             contrasts = [("model", "null")]
     names = list(dict.fromkeys(k for v in values for k in v))
-    metrics = {k: _summary([v.get(k) for v in values]) for k in names}
+    metrics = {k: _summary([v.get(k) for v in values], _nonnegative(k)) for k in names}
     paired: dict[str, Any] = {}
     for a, b in contrasts:
         for k in names:
@@ -204,18 +214,26 @@ def pool_seeds(dirs: Sequence[Path], contrasts: Sequence[tuple[str, str]] | None
     }
 
 
-def _summary(vals: Sequence[float | None]) -> dict[str, Any] | None:
+def _nonnegative(name: str) -> bool:
+    """Whether a pooled metric cannot be negative (by its leaf name; a difference ``a-b`` never is)."""
+    leaf = name.rsplit(".", 1)[-1]
+    return "-control" not in name and bool(NONNEGATIVE.match(leaf))
+
+
+def _summary(vals: Sequence[float | None], nonnegative: bool = False) -> dict[str, Any] | None:
+    """The interval record (``mean``, ``lo``, ``hi``, ``n``, ``method``, ``note``) plus the per-seed values;
+    ``lo``/``hi`` are None below 3 seeds. None when no seed has the value."""
     have = [v for v in vals if v is not None]
-    ci = t_interval(have)
-    if ci is None:
+    if not have:
         return None
-    return {"mean": ci[0], "lo": ci[1], "hi": ci[2], "n": len(have), "values": list(vals)}
+    iv: Interval = nonnegative_interval(have) if nonnegative and min(have) >= 0 else mean_interval(have)
+    return {**iv.as_dict(), "values": list(vals)}
 
 
 def markdown(pooled: dict[str, Any], only: Sequence[str] = ()) -> str:
     """The pooled numbers as a Markdown table (``only``: keep metrics whose name contains one of these)."""
     lines = [
-        "| metric | n (seeds) | mean | 95% t CI over seeds | per seed |",
+        "| metric | n (seeds) | mean | 95% interval over seeds | per seed |",
         "|---|---|---|---|---|",
     ]
     for section in ("metrics", "paired"):
@@ -223,6 +241,7 @@ def markdown(pooled: dict[str, Any], only: Sequence[str] = ()) -> str:
             if s is None or (only and not any(o in name for o in only)):
                 continue
             per = ", ".join("-" if v is None else f"{v:.3g}" for v in s["values"])
-            ci = f"[{s['lo']:+.3f}, {s['hi']:+.3f}]" if s["n"] > 1 else "none (1 seed)"
+            iv = interval_from_dict(s)
+            ci = "-" if iv is None else iv.bounds(3, signed=True) + (f" ({iv.method})" if iv.has_bounds else "")
             lines.append(f"| {name} | {s['n']} | {s['mean']:+.3f} | {ci} | {per} |")
     return "\n".join(lines) + "\n"

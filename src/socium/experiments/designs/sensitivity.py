@@ -40,6 +40,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from socium.config import config_from_dict, read_yaml_mapping, validate_dict
 from socium.errors import ConfigError, SociumError
 from socium.experiments.opinions.polarisation import bimodality_coefficient
+from socium.trace.queries import cascades, population, posts
+from socium.trace.queries import runs as run_q
 from socium.trace.rundir import check_out_path, default_out
 
 
@@ -70,24 +72,13 @@ class SensitivitySpec(BaseModel):
     base: dict[str, Any] = Field(default_factory=dict, description="The run config every design point starts from.")
 
 
-# ---- outcomes: one SQL query each over a finished trace ------------------------------------------
-_CASCADES = """
-SELECT root_id, count(*) AS size, max(depth) AS depth FROM cascade_nodes GROUP BY root_id
-"""
-
-
+# ---- outcomes: one named trace query each over a finished trace ----------------------------------
 def _cascades(con: duckdb.DuckDBPyConnection) -> np.ndarray:
-    rows = con.execute(_CASCADES).fetchall()
-    return np.array([(r[1], r[2]) for r in rows], float).reshape(-1, 2)
+    return cascades.sizes_and_depths(con)
 
 
 def _final_stances(con: duckdb.DuckDBPyConnection) -> np.ndarray:
-    rows = con.execute(
-        "SELECT a.stance, s.last FROM agents a LEFT JOIN (SELECT agent_id, arg_max(stance, step) AS last "
-        "FROM stances GROUP BY agent_id) s USING (agent_id)"
-    ).fetchall()
-    v = np.array([r[1] if r[1] is not None else (np.nan if r[0] is None else r[0]) for r in rows], float)
-    return v[~np.isnan(v)]
+    return population.final_stances(con)
 
 
 def _nan_if_empty(f: Callable[[np.ndarray], float]) -> Callable[[np.ndarray], float]:
@@ -107,11 +98,7 @@ OUTCOMES: dict[str, tuple[str, Callable[[duckdb.DuckDBPyConnection], float]]] = 
     "max_cascade_depth": ("deepest cascade", lambda c: _nan_if_empty(np.max)(_cascades(c)[:, 1])),
     "reshares_per_agent": (
         "reposts + quotes per agent",
-        lambda c: float(
-            c.execute(
-                "SELECT (SELECT count(*) FROM posts WHERE kind IN ('repost', 'quote')) / (SELECT count(*) FROM agents)"
-            ).fetchone()[0]
-        ),
+        cascades.reshares_per_agent,
     ),
     "stance_sd": ("sd of final stances (polarisation)", lambda c: _nan_if_empty(np.std)(_final_stances(c))),
     "stance_extremity": ("mean |final stance|", lambda c: _nan_if_empty(lambda a: np.abs(a).mean())(_final_stances(c))),
@@ -121,30 +108,23 @@ OUTCOMES: dict[str, tuple[str, Callable[[duckdb.DuckDBPyConnection], float]]] = 
     ),
     "likes_per_post": (
         "likes per post",
-        lambda c: float(
-            c.execute(
-                "SELECT (SELECT count(*) FROM votes WHERE delta > 0) / greatest((SELECT count(*) FROM posts), 1)"
-            ).fetchone()[0]
-        ),
+        posts.likes_per_post,
     ),
 }
 
 
 def outcome_values(run_dir: str | Path, names: list[str]) -> dict[str, float]:
-    con = duckdb.connect(str(Path(run_dir) / "trace.duckdb"), read_only=True)
-    try:
+    with run_q.open_run(run_dir) as con:
         return {n: OUTCOMES[n][1](con) for n in names}
-    finally:
-        con.close()
 
 
 # ---- the design ----------------------------------------------------------------------------------
 def load_sensitivity(path: str | Path, overrides: list[str] | None = None) -> SensitivitySpec:
-    from socium.config import _apply_override
+    from socium.config.loading import apply_override
 
     data = read_yaml_mapping(path)
     for item in overrides or []:
-        _apply_override(data, item)
+        apply_override(data, item)
     spec = validate_dict(SensitivitySpec, data, None, str(path))
     check_spec(spec, str(path))
     return spec
@@ -239,7 +219,7 @@ def run_sensitivity(
     for i in range(len(points)):
         reps = [outcome_values(runs[i * spec.replicates + r].run_dir, spec.outcomes) for r in range(spec.replicates)]
         Y[i] = [np.nanmean([rep[o] for rep in reps]) for o in spec.outcomes]
-    results = {
+    results: dict[str, Any] = {
         "method": spec.method,
         "spec": spec.model_dump(mode="json"),
         "n_runs": len(runs),

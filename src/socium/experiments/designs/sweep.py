@@ -12,8 +12,8 @@ A sweep file::
 Every run is an ordinary run directory (``out/run-000/trace.duckdb``), so every other tool
 (``socium query``, ``socium card``, resume) works on it unchanged. Re-running a sweep resumes:
 finished runs are no-ops, interrupted ones continue from their last committed step. The summary
-is one DuckDB query over all run files ATTACHed read-only in one connection, which is also how a
-user compares runs (:func:`attach_runs`).
+reads each run's totals through the named trace queries (:func:`socium.trace.queries.runs.run_summary`);
+a user comparing runs in SQL ATTACHes them all read-only in one connection (:func:`attach_runs`).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import duckdb
 
 from socium.config import config_from_dict, read_yaml_mapping
 from socium.errors import ConfigError
+from socium.trace.queries import runs as run_q
 from socium.trace.rundir import check_out_path
 
 
@@ -237,7 +238,7 @@ def attach_runs(con: duckdb.DuckDBPyConnection, sweep_dir: str | Path) -> dict[s
         db = Path(sweep_dir) / r["run"] / "trace.duckdb"
         if db.exists():
             alias = "r" + r["run"].split("-")[-1]  # our own name, safe as an identifier
-            con.execute(f"ATTACH ? AS {alias} (READ_ONLY)", [str(db)])
+            run_q.attach_read_only(con, db, alias)
             aliases[r["run"]] = alias
     return aliases
 
@@ -248,19 +249,11 @@ def summarize(sweep_dir: str | Path) -> list[dict[str, Any]]:
     manifest = json.loads((sweep_dir / "sweep.json").read_text(encoding="utf-8"))
     status_path = sweep_dir / "status.json"
     status = json.loads(status_path.read_text(encoding="utf-8")) if status_path.exists() else {}
-    con = duckdb.connect()
-    try:
-        aliases = attach_runs(con, sweep_dir)
-        parts = [
-            f"SELECT ? AS run, (SELECT count(*) FROM {a}.steps WHERE step >= 0) AS steps, "
-            f"(SELECT count(*) FROM {a}.posts) AS posts, (SELECT count(*) FROM {a}.actions) AS actions, "
-            f"(SELECT coalesce(sum(wall_s), 0) FROM {a}.steps) AS wall_s"
-            for a in aliases.values()
-        ]
-        rows = con.execute(" UNION ALL ".join(parts), list(aliases)).fetchall() if parts else []
-    finally:
-        con.close()
-    got = {r[0]: r for r in rows}
+    got: dict[str, dict[str, Any]] = {}
+    for r in manifest["runs"]:
+        if (sweep_dir / r["run"] / "trace.duckdb").exists():
+            with run_q.open_run(sweep_dir / r["run"]) as con:
+                got[r["run"]] = run_q.run_summary(con)
     out = []
     for r in manifest["runs"]:
         g = got.get(r["run"])
@@ -270,10 +263,10 @@ def summarize(sweep_dir: str | Path) -> list[dict[str, Any]]:
                 "run": r["run"],
                 "overrides": r["overrides"],
                 "seed": r["seed"],
-                "steps": g[1] if g else 0,
-                "posts": g[2] if g else 0,
-                "actions": g[3] if g else 0,
-                "wall_s": round(float(g[4]), 3) if g else None,
+                "steps": g["steps"] if g else 0,
+                "posts": g["posts"] if g else 0,
+                "actions": g["actions"] if g else 0,
+                "wall_s": round(float(g["wall_s"]), 3) if g else None,
                 "status": "ok" if st.get("ok") else (st.get("error") or "not run"),
             }
         )

@@ -14,38 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from socium.experiments.spec import connect
 from socium.recsys.embeddings import make_embedder
-
-_SQL = """
-WITH RECURSIVE chain(post_id, root_id, depth) AS (
-    SELECT post_id, post_id, 0 FROM posts WHERE kind = 'original'
-    UNION ALL
-    SELECT p.post_id, c.root_id, c.depth + 1 FROM posts p JOIN chain c ON p.parent_id = c.post_id
-    WHERE p.kind IN ('quote', 'comment', 'repost')
-)
-SELECT c.post_id, c.root_id, c.depth, p.kind, p.content, coalesce(v.veracity, 'unknown') AS veracity
-FROM chain c JOIN posts p USING (post_id) LEFT JOIN post_veracity v ON v.post_id = c.root_id
-ORDER BY c.root_id, c.depth, c.post_id
-"""
+from socium.trace.queries.cascades import retelling_chains
+from socium.trace.queries.runs import open_run
 
 
 def chain_rows(run_dir: Path) -> list[tuple[int, int, int, str, str, str]]:
     """(post, source, depth, kind, text, source veracity) for every post in a chain from an original."""
-    con = connect(run_dir)
-    try:
-        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-        sql = (
-            _SQL
-            if "post_veracity" in tables
-            else _SQL.replace(
-                "LEFT JOIN post_veracity v ON v.post_id = c.root_id",
-                "LEFT JOIN (SELECT NULL::BIGINT AS post_id, NULL::VARCHAR AS veracity) v ON v.post_id = c.root_id",
-            )
-        )
-        return [tuple(r) for r in con.execute(sql).fetchall()]  # type: ignore[misc]
-    finally:
-        con.close()
+    with open_run(run_dir) as con:
+        return retelling_chains(con)
 
 
 def drift(run_dir: str | Path, embedder: Any = "minilm", max_depth: int = 6) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from socium.core.intervals import MIN_N, interval_from_dict
 from socium.reporting import plots as P
 from socium.reporting.page import Report, ReportTable, counted, fmt
 
@@ -74,18 +75,20 @@ def _source_label(src: str, res: dict[str, Any]) -> str:
 
 
 def _ci(c: dict[str, Any] | None, digits: int = 2, n_seeds: int | None = None) -> str:
-    """'mean [lo, hi] (relative)'; with ``n_seeds``, a cell over fewer seeds says how many: steps to 50%
+    """'mean [lo, hi] (n=3, t) (relative)', or 'mean (n=2: n too small for an interval)' below 3 seeds (the
+    policy of socium.core.intervals); with ``n_seeds``, a cell over fewer seeds says how many: steps to 50%
     is undefined for a seed whose claims of that veracity reached nobody, and t_ci drops such seeds."""
-    if c is None:
+    iv = interval_from_dict(c)
+    if c is None or iv is None:
         return "n/a"
-    s = f"{fmt(c['mean'], digits)} [{fmt(c['lo'], digits)}, {fmt(c['hi'], digits)}]"
+    s = iv.format(digits)
     s += f" ({c['relative']:+.0%})" if "relative" in c else ""
     n = c.get("n")
     return s + (f" (n = {n} of {n_seeds} seeds)" if n_seeds is not None and n is not None and n < n_seeds else "")
 
 
 def level_table(src: str, res: dict[str, Any]) -> ReportTable:
-    """The control's level of each LEVEL_KEYS metric with its 95% t interval over seeds, and over how
+    """The control's level of each LEVEL_KEYS metric with its 95% interval over seeds, and over how
     many seeds it was measured (printed in the terminal: the effects table alone gives no levels)."""
     n_seeds = len(res["spec"]["seeds"])
     metrics = res["sources"][src]["strategies"][res["control"]]["summary"]["metrics"]
@@ -94,8 +97,8 @@ def level_table(src: str, res: dict[str, Any]) -> ReportTable:
         c = metrics.get(k)
         rows.append([metric_label(k), _ci(c), f"{(c or {}).get('n', 0)} of {n_seeds}"])
     return ReportTable(
-        f"{_source_label(src, res)}: level under {res['control']}, mean [95% t CI over seeds]",
-        ["metric", f"{res['control']}: mean [95% CI]", "seeds measured"],
+        f"{_source_label(src, res)}: level under {res['control']}, mean [95% interval over seeds]",
+        ["metric", f"{res['control']}: mean [95% interval]", "seeds measured"],
         rows,
         summary=True,
     )
@@ -121,8 +124,8 @@ def step_axis(ax: Any, n_steps: int) -> None:
 
 
 def curves_plot(path: Path, res: dict[str, Any]) -> Path:
-    """Mean cumulative reach per strategy with its 95% t band over seeds (the seeds are the units, as in
-    the tables: the band's end is the table's reach interval)."""
+    """Mean cumulative reach per strategy with its 95% t band over seeds (the seeds are the units; no band
+    below 3 seeds, the one interval policy)."""
     plt = P.plt
     srcs = list(res["sources"])
     fig, axes = plt.subplots(len(srcs), 2, figsize=(11, 3.4 * len(srcs)), squeeze=False)
@@ -149,8 +152,8 @@ def curves_plot(path: Path, res: dict[str, Any]) -> Path:
                     ms=5 if ctl else 3.5,
                 )
                 seeds = [c for m in body["per_seed"].values() if len(c := m.get(f"{ver}_curve") or []) == len(y)]
-                if ctl and len(seeds) > 1:  # one band: six overlapping ones hide the lines
-                    band = [P.t_interval([c[t] for c in seeds]) or (y[t], y[t], y[t]) for t in range(len(y))]
+                if ctl and len(seeds) >= MIN_N:  # one band: six overlapping ones hide the lines
+                    band = [P.t_interval([c[t] for c in seeds], lo=0.0) or (y[t], y[t], y[t]) for t in range(len(y))]
                     ax.fill_between(
                         xs,
                         [b[1] for b in band],
@@ -158,7 +161,7 @@ def curves_plot(path: Path, res: dict[str, Any]) -> Path:
                         color=colors(k % 10),
                         alpha=0.15,
                         lw=0,
-                        label=f"{strat}: 95% t interval over seeds",
+                        label=f"{strat}: 95% bootstrap interval over seeds",
                     )
             ax.set_title(f"{ver} claims, {_source_label(src, res)}", fontsize=9)
             ax.set_xlabel(f"step ({minutes:g} simulated minutes each)", fontsize=8)
@@ -166,7 +169,11 @@ def curves_plot(path: Path, res: dict[str, Any]) -> Path:
             ax.set_ylim(bottom=0)
             step_axis(ax, len(res["sources"][src]["strategies"][res["control"]]["summary"].get(f"{ver}_curve") or []))
     n = len(res["spec"]["seeds"])
-    interval = f"band: the control's 95% t interval over {n} seeds" if n > 1 else f"{counted(n, 'seed')}, no interval"
+    interval = (
+        f"band: the control's 95% bootstrap interval over {n} seeds"
+        if n >= MIN_N
+        else f"{counted(n, 'seed')}, no interval below {MIN_N} seeds"
+    )
     fig.suptitle(f"Cumulative reach of seeded claims per strategy ({interval})", fontsize=11)
     return P._save(fig, path, legend_from=list(axes.ravel()))
 
@@ -193,10 +200,11 @@ def effects_plot(path: Path, res: dict[str, Any]) -> Path:
                 y = k + (si - (len(srcs) - 1) / 2) * 0.25
                 if e is None:
                     continue
+                bars = e.get("lo") is not None and e.get("hi") is not None  # none below 3 seeds
                 ax.errorbar(
                     [e["mean"]],
                     [y],
-                    xerr=[[e["mean"] - e["lo"]], [e["hi"] - e["mean"]]],
+                    xerr=[[e["mean"] - e["lo"]], [e["hi"] - e["mean"]]] if bars else None,
                     fmt="o",
                     ms=4,
                     color=colors[src],
@@ -221,8 +229,17 @@ def effects_plot(path: Path, res: dict[str, Any]) -> Path:
         ax.set_ylim(len(strats) - 0.5, -0.5)
         ax.set_title(title, fontsize=11)
         ax.set_xlabel(f"difference vs {res['control']}", fontsize=10)
-    fig.suptitle("Effect of each strategy (paired by seed; 95% t intervals over seeds)", fontsize=12)
+    fig.suptitle(
+        f"Effect of each strategy (paired by seed; 95% t intervals over seeds, none below {MIN_N} seeds)", fontsize=12
+    )
     return P._save(fig, path, legend_from=flat)
+
+
+def _interval_note(n: int) -> str:
+    """What the intervals are, by the one policy: none below 3 seeds (a 1-df t interval says nothing)."""
+    if n >= MIN_N:
+        return "Intervals: 95% over seeds (levels: bootstrap, never below 0; effects: t), n beside each"
+    return f"No intervals: {counted(n, 'seed')} (n too small; intervals from {MIN_N} seeds)"
 
 
 def build(rep: Report, res: dict[str, Any]) -> list[Path]:
@@ -233,7 +250,7 @@ def build(rep: Report, res: dict[str, Any]) -> list[Path]:
         f"{counted(len(res['sources']), 'population')}; {counted(res['n_agents'], 'agent')}, "
         f"{counted(res['steps'], 'step')}; {sp['n_false']} false and {sp['n_true']} true seeded "
         f"claims (false ones posted by spreaders). Control: '{res['control']}'. "
-        f"{'Intervals: 95% t over seeds' if len(sp['seeds']) > 1 else 'No intervals: one seed'}; "
+        f"{_interval_note(len(sp['seeds']))}; "
         "effects: paired per-seed differences vs the control (relative change in brackets)."
     )
     if res.get("null_fit"):
@@ -248,7 +265,9 @@ def build(rep: Report, res: dict[str, Any]) -> list[Path]:
         "Reach of false and true claims over time, per strategy; every strategy's interval is in the tables "
         "and, as a difference to the control, in the effect plot",
     )
-    rep.image(effects_plot(rep.out_dir / "intervention_effects.png", res), "Effect sizes vs the control with 95% CIs")
+    rep.image(
+        effects_plot(rep.out_dir / "intervention_effects.png", res), "Effect sizes vs the control with 95% intervals"
+    )
     dirs: list[Path] = []
     for src, body in res["sources"].items():
         for strat in res["order"]:
@@ -270,7 +289,7 @@ def build(rep: Report, res: dict[str, Any]) -> list[Path]:
         # metrics as rows, conditions as columns: a dozen metrics fit the page, conditions stay few
         rep.table(
             ReportTable(
-                f"{_source_label(src, res)}: mean [95% CI] over seeds",
+                f"{_source_label(src, res)}: mean [95% interval] over seeds",
                 ["metric", *res["order"]],
                 [
                     [metric_label(k)] + [_ci(summ[st]["metrics"].get(k), 2, n_seeds) for st in res["order"]]
@@ -280,7 +299,7 @@ def build(rep: Report, res: dict[str, Any]) -> list[Path]:
         )
         rep.table(
             ReportTable(
-                f"{_source_label(src, res)}: effect vs {res['control']} [95% CI] (relative)",
+                f"{_source_label(src, res)}: effect vs {res['control']} [95% interval] (relative)",
                 ["metric", *others],
                 [
                     [metric_label(k)] + [_ci(summ[st]["effects"].get(k), 2, n_seeds) for st in others]

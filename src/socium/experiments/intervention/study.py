@@ -6,8 +6,9 @@ population, graph, roles and seeded claims -- by the model population under each
 ``perspectives`` (the issue's "perspective angle": ``perspective`` is the one config key that
 changes), and by a rule-based null (independent cascade fitted to the control model runs) under the
 same interventions. Reported per condition: reach, speed (steps to 50% of final reach), depth,
-shares and engagement of false vs true claims, stance change, content drift (FUSE), each with a t
-interval over seeds; and effect sizes vs the control as paired differences per seed with t intervals.
+shares and engagement of false vs true claims, stance change, content drift (FUSE), each with a 95%
+interval over seeds (socium.core.intervals: a bootstrap that stays >= 0 for these non-negative levels,
+none below 3 seeds); and effect sizes vs the control as paired differences per seed with t intervals.
 
 Claims come from OASIS's labelled Twitter15/16 source tweets (``all_topics.csv``: label True/False)
 or from ``base.seed_posts`` with ``veracity``; false claims are posted by pinned spreaders.
@@ -22,9 +23,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from socium.config import ExperimentConfig, config_from_dict
+from socium.config.base import PerspectiveName
+from socium.core.intervals import mean_interval, nonnegative_interval
+from socium.data.datadir import require
 from socium.errors import ConfigError, InputFileError
 from socium.experiments.intervention.drift import drift
 from socium.experiments.nullfit import fit_independent_cascade
@@ -33,13 +37,14 @@ from socium.experiments.spec import (
     PATH_FIELD,
     ExperimentSpec,
     build_config,
-    connect,
     deep_merge,
     llm_usage,
     run_config,
     write_results,
 )
 from socium.reporting import progress
+from socium.trace.queries import cascades, interventions, population
+from socium.trace.queries import runs as run_q
 
 METRICS = ("reach", "t50", "depth", "shares", "engagement")
 DEFAULT_STRATEGIES: dict[str, dict[str, Any]] = {
@@ -66,8 +71,8 @@ class InterventionSpec(ExperimentSpec):
         description="Condition name -> moderation block (merged over base.moderation).",
     )
     control: str = Field("none", description="The condition effects are measured against.")
-    perspectives: list[Literal["local", "mindreader", "omniscient"]] = Field(
-        default_factory=lambda: ["local"], description="Run the model population under each (the `perspective` key)."
+    perspectives: list[PerspectiveName] = Field(
+        default=["local"], description="Run the model population under each (the `perspective` key)."
     )
     claims: str | None = Field(
         None,
@@ -80,6 +85,62 @@ class InterventionSpec(ExperimentSpec):
     drift_embedder: str = Field(
         "minilm", description="Embedder for content drift (minilm, hashing, or a sentence-transformers model)."
     )
+
+    @model_validator(mode="after")
+    def _room_after_effect(self) -> InterventionSpec:
+        problems = design_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+#: Steps a run needs from the earliest step at which a strategy can act on a claim (a label or note in
+#: force, prebunked agents inoculated) for reach to be able to show it: in the first, acted-on claims are
+#: reshared less; in the second, the reshares that did not happen are exposures that do not happen. With
+#: fewer, the effect on reach is zero by construction: the 3-step, delay-1 study of issue 29 labelled
+#: claims in its last step and docs/results.md read that zero as a finding. Removal and down-ranking act on
+#: feeds directly, so their effect on exposures shows in the step they take effect: they need 1.
+MIN_STEPS_AFTER_EFFECT = 2
+MIN_STEPS_AFTER_FEED_EFFECT = 1
+DEFAULT_STEPS = 8  # condition_config's default for base.steps
+
+
+def earliest_effect_step(block: dict[str, Any], claim_step: int = 0) -> int | None:
+    """First step at which a moderation block can change what agents see or do about a claim posted at
+    ``claim_step`` (None: it never acts). Verdicts are made after a step's actions and take effect from
+    the next step (socium.moderation.engine), so a fact-check with ``delay`` d acts from claim + d + 1."""
+    kind = str(block.get("kind") or "none")
+    params = block.get("params") or {}
+    steps = []
+    if kind in ("fact_check", "hybrid"):
+        steps.append(claim_step + int(params.get("delay", 2)) + 1)
+    if kind in ("community_notes", "hybrid"):  # flags in the claim's own step at the earliest, the note after it
+        steps.append(claim_step + 1)
+    prebunk = block.get("prebunk") or {}
+    if float(prebunk.get("fraction", 0) or 0) > 0:
+        steps.append(int(prebunk.get("step", 0) or 0))
+    return min(steps) if steps else None
+
+
+def design_problems(spec: InterventionSpec) -> list[str]:
+    """Each strategy that cannot show an effect on reach in ``base.steps`` steps, named with the fix."""
+    steps = int(spec.base.get("steps", DEFAULT_STEPS))
+    posts = [p for p in spec.base.get("seed_posts") or [] if isinstance(p, dict) and p.get("veracity")]
+    claim_step = min([int(p.get("step", 0) or 0) for p in posts] + ([0] if spec.n_false or spec.n_true else []))
+    out = []
+    for name, block in spec.strategies.items():
+        merged = deep_merge(spec.base.get("moderation") or {}, block)
+        first = earliest_effect_step(merged, claim_step)
+        on_feeds = bool(merged.get("remove")) or float(merged.get("downrank") or 0) > 0
+        need = MIN_STEPS_AFTER_FEED_EFFECT if on_feeds else MIN_STEPS_AFTER_EFFECT
+        if first is not None and steps - first < need:
+            out.append(
+                f"strategies.{name}: acts on claims from step {first} at the earliest, but base.steps is {steps} "
+                f"(steps 0..{steps - 1}), which leaves {max(steps - first, 0)} step(s) for reach to show it; "
+                f"need {need} (base.steps >= {first + need}, or a shorter delay), "
+                "else its effect on reach is zero by construction"
+            )
+    return out
 
 
 # ---- configs -------------------------------------------------------------------------------------
@@ -116,7 +177,7 @@ def condition_config(spec: InterventionSpec, strategy: str, seed: int, perspecti
         path = (
             Path(spec.claims)
             if spec.claims
-            else default_data_dir() / "oasis-reference" / "twitter_dataset" / "all_topics.csv"
+            else require(default_data_dir() / "oasis-reference" / "twitter_dataset" / "all_topics.csv")
         )
         claims = load_claims(path, spec.n_false, spec.n_true, spec.claim_seed)
         offset = len(posts)
@@ -168,15 +229,9 @@ def fit_null(run_dirs: list[Path]) -> dict[str, float]:
     adopt, trials = sum(f.adoptions for f in fits), sum(f.trials for f in fits)
     posts = acts = 0
     for d in run_dirs:
-        con = connect(d)
-        try:
-            posts += con.execute(
-                "SELECT count(*) FROM actions WHERE origin NOT IN ('seed', 'bot', 'fact_checker', "
-                "'manual') AND type = 'create_post' AND outcome = 'ok'"
-            ).fetchone()[0]
-            acts += con.execute("SELECT coalesce(sum(n_active), 0) FROM steps WHERE step >= 0").fetchone()[0]
-        finally:
-            con.close()
+        with run_q.open_run(d) as con:
+            posts += run_q.own_posts(con)
+            acts += run_q.agent_steps(con, committed_only=True)
     return {
         "p_repost": adopt / trials if trials else 0.0,
         "p_post": min(1.0, posts / acts) if acts else 0.0,
@@ -186,52 +241,19 @@ def fit_null(run_dirs: list[Path]) -> dict[str, float]:
 
 
 # ---- metrics -------------------------------------------------------------------------------------
-_CLAIMS_SQL = """
-SELECT p.post_id, p.step, v.veracity FROM posts p JOIN post_veracity v USING (post_id)
-WHERE p.kind = 'original' AND v.veracity IN ('true', 'false')
-  AND p.post_id IN (SELECT post_id FROM actions WHERE origin = 'seed' AND type = 'create_post' AND outcome = 'ok')
-ORDER BY p.post_id
-"""
-_REACH_SQL = """
-SELECT p.root_id, e.step, count(DISTINCT e.agent_id) FROM exposures e JOIN posts p USING (post_id)
-JOIN (SELECT p2.root_id, x.agent_id, min(x.step) AS first FROM exposures x JOIN posts p2 USING (post_id) GROUP BY ALL) f
-  ON f.root_id = p.root_id AND f.agent_id = e.agent_id AND f.first = e.step
-WHERE p.root_id IN (SELECT unnest(?::BIGINT[])) GROUP BY ALL ORDER BY 1, 2
-"""
-_SIZE_SQL = """
-SELECT root_id, count(*) FILTER (WHERE kind IN ('repost', 'quote')) AS shares,
-       count(*) FILTER (WHERE kind = 'comment') AS comments FROM posts
-WHERE root_id IN (SELECT unnest(?::BIGINT[])) GROUP BY root_id
-"""
-_LIKES_SQL = """
-SELECT p.root_id, count(*) FROM votes v JOIN posts p ON p.post_id = v.target
-WHERE v.delta > 0 AND v.type = 'like_post' AND p.root_id IN (SELECT unnest(?::BIGINT[])) GROUP BY 1
-"""
-_DEPTH_SQL = "SELECT root_id, max(depth) FROM cascade_nodes WHERE root_id IN (SELECT unnest(?::BIGINT[])) GROUP BY 1"
-_FALSE_ALL_SQL = """
-SELECT count(DISTINCT (e.agent_id, p.root_id)) FROM exposures e JOIN posts p USING (post_id)
-JOIN post_veracity v ON v.post_id = p.root_id WHERE v.veracity = 'false'
-"""
-
-
 def run_metrics(run_dir: Path, steps: int) -> dict[str, Any]:
     """Per-claim reach/speed/depth/shares/engagement, their means by veracity, reach curves, stance change."""
-    con = connect(run_dir)
-    try:
-        claims = con.execute(_CLAIMS_SQL).fetchall()
+    with run_q.open_run(run_dir) as con:
+        claims = interventions.seeded_claims(con)
         ids = [c[0] for c in claims]
-        reach_rows = con.execute(_REACH_SQL, [ids]).fetchall()
-        size = {r[0]: (r[1], r[2]) for r in con.execute(_SIZE_SQL, [ids]).fetchall()}
-        likes = dict(con.execute(_LIKES_SQL, [ids]).fetchall())
-        depth = dict(con.execute(_DEPTH_SQL, [ids]).fetchall())
-        false_all = con.execute(_FALSE_ALL_SQL).fetchone()[0]
-        stance = con.execute("""SELECT avg(abs(s.stance - a.stance)), avg(s.stance - a.stance), count(*) FROM agents a
-            JOIN (SELECT agent_id, arg_max(stance, step) AS stance FROM stances GROUP BY 1) s USING (agent_id)
-            WHERE a.stance IS NOT NULL""").fetchone()
-        n_agents = con.execute("SELECT count(*) FROM agents").fetchone()[0]
-        mod = dict(con.execute("SELECT event, count(*) FROM moderation_events GROUP BY 1").fetchall())
-    finally:
-        con.close()
+        reach_rows = interventions.new_reach(con, ids)
+        size = cascades.shares_and_comments(con, ids)
+        likes = cascades.likes(con, ids)
+        depth = cascades.depths(con, ids)
+        false_all = interventions.false_reach(con)
+        stance = population.stance_shift(con)
+        n_agents = run_q.count_rows(con, "agents")
+        mod = interventions.moderation_counts(con)
     new = {pid: np.zeros(steps) for pid in ids}
     for root, step, n in reach_rows:
         if 0 <= step < steps:
@@ -272,18 +294,14 @@ def run_metrics(run_dir: Path, steps: int) -> dict[str, Any]:
     return out
 
 
-def t_ci(values: list[float | None]) -> dict[str, Any] | None:
-    """Mean and two-sided 95% t interval over seeds (None without values)."""
-    v = np.asarray([x for x in values if x is not None and not (isinstance(x, float) and math.isnan(x))], float)
-    if not len(v):
+def t_ci(values: list[float | None], nonnegative: bool = False) -> dict[str, Any] | None:
+    """Mean and 95% interval over seeds by the one policy (socium.core.intervals): ``lo``/``hi`` None below
+    3 seeds; a t interval for a signed quantity (a paired effect), a bootstrap that cannot go below 0 for a
+    level that cannot (reach, depth, shares). None without values."""
+    v = [float(x) for x in values if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    if not v:
         return None
-    m = float(v.mean())
-    if len(v) < 2:
-        return {"mean": m, "lo": m, "hi": m, "n": 1}
-    from scipy.special import stdtrit
-
-    half = float(stdtrit(len(v) - 1, 0.975)) * float(v.std(ddof=1)) / math.sqrt(len(v))
-    return {"mean": m, "lo": m - half, "hi": m + half, "n": int(len(v))}
+    return (nonnegative_interval(v) if nonnegative and min(v) >= 0 else mean_interval(v)).as_dict()
 
 
 SUMMARY_KEYS = tuple(f"{v}_{m}" for v in ("false", "true") for m in METRICS) + (
@@ -299,7 +317,7 @@ def summarise(per_seed: dict[int, dict[str, Any]], control: dict[int, dict[str, 
     seeds = sorted(per_seed)
     out: dict[str, Any] = {"seeds": seeds, "metrics": {}, "effects": {}}
     for k in SUMMARY_KEYS:
-        out["metrics"][k] = t_ci([per_seed[s].get(k) for s in seeds])
+        out["metrics"][k] = t_ci([per_seed[s].get(k) for s in seeds], nonnegative=True)
         if control is not None:
             diffs = [
                 per_seed[s][k] - control[s][k]

@@ -2,10 +2,13 @@
 
 Items (by default OASIS's counterfactual posts, ``reddit/counterfactual_36.json``) get an initial
 up-vote, down-vote or nothing from a dedicated experimenter account that never acts otherwise (its
-activity is zero); agents then vote over time. Reported per treatment group: the probability that
-the first crowd vote after the treatment is positive, the share of positive crowd votes, and the
-final mean score, with bootstrap CIs over items -- beside Muchnik et al. (up-treatment: +32% next
-vote positive, +25% final mean rating; down-treatment corrected by the crowd).
+activity is zero); agents then vote over time. Reported per treatment group, from the crowd's votes
+only (the experimenter's treatment vote is excluded, as Muchnik et al. measure it; counted, it makes a
+herding-free crowd look herded): the probability that the first crowd vote after the treatment is
+positive (Wilson interval), the share of positive crowd votes and the crowd's final mean score per
+item (bootstrap over items), and each treated-minus-control effect with its n and interval -- beside
+Muchnik et al. (up-treatment: +32% next vote positive, +25% final mean rating; down-treatment
+corrected by the crowd). The metrics are named trace queries (:mod:`socium.trace.queries.opinions`).
 
 Why posts, not comments: socium's feeds never show comments (only their post), so the voted item is
 a post carrying the counterfactual comment's claim, its OASIS post text as context. The treatment
@@ -27,6 +30,8 @@ import numpy as np
 from pydantic import Field
 
 from socium.config import config_from_dict
+from socium.core.intervals import N_BOOT
+from socium.data.datadir import require
 from socium.errors import ConfigError, InputFileError, TraceError
 from socium.experiments.nullfit import fit_random_voting
 from socium.experiments.propagation.realcascades import default_data_dir
@@ -35,15 +40,16 @@ from socium.experiments.spec import (
     ExperimentSpec,
     PersonRow,
     build_config,
-    connect,
     llm_usage,
     run_config,
     write_population_csv,
     write_results,
 )
 from socium.reporting import progress
+from socium.trace.queries import opinions as Q
+from socium.trace.queries.runs import open_run
 
-GROUPS = ("up", "control", "down")
+GROUPS = Q.GROUPS
 REFERENCE = {
     "source": "Muchnik, Aral & Taylor 2013 (Science 341:647)",
     "up_next_positive_lift": 0.32,
@@ -147,6 +153,8 @@ def herding_population(personas: Path, n_agents: int | None, activation: float) 
 def herding_configs(spec: HerdingSpec, out: Path) -> tuple[Any, list[str]]:
     """The model run's config and each item's group (post id = index)."""
     data = default_data_dir() / "oasis-reference" / "reddit"
+    if not (spec.items and spec.personas):
+        require(data)  # absent research data: one line naming `socium data fetch oasis`
     items = sample_items(
         load_items(Path(spec.items) if spec.items else data / "counterfactual_36.json"), spec.n_items, spec.item_seed
     )
@@ -184,117 +192,14 @@ def herding_configs(spec: HerdingSpec, out: Path) -> tuple[Any, list[str]]:
 
 
 # ---- metrics -----------------------------------------------------------------------------------
-def _boot(values: list[np.ndarray], stat: Callable[..., float], n: int, rng: np.random.Generator) -> list[float] | None:
-    """95% percentile CI of ``stat`` over items resampled with replacement (None if n == 0 or no data)."""
-    m = len(values[0])
-    if n == 0 or m == 0:
-        return None
-    draws = []
-    for _ in range(n):
-        idx = rng.integers(0, m, m)
-        v = stat(*(x[idx] for x in values))
-        if np.isfinite(v):
-            draws.append(v)
-    return [float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))] if draws else None
-
-
-def _ratio(a: np.ndarray, b: np.ndarray) -> float:
-    return float(a.sum() / b.sum()) if b.sum() else float("nan")
-
-
-def _mean(a: np.ndarray) -> float:
-    return float(a.mean()) if len(a) else float("nan")
-
-
-def herding_metrics(run_dir: Path, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Per-group herding statistics of one run, from its trace alone.
-
-    Items are the posts created by seed actions; an item's group is the sign of the seed vote on it
-    (none: control); crowd votes are the non-seed rows of the ``votes`` view, in (step, seq) order.
-    """
-    con = connect(run_dir)
-    try:
-        items = [
-            r[0]
-            for r in con.execute(
-                "SELECT post_id FROM actions WHERE origin = 'seed' AND type = 'create_post' "
-                "AND outcome = 'ok' ORDER BY post_id"
-            ).fetchall()
-        ]
-        treat = dict(
-            con.execute("SELECT target, sum(delta) FROM votes WHERE origin = 'seed' GROUP BY target").fetchall()
-        )
-        bad = con.execute("SELECT count(*) FROM actions WHERE origin = 'seed' AND outcome != 'ok'").fetchall()[0][0]
-        crowd = con.execute(
-            "SELECT step, target, delta FROM votes WHERE origin != 'seed' ORDER BY step, seq"
-        ).fetchall()
-        last = con.execute("SELECT max(step) FROM steps").fetchall()[0][0]
-    finally:
-        con.close()
-    if bad:
-        raise TraceError(f"{run_dir}: {bad} seed action(s) failed; the treatment was not applied as designed")
-    if not items:
-        raise ConfigError(f"{run_dir}: no seeded items: not a herding run")
-    pos = {p: i for i, p in enumerate(items)}
-    group = ["up" if treat.get(p, 0) > 0 else "down" if treat.get(p, 0) < 0 else "control" for p in items]
-    n = len(items)
-    first = np.zeros(n)
-    ups, votes, crowd_score = np.zeros(n), np.zeros(n), np.zeros(n)
-    steps = int(last) + 1
-    traj = np.zeros((n, steps + 1))  # column 0: the treatment alone; column s + 1: after step s
-    for step, target, delta in crowd:
-        i = pos.get(target)
-        if i is None:
-            continue
-        if votes[i] == 0:
-            first[i] = delta
-        votes[i] += 1
-        ups[i] += delta > 0
-        crowd_score[i] += delta
-        traj[i, step + 1 :] += delta
-    t0 = np.array([treat.get(p, 0) for p in items], dtype=float)
-    traj += t0[:, None]
-    rng = np.random.default_rng(seed)
-    out: dict[str, Any] = {
-        "n_items": n,
-        "crowd_votes": int(votes.sum()),
-        "groups": {},
-        "trajectory_steps": list(range(-1, steps)),
-    }
-    for g in GROUPS:
-        m = np.array([x == g for x in group])
-        voted = m & (votes > 0)
-        nf = (first[voted] > 0).astype(float)
-        out["groups"][g] = {
-            "items": int(m.sum()),
-            "items_voted": int(voted.sum()),
-            "crowd_votes": int(votes[m].sum()),
-            "p_next_positive": _mean(nf),
-            "p_next_positive_ci": _boot([nf], _mean, n_boot, rng),
-            "p_positive": _ratio(ups[m], votes[m]),
-            "p_positive_ci": _boot([ups[m], votes[m]], _ratio, n_boot, rng),
-            "final_mean_score": _mean(crowd_score[m] + t0[m]),
-            "final_mean_score_ci": _boot([crowd_score[m] + t0[m]], _mean, n_boot, rng),
-            "crowd_mean_score": _mean(crowd_score[m]),
-            "crowd_mean_score_ci": _boot([crowd_score[m]], _mean, n_boot, rng),
-            "trajectory": traj[m].mean(axis=0).tolist() if m.any() else [],
-        }
-    out["effects"] = effects(out["groups"])
-    return out
-
-
-def _lift(a: float, b: float) -> float | None:
-    return None if not (np.isfinite(a) and np.isfinite(b)) or abs(b) < 1e-9 else (a - b) / abs(b)
-
-
-def effects(groups: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Relative differences to control in Muchnik et al.'s terms (None where control is 0 or missing)."""
-    c = groups["control"]
-    return {
-        f"{g}_{k}_lift": _lift(groups[g][k], c[k])
-        for g in ("up", "down")
-        for k in ("p_next_positive", "p_positive", "final_mean_score")
-    } | {f"{g}_final_mean_diff": (groups[g]["final_mean_score"] - c["final_mean_score"]) for g in ("up", "down")}
+def herding_metrics(run_dir: Path, n_boot: int = N_BOOT, seed: int = 0) -> dict[str, Any]:
+    """Per-group herding statistics and crowd-only effects of one run, from its trace alone
+    (:func:`socium.trace.queries.opinions.herding_metrics`); errors name the run."""
+    with open_run(run_dir) as con:
+        try:
+            return Q.herding_metrics(con, n_boot, seed)
+        except (TraceError, ConfigError) as exc:
+            raise type(exc)(f"{run_dir}: {exc}") from None
 
 
 def run_herding(

@@ -6,10 +6,14 @@ and a progressive half (``197_progressive.csv``), with initial stances -s0 and +
 risky-choice dilemma; or a synthetic two-group population. A seed post states the dilemma; every
 ``survey_every`` steps agents answer the same question with a structured number in [-1, 1].
 
-Measured per survey: mean stance, mean |stance| (extremity), variance, Sarle's bimodality
-coefficient, each group's mean and its extremity in its own direction; optionally an embedding
+Measured per survey, from answers whose words agree with their number (outcome ``ok``; the others
+are counted, not averaged): mean stance, mean |stance| (extremity), variance, Sarle's bimodality
+coefficient, each group's mean with its interval and its extremity in its own direction; per group
+the mean shift from the first to the last survey with an interval; optionally an embedding
 extremity of the free-text answers. Group polarisation (Moscovici & Zavalloni 1969; OASIS's claim
-that LLM agents polarise) shows as group extremity rising over time. Null: bounded-confidence
+that LLM agents polarise) would show as each group moving away from the middle, in its own
+direction; a group moving toward the other side, or both groups moving alike, is not polarisation
+(a small model's drift that ignores the persona looks like that). Null: bounded-confidence
 opinion dynamics (Deffuant et al. 2000) on the same graph, stances and seed, which can only
 converge within confidence bounds, never drift apart.
 """
@@ -26,6 +30,7 @@ import numpy as np
 from pydantic import Field
 
 from socium.config import config_from_dict
+from socium.data.datadir import require
 from socium.errors import InputFileError
 from socium.experiments.propagation.realcascades import default_data_dir
 from socium.experiments.spec import (
@@ -33,13 +38,14 @@ from socium.experiments.spec import (
     ExperimentSpec,
     PersonRow,
     build_config,
-    connect,
     llm_usage,
     run_config,
     write_population_csv,
     write_results,
 )
 from socium.reporting import progress
+from socium.trace.queries import opinions as Q
+from socium.trace.queries.runs import open_run
 
 QUESTION = (
     "Helen is a writer with a steady income from formula novels. She has an idea for an ambitious novel that "
@@ -54,7 +60,7 @@ ISSUE = (
     "Whether Helen should give up her safe income to write a risky, ambitious novel (-1 safe path .. +1 take the risk)."
 )
 DEFAULT_ACTIONS = ["create_post", "repost", "quote_post", "like_post", "create_comment", "do_nothing"]
-GROUPS = ("conservative", "progressive")
+GROUPS = Q.CAMPS
 _SENT = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -131,7 +137,7 @@ def polarisation_population(spec: PolarisationSpec) -> list[PersonRow]:
         d = (
             Path(spec.core_dir)
             if spec.core_dir
-            else default_data_dir() / "oasis-reference" / "twitter_dataset" / "group_polarization"
+            else require(default_data_dir() / "oasis-reference" / "twitter_dataset" / "group_polarization")
         )
         cons, prog = _read_core(d / "197_baoshou.csv"), _read_core(d / "197_progressive.csv")
         if len(cons) != len(prog):
@@ -177,96 +183,16 @@ def polarisation_population(spec: PolarisationSpec) -> list[PersonRow]:
 
 
 # ---- metrics -----------------------------------------------------------------------------------
-def bimodality_coefficient(x: np.ndarray) -> float:
-    """Sarle's b = (g^2 + 1) / (k + 3(n-1)^2 / ((n-2)(n-3))), g and k the bias-corrected sample skewness
-    and excess kurtosis; b > 5/9 suggests bimodality (uniform = 5/9). NaN for n < 4 or no variance."""
-    x = np.asarray(x, dtype=float)
-    n = len(x)
-    if n < 4:
-        return float("nan")
-    d = x - x.mean()
-    m2, m3, m4 = (d**2).mean(), (d**3).mean(), (d**4).mean()
-    if m2 <= 1e-15:
-        return float("nan")
-    g = np.sqrt(n * (n - 1)) / (n - 2) * m3 / m2**1.5
-    k = (n - 1) / ((n - 2) * (n - 3)) * ((n + 1) * m4 / m2**2 - 3 * (n - 1))
-    return float((g**2 + 1) / (k + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3))))
+bimodality_coefficient = Q.bimodality_coefficient
 
 
-def _summary(values: np.ndarray, side: np.ndarray) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "n": int(len(values)),
-        "mean": float(values.mean()) if len(values) else None,
-        "mean_abs": float(np.abs(values).mean()) if len(values) else None,
-        "variance": float(values.var(ddof=1)) if len(values) > 1 else None,
-        "bimodality": bimodality_coefficient(values),
-        "groups": {},
-    }
-    for g, s in zip(GROUPS, (-1, 1)):
-        v = values[side == s]
-        out["groups"][g] = {
-            "n": int(len(v)),
-            "mean": float(v.mean()) if len(v) else None,
-            "extremity": float((s * v).mean()) if len(v) else None,
-        }
-    return out
-
-
-def polarisation_metrics(run_dir: Path, extremity: Callable[[list[str]], np.ndarray] | None = None) -> dict[str, Any]:
-    """Stance statistics at the start (assigned stances, step -1) and at every survey step."""
-    con = connect(run_dir)
-    try:
-        agents = con.execute("SELECT agent_id, stance FROM agents ORDER BY agent_id").fetchall()
-        rows = con.execute(
-            "SELECT step, agent_id, value, answer FROM surveys WHERE value IS NOT NULL ORDER BY step, agent_id"
-        ).fetchall()
-        asked = dict(con.execute("SELECT step, count(*) FROM surveys GROUP BY step").fetchall())
-    finally:
-        con.close()
-    s0 = np.array([np.nan if s is None else s for _, s in agents], dtype=float)
-    side0 = np.sign(np.nan_to_num(s0)).astype(int)
-    ok = ~np.isnan(s0)
-    points = [
-        {
-            "step": -1,
-            "values": s0[ok].tolist(),
-            "answered": int(ok.sum()),
-            "asked": int(ok.sum()),
-            **_summary(s0[ok], side0[ok]),
-        }
-    ]
-    for step in sorted({r[0] for r in rows}):
-        sel = [r for r in rows if r[0] == step]
-        v = np.array([r[2] for r in sel], dtype=float)
-        sd = side0[[r[1] for r in sel]]
-        pt = {
-            "step": int(step),
-            "values": v.tolist(),
-            "answered": len(sel),
-            "asked": int(asked.get(step, len(sel))),
-            **_summary(v, sd),
-        }
-        if extremity is not None:
-            sc = extremity([r[3] or "" for r in sel])
-            pt["text_extremity"] = float(np.abs(sc).mean()) if len(sc) else None
-            pt["text_score_by_group"] = {
-                g: float(sc[sd == s].mean()) if (sd == s).any() else None for g, s in zip(GROUPS, (-1, 1))
-            }
-        points.append(pt)
-    first, last = points[0], points[-1]
-    shift = {
-        g: (
-            None
-            if last["groups"][g]["extremity"] is None or first["groups"][g]["extremity"] is None
-            else last["groups"][g]["extremity"] - first["groups"][g]["extremity"]
-        )
-        for g in GROUPS
-    }
-    return {
-        "points": points,
-        "group_extremity_shift": shift,
-        "mean_abs_shift": None if last["mean_abs"] is None else last["mean_abs"] - first["mean_abs"],
-    }
+def polarisation_metrics(
+    run_dir: Path, extremity: Callable[[list[str]], np.ndarray] | None = None, seed: int = 0
+) -> dict[str, Any]:
+    """Assigned stances (step -1) and every survey's ``ok`` answers, outcome counts and per-camp shifts
+    of one run (:func:`socium.trace.queries.opinions.polarisation_metrics`)."""
+    with open_run(run_dir) as con:
+        return Q.polarisation_metrics(con, extremity, seed=seed)
 
 
 def embedding_extremity(embedder: str, anchors: tuple[str, str]) -> Callable[[list[str]], np.ndarray]:
@@ -330,14 +256,14 @@ def run_polarisation(
         }
     scorer = embedding_extremity(spec.embedder, spec.anchors) if spec.extremity == "embedding" else None
     for r in runs.values():
-        r["metrics"] = polarisation_metrics(Path(r["dir"]), scorer if r["policy"] == "llm" else None)
+        r["metrics"] = polarisation_metrics(Path(r["dir"]), scorer if r["policy"] == "llm" else None, cfg.seed)
         r["usage"] = llm_usage(Path(r["dir"]))
     results = {
         "experiment": "polarisation",
         "spec": spec.model_dump(mode="json"),
         "runs": runs,
         "groups": list(GROUPS),
-        "reference": "OASIS arXiv 2411.11581 section 3.4: LLM agents' opinions grow more extreme over time",
+        "reference": "OASIS arXiv 2411.11581 section 3.4 reports that LLM agents' opinions grow more extreme over time",
     }
     write_results(out, results)
     return results

@@ -38,6 +38,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from socium.errors import ConfigError
 from socium.experiments.propagation.curves import CURVE_NAMES, nrmse_curves
 from socium.experiments.propagation.fit import fit_timing, write_fit
+from socium.experiments.propagation.population import (
+    cascade_population,
+    earliest_users,
+    oasis_topics,
+    run_defaults,
+    subtree_curves,
+)
 from socium.experiments.spec import build_config, run_config, write_population_csv, write_results
 
 CVModel = Literal["ic_pooled", "calibrated", "llm"]
@@ -48,7 +55,7 @@ class CVSpec(BaseModel):
 
     folds: int = Field(5, ge=2, description="Number of folds (cascades split at random, seeded).")
     seed: int = Field(0, ge=0, description="Seed of the fold split and of the runs.")
-    models: list[CVModel] = Field(default_factory=lambda: ["ic_pooled", "calibrated"], description="Models to score.")
+    models: list[CVModel] = Field(["ic_pooled", "calibrated"], description="Models to score.")
     runs: int = Field(
         1,
         ge=1,
@@ -106,13 +113,11 @@ def _model_config(
     seed: int,
     n_agents: int = 1,
 ) -> Any:
-    from socium.experiments.propagation.study import _defaults
-
     cv: CVSpec = spec.cv
     base = dict(spec.base)
     base["seed"] = seed
     if model == "ic_pooled":
-        dt = float({**_defaults(spec), **base}.get("step_minutes", 10.0))
+        dt = float({**run_defaults(spec.name), **base}.get("step_minutes", 10.0))
         base.update(policy={"kind": "independent_cascade", "p_repost": cv.ic_p, "p_post": 0.0}, llm=None)
         base.pop("timing", None)
     else:
@@ -133,7 +138,7 @@ def _model_config(
         "seed_posts": [{"author": r * n_agents, "content": text} for r in range(cv.runs)],
     }
     return build_config(
-        {**_defaults(spec), "name": f"{spec.name}-{model}-{cid}"}, base, owned, f"propagation cv {model} {cid}"
+        {**run_defaults(spec.name), "name": f"{spec.name}-{model}-{cid}"}, base, owned, f"propagation cv {model} {cid}"
     )
 
 
@@ -150,13 +155,7 @@ def run_propagation_cv(
     spec: Any, out: Path, trees: dict[str, Any], *, force: bool = False, log: Callable[[str], None] = lambda s: None
 ) -> dict[str, Any]:
     """Fit per fold, run every model on held-out cascades, write and return results.json's dict."""
-    from socium.experiments.propagation.study import (
-        cascade_population,
-        earliest_users,
-        oasis_topics,
-        simulated_curves,
-        subtree_curves,
-    )
+    from socium.experiments.propagation.study import simulated_curves  # moving to socium.trace.queries
 
     cv: CVSpec = spec.cv
     ids = list(trees)

@@ -27,7 +27,7 @@ from typing import ClassVar, TextIO
 import numpy as np
 from numpy.typing import NDArray
 
-from socium.data.datadir import data_dir
+from socium.data.datadir import data_dir, require
 from socium.errors import InputFileError
 from socium.experiments.propagation.curves import DEFAULT_MINUTES, cascade_curves_from_events
 
@@ -275,6 +275,8 @@ def parse_tree(
 
 def _open_tar(tar_path: _PathArg) -> tuple[tarfile.TarFile, Path]:
     path = Path(tar_path or default_data_dir() / "twitter15" / "twitter15_trees.tar.gz")
+    if tar_path is None:
+        require(path)  # absent research data: one line naming `socium data fetch twitter15`
     try:
         return tarfile.open(path, "r:gz"), path
     except (OSError, tarfile.TarError) as exc:
@@ -368,7 +370,7 @@ def oasis_cascade_ids(path: _PathArg = None, *, available: Iterable[str] | None 
     csv_path = (
         Path(path)
         if path is not None
-        else (default_data_dir() / "oasis-reference" / "twitter_dataset" / "all_topics.csv")
+        else require(default_data_dir() / "oasis-reference" / "twitter_dataset" / "all_topics.csv")
     )
     try:
         with csv_path.open(newline="", encoding="utf-8") as fh:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from socium.core.intervals import nonnegative_interval
 from socium.reporting import plots as P
 from socium.reporting.labels import real_label, source_labels
-from socium.reporting.page import Report, ReportTable, ci_cell, counted, fmt
+from socium.reporting.page import Report, ReportTable, counted, fmt
 
 MAX_CASCADE_PLOTS = 24
 
@@ -93,14 +94,15 @@ def propagation(rep: Report, res: dict[str, Any]) -> list[Path]:
     rep.note(
         f"{counted(len(cascades), 'cascade')}, {res['step_minutes']} min per step, NRMSE over the first "
         f"{res['minutes']} minutes "
-        "(RMSE / max of the real curve), each cascade weighted equally; intervals are 95% t intervals over "
-        "cascades. Reference line: OASIS reports ~30% NRMSE for scale."
+        "(RMSE / max of the real curve), each cascade weighted equally; intervals are 95% percentile bootstrap "
+        "intervals over cascades (NRMSE cannot be negative; none below 3 cascades). Reference line: OASIS "
+        "reports ~30% NRMSE for scale."
     )
     s = res["summary"]
     models = [m for m in ("model", "null") if m in s]
     ci = {
         m: {
-            k: P.t_interval([c["runs"][m]["nrmse"][k] for c in cascades if m in c["runs"]], lo=0.0)
+            k: nonnegative_interval([c["runs"][m]["nrmse"][k] for c in cascades if m in c["runs"]])
             for k in P.CURVE_TITLES
         }
         for m in models
@@ -123,7 +125,7 @@ def propagation(rep: Report, res: dict[str, Any]) -> list[Path]:
                 [
                     labels[m],
                     str(s[m]["n"]),
-                    *(ci_cell(ci[m][k]) for k in P.CURVE_TITLES),
+                    *(ci[m][k].format(3) for k in P.CURVE_TITLES),
                     *(fmt(s[m]["nrmse_full"][k]) for k in P.CURVE_TITLES),
                     f"{s[m]['llm_calls']:,}",
                     f"{s[m]['tokens']:,}",
@@ -134,18 +136,21 @@ def propagation(rep: Report, res: dict[str, Any]) -> list[Path]:
         )
     )
     rep.series["nrmse"] = {m: s[m]["nrmse"] for m in models}
-    rep.series["nrmse_ci"] = {m: {k: None if v is None else [v[1], v[2]] for k, v in ci[m].items()} for m in models}
+    rep.series["nrmse_ci"] = {
+        m: {k: [v.low, v.high] if v.has_bounds else None for k, v in ci[m].items()} for m in models
+    }
     rep.image(
         P.nrmse_bars(
             rep.out_dir / "nrmse.png",
             rep.series["nrmse"],
             s["reference"]["oasis_nrmse"],
-            {m: {k: v for k, v in rep.series["nrmse_ci"][m].items() if v} for m in models},
+            {m: rep.series["nrmse_ci"][m] for m in models if all(rep.series["nrmse_ci"][m].values())},
             labels,
             len(cascades),
+            ci_kind="95% bootstrap interval; none below 3 cascades",
         ),
-        "Mean NRMSE per curve with 95% t intervals over cascades (the table's intervals); dotted line: "
-        "OASIS's reported ~30%",
+        "Mean NRMSE per curve with 95% bootstrap intervals over cascades (the table's intervals; no bars below "
+        "3 cascades); dotted line: OASIS's reported ~30%",
     )
     if len(cascades) > 1:
         per_source = {

@@ -13,8 +13,6 @@ model run's own reshare rate on the seed cascade (:mod:`socium.experiments.nullf
 
 from __future__ import annotations
 
-import ast
-import csv
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +26,14 @@ from socium.errors import ConfigError, InputFileError
 from socium.experiments.nullfit import fit_independent_cascade
 from socium.experiments.propagation.curves import CURVE_NAMES, cascade_curves_from_events, nrmse_curves
 from socium.experiments.propagation.cv import CVSpec, run_propagation_cv
+from socium.experiments.propagation.population import (
+    cascade_population,
+    earliest_users,
+    oasis_topic_users,
+    oasis_topics,
+    run_defaults,
+    subtree_curves,
+)
 from socium.experiments.propagation.realcascades import (
     DEFAULT_HORIZON_MIN,
     CascadeTree,
@@ -42,20 +48,15 @@ from socium.experiments.propagation.realcascades import (
 from socium.experiments.spec import (
     PATH_FIELD,
     ExperimentSpec,
-    PersonRow,
     build_config,
-    connect,
     llm_usage,
     run_config,
     write_population_csv,
     write_results,
 )
 from socium.reporting import progress
-
-RESHARE_AT = 0.5
-"""A reshare made during step s is timed at (s + RESHARE_AT) steps: agents react *during* a step."""
-
-DEFAULT_ACTIONS = ["repost", "quote_post", "like_post", "create_comment", "do_nothing"]
+from socium.trace.queries.cascades import RESHARE_AT, propagation_curves  # noqa: F401 - RESHARE_AT re-exported
+from socium.trace.queries.runs import open_run
 
 
 class PropagationSpec(ExperimentSpec):
@@ -119,40 +120,6 @@ class PropagationSpec(ExperimentSpec):
 
 
 # ---- inputs ------------------------------------------------------------------------------------
-def oasis_topics(path: Path | None = None) -> dict[str, dict[str, str]]:
-    """OASIS's 198 cascades by source id: topic name, source tweet text, label."""
-    p = path or default_data_dir() / "oasis-reference" / "twitter_dataset" / "all_topics.csv"
-    if not p.is_file():
-        return {}
-    with p.open(newline="", encoding="utf-8") as fh:
-        return {
-            r["id"].strip(): {"topic": r["topic_name"], "text": r["source_tweet"], "label": r["label"]}
-            for r in csv.DictReader(fh)
-        }
-
-
-def oasis_topic_users(path: Path) -> dict[str, dict[str, Any]] | None:
-    """Real users of one OASIS topic file by user id: name, username, description, followee user ids."""
-    if not path.is_file():
-        return None
-    with path.open(newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    ids = [r["user_id"].strip() for r in rows]
-    out: dict[str, dict[str, Any]] = {}
-    for line, r in enumerate(rows, start=2):
-        try:
-            fl = ast.literal_eval(r.get("following_agentid_list") or "[]")
-        except (ValueError, SyntaxError):
-            raise InputFileError(path, line, "following_agentid_list is not a list literal") from None
-        out[r["user_id"].strip()] = {
-            "name": r.get("name", ""),
-            "username": r.get("username", ""),
-            "description": r.get("description", ""),
-            "follows": [ids[j] for j in fl if isinstance(j, int) and 0 <= j < len(ids)],
-        }
-    return out
-
-
 def load_trees(spec: PropagationSpec) -> dict[str, CascadeTree]:
     """The trees the spec asks for (explicit ids, own files, or OASIS's list sampled with a seed)."""
     trees: dict[str, CascadeTree] = {}
@@ -173,100 +140,18 @@ def load_trees(spec: PropagationSpec) -> dict[str, CascadeTree]:
     return trees
 
 
-def earliest_users(tree: CascadeTree, max_users: int | None) -> list[str]:
-    """Users ordered by (delay, attachment order); a prefix is always a connected subtree."""
-    users = list(tree.nodes)
-    delays = [tree.nodes[u].delay for u in users]
-    order = sorted(range(len(users)), key=lambda i: (delays[i], i))
-    ranked = [users[i] for i in order]
-    return ranked if max_users is None else ranked[:max_users]
-
-
-def subtree_curves(tree: CascadeTree, users: list[str], minutes: int) -> dict[str, np.ndarray]:
-    """Real curves of the cascade restricted to ``users`` (a prefix from :func:`earliest_users`)."""
-    idx = {u: i for i, u in enumerate(users)}
-    parent = [-1 if (p := tree.nodes[u].parent) is None else idx[p] for u in users]
-    return cascade_curves_from_events(
-        np.array(parent, dtype=np.int64), np.array([tree.nodes[u].delay for u in users]), minutes
-    )
-
-
-def cascade_population(
-    tree: CascadeTree, users: list[str], spec: PropagationSpec, real: dict[str, dict] | None, seed: int
-) -> tuple[list[PersonRow], dict[str, int]]:
-    """Agents for ``users`` (source author first) with follows and profiles, and edge counts by origin."""
-    idx = {u: i for i, u in enumerate(users)}
-    follows: list[set[int]] = [set() for _ in users]
-    counts = {"tree": 0, "real": 0, "noise": 0}
-    if spec.follows in ("tree", "both") or (spec.follows == "real" and not real):
-        for u in users[1:]:
-            follows[idx[u]].add(idx[tree.nodes[u].parent])  # type: ignore[index]
-            counts["tree"] += 1
-    if spec.follows in ("real", "both") and real:
-        for u in users:
-            for v in real.get(u, {}).get("follows", []):
-                if v in idx and v != u and idx[v] not in follows[idx[u]]:
-                    follows[idx[u]].add(idx[v])
-                    counts["real"] += 1
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(11,)))
-    n = len(users)
-    for i in range(n):
-        if n > 1:
-            for j in rng.choice(n - 1, min(spec.extra_follows, n - 1), replace=False).tolist():
-                j = j + (j >= i)
-                if j not in follows[i]:
-                    follows[i].add(j)
-                    counts["noise"] += 1
-    rows = []
-    for i, u in enumerate(users):
-        r = (real or {}).get(u)
-        rows.append(
-            PersonRow(
-                user_id=u,
-                name=(r or {}).get("name") or f"user_{i}",
-                username=(r or {}).get("username") or f"user{i}",
-                description=(r or {}).get("description") or "A Twitter user.",
-                following=sorted(follows[i]),
-                activity=[spec.activation] * 24,
-            )
-        )
-    return rows, counts
-
-
 # ---- simulated curves --------------------------------------------------------------------------
 def simulated_curves(run_dir: Path, root_post: int = 0, minutes: int = 150) -> dict[str, np.ndarray]:
-    """Per-minute curves of one simulated cascade from the trace's ``cascade_nodes`` view.
+    """Per-minute curves of one simulated cascade of the run in ``run_dir``.
 
-    A user who reshared twice counts once (at the earliest reshare), as in Twitter15 where each
-    user is one node; later reshares' children hang under that user's first node.
+    The measure itself (each user counted once, at its earliest reshare, timed mid-step) is
+    :func:`socium.trace.queries.cascades.propagation_curves`; this names the run in its errors.
     """
-    con = connect(run_dir)
-    try:
-        cfg_row = con.execute("SELECT json_extract(config, '$.step_minutes') FROM runs").fetchall()[0]
-        rows = con.execute(
-            "SELECT c.post_id, p.parent_id, c.author, c.step FROM cascade_nodes c JOIN posts p USING (post_id) "
-            "WHERE c.root_id = ? ORDER BY c.step, c.post_id",
-            [root_post],
-        ).fetchall()
-    finally:
-        con.close()
-    if not rows:
-        raise ConfigError(f"{run_dir}: post {root_post} is not the root of a cascade in this run")
-    dt = float(cfg_row[0])
-    node_of: dict[int, int] = {}
-    first_of: dict[int, int] = {}
-    parent: list[int] = []
-    times: list[float] = []
-    root_step = rows[0][3]
-    for pid, par, author, step in rows:
-        if author in first_of:
-            node_of[pid] = first_of[author]
-            continue
-        k = len(parent)
-        first_of[author] = node_of[pid] = k
-        parent.append(-1 if pid == root_post else node_of[par])
-        times.append(0.0 if pid == root_post else (step - root_step + RESHARE_AT) * dt)
-    return cascade_curves_from_events(np.array(parent, dtype=np.int64), np.array(times), minutes)
+    with open_run(run_dir) as con:
+        try:
+            return propagation_curves(con, root_post, minutes)
+        except ConfigError as exc:
+            raise ConfigError(f"{run_dir}: {exc}") from None
 
 
 def _final(curves: dict[str, np.ndarray]) -> dict[str, int]:
@@ -274,18 +159,6 @@ def _final(curves: dict[str, np.ndarray]) -> dict[str, int]:
 
 
 # ---- the experiment ----------------------------------------------------------------------------
-def _defaults(spec: PropagationSpec) -> dict[str, Any]:
-    return {
-        "name": spec.name,
-        "step_minutes": 10.0,
-        "policy": {"kind": "llm"},
-        "llm": {"backend": "embedded"},
-        "recsys": {"kind": "chronological", "k": 5},
-        "llm_agents": {"actions": DEFAULT_ACTIONS},
-        "executor": {"kind": "inprocess"},
-    }
-
-
 def run_propagation(
     spec: PropagationSpec, out: Path, *, force: bool = False, log: Callable[[str], None] = lambda s: None
 ) -> dict[str, Any]:
@@ -305,7 +178,7 @@ def run_propagation(
             labels = load_labels(Path(spec.tarball) if spec.tarball else None)
         except InputFileError:
             labels = {}
-    defaults = _defaults(spec)
+    defaults = run_defaults(spec.name)
     dt = float({**defaults, **spec.base}.get("step_minutes", 10.0))
     steps = math.ceil(spec.minutes / dt)
     if int(spec.base.get("steps", steps)) < steps:

@@ -20,20 +20,33 @@ import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
-import duckdb
 import numpy as np
 
 from socium.errors import ConfigError, RunDirError
 from socium.experiments.validation import stylized as S
 from socium.reporting.page import counted
+from socium.trace.queries.runs import open_run
+from socium.trace.queries.stylized import stylized_inputs
 
 BIG_CASCADE = 100
 """Twitter15's trees are all of roughly this size or more, so shapes are compared at this size."""
 
+
+class Twitter15Reference(TypedDict):
+    """Twitter15's measured shape; typed per key so a figure is unpacked as the tuple it is."""
+
+    n_trees: int
+    size_alpha_xmin200: tuple[float, float, int]
+    virality_p10_p50_p90: tuple[float, float, float]
+    depth_p10_p50_p90: tuple[int, int, int]
+    breadth_share_p10_p50_p90: tuple[float, float, float]
+    size_quantiles: tuple[float, float, float, float, float]
+
+
 # Twitter15, all 1,490 trees cleaned by realcascades.parse_tree (30-day horizon), via stylized.py:
-T15 = {
+T15: Twitter15Reference = {
     "n_trees": 1490,
     "size_alpha_xmin200": (2.191, 0.040, 889),  # MLE tail exponent, standard error, n in the tail
     "virality_p10_p50_p90": (2.072, 2.334, 3.148),  # trees >= 100 nodes
@@ -87,27 +100,10 @@ def _run_dirs(path: Path) -> list[Path]:
 
 def _load(run_dir: Path, offset: int) -> dict[str, np.ndarray]:
     """One query per table; post ids become rows offset by ``offset`` so runs can be pooled."""
-    con = duckdb.connect(str(run_dir / "trace.duckdb"), read_only=True)
-    try:
-        posts = con.execute(
-            "SELECT post_id, parent_id, root_id, kind, author, time_s FROM posts ORDER BY post_id"
-        ).fetchnumpy()
-        acts = con.execute(
-            "SELECT a.agent_id, s.sim_time_s FROM actions a JOIN steps s USING (step) "
-            "WHERE a.origin != 'seed' AND a.outcome = 'ok'"
-        ).fetchnumpy()
-        n = int(con.execute("SELECT count(*) FROM agents").fetchone()[0])
-        fol = con.execute("SELECT src, dst FROM follows WHERE end_step IS NULL").fetchnumpy()
-        stance = con.execute("SELECT agent_id, stance FROM agents ORDER BY agent_id").fetchnumpy()["stance"]
-        last = con.execute("SELECT agent_id, arg_max(stance, step) AS s FROM stances GROUP BY agent_id").fetchnumpy()
-        eng = con.execute(
-            "SELECT target, count(*) AS c FROM votes WHERE delta > 0 AND origin != 'seed' "
-            "AND type IN ('like_post', 'dislike_post') GROUP BY target"
-        ).fetchnumpy()
-        k = con.execute("SELECT json_extract(config, '$.recsys.k') FROM runs").fetchone()
-    finally:
-        con.close()
-    stance = np.asarray(stance, float)
+    with open_run(run_dir) as con:
+        got = stylized_inputs(con)
+    posts, acts, n, fol, eng = got["posts"], got["acts"], got["n_agents"], got["follows"], got["likes"]
+    stance, last = got["stance"], got["last"]
     if len(last["agent_id"]):
         stance[last["agent_id"].astype(np.int64)] = np.asarray(last["s"], float)
     pid = posts["post_id"].astype(np.int64)
@@ -136,7 +132,7 @@ def _load(run_dir: Path, offset: int) -> dict[str, np.ndarray]:
         "dst": fol["dst"].astype(np.int64),
         "n": np.array(n),
         "stance": stance,
-        "k": np.array(json.loads(k[0]) if k and k[0] is not None else -1),
+        "k": np.array(got["k"]),
     }
 
 
