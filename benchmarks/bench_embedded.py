@@ -129,7 +129,13 @@ def main() -> None:
                 t0 = time.perf_counter()
                 rows.append(one(args.agents, par, threads, args.max_tokens, mode == "reproducible"))
                 rows[-1]["run_s"], rows[-1]["round"] = time.perf_counter() - t0, rnd
-                print(f"  round {rnd} n_parallel {par} {mode}: {rows[-1]['actions_per_s']:.2f} actions/s", flush=True)
+                r = rows[-1]
+                print(
+                    f"  round {rnd} n_parallel {par} {mode}: {r['actions_per_s']:.2f} actions/s, "
+                    f"{r['cpu_per_action']:.2f} CPU s/action, {r['cached']:.0%} from cache, valid {r['valid']:.0%}, "
+                    f"busy elsewhere {r['busy']}, load {r['load']}",
+                    flush=True,
+                )
     print(
         "| round | agents | n_parallel | decoding | threads | step s | actions/s | valid | prompt tok/call "
         "| completion tok/call | prompt tokens from cache | CPU s/action | busy elsewhere | load (1 min) |"

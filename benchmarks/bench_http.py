@@ -66,7 +66,10 @@ COMPONENTS: list[tuple[str, tuple[str, ...]]] = [
     ("request objects, seeds, cache key", ("cache_key", "LLMPolicy._request", "LLMPolicy._seed", "llm/cache.py")),
     ("request JSON encoding", ("request_body", "encode_request")),
     ("LLM wrappers (retry, limit, usage)", ("llm/wrappers.py", "llm/usage.py", "llm/base.py")),
-    ("HTTP client + sockets", ("aiohttp/", "yarl/", "multidict/", "selector_events", "llm/openai_compat.py", "llm/http11.py", "socket")),
+    (
+        "HTTP client + sockets",
+        ("aiohttp/", "yarl/", "multidict/", "selector_events", "llm/openai_compat.py", "llm/http11.py", "socket"),
+    ),
     ("applying actions (platform)", ("apply_decisions", "socium/platform/", "moderation/")),
     ("asyncio event loop", ("asyncio/",)),
 ]
@@ -345,6 +348,36 @@ def phase_table(trees: list[tuple[str, str]], sizes: list[int], steps: int, repe
         print(f"{'event loop':<52}" + "".join(f"{ms[0]['loop']:>14}" for ms in got.values()))
 
 
+def interleaved(trees: list[tuple[str, str]], a: argparse.Namespace) -> None:
+    """``--interleave N``: the instant and ``--delays`` rows, each run N times with the trees alternated
+    (so that a shared machine's changing load falls on every tree alike); each run's row, then the
+    median per tree. The latency-bound rows are the LLM phase's share of concurrency / delay."""
+    import statistics
+
+    configs: list[tuple[str, dict[str, Any], float]] = []
+    for n in [int(x) for x in a.sizes.split(",")]:
+        configs.append((f"instant, {n:,} agents, concurrency 64", {"agents": n, "delay": 0.0, "concurrency": 64}, 0))
+    for delay in [float(x) for x in a.delays.split(",") if x]:
+        conc = max(1, round(a.bound * delay))
+        spec = {"agents": a.slow_agents, "delay": delay, "concurrency": conc}
+        configs.append((f"{delay * 1e3:g} ms server, {a.slow_agents:,} agents, concurrency {conc}", spec, conc / delay))
+    for label, spec, bound in configs:
+        got: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in trees}
+        for rep in range(a.interleave):
+            for name, src in trees:
+                m = run_child(src, {"steps": a.steps, **spec})
+                got[name].append(m)
+                share = f"; {m['phase'] / bound:.0%} of the {bound:,.0f}/s bound" if bound else ""
+                print(f"  run {rep + 1} {name:<14} {label}: {m['step']:,.0f} act/s step, {m['phase']:,.0f} act/s "
+                      f"LLM phase{share}, driver CPU {m['cpu_ms']:.2f} ms/act; load {load()}", flush=True)  # fmt: skip
+        for name, ms in got.items():
+            phase = statistics.median(m["phase"] for m in ms)
+            share = f" = {phase / bound:.0%} of the {bound:,.0f}/s bound" if bound else ""
+            print(f"median of {a.interleave}, {name:<14} {label}: {statistics.median(m['step'] for m in ms):,.0f} "
+                  f"act/s step, {phase:,.0f} act/s LLM phase{share}, driver CPU "
+                  f"{statistics.median(m['cpu_ms'] for m in ms):.2f} ms/act", flush=True)  # fmt: skip
+
+
 def _gc_note(m: dict[str, Any]) -> str:
     """The collector's CPU per activation in the timed steps, per generation (and how many passes)."""
     us, n = m.get("gc_us", [0.0] * 3), m.get("gc_n", [0] * 3)
@@ -380,6 +413,8 @@ def main() -> None:
         help="--phases: agents' mean activation probability per step (1: all active; less: a world "
         "larger than the step, to tell the world's size from the step's)",
     )
+    ap.add_argument("--interleave", type=int, default=0, metavar="N",
+                    help="only the instant and --delays rows, N runs per tree, alternated; medians")  # fmt: skip
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -392,6 +427,10 @@ def main() -> None:
           f"load average before: {load()}")  # fmt: skip
     if a.phases:
         phase_table(trees, sizes, a.steps, a.repeat, a.activity)
+        print(f"load average after: {load()}")
+        return
+    if a.interleave:
+        interleaved(trees, a)
         print(f"load average after: {load()}")
         return
     rows: list[list[str]] = []

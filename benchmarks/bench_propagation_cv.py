@@ -26,8 +26,14 @@ from bench_ray import _timed  # the same wrapper (benchmarks/ is on sys.path whe
 
 import socium
 from socium.experiments.propagation.curves import CURVE_NAMES, nrmse_curves
-from socium.experiments.propagation.population import cascade_population, earliest_users, oasis_topics, subtree_curves
-from socium.experiments.propagation.study import PropagationSpec, load_trees, simulated_curves
+from socium.experiments.propagation.population import (
+    cascade_population,
+    earliest_users,
+    oasis_topics,
+    simulated_curves,
+    subtree_curves,
+)
+from socium.experiments.propagation.study import PropagationSpec, load_trees
 from socium.experiments.propagation.cv import _model_config, fold_split, replicate_rows
 from socium.experiments.propagation.fit import fit_timing
 from socium.experiments.spec import run_config, write_population_csv

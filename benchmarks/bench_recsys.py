@@ -1,8 +1,12 @@
 """Recommender benchmarks: embedding throughput, feed time per step at scale, memory per post vector.
 
 Run: ``python benchmarks/bench_recsys.py`` (about two minutes on 2 cores; ``--quick`` for a smoke run).
-Prints one table. The OASIS contrast row is what re-embedding every post at every step would cost
-at the measured MiniLM throughput; socium embeds each post once, when it is created.
+Prints one table. ``--old-ann FILE`` also times another nearest-neighbour module with the same
+functions (e.g. the hand-written numpy index faiss replaced: ``git show 65be3ac:src/socium/recsys/ann.py
+> /tmp/ann_old.py``) on the same world, clusters and users, and its recall against the same exact
+ranking; ``--no-minilm`` skips the rows that need torch. The OASIS contrast row is what
+re-embedding every post at every step would cost at the measured MiniLM throughput; socium embeds
+each post once, when it is created.
 
 The feed benchmark builds a platform with ``--posts`` posts spread over the 48-step window, written
 by random authors, mostly (80%) about their own one of 100 synthetic topics (see topic_texts), a random follow graph (20 followees each),
@@ -14,6 +18,7 @@ the per-step figures, as it is a one-time cost per post/user in a run.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 import time
@@ -23,6 +28,7 @@ import numpy as np
 from socium.platform.graph import FollowIndex
 from socium.platform.posts import ORIGINAL
 from socium.platform.state import PlatformState
+from socium.recsys.ann import train_centroids
 from socium.recsys.chronological import ChronologicalRecommender
 from socium.recsys.embeddings import HashingEmbedder, SentenceTransformerEmbedder
 from socium.recsys.x import XRecommender
@@ -105,7 +111,52 @@ def time_feeds(rec, st: PlatformState, users: np.ndarray, k: int, reps: int) -> 
     return best
 
 
-def bench_feeds(n_users_small: int, n_users_big: int, n_posts: int, quick: bool) -> list[tuple[str, str]]:
+def _load_ann(path: str) -> object:
+    spec = importlib.util.spec_from_file_location("ann_compared", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _recall(a: list, b: list) -> float:
+    """Share of the exact ranking's out-of-network picks that feeds ``a`` also picked."""
+    hit = [len({p for p, s in zip(fa.post_ids, fa.sources) if s == "out_of_network"}
+                & {p for p, s in zip(fb.post_ids, fb.sources) if s == "out_of_network"})
+           / max(1, sum(s == "out_of_network" for s in fb.sources)) for fa, fb in zip(a, b)]  # fmt: skip
+    return float(np.mean(hit))
+
+
+def bench_old_ann(path: str, rec: XRecommender, exact_rec: XRecommender, st: PlatformState, users: np.ndarray,
+                  sub: np.ndarray, k: int, reps: int, exact_feeds: list) -> list[tuple[str, str]]:  # fmt: skip
+    """The same feeds through another ann module (same clusters, users, world): time and recall."""
+    import socium.recsys.x as xmod
+
+    old = _load_ann(path)
+    saved = xmod.ivf_top, xmod.exact_top
+    rows = []
+    try:
+        xmod.ivf_top, xmod.exact_top = old.ivf_top, old.exact_top  # type: ignore[attr-defined]
+        ivf = time_feeds(rec, st, users, k, reps)
+        rows.append((f"  {path}: x feeds, {len(users):,} users, IVF (same clusters)", f"{ivf:.2f} s/step"))
+        ex = time_feeds(exact_rec, st, sub, k, 1)
+        rows.append((f"  {path}: x feeds, exact ranking, {len(sub):,} users", f"{ex:.2f} s/step"))
+        a = rec.feeds(st, sub[:500], k, st.step, np.random.default_rng(0))
+        rows.append((f"  {path}: IVF recall of exact out-of-network picks (500 users)",
+                     f"{_recall(a, exact_feeds):.3f}"))  # fmt: skip
+        data = rec.posts.m.data[: len(rec.posts)]
+        n_c = len(rec.centroids) if rec.centroids is not None else 16
+        t = time.perf_counter()
+        old.train_centroids(data, n_c)  # type: ignore[attr-defined]
+        rows.append((f"  {path}: k-means, {len(data):,} posts, {n_c} clusters", f"{time.perf_counter() - t:.2f} s"))
+    finally:
+        xmod.ivf_top, xmod.exact_top = saved
+    return rows
+
+
+def bench_feeds(
+    n_users_small: int, n_users_big: int, n_posts: int, quick: bool, old_ann: str | None = None
+) -> list[tuple[str, str]]:
     rows = []
     n_pop = max(n_users_big, n_users_small)
     t = time.perf_counter()
@@ -136,10 +187,13 @@ def bench_feeds(n_users_small: int, n_users_big: int, n_posts: int, quick: bool)
     # recall of the IVF out-of-network picks against exact ranking
     a = rec.feeds(st, sub[:500], k, st.step, np.random.default_rng(0))
     b = exact_rec.feeds(st, sub[:500], k, st.step, np.random.default_rng(0))
-    hit = [len({p for p, s in zip(fa.post_ids, fa.sources) if s == "out_of_network"}
-                & {p for p, s in zip(fb.post_ids, fb.sources) if s == "out_of_network"})
-           / max(1, sum(s == "out_of_network" for s in fb.sources)) for fa, fb in zip(a, b)]  # fmt: skip
-    rows.append(("IVF recall of exact out-of-network picks (500 users)", f"{np.mean(hit):.3f}"))
+    rows.append(("IVF recall of exact out-of-network picks (500 users)", f"{_recall(a, b):.3f}"))
+    data = rec.posts.m.data[: len(rec.posts)]
+    t = time.perf_counter()
+    train_centroids(data, len(rec.centroids))
+    rows.append((f"k-means, {len(data):,} posts, {len(rec.centroids)} clusters", f"{time.perf_counter() - t:.2f} s"))
+    if old_ann:
+        rows += bench_old_ann(old_ann, rec, exact_rec, st, users, sub, k, 1 if quick else 3, b)
     chrono = time_feeds(ChronologicalRecommender(48), st, users, k, 1 if quick else 3)
     rows.append((f"chronological feeds, {n_users_small:,} users", f"{chrono:.2f} s/step"))
     if n_users_big > n_users_small:
@@ -151,7 +205,12 @@ def bench_feeds(n_users_small: int, n_users_big: int, n_posts: int, quick: bool)
                      f"{time_feeds(rec, st, big, k, 1):.2f} s/step"))  # fmt: skip
     d = rec.posts.m.dim
     rows.append((f"memory per stored post vector ({d}-d float32 row + int32 cluster id)", f"{4 * d + 4:,} bytes"))
-    rows.append((f"  allocated for {len(rec.posts):,} posts (capacity doubling)", f"{(rec.posts.m.nbytes + rec.clusters.nbytes) / 2**20:.0f} MiB"))
+    rows.append(
+        (
+            f"  allocated for {len(rec.posts):,} posts (capacity doubling)",
+            f"{(rec.posts.m.nbytes + rec.clusters.nbytes) / 2**20:.0f} MiB",
+        )
+    )
     rows.append((f"memory per user interest row ({rec.interests.n_users:,} allocated lazily)", f"{4 * d:,} bytes"))
     return rows
 
@@ -163,13 +222,17 @@ def main() -> None:
     ap.add_argument("--posts", type=int, default=100_000)
     ap.add_argument("--quick", action="store_true", help="small sizes, one repetition")
     ap.add_argument("--no-minilm", action="store_true", help="skip the MiniLM throughput row (no torch)")
+    ap.add_argument("--old-ann", help="another ann.py to time on the same world (e.g. the hand-written index)")
+    ap.add_argument("--no-big", action="store_true", help="skip the --big-users row")
     a = ap.parse_args()
     if a.quick:
         a.users, a.big_users, a.posts = 2000, 4000, 20_000
     load = open("/proc/loadavg").read().split()[0] if os.path.exists("/proc/loadavg") else "?"
-    print(f"socium recsys benchmark: {os.cpu_count()} CPUs visible, load average {load} at start, "
-          f"numpy {np.__version__}, python {sys.version.split()[0]}")
-    rows = bench_feeds(a.users, a.big_users, a.posts, a.quick)
+    print(
+        f"socium recsys benchmark: {os.cpu_count()} CPUs visible, load average {load} at start, "
+        f"numpy {np.__version__}, python {sys.version.split()[0]}"
+    )
+    rows = bench_feeds(a.users, 0 if a.no_big else a.big_users, a.posts, a.quick, a.old_ann)
     if not a.no_minilm:
         emb = bench_embedding(a.quick)
         tp = float(emb.pop()[1])
@@ -178,7 +241,9 @@ def main() -> None:
                      f"{a.posts / tp:.0f} s/step"))  # fmt: skip
         rows.append(("socium: embed only the step's new posts (e.g. 1,000 new posts/step)", f"{1000 / tp:.1f} s/step"))
     if os.path.exists("/proc/loadavg"):
-        rows.append(("load average at the end (other processes share these CPUs)", open("/proc/loadavg").read().split()[0]))
+        rows.append(
+            ("load average at the end (other processes share these CPUs)", open("/proc/loadavg").read().split()[0])
+        )
     w = max(len(r[0]) for r in rows)
     print(f"{'measure':<{w}}  value")
     print("-" * (w + 20))

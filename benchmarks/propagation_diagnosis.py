@@ -40,7 +40,8 @@ import yaml
 
 from socium.experiments.propagation.curves import CURVE_NAMES, cascade_curves_from_events, node_depths, nrmse_curves
 from socium.experiments.propagation.population import earliest_users, subtree_curves
-from socium.experiments.propagation.study import RESHARE_AT, PropagationSpec, load_trees
+from socium.experiments.propagation.study import PropagationSpec, load_trees
+from socium.trace.queries.cascades import RESHARE_AT
 from socium.experiments.propagation.cv import fold_split
 from socium.experiments.propagation.fit import fit_timing, tree_edges
 from socium.simulator.timing import MIN_DELAY_MIN, TimingParams

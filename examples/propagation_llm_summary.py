@@ -1,9 +1,9 @@
 """Pool the seeds of a propagation CV (examples/propagation-llm.yaml, examples/results/propagation-cv.yaml)
 into one table and one figure (docs/results.md).
 
-Each seed is a full 5-fold CV run (its own fold split and run seed); a cascade's score under a
-model is held-out NRMSE. Pooled over seeds, the CI is a percentile bootstrap over (seed, cascade)
-pairs resampled by cascade (a cascade's seeds stay together, so repeated seeds do not shrink it).
+Each seed is a full k-fold CV run (k from its spec's ``cv.folds``; its own fold split and run seed);
+a cascade's score under a model is held-out NRMSE. Pooled over seeds, the CI is a percentile bootstrap
+over (seed, cascade) pairs resampled by cascade (a cascade's seeds stay together, so repeated seeds do not shrink it).
 The paired differences (LLM - calibrated null, calibrated null - IC baseline) use the same
 resampling. Each seed's own mean and CI (over its cascades) and the issue-12 targets follow.
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +71,8 @@ def main() -> None:
         boots = per[idx].mean(1)
         return float(per.mean()), float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))
 
+    folds = sorted({str(r["spec"]["cv"].get("folds", "?")) for r in res})  # as run, not as assumed
+    cv_name = "/".join(folds) + "-fold CV" if "?" not in folds else "CV (fold count not recorded)"
     users = res[0]["spec"]["max_users"]
     who = f"earliest {users} users" if users else "all users"
     print(f"seeds {seeds}; cascades n={len(cids)}; agents per cascade: {who}; replicas per prediction "
@@ -129,7 +132,7 @@ def main() -> None:
         ax.set_ylabel("held-out NRMSE over 150 min (lower is better)")
         ax.set_title(
             f"Propagation, {len(cids)} Twitter15 cascades x {who}, "
-            f"5-fold CV, seeds {','.join(map(str, seeds))}\n(bars: mean over cascades; whiskers: 95% bootstrap CI)",
+            f"{cv_name}, seeds {','.join(map(str, seeds))}\n(bars: mean over cascades; whiskers: 95% bootstrap CI)",
             fontsize=9,
         )
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize=8, frameon=False)
@@ -166,7 +169,9 @@ def by_source(dirs: list[str], res: list[dict], cids: list[str], scale: dict[str
         ratio = np.log(final[m] / final["real"])
         print(f"  log(simulated / real final scale): mean {np.nanmean(ratio):+.3f}, sd {np.nanstd(ratio):.3f}")
         per = np.nanmean(sc, axis=1)
-        print(f"  the 10 worst cascades carry {np.sort(per)[-10:].sum() / per.sum():.0%} of the summed scale error")
+        worst = max(1, math.ceil(len(per) / 10))  # the worst tenth of however many cascades there are
+        share = np.sort(per)[-worst:].sum() / per.sum()
+        print(f"  the {worst} worst of {len(per)} cascades (a tenth) carry {share:.0%} of the summed scale error")
 
 
 if __name__ == "__main__":

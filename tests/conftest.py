@@ -15,6 +15,17 @@ def _shared_data() -> Path:
 SHARED_DATA = _shared_data()
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (README: ``-n auto --dist loadgroup``) every Ray test runs on one worker, in turn.
+
+    Why: ``ray.init()`` without an address joins a cluster already running on the machine (test_ray_cluster
+    starts a head node), so two workers starting Ray at once would meet in one runtime instead of two.
+    """
+    for item in items:
+        if item.get_closest_marker("ray"):
+            item.add_marker(pytest.mark.xdist_group("ray"))
+
+
 def needs_data(relpath: str) -> pytest.MarkDecorator:
     """Skip a test whose research data set (never packaged, see socium.data.datadir) is not on this machine."""
     return pytest.mark.skipif(not (SHARED_DATA / relpath).exists(), reason=f"research data not present: {relpath}")

@@ -11,8 +11,11 @@ import gzip
 import hashlib
 import http.server
 import io
+import subprocess
+import sys
 import tarfile
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -106,9 +109,11 @@ def _source_bytes(source: Path, ds: DataSet, f: RemoteFile, tar_members: dict[st
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
-    """Serves the mirror folder; ``overrides`` (URL path -> bytes or "drop") lets a test corrupt or cut a file."""
+    """Serves the mirror folder; ``overrides`` (URL path -> bytes, "drop" or "stall") lets a test corrupt a
+    file, cut the connection half-way, or stop sending half-way until ``release`` is set."""
 
     overrides: dict[str, bytes | str] = {}
+    release = threading.Event()
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
         pass
@@ -121,9 +126,11 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        if rule == "drop":  # half the promised body, then the connection goes away
+        if rule in ("drop", "stall"):  # half the promised body, then the connection goes away (or hangs)
             self.wfile.write(body[: len(body) // 2])
             self.wfile.flush()
+            if rule == "stall":
+                self.release.wait(30)
             self.close_connection = True
             return None
         self.wfile.write(body)
@@ -223,7 +230,7 @@ def test_cli_prints_the_terms_first_and_socium_data_then_finds_it(mirror) -> Non
     line = next(ln for ln in r.output.splitlines() if ln.strip("│ ").startswith("sotopia "))
     assert "yes" in line
     line = next(ln for ln in r.output.splitlines() if "twitter15" in ln)
-    assert line.rstrip(" │").endswith("socium data fetch twitter15")
+    assert "socium data fetch twitter15" in line and line.rstrip(" │").endswith("no")
     r = CliRunner().invoke(app, ["data", "fetch", "nosuch"], env={"COLUMNS": "200"})
     assert r.exit_code == 2 and "unknown data set" in r.output and "twitter15" in r.output
 
@@ -275,11 +282,27 @@ def test_a_hash_recorded_at_first_fetch_is_checked_afterwards(mirror) -> None:
 def test_a_killed_download_leaves_no_file_under_its_name_and_is_cleaned_up(mirror) -> None:
     _, reg, root = mirror
     f = reg["sotopia"].files[0]
-    stale = (root / f.dest).parent / "tmpab12cd34"  # what pooch's temporary file looks like after a SIGKILL
-    stale.parent.mkdir(parents=True)
-    stale.write_bytes(b"half a file")
+    _Handler.overrides[_url_path(f)] = "stall"
+    _Handler.release.clear()
+    code = "import sys; from pathlib import Path; from socium.data.fetch import fetch; "
+    code += "fetch(['sotopia'], Path(sys.argv[1]), show_progress=False)"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    folder = (root / f.dest).parent
+    try:
+        deadline = time.monotonic() + 60
+        while not any(p.stat().st_size for p in folder.glob("tmp*")) and time.monotonic() < deadline:
+            time.sleep(0.05)  # until half of the file has arrived in pooch's temporary file
+        partial = [p.name for p in folder.glob("tmp*") if p.stat().st_size]
+        proc.kill()  # SIGKILL: no cleanup runs in the fetching process
+        proc.wait(30)
+    finally:
+        _Handler.release.set()
+    assert partial and not (root / f.dest).exists()  # the half file never had the real name
+    _Handler.overrides = {}
     fetch(["sotopia"], root, say=lambda s: None, show_progress=False)
-    assert not stale.exists() and sha256_of(root / f.dest) == f.sha256
+    assert sha256_of(root / f.dest) == f.sha256 and _leftovers(root) == []
 
 
 def test_missing_data_is_one_line_naming_the_fetch_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

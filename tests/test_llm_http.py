@@ -186,14 +186,28 @@ def test_ssl_cert_file_names_the_trusted_ca(tmp_path: Path, monkeypatch: pytest.
         OpenAIBackend("https://127.0.0.1:1/v1", "m")
 
 
-def test_session_trusts_the_environment_and_hides_headers() -> None:
+def test_netrc_naming_the_server_does_not_break_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``~/.netrc`` entry for the server's host (common on clusters) must not replace or clash
+    with the API key: aiohttp's ``trust_env`` would fail every call then."""
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login someone password hunter2\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    monkeypatch.setenv("SOCIUM_TEST_KEY", "sk-xyz")
+    with FakeOpenAIServer() as srv:
+        be = OpenAIBackend(srv.base_url, "m", api_key_env="SOCIUM_TEST_KEY", timeout_s=5)
+        (res,) = generate_sync(be, [user_request("a", "hi")])
+        be.close()
+    assert res.ok, res.error
+    assert srv.headers[0]["authorization"] == "Bearer sk-xyz"
+
+
+def test_proxy_credentials_and_headers_stay_hidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://user:pw-SECRET-9@127.0.0.1:3128")
     be = OpenAIBackend("http://127.0.0.1:9/v1", "m", headers={"X-Api-Token": "tok-SECRET-123"})
-
-    async def session_flags() -> bool:
-        return be._sessions.get()[0].trust_env
-
-    assert asyncio.run(session_flags())
     assert "SECRET" not in repr(be) and "SECRET" not in str(vars(be))
+    proxy, auth = be._proxy.reveal()
+    assert str(proxy) == "http://127.0.0.1:3128" and auth is not None and auth.password == "pw-SECRET-9"
 
 
 def test_request_body_is_json_even_with_lone_surrogates() -> None:

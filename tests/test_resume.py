@@ -16,7 +16,7 @@ CFG = {
     "name": "resume",
     "seed": 5,
     "steps": 30,
-    "population": {"n_agents": 3000, "mean_activity": 0.3},
+    "population": {"n_agents": 1000, "mean_activity": 0.3},  # 30 steps of writes to kill into; 3000 took 2x as long
     "graph": {"kind": "barabasi_albert", "params": {"m": 3}},
     "policy": {"kind": "random", "p_post": 0.2, "p_like": 0.2, "p_repost": 0.1},
     "seed_posts": [{"author": 0, "content": "seed"}, {"author": 1, "content": "later", "step": 7}],

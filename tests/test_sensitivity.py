@@ -92,6 +92,7 @@ def test_sensitivity_cli(tmp_path):
     assert "SMOKE RUN" not in page  # a rule-based study
 
 
+@pytest.mark.slow  # Ray start + 8 runs; run_sweep on Ray is pinned by test_sweep, the ranking in-process above
 @pytest.mark.ray
 def test_sensitivity_on_ray(tmp_path):
     ray = pytest.importorskip("ray")

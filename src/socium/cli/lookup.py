@@ -15,12 +15,19 @@ from socium.cli.app import _fail, _read_run, _result_table, app, console, err_co
 from socium.core.console_text import plain
 from socium.errors import SociumError
 
+TABLE_ROWS = 50  # a table is for reading; csv and json print every row unless --limit says otherwise
+
 
 @app.command()
 def query(
     run_dir: Path,
     sql: str,
-    limit: int = typer.Option(50, "--limit", min=1, help="Rows to print (an --out file gets every row)."),
+    limit: int | None = typer.Option(
+        None,
+        "--limit",
+        min=1,
+        help="Rows to print (default: 50 as a table, every row as csv or json; an --out file gets every row).",
+    ),
     fmt: Literal["table", "csv", "json", "parquet"] = typer.Option(
         "table", "--format", help="Output format; parquet needs --out."
     ),
@@ -28,7 +35,9 @@ def query(
 ) -> None:
     """Run read-only SQL over a run's trace (tables and views such as cascade_metrics).
 
-    Prints at most --limit rows and says when more were left out; --out writes all of them (CSV, JSON or Parquet).
+    A table shows at most --limit rows (50) and says when more were left out; csv and json print every row
+    unless --limit is given (they are for other programs, which a silent cut would mislead); --out writes all
+    of them (CSV, JSON or Parquet).
     The SQL sees the trace and nothing else: DuckDB's external access is off (no reading or writing
     other files, no ATTACH, no extension installs) and its settings are locked.
     """
@@ -38,6 +47,7 @@ def query(
 
     if fmt == "parquet" and out is None:
         _fail(SociumError("--format parquet writes a file: add --out FILE.parquet"))
+    _refuse_not_a_run(run_dir, "query")
     try:
         con = open_trace(require_store(run_dir), sandbox=True)
     except SociumError as exc:
@@ -57,7 +67,9 @@ def query(
         if cur is None:  # empty SQL or only comments: DuckDB returns no cursor (was an AttributeError traceback)
             raise SociumError("SQL: no statement to run (empty, or only comments)")
         cols = [d[0] for d in cur.description] if cur.description else []
-        rows = cur.fetchmany(limit + 1)
+        if limit is None and fmt == "table":  # csv and json without --limit: every row
+            limit = TABLE_ROWS
+        rows = cur.fetchall() if limit is None else cur.fetchmany(limit + 1)
     except SociumError as exc:
         _fail(exc)
         return
@@ -66,7 +78,7 @@ def query(
         return
     finally:
         con.close()
-    truncated = len(rows) > limit
+    truncated = limit is not None and len(rows) > limit
     rows = rows[:limit]
     if fmt == "table":
         cells = [["NULL" if v is None else str(v) for v in r] for r in rows]
@@ -80,11 +92,21 @@ def query(
         err_console.print(note, highlight=False)
 
 
+def _refuse_not_a_run(path: Path, command: str) -> None:
+    """An experiment, sweep or episodes folder is not a run: say where its runs are ("no trace found" did not)."""
+    from socium.trace.rundir import not_a_run_hint
+
+    hint = not_a_run_hint(path, command)
+    if hint is not None:
+        _fail(SociumError(hint))
+
+
 @app.command()
 def card(run_dir: Path, as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
     """Print the run's Simulation Card: perspective, who saw what, model, seeds, totals."""
     from socium.reporting.card import card_value, simulation_card
 
+    _refuse_not_a_run(run_dir, "card")
     c = _read_run(simulation_card, run_dir)
     if as_json:
         sys.stdout.write(json.dumps(c, indent=2, default=str) + "\n")
@@ -165,11 +187,11 @@ def data(
     tried, used, entries = describe()
     console.print(f"data folder: {used}  ({'found' if used.is_dir() else 'MISSING'})", highlight=False)
     console.print(f"looked in (set {ENV_VAR} to choose): " + ", ".join(str(t) for t in tried), highlight=False)
-    table = Table("data set", "used for", "found", "fetch with")
+    table = Table("data set", "used for", "fetch with", "found")
     table.columns[0].overflow = "fold"  # the whole path, folded, never cut with an ellipsis
-    table.columns[3].overflow = "fold"
+    table.columns[2].overflow = "fold"
     for e in entries:
-        table.add_row(e.relpath, e.purpose, "yes" if e.found else "no", "" if e.found else e.command)
+        table.add_row(e.relpath, e.purpose, "" if e.found else e.command, "yes" if e.found else "no")
     console.print(table)
     if not all(e.found for e in entries):
         console.print("`socium data fetch` gets every missing data set (see docs/data.md).", highlight=False)

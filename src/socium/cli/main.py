@@ -14,9 +14,10 @@ from socium.cli import lookup
 from socium.cli import experiments
 from socium.cli import episodes
 from socium.cli import population
+from socium.cli import explore
 # isort: on
 
-COMMAND_MODULES = (run, lookup, experiments, episodes, population)
+COMMAND_MODULES = (run, lookup, experiments, episodes, population, explore)
 """Imported for what importing does: each registers its commands on :data:`app`, in this order."""
 
 

@@ -1,24 +1,32 @@
-"""``socium run``: run a simulation, or resume / extend one, with a progress bar."""
+"""``socium run``: run a simulation, or resume / extend one, showing its progress as it goes.
+
+On a terminal a progress bar; in a log or pipe one flushed line per committed step; on SIGTERM or Ctrl-C
+the trace is closed and the last line names the last committed step and the command that continues.
+"""
 
 from __future__ import annotations
 
 import json
+import shlex
+import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from socium.cli.app import _fail, app, console, err_console
-from socium.core.console_text import neutralise
 from socium.errors import BudgetExceeded, LLMUnavailable, SociumError
-from socium.trace.rundir import default_out
+from socium.reporting.progress import StepProgress
+from socium.trace.rundir import default_out, last_committed_step, out_dir_error
 
 
-def _refuse_resume_overrides(seed: int | None, set_: list[str]) -> None:
+def _refuse_resume_overrides(set_: list[str]) -> None:
     """A resumed run continues the same world: only ``--steps`` (extend) and ``executor.*`` (where it
     runs; both outside the config hash) can change. Anything else is refused, by name, not ignored."""
-    bad = [f"--seed {seed}"] if seed is not None else []
+    bad = []
     for item in set_:
         key = item.split("=", 1)[0].strip()
         if key != "steps" and not key.startswith("executor."):
@@ -28,6 +36,83 @@ def _refuse_resume_overrides(seed: int | None, set_: list[str]) -> None:
             f"--resume cannot honour {', '.join(bad)}: it would change the run's world (only --steps "
             "and --set executor.* can change on resume); start a new run without --resume instead"
         )
+
+
+def _check_resume_seed(seed: int | None, recorded: int | None, run_dir: Path) -> None:
+    """``--resume --seed S`` is accepted when the run was made with seed S (it says the same world);
+    only another seed is refused, since another seed is another world."""
+    if seed is None or recorded is None or seed == recorded:
+        return
+    raise SociumError(
+        f"--resume cannot honour --seed {seed}: the run in {run_dir} was made with seed {recorded}, and another "
+        f"seed is another world; start a new run for seed {seed} (another --out, or --force to replace this one)"
+    )
+
+
+def _recorded_seed(run_dir: Path) -> int | None:
+    from socium.trace.store import read_run_row
+
+    db = run_dir / "trace.duckdb"
+    row = read_run_row(db) if db.is_file() else None
+    return None if row is None or row.get("seed") is None else int(row["seed"])
+
+
+class _Stopped(Exception):
+    """SIGTERM or SIGINT arrived: unwind (the simulation closes its trace and lock), then say how to go on."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """Turn the first SIGTERM or SIGINT into :class:`_Stopped`.
+
+    Why: SIGTERM's default ends Python at once, with nothing printed (a killed run left an empty log) and
+    no ``finally`` run. The handlers go back to the defaults when the first signal comes, so a second
+    Ctrl-C or kill stops at once. Outside the main thread (signals cannot be set there) nothing changes.
+    """
+    sigs = (signal.SIGTERM, signal.SIGINT)
+    old: dict[int, Any] = {}
+
+    def restore() -> None:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+    def handler(signum: int, frame: Any) -> None:
+        restore()
+        raise _Stopped(signum)
+
+    try:
+        for s in sigs:
+            old[s] = signal.signal(s, handler)
+    except ValueError:  # not the main thread
+        restore()
+        old.clear()
+    try:
+        yield
+    finally:
+        restore()
+
+
+def _stopped_line(run_dir: Path, config: Path | None) -> str:
+    """What a stopped run says last: the last committed step, read from the trace, and the way on."""
+    last = last_committed_step(run_dir)
+    out = shlex.quote(str(run_dir))
+    if last is None:
+        again = f"socium run {shlex.quote(str(config))} --out {out}" if config else f"socium run CONFIG --out {out}"
+        return f"stopped before the run's set-up was committed; `{again}` starts it again"
+    go_on = f"`socium run --resume --out {out}` continues"
+    if last < 0:
+        return f"stopped before step 0 was committed; {go_on}"
+    return f"stopped after step {last} (steps 0..{last} are committed); {go_on}"
+
+
+def _say(text: str) -> None:
+    """A status line on stdout: whole (never cut at 80 columns in a log) and flushed at once."""
+    console.print(text, soft_wrap=True)
+    console.file.flush()
 
 
 @app.command()
@@ -41,7 +126,7 @@ def run(
     resume: bool = typer.Option(False, "--resume", help="Continue from the last committed step."),
     force: bool = typer.Option(False, "--force", help="Overwrite a run directory that already holds a run."),
     set_: list[str] = typer.Option([], "--set", help="Override a config field: key.path=value (repeatable)."),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar or progress lines."),
 ) -> None:
     """Run (or resume) a simulation and write RUN_DIR/trace.duckdb."""
     from socium.config import load_config
@@ -55,13 +140,14 @@ def run(
         if steps is not None:
             overrides.append(f"steps={steps}")
         if resume:
-            _refuse_resume_overrides(seed, set_)
+            _refuse_resume_overrides(set_)
         if resume and config is None:
             if out is None:
                 raise SociumError(
                     "--resume needs the run directory: socium run --resume --out RUN_DIR (or CONFIG --out RUN_DIR)"
                 )
             cfg = load_run_config(out)
+            _check_resume_seed(seed, cfg.seed, out)
             if overrides:
                 from socium.config import config_from_dict
 
@@ -70,35 +156,57 @@ def run(
             raise SociumError("missing CONFIG (a YAML file), or use --resume --out RUN_DIR")
         else:
             cfg = load_config(config, overrides)
-        run_dir = out or default_out(cfg.name, f"-seed{cfg.seed}")
-        sim = Simulation(cfg, run_dir, resume=resume, force=force)
+        run_dir = Path(out or default_out(cfg.name, f"-seed{cfg.seed}"))
+        if resume and config is not None:
+            _check_resume_seed(seed, _recorded_seed(run_dir), run_dir)
     except SociumError as exc:
         _fail(exc)
         return
+    sim = None
+    try:
+        with _stop_on_signals():
+            try:
+                sim = Simulation(cfg, run_dir, resume=resume, force=force)
+            except OSError as exc:  # the run directory cannot be made (--out /proc/x): one line, not a traceback
+                err = out_dir_error(run_dir, exc)
+                if err is None:
+                    raise
+                _fail(err)
+                return
+            except SociumError as exc:
+                _fail(exc)
+                return
+            todo = _run_steps(sim, cfg, quiet)
+    except _Stopped as stop:
+        if sim is not None:
+            sim.close()  # idempotent: run() closed it unless the signal came before the first step
+        _say(_stopped_line(run_dir, config))
+        raise typer.Exit(128 + stop.signum) from None
+    if todo == 0 and resume:  # a finished run: nothing ran, and the way on is --steps N
+        _say(f"already finished: {cfg.steps} of {cfg.steps} steps committed (--steps N extends it to N)")
+    else:
+        _say(f"ran {todo} steps in {time.perf_counter() - t0:.1f}s (wall time, set-up included)")
+    _say(f"trace: {run_dir / 'trace.duckdb'}")
+    _say(f"card:  socium card {shlex.quote(str(run_dir))}")
+
+
+def _run_steps(sim: Any, cfg: Any, quiet: bool) -> int:
+    """Run the simulation to its end with a progress display; returns the steps it had to run."""
     for note in sim.notes:
         err_console.print(note)
     todo = cfg.steps - sim.next_step
     t_steps = time.perf_counter()
     totals = {"actions": 0, "calls": 0, "tokens": 0}
-    with Progress(
-        TextColumn("{task.description}", style="bold", markup=False),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total} steps"),
-        TextColumn("{task.fields[info]}", markup=False),
-        TimeRemainingColumn(),
-        console=console,
-        disable=quiet,
-    ) as prog:
-        task = prog.add_task(neutralise(cfg.name), total=cfg.steps, completed=sim.next_step, info="")
+    with StepProgress(cfg.name, cfg.steps, sim.next_step, console, disable=quiet) as prog:
 
-        def on_step(s) -> None:
+        def on_step(s: Any) -> None:
             totals["actions"] += s.n_actions
             totals["calls"] += s.llm_calls
             totals["tokens"] += s.tokens
             rate = totals["actions"] / max(time.perf_counter() - t_steps, 1e-9)
             hours = s.sim_time_s / 3600
             llm = f" LLM calls={totals['calls']:,} tokens={totals['tokens']:,}" if totals["calls"] else ""
-            prog.update(task, advance=1, info=f"t={hours:.1f}h active={s.n_active} actions/s={rate:,.1f}{llm}")
+            prog.step(s.step, f"t={hours:.1f}h active={s.n_active} actions/s={rate:,.1f}{llm}")
 
         try:
             sim.run(on_step=on_step)
@@ -113,9 +221,4 @@ def run(
             raise typer.Exit(4) from None
         except SociumError as exc:
             _fail(exc)
-    if todo == 0 and resume:  # a finished run: nothing ran, and the way on is --steps N
-        console.print(f"already finished: {cfg.steps} of {cfg.steps} steps committed (--steps N extends it to N)")
-    else:
-        console.print(f"ran {todo} steps in {time.perf_counter() - t0:.1f}s (wall time, set-up included)")
-    console.print(f"trace: {Path(run_dir) / 'trace.duckdb'}")
-    console.print(f"card:  socium card {run_dir}")
+    return todo

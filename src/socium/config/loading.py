@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -227,6 +228,47 @@ def config_from_dict(
     return validate_dict(ExperimentConfig, data, overrides, source)
 
 
+# Keys that mark a YAML file as the input of another command, and that command (FILE: the file).
+_OTHER_SPECS: tuple[tuple[frozenset[str], str, str], ...] = (
+    (frozenset({"grid"}), "a sweep spec", "socium sweep FILE"),
+    (frozenset({"method", "parameters"}), "a sensitivity spec", "socium sensitivity FILE"),
+    (frozenset({"parties", "deals", "pot", "turn_taking"}), "a group-episodes config", "socium group-episodes FILE"),
+    (frozenset({"tasks", "sotopia", "judge_llm", "modes"}), "an episodes config", "socium episodes FILE"),
+)
+_EXPERIMENT_KINDS = ("propagation", "herding", "polarisation", "intervention", "compare")
+
+
+def other_spec_error(data: dict[str, Any], path: str | Path) -> ConfigError | None:
+    """The one-line error for a file that is another command's input given to ``socium run``.
+
+    Why: an experiment spec given to ``socium run`` listed its seven keys as unknown config keys, which
+    says what is wrong with a config but not that the file is not one, nor which command reads it.
+    """
+    unknown = set(data) - set(ExperimentConfig.model_fields)
+    if not unknown:
+        return None
+    shown = shlex.quote(str(path))
+    kind = data.get("experiment")
+    if "experiment" in unknown:
+        if isinstance(kind, str) and kind in _EXPERIMENT_KINDS:
+            article = "an" if kind[0] in "aeiou" else "a"
+            return ConfigError(
+                f"{path}: this is {article} {kind} spec, not a run config: `socium experiment {kind} {shown}`"
+            )
+        return ConfigError(
+            f"{path}: this is an experiment spec, not a run config: `socium experiment KIND {shown}` "
+            f"(KIND: {', '.join(_EXPERIMENT_KINDS)})"
+        )
+    for keys, what, command in _OTHER_SPECS:
+        if unknown & keys:
+            return ConfigError(f"{path}: this is {what}, not a run config: `{command.replace('FILE', shown)}`")
+    return None
+
+
 def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:
     """Load and validate a YAML config; ``overrides`` are ``key.path=value`` strings (values are YAML)."""
-    return config_from_dict(read_yaml_mapping(path), overrides, source=str(path))
+    data = read_yaml_mapping(path)
+    other = other_spec_error(data, path)
+    if other is not None:
+        raise other
+    return config_from_dict(data, overrides, source=str(path))

@@ -91,7 +91,12 @@ def missing_data(path: Path | str) -> InputFileError:
     except ValueError:
         rel = p.as_posix()
     key = next((k for k in DATASETS if rel == k or rel.startswith(k + "/") or k.startswith(rel + "/")), rel)
-    return InputFileError(p, None, f"research data missing; fetch it with `{fetch_command(key)}` (see `socium data`)")
+    return InputFileError(
+        p,
+        None,
+        f"research data missing; fetch it with `{fetch_command(key)}`, or set {ENV_VAR} to a folder that "
+        "holds it (`socium data` shows where socium looks)",
+    )
 
 
 def require(path: Path | str) -> Path:

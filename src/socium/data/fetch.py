@@ -168,6 +168,8 @@ def fetch_file(f: RemoteFile, root: Path, *, bar: _Bar | None = None, timeout: f
         raise DataFetchError(f"{url}: sha256 does not match the registry ({known}); nothing kept") from exc
     except requests.RequestException as exc:
         raise DataFetchError(f"{url}: download failed ({type(exc).__name__}: {exc}); nothing kept") from exc
+    except OSError as exc:
+        raise DataFetchError(f"{path}: cannot write ({exc.strerror or exc}); nothing kept") from exc
     if f.sha256 is None and not side.is_file():
         _write_atomic(side, (sha256_of(path) + "\n").encode())
     _check_content(f, path)

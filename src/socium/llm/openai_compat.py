@@ -9,8 +9,13 @@ models per response) cost several milliseconds of CPU per call and hid why a con
 ~0.3 ms of CPU per call against an instant fake server, noise against a real server's tens to
 hundreds of milliseconds, and gave up what users of a cluster expect from a well-kept client:
 
-- proxies from the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, as
-  ``openai``/httpx read them) and ``~/.netrc``: the session runs with ``trust_env=True``;
+- proxies from the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``NO_PROXY``, lower-case too, and
+  a proxy's credentials from ``~/.netrc``), read when the backend is built, as the SDK reads them
+  when its client is built. Resolved once with aiohttp's own ``get_env_proxy_for_url`` rather than
+  with the session's ``trust_env=True``, which looks both the proxy and ``~/.netrc`` up again on a
+  worker thread for every request (0.16 ms of driver CPU per call, 20% of a whole activation, in
+  ``benchmarks/bench_http.py``) and, when ``~/.netrc`` names the server's host, fails every call
+  ("Cannot combine AUTHORIZATION header with AUTH argument") since the key is a header;
 - CA bundles: ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` replace the system's trust store when set (as
   httpx does), else the system's store is used (:func:`ssl_context`);
 - custom headers (``headers=``, like the SDK's ``default_headers``) and the API key from
@@ -40,6 +45,8 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Generic, Literal, TypeVar
 
 import aiohttp
+from aiohttp.helpers import BasicAuth, get_env_proxy_for_url
+from yarl import URL
 
 from socium.config.llm import url_problem
 from socium.errors import ConfigError
@@ -203,6 +210,15 @@ def ssl_context() -> ssl.SSLContext:
         raise ConfigError(f"cannot load the CA certificates named by {where}: {exc}") from exc
 
 
+def env_proxy(url: str) -> tuple[URL | None, BasicAuth | None]:
+    """The proxy (and its credentials) the environment names for ``url``; ``(None, None)`` when
+    there is none or ``NO_PROXY`` exempts the host."""
+    try:
+        return get_env_proxy_for_url(URL(url))
+    except LookupError:
+        return None, None
+
+
 #: Idle keep-alive connections older than this are closed rather than reused, before a server's own
 #: keep-alive timeout (uvicorn's is 5 s, nginx's 75 s) can close one under a request.
 KEEPALIVE_S = 4.0
@@ -259,6 +275,7 @@ class OpenAIBackend:
             }
         )
         self._url = self.base_url + "/chat/completions"
+        self._proxy = _Secret(env_proxy(self._url))  # its URL or credentials may hold a password
         self._where = self.base_url.split("://", 1)[-1].split("/", 1)[0]
         self._tokens_key = "max_completion_tokens" if server_kind == "openai" else "max_tokens"
         # Loaded once here (a bad SSL_CERT_FILE fails at set-up, naming it); plain http needs none.
@@ -291,7 +308,7 @@ class OpenAIBackend:
             connector=connector,
             headers=self._headers.reveal(),
             timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-            trust_env=True,
+            trust_env=False,  # proxies come from env_proxy(), once (see the module doc)
             raise_for_status=False,
         )
         watcher = daemon_task(_close_at_loop_end(session))
@@ -351,7 +368,10 @@ class OpenAIBackend:
             )
 
         try:
-            async with session.post(self._url, data=self.encode_request(req), allow_redirects=False) as resp:
+            proxy, proxy_auth = self._proxy.reveal()
+            async with session.post(
+                self._url, data=self.encode_request(req), allow_redirects=False, proxy=proxy, proxy_auth=proxy_auth
+            ) as resp:
                 raw = await resp.read()
                 status = resp.status
                 retry_after = resp.headers.get("Retry-After") if status != 200 else None

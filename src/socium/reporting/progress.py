@@ -185,7 +185,8 @@ class RichProgress(ExperimentProgress):
         self._refresh()
 
     def note(self, message: str) -> None:
-        self.console.print(neutralise(message), markup=False, highlight=False)
+        # soft_wrap: a status line in a log is one line, never cut at rich's 80 columns for non-terminals
+        self.console.print(neutralise(message), markup=False, highlight=False, soft_wrap=True)
 
     def summary(self) -> str:
         wall = time.perf_counter() - self.started
@@ -194,3 +195,45 @@ class RichProgress(ExperimentProgress):
             f"{self.done} {self.unit} done{reused} in {wall:.1f}s wall time; "
             f"{self.calls:,} LLM calls, {self.tokens:,} tokens"
         )
+
+
+class StepProgress:
+    """The progress of one ``socium run``, one committed step at a time.
+
+    Why two displays: on a terminal a rich bar redrawn in place; anywhere else (a log file, a pipe, CI)
+    rich draws nothing until the run ends, so a two-minute run was silent and a killed one left an empty
+    log. There each committed step is one plain line, written and flushed as the step commits and never
+    wrapped at rich's default 80 columns, so ``tail -f`` shows the run move and a log of a killed run
+    names the last step it committed.
+    """
+
+    def __init__(self, title: str, total: int, done: int, console: Console, disable: bool = False) -> None:
+        self.title = neutralise(title)
+        self.total = total
+        self.console = console
+        self.plain = not disable and not console.is_terminal
+        self._progress = Progress(
+            TextColumn("{task.description}", style="bold", markup=False),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total} steps"),
+            TextColumn("{task.fields[info]}", markup=False),
+            TimeRemainingColumn(),
+            console=console,
+            disable=disable or self.plain,
+        )
+        self._task = self._progress.add_task(self.title, total=total, completed=done, info="")
+
+    def __enter__(self) -> StepProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._progress.stop()
+
+    def step(self, step: int, info: str) -> None:
+        """Step ``step`` (0-based) is committed; ``info`` says how the run stands (time, activity, calls)."""
+        self._progress.update(self._task, advance=1, info=neutralise(info))
+        if self.plain:
+            line = f"{self.title}: step {step} committed ({step + 1}/{self.total}) {neutralise(info)}".rstrip()
+            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+            self.console.file.flush()

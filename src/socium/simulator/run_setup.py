@@ -30,7 +30,7 @@ from socium.errors import RunDirError, TraceError
 from socium.llm.base import event_loop_kind
 from socium.simulator.inputs import changed_inputs, config_diff, inputs_json
 from socium.simulator.step_agents import memory_line
-from socium.trace.rundir import REPLACED_BY_FORCE, refuse_foreign
+from socium.trace.rundir import REPLACED_BY_FORCE, held_run_error, refuse_foreign
 from socium.trace.store import open_trace, read_run_row
 
 if TYPE_CHECKING:
@@ -54,14 +54,8 @@ class RunSetUp:
                 return True
             self.sim.notes.append(f"{self.sim.run_dir}: no committed set-up to resume, so the run starts from step 0")
         if db.exists() and not resume:
-            if not force:
-                last = _peek_last_step(db)
-                state = (
-                    "a finished run"
-                    if last is not None and last >= self.sim.cfg.steps - 1
-                    else "an unfinished run (use --resume)"
-                )
-                raise RunDirError(f"{self.sim.run_dir} already holds {state}; pass --force to overwrite")
+            if not force:  # finished or not by the run's own steps; the way on by whether it is this world
+                raise held_run_error(self.sim.run_dir, self.sim.cfg.config_hash())
         elif not force:
             refuse_foreign(self.sim.run_dir, lock_is_ours=self.sim._lock.existed)
         if force or db.exists():  # a trace with no committed set-up holds nothing worth keeping

@@ -36,16 +36,18 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from socium.errors import ConfigError
-from socium.experiments.propagation.curves import CURVE_NAMES, nrmse_curves
+from socium.experiments.propagation.curves import nrmse_curves
 from socium.experiments.propagation.fit import fit_timing, write_fit
 from socium.experiments.propagation.population import (
     cascade_population,
     earliest_users,
     oasis_topics,
     run_defaults,
+    simulated_curves,
     subtree_curves,
 )
 from socium.experiments.spec import build_config, run_config, write_population_csv, write_results
+from socium.trace.queries.curves import CURVE_NAMES
 
 CVModel = Literal["ic_pooled", "calibrated", "llm"]
 
@@ -155,8 +157,6 @@ def run_propagation_cv(
     spec: Any, out: Path, trees: dict[str, Any], *, force: bool = False, log: Callable[[str], None] = lambda s: None
 ) -> dict[str, Any]:
     """Fit per fold, run every model on held-out cascades, write and return results.json's dict."""
-    from socium.experiments.propagation.study import simulated_curves  # moving to socium.trace.queries
-
     cv: CVSpec = spec.cv
     ids = list(trees)
     folds = fold_split(ids, cv.folds, cv.seed)

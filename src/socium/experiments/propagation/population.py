@@ -1,4 +1,4 @@
-"""What the propagation study and its cross-validation share: OASIS's inputs, a cascade's agents, real curves.
+"""What the propagation study and its cross-validation share: OASIS's inputs, a cascade's agents, its curves.
 
 Why a module of its own: both :mod:`~socium.experiments.propagation.study` (one run per cascade) and
 :mod:`~socium.experiments.propagation.cv` (fit on train folds, score held-out cascades) build the same
@@ -15,10 +15,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from socium.errors import InputFileError
-from socium.experiments.propagation.curves import cascade_curves_from_events
+from socium.errors import ConfigError, InputFileError
 from socium.experiments.propagation.realcascades import CascadeTree, default_data_dir
 from socium.experiments.spec import PersonRow
+from socium.trace.queries.cascades import propagation_curves
+from socium.trace.queries.curves import cascade_curves_from_events
+from socium.trace.queries.runs import open_run
 
 DEFAULT_ACTIONS = ["repost", "quote_post", "like_post", "create_comment", "do_nothing"]
 
@@ -143,3 +145,16 @@ def cascade_population(
             )
         )
     return rows, counts
+
+
+def simulated_curves(run_dir: Path, root_post: int = 0, minutes: int = 150) -> dict[str, np.ndarray]:
+    """Per-minute curves of one simulated cascade of the run in ``run_dir``.
+
+    The measure itself (each user counted once, at its earliest reshare, timed mid-step) is
+    :func:`socium.trace.queries.cascades.propagation_curves`; this names the run in its errors.
+    """
+    with open_run(run_dir) as con:
+        try:
+            return propagation_curves(con, root_post, minutes)
+        except ConfigError as exc:
+            raise ConfigError(f"{run_dir}: {exc}") from None

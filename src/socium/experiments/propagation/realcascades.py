@@ -43,7 +43,8 @@ _Triple = tuple[str, str, float]
 
 
 def default_data_dir() -> Path:
-    """The research data folder (``$SOCIUM_DATA_DIR`` or ``../shared/data``; see :mod:`socium.data.datadir`).
+    """The research data folder (``$SOCIUM_DATA_DIR``, the per-user folder ``socium data fetch`` fills, or
+    ``../shared/data``; see :mod:`socium.data.datadir`).
 
     The data are research-use only and must not be packaged, so they live outside the repository.
     """

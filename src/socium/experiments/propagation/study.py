@@ -24,7 +24,7 @@ from pydantic import Field, field_validator, model_validator
 from socium.config import config_from_dict
 from socium.errors import ConfigError, InputFileError
 from socium.experiments.nullfit import fit_independent_cascade
-from socium.experiments.propagation.curves import CURVE_NAMES, cascade_curves_from_events, nrmse_curves
+from socium.experiments.propagation.curves import nrmse_curves
 from socium.experiments.propagation.cv import CVSpec, run_propagation_cv
 from socium.experiments.propagation.population import (
     cascade_population,
@@ -32,6 +32,7 @@ from socium.experiments.propagation.population import (
     oasis_topic_users,
     oasis_topics,
     run_defaults,
+    simulated_curves,
     subtree_curves,
 )
 from socium.experiments.propagation.realcascades import (
@@ -55,8 +56,7 @@ from socium.experiments.spec import (
     write_results,
 )
 from socium.reporting import progress
-from socium.trace.queries.cascades import RESHARE_AT, propagation_curves  # noqa: F401 - RESHARE_AT re-exported
-from socium.trace.queries.runs import open_run
+from socium.trace.queries.curves import CURVE_NAMES, cascade_curves_from_events
 
 
 class PropagationSpec(ExperimentSpec):
@@ -138,20 +138,6 @@ def load_trees(spec: PropagationSpec) -> dict[str, CascadeTree]:
         picked = sorted(np.random.default_rng(spec.sample_seed).choice(len(pool), spec.sample, replace=False).tolist())
         trees.update({pool[i]: all_trees[pool[i]] for i in picked})
     return trees
-
-
-# ---- simulated curves --------------------------------------------------------------------------
-def simulated_curves(run_dir: Path, root_post: int = 0, minutes: int = 150) -> dict[str, np.ndarray]:
-    """Per-minute curves of one simulated cascade of the run in ``run_dir``.
-
-    The measure itself (each user counted once, at its earliest reshare, timed mid-step) is
-    :func:`socium.trace.queries.cascades.propagation_curves`; this names the run in its errors.
-    """
-    with open_run(run_dir) as con:
-        try:
-            return propagation_curves(con, root_post, minutes)
-        except ConfigError as exc:
-            raise ConfigError(f"{run_dir}: {exc}") from None
 
 
 def _final(curves: dict[str, np.ndarray]) -> dict[str, int]:

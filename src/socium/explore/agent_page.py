@@ -1,0 +1,229 @@
+"""An agent's page and a post's page: the run through one agent's eyes, and one post's life.
+
+The agent page lists each activation in order with exactly what the trace holds for it: the feed
+(its exposures rows, one item per row, by rank), every call's prompt messages and raw response, the
+parsed actions with their outcome and reason, and the memory entries written. Nothing is inferred.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipyvue as vue
+import solara
+
+from socium.explore.source import RunView
+from socium.explore.widgets import Fold, Go, Pager, PostCard, Say, attrs, who
+from socium.trace.queries import explore as q
+
+ACTIVATIONS = 10
+"""Activations per page of an agent's page (each may hold a feed, prompts and responses)."""
+
+
+def args_text(args: dict[str, Any]) -> str:
+    """An action's arguments as a person reads them (``post 3 · "text"``), not as JSON."""
+    parts = []
+    for k, v in args.items():
+        parts.append(f"{k.replace('_', ' ')} {v}" if k.endswith("id") else f"{k}: {v}")
+    return " · ".join(parts) if parts else "(no arguments)"
+
+
+@solara.component
+def Persona(run: RunView, agent_id: int) -> Any:
+    """Name, username, bio, interests, goal, role and stance over time."""
+    a = run(q.agent, agent_id)
+    if a is None:
+        return solara.Error(f"no agent {agent_id} in this run")
+    with solara.Card(title=f"Agent {agent_id}", classes=["persona"]) as main:
+        with solara.Row(style="gap: 0.5em; align-items: baseline"):
+            Say(a["name"], classes="persona-name")
+            Say(f"@{a['username']}", classes="persona-username")
+            solara.Text(f"role: {a['role']}", style="color: #666")
+        Say(a["bio"], tag="div", classes="persona-bio")
+        if a.get("interests"):
+            Say("interests: " + ", ".join(str(i) for i in a["interests"]), tag="div")
+        if a.get("goal"):
+            Say(f"goal: {a['goal']}", tag="div", classes="persona-goal")
+        series = run(q.stance_over_time, agent_id)
+        if series:
+            text = "  →  ".join(("set-up" if s < 0 else f"step {s}") + f": {v:+.2f}" for s, v in series)
+            solara.Text(f"stance: {text}", classes=["stance"])
+        for step, question, answer in run(q.interviews, agent_id):
+            with vue.Html(tag="div", class_="interview"):
+                solara.Text(f"interview (step {step}): ", style="font-weight: bold")
+                Say(question)
+                Say(answer, tag="div")
+    return main
+
+
+@solara.component
+def Feed(run: RunView, agent_id: int, step: int) -> Any:
+    """The agent's feed at ``step``: one item per exposures row, by rank."""
+    items = run(q.feed, agent_id, step)
+    with vue.Html(tag="div", class_="feed", attributes=attrs(step=step, n=len(items))) as main:
+        solara.Text(f"Feed ({len(items)} items)", style="font-weight: bold")
+        if not items:
+            solara.Text(" (empty)")
+        for it in items:
+            with vue.Html(
+                tag="div",
+                class_="feed-item",
+                style_="border-bottom: 1px solid #eee; padding: 2px 0",
+                attributes=attrs(rank=it.rank, post=it.post_id, source=it.source or ""),
+            ):
+                solara.Text(f"#{it.rank} · {it.source or 'unknown source'} · ", style="color: #666")
+                Go(f"{run.base}/post/{it.post_id}", f"post {it.post_id}", "post-link", attrs(post=it.post_id))
+                solara.Text(" · ")
+                Go(f"{run.base}/agent/{it.author}", who(it.username, it.author, run.preset))
+                solara.Text(f" ({it.kind})" if it.kind and it.kind != "original" else "")
+                Say(it.content, tag="div", classes="content")
+    return main
+
+
+@solara.component
+def Calls(run: RunView, agent_id: int, step: int) -> Any:
+    """Every call made for the agent at ``step``: its prompt messages, raw response, outcome and error."""
+    calls = run(q.calls_at, agent_id, step)
+    with vue.Html(tag="div", class_="calls") as main:
+        for c in calls:
+            CallBlock(c, run)
+    return main
+
+
+@solara.component
+def CallBlock(c: q.CallView, run: RunView) -> Any:
+    """One call: header line, the error if it failed, the prompt (folded), the raw response."""
+    ok = c.outcome == "ok"
+    with vue.Html(tag="div", class_="call", attributes=attrs(call=c.call_id, outcome=c.outcome or "")) as main:
+        head = (
+            f"call {c.call_id} · step {c.step} · {c.model or 'no model'} · {c.outcome} · "
+            f"{c.prompt_tokens or 0}+{c.completion_tokens or 0} tokens · {c.latency_s or 0:.2f} s"
+        )
+        with solara.Row(style="gap: 0.5em; align-items: baseline"):
+            solara.Text(head, style="color: #666" if ok else "color: #b91c1c; font-weight: bold")
+            if c.agent_id is not None:
+                Go(f"{run.base}/agent/{c.agent_id}", f"agent {c.agent_id}")
+        if c.error:
+            Say(
+                f"error: {c.error}",
+                tag="div",
+                classes="call-error",
+            )
+        with vue.Html(tag="details", class_="fold prompt"):
+            chars = sum(len(str(m.get("content", ""))) for m in c.messages)
+            vue.Html(tag="summary", children=[f"prompt: {len(c.messages)} messages, {chars:,} characters"])
+            for m in c.messages:
+                role = str(m.get("role", "?"))
+                vue.Html(tag="div", children=[role], style_="font-weight: bold; margin-top: 4px")
+                Say(m.get("content", ""), limit=100_000, tag="pre", classes="prompt-message", data=attrs(role=role))
+        Fold("raw response", c.response, open_=True, classes="response")
+    return main
+
+
+@solara.component
+def Actions(run: RunView, agent_id: int, step: int) -> Any:
+    """The parsed actions at ``step``: type, arguments, outcome (and why not applied), stated reason."""
+    acts = run(q.actions, agent_id, step)
+    with vue.Html(tag="div", class_="actions") as main:
+        for a in acts:
+            with vue.Html(tag="div", class_="action", attributes=attrs(type=a.type, outcome=a.outcome or "")):
+                colour = "#15803d" if a.outcome == "ok" else "#b91c1c"
+                solara.Text(f"{a.type} ", style="font-weight: bold")
+                solara.Text(f"[{a.outcome}] ", style=f"color: {colour}")
+                if a.origin and a.origin not in ("llm", "policy"):
+                    solara.Text(f"({a.origin}) ", style="color: #666")
+                Say(args_text(a.args))
+                if a.reason:
+                    Say(f"why not applied: {a.reason}", tag="div", classes="action-reason")
+                if a.rationale:
+                    Say(f"stated reason: {a.rationale}", tag="div", classes="rationale")
+                if a.post_id is not None:
+                    Go(f"{run.base}/post/{a.post_id}", f"→ wrote post {a.post_id}", "post-link", attrs(post=a.post_id))
+    return main
+
+
+@solara.component
+def AgentPage(run: RunView, agent_id: int) -> Any:
+    """Persona, then each activation in order, a page at a time."""
+    offset, set_offset = solara.use_state(0)
+    steps = run(q.activation_steps, agent_id, limit=ACTIVATIONS + 1, offset=offset)
+    with solara.Column() as main:
+        Persona(run, agent_id)
+        with solara.Row(style="align-items: center"):
+            solara.Button("◀ earlier", disabled=offset <= 0, on_click=lambda: set_offset(max(offset - ACTIVATIONS, 0)))
+            solara.Text(f"activations {offset + 1}–{offset + min(len(steps), ACTIVATIONS)}")
+            solara.Button(
+                "later ▶", disabled=len(steps) <= ACTIVATIONS, on_click=lambda: set_offset(offset + ACTIVATIONS)
+            )
+        if not steps:
+            solara.Info("This agent was never activated (no feed, action or call in the trace).")
+        for s in steps[:ACTIVATIONS]:
+            with solara.Card(title=f"Step {s}", classes=["activation"]):
+                vue.Html(tag="div", attributes=attrs(step=s), class_="activation-step")
+                Feed(run, agent_id, s)
+                Calls(run, agent_id, s)
+                Actions(run, agent_id, s)
+                mems = run(q.memories_at, agent_id, s)
+                if mems:
+                    solara.Text("Memory written", style="font-weight: bold")
+                    for kind, text, importance in mems:
+                        imp = "" if importance is None else f" (importance {importance:.1f})"
+                        Say(f"{kind}{imp}: {text}", tag="div", classes="memory")
+    return main
+
+
+@solara.component
+def PostPage(run: RunView, post_id: int) -> Any:
+    """The post, its cascade as it grew, who was shown it (and by which feed source), who acted on it."""
+    exp_off, set_exp_off = solara.use_state(0)
+    node_off, set_node_off = solara.use_state(0)
+    p = run(q.post, post_id)
+    if p is None:
+        return solara.Error(f"no post {post_id} in this run")
+    page = q.PAGE
+    with solara.Column() as main:
+        PostCard(p, run)
+        root = p.root_id if p.root_id is not None and p.kind != "comment" else None
+        if root is not None:
+            with solara.Card(title=f"Cascade of post {root}", classes=["cascade"]):
+                growth = run(q.cascade_size_by_step, root)
+                solara.Text("size over time: " + ", ".join(f"step {s}: {n}" for s, n in growth))
+                total = growth[-1][1] if growth else 0
+                Pager(total, node_off, set_node_off, page)
+                for nid, parent, author, step, depth in run(q.cascade, root, limit=page, offset=node_off):
+                    here = "font-weight: bold;" if nid == post_id else ""
+                    with vue.Html(
+                        tag="div",
+                        class_="cascade-node",
+                        style_=f"margin-left: {min(depth, 20) * 1.5}em; {here}",
+                        attributes=attrs(post=nid, parent=parent, depth=depth),
+                    ):
+                        solara.Text(f"{'└ ' if depth else ''}step {step} · ")
+                        Go(f"{run.base}/post/{nid}", f"post {nid}", "post-link", attrs(post=nid))
+                        solara.Text(" by ")
+                        Go(f"{run.base}/agent/{author}", f"agent {author}")
+        with solara.Card(title="Shown to", classes=["exposed"]):
+            sources = run(q.exposure_sources, post_id)
+            n = sum(sources.values())
+            solara.Text(", ".join(f"{k}: {v}" for k, v in sources.items()) or "never shown in a feed")
+            Pager(n, exp_off, set_exp_off, page)
+            for step, agent_id, rank, source in run(q.exposed_to, post_id, limit=page, offset=exp_off):
+                with vue.Html(tag="div", class_="exposure", attributes=attrs(agent=agent_id, step=step)):
+                    solara.Text(f"step {step} · ")
+                    Go(f"{run.base}/agent/{agent_id}", f"agent {agent_id}", "agent-link", attrs(agent=agent_id))
+                    solara.Text(f" · rank {rank} · {source or 'unknown source'}")
+        with solara.Card(title="Acted on it", classes=["acted"]):
+            acted = run(q.acted_on, post_id, limit=page)
+            if not acted:
+                solara.Text("nobody")
+            for step, agent_id, typ, outcome in acted:
+                with vue.Html(tag="div", class_="acted-row"):
+                    solara.Text(f"step {step} · ")
+                    Go(f"{run.base}/agent/{agent_id}", f"agent {agent_id}", "agent-link", attrs(agent=agent_id))
+                    solara.Text(f" · {typ} [{outcome}]")
+        comments = run(q.replies, post_id, limit=page)
+        if comments:
+            solara.Text(f"Replies ({p.comments})", style="font-weight: bold")
+            for c in comments:
+                PostCard(c, run)
+    return main

@@ -1,0 +1,121 @@
+"""The explorer's Solara app: one ``Page`` that reads the URL and shows the page it names.
+
+URLs: ``/`` (an experiment's runs, or a lone run's timeline), ``/run/I`` (timeline of run I),
+``/run/I/agent/K``, ``/run/I/post/P``, ``/run/I/calls``, ``/run/I/agents``. Every page is a URL, so
+a view can be bookmarked or sent to a colleague. The path opened comes from ``SOCIUM_EXPLORE_PATH``
+(``socium explore`` sets it): Solara imports this module by name in its own server.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import duckdb
+import solara
+
+from socium.errors import SociumError, UsageError
+from socium.explore.agent_page import AgentPage, PostPage
+from socium.explore.run_pages import Agents, CallsPage, Experiment, Timeline, as_int
+from socium.explore.source import RunView, Source, open_source
+from socium.explore.widgets import Go
+from socium.trace.queries import explore as q
+
+ENV = "SOCIUM_EXPLORE_PATH"
+CSS = """
+.say pre, pre.response, pre.prompt-message { background: #f6f6f6; padding: 6px; margin: 2px 0; font-size: 13px; }
+.call-error { color: #b91c1c; }
+details > summary { cursor: pointer; color: #1d4ed8; }
+.post .content { margin: 4px 0; font-size: 15px; }
+.v-card__title { font-size: 16px !important; padding: 8px 12px !important; }
+"""
+
+_source: Source | None = None
+
+
+def source() -> Source:
+    """The runs opened (once per server process)."""
+    global _source
+    if _source is None:
+        path = os.environ.get(ENV)
+        if not path:
+            raise UsageError(f"{ENV} is not set: start the explorer with `socium explore RUN_OR_EXPERIMENT_DIR`")
+        _source = open_source(path)
+    return _source
+
+
+def run_view(src: Source, index: int) -> RunView:
+    """Run ``index`` of the source with its platform preset (for how posts are drawn)."""
+    labels = src.labels()
+    if not 0 <= index < len(labels):
+        raise UsageError(f"no run {index} here: runs are numbered 0 to {len(labels) - 1}")
+    bare = RunView(src, labels[index], index)
+    return RunView(src, labels[index], index, bare(q.overview)["preset"])
+
+
+@solara.component
+def Nav(run: RunView | None, src: Source) -> Any:
+    """The header: what is open, and links to the run's pages."""
+    with solara.Row(style="gap: 1.5em; align-items: baseline; border-bottom: 1px solid #ddd; padding: 4px 8px") as main:
+        solara.Text("socium explore", style="font-weight: bold")
+        if src.is_experiment:
+            Go("/", "all runs", "nav-runs")
+        if run is not None:
+            info = run(q.overview)
+            label = "" if run.label == "." else f"{run.label} · "
+            solara.Text(
+                f"{label}{info['name']} · seed {info['seed']} · {info['perspective']} · {info['agents']:,} agents · "
+                f"{info['steps']} steps · {info['posts']:,} posts",
+                style="color: #666",
+            )
+            Go(run.base, "timeline", "nav-timeline")
+            Go(f"{run.base}/agents", "agents", "nav-agents")
+            Go(f"{run.base}/calls", f"calls ({info['calls']:,})", "nav-calls")
+    return main
+
+
+@solara.component
+def Page() -> Any:
+    """Dispatch on the URL; an unknown URL or an unreadable trace is a message, not a crash."""
+    router = solara.use_router()
+    parts = [p for p in router.parts if p]
+    solara.Style(CSS)
+    try:
+        src = source()
+        if not parts:
+            if src.is_experiment:
+                solara.Title("socium explore: runs")
+                Nav(None, src)
+                return Experiment(src)
+            parts = ["run", "0"]
+        index = as_int(parts[1]) if len(parts) > 1 and parts[0] == "run" else None
+        if index is None:
+            raise UsageError(f"no page {router.path!r}: pages are /run/I, /run/I/agent/K, /run/I/post/P, /run/I/calls")
+        run = run_view(src, index)
+        rest = parts[2:]
+        with solara.Column(style="max-width: 980px; margin: 0 auto") as main:
+            Nav(run, src)
+            if not rest:
+                solara.Title(f"timeline · {run.label}")
+                Timeline(run).key(f"t{index}")
+            elif rest == ["calls"]:
+                solara.Title("calls")
+                CallsPage(run).key(f"c{index}")
+            elif rest == ["agents"]:
+                solara.Title("agents")
+                Agents(run).key(f"a{index}")
+            elif len(rest) == 2 and rest[0] in ("agent", "post") and as_int(rest[1]) is not None:
+                ident = as_int(rest[1])
+                assert ident is not None
+                solara.Title(f"{rest[0]} {ident}")
+                page = AgentPage if rest[0] == "agent" else PostPage
+                page(run, ident).key(f"{rest[0]}{index}/{ident}")
+            else:
+                raise UsageError(f"no page {router.path!r}")
+        return main
+    except (SociumError, duckdb.Error) as exc:
+        return solara.Error(f"{type(exc).__name__}: {exc}")
+
+
+routes = [solara.Route(path="/", component=Page), solara.Route(path="run", component=Page)]
+"""Solara's router only serves URLs its routes match: ``/`` and everything under ``/run`` (``Page`` reads the rest)."""

@@ -1,0 +1,127 @@
+"""Pages over a whole run or experiment: the timeline, the agent finder, the call log, the run list.
+
+Each page asks for one page of rows (:mod:`socium.trace.queries.explore`) and a count for the pager,
+so it costs the same on a 30-agent run and a 10^5-agent one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipyvue as vue
+import solara
+
+from socium.explore.agent_page import CallBlock
+from socium.explore.source import RunView, Source, overrides
+from socium.explore.widgets import Go, Pager, PostCard, Say, attrs
+from socium.trace.queries import explore as q
+from socium.trace.queries.runs import run_config
+
+ALL = "all"
+
+
+def as_int(text: str) -> int | None:
+    """A filter box's text as an integer (None: empty or not a number, so no filter)."""
+    t = text.strip()
+    return int(t) if t.lstrip("-").isdigit() and len(t) < 19 else None
+
+
+@solara.component
+def Timeline(run: RunView) -> Any:
+    """Posts as the platform showed them, newest first, filtered by step, author and text."""
+    step, set_step = solara.use_state("")
+    author, set_author = solara.use_state("")
+    text, set_text = solara.use_state("")
+    offset, set_offset = solara.use_state(0)
+    flt = {"step": as_int(step), "author": as_int(author), "text": text or None}
+
+    def on(setter: Any) -> Any:
+        def set_and_rewind(v: str) -> None:
+            setter(v or "")
+            set_offset(0)
+
+        return set_and_rewind
+
+    total = run(q.count_timeline, **flt)
+    posts = run(q.timeline, **flt, limit=q.PAGE, offset=offset)
+    with solara.Column() as main:
+        with solara.Row(style="gap: 1em; align-items: baseline"):
+            solara.InputText("step", value=step, on_value=on(set_step), continuous_update=False)
+            solara.InputText("author (agent id)", value=author, on_value=on(set_author), continuous_update=False)
+            solara.InputText("text contains", value=text, on_value=on(set_text), continuous_update=False)
+        Pager(total, offset, set_offset, q.PAGE)
+        with vue.Html(tag="div", class_="timeline", attributes=attrs(total=total)):
+            for p in posts:
+                PostCard(p, run)
+    return main
+
+
+@solara.component
+def Agents(run: RunView) -> Any:
+    """Find an agent by id, username or name; each opens its page."""
+    text, set_text = solara.use_state("")
+    offset, set_offset = solara.use_state(0)
+    rows = run(q.find_agents, text or None, limit=q.PAGE + 1, offset=offset)
+    with solara.Column() as main:
+        solara.InputText("id, username or name", value=text, on_value=lambda v: (set_text(v), set_offset(0)))
+        for agent_id, username, name in rows[: q.PAGE]:
+            with vue.Html(tag="div", class_="agent-row"):
+                Go(f"{run.base}/agent/{agent_id}", f"agent {agent_id}", "agent-link", attrs(agent=agent_id))
+                solara.Text(" · ")
+                Say(f"@{username} ({name})")
+        with solara.Row():
+            solara.Button("◀ previous", disabled=offset <= 0, on_click=lambda: set_offset(max(offset - q.PAGE, 0)))
+            solara.Button("next ▶", disabled=len(rows) <= q.PAGE, on_click=lambda: set_offset(offset + q.PAGE))
+    return main
+
+
+@solara.component
+def CallsPage(run: RunView) -> Any:
+    """The LLM call log, filtered by outcome and model; a failed call shows its error."""
+    outcome, set_outcome = solara.use_state(ALL)
+    model, set_model = solara.use_state(ALL)
+    offset, set_offset = solara.use_state(0)
+    outcomes, models = run(q.call_facets)
+    flt = {"outcome": None if outcome == ALL else outcome, "model": None if model == ALL else model}
+    total = run(q.count_calls, **flt)
+    with solara.Column() as main:
+        if not outcomes:
+            solara.Info("This run made no LLM calls (its agents follow rules).")
+            return main
+        with solara.Row(style="gap: 1em"):
+            solara.Select(
+                "outcome", value=outcome, values=[ALL, *outcomes], on_value=lambda v: (set_outcome(v), set_offset(0))
+            )
+            solara.Select("model", value=model, values=[ALL, *models], on_value=lambda v: (set_model(v), set_offset(0)))
+        Pager(total, offset, set_offset, q.PAGE)
+        for c in run(q.calls, **flt, limit=q.PAGE, offset=offset):
+            with solara.Card(margin=1):
+                CallBlock(c, run)
+    return main
+
+
+@solara.component
+def Experiment(source: Source) -> Any:
+    """The runs of an experiment folder with their seed, perspective and overrides; each opens."""
+    offset, set_offset = solara.use_state(0)
+    labels = source.labels()
+    base_cfg = RunView(source, labels[0], 0)(run_config)
+    with solara.Column() as main:
+        solara.Text(f"{len(labels)} runs under {source.root}", style="font-weight: bold")
+        Pager(len(labels), offset, set_offset, q.PAGE)
+        for i, label in list(enumerate(labels))[offset : offset + q.PAGE]:
+            info = RunView(source, label, i)(q.overview)
+            diff = overrides(base_cfg, info["config"]) if i else {}
+            with solara.Card(margin=1, classes=["run-row"]):
+                Go(f"/run/{i}", label, "run-link", attrs(run=i))
+                solara.Text(
+                    f"  {info['name']} · seed {info['seed']} · {info['perspective']} · {info['agents']:,} agents · "
+                    f"{info['steps']} steps · {info['posts']:,} posts · {info['calls']:,} calls",
+                    style="color: #666",
+                )
+                if i:
+                    shown = "; ".join(f"{k}={v}" for k, v in list(diff.items())[:12]) or "same config as the first run"
+                    Say(f"differs from the first run: {shown}", tag="div", classes="overrides")
+                else:
+                    solara.Text(" (the run the others are compared with)", style="color: #666")
+    return main

@@ -1,0 +1,464 @@
+"""What ``socium explore`` shows: one page of a run at a time, seen through each agent's eyes.
+
+Every function here returns one page (``limit``/``offset`` are bound parameters, as are all values),
+so opening a 10^5-agent trace reads a few hundred rows, never a whole table. Text fields (posts,
+personas, prompts, responses) are agent- or model-written: hostile data that callers must show as
+text, never as markup. Optional tables (``llm_calls``, ``memories``, ``moderation_events``,
+``interviews``) are absent from some traces; functions reading them return nothing there.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from socium.trace.queries.runs import table_names
+
+Con = duckdb.DuckDBPyConnection
+
+PAGE = 50
+"""Rows per page the explorer asks for unless told otherwise."""
+
+
+@dataclass(frozen=True)
+class PostView:
+    """One post as the platform showed it, with its original when it reshares or replies to one."""
+
+    post_id: int
+    step: int
+    author: int
+    username: str | None
+    kind: str
+    parent_id: int | None
+    root_id: int | None
+    content: str | None
+    parent_author: int | None
+    parent_username: str | None
+    parent_content: str | None
+    up: int
+    down: int
+    comments: int
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FeedItem:
+    """One exposures row (one post in one agent's feed at one step) and the post it shows."""
+
+    rank: int
+    post_id: int
+    source: str | None
+    author: int | None
+    username: str | None
+    kind: str | None
+    content: str | None
+
+
+@dataclass(frozen=True)
+class CallView:
+    """One LLM call attempt as logged: the exact prompt messages sent and the raw response."""
+
+    call_id: int
+    step: int | None
+    agent_id: int | None
+    model: str | None
+    messages: list[dict[str, Any]]
+    response: str | None
+    outcome: str | None
+    error: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    latency_s: float | None
+
+
+@dataclass(frozen=True)
+class ActionView:
+    """One action row: what the agent chose, whether the platform applied it, and the agent's reason."""
+
+    seq: int
+    origin: str | None
+    type: str
+    args: dict[str, Any]
+    outcome: str | None
+    reason: str | None
+    post_id: int | None
+    rationale: str | None
+
+
+def _has(con: Con, table: str) -> bool:
+    return table in table_names(con)
+
+
+def _text_filter(text: str | None) -> str | None:
+    """A substring to look for (case-insensitive), bounded so a pasted novel cannot become the query."""
+    return text.strip()[:200].lower() if text and text.strip() else None
+
+
+_TIMELINE_WHERE = (
+    "(?::INTEGER IS NULL OR p.step = ?) AND (?::BIGINT IS NULL OR p.author = ?) "
+    "AND (?::VARCHAR IS NULL OR contains(lower(p.content), ?)) AND (?::BOOLEAN OR p.kind != 'comment')"
+)
+
+
+def _timeline_args(step: int | None, author: int | None, text: str | None, comments: bool) -> list[Any]:
+    t = _text_filter(text)
+    return [step, step, author, author, t, t, comments]
+
+
+def timeline(
+    con: Con,
+    *,
+    step: int | None = None,
+    author: int | None = None,
+    text: str | None = None,
+    comments: bool = True,
+    limit: int = PAGE,
+    offset: int = 0,
+) -> list[PostView]:
+    """One page of posts, newest first, filtered by step, author and text (a case-insensitive substring)."""
+    rows = con.execute(
+        "SELECT p.post_id, p.step, p.author, a.username, p.kind, p.parent_id, p.root_id, p.content "
+        f"FROM posts p LEFT JOIN agents a ON a.agent_id = p.author WHERE {_TIMELINE_WHERE} "
+        "ORDER BY p.step DESC, p.post_id DESC LIMIT ? OFFSET ?",
+        [*_timeline_args(step, author, text, comments), int(limit), int(offset)],
+    ).fetchall()
+    return _decorate(con, rows)
+
+
+def count_timeline(
+    con: Con, *, step: int | None = None, author: int | None = None, text: str | None = None, comments: bool = True
+) -> int:
+    """How many posts :func:`timeline` pages through with these filters."""
+    row = con.execute(
+        f"SELECT count(*) FROM posts p WHERE {_TIMELINE_WHERE}", _timeline_args(step, author, text, comments)
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _decorate(con: Con, rows: list[tuple[Any, ...]]) -> list[PostView]:
+    """Add originals, vote and comment counts and moderation labels to a page of posts (that page only)."""
+    if not rows:
+        return []
+    ids = [int(r[0]) for r in rows]
+    parents = [int(r[5]) for r in rows if r[5] is not None]
+    orig = {
+        int(p): (a, u, c)
+        for p, a, u, c in con.execute(
+            "SELECT p.post_id, p.author, a.username, p.content FROM posts p LEFT JOIN agents a ON a.agent_id = p.author "
+            "WHERE p.post_id IN (SELECT unnest(?::BIGINT[]))",
+            [parents],
+        ).fetchall()
+    }
+    votes = {
+        int(t): (int(u), int(d))
+        for t, u, d in con.execute(
+            "SELECT target, count(*) FILTER (WHERE delta > 0), count(*) FILTER (WHERE delta < 0) FROM votes "
+            "WHERE target IN (SELECT unnest(?::BIGINT[])) GROUP BY target",
+            [ids],
+        ).fetchall()
+    }
+    comments = {
+        int(p): int(n)
+        for p, n in con.execute(
+            "SELECT parent_id, count(*) FROM posts WHERE kind = 'comment' AND parent_id IN (SELECT unnest(?::BIGINT[])) "
+            "GROUP BY parent_id",
+            [ids],
+        ).fetchall()
+    }
+    labels: dict[int, list[str]] = {}
+    if _has(con, "moderation_events"):
+        for p, ev in con.execute(
+            "SELECT DISTINCT post_id, event FROM moderation_events WHERE post_id IN (SELECT unnest(?::BIGINT[])) "
+            "ORDER BY 1, 2",
+            [ids],
+        ).fetchall():
+            labels.setdefault(int(p), []).append(str(ev))
+    out = []
+    for pid, step, author, user, kind, parent, root, content in rows:
+        pa, pu, pc = orig.get(int(parent), (None, None, None)) if parent is not None else (None, None, None)
+        up, down = votes.get(int(pid), (0, 0))
+        out.append(
+            PostView(
+                int(pid),
+                int(step),
+                int(author),
+                user,
+                str(kind),
+                parent,
+                root,
+                content,
+                pa,
+                pu,
+                pc,
+                up,
+                down,
+                comments.get(int(pid), 0),
+                tuple(labels.get(int(pid), ())),
+            )  # fmt: skip
+        )
+    return out
+
+
+def post(con: Con, post_id: int) -> PostView | None:
+    """One post with its original, votes, comment count and labels (None: no such post)."""
+    rows = con.execute(
+        "SELECT p.post_id, p.step, p.author, a.username, p.kind, p.parent_id, p.root_id, p.content "
+        "FROM posts p LEFT JOIN agents a ON a.agent_id = p.author WHERE p.post_id = ?",
+        [int(post_id)],
+    ).fetchall()
+    got = _decorate(con, rows)
+    return got[0] if got else None
+
+
+def cascade(con: Con, root_id: int, *, limit: int = PAGE, offset: int = 0) -> list[tuple[int, int, int, int, int]]:
+    """(post, parent post, author, step, depth) of a cascade's reshares in the order they happened (root first)."""
+    return con.execute(
+        "SELECT c.post_id, coalesce(p.parent_id, -1), c.author, c.step, c.depth FROM cascade_nodes c "
+        "JOIN posts p USING (post_id) WHERE c.root_id = ? ORDER BY c.step, c.depth, c.post_id LIMIT ? OFFSET ?",
+        [int(root_id), int(limit), int(offset)],
+    ).fetchall()
+
+
+def cascade_size_by_step(con: Con, root_id: int) -> list[tuple[int, int]]:
+    """(step, nodes so far) of one cascade: how it grew over time."""
+    rows = con.execute(
+        "SELECT step, sum(count(*)) OVER (ORDER BY step) FROM cascade_nodes WHERE root_id = ? GROUP BY step "
+        "ORDER BY step",
+        [int(root_id)],
+    ).fetchall()
+    return [(int(s), int(n)) for s, n in rows]
+
+
+def replies(con: Con, post_id: int, *, limit: int = PAGE, offset: int = 0) -> list[PostView]:
+    """Comments on a post, oldest first."""
+    rows = con.execute(
+        "SELECT p.post_id, p.step, p.author, a.username, p.kind, p.parent_id, p.root_id, p.content "
+        "FROM posts p LEFT JOIN agents a ON a.agent_id = p.author WHERE p.parent_id = ? AND p.kind = 'comment' "
+        "ORDER BY p.step, p.post_id LIMIT ? OFFSET ?",
+        [int(post_id), int(limit), int(offset)],
+    ).fetchall()
+    return _decorate(con, rows)
+
+
+def exposed_to(con: Con, post_id: int, *, limit: int = PAGE, offset: int = 0) -> list[tuple[int, int, int, str | None]]:
+    """(step, agent, rank, feed source) of every time the post was in someone's feed, in step order."""
+    return con.execute(
+        "SELECT step, agent_id, rank, source FROM exposures WHERE post_id = ? ORDER BY step, agent_id, rank "
+        "LIMIT ? OFFSET ?",
+        [int(post_id), int(limit), int(offset)],
+    ).fetchall()
+
+
+def exposure_sources(con: Con, post_id: int) -> dict[str, int]:
+    """Times the post was shown, by feed source ('unknown' where none was recorded)."""
+    rows = con.execute(
+        "SELECT coalesce(source, 'unknown'), count(*) FROM exposures WHERE post_id = ? GROUP BY 1 ORDER BY 2 DESC, 1",
+        [int(post_id)],
+    ).fetchall()
+    return {str(s): int(n) for s, n in rows}
+
+
+def acted_on(con: Con, post_id: int, *, limit: int = PAGE, offset: int = 0) -> list[tuple[int, int, str, str | None]]:
+    """(step, agent, action type, outcome) of every action that targeted the post, in order."""
+    return con.execute(
+        "SELECT step, agent_id, type, outcome FROM actions "
+        "WHERE TRY_CAST(json_extract(args, '$.post_id') AS BIGINT) = ? ORDER BY step, seq LIMIT ? OFFSET ?",
+        [int(post_id), int(limit), int(offset)],
+    ).fetchall()
+
+
+def agent(con: Con, agent_id: int) -> dict[str, Any] | None:
+    """An agent's persona row (name, username, bio, interests, initial stance, goal) and role, or None."""
+    cur = con.execute(
+        "SELECT agent_id, name, username, bio, interests, stance, goal FROM agents WHERE agent_id = ?", [int(agent_id)]
+    )
+    row = cur.fetchone()
+    if row is None:
+        return None
+    out = dict(zip([d[0] for d in cur.description], row))
+    role = con.execute("SELECT role FROM agent_roles WHERE agent_id = ?", [int(agent_id)]).fetchone()
+    out["role"] = role[0] if role else "ordinary"
+    return out
+
+
+def find_agents(con: Con, text: str | None = None, *, limit: int = PAGE, offset: int = 0) -> list[tuple[int, str, str]]:
+    """(id, username, name) of agents whose id, username or name matches ``text``, by id."""
+    t = _text_filter(text)
+    return con.execute(
+        "SELECT agent_id, username, name FROM agents WHERE ?::VARCHAR IS NULL OR CAST(agent_id AS VARCHAR) = ? "
+        "OR contains(lower(username), ?) OR contains(lower(name), ?) ORDER BY agent_id LIMIT ? OFFSET ?",
+        [t, t, t, t, int(limit), int(offset)],
+    ).fetchall()
+
+
+def stance_over_time(con: Con, agent_id: int) -> list[tuple[int, float]]:
+    """(step, stance) from set-up (step -1, the initial stance) through each recorded change."""
+    first = con.execute("SELECT stance FROM agents WHERE agent_id = ?", [int(agent_id)]).fetchone()
+    rows = con.execute("SELECT step, stance FROM stances WHERE agent_id = ? ORDER BY step", [int(agent_id)]).fetchall()
+    head = [(-1, float(first[0]))] if first and first[0] is not None else []
+    return head + [(int(s), float(v)) for s, v in rows]
+
+
+def activation_steps(con: Con, agent_id: int, *, limit: int = PAGE, offset: int = 0) -> list[int]:
+    """Steps at which the agent was shown a feed, acted or was called, in order."""
+    calls = "UNION SELECT step FROM llm_calls WHERE agent_id = ?" if _has(con, "llm_calls") else ""
+    args: list[Any] = [int(agent_id), int(agent_id)] + ([int(agent_id)] if calls else [])
+    rows = con.execute(
+        "SELECT step FROM (SELECT step FROM exposures WHERE agent_id = ? "
+        f"UNION SELECT step FROM actions WHERE agent_id = ? AND origin != 'seed' {calls}) "
+        "WHERE step IS NOT NULL ORDER BY step LIMIT ? OFFSET ?",
+        [*args, int(limit), int(offset)],
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def feed(con: Con, agent_id: int, step: int) -> list[FeedItem]:
+    """The agent's feed at ``step``: exactly its exposures rows (a post shown twice is two items), by rank."""
+    rows = con.execute(
+        "SELECT e.rank, e.post_id, e.source, p.author, a.username, p.kind, p.content FROM exposures e "
+        "LEFT JOIN posts p USING (post_id) LEFT JOIN agents a ON a.agent_id = p.author "
+        "WHERE e.agent_id = ? AND e.step = ? ORDER BY e.rank, e.post_id",
+        [int(agent_id), int(step)],
+    ).fetchall()
+    return [FeedItem(int(r[0]), int(r[1]), *r[2:]) for r in rows]
+
+
+def actions(con: Con, agent_id: int, step: int) -> list[ActionView]:
+    """The agent's actions at ``step`` in the order the platform applied them."""
+    rows = con.execute(
+        "SELECT seq, origin, type, args, outcome, reason, post_id, rationale FROM actions "
+        "WHERE agent_id = ? AND step = ? ORDER BY seq",
+        [int(agent_id), int(step)],
+    ).fetchall()
+    return [ActionView(int(r[0]), r[1], str(r[2]), _json_obj(r[3]), *r[4:]) for r in rows]
+
+
+_CALL_COLS = (
+    "call_id, step, agent_id, model, prompt, response, outcome, error, prompt_tokens, completion_tokens, latency_s"
+)
+
+
+def _call(r: tuple[Any, ...]) -> CallView:
+    messages = _json_any(r[4])
+    if not isinstance(messages, list):
+        messages = [{"role": "prompt", "content": "" if r[4] is None else str(r[4])}]
+    return CallView(int(r[0]), r[1], r[2], r[3], messages, *r[5:])
+
+
+def calls_at(con: Con, agent_id: int, step: int) -> list[CallView]:
+    """The LLM calls made for the agent at ``step`` (every attempt), in call order."""
+    if not _has(con, "llm_calls"):
+        return []
+    rows = con.execute(
+        f"SELECT {_CALL_COLS} FROM llm_calls WHERE agent_id = ? AND step = ? ORDER BY call_id",
+        [int(agent_id), int(step)],
+    ).fetchall()
+    return [_call(r) for r in rows]
+
+
+_CALLS_WHERE = (
+    "(?::VARCHAR IS NULL OR outcome = ?) AND (?::VARCHAR IS NULL OR model = ?) AND (?::BIGINT IS NULL OR agent_id = ?)"
+)
+
+
+def calls(
+    con: Con,
+    *,
+    outcome: str | None = None,
+    model: str | None = None,
+    agent_id: int | None = None,
+    limit: int = PAGE,
+    offset: int = 0,
+) -> list[CallView]:
+    """One page of the call log in call order, filtered by outcome, model and agent."""
+    if not _has(con, "llm_calls"):
+        return []
+    rows = con.execute(
+        f"SELECT {_CALL_COLS} FROM llm_calls WHERE {_CALLS_WHERE} ORDER BY call_id LIMIT ? OFFSET ?",
+        [outcome, outcome, model, model, agent_id, agent_id, int(limit), int(offset)],
+    ).fetchall()
+    return [_call(r) for r in rows]
+
+
+def count_calls(con: Con, *, outcome: str | None = None, model: str | None = None, agent_id: int | None = None) -> int:
+    """How many calls :func:`calls` pages through with these filters (0 without a call log)."""
+    if not _has(con, "llm_calls"):
+        return 0
+    row = con.execute(
+        f"SELECT count(*) FROM llm_calls WHERE {_CALLS_WHERE}", [outcome, outcome, model, model, agent_id, agent_id]
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def call_facets(con: Con) -> tuple[list[str], list[str]]:
+    """(outcomes, models) present in the call log, sorted: the calls page's filter choices."""
+    if not _has(con, "llm_calls"):
+        return [], []
+    outs = [
+        str(r[0])
+        for r in con.execute("SELECT DISTINCT outcome FROM llm_calls WHERE outcome IS NOT NULL ORDER BY 1").fetchall()
+    ]
+    models = [
+        str(r[0])
+        for r in con.execute("SELECT DISTINCT model FROM llm_calls WHERE model IS NOT NULL ORDER BY 1").fetchall()
+    ]
+    return outs, models
+
+
+def memories_at(con: Con, agent_id: int, step: int) -> list[tuple[str, str, float | None]]:
+    """(kind, text, importance) of the memory entries the agent wrote at ``step`` (memory streams only)."""
+    if not _has(con, "memories"):
+        return []
+    return con.execute(
+        "SELECT kind, text, importance FROM memories WHERE agent_id = ? AND step = ? ORDER BY seq",
+        [int(agent_id), int(step)],
+    ).fetchall()
+
+
+def interviews(con: Con, agent_id: int) -> list[tuple[int | None, str, str | None]]:
+    """(step, question, answer) of the questions put to the agent, in order."""
+    if not _has(con, "interviews"):
+        return []
+    return con.execute(
+        "SELECT step, question, answer FROM interviews WHERE agent_id = ? ORDER BY step NULLS LAST, call_id",
+        [int(agent_id)],
+    ).fetchall()
+
+
+def overview(con: Con) -> dict[str, Any]:
+    """Name, seed, perspective, preset, agents, posts, committed steps and calls: the header of every page."""
+    run = con.execute("SELECT name, seed, perspective, config FROM runs LIMIT 1").fetchone()
+    cfg = _json_obj(run[3]) if run else {}
+    counts = con.execute(
+        "SELECT (SELECT count(*) FROM agents), (SELECT count(*) FROM posts), (SELECT count(*) FROM steps WHERE step >= 0)"
+    ).fetchone()
+    n_agents, n_posts, n_steps = counts if counts else (0, 0, 0)
+    platform = cfg.get("platform")
+    return {
+        "name": run[0] if run else None,
+        "seed": run[1] if run else None,
+        "perspective": run[2] if run else None,
+        "preset": platform.get("preset") if isinstance(platform, dict) else None,
+        "agents": int(n_agents),
+        "posts": int(n_posts),
+        "steps": int(n_steps),
+        "calls": count_calls(con),
+        "config": cfg,
+    }
+
+
+def _json_any(text: Any) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def _json_obj(text: Any) -> dict[str, Any]:
+    got = _json_any(text)
+    return got if isinstance(got, dict) else {}
