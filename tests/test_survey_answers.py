@@ -31,6 +31,9 @@ S = (-1.0, 1.0)
         (", 1.0,", -1.0, "inconsistent", "writes 1 but the value is -1"),
         ("\U0001f600\U0001f600\U0001f600\U0001f600\U0001f600", 0.5, "degenerate", "no word and no number"),
         ("...!!", 0.0, "degenerate", "no word"),
+        ("{{short text}}", 1.0, "degenerate", "template placeholder"),  # seen in a SmolLM2-135M run
+        (", 1.0, 2, 3, 4, 5, 6, 7, 8", 1.0, "degenerate", "run of 8 numbers"),
+        ("taking the bold, bold, bold, bold, bold, bold, bold, bold", 1.0, "degenerate", "repeats one word"),
         ("I do not agree with her plan", 0.6, "inconsistent", "'not agree' (negative)"),
         ("No, keep the safe path.", 0.5, "inconsistent", "'no' (negative)"),
         ("-0.4", 0.4, "inconsistent", "writes -0.4"),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -92,6 +93,9 @@ _HEDGES = frozenset(
 )  # fmt: skip
 #: An unhedged yes/agree must lie this share of the half-range beyond the middle ("yes" -> 0.13 on -1..1 does not).
 STRONG_SHARE = 0.25
+#: More bare numbers than this (no words) is a counting run (", 1.0, 2, 3, 4, ..."), not an answer.
+MAX_BARE_NUMBERS = 4
+_PLACEHOLDER = re.compile(r"\{\{[^{}]*\}\}")  # "{{short text}}": the prompt's template echoed back
 #: A number written in the answer matches the value within this share of the scale's range.
 NUMBER_TOLERANCE = 0.05
 
@@ -117,7 +121,8 @@ def _polarity(text: str) -> tuple[int, str, bool]:
 def check_answer(text: str, value: float, scale: tuple[float, float]) -> tuple[SurveyOutcome, str] | None:
     """None when the answer's words agree with its value; else (``degenerate`` | ``inconsistent``, reason).
 
-    * degenerate: no word of two letters and no number (empty, punctuation, a run of emoji);
+    * degenerate: no word of two letters and no number (empty, punctuation, a run of emoji), a template
+      placeholder echoed back ("{{short text}}"), a run of bare numbers, or one word over half the words;
     * a number written in the answer inside the scale that the value does not match (", 1.0," -> -1.0);
     * an explicit stance word against the value's side of the middle ("yes" -> -1.0), or an unhedged
       one too close to the middle ("yes" -> 0.13 on -1..1; "somewhat agree" only needs the side).
@@ -127,10 +132,17 @@ def check_answer(text: str, value: float, scale: tuple[float, float]) -> tuple[S
     The reason quotes only our own words and numbers, never the agent's text."""
     lo, hi = scale
     mid, half = (lo + hi) / 2, (hi - lo) / 2
-    has_words = bool(_WORD.search(text))
+    words = [w.lower() for w in _WORD.findall(text)]
     numbers = [float(x.replace("\u2212", "-")) for x in _NUMBER.findall(text)]
+    has_words = bool(words)
     if not has_words and not numbers:
         return "degenerate", "degenerate: the answer has no word and no number"
+    if _PLACEHOLDER.fullmatch(text.strip()):
+        return "degenerate", "degenerate: the answer is a template placeholder"
+    if not has_words and len(numbers) > MAX_BARE_NUMBERS:
+        return "degenerate", f"degenerate: the answer is a run of {len(numbers)} numbers"
+    if len(words) >= 8 and Counter(words).most_common(1)[0][1] > len(words) / 2:
+        return "degenerate", "degenerate: the answer repeats one word"
     in_scale = [x for x in numbers if lo - 1e-9 <= x <= hi + 1e-9]
     tol = NUMBER_TOLERANCE * (hi - lo)
     if in_scale:

@@ -28,6 +28,4 @@ def explore(
         return
     what = "1 run" if "." in runs else f"{len(runs)} runs"
     console.print(f"socium explore: {path} ({what}) at http://127.0.0.1:{port}/ (Ctrl-C stops)")
-    code = serve(path, port=port)
-    if code:
-        raise typer.Exit(code)
+    serve(path, port=port)

@@ -136,7 +136,7 @@ def interview(
 
     try:
         answer = ask(run_dir, agent, question, {"backend": backend} if backend else None, record=record)
-        run_llm = load_run_config(run_dir).llm
+        run_llm = load_run_config(run_dir, allow_plugins=True).llm  # read only, nothing is built
     except SociumError as exc:
         _fail(exc)
         return

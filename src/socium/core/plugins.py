@@ -34,6 +34,34 @@ def check_protocol_class(
     return obj
 
 
+# Config keys whose value may be a dotted path to a user's class (imported, so its module's top-level code runs).
+PLUGIN_KEYS = ("recsys.kind", "moderation.kind")
+
+
+def is_dotted_path(kind: str) -> bool:
+    """Whether a plugin key's value names code to import (``pkg.module:Class``) rather than a built-in or an
+    installed entry point's plain name."""
+    return ":" in kind or "." in kind
+
+
+def recorded_plugins(config: dict[str, Any]) -> list[str]:
+    """``key 'value'`` for each dotted plugin path in a config mapping read from data (a trace), found
+    without importing anything.
+
+    Why: resuming from a trace alone imported the trace's ``recsys.kind`` module (its top-level code ran)
+    before the class check, so a planted trace ran code. Only the user's own config or command line may
+    name code to import; a trace that does is refused unless the user gives that config again.
+    """
+    found = []
+    for key in PLUGIN_KEYS:
+        section, _, field = key.partition(".")
+        value = config.get(section, {})
+        value = value.get(field) if isinstance(value, dict) else None
+        if isinstance(value, str) and is_dotted_path(value):
+            found.append(f"{key} {value[:200]!r}")
+    return found
+
+
 def import_class(kind: str, key: str, methods: Sequence[str], protocol: str, doc: str, noun: str = "plugin") -> type:
     """Import ``pkg.module:Class`` (or ``pkg.module.Class``) and check it with :func:`check_protocol_class`."""
     mod_name, sep, attr = kind.partition(":")

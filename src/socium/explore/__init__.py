@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -43,19 +42,14 @@ def server_env(path: str | Path) -> dict[str, str]:
     return {**os.environ, ENV: str(Path(path).resolve())}
 
 
-def serve(path: str | Path, port: int = 8765, host: str = "127.0.0.1") -> int:
-    """Serve the explorer over ``path`` until interrupted; returns the server's exit status.
+def serve(path: str | Path, port: int = 8765, host: str = "127.0.0.1") -> None:
+    """Serve the explorer over ``path`` until interrupted; this process becomes the server.
 
     The path is opened once here first, so a wrong folder fails at once with a message, not in the
-    browser."""
+    browser. Replacing the process (rather than starting a child) means Ctrl-C and ``kill`` reach the
+    server itself and no orphan keeps the port."""
     require_solara()
     from socium.explore.source import open_source
 
-    src = open_source(path)
-    src.close()
-    proc = subprocess.Popen(server_command(port, host), env=server_env(path))
-    try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        proc.terminate()
-        return proc.wait()
+    open_source(path).close()
+    os.execve(sys.executable, server_command(port, host), server_env(path))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import ipyvue as vue
+import reacton.ipyvuetify as vue
 import solara
 
 from socium.explore.agent_page import CallBlock

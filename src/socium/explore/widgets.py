@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import ipyvue as vue
+import reacton.ipyvuetify as vue
 import solara
 
 from socium.explore.source import RunView

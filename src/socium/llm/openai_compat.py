@@ -210,11 +210,11 @@ def ssl_context() -> ssl.SSLContext:
         raise ConfigError(f"cannot load the CA certificates named by {where}: {exc}") from exc
 
 
-def env_proxy(url: str) -> tuple[URL | None, BasicAuth | None]:
+def env_proxy(url: URL) -> tuple[URL | None, BasicAuth | None]:
     """The proxy (and its credentials) the environment names for ``url``; ``(None, None)`` when
     there is none or ``NO_PROXY`` exempts the host."""
     try:
-        return get_env_proxy_for_url(URL(url))
+        return get_env_proxy_for_url(url)
     except LookupError:
         return None, None
 
@@ -274,7 +274,7 @@ class OpenAIBackend:
                 "Authorization": f"Bearer {key}",
             }
         )
-        self._url = self.base_url + "/chat/completions"
+        self._url = URL(self.base_url + "/chat/completions")  # parsed once, not per request
         self._proxy = _Secret(env_proxy(self._url))  # its URL or credentials may hold a password
         self._where = self.base_url.split("://", 1)[-1].split("/", 1)[0]
         self._tokens_key = "max_completion_tokens" if server_kind == "openai" else "max_tokens"

@@ -26,11 +26,12 @@ from socium.agents.memory import MemoryStream
 from socium.agents.rules import RULE_POLICIES
 from socium.config import ExperimentConfig, config_from_dict
 from socium.core.actions import parse_action
+from socium.core.plugins import recorded_plugins
 from socium.errors import RunDirError, TraceError
 from socium.llm.base import event_loop_kind
 from socium.simulator.inputs import changed_inputs, config_diff, inputs_json
 from socium.simulator.step_agents import memory_line
-from socium.trace.rundir import REPLACED_BY_FORCE, held_run_error, refuse_foreign
+from socium.trace.rundir import REPLACED_BY_FORCE, check_run_files, held_run_error, refuse_foreign, write_run_file
 from socium.trace.store import open_trace, read_run_row
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ class RunSetUp:
     def check_run_dir(self, resume: bool, force: bool) -> bool:
         """Decide (holding the lock) whether this is a resume or a fresh run; returns ``resume``."""
         db = self.sim.run_dir / "trace.duckdb"
+        check_run_files(self.sim.run_dir)  # a linked or special trace/config is refused, never followed
         if resume:
             if _has_setup(db):
                 self.check_same_world(db)
@@ -107,7 +109,7 @@ class RunSetUp:
     def write_setup(self) -> None:
         pop = self.sim.population
         cfg = self.sim.cfg
-        (self.sim.run_dir / "config.json").write_text(cfg.canonical_json(), encoding="utf-8")
+        write_run_file(self.sim.run_dir / "config.json", cfg.canonical_json())
         runs = {
             "run_id": [uuid.uuid4().hex],
             "name": [cfg.name],
@@ -256,16 +258,27 @@ class RunSetUp:
         except Exception:
             con.rollback()
             raise
-        (self.sim.run_dir / "config.json").write_text(self.sim.cfg.canonical_json(), encoding="utf-8")
+        write_run_file(self.sim.run_dir / "config.json", self.sim.cfg.canonical_json())
 
 
 def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
+NOT_REPLACED = "; --resume never replaces a file it cannot read: move it away, or pass --force (without --resume)"
+
+
 def _has_setup(db: Path) -> bool:
-    """Whether a trace holds the committed set-up (the ``steps`` row of step -1)."""
-    return db.exists() and _peek_last_step(db, strict=True) is not None
+    """Whether a trace holds the committed set-up (the ``steps`` row of step -1); a file that is not a
+    readable socium trace raises :class:`TraceError` (so it is never deleted as "no set-up")."""
+    if not db.exists():
+        return False
+    try:
+        return _peek_last_step(db, strict=True) is not None
+    except TraceError as exc:
+        if NOT_REPLACED in str(exc) or "in use by another process" in str(exc):
+            raise
+        raise TraceError(f"{exc}{NOT_REPLACED}") from None
 
 
 def _peek_last_step(db: Path, strict: bool = False) -> int | None:
@@ -280,17 +293,27 @@ def _peek_last_step(db: Path, strict: bool = False) -> int | None:
         row = con.execute("SELECT max(step) FROM steps").fetchone()
         return None if row is None or row[0] is None else int(row[0])
     except duckdb.CatalogException:
-        return None  # killed before the schema was created
+        # An empty database is a run killed before its schema was created (nothing to lose). Tables but no
+        # ``steps``: a user's own DuckDB file or a damaged trace, which --resume must never replace.
+        (n_tables,) = con.execute("SELECT count(*) FROM duckdb_tables()").fetchone() or (0,)
+        if strict and n_tables:
+            raise TraceError(f"{db}: not a socium trace (no steps table){NOT_REPLACED}") from None
+        return None
     except duckdb.Error as exc:
         if strict:
-            raise TraceError(f"{db}: not a readable socium trace: {str(exc).splitlines()[0]}") from None
+            raise TraceError(f"{db}: not a readable socium trace: {str(exc).splitlines()[0]}{NOT_REPLACED}") from None
         return None
     finally:
         con.close()
 
 
-def load_run_config(run_dir: str | Path) -> ExperimentConfig:
-    """The config a run started with, read from its trace (the source of truth)."""
+def load_run_config(run_dir: str | Path, *, allow_plugins: bool = False) -> ExperimentConfig:
+    """The config a run started with, read from its trace (the source of truth).
+
+    A recorded dotted plugin path (``recsys.kind: pkg.mod:Class``) is refused unless ``allow_plugins``
+    (for callers that only read the config and build nothing): a trace is data and must never make socium
+    import code; the user names the plugin again by giving the config (``socium run CONFIG --resume``).
+    """
     db = Path(run_dir) / "trace.duckdb"
     if not db.exists():
         raise RunDirError(f"{run_dir}: no trace.duckdb")
@@ -303,4 +326,9 @@ def load_run_config(run_dir: str | Path) -> ExperimentConfig:
         raise TraceError(f"{db}: runs.config is not JSON") from None
     if not isinstance(data, dict):
         raise TraceError(f"{db}: runs.config is not a config mapping")
+    if not allow_plugins and (plugins := recorded_plugins(data)):
+        raise RunDirError(
+            f"{run_dir}: the run's recorded config names code to import ({', '.join(plugins)}); socium never "
+            f"imports code named by a trace: give the run's config again, `socium run CONFIG --resume --out {run_dir}`"
+        )
     return config_from_dict(data, source=str(db))

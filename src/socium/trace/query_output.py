@@ -18,6 +18,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from socium.errors import ConfigError
+from socium.trace.rundir import refuse_run_file
 
 FileFormat = Literal["csv", "json", "parquet"]
 
@@ -43,6 +44,7 @@ def write_table(table: pa.Table, path: str | Path, fmt: FileFormat) -> int:
         raise ConfigError(f"--format {fmt!r} is not one of csv, json, parquet")
     if path.is_dir():
         raise ConfigError(f"--out {path}: is a directory, expected a file path")
+    refuse_run_file(path)  # `query RUN ... --out RUN/trace.duckdb` overwrote the trace it was querying
     try:  # an unwritable --out was an OSError traceback
         path.parent.mkdir(parents=True, exist_ok=True)
         if fmt == "parquet":

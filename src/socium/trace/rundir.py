@@ -12,9 +12,11 @@ run can name the holder.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -55,8 +57,8 @@ class RunDirLock:
         if self._fh is not None:
             return self
         for _attempt in range(10):
-            self.existed = self.path.exists()
-            fh = open(self.path, "a+", encoding="utf-8")
+            self.existed = os.path.lexists(self.path)
+            fh = open_run_file(self.path)  # never through a symlink: a planted link must not truncate its target
             if fcntl is None:
                 break
             try:
@@ -138,6 +140,84 @@ def locked_out_dir(out: Path, note: Callable[[str], None] | None = None, force: 
                     lock.path.unlink(missing_ok=True)  # leave the user's folder as it was
                 raise
         yield lock
+
+
+# ---- run-folder files: never written through a link -------------------------------------------------------
+# Why: in a shared runs folder a ``.socium.lock`` or ``config.json`` planted as a symlink (or a hard link) to
+# another user's file made that user's run truncate or overwrite it. Every file socium opens for writing in a
+# run directory is opened with ``O_NOFOLLOW`` and must be a regular file with one link.
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _not_ours(path: Path, what: str) -> RunDirError:
+    return RunDirError(
+        f"{path}: {what}; socium writes only regular files it made in a run directory "
+        "(remove it, or choose another --out)"
+    )
+
+
+def _open_fd(path: Path, flags: int) -> int:
+    """``os.open`` with no-follow semantics; the descriptor of a regular, singly linked file, else RunDirError."""
+    try:
+        fd = os.open(path, flags | _NOFOLLOW, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _not_ours(path, "is a symbolic link") from None
+        if exc.errno in (errno.EISDIR, errno.ENXIO):
+            raise _not_ours(path, "is not a regular file") from None
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+        os.close(fd)
+        raise _not_ours(path, "is not a regular file" if not stat.S_ISREG(st.st_mode) else "has other hard links")
+    return fd
+
+
+def open_run_file(path: Path) -> Any:
+    """Open (creating it) a run-directory file for reading and writing, refusing links and non-regular files."""
+    return os.fdopen(_open_fd(path, os.O_RDWR | os.O_CREAT), "r+", encoding="utf-8")
+
+
+def write_run_file(path: Path, text: str) -> None:
+    """Replace the contents of a run-directory file (``config.json``) without following a link to elsewhere.
+
+    Truncated only after the checks, so a refused file is left exactly as it was."""
+    fd = _open_fd(path, os.O_WRONLY | os.O_CREAT)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.truncate(0)
+        fh.write(text)
+
+
+def check_run_files(run_dir: Path, names: tuple[str, ...] = REPLACED_BY_FORCE) -> None:
+    """Refuse a run directory whose trace, WAL or config is a symlink or not a regular file (DuckDB opens the
+    trace by path, so it is checked here before DuckDB ever follows it)."""
+    for name in names:
+        path = run_dir / name
+        try:
+            st = path.lstat()
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            raise _not_ours(path, "is a symbolic link")
+        if not stat.S_ISREG(st.st_mode):
+            raise _not_ours(path, "is not a regular file")
+
+
+def refuse_run_file(out: Path) -> None:
+    """``--out`` of any command may not name a run's own files (``query --out RUN/trace.duckdb`` overwrote
+    the trace it was querying): a name socium writes in a folder that holds a run or episodes database."""
+    target = Path(os.path.abspath(out))
+    try:
+        target = target.resolve()
+    except (OSError, RuntimeError):
+        pass
+    folder = target.parent
+    if target.name in OWN_FILES | EPISODE_FILES and any(
+        (folder / n).exists() for n in ("trace.duckdb", "episodes.duckdb", "group_episodes.duckdb")
+    ):
+        raise RunDirError(
+            f"--out {out}: is a file of the run in {folder}; socium never overwrites it, choose another path"
+        )
 
 
 def _same_file(fh: Any, path: Path) -> bool:
@@ -231,6 +311,7 @@ def write_out_file(path: Path, text: str) -> Path:
     place there is one :class:`RunDirError` naming it, not ``IsADirectoryError``'s traceback."""
     if path.is_dir():
         raise RunDirError(f"--out {path}: is a directory, expected a file path")
+    refuse_run_file(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
