@@ -26,7 +26,7 @@ import time
 
 import duckdb
 
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.llm.embedded import IDLE_BELOW, EmbeddedBackend, auto_threads, measure_busy_elsewhere, omp_defaults
 from socium.llm.wrappers import find_wrapper
 from socium.simulator.simulation import Simulation

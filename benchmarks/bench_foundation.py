@@ -27,7 +27,7 @@ def rss_bytes() -> int:
 def one(n: int, steps: int, out: str) -> dict:
     import duckdb
 
-    from socium.config import config_from_dict
+    from socium.config.loading import config_from_dict
     from socium.simulator.simulation import Simulation
 
     cfg = config_from_dict({

@@ -43,7 +43,7 @@ import os, re, time, urllib.request
 
 import duckdb
 
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.simulator.simulation import Simulation
 
 n, port, work = int(os.environ["AGENTS"]), os.environ["PORT"], os.environ["WORK"]

@@ -24,7 +24,7 @@ import time
 import duckdb
 import numpy as np
 
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.simulator.simulation import Simulation
 
 

@@ -208,7 +208,7 @@ def _time_phases() -> tuple[dict[str, float], Any]:
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """Run ``spec`` (agents, steps, delay, executor, concurrency, profile, sdk) and time its steps."""
-    from socium.config import config_from_dict
+    from socium.config.loading import config_from_dict
     from socium.simulator.simulation import Simulation
 
     if spec.get("sdk"):

@@ -25,12 +25,11 @@ import time
 
 import duckdb
 
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.simulator.simulation import Simulation
 
-
 # The loopback server runs in its own process so it does not share the driver's GIL. It is an
-# aiohttp server (one event loop) rather than socium.testing's threaded FakeOpenAIServer, which tops
+# aiohttp server (one event loop) rather than socium.llm.fake_server's threaded FakeOpenAIServer, which tops
 # out near 200 requests/s on 2 cores: this row measures the client side, not the stand-in server.
 SERVER = """
 import asyncio, socket, time
@@ -90,8 +89,8 @@ def tokenizer():
     try:
         from bench_prompts import XLlamaBackend
 
-        from socium.llm.types import ChatMessage, LLMRequest
         from socium.llm.base import run_coro_sync
+        from socium.llm.types import ChatMessage, LLMRequest
 
         engine = XLlamaBackend(threads=1, parallel=1)
 

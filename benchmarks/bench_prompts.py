@@ -31,7 +31,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import duckdb  # noqa: E402
 
 from socium.agents.llm_policy import LLMPolicy  # noqa: E402
-from socium.config import config_from_dict  # noqa: E402
+from socium.config.loading import config_from_dict  # noqa: E402
 from socium.llm.types import LLMRequest, LLMResult  # noqa: E402
 from socium.simulator.simulation import Simulation  # noqa: E402
 

@@ -28,10 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.simulator.simulation import Simulation
 from socium.testing.fake_policies import SleepyPolicy
-
 
 GC_FREEZE = False
 

@@ -51,7 +51,7 @@ from typing import Any
 
 import duckdb
 
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.simulator.simulation import Simulation
 
 PAGE = os.sysconf("SC_PAGE_SIZE")

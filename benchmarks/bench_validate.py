@@ -16,7 +16,7 @@ import resource
 import time
 from pathlib import Path
 
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.experiments.validation.validate import scorecard
 from socium.simulator.simulation import Simulation
 

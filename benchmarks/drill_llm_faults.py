@@ -20,7 +20,7 @@ from pathlib import Path
 
 import duckdb
 
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.errors import LLMUnavailable
 from socium.simulator.simulation import Simulation
 from socium.testing.fault_server import FAULT_KINDS, FaultyOpenAIServer

@@ -3,7 +3,7 @@
 What a researcher coming from OASIS does with ``env.step(actions)``, done with socium:
 manual actions mixed with LLM agents' own, choosing who acts each step, group chat, an interview
 recorded in the trace mid-run, agents signing up mid-run, two models in one run, a real start
-date, OASIS's refresh mix and the agents' stated reasons. The "models" are socium.testing's
+date, OASIS's refresh mix and the agents' stated reasons. The "models" are socium.llm's model-free
 stand-ins: a fake OpenAI-compatible server on loopback (``backend: fake``, real HTTP) and a
 schema-valid random answerer (``backend: random``); swap in ``{backend: openai, base_urls: [...],
 model: ...}`` or ``{backend: embedded}`` for real ones.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import duckdb
 
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.core.actions import CreateGroup, CreatePost, JoinGroup, SendToGroup
 from socium.simulator.simulation import Simulation
 

@@ -40,7 +40,7 @@ def shared_data() -> Path:
 
 def small_config(**over):
     """A tiny, fast rule-based config used across tests."""
-    from socium.config import config_from_dict
+    from socium.config.loading import config_from_dict
 
     base = {
         "name": "t",

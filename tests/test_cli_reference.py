@@ -161,8 +161,8 @@ def test_query_writes_csv_json_parquet(run_dir, tmp_path):
 
 
 def test_config_reference_documents_every_key():
-    from socium.config import ExperimentConfig
     from socium.config.doc import sections, undocumented
+    from socium.config.experiment import ExperimentConfig
 
     assert undocumented(ExperimentConfig) == []
     r = runner.invoke(app, ["config-schema", "--markdown"])

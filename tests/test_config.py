@@ -1,6 +1,6 @@
 import pytest
 
-from socium.config import config_from_dict, load_config
+from socium.config.loading import config_from_dict, load_config
 from socium.errors import ConfigError
 
 

@@ -7,7 +7,7 @@ import threading
 import duckdb
 import pytest
 
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.llm import base
 from socium.reporting.card import simulation_card
 from socium.simulator.simulation import Simulation

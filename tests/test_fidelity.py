@@ -14,7 +14,7 @@ from conftest import post_block, small_config
 from socium.agents import perspectives
 from socium.agents.llm_policy import LLMPolicy
 from socium.agents.profiles import stance_side
-from socium.config import load_config
+from socium.config.loading import load_config
 from socium.core.actions import ACTION_TYPES
 from socium.episodes.prompts import describe_access
 from socium.errors import ConfigError

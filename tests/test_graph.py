@@ -228,7 +228,7 @@ def test_twitter_like_attractiveness_matches_price_model() -> None:
 
 
 def test_twitter_like_from_config_errors_name_key() -> None:
-    from socium.config import config_from_dict
+    from socium.config.loading import config_from_dict
     from socium.simulator.world import build_follows
 
     cfg = config_from_dict({"population": {"n_agents": 300}, "graph": {"kind": "twitter_like", "params": {"m": 3}}})

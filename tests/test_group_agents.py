@@ -10,7 +10,7 @@ import numpy as np
 from socium.agents.clustering import cluster_population
 from socium.agents.group_policy import GroupLLMPolicy
 from socium.agents.sources import synthetic_population
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.llm.model_free import ScriptedBackend
 from socium.recsys.embeddings import HashingEmbedder
 from socium.simulator.simulation import Simulation

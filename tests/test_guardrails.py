@@ -22,7 +22,8 @@ CLEAN = [json.dumps({"type": "create_post", "content": "The bakery on the corner
 
 
 def _run(tmp_path, name, responses):
-    cfg = small_config(steps=2, llm={"backend": "scripted", "scripted_responses": responses}, **LLM)
+    llm = {"backend": "scripted", "scripted_responses": responses, "min_valid_fraction": None}  # runs to the end
+    cfg = small_config(steps=2, llm=llm, **LLM)
     Simulation(cfg, tmp_path / name).run()
     return tmp_path / name
 

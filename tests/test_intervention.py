@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from conftest import needs_data
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.core.actions import CreateComment, QuotePost
 from socium.core.intervals import nonnegative_interval
 from socium.experiments.intervention.drift import drift

@@ -8,7 +8,7 @@ import duckdb
 import pytest
 
 from socium.agents.llm_policy import LLMPolicy
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.errors import BudgetExceeded
 from socium.llm.model_free import GarbageBackend
 from socium.llm.wrappers import CachingBackend, RetryingBackend

@@ -8,18 +8,13 @@ import duckdb
 import pytest
 
 from socium.errors import ReplayMiss, SociumError
-from socium.llm import (
-    CachingBackend,
-    DuckDBCache,
-    LLMRequest,
-    LLMResult,
-    ReplayBackend,
-    generate_sync,
-    parse_json_lenient,
-    user_request,
-)
-from socium.llm.types import ChatMessage
-from socium.testing import GarbageBackend, ScriptedBackend
+from socium.llm.base import generate_sync
+from socium.llm.cache import DuckDBCache
+from socium.llm.model_free import GarbageBackend, ScriptedBackend
+from socium.llm.parsing import parse_json_lenient
+from socium.llm.replay import ReplayBackend
+from socium.llm.types import ChatMessage, LLMRequest, LLMResult, user_request
+from socium.llm.wrappers import CachingBackend
 
 INJECTION = "'); DROP TABLE llm_calls; --"
 

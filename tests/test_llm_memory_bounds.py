@@ -14,9 +14,11 @@ from conftest import small_config
 from socium.agents.llm_policy import RecordingCache
 from socium.agents.memory import WindowMemory
 from socium.errors import ConfigError
-from socium.llm import LLMResult, build_backend, generate_sync, user_request
+from socium.llm.base import generate_sync
 from socium.llm.cache import MemoryCache
+from socium.llm.factory import build_backend
 from socium.llm.fake_server import FakeOpenAIServer
+from socium.llm.types import LLMResult, user_request
 from socium.simulator.simulation import Simulation
 from socium.trace.store import TraceStore
 

@@ -181,7 +181,7 @@ def test_omp_spin_only_on_an_idle_machine() -> None:
 
 
 def test_qwen_example_config_is_valid() -> None:
-    from socium.config import load_config
+    from socium.config.loading import load_config
 
     cfg = load_config(Path(__file__).parent.parent / "examples" / "qwen-small.yaml")
     assert cfg.llm is not None and cfg.llm.model == "qwen2.5-coder-1.5b" and cfg.llm.backend == "embedded"
@@ -195,8 +195,10 @@ def test_qwen_example_config_is_valid() -> None:
 )
 def test_qwen_assembles_and_answers_a_constrained_question() -> None:
     """The real 1.1 GB model: assembled, hash-checked, loaded, one schema-valid answer (~30 s a call)."""
-    from socium.llm import generate_sync, parse_json_lenient, user_request
+    from socium.llm.base import generate_sync
     from socium.llm.embedded import EmbeddedBackend
+    from socium.llm.parsing import parse_json_lenient
+    from socium.llm.types import user_request
 
     be = EmbeddedBackend(model="qwen2.5-coder-1.5b", n_ctx=512, n_parallel=1)
     try:

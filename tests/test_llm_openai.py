@@ -10,9 +10,11 @@ import time
 import pytest
 
 from socium.errors import ConfigError
-from socium.llm import LLMRequest, RetryingBackend, generate_sync, user_request
+from socium.llm.base import generate_sync
+from socium.llm.fake_server import FakeOpenAIServer, FakeReply
 from socium.llm.openai_compat import OpenAIBackend, parse_retry_after, response_format_for
-from socium.testing import FakeOpenAIServer, FakeReply
+from socium.llm.types import LLMRequest, user_request
+from socium.llm.wrappers import RetryingBackend
 
 SCHEMA = {
     "type": "object",

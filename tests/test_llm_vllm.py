@@ -7,7 +7,9 @@ import os
 
 import pytest
 
-from socium.llm import generate_sync, parse_json_lenient, user_request
+from socium.llm.base import generate_sync
+from socium.llm.parsing import parse_json_lenient
+from socium.llm.types import user_request
 
 pytestmark = [
     pytest.mark.slow,

@@ -9,24 +9,22 @@ from collections.abc import Sequence
 import pytest
 
 from socium.errors import BudgetExceeded, LLMError
-from socium.llm import (
+from socium.llm.base import check_results, generate_sync
+from socium.llm.cache import MemoryCache
+from socium.llm.model_free import GarbageBackend, LatencyBackend, ScriptedBackend
+from socium.llm.parsing import parse_json_lenient
+from socium.llm.types import LLMRequest, LLMResult, user_request
+from socium.llm.wrappers import (
+    BudgetLedger,
     CachingBackend,
     CircuitBreaker,
     ConcurrencyLimit,
-    LLMRequest,
-    LLMResult,
-    MemoryCache,
     MeteredBackend,
     RetryingBackend,
     RoundRobinBackend,
     TokenBudget,
-    generate_sync,
-    parse_json_lenient,
-    user_request,
+    max_request_tokens,
 )
-from socium.llm.base import check_results
-from socium.llm.wrappers import BudgetLedger, max_request_tokens
-from socium.testing import GarbageBackend, LatencyBackend, ScriptedBackend
 
 SCHEMA = {"type": "object", "properties": {"action": {"enum": ["post", "like"]}}, "required": ["action"]}
 

@@ -116,7 +116,7 @@ def test_heuristics_and_parsers():
 
 import duckdb  # noqa: E402
 
-from socium.config import config_from_dict  # noqa: E402
+from socium.config.loading import config_from_dict  # noqa: E402
 from socium.simulator.simulation import Simulation  # noqa: E402
 from socium.trace.store import trace_digest  # noqa: E402
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import post_block
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.core.actions import CreatePost, LikePost, ReportPost, Repost
 from socium.errors import ConfigError
 from socium.moderation.base import ModerationContext
@@ -80,7 +80,7 @@ def test_removed_post_never_in_a_feed_search_or_trend_afterwards(tmp_path):
 
 @pytest.mark.parametrize("kind", sorted(BUILTIN))
 def test_every_recommender_drops_removed_and_downranks(kind):
-    from socium.config import RecsysConfig
+    from socium.config.world import RecsysConfig
     from socium.recsys.registry import make_recommender
 
     n = 8

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 import yaml
 
-from socium.config import RecsysConfig
+from socium.config.world import RecsysConfig
 from socium.errors import ConfigError
 from socium.recsys.registry import make_recommender
 
@@ -51,7 +51,7 @@ def test_config_cannot_run_a_shell_command_and_writes_nothing(tmp_path):
 
 def test_planted_trace_config_runs_nothing_on_resume(tmp_path):
     """A trace's ``runs.config`` is data: a planted plugin path is refused before it is called."""
-    from socium.config import config_from_dict
+    from socium.config.loading import config_from_dict
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text(yaml.safe_dump({**BASE, "steps": 4}))

@@ -13,7 +13,7 @@ from conftest import small_config
 from socium.agents.group_policy import GroupLLMPolicy
 from socium.agents.llm_policy import LLMPolicy
 from socium.agents.rules import RULE_POLICIES
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.core.actions import CreatePost
 from socium.core.contracts import Decision, Observation
 from socium.core.policy import capabilities_of

@@ -12,7 +12,7 @@ import re
 
 from conftest import post_block, small_config
 from socium.agents.llm_policy import LLMPolicy
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.llm.model_free import ScriptedBackend
 from socium.llm.wrappers import CachingBackend
 from socium.simulator.simulation import Simulation

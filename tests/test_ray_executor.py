@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from conftest import small_config
-from socium.config import ExecutorConfig
+from socium.config.executor import ExecutorConfig
 from socium.core.contracts import Observation
 from socium.simulator.executors import InProcessExecutor, make_executor
 from socium.simulator.ray_executor import shard_urls

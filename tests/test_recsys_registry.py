@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from conftest import small_config
-from socium.config import RecsysConfig
+from socium.config.world import RecsysConfig
 from socium.errors import ConfigError
 from socium.recsys.base import Feed, Recommender
 from socium.recsys.registry import BUILTIN, make_recommender

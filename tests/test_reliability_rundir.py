@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import duckdb
 import pytest
-from conftest import small_config
 from typer.testing import CliRunner
 
+from conftest import small_config
 from socium.cli.main import app
 from socium.errors import RunDirError, SociumError
 from socium.simulator.simulation import Simulation

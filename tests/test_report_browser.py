@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import herding_inputs, needs_data
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.experiments.report import write_report
 from socium.simulator.simulation import Simulation
 

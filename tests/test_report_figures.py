@@ -100,7 +100,7 @@ def test_polarisation_report_axes_and_reference_lines(tmp_path, figures):
 
 
 def test_single_run_report_shows_the_run(tmp_path, figures):
-    from socium.config import config_from_dict
+    from socium.config.loading import config_from_dict
     from socium.simulator.simulation import Simulation
 
     cfg = config_from_dict(

@@ -64,7 +64,7 @@ def test_sigkill_then_resume_equals_clean_run(tmp_path):
 
 
 def test_resume_of_finished_run_is_a_noop_and_overwrite_needs_force(tmp_path):
-    from socium.config import config_from_dict
+    from socium.config.loading import config_from_dict
     from socium.errors import RunDirError
     from socium.simulator.simulation import Simulation
 

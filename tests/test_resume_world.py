@@ -8,7 +8,7 @@ import yaml
 from typer.testing import CliRunner
 
 from socium.cli.main import app
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.errors import RunDirError
 from socium.simulator.simulation import Simulation
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from socium.agents.rules import RandomPolicy
-from socium.config import PolicyConfig
+from socium.config.agents import PolicyConfig
 from socium.core.actions import DislikePost, LikePost
 from socium.core.contracts import FeedItem, Observation
 

@@ -175,3 +175,13 @@ def test_readme_usage_lists_every_command():
         names += [f"{name} {sub}" for sub in subs] if subs else [name]
     missing = [n for n in names if not re.search(rf"^socium {re.escape(n)}\b", usage, re.M)]
     assert not missing, f"README's usage list lacks: {missing}"
+
+
+def test_sensitivity_example_states_the_run_count_its_design_makes():
+    from socium.experiments.designs.sensitivity import design, load_sensitivity
+
+    path = _repo_root() / "examples" / "sensitivity.yaml"
+    spec = load_sensitivity(path)
+    _, _, points = design(spec)
+    stated = re.search(r"= (\d+) runs", path.read_text(encoding="utf-8"))
+    assert stated and int(stated.group(1)) == len(points) * spec.replicates

@@ -124,7 +124,7 @@ def test_concurrent_runs_on_one_directory_one_proceeds(tmp_path):
 
 
 def test_in_process_second_writer_is_refused_until_the_first_closes(tmp_path):
-    from socium.config import config_from_dict
+    from socium.config.loading import config_from_dict
     from socium.errors import RunDirError
     from socium.simulator.simulation import Simulation
 

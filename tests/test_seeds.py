@@ -47,18 +47,18 @@ def test_herding_seeds_pool_to_t_intervals_and_paired_contrasts(tmp_path):
 
     def lift(r, src):
         g = r[src]["metrics"]["groups"]
-        return g["up"]["final_mean_score"] - g["control"]["final_mean_score"]
+        return g["up"]["crowd_mean_score"] - g["control"]["crowd_mean_score"]
 
     model = [lift(r, "model") for r in per]
     null = [lift(r, "null") for r in per]
-    got = pooled["metrics"]["model.up-control.final_mean_score"]
+    got = pooled["metrics"]["model.up-control.crowd_mean_score"]
     assert got["n"] == 3 and got["values"] == pytest.approx(model)
     assert (got["mean"], got["lo"], got["hi"]) == pytest.approx(_t(model))
     # the contrast is the per-seed difference, not the difference of the two means' intervals
-    pair = pooled["paired"]["model - null: up-control.final_mean_score"]
+    pair = pooled["paired"]["model - null: up-control.crowd_mean_score"]
     d = [a - b for a, b in zip(model, null)]
     assert (pair["mean"], pair["lo"], pair["hi"]) == pytest.approx(_t(d))
-    table = markdown(pooled, only=["up-control.final_mean_score"])
+    table = markdown(pooled, only=["up-control.crowd_mean_score"])
     assert table.count("\n") == 2 + 3  # header, rule, model, null, model - null
     assert f"{got['mean']:+.3f}" in table
 

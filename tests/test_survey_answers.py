@@ -12,10 +12,10 @@ import pytest
 
 from socium.agents.llm_policy import LLMPolicy
 from socium.agents.survey_answers import check_answer
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.experiments.opinions.report import camp_headline
-from socium.llm import CachingBackend
 from socium.llm.model_free import LatencyBackend, schema_answer
+from socium.llm.wrappers import CachingBackend
 from socium.simulator.simulation import Simulation
 from socium.trace.queries.opinions import polarisation_metrics, survey_outcomes, survey_rows
 from socium.trace.queries.runs import open_run
@@ -157,10 +157,10 @@ def _camp_metrics(cons_first, cons_last, prog_first, prog_last, gap_ci):
 
 def test_the_headline_says_which_way_each_camp_moved():
     # the conservative camp drifts to +0.5 and both camps answer alike: not polarisation
-    text = camp_headline(_camp_metrics(-0.1, 0.5, 0.1, 0.5, [-0.2, 0.2]), "LLM")
+    text = camp_headline(_camp_metrics(-0.1, 0.5, 0.1, 0.5, [-0.2, 0.2]), "LLM (SmolLM2-135M)")
     assert "conservative camp moved +0.60 [+0.50, +0.70]" in text and "toward the other side" in text
-    assert "ends on the other side of neutral" in text and "answer alike" in text
-    assert "more extreme" not in text.split("progressive camp")[0]
+    assert "on the other side of neutral from its persona" in text and "answer alike" in text
+    assert "more extreme" not in text.split("progressive camp")[0] and "persona-blind" in text
     # each camp moving outward with camps apart is what polarisation looks like
     text = camp_headline(_camp_metrics(-0.3, -0.6, 0.3, 0.6, [0.9, 1.3]), "LLM")
     assert text.count("away from the middle (more extreme)") == 2 and "answer alike" not in text

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from socium.agents.prompts import memory_block, persona_block
 from socium.cli.main import app
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.simulator.simulation import Simulation, memory_line
 
 runner = CliRunner()

@@ -392,7 +392,7 @@ def test_fit_writes_root_effects_that_specs_load(tmp_path):
 
 def test_root_effect_slows_the_simulated_cascade_of_that_author(tmp_path):
     """A star of 30 followers around source account 'acct': its fitted effect log(3) triples the delays."""
-    from socium.config import config_from_dict
+    from socium.config.loading import config_from_dict
     from socium.experiments.spec import PersonRow, write_population_csv
 
     rows = [

@@ -46,5 +46,10 @@ class LLMUnavailable(LLMError):
     """The model server is down or keeps failing: the step was not committed; ``--resume`` continues it."""
 
 
+class UnusableModelOutput(LLMUnavailable):
+    """The model answers, but too few answers are usable actions: the step was not committed (exit 4 like a
+    failing server, since the run must not go on producing invalid rows); ``--resume`` continues it."""
+
+
 class ReplayMiss(LLMError):
     """The replay backend was asked a request that is not in the recorded cache."""

@@ -32,7 +32,7 @@ from socium.agents.llm_narrator import backend_failed
 from socium.agents.llm_policy import LLMPolicy, _short_error, rendered_calls, validate_answer
 from socium.agents.narrator_fit import FittedCall, collect_unshown, mark_unshown
 from socium.agents.profiles import Population
-from socium.config import ExperimentConfig
+from socium.config.experiment import ExperimentConfig
 from socium.core.contracts import Decision, Observation
 from socium.core.policy import ShardPlacement
 from socium.llm.parsing import parse_json_lenient

@@ -25,7 +25,7 @@ from socium.agents.llm_questions import Questions
 from socium.agents.perspectives import show_groups
 from socium.agents.profiles import AgentProfile
 from socium.agents.survey_answers import SurveyAnswer
-from socium.config import ExperimentConfig
+from socium.config.experiment import ExperimentConfig
 from socium.core.contracts import Decision, Observation
 from socium.core.perspective import perspective, sees_environment_facts
 from socium.core.policy import ShardPlacement

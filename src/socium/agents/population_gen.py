@@ -144,7 +144,7 @@ def load_marginals(path: str | Path | None) -> Marginals:
     """Defaults, overridden by the keys of a YAML file; errors name the file and key."""
     if path is None:
         return Marginals()
-    from socium.config import read_yaml_mapping
+    from socium.config.loading import read_yaml_mapping
 
     data = read_yaml_mapping(Path(path))
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from socium.agents.profiles import Population
-from socium.config import ExperimentConfig
+from socium.config.experiment import ExperimentConfig
 from socium.errors import ConfigError
 
 

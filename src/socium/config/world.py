@@ -3,11 +3,11 @@ and seed actions."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from socium.config.base import _Cfg
+from socium.config.base import InputFile, _Cfg
 from socium.config.moderation import Veracity
 
 
@@ -46,7 +46,9 @@ class PopulationConfig(_Cfg):
     source: Literal["synthetic", "oasis_csv", "reddit_json"] = Field(
         "synthetic", description="Where profiles come from."
     )
-    path: str | None = Field(None, description="File for oasis_csv / reddit_json sources.")
+    path: Annotated[str | None, InputFile(lambda s: s.source != "synthetic")] = Field(
+        None, description="File for oasis_csv / reddit_json sources."
+    )
     n_agents: int = Field(100, ge=1, description="Number of agents for the synthetic source.")
     stance: Literal["none", "uniform", "bimodal"] = Field(
         "none", description="Initial numeric stance distribution (synthetic)."
@@ -113,7 +115,9 @@ class GraphConfig(_Cfg):
         "than random_out and twitter_like are undirected models whose follows are all mutual; twitter_like is "
         "directed: preferential attachment on followers, triadic closure and partial follow-back.",
     )
-    path: str | None = Field(None, description="Edge-list file (SNAP format, .gz allowed) for kind 'edgelist'.")
+    path: Annotated[str | None, InputFile(lambda s: s.kind == "edgelist")] = Field(
+        None, description="Edge-list file (SNAP format, .gz allowed) for kind 'edgelist'."
+    )
     directed: bool = Field(False, description="Edge-list lines are directed follows (otherwise reciprocal).")
     params: dict[str, Any] = Field(
         default_factory=dict,

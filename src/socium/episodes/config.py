@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from socium.config import read_yaml_mapping, validate_dict
 from socium.config.llm import LLMConfig
+from socium.config.loading import read_yaml_mapping, validate_dict
 from socium.episodes.prompts import MAX_SCRIPT_TURNS
 from socium.trace.rundir import default_out
 

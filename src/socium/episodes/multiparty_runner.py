@@ -21,8 +21,8 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from socium.agents.llm_policy import call_rows
-from socium.config import read_yaml_mapping, validate_dict
 from socium.config.llm import LLMConfig
+from socium.config.loading import read_yaml_mapping, validate_dict
 from socium.episodes.loop import CallRecorder
 from socium.episodes.multiparty import (
     MAX_PARTIES,

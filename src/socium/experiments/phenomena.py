@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from socium.config import read_yaml_mapping
+from socium.config.loading import read_yaml_mapping
 from socium.errors import ConfigError
 from socium.experiments.designs.compare import run_compare
 from socium.experiments.intervention.study import InterventionSpec, run_intervention

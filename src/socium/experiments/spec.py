@@ -24,8 +24,8 @@ import duckdb
 from pydantic import BaseModel, ConfigDict, Field
 
 from socium.agents.sources import OASIS_REQUIRED_COLUMNS
-from socium.config import ExperimentConfig, config_from_dict, read_yaml_mapping, validate_dict
-from socium.config.loading import apply_override
+from socium.config.experiment import ExperimentConfig
+from socium.config.loading import apply_override, config_from_dict, read_yaml_mapping, validate_dict
 from socium.errors import ConfigError, InputFileError, RunDirError, SociumError
 
 RESULTS_FILE = "results.json"

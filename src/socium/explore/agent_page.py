@@ -61,7 +61,7 @@ def Feed(run: RunView, agent_id: int, step: int) -> Any:
     """The agent's feed at ``step``: one item per exposures row, by rank."""
     items = run(q.feed, agent_id, step)
     with vue.Html(tag="div", class_="feed", attributes=attrs(step=step, n=len(items))) as main:
-        solara.Text(f"Feed ({len(items)} items)", style="font-weight: bold")
+        solara.Text(f"Feed ({len(items)} item{'' if len(items) == 1 else 's'})", style="font-weight: bold")
         if not items:
             solara.Text(" (empty)")
         for it in items:
@@ -85,6 +85,8 @@ def Calls(run: RunView, agent_id: int, step: int) -> Any:
     """Every call made for the agent at ``step``: its prompt messages, raw response, outcome and error."""
     calls = run(q.calls_at, agent_id, step)
     with vue.Html(tag="div", class_="calls") as main:
+        if calls:
+            solara.Text(f"LLM calls ({len(calls)})", style="font-weight: bold")
         for c in calls:
             CallBlock(c, run)
     return main
@@ -124,9 +126,11 @@ def CallBlock(c: q.CallView, run: RunView) -> Any:
 def Actions(run: RunView, agent_id: int, step: int) -> Any:
     """The parsed actions at ``step``: type, arguments, outcome (and why not applied), stated reason."""
     acts = run(q.actions, agent_id, step)
-    with vue.Html(tag="div", class_="actions") as main:
+    with vue.Html(tag="div", class_="actions", style_="margin-top: 6px") as main:
+        solara.Text(f"Actions ({len(acts)})" if acts else "No action", style="font-weight: bold")
         for a in acts:
             with vue.Html(tag="div", class_="action", attributes=attrs(type=a.type, outcome=a.outcome or "")):
+                solara.Text(f"#{a.seq} ", style="color: #666")
                 colour = "#15803d" if a.outcome == "ok" else "#b91c1c"
                 solara.Text(f"{a.type} ", style="font-weight: bold")
                 solara.Text(f"[{a.outcome}] ", style=f"color: {colour}")
@@ -138,7 +142,7 @@ def Actions(run: RunView, agent_id: int, step: int) -> Any:
                 if a.rationale:
                     Say(f"stated reason: {a.rationale}", tag="div", classes="rationale")
                 if a.post_id is not None:
-                    Go(f"{run.base}/post/{a.post_id}", f"→ wrote post {a.post_id}", "post-link", attrs(post=a.post_id))
+                    Go(f"{run.base}/post/{a.post_id}", f" → wrote post {a.post_id}", "post-link", attrs(post=a.post_id))
     return main
 
 

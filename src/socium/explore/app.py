@@ -117,5 +117,11 @@ def Page() -> Any:
         return solara.Error(f"{type(exc).__name__}: {exc}")
 
 
+@solara.component
+def Layout(children: list[Any] = []) -> Any:  # noqa: B006 (Solara's signature for a layout)
+    """No app bar or tabs: the explorer's own header (:func:`Nav`) says where you are."""
+    return solara.Column(children=children, style="padding: 8px")
+
+
 routes = [solara.Route(path="/", component=Page), solara.Route(path="run", component=Page)]
 """Solara's router only serves URLs its routes match: ``/`` and everything under ``/run`` (``Page`` reads the rest)."""

@@ -3,7 +3,8 @@
 Spoken with aiohttp, one :class:`aiohttp.ClientSession` (a pool of keep-alive connections) per
 event loop. aiohttp rather than httpx: it is the client vLLM's own serving benchmark drives servers
 with, and its per-call CPU is the lower of the two at thousands of calls a second (httpx's pool
-walks its connection list for every request); the official SDK (httpx underneath, plus pydantic
+walks its connection list for every request). HTTP/2, httpx's one extra, is moot here: vLLM's and
+llama.cpp's servers (uvicorn, cpp-httplib) speak HTTP/1.1 only. The official SDK (httpx underneath, plus pydantic
 models per response) cost several milliseconds of CPU per call and hid why a connection failed
 ("Connection error."). A hand-written HTTP/1.1 client (``llm/http11.py``, until issue 26) saved
 ~0.3 ms of CPU per call against an instant fake server, noise against a real server's tens to

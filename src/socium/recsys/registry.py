@@ -18,7 +18,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from socium.config import RecsysConfig
+from socium.config.world import RecsysConfig
 from socium.core.plugins import check_protocol_class, import_class
 from socium.errors import ConfigError
 from socium.recsys.base import Recommender

@@ -21,7 +21,7 @@ from socium.core.policy import Policy, PolicyCapabilities, capabilities_of
 from socium.simulator.deciding import adecide_all, decide_sync
 
 if TYPE_CHECKING:
-    from socium.config import ExecutorConfig
+    from socium.config.executor import ExecutorConfig
 
 
 class Executor(Protocol):

@@ -16,7 +16,10 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from socium.config import HASH_EXCLUDED, ExperimentConfig
+from pydantic import BaseModel
+
+from socium.config.base import InputFile
+from socium.config.experiment import HASH_EXCLUDED, ExperimentConfig
 from socium.errors import ConfigError, InputFileError
 
 # Measured: a synthetic population costs ~0.8 KB/agent (benchmarks/bench_foundation.py); platform
@@ -27,13 +30,33 @@ BYTES_PER_EDGE = 64
 
 
 def input_paths(cfg: ExperimentConfig) -> dict[str, str]:
-    """Config key -> file path of every data file the world is built from."""
+    """Config key -> file path of every input file the run reads, found by walking the config models for
+    fields marked :class:`~socium.config.base.InputFile` (so a new file key is digested without a list here
+    to keep up to date). A run folder (``llm_agents.replay_from``) stands for its ``trace.duckdb``."""
     out: dict[str, str] = {}
-    if cfg.population.source != "synthetic" and cfg.population.path:
-        out["population.path"] = cfg.population.path
-    if cfg.graph.kind == "edgelist" and cfg.graph.path:
-        out["graph.path"] = cfg.graph.path
+    _walk(cfg, "", out)
     return out
+
+
+def _walk(model: BaseModel, prefix: str, out: dict[str, str]) -> None:
+    for name, info in type(model).model_fields.items():
+        value = getattr(model, name)
+        key = f"{prefix}{name}"
+        marker = next((m for m in info.metadata if isinstance(m, InputFile)), None)
+        if marker is not None:
+            if isinstance(value, str) and value and marker.reads(model):
+                p = Path(value)
+                out[key] = str(p / "trace.duckdb") if marker.run_dir and p.is_dir() else value
+        elif isinstance(value, BaseModel):
+            _walk(value, f"{key}.", out)
+        elif isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                if isinstance(item, BaseModel):
+                    _walk(item, f"{key}[{i}].", out)
+        elif isinstance(value, dict):
+            for k, item in value.items():
+                if isinstance(item, BaseModel):
+                    _walk(item, f"{key}.{k}.", out)
 
 
 def check_data_file(key: str, path: str | Path) -> Path:
@@ -82,7 +105,12 @@ def changed_inputs(recorded: dict[str, dict[str, Any]], current: dict[str, dict[
     for key in sorted(set(recorded) | set(current)):
         a, b = recorded.get(key), current.get(key)
         if a is None or b is None:
-            lines.append(f"{key}: {'added' if a is None else 'removed'} since the run started")
+            lines.append(
+                f"{key}: {b['path']} was not digested when the run started (an older socium), so its contents "
+                "cannot be checked"
+                if a is None and b is not None
+                else f"{key}: removed since the run started"
+            )
         elif a.get("sha256") != b.get("sha256"):
             lines.append(
                 f"{key}: {b['path']} changed since the run started "
@@ -173,9 +201,7 @@ def preflight(cfg: ExperimentConfig) -> dict[str, dict[str, Any]]:
     from socium.recsys.registry import resolve_recommender
 
     resolve_recommender(cfg.recsys.kind)  # a plugin path is checked to name a recommender class first
-    digests = input_digests(cfg)
-    if cfg.llm is not None and cfg.llm.model_path:
-        check_data_file("llm.model_path", cfg.llm.model_path)
-    check_replay_source(cfg)
+    check_replay_source(cfg)  # before digesting: a folder without a trace gets its own message
+    digests = input_digests(cfg)  # llm.model_path is an input file too: checked and digested here
     check_memory(cfg)
     return digests

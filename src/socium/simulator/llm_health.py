@@ -10,11 +10,11 @@ redoes it once the server is back. The calls that were made are still written (m
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
+from collections import Counter, deque
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from socium.errors import BudgetExceeded, LLMUnavailable
+from socium.errors import BudgetExceeded, LLMUnavailable, UnusableModelOutput
 from socium.llm.types import LLMResult
 from socium.trace.queries.calls import spend_by_backend
 
@@ -47,6 +47,69 @@ def step_problem(n_calls: int, results: Sequence[LLMResult], llm: Any, step: int
         f"after retries ({describe_failures(failed)}); {why}, so step {step} was not committed. "
         "Fix the server, then continue with: socium run --resume --out RUN_DIR"
     )
+
+
+# Answers judged together before the valid-output floor applies: one unlucky answer of a step with two active
+# agents must not stop a healthy run (the floor is about a model that cannot do the task, not about noise).
+MIN_ANSWERS = 20
+
+
+def count_answers(actions: Mapping[str, Sequence[Any]]) -> tuple[int, int, str | None]:
+    """(usable, judged, one reason) over the LLM agents of a step's ``actions`` columns.
+
+    An agent's answer is usable when it produced at least one action; unparseable or off-schema text is
+    not. Agents whose call failed at the backend are left out: ``max_invalid_fraction`` judges those.
+    """
+    usable: dict[int, bool] = {}
+    reason = None
+    for agent, origin, typ, why in zip(actions["agent_id"], actions["origin"], actions["type"], actions["reason"]):
+        if origin != "llm":
+            continue
+        if typ != "invalid_llm_output":
+            usable[agent] = True
+        elif not str(why or "").startswith("backend error"):
+            usable.setdefault(agent, False)
+            reason = reason or str(why or "")
+    return sum(usable.values()), len(usable), reason
+
+
+class OutputHealth:
+    """The LLM agents' valid-output rate over the latest steps holding at least :data:`MIN_ANSWERS` answers.
+
+    Why: a model answering 100% unusable text gave a successful run (exit 0, invalid rate 0.98, nothing
+    on the terminal), because ``max_invalid_fraction`` counts only backend failures. Below
+    ``llm.min_valid_fraction`` the run stops like a failing server: the step is not committed, its calls
+    are logged, and the error names the likely causes.
+    """
+
+    def __init__(self, floor: float | None, min_answers: int = MIN_ANSWERS) -> None:
+        self.floor = floor
+        self.min_answers = min_answers
+        self.window: deque[tuple[int, int, int]] = deque()  # (step, usable, judged)
+
+    def check(self, step: int, actions: Mapping[str, Sequence[Any]]) -> UnusableModelOutput | None:
+        """The error that must stop the run before ``step`` is committed, or None."""
+        if self.floor is None:
+            return None
+        usable, judged, reason = count_answers(actions)
+        if judged:
+            self.window.append((step, usable, judged))
+        while len(self.window) > 1 and sum(w[2] for w in list(self.window)[1:]) >= self.min_answers:
+            self.window.popleft()  # keep only the latest steps that hold enough answers
+        total = sum(w[2] for w in self.window)
+        good = sum(w[1] for w in self.window)
+        if not judged or total < self.min_answers or good >= self.floor * total:
+            return None
+        first = self.window[0][0]
+        where = f"step {step}" if first == step else f"steps {first}..{step}"
+        example = f" (e.g. {reason[:160]!r})" if reason else ""
+        return UnusableModelOutput(
+            f"model output unusable: only {good} of {total} LLM agent answers in {where} were usable actions, "
+            f"below llm.min_valid_fraction {self.floor:.0%}{example}. Likely causes: the wrong model (a base "
+            "model, or one too small for the action schema), a missing or wrong chat template, or a server "
+            "without JSON / structured output (check llm.model and the server's settings). Step "
+            f"{step} was not committed; fix the model, then continue with: socium run --resume --out RUN_DIR"
+        )
 
 
 def describe_failures(failed: Sequence[LLMResult], examples: int = 3) -> str:

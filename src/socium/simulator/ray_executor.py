@@ -57,7 +57,7 @@ import ray
 from pydantic import BaseModel
 from ray.exceptions import RayActorError
 
-from socium.config import ExecutorConfig
+from socium.config.executor import ExecutorConfig
 from socium.core.contracts import Decision, FeedItem, Observation
 from socium.core.policy import Policy, PolicyCapabilities, capabilities_of
 from socium.errors import SociumError

@@ -24,7 +24,8 @@ import socium
 from socium.agents import perspectives
 from socium.agents.memory import MemoryStream
 from socium.agents.rules import RULE_POLICIES
-from socium.config import ExperimentConfig, config_from_dict
+from socium.config.experiment import ExperimentConfig
+from socium.config.loading import config_from_dict
 from socium.core.actions import parse_action
 from socium.core.plugins import recorded_plugins
 from socium.errors import RunDirError, TraceError

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from socium.config import JoinAt
+from socium.config.world import JoinAt
 from socium.errors import ConfigError, UsageError
 from socium.platform.graph import FollowIndex
 from socium.platform.state import PlatformState

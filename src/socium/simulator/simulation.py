@@ -27,7 +27,7 @@ from socium.agents.call_log import CallLog
 from socium.agents.llm_policy import call_rows
 from socium.agents.memory import make_memory
 from socium.agents.routing import llm_route
-from socium.config import ExperimentConfig
+from socium.config.experiment import ExperimentConfig
 from socium.config.moderation import VERACITY
 from socium.core.actions import CreatePost, parse_action
 from socium.core.contracts import Decision, Observation
@@ -42,7 +42,7 @@ from socium.simulator import interviews as iv
 from socium.simulator.executors import Executor, make_executor
 from socium.simulator.inputs import preflight
 from socium.simulator.interviews import table as interview_table
-from socium.simulator.llm_health import mark_aborted, spent_from_trace, step_problem
+from socium.simulator.llm_health import OutputHealth, mark_aborted, spent_from_trace, step_problem
 from socium.simulator.recording import StepRecorder
 from socium.simulator.run_setup import RunSetUp, _now, load_run_config
 from socium.simulator.signups import SignUps
@@ -195,8 +195,8 @@ class Simulation(mesa.Model):
         self.memory = make_memory(ac.memory, ac.memory_size, n_agents=self.n if self.needs_profile else 0)
         # search / trend results waiting for the agent's next observation: (action type, query, ids)
         self.pending_results: dict[int, tuple[str, str, list[int]]] = {}
-        self.next_call_id = 0
-        self.next_step = 0
+        self.next_call_id = self.next_step = 0
+        self.health = OutputHealth(getattr(cfg.llm, "min_valid_fraction", None))  # llm.min_valid_fraction
 
     def _abandon(self, created: bool) -> None:
         """Undo a failed start: close what was opened, unlock, and remove a directory this call made."""
@@ -390,7 +390,7 @@ class Simulation(mesa.Model):
                 rec.calls.extend(self.caps.calls.drain_calls())
             self._log_aborted_calls(step, rec.calls)
             raise
-        problem = step_problem(rec.calls.n, rec.calls.kept, self.cfg.llm, step)
+        problem = step_problem(rec.calls.n, rec.calls.kept, self.cfg.llm, step) or self.health.check(step, rec.actions)
         if problem is not None:
             self._log_aborted_calls(step, rec.calls)
             raise problem

@@ -39,7 +39,7 @@ from socium.errors import ConfigError, InputFileError
 from socium.platform.posts import COMMENT
 
 if TYPE_CHECKING:  # pragma: no cover
-    from socium.config import TimingConfig
+    from socium.config.agents import TimingConfig
     from socium.platform.state import PlatformState
 
 FAMILIES = ("lognormal", "weibull", "lomax", "lognormal_mixture")

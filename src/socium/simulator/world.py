@@ -7,7 +7,7 @@ import numpy as np
 from socium.agents.profile_text import MAX_GOAL_CHARS, clean_field, clean_goals, clean_population
 from socium.agents.profiles import Population, goal_for, stance_side
 from socium.agents.sources import load_oasis_csv, load_reddit_json, synthetic_population
-from socium.config import ExperimentConfig
+from socium.config.experiment import ExperimentConfig
 from socium.core.rng import GENERATOR
 from socium.errors import ConfigError
 from socium.platform.graph import FollowIndex, generate_edges, graph_from_following, graph_to_edges, read_edgelist

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from socium.agents.rules import RandomPolicy
-from socium.config import PolicyConfig
+from socium.config.agents import PolicyConfig
 from socium.core.contracts import Decision, Observation
 
 

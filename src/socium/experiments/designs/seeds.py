@@ -68,7 +68,8 @@ def herding_values(res: dict[str, Any]) -> Flat:
             for k in ("p_next_positive", "p_positive", "final_mean_score", "crowd_mean_score", "crowd_votes"):
                 out[f"{src}.{g}.{k}"] = _num(d.get(k))
         for g in ("up", "down"):
-            for k in ("p_next_positive", "p_positive", "final_mean_score", "crowd_mean_score"):
+            # crowd votes only (Muchnik et al.): the score with the treatment vote is a level, never an effect
+            for k in ("p_next_positive", "p_positive", "crowd_mean_score"):
                 a, b = _num(groups[g].get(k)), _num(groups["control"].get(k))
                 out[f"{src}.{g}-control.{k}"] = None if a is None or b is None else a - b
         out.update(_usage(src, run.get("usage", {})))

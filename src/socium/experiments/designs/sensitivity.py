@@ -37,7 +37,7 @@ import duckdb
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from socium.config import config_from_dict, read_yaml_mapping, validate_dict
+from socium.config.loading import config_from_dict, read_yaml_mapping, validate_dict
 from socium.errors import ConfigError, SociumError
 from socium.experiments.opinions.polarisation import bimodality_coefficient
 from socium.trace.queries import cascades, population, posts

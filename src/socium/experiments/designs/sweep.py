@@ -29,7 +29,7 @@ from typing import Any
 
 import duckdb
 
-from socium.config import config_from_dict, read_yaml_mapping
+from socium.config.loading import config_from_dict, read_yaml_mapping
 from socium.errors import ConfigError
 from socium.trace.queries import runs as run_q
 from socium.trace.rundir import check_out_path

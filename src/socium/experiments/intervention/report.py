@@ -105,7 +105,7 @@ def level_table(src: str, res: dict[str, Any]) -> ReportTable:
 
 
 def _step_minutes(res: dict[str, Any]) -> float:
-    from socium.config import ExperimentConfig
+    from socium.config.experiment import ExperimentConfig
 
     return float(
         res["spec"].get("base", {}).get("step_minutes") or ExperimentConfig.model_fields["step_minutes"].default

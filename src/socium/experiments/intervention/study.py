@@ -25,8 +25,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from socium.config import ExperimentConfig, config_from_dict
 from socium.config.base import PerspectiveName
+from socium.config.experiment import ExperimentConfig
+from socium.config.loading import config_from_dict
 from socium.core.intervals import mean_interval, nonnegative_interval
 from socium.data.datadir import require
 from socium.errors import ConfigError, InputFileError

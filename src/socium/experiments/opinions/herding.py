@@ -29,7 +29,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.core.intervals import N_BOOT
 from socium.data.datadir import require
 from socium.errors import ConfigError, InputFileError, TraceError

@@ -29,7 +29,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.data.datadir import require
 from socium.errors import InputFileError
 from socium.experiments.propagation.realcascades import default_data_dir

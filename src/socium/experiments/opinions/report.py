@@ -343,12 +343,13 @@ def camp_headline(m: dict[str, Any], label: str) -> str:
         shift, ci = d["shift"], d.get("shift_ci")
         sure = ci is not None and (ci[0] > 0 or ci[1] < 0)
         way = "away from the middle (more extreme)" if s * shift > 0 else "toward the other side"
-        last = d.get("last_mean")
-        side = "" if last is None else (" and ends on the other side of neutral" if s * last < 0 else "")
+        last_mean = d.get("last_mean")
         txt = f"{c} camp moved {shift:+.2f}"
         txt += f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else f" ({TOO_SMALL})"
         txt += f" (n={d['n_first']} then {d['n_last']} answers, survey steps {d['first_step']} to {d['last_step']}), "
-        txt += (way if sure else "an interval that includes 0: no shift shown") + side
+        txt += way if sure else "an interval that includes 0: no shift between the surveys"
+        if last_mean is not None and s * last_mean < 0:
+            txt += f"; its last answers average {last_mean:+.2f}, on the other side of neutral from its persona"
         parts.append(txt)
     last = next((p for p in reversed(m["points"]) if p.get("kind") == "survey" and p["answered"]), None)
     out = f"{label}: " + "; ".join(parts) + "."
@@ -358,8 +359,8 @@ def camp_headline(m: dict[str, Any], label: str) -> str:
             out += (
                 f" At the last survey the camps answer alike (progressive minus conservative {gap:+.2f} "
                 f"[{ci[0]:+.2f}, {ci[1]:+.2f}]): the answers do not follow the persona, so any drift is the "
-                "model's own, not a group's polarisation (the default SmolLM2-135M drifts this way, "
-                "whatever the persona)."
+                "model's own, not a group's polarisation"
+                + (" (a 135M model's drift is persona-blind)." if "135M" in label else ".")
             )
         elif gap is not None:
             out += f" At the last survey progressive minus conservative is {with_ci(gap, ci)}."

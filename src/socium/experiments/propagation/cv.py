@@ -153,6 +153,48 @@ def bootstrap_ci(values: np.ndarray, n_boot: int, seed: int) -> list[float] | No
     return [float(x) for x in np.percentile(means, [2.5, 97.5])]
 
 
+def score_cascade(
+    spec: Any,
+    cv: CVSpec,
+    cid: str,
+    tree: Any,
+    timing: dict[str, Any] | None,
+    out: Path,
+    fold: int | None,
+    topics: dict[str, dict[str, str]],
+    force: bool = False,
+) -> dict[str, Any]:
+    """Run every ``cv.models`` model on one cascade with ``timing`` (``cv.runs`` replicas) and score it.
+
+    Shared by cross-validation (``fold`` k: runs under ``cv/fold{k}``) and transfer scoring of a saved fit
+    (``fold`` None: runs under ``transfer``), so both score exactly the same way.
+    """
+    users = earliest_users(tree, spec.max_users)
+    rows, _ = cascade_population(tree, users, spec, None, cv.seed)
+    pop_csv = write_population_csv(out / "inputs" / f"{cid}.csv", replicate_rows(rows, cv.runs))
+    text = spec.source_texts.get(cid) or topics.get(cid, {}).get("text") or "(source text not available)"
+    real = subtree_curves(tree, users, spec.minutes)
+    row: dict[str, Any] = {
+        "agents": len(users),
+        "real_final": {c: int(real[c][-1]) for c in CURVE_NAMES},
+        "models": {},
+    }
+    runs_dir = out / "transfer" if fold is None else out / "cv" / f"fold{fold}"
+    for model in cv.models:
+        acc = {c: np.zeros(spec.minutes) for c in CURVE_NAMES}
+        cfg = _model_config(model, spec, cid, pop_csv, text, timing, cv.seed, len(rows))
+        info = run_config(cfg, runs_dir / model / cid, force=force)
+        for r in range(cv.runs):  # seed posts are applied first at step 0: copy r's source is post r
+            sim = simulated_curves(info.run_dir, r, spec.minutes)
+            for c in CURVE_NAMES:
+                acc[c] += sim[c] / cv.runs
+        row["models"][model] = {
+            "nrmse": nrmse_curves(acc, real, spec.minutes),
+            "final": {c: float(acc[c][-1]) for c in CURVE_NAMES},
+        }
+    return row
+
+
 def run_propagation_cv(
     spec: Any, out: Path, trees: dict[str, Any], *, force: bool = False, log: Callable[[str], None] = lambda s: None
 ) -> dict[str, Any]:
@@ -189,31 +231,11 @@ def run_propagation_cv(
             }
         )
         for cid in held:
-            tree = trees[cid]
-            users = earliest_users(tree, spec.max_users)
-            rows, _ = cascade_population(tree, users, spec, None, cv.seed)
-            pop_csv = write_population_csv(out / "inputs" / f"{cid}.csv", replicate_rows(rows, cv.runs))
-            text = spec.source_texts.get(cid) or topics.get(cid, {}).get("text") or "(source text not available)"
-            real = subtree_curves(tree, users, spec.minutes)
-            row: dict[str, Any] = {
+            row = {
                 "id": cid,
                 "fold": k,
-                "agents": len(users),
-                "real_final": {c: int(real[c][-1]) for c in CURVE_NAMES},
-                "models": {},
+                **score_cascade(spec, cv, cid, trees[cid], fit["timing"], out, k, topics, force),
             }
-            for model in cv.models:
-                acc = {c: np.zeros(spec.minutes) for c in CURVE_NAMES}
-                cfg = _model_config(model, spec, cid, pop_csv, text, fit["timing"], cv.seed, len(rows))
-                info = run_config(cfg, out / "cv" / f"fold{k}" / model / cid, force=force)
-                for r in range(cv.runs):  # seed posts are applied first at step 0: copy r's source is post r
-                    sim = simulated_curves(info.run_dir, r, spec.minutes)
-                    for c in CURVE_NAMES:
-                        acc[c] += sim[c] / cv.runs
-                row["models"][model] = {
-                    "nrmse": nrmse_curves(acc, real, spec.minutes),
-                    "final": {c: float(acc[c][-1]) for c in CURVE_NAMES},
-                }
             per_cascade.append(row)
             log(
                 f"  {cid}: "

@@ -83,9 +83,49 @@ def _with_ci(fold: dict[str, Any], key: str) -> str:
     return fmt(v) if not ci else f"{fmt(v)} [{fmt(ci[0])}, {fmt(ci[1])}]"
 
 
+def _population(p: dict[str, Any] | None) -> str:
+    if not p:
+        return "not recorded"
+    lo_hi = p.get("users_p10_p90") or []
+    spread = f", 10-90%: {fmt(lo_hi[0])}-{fmt(lo_hi[1])}" if len(lo_hi) == 2 else ""
+    return (
+        f"{p.get('kind')} ({counted(int(p.get('n_trees') or 0), 'tree')}; median {fmt(p.get('users_median'))} users"
+        f"{spread}; data: {', '.join(map(str, p.get('data') or [])) or '-'})"
+    )
+
+
+def propagation_transfer(rep: Report, res: dict[str, Any]) -> list[Path]:
+    """A saved fit scored on other trees: its training population beside the scored one, then NRMSE."""
+    fit, s = res["fit"], res["summary"]
+    rep.heading("Propagation: a saved timing fit scored on other cascades (no refit)")
+    rep.note(
+        f"Fit {fit['file']} (family {fit['family']}, sha256 {fit['sha256'][:12]}). Training population: "
+        f"{_population(fit.get('training'))}. Scored population: {_population(res['scored_population'])}. "
+        f"NRMSE over {res['minutes']} min; 95% percentile bootstrap over cascades (none below 3)."
+    )
+    if res.get("population_warning"):
+        rep.note(f"WARNING: {res['population_warning']}")
+    models = [m for m in s if isinstance(s[m], dict) and "nrmse" in s[m]]
+    rep.table(
+        ReportTable(
+            "Mean NRMSE of the saved fit [95% CI over cascades]",
+            ["model", "n", *P.CURVE_TITLES],
+            [
+                [m, str(s[m]["n"]), *(f"{fmt(s[m]['nrmse'][k])} {fmt(s[m]['ci95'][k])}" for k in P.CURVE_TITLES)]
+                for m in models
+            ],
+            summary=True,
+        )
+    )
+    rep.series["nrmse"] = {m: s[m]["nrmse"] for m in models}
+    return []
+
+
 def propagation(rep: Report, res: dict[str, Any]) -> list[Path]:
     if res.get("mode") == "cv":
         return propagation_cv(rep, res)
+    if res.get("mode") == "transfer":
+        return propagation_transfer(rep, res)
     rep.heading("Propagation against real cascades")
     cascades = res["cascades"]
     first_model = cascades[0]["runs"]["model"]["dir"] if cascades else None

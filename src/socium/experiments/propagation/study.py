@@ -21,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.errors import ConfigError, InputFileError
 from socium.experiments.nullfit import fit_independent_cascade
 from socium.experiments.propagation.curves import nrmse_curves
@@ -46,6 +46,7 @@ from socium.experiments.propagation.realcascades import (
     oasis_cascade_ids,
     parse_tree,
 )
+from socium.experiments.propagation.transfer import fit_file, run_propagation_transfer
 from socium.experiments.spec import (
     PATH_FIELD,
     ExperimentSpec,
@@ -103,6 +104,18 @@ class PropagationSpec(ExperimentSpec):
         description="Cross-validated scoring: {folds, seed, models, runs, ...}; fit timing on train folds, score "
         "held-out cascades (experiments/propcv.py).",
     )
+    timing_file: str | None = Field(
+        None,
+        json_schema_extra=PATH_FIELD,
+        description="A saved fit (`socium fit propagation`'s JSON; base.timing.params_file works too): score it on "
+        "these trees with replicas (cv.runs, default 40) and no refit; cv: may give models, runs, seed only.",
+    )
+    observe_minutes: int | None = Field(
+        None,
+        ge=1,
+        description="Forecast from an observed prefix (needs cv:): the first m minutes of each held-out cascade are "
+        "observed, its speed is inferred from them, the rest is simulated; scored on minutes m..minutes only.",
+    )
 
     @model_validator(mode="after")
     def _sample_only_without_explicit_trees(self) -> PropagationSpec:
@@ -150,6 +163,8 @@ def run_propagation(
 ) -> dict[str, Any]:
     """Run every cascade of ``spec`` (model + IC null), score against the real curves, write results.json."""
     trees = load_trees(spec)
+    if fit_file(spec):
+        return run_propagation_transfer(spec, out, trees, force=force, log=log)
     if spec.cv is not None:
         return run_propagation_cv(spec, out, trees, force=force, log=log)
     topics = oasis_topics(Path(spec.topics_csv) if spec.topics_csv else None)

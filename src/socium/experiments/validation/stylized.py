@@ -187,3 +187,25 @@ def echo_chamber_index(stance: NDArray[np.float64], src: NDArray[np.int64], dst:
     has = (cnt > 0) & ~np.isnan(stance)
     del s_src
     return stance_assortativity(stance[has], tot[has] / cnt[has])
+
+
+def is_tree_replay(src: NDArray[np.int64], dst: NDArray[np.int64], n: int) -> bool:
+    """Whether a follow graph is a replayed retweet tree (or forest of copies), not a social graph.
+
+    Why: a propagation run on a real cascade makes each agent follow only the user it reshared
+    from, so the follow graph is the cascade tree itself: no agent follows two accounts, no edge is
+    mutual, there is no cycle. Follower tails, reciprocity, clustering and homophily of such a graph
+    are properties of one retweet tree, not of a social network, so ``socium validate`` marks them
+    n/a there instead of "fail". True when there are edges, every agent follows at most one account,
+    and following leads from every agent to an agent that follows nobody (no cycle).
+    """
+    if not len(src) or n < 2:
+        return False
+    out_deg = np.bincount(src, minlength=n)
+    if out_deg.max() > 1:
+        return False
+    up = np.arange(n, dtype=np.int64)
+    up[src] = dst
+    for _ in range(max(1, int(math.ceil(math.log2(n)))) + 1):  # pointer jumping: 2^k steps after k rounds
+        up = up[up]
+    return bool(np.all(up[up] == up) and np.all(out_deg[up] == 0))

@@ -32,6 +32,10 @@ from socium.trace.queries.stylized import stylized_inputs
 
 BIG_CASCADE = 100
 """Twitter15's trees are all of roughly this size or more, so shapes are compared at this size."""
+TREE_REPLAY = (
+    "tree-replay population (each agent follows only the user it reshared from): the follow graph is one "
+    "retweet tree and the agents are that tree's resharers, not a social network and its users"
+)
 
 
 class Twitter15Reference(TypedDict):
@@ -80,7 +84,12 @@ class Fact:
         band: tuple[float, float] | None,
         n: int,
         detail: str = "",
+        not_applicable: str = "",
     ) -> Fact:
+        """``not_applicable``: why the fact does not apply to this population (status n/a, value kept)."""
+        if not_applicable:
+            v = None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+            return cls(name, v, reference, source, band, "n/a", n, f"does not apply: {not_applicable}")
         if value is None or (isinstance(value, float) and math.isnan(value)) or band is None:
             return cls(
                 name, None if value is None or math.isnan(value) else value, reference, source, band, "n/a", n, detail
@@ -193,6 +202,10 @@ def scorecard(path: str | Path) -> dict[str, Any]:
     root = np.concatenate([p["root"] for p in parts])
     t_load = time.perf_counter() - t0
     facts: list[Fact] = []
+    replay = S.is_tree_replay(parts[0]["src"], parts[0]["dst"], int(parts[0]["n"]))
+    # graph and activity facts describe a social network and its users; a replayed retweet tree has neither
+    graph_na = TREE_REPLAY if replay else ("" if len(parts[0]["src"]) else "the run has no follow graph")
+    act_na = TREE_REPLAY if replay else ""
     casc = S.cascade_table(parent, root)
     multi = casc["size"] >= 2
     big = casc["size"] >= BIG_CASCADE
@@ -270,6 +283,7 @@ def scorecard(path: str | Path) -> dict[str, Any]:
             (0.1, 0.9),
             nb,
             "users with >= 3 actions; times at step resolution",
+            not_applicable=act_na,
         )
     )
     n_agents = sum(int(p["n"]) for p in parts)
@@ -283,6 +297,7 @@ def scorecard(path: str | Path) -> dict[str, Any]:
             "Pew Research Center 2019",
             (0.5, 0.95),
             n_agents,
+            not_applicable=act_na,
         )
     )
     first = parts[0]
@@ -299,6 +314,7 @@ def scorecard(path: str | Path) -> dict[str, Any]:
             (1.8, 3.0),
             gn,
             f"first run's final follow graph; {_tail_note(gx, gse)}",
+            not_applicable=graph_na,
         )
     )
     facts.append(
@@ -310,6 +326,7 @@ def scorecard(path: str | Path) -> dict[str, Any]:
             (0.1, 0.5),
             len(src),
             "share of follow edges whose reverse edge exists",
+            not_applicable=graph_na,
         )
     )
     cc, ncc = S.clustering_sample(src, dst, n0, 2000) if len(src) else (float("nan"), 0)
@@ -322,6 +339,7 @@ def scorecard(path: str | Path) -> dict[str, Any]:
             (0.05, 0.5),
             ncc,
             "seeded sample of nodes with degree >= 2",
+            not_applicable=graph_na,
         )
     )
     stance = first["stance"]
@@ -336,6 +354,7 @@ def scorecard(path: str | Path) -> dict[str, Any]:
             (0.2, 1.0),
             len(src),
             "n/a without stances" if not has_stance else "",
+            not_applicable=graph_na,
         )
     )
     sh = first["parent"] >= 0
@@ -359,6 +378,7 @@ def scorecard(path: str | Path) -> dict[str, Any]:
             "Cinelli et al. 2021 (PNAS)",
             (0.3, 1.0),
             len(src),
+            not_applicable=graph_na,
         )
     )
     orig = np.concatenate([p["kind"] == "original" for p in parts])

@@ -147,8 +147,8 @@ def _decorate(con: Con, rows: list[tuple[Any, ...]]) -> list[PostView]:
     orig = {
         int(p): (a, u, c)
         for p, a, u, c in con.execute(
-            "SELECT p.post_id, p.author, a.username, p.content FROM posts p LEFT JOIN agents a ON a.agent_id = p.author "
-            "WHERE p.post_id IN (SELECT unnest(?::BIGINT[]))",
+            "SELECT p.post_id, p.author, a.username, p.content FROM posts p "
+            "LEFT JOIN agents a ON a.agent_id = p.author WHERE p.post_id IN (SELECT unnest(?::BIGINT[]))",
             [parents],
         ).fetchall()
     }
@@ -163,8 +163,8 @@ def _decorate(con: Con, rows: list[tuple[Any, ...]]) -> list[PostView]:
     comments = {
         int(p): int(n)
         for p, n in con.execute(
-            "SELECT parent_id, count(*) FROM posts WHERE kind = 'comment' AND parent_id IN (SELECT unnest(?::BIGINT[])) "
-            "GROUP BY parent_id",
+            "SELECT parent_id, count(*) FROM posts WHERE kind = 'comment' "
+            "AND parent_id IN (SELECT unnest(?::BIGINT[])) GROUP BY parent_id",
             [ids],
         ).fetchall()
     }
@@ -433,7 +433,8 @@ def overview(con: Con) -> dict[str, Any]:
     run = con.execute("SELECT name, seed, perspective, config FROM runs LIMIT 1").fetchone()
     cfg = _json_obj(run[3]) if run else {}
     counts = con.execute(
-        "SELECT (SELECT count(*) FROM agents), (SELECT count(*) FROM posts), (SELECT count(*) FROM steps WHERE step >= 0)"
+        "SELECT (SELECT count(*) FROM agents), (SELECT count(*) FROM posts), "
+        "(SELECT count(*) FROM steps WHERE step >= 0)"
     ).fetchone()
     n_agents, n_posts, n_steps = counts if counts else (0, 0, 0)
     platform = cfg.get("platform")

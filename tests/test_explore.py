@@ -1,0 +1,310 @@
+"""``socium explore``: its trace queries against a small run (fast, no browser), and the app itself in
+headless Chromium driven by Playwright (marked ``browser``; skipped without chromium, playwright or
+the ``explore`` extra): what each page shows equals the trace rows, hostile text stays text."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from conftest import small_config
+from socium.cli.main import app
+from socium.errors import UsageError
+from socium.explore import require_solara, server_command
+from socium.explore.source import open_source, overrides
+from socium.simulator.simulation import Simulation
+from socium.trace.queries import explore as q
+from socium.trace.queries.runs import open_run
+
+HOSTILE_POST = (
+    '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+    "**not bold** \u202eRTL override \u05e9\u05dc\u05d5\u05dd " + "x" * 30_000
+)
+HOSTILE_BIO = "<b>bold?</b><script>window.__pwned = 3</script> [link](javascript:alert(1))"
+ERROR = "HTTP 500: <i>boom</i> server fell over"
+
+
+def _run(path: Path, seed: int, llm: bool) -> Path:
+    over: dict = {"steps": 3, "seed": seed, "population": {"n_agents": 30, "mean_activity": 0.4}}
+    if llm:
+        over |= {"policy": {"kind": "llm"}, "llm": {"backend": "random", "max_concurrency": 1}}
+    Simulation(small_config(**over), path).run()
+    return path
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An experiment folder: an LLM-agent run (with one failed call and hostile text planted in its
+    trace) and a rule-based run with another seed."""
+    root = tmp_path_factory.mktemp("exp")
+    run = _run(root / "llm", 3, llm=True)
+    _run(root / "rules", 4, llm=False)
+    con = duckdb.connect(str(run / "trace.duckdb"))
+    try:
+        con.execute("UPDATE posts SET content = ? WHERE post_id = 0", [HOSTILE_POST])
+        con.execute("UPDATE agents SET bio = ? WHERE agent_id = 0", [HOSTILE_BIO])
+        con.execute(
+            "UPDATE llm_calls SET outcome = 'backend_error', error = ?, response = NULL WHERE call_id = 0", [ERROR]
+        )
+    finally:
+        con.close()
+    return root
+
+
+@pytest.fixture()
+def con(experiment: Path):
+    with open_run(experiment / "llm") as c:
+        yield c
+
+
+def _activations(con) -> list[tuple[int, int]]:
+    return con.execute("SELECT DISTINCT agent_id, step FROM exposures ORDER BY 1, 2").fetchall()
+
+
+def test_feed_is_exactly_the_exposures_rows(con) -> None:
+    shown = Counter()
+    for agent_id, step in _activations(con):
+        feed = q.feed(con, agent_id, step)
+        assert [i.rank for i in feed] == sorted(i.rank for i in feed)
+        shown.update((step, agent_id, i.post_id, i.rank, i.source) for i in feed)
+    rows = Counter(con.execute("SELECT step, agent_id, post_id, rank, source FROM exposures").fetchall())
+    assert shown == rows and sum(rows.values()) > 20  # every row once, duplicates kept, nothing added
+
+
+def test_the_feed_shown_is_the_feed_the_prompt_held(con) -> None:
+    checked = 0
+    for agent_id, step in _activations(con):
+        prompts = " ".join(m["content"] for c in q.calls_at(con, agent_id, step) for m in c.messages)
+        for item in q.feed(con, agent_id, step) if prompts else []:
+            assert f"<<<{item.post_id} u" in prompts, (agent_id, step, item.post_id)
+            checked += 1
+    assert checked > 10
+
+
+def test_prompt_and_response_are_the_stored_ones(con) -> None:
+    stored = con.execute("SELECT call_id, agent_id, step, prompt, response FROM llm_calls WHERE agent_id IS NOT NULL")
+    for call_id, agent_id, step, prompt, response in stored.fetchall():
+        got = {c.call_id: c for c in q.calls_at(con, agent_id, step)}[call_id]
+        assert got.messages == json.loads(prompt) and got.response == response
+
+
+def test_activations_are_every_step_the_agent_was_shown_acted_or_called(con) -> None:
+    for agent_id in range(30):
+        want = {
+            s
+            for (s,) in con.execute(
+                "SELECT step FROM exposures WHERE agent_id = ? UNION SELECT step FROM actions WHERE agent_id = ? "
+                "AND origin != 'seed' UNION SELECT step FROM llm_calls WHERE agent_id = ?",
+                [agent_id] * 3,
+            ).fetchall()
+        }
+        assert q.activation_steps(con, agent_id, limit=100) == sorted(want)
+        assert q.activation_steps(con, agent_id, limit=1, offset=1) == sorted(want)[1:2]
+
+
+def test_timeline_pages_and_filters(con) -> None:
+    total = q.count_timeline(con)
+    pages = [p for off in range(0, total, 7) for p in q.timeline(con, limit=7, offset=off)]
+    ids = [p.post_id for p in pages]
+    assert len(ids) == total == len(set(ids)) and total > 10
+    assert [(p.step, p.post_id) for p in pages] == sorted(((p.step, p.post_id) for p in pages), reverse=True)
+    texts = dict(con.execute("SELECT post_id, content FROM posts").fetchall())
+    word = texts[max(i for i, t in texts.items() if t and i > 0)].split()[-1].upper()  # case-insensitive
+    hits = q.timeline(con, text=word, limit=1000)
+    assert {p.post_id for p in hits} == {i for i, t in texts.items() if word.lower() in (t or "").lower()}
+    assert q.count_timeline(con, text=word) == len(hits)
+    assert all(p.step == 1 for p in q.timeline(con, step=1, limit=1000)) and q.count_timeline(con, step=1)
+    assert all(p.author == 0 for p in q.timeline(con, author=0, limit=1000))
+    assert q.count_timeline(con, text="'; DROP TABLE posts; --") == 0 and q.count_timeline(con) == total
+    for p in pages:
+        if p.parent_id is not None:
+            assert p.parent_content == texts[p.parent_id]  # a reshare carries its original
+
+
+def test_post_page_queries(con) -> None:
+    root = con.execute("SELECT root_id FROM cascade_nodes GROUP BY 1 ORDER BY count(*) DESC LIMIT 1").fetchone()[0]
+    nodes = q.cascade(con, root, limit=1000)
+    assert nodes[0][0] == root and {n[1] for n in nodes[1:]} <= {n[0] for n in nodes}
+    assert q.cascade_size_by_step(con, root)[-1][1] == len(nodes)
+    n_shown = con.execute("SELECT count(*) FROM exposures WHERE post_id = ?", [root]).fetchone()[0]
+    assert len(q.exposed_to(con, root, limit=10_000)) == sum(q.exposure_sources(con, root).values()) == n_shown
+    acted = {(s, a, t) for s, a, t, _ in q.acted_on(con, root, limit=1000)}
+    reshares = con.execute(
+        "SELECT a.step, a.agent_id, a.type FROM actions a JOIN posts p ON p.post_id = a.post_id "
+        "WHERE p.parent_id = ? AND p.kind IN ('repost', 'quote')",
+        [root],
+    ).fetchall()
+    assert set(reshares) <= acted
+
+
+def test_calls_filter_by_outcome_and_show_the_error(con) -> None:
+    failed = q.calls(con, outcome="backend_error")
+    assert [c.call_id for c in failed] == [0] and failed[0].error == ERROR
+    assert q.count_calls(con) == q.count_calls(con, outcome="ok") + 1
+    outcomes, models = q.call_facets(con)
+    assert outcomes == ["backend_error", "ok"] and models == ["random"]
+
+
+def test_experiment_folder_lists_runs_with_their_overrides(experiment: Path) -> None:
+    src = open_source(experiment)
+    assert src.is_experiment and src.labels() == ["llm", "rules"]
+    with src.cursor("llm") as a, src.cursor("rules") as b:
+        diff = overrides(q.overview(a)["config"], q.overview(b)["config"])
+    assert diff["seed"] == 4 and diff["policy.kind"] == "random"
+    assert not open_source(experiment / "llm").is_experiment
+    with pytest.raises(UsageError, match="no such run"):
+        open_source(experiment / "missing")
+
+
+def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(UsageError, match=r"socium\[explore\]"):
+        require_solara()
+
+
+def test_cli_refuses_a_folder_without_runs(tmp_path: Path) -> None:
+    got = CliRunner().invoke(app, ["explore", str(tmp_path), "--port", "1"])
+    assert got.exit_code == 2 and "no run here" in got.output
+
+
+# --- in a browser -------------------------------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(experiment: Path):
+    """``socium explore`` serving the experiment folder on a free port (its URL)."""
+    pytest.importorskip("playwright.sync_api")
+    pytest.importorskip("solara")
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed")
+    port = _free_port()
+    env = {**os.environ, "SOCIUM_EXPLORE_PATH": str(experiment)}
+    proc = subprocess.Popen(server_command(port), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(url, timeout=1)
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def page(server: str):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        pg = browser.new_page(viewport={"width": 1100, "height": 1200})
+        pg.set_default_timeout(30_000)
+        yield pg
+        browser.close()
+
+
+def _busiest(experiment: Path) -> tuple[int, int]:
+    """(agent, step) of an activation with a long feed and an answered call."""
+    with open_run(experiment / "llm") as c:
+        row = c.execute(
+            "SELECT e.agent_id, e.step FROM exposures e JOIN llm_calls l "
+            "ON l.agent_id = e.agent_id AND l.step = e.step AND l.outcome = 'ok' "
+            "GROUP BY ALL ORDER BY count(*) DESC, 1, 2 LIMIT 1"
+        ).fetchone()
+    return int(row[0]), int(row[1])
+
+
+@pytest.mark.browser
+def test_agent_page_shows_its_feed_and_prompt_and_clicks_through(page, server: str, experiment: Path) -> None:
+    agent_id, step = _busiest(experiment)
+    page.goto(f"{server}/run/0/agent/{agent_id}")
+    page.wait_for_selector(".persona")
+    with open_run(experiment / "llm") as c:
+        for s in q.activation_steps(c, agent_id):
+            want = c.execute(
+                "SELECT rank, post_id, coalesce(source, '') FROM exposures WHERE agent_id = ? AND step = ? "
+                "ORDER BY rank, post_id",
+                [agent_id, s],
+            ).fetchall()
+            items = page.locator(f'.feed[data-step="{s}"] .feed-item')
+            got = [
+                (int(items.nth(i).get_attribute("data-rank")), int(items.nth(i).get_attribute("data-post")),
+                 items.nth(i).get_attribute("data-source"))
+                for i in range(items.count())
+            ]  # fmt: skip
+            assert got == want, s
+        prompt = c.execute(
+            "SELECT prompt FROM llm_calls WHERE agent_id = ? AND step = ? AND outcome = 'ok' ORDER BY call_id LIMIT 1",
+            [agent_id, step],
+        ).fetchone()[0]
+    call = page.locator(".call[data-outcome=ok]").filter(has=page.locator(".prompt-message")).first
+    messages = call.locator(".prompt-message")
+    assert [messages.nth(i).text_content() for i in range(messages.count())] == [
+        m["content"] for m in json.loads(prompt)
+    ]
+    post_id = int(page.locator(f'.feed[data-step="{step}"] .feed-item').first.get_attribute("data-post"))
+    page.locator(f'.feed[data-step="{step}"] .feed-item .post-link').first.click()
+    page.wait_for_url(f"**/run/0/post/{post_id}")
+    page.wait_for_selector(".exposed")
+    shown = page.locator(f'.exposure[data-agent="{agent_id}"][data-step="{step}"]')
+    assert shown.count() >= 1  # the agent we came from is among those shown the post, at that step
+    shown.first.locator(".agent-link").click()
+    page.wait_for_url(f"**/run/0/agent/{agent_id}")
+    page.wait_for_selector(".persona")
+
+
+@pytest.mark.browser
+def test_hostile_text_is_shown_as_text(page, server: str) -> None:
+    page.goto(f"{server}/run/0/post/0")
+    page.wait_for_selector(".post .content")
+    content = page.locator(".post .content").first
+    assert content.text_content() == HOSTILE_POST[:1000]  # cut to the bound, the rest folded
+    assert page.locator(".post .more summary").first.text_content() == f"{len(HOSTILE_POST) - 1000:,} more characters"
+    assert content.locator("script, img").count() == 0
+    assert content.get_attribute("dir") == "auto"
+    page.goto(f"{server}/run/0/agent/0")
+    bio = page.locator(".persona-bio")
+    bio.wait_for()
+    assert bio.text_content() == HOSTILE_BIO and bio.locator("b, script, a").count() == 0
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+
+
+@pytest.mark.browser
+def test_calls_page_shows_the_failed_call_and_experiment_opens_each_run(page, server: str, experiment: Path) -> None:
+    page.goto(f"{server}/run/0/calls")
+    failed = page.locator(".call[data-outcome=backend_error]")
+    failed.wait_for()
+    assert failed.locator(".call-error").text_content() == f"error: {ERROR}"
+    page.goto(server)
+    page.wait_for_selector(".run-row")
+    assert page.locator(".run-link").all_text_contents() == ["llm", "rules"]
+    page.locator(".run-link").nth(1).click()
+    page.wait_for_url("**/run/1")
+    page.wait_for_selector(".timeline .post")
+    with open_run(experiment / "rules") as c:
+        assert page.locator(".timeline").get_attribute("data-total") == str(q.count_timeline(c))
