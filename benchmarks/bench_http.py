@@ -355,7 +355,7 @@ def interleaved(trees: list[tuple[str, str]], a: argparse.Namespace) -> None:
     import statistics
 
     configs: list[tuple[str, dict[str, Any], float]] = []
-    for n in [int(x) for x in a.sizes.split(",")]:
+    for n in [int(x) for x in a.sizes.split(",") if x]:  # --sizes "": only the latency-bound rows
         configs.append((f"instant, {n:,} agents, concurrency 64", {"agents": n, "delay": 0.0, "concurrency": 64}, 0))
     for delay in [float(x) for x in a.delays.split(",") if x]:
         conc = max(1, round(a.bound * delay))

@@ -133,3 +133,15 @@ def test_missing_research_data_names_the_fetch_command_and_the_variable(tmp_path
     line = _error_line(r)
     assert "research data missing" in line and "`socium data fetch oasis`" in line
     assert "SOCIUM_DATA_DIR" in line and "`socium data`" in line
+
+
+def test_an_unreadable_trace_in_the_way_is_named_with_the_fix(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "trace.duckdb").write_bytes(b"not a database")
+    line = _error_line(runner.invoke(app, ["run", str(_yaml(tmp_path, small_config(steps=2))), "--out", str(out)]))
+    assert "a trace with no readable set-up" in line and "--force" in line and "--resume" not in line
+    r = runner.invoke(
+        app, ["run", str(_yaml(tmp_path, small_config(steps=2))), "--out", str(out), "--force", "--quiet"]
+    )
+    assert r.exit_code == 0 and "ran 2 steps" in r.output, r.output

@@ -12,6 +12,8 @@ import subprocess
 import time
 import urllib.request
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -191,15 +193,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def server(experiment: Path):
-    """``socium explore`` serving the experiment folder on a free port (its URL)."""
+@contextmanager
+def serving(path: Path) -> Iterator[str]:
+    """``socium explore``'s server over ``path`` on a free port (its URL), stopped on exit."""
     pytest.importorskip("playwright.sync_api")
     pytest.importorskip("solara")
     if CHROMIUM is None:
         pytest.skip("chromium is not installed")
     port = _free_port()
-    env = {**os.environ, "SOCIUM_EXPLORE_PATH": str(experiment)}
+    env = {**os.environ, "SOCIUM_EXPLORE_PATH": str(path)}
     proc = subprocess.Popen(server_command(port), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -217,11 +219,21 @@ def server(experiment: Path):
 
 
 @pytest.fixture(scope="module")
+def server(experiment: Path) -> Iterator[str]:
+    with serving(experiment) as url:
+        yield url
+
+
+def _browser(p):
+    return p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+
+
+@pytest.fixture(scope="module")
 def page(server: str):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        browser = _browser(p)
         pg = browser.new_page(viewport={"width": 1100, "height": 1200})
         pg.set_default_timeout(30_000)
         yield pg
@@ -244,6 +256,7 @@ def test_agent_page_shows_its_feed_and_prompt_and_clicks_through(page, server: s
     agent_id, step = _busiest(experiment)
     page.goto(f"{server}/run/0/agent/{agent_id}")
     page.wait_for_selector(".persona")
+    seen = 0
     with open_run(experiment / "llm") as c:
         for s in q.activation_steps(c, agent_id):
             want = c.execute(
@@ -258,10 +271,12 @@ def test_agent_page_shows_its_feed_and_prompt_and_clicks_through(page, server: s
                 for i in range(items.count())
             ]  # fmt: skip
             assert got == want, s
+            seen += len(got)
         prompt = c.execute(
             "SELECT prompt FROM llm_calls WHERE agent_id = ? AND step = ? AND outcome = 'ok' ORDER BY call_id LIMIT 1",
             [agent_id, step],
         ).fetchone()[0]
+    assert seen >= 2
     call = page.locator(".call[data-outcome=ok]").filter(has=page.locator(".prompt-message")).first
     messages = call.locator(".prompt-message")
     assert [messages.nth(i).text_content() for i in range(messages.count())] == [
@@ -308,3 +323,35 @@ def test_calls_page_shows_the_failed_call_and_experiment_opens_each_run(page, se
     page.wait_for_selector(".timeline .post")
     with open_run(experiment / "rules") as c:
         assert page.locator(".timeline").get_attribute("data-total") == str(q.count_timeline(c))
+
+
+OPEN_WITHIN_S = 3.0
+"""The explorer's time target: a page of a 10^5-agent run shown within this many seconds of asking."""
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_a_hundred_thousand_agent_run_opens_within_the_target(tmp_path: Path) -> None:
+    cfg = small_config(
+        steps=3,
+        population={"n_agents": 100_000, "mean_activity": 0.15},
+        graph={"kind": "barabasi_albert", "params": {"m": 3}},
+        policy={"kind": "independent_cascade", "p_repost": 0.08, "p_post": 0.05},
+    )
+    Simulation(cfg, tmp_path / "big").run()
+    with serving(tmp_path / "big") as url:
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as p:
+            browser = _browser(p)
+            pg = browser.new_page()
+            pg.goto(url + "/run/0/agents")  # the first visit pays for the page's scripts, not for the trace
+            pg.wait_for_selector(".agent-row")
+            took = {}
+            for name, path, sel in [("timeline", "/run/0", ".timeline .post"), ("agent", "/run/0/agent/0", ".persona")]:
+                t0 = time.perf_counter()
+                pg.goto(url + path)
+                pg.wait_for_selector(sel)
+                took[name] = time.perf_counter() - t0
+            browser.close()
+    assert max(took.values()) < OPEN_WITHIN_S, took

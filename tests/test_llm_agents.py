@@ -315,7 +315,7 @@ def test_posts_rendered_once_per_step_give_the_same_prompts_and_trace(tmp_path, 
 
 
 def test_render_post_memo_tells_apart_every_state_of_a_post():
-    from socium.agents import prompts as P
+    from socium.agents import prompt_blocks as P
     from socium.core.contracts import FeedItem, SharedPost
 
     def item(**kw):

@@ -166,7 +166,7 @@ def test_cache_keys_are_the_ones_json_gives() -> None:
     fast path must give json's very bytes, or fall back to json, whatever a request holds."""
     import numpy as np
 
-    from socium.agents import prompts as P
+    from socium.agents import action_prompts as P
 
     rng = np.random.default_rng(7)
     floats = [0.0, -0.0, 0.7, 1.0, 100.0, 1e15, 1e16, 1e22, 1.5e300, 1e-4, 1e-5, 5e-5, 1e-7, 5e-324]

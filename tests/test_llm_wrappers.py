@@ -14,12 +14,12 @@ from socium.llm.cache import MemoryCache
 from socium.llm.model_free import GarbageBackend, LatencyBackend, ScriptedBackend
 from socium.llm.parsing import parse_json_lenient
 from socium.llm.types import LLMRequest, LLMResult, user_request
+from socium.llm.usage import MeteredBackend
 from socium.llm.wrappers import (
     BudgetLedger,
     CachingBackend,
     CircuitBreaker,
     ConcurrencyLimit,
-    MeteredBackend,
     RetryingBackend,
     RoundRobinBackend,
     TokenBudget,

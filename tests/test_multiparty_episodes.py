@@ -10,16 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from socium.cli.main import app
-from socium.episodes.multiparty import (
-    DealTask,
-    GroupSpec,
-    GroupTurnRecord,
-    group_script_prompt,
-    group_turn_prompt,
-    make_characters,
-    next_speaker,
-)
+from socium.episodes.multiparty import next_speaker
+from socium.episodes.multiparty_prompts import group_script_prompt, group_turn_prompt
 from socium.episodes.multiparty_runner import GroupEpisodesConfig, build_group_specs, run_group_episodes
+from socium.episodes.multiparty_task import DealTask, GroupSpec, GroupTurnRecord, make_characters
 from socium.llm.model_free import ScriptedBackend
 
 

@@ -114,7 +114,7 @@ def test_polarisation_report_has_distributions(tmp_path):
 
 
 def test_counts_in_report_text_take_the_noun_in_the_right_number():
-    from socium.experiments.report import counted
+    from socium.reporting.page import counted
 
     assert [counted(n, "seed") for n in (0, 1, 2)] == ["0 seeds", "1 seed", "2 seeds"]
     assert counted(1, "replicate") == "1 replicate" and counted(3, "child", "children") == "3 children"

@@ -273,8 +273,8 @@ def test_labels_are_normalised():
 
 
 def test_sensitivity_bars_print_the_tables_numbers_beside_the_interval(tmp_path, monkeypatch):
-    from socium.experiments.report import fmt
     from socium.experiments.report_more import _sensitivity_bars
+    from socium.reporting.page import fmt
 
     seen = []
     monkeypatch.setattr(P, "_save", lambda fig, path, *a, **k: seen.append(fig.axes[0]) or path)

@@ -25,7 +25,8 @@ from socium.experiments.propagation.fit import (
 )
 from socium.experiments.propagation.realcascades import parse_tree
 from socium.experiments.propagation.study import PropagationSpec, run_propagation
-from socium.experiments.report import fmt, write_report
+from socium.experiments.report import write_report
+from socium.reporting.page import fmt
 from socium.simulator.simulation import Simulation
 from socium.simulator.timing import DelayDistribution, TimingParams
 

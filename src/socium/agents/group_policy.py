@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from socium.agents import prompts as P
+from socium.agents import action_prompts as AP
+from socium.agents import prompt_blocks as PB
 from socium.agents.llm_narrator import backend_failed
 from socium.agents.llm_policy import LLMPolicy, _short_error, rendered_calls, validate_answer
 from socium.agents.narrator_fit import FittedCall, collect_unshown, mark_unshown
@@ -55,12 +56,12 @@ class GroupLLMPolicy(LLMPolicy):
         self.labels = np.asarray(labels, dtype=np.int32)
         site = "an X-like microblogging site" if cfg.platform.preset == "x" else "a Reddit-like forum"
         ac = self.ac
-        catalogue = "\n".join(f"- {P.ACTION_HELP[a]}" for a in self.allowed if a in P.ACTION_HELP)
+        catalogue = "\n".join(f"- {AP.ACTION_HELP[a]}" for a in self.allowed if a in AP.ACTION_HELP)
         self.group_system = _SYSTEM.format(
-            items=P.ITEMS_ARE_DATA,
+            items=AP.ITEMS_ARE_DATA,
             site=site,
             catalogue=catalogue,
-            fmt=P.answer_format(ac.max_actions_per_activation, ac.record_reason),
+            fmt=AP.answer_format(ac.max_actions_per_activation, ac.record_reason),
         )
         self._cluster_rows_written = False
 
@@ -88,7 +89,7 @@ class GroupLLMPolicy(LLMPolicy):
         for o in members:
             for it in (*o.feed, *o.results):  # search / trend results are shown like feed posts
                 posts.setdefault(it.post_id, it)
-        shared = P.feed_block(
+        shared = PB.feed_block(
             Observation(
                 -1, members[0].step, members[0].time_s, members[0].hour, [posts[k] for k in sorted(posts)], None
             ),
@@ -108,10 +109,10 @@ class GroupLLMPolicy(LLMPolicy):
                     or "nothing"
                 )
                 asked = f"\nThey asked for {quote_untrusted(o.results_from, 240)}: {found}"
-            you = P.persona_block(prof, fields=ac.persona_fields, issue=self.cfg.population.issue, third_person=True)
-            groups = f"\nTheir groups:\n{P.groups_block(o, ac.max_item_chars, narrated=True)}" if o.groups else ""
+            you = PB.persona_block(prof, fields=ac.persona_fields, issue=self.cfg.population.issue, third_person=True)
+            groups = f"\nTheir groups:\n{PB.groups_block(o, ac.max_item_chars, narrated=True)}" if o.groups else ""
             parts.append(
-                f"## User agent_{o.agent_id}\n{you}\nRecently:\n{P.memory_block(mem)}\n"
+                f"## User agent_{o.agent_id}\n{you}\nRecently:\n{PB.memory_block(mem)}\n"
                 f"In their feed: post ids {feed_ids}{asked}{groups}"
             )
         parts.append("## Your answer\nOne JSON object with a key for every user above.")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
+from socium.agents import action_prompts as AP
 from socium.agents import prompts as P
 from socium.agents.answer_validation import _short_error, state_aware_ids, validate_action, validate_answer
 from socium.agents.call_log import RenderedRequest, call_rows, rendered_calls
@@ -83,8 +84,8 @@ class LLMPolicy:
         self.backend_factory = backend_factory
         self._seeds = SeedInts(cfg.seed, LLM)
         self.ac = cfg.llm_agents
-        self.allowed = [a for a in self.ac.actions if a in P.ACTION_HELP]
-        self.system = P.system_prompt(
+        self.allowed = [a for a in self.ac.actions if a in AP.ACTION_HELP]
+        self.system = AP.system_prompt(
             self.allowed,
             cfg.platform.preset,
             max_actions=self.ac.max_actions_per_activation,
@@ -97,7 +98,7 @@ class LLMPolicy:
         self.route_names: list[str] = ["default"]
         self.spent: dict[str, tuple[int, int]] = {}  # per llms name: (calls, tokens) in the trace; set by the driver
         self._ledgers: dict[str, BudgetLedger] = {}  # per llms name with a budget; the run's, on the driver
-        self._posts_memo: dict[tuple, str] = {}  # rendered feed posts of the current step (P.render_post_memo)
+        self._posts_memo: dict[tuple, str] = {}  # this step's rendered feed posts (prompt_blocks.render_post_memo)
         self._posts_memo_step: int | None = None
         self._deciding_step: int | None = None  # the step of the batch being decided (llm_engines rows)
         self._engine_rows: dict[str, list] = {"step": [], "llm": [], "engine": []}  # not yet in the trace
@@ -313,7 +314,7 @@ class LLMPolicy:
     def answer_schema(self, obs: Observation) -> dict[str, Any]:
         """The schema for this observation: ids limited to what it shows (feed posts, authors, groups)."""
         ac = self.ac
-        return P.answer_schema(
+        return AP.answer_schema(
             self.action_schema(obs), ac.max_actions_per_activation, ac.record_reason, ac.max_reason_chars
         )
 
@@ -323,7 +324,7 @@ class LLMPolicy:
         ac = self.ac
         posts, users = obs.shown_posts(), obs.shown_users()
         ids_for: dict[str, Sequence[int]] = dict(state_aware_ids(obs, posts, users))
-        return P.action_schema(
+        return AP.action_schema(
             self.allowed,
             sorted(posts),
             sorted(users),

@@ -11,45 +11,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-# The catalogue and schemas (action_prompts) and the prompt's sections (prompt_blocks) live in the modules
-# named for them; every name this module defined before the split is re-exported here.
-from socium.agents.action_prompts import _COMMENT_IDS as _COMMENT_IDS
-from socium.agents.action_prompts import _JOIN_IDS as _JOIN_IDS
-from socium.agents.action_prompts import _MEMBER_IDS as _MEMBER_IDS
-from socium.agents.action_prompts import _POST_IDS as _POST_IDS
-from socium.agents.action_prompts import _TEXT as _TEXT
-from socium.agents.action_prompts import _USER_IDS as _USER_IDS
-from socium.agents.action_prompts import ACTION_HELP as ACTION_HELP
-from socium.agents.action_prompts import ACTION_NOTES as ACTION_NOTES
-from socium.agents.action_prompts import GROUP_ACTIONS as GROUP_ACTIONS
-from socium.agents.action_prompts import ITEMS_ARE_DATA as ITEMS_ARE_DATA
-from socium.agents.action_prompts import action_schema as action_schema
-from socium.agents.action_prompts import answer_format as answer_format
-from socium.agents.action_prompts import answer_schema as answer_schema
-from socium.agents.action_prompts import catalogue as catalogue
-from socium.agents.action_prompts import system_prompt as system_prompt
-from socium.agents.profiles import AgentProfile as AgentProfile
-from socium.agents.prompt_blocks import PERSONA_FACTS as PERSONA_FACTS
-from socium.agents.prompt_blocks import _counts as _counts
-from socium.agents.prompt_blocks import _item as _item
-from socium.agents.prompt_blocks import _linked_key as _linked_key
-from socium.agents.prompt_blocks import _private as _private
-from socium.agents.prompt_blocks import _private_line as _private_line
-from socium.agents.prompt_blocks import feed_block as feed_block
-from socium.agents.prompt_blocks import groups_block as groups_block
-from socium.agents.prompt_blocks import memory_block as memory_block
-from socium.agents.prompt_blocks import persona_block as persona_block
-from socium.agents.prompt_blocks import persona_value as persona_value
-from socium.agents.prompt_blocks import render_post as render_post
-from socium.agents.prompt_blocks import render_post_memo as render_post_memo
-from socium.agents.prompt_blocks import results_block as results_block
-from socium.core.contracts import FeedItem as FeedItem
-from socium.core.contracts import Observation as Observation
-from socium.core.contracts import SharedPost as SharedPost
+from socium.agents.action_prompts import ITEMS_ARE_DATA, catalogue
+from socium.agents.profiles import AgentProfile
+from socium.agents.prompt_blocks import (
+    feed_block,
+    groups_block,
+    memory_block,
+    persona_block,
+    render_post,
+    results_block,
+)
+from socium.core.contracts import FeedItem, Observation
 from socium.core.perspective import perspective as table_row
-from socium.platform.text import one_line as one_line
-from socium.platform.text import quote_inline as quote_inline
-from socium.platform.text import quote_untrusted as quote_untrusted
+from socium.platform.text import quote_untrusted
 
 
 def agent_messages(

@@ -249,7 +249,7 @@ def sensitivity(
 ) -> None:
     """Morris or Sobol design over named config parameters (SALib), run on Ray; rank parameters per outcome."""
     from socium.experiments.designs.sensitivity import load_sensitivity, run_sensitivity
-    from socium.experiments.report import fmt
+    from socium.reporting.page import fmt
 
     try:
         spec = load_sensitivity(spec_file, list(set_))

@@ -84,7 +84,9 @@ class LLMConfig(BaseModel):
     request_deadline_s: float | None = Field(
         300.0,
         gt=0.0,
-        description="Total wall time one request may take, all attempts and backoff waits included; null: no limit.",
+        description="Wall time one request may take, all attempts and backoff waits included, counted from its own "
+        "first attempt (not from the step's batch): no retry starts that would pass it, and an attempt already "
+        "sent ends by its timeout_s, so a request ends within request_deadline_s + timeout_s; null: no limit.",
     )
     max_invalid_fraction: float | None = Field(
         0.5,
@@ -111,7 +113,10 @@ class LLMConfig(BaseModel):
         ),
     )
     circuit_breaker_threshold: int | None = Field(
-        10, ge=1, description="Consecutive transient failures that open the circuit breaker; null disables it."
+        10,
+        ge=1,
+        description="The circuit breaker opens when at least this many of the last 100 requests (and at least half "
+        "of them) failed transiently; a few concurrent timeouts of a slow tail never open it. Null disables it.",
     )
     circuit_breaker_reset_s: float = Field(30.0, gt=0.0, description="Seconds the breaker stays open before a probe.")
     token_budget: int | None = Field(

@@ -127,7 +127,30 @@ def validate_dict(
 
 class _ConfigLoader(yaml.SafeLoader):
     """The safe loader minus implicit timestamps: ``name: 2024-01-01`` stays the text it looks like
-    (a ``date`` object cannot be stored as JSON, compared with a string or hashed canonically)."""
+    (a ``date`` object cannot be stored as JSON, compared with a string or hashed canonically), and with
+    duplicate keys refused: PyYAML keeps the last of two ``policy:`` blocks without a word, so half of
+    what the user wrote was silently ignored."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _value in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base` then overriding a key is allowed
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: the base constructor says so
+                continue
+            if first is not None:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {str(key)[:80]!r} at lines {first} and {key_node.start_mark.line + 1} "
+                    "(a mapping holds each key once; merge the two)",
+                    key_node.start_mark,
+                )
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
 
 
 _ConfigLoader.yaml_implicit_resolvers = {

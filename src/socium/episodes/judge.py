@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from socium.episodes.prompts import DIMENSIONS, JudgeOutput, Turn, build_judge_prompt, judge_json_schema
+from socium.episodes.prompts import JudgeOutput, Turn, build_judge_prompt, judge_json_schema
 from socium.episodes.sotopia import CharacterProfile, EnvironmentProfile
 from socium.episodes.structured import Outcome, ask_structured
 from socium.llm.base import LLMBackend
@@ -92,4 +92,9 @@ def judge_vs_objective(pairs: Sequence[tuple[float, float]]) -> dict[str, float 
     return {"n": n, "mae": mae, "pearson_r": r}
 
 
-__all__ = ["DIMENSIONS", "judge_episode", "judge_schema", "judge_scores", "judge_vs_objective"]
+__all__ = [
+    "judge_episode",
+    "judge_schema",
+    "judge_scores",
+    "judge_vs_objective",
+]

@@ -27,7 +27,6 @@ import numpy as np
 
 from socium.episodes.multiparty_prompts import (
     answer_prompt,
-    group_access,
     group_judge_prompt,
     group_script_prompt,
     group_turn_prompt,
@@ -36,15 +35,9 @@ from socium.episodes.multiparty_prompts import (
     turn_schema,
 )
 from socium.episodes.multiparty_task import (
-    MAX_PARTIES,
-    DealTask,
     GroupEnd,
-    GroupMode,
     GroupSpec,
-    GroupTurn,
     GroupTurnRecord,
-    TurnTaking,
-    make_characters,
 )
 from socium.episodes.prompts import ActionType, AgentEvaluation
 from socium.episodes.structured import Outcome, ask_structured, request_seed
@@ -53,27 +46,10 @@ from socium.platform.text import clean_text
 
 # The task, spec and prompt names are imported from here by the runner, tests and users.
 __all__ = [
-    "MAX_PARTIES",
-    "DealTask",
-    "GroupEnd",
     "GroupLimits",
-    "GroupMode",
     "GroupResult",
-    "GroupSpec",
-    "GroupTurn",
-    "GroupTurnRecord",
-    "TurnTaking",
-    "answer_prompt",
-    "group_access",
-    "group_judge_prompt",
-    "group_script_prompt",
-    "group_turn_prompt",
-    "judge_model",
-    "make_characters",
     "next_speaker",
     "run_group_episode",
-    "script_schema",
-    "turn_schema",
 ]
 
 

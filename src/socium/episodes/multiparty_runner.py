@@ -24,18 +24,9 @@ from socium.agents.llm_policy import call_rows
 from socium.config.llm import LLMConfig
 from socium.config.loading import read_yaml_mapping, validate_dict
 from socium.episodes.loop import CallRecorder
-from socium.episodes.multiparty import (
-    MAX_PARTIES,
-    DealTask,
-    GroupLimits,
-    GroupMode,
-    GroupResult,
-    GroupSpec,
-    TurnTaking,
-    group_access,
-    make_characters,
-    run_group_episode,
-)
+from socium.episodes.multiparty import GroupLimits, GroupResult, run_group_episode
+from socium.episodes.multiparty_prompts import group_access
+from socium.episodes.multiparty_task import MAX_PARTIES, DealTask, GroupMode, GroupSpec, TurnTaking, make_characters
 from socium.episodes.sotopia import RelationshipType
 from socium.errors import RunDirError, TraceError
 from socium.llm.base import LLMBackend, run_coro_sync

@@ -14,29 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from socium.errors import RunDirError, SociumError
-from socium.experiments.designs.compare_report import compare, polarisation_series
+from socium.experiments.designs.compare_report import compare
 from socium.experiments.opinions.report import herding, herding_tables, polarisation, stance_section
-from socium.experiments.propagation.report import MAX_CASCADE_PLOTS, propagation
+from socium.experiments.propagation.report import propagation
 from socium.experiments.spec import RESULTS_FILE, connect, read_results
 from socium.reporting import plots as P
 from socium.reporting.card import card_value, simulation_card
-from socium.reporting.labels import NULL_LABELS, model_label, real_label, short_model, source_labels
+from socium.reporting.labels import source_labels
 from socium.reporting.page import Report, ReportTable, counted, fmt, render_html
 
 # What other modules and users import from here: the page, its formatting and the legend names.
 __all__ = [
-    "MAX_CASCADE_PLOTS",
-    "NULL_LABELS",
     "REPORT_DIR",
-    "Report",
-    "ReportTable",
-    "counted",
-    "fmt",
-    "model_label",
-    "polarisation_series",
-    "real_label",
-    "short_model",
-    "source_labels",
     "write_report",
 ]
 
@@ -78,12 +67,16 @@ def _single_run(rep: Report, run_dir: Path) -> list[Path]:
         if usage is not None:
             rep.series["llm_usage"] = usage
             rep.image(rep.out_dir / "llm_usage.png", "LLM tokens and latency per step")
+        mem = R.memories(con, rep.out_dir / "memories.png")
+        if mem is not None:
+            _memory_section(rep, mem)
         top = cascades.largest_cascades(con, 3)
         seeded = posts.seeded_votes(con)
         surveyed = population.surveyed_answers(con)
         last = runs.last_step(con)
         minutes = max(1, int(((last or 0) + 1) * dt))
-        curves = {root: cascades.propagation_curves(con, root, minutes) for root, _n in top}
+        # at each post's recorded time (posts.time_s, what `socium query` shows), not mid-step
+        curves = {root: cascades.propagation_curves(con, root, minutes, recorded_time=True) for root, _n in top}
     finally:
         con.close()
     if top:
@@ -111,6 +104,42 @@ def _single_run(rep: Report, run_dir: Path) -> list[Path]:
     return [run_dir]
 
 
+def _memory_section(rep: Report, mem: dict[str, Any]) -> None:
+    """What the agents' memory streams hold: counts per kind over agents, and the most important few of
+    each kind, their text cut (agent output: bounded, and escaped like every cell)."""
+    from socium.reporting.run_report import MEMORY_CHARS
+
+    rep.series["memories"] = mem
+    rep.heading("Memories and reflections")
+    n = len(mem["agents"])
+    rows = []
+    for kind, counts in mem["per_kind"].items():
+        rows.append(
+            [kind, f"{sum(counts):,}", str(sum(1 for c in counts if c)), f"{sum(counts) / n:.1f}", str(max(counts))]
+        )
+    rep.table(
+        ReportTable(
+            f"Memory stream: {counted(n, 'agent')} with memories",
+            ["kind", "memories", "agents with one", "mean per agent", "most of one agent"],
+            rows,
+            summary=True,
+        )
+    )
+    rep.image(rep.out_dir / "memories.png", "Memories per agent, by kind (stacked)")
+    ex = [
+        [kind, str(e["step"]), str(e["agent"]), fmt(e["importance"], 2), e["text"]]
+        for kind, es in mem["examples"].items()
+        for e in es
+    ]
+    rep.table(
+        ReportTable(
+            f"The most important memories of each kind (text cut to {MEMORY_CHARS} characters)",
+            ["kind", "step", "agent", "importance", "text"],
+            ex,
+        )
+    )
+
+
 def _model_banners(rep: Report, run_dir: Path, card: dict[str, Any], warned: list[Path]) -> None:
     """Which model ran and what it can support (a real model's runs), and the card's model-output warnings
     (socium.reporting.guardrails) at the top of the page: those of the first 3 runs, then a count."""
@@ -128,10 +157,15 @@ def _model_banners(rep: Report, run_dir: Path, card: dict[str, Any], warned: lis
 
 
 def _cards(rep: Report, dirs: list[Path], show: int = MAX_CARDS) -> None:
+    """Every run's smoke and model banners; the first run's Simulation Card whole, the others only where
+    they differ from it, all folded (``<details>``). Why: a page of 24 nearly identical full cards (11,400 px
+    for an intervention study) buried its results; what differs between arms is the part worth reading."""
     rep.heading("Simulation Cards")
     warned: list[Path] = []
     if len(dirs) > show:
         rep.note(f"Cards of the first {show} of {len(dirs)} runs; `socium card RUN_DIR` prints any other.")
+    first: dict[str, str] | None = None
+    diff_rows: list[list[str]] = []
     for i, d in enumerate(dirs):
         try:
             card = simulation_card(d)
@@ -142,15 +176,33 @@ def _cards(rep: Report, dirs: list[Path], show: int = MAX_CARDS) -> None:
         if banner and banner not in rep.banners:
             rep.banners.append(banner)  # every run is checked, also those whose card is not shown
         _model_banners(rep, d, card, warned)
-        if i < show:
+        if i >= show:
+            continue
+        values = {k: card_value(v) for k, v in card.items()}
+        if first is None:
+            first = values
             rep.table(
                 ReportTable(
                     f"Simulation Card: {d}",
                     ["field", "value"],
-                    [[k, card_value(v)] for k, v in card.items()],
+                    [[k, v] for k, v in values.items()],
                     align_numbers=False,
+                    folded=True,
                 )
             )
+            continue
+        changed = [[str(d), k, v] for k, v in values.items() if first.get(k) != v]
+        diff_rows += changed or [[str(d), "(every field)", "same as the first card"]]
+    if diff_rows:
+        rep.table(
+            ReportTable(
+                f"The other {counted(min(len(dirs), show) - 1, 'card')}: only the fields that differ from the first",
+                ["run", "field", "value"],
+                diff_rows,
+                align_numbers=False,
+                folded=True,
+            )
+        )
     if len(warned) > 3:
         rep.banners.append(
             f"... and {len(warned) - 3} more of {len(dirs)} runs with model-output warnings (their cards)"
@@ -166,6 +218,8 @@ def write_report(path: str | Path) -> Report:
     out.mkdir(parents=True, exist_ok=True)
     rep = Report(out, out / "index.html")
     from socium.experiments import report_more as M
+    from socium.experiments.designs import seeds as SD
+    from socium.experiments.designs import sweep as SW
 
     show = MAX_CARDS
     if (path / RESULTS_FILE).is_file():
@@ -189,13 +243,23 @@ def write_report(path: str | Path) -> Report:
     elif (path / M.EPISODES_FILE).is_file() and (path / "summary.json").is_file():
         dirs = M.episodes(rep, path)
         title = f"socium episodes report: {path.name}"
+    elif (path / M.GROUP_EPISODES_FILE).is_file() and (path / "summary.json").is_file():
+        dirs = M.group_episodes(rep, path)
+        title = f"socium group-episodes report: {path.name}"
+    elif (path / SW.SWEEP_FILE).is_file():
+        dirs = SW.report(rep, path)
+        title = f"socium sweep report: {path.name}"
+    elif (path / SD.SEEDS_FILE).is_file():
+        dirs = SD.report(rep, path)
+        title = f"socium seeds report: {path.name}"
     elif (path / M.SENSITIVITY_FILE).is_file():
         dirs = M.sensitivity(rep, path)
         title = f"socium sensitivity report: {path.name}"
         show = 2  # every design point is the same world but for the parameters: two cards show the pattern
     else:
         raise RunDirError(
-            f"{path}: not an experiment ({RESULTS_FILE}), run (trace.duckdb), episodes ({M.EPISODES_FILE}) "
+            f"{path}: not an experiment ({RESULTS_FILE}), run (trace.duckdb), episodes ({M.EPISODES_FILE}), "
+            f"group-episodes ({M.GROUP_EPISODES_FILE}), sweep ({SW.SWEEP_FILE}), seeds ({SD.SEEDS_FILE}) "
             f"or sensitivity ({M.SENSITIVITY_FILE}) directory"
         )
     if dirs:

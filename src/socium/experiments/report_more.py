@@ -1,5 +1,6 @@
-"""Report pages for the two result folders that are not phenomenon experiments: a dyadic-episodes run
-(``episodes.duckdb`` + ``summary.json``) and a sensitivity study (``sensitivity.json``).
+"""Report pages for the result folders that are not phenomenon experiments: a dyadic-episodes run
+(``episodes.duckdb`` + ``summary.json``), a group-episodes run (``group_episodes.duckdb`` + ``summary.json``)
+and a sensitivity study (``sensitivity.json``).
 
 They use the same page as every other report (``socium report DIR``), so they carry the smoke-run
 banner, their figures sit beside the tables they plot, and the browser check covers them too.
@@ -19,6 +20,7 @@ from socium.reporting.guardrails import model_support
 from socium.reporting.page import Report, ReportTable, counted, fmt
 
 EPISODES_FILE = "episodes.duckdb"
+GROUP_EPISODES_FILE = "group_episodes.duckdb"
 SENSITIVITY_FILE = "sensitivity.json"
 
 
@@ -84,6 +86,90 @@ def episodes(rep: Report, path: Path) -> list[Path]:
         card.insert(0, ["smoke_run", banner])
     rep.heading("Episodes card")
     rep.table(ReportTable(f"Episodes run: {path}", ["field", "value"], card, align_numbers=False))
+    return []
+
+
+# ---- group episodes ------------------------------------------------------------------------------
+GROUP_COLUMNS = ["mode", "episodes", "deal rate [95% Wilson]", "goal 0-10 [95% interval]", "goal n"]
+GROUP_COLUMNS += ["words/turn", "turns/episode", "invalid turns", "calls/episode", "tokens/episode"]
+
+
+def _ci(mean: float | None, ci: list[float | None] | None, digits: int = 2) -> str:
+    if mean is None:
+        return "-"
+    ok = ci is not None and ci[0] is not None and ci[1] is not None
+    return f"{mean:.{digits}f}" + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ok else "")  # type: ignore[index]
+
+
+def _group_bars(path: Path, modes: dict[str, dict[str, Any]]) -> Path:
+    """Deal rate and goal per mode, each with the table's interval."""
+    fig, axes = P.plt.subplots(1, 2, figsize=(10, 3.8))
+    names = list(modes)
+    for ax, (key, ci_key, label, top) in zip(
+        axes,
+        (("deal_rate", "deal_ci95", "deal rate (0 to 1)", 1.0), ("goal_mean", "goal_ci95", "goal (0 to 10)", 10.0)),
+    ):
+        ys = [modes[m].get(key) for m in names]
+        err = [
+            [max(y - c[0], 0.0), max(c[1] - y, 0.0)] if y is not None and c and c[0] is not None else [0.0, 0.0]
+            for y, c in zip(ys, (modes[m].get(ci_key) for m in names))
+        ]
+        bars = ax.bar(names, [0.0 if y is None else y for y in ys], yerr=np.array(err).T, capsize=3, color="tab:blue")
+        P._bar_values(ax, bars, ys)
+        ax.set_ylim(0, top * 1.08)
+        ax.set_xlabel("mode")
+        ax.set_ylabel(label)
+        ax.set_title(f"{label.split(' (')[0].capitalize()} per mode (bars: the table's 95% interval)", fontsize=10)
+    return P._save(fig, path)
+
+
+def group_episodes(rep: Report, path: Path) -> list[Path]:
+    """N-party deal episodes: per mode the deal rate, goal, words, invalid turns and cost, as in the CLI table
+    but whole, with a figure, what each mode's agents could see, and the smoke banner of a test backend."""
+    summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+    cfg = json.loads((path / "config.json").read_text(encoding="utf-8")) if (path / "config.json").is_file() else {}
+    llm = cfg.get("llm") or {}
+    banner = smoke_banner(llm.get("backend"))
+    if banner:
+        rep.banners.append(banner)
+    modes: dict[str, dict[str, Any]] = summary.get("modes") or {}
+    rep.heading("Group episodes")
+    rep.note(
+        f"{counted(int(summary.get('episodes') or 0), 'episode')}, {cfg.get('parties', '?')} parties, turn taking "
+        f"{cfg.get('turn_taking', '?')}, at most {cfg.get('max_turns', '?')} turns; backend {llm.get('backend')}, "
+        f"model {llm.get('model') or '-'}. Deal rate: Wilson interval over episodes; goal: 95% interval over "
+        "parties' scores (none below 3)."
+    )
+    rows = [
+        [
+            mode,
+            str(m.get("episodes")),
+            _ci(m.get("deal_rate"), m.get("deal_ci95")),
+            _ci(m.get("goal_mean"), m.get("goal_ci95")),
+            str(m.get("goal_n", "-")),
+            fmt(m.get("words_per_turn"), 1),
+            fmt(m.get("turns_per_episode"), 2),
+            "-" if m.get("invalid_turn_rate") is None else f"{m['invalid_turn_rate']:.0%}",
+            fmt(m.get("calls_per_episode"), 1),
+            fmt(m.get("tokens_per_episode"), 0),
+        ]
+        for mode, m in modes.items()
+    ]
+    rep.table(ReportTable("Per mode", GROUP_COLUMNS, rows, summary=True))
+    rep.series["group_modes"] = modes
+    if modes:
+        rep.image(_group_bars(rep.out_dir / "group_modes.png", modes), "Deal rate and goal per mode")
+    access: dict[str, dict[str, Any]] = summary.get("access") or {}
+    if access:
+        fields = list(dict.fromkeys(k for a in access.values() for k in a if k != "mode"))
+        rep.table(
+            ReportTable(
+                "What each mode's agents see",
+                ["", *access],
+                [[f, *(str(access[m].get(f, "-")) for m in access)] for f in fields],
+                align_numbers=False,
+            )
+        )
     return []
 
 

@@ -84,9 +84,11 @@ def Page() -> Any:
         src = source()
         if not parts:
             if src.is_experiment:
-                solara.Title("socium explore: runs")
-                Nav(None, src)
-                return Experiment(src)
+                with solara.Column(style="max-width: 980px; margin: 0 auto") as top:
+                    solara.Title("socium explore: runs")
+                    Nav(None, src)
+                    Experiment(src)
+                return top
             parts = ["run", "0"]
         index = as_int(parts[1]) if len(parts) > 1 and parts[0] == "run" else None
         if index is None:
@@ -123,5 +125,5 @@ def Layout(children: list[Any] = []) -> Any:  # noqa: B006 (Solara's signature f
     return solara.Column(children=children, style="padding: 8px")
 
 
-routes = [solara.Route(path="/", component=Page), solara.Route(path="run", component=Page)]
+routes = [solara.Route(path="/", component=Page, layout=Layout), solara.Route(path="run", component=Page)]
 """Solara's router only serves URLs its routes match: ``/`` and everything under ``/run`` (``Page`` reads the rest)."""

@@ -6,6 +6,7 @@ so it costs the same on a 30-agent run and a 10^5-agent one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import reacton.ipyvuetify as vue
@@ -18,12 +19,24 @@ from socium.trace.queries import explore as q
 from socium.trace.queries.runs import run_config
 
 ALL = "all"
+SHOWN_OVERRIDES = 16
+"""Config differences listed per run of an experiment (the rest are counted)."""
 
 
 def as_int(text: str) -> int | None:
     """A filter box's text as an integer (None: empty or not a number, so no filter)."""
     t = text.strip()
     return int(t) if t.lstrip("-").isdigit() and len(t) < 19 else None
+
+
+def rewinding(setter: Callable[[str], None], set_offset: Callable[[int], None]) -> Callable[[str], None]:
+    """A filter's setter that also goes back to the first page (the old offset may be past the new end)."""
+
+    def set_and_rewind(value: str) -> None:
+        setter(value or "")
+        set_offset(0)
+
+    return set_and_rewind
 
 
 @solara.component
@@ -35,12 +48,8 @@ def Timeline(run: RunView) -> Any:
     offset, set_offset = solara.use_state(0)
     flt = {"step": as_int(step), "author": as_int(author), "text": text or None}
 
-    def on(setter: Any) -> Any:
-        def set_and_rewind(v: str) -> None:
-            setter(v or "")
-            set_offset(0)
-
-        return set_and_rewind
+    def on(setter: Callable[[str], None]) -> Callable[[str], None]:
+        return rewinding(setter, set_offset)
 
     total = run(q.count_timeline, **flt)
     posts = run(q.timeline, **flt, limit=q.PAGE, offset=offset)
@@ -63,7 +72,7 @@ def Agents(run: RunView) -> Any:
     offset, set_offset = solara.use_state(0)
     rows = run(q.find_agents, text or None, limit=q.PAGE + 1, offset=offset)
     with solara.Column() as main:
-        solara.InputText("id, username or name", value=text, on_value=lambda v: (set_text(v), set_offset(0)))
+        solara.InputText("id, username or name", value=text, on_value=rewinding(set_text, set_offset))
         for agent_id, username, name in rows[: q.PAGE]:
             with vue.Html(tag="div", class_="agent-row"):
                 Go(f"{run.base}/agent/{agent_id}", f"agent {agent_id}", "agent-link", attrs(agent=agent_id))
@@ -90,9 +99,9 @@ def CallsPage(run: RunView) -> Any:
             return main
         with solara.Row(style="gap: 1em"):
             solara.Select(
-                "outcome", value=outcome, values=[ALL, *outcomes], on_value=lambda v: (set_outcome(v), set_offset(0))
+                "outcome", value=outcome, values=[ALL, *outcomes], on_value=rewinding(set_outcome, set_offset)
             )
-            solara.Select("model", value=model, values=[ALL, *models], on_value=lambda v: (set_model(v), set_offset(0)))
+            solara.Select("model", value=model, values=[ALL, *models], on_value=rewinding(set_model, set_offset))
         Pager(total, offset, set_offset, q.PAGE)
         for c in run(q.calls, **flt, limit=q.PAGE, offset=offset):
             with solara.Card(margin=1):
@@ -120,7 +129,9 @@ def Experiment(source: Source) -> Any:
                     style="color: #666",
                 )
                 if i:
-                    shown = "; ".join(f"{k}={v}" for k, v in list(diff.items())[:12]) or "same config as the first run"
+                    shown = "; ".join(f"{k}={v}" for k, v in list(diff.items())[:SHOWN_OVERRIDES])
+                    more = len(diff) - SHOWN_OVERRIDES
+                    shown = (shown + (f"; and {more} more" if more > 0 else "")) or "same config as the first run"
                     Say(f"differs from the first run: {shown}", tag="div", classes="overrides")
                 else:
                     solara.Text(" (the run the others are compared with)", style="color: #666")

@@ -111,9 +111,11 @@ def flat(config: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def overrides(base: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-    """The dotted keys where ``config`` differs from ``base`` (the experiment's first run), with its values."""
+    """The dotted keys where ``config`` differs from ``base`` (the experiment's first run), with its values:
+    top-level keys first (``seed``, ``steps``), and keys it leaves unset (a section it has no use for) left out."""
     a, b = flat(base), flat(config)
-    return {k: b.get(k) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+    keys = [k for k in set(a) | set(b) if a.get(k) != b.get(k) and b.get(k) is not None]
+    return {k: b[k] for k in sorted(keys, key=lambda k: (k.count("."), k))}
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ def Say(text: Any, limit: int = SHORT, tag: str = "span", classes: str = "", dat
 @solara.component
 def Fold(summary: str, text: Any, open_: bool = False, classes: str = "", data: dict[str, str] | None = None) -> Any:
     """A long text (a prompt, a raw response) folded under a one-line summary, shown preformatted."""
-    s = "" if text is None else str(text)
+    s = "(none)" if text is None else str(text)
     shown = s[:LONG] + (f"\n… cut: {len(s) - LONG:,} characters not sent" if len(s) > LONG else "")
     attributes = {"open": "open"} if open_ else {}
     with vue.Html(tag="details", attributes=attributes, class_="fold") as main:

@@ -30,7 +30,7 @@ from collections.abc import MutableMapping, Sequence
 from typing import Any
 
 from socium.errors import ConfigError, LLMError
-from socium.llm.models import INSTALL_ENGINE, ModelSpec, default_model_path, resolve_model
+from socium.llm.models import INSTALL_ENGINE, ModelSpec, resolve_model
 from socium.llm.types import ErrorKind, LLMRequest, LLMResult
 
 __all__ = [
@@ -40,7 +40,6 @@ __all__ = [
     "EmbeddedBackend",
     "auto_threads",
     "busy_elsewhere",
-    "default_model_path",
     "measure_busy_elsewhere",
     "omp_defaults",
 ]

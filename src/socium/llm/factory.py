@@ -13,16 +13,15 @@ from socium.config.llm import LLMConfig
 from socium.errors import ConfigError
 from socium.llm.base import BackendWrapper, LLMBackend
 from socium.llm.cache import ResultCache
+from socium.llm.usage import MeteredBackend, UsageStats
 from socium.llm.wrappers import (
     BudgetLedger,
     CachingBackend,
     CircuitBreaker,
     ConcurrencyLimit,
-    MeteredBackend,
     RetryingBackend,
     RoundRobinBackend,
     TokenBudget,
-    UsageStats,
 )
 
 
@@ -144,6 +143,8 @@ def build_backend(
             max_delay_s=cfg.retry_max_delay_s,
             seed=cfg.seed,
             deadline_s=cfg.request_deadline_s,
+            # HTTP requests retry on their own; not with an untyped budget, which refuses a whole batch up front
+            per_request=is_http and (typed_budget or (cfg.token_budget is None and cfg.call_budget is None)),
         )
     if cache is not None and cfg.cache:
         backend = CachingBackend(backend, cache)

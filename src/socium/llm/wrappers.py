@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -18,18 +19,15 @@ from socium.errors import BudgetExceeded
 from socium.llm.base import BackendWrapper, LLMBackend, LoopLocal, check_results
 from socium.llm.cache import ResultCache, get_many, put_many
 from socium.llm.types import LLMRequest, LLMResult
-from socium.llm.usage import MeteredBackend, UsageStats
 
 __all__ = [
     "CachingBackend",
     "CircuitBreaker",
     "ConcurrencyLimit",
-    "MeteredBackend",
     "RetryingBackend",
     "RoundRobinBackend",
     "BudgetLedger",
     "TokenBudget",
-    "UsageStats",
     "find_wrapper",
 ]
 
@@ -106,8 +104,10 @@ class RetryingBackend(BackendWrapper):
         sleep: Sleep | None = None,
         deadline_s: float | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        per_request: bool = False,
     ) -> None:
         super().__init__(inner)
+        self.per_request = per_request  # HTTP: each request goes out (and retries) on its own
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         self.max_attempts = max_attempts
@@ -147,15 +147,39 @@ class RetryingBackend(BackendWrapper):
             made += result.attempts
         return result.model_copy(update={"attempts": made, "latency_s": self.clock() - t0})
 
+    def _started(self, result: LLMResult, sent: float, done: float) -> float:
+        """When a request's first attempt began: its deadline runs from there, not from the batch's start (a
+        request queued behind ``max_concurrency`` others had spent it before it was sent: 19 of 106 failed)."""
+        return max(sent, done - result.latency_s) if result.latency_s > 0 else sent
+
+    async def _one(self, req: LLMRequest) -> LLMResult:
+        sent = self.clock()
+        first = check_results([req], await self.inner.generate([req]), self.inner)[0]
+        if not first.retryable:
+            return first
+        return await self._retry(req, first, self._started(first, sent, self.clock()))
+
     async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
         if not requests:
             return []
+        if self.per_request and len(requests) > 1:  # a failed request retries at once, not after the batch
+            got = await asyncio.gather(*(self._one(q) for q in requests), return_exceptions=True)
+            for g in got:  # raised only once every request has settled: none is left running unseen
+                if isinstance(g, BaseException):
+                    raise g
+            return [g for g in got if isinstance(g, LLMResult)]
         t0 = self.clock()
         first = check_results(requests, await self.inner.generate(requests), self.inner)
         if not any(r.retryable for r in first):
             return first
+        done = self.clock()
         return list(
-            await asyncio.gather(*(self._retry(q, r, t0) if r.retryable else _done(r) for q, r in zip(requests, first)))
+            await asyncio.gather(
+                *(
+                    self._retry(q, r, self._started(r, t0, done)) if r.retryable else _done(r)
+                    for q, r in zip(requests, first)
+                )
+            )
         )
 
 
@@ -166,8 +190,12 @@ async def _done(result: LLMResult) -> LLMResult:
 class CircuitBreaker(BackendWrapper):
     """Stop calling a backend that keeps failing, then probe it again after a pause.
 
-    Opens after ``failure_threshold`` consecutive transient failures (client errors are the
-    request's fault and do not count); while open every request fails fast with
+    Opens on a failure *rate*: when at least ``failure_threshold`` of the last ``window`` requests failed
+    transiently and they are at least ``failure_rate`` of them (client errors are the request's fault and
+    do not count). Why not a streak: failures were counted "consecutive" in completion order, so ten
+    requests that hung together and timed out together (a slow tail: they finish last) opened it at 3.7%
+    failures and stopped a healthy 10^4-agent run; a server that is really down fails nearly every
+    request and still opens it after ``failure_threshold`` of them. While open every request fails fast with
     ``error_kind='circuit_open'``, which retry wrappers do not retry, and an error text that
     names the real cause (the last failure: connection refused, HTTP status, timeout), so the
     call log and the run's stop message say why. After ``reset_after_s`` one
@@ -180,17 +208,25 @@ class CircuitBreaker(BackendWrapper):
         failure_threshold: int = 5,
         reset_after_s: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        failure_rate: float = 0.5,
+        window: int = 100,
     ) -> None:
         super().__init__(inner)
         if failure_threshold < 1:
             raise ValueError("failure_threshold must be at least 1")
+        if not 0.0 < failure_rate <= 1.0:
+            raise ValueError("failure_rate must lie in (0, 1]")
         self.failure_threshold = failure_threshold
+        self.failure_rate = failure_rate
         self.reset_after_s = reset_after_s
         self.clock = clock
-        self.consecutive_failures = 0
+        # outcomes of the latest requests (True: a transient failure), at least failure_threshold of them
+        self.recent: deque[bool] = deque(maxlen=max(window, failure_threshold))
         self.opened_at: float | None = None
         self.times_opened = 0
         self.last_cause: str | None = None  # the failure that made it open, for the fail-fast message
+        self.opened_by = ""
 
     @property
     def state(self) -> str:
@@ -201,22 +237,26 @@ class CircuitBreaker(BackendWrapper):
     def _fail_fast(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
         assert self.opened_at is not None
         wait = max(0.0, self.reset_after_s - (self.clock() - self.opened_at))
-        msg = (
-            f"circuit open after {self.failure_threshold} consecutive failures (last: {self.last_cause}); "
-            f"next probe in {wait:.1f}s"
-        )
+        msg = f"circuit open: {self.opened_by} (last: {self.last_cause}); next probe in {wait:.1f}s"
         return [LLMResult.failure(r.request_id, msg, "circuit_open", attempts=0) for r in requests]
+
+    @property
+    def recent_failures(self) -> int:
+        return sum(self.recent)
 
     def _observe(self, results: Sequence[LLMResult]) -> None:
         for r in results:
             if r.retryable:
                 self.last_cause = f"{r.error_kind}: {r.error}"
-                self.consecutive_failures += 1
-                if self.consecutive_failures >= self.failure_threshold and self.opened_at is None:
-                    self.opened_at = self.clock()
-                    self.times_opened += 1
-            elif r.ok:
-                self.consecutive_failures = 0
+            elif not r.ok:
+                continue  # the request's own fault (400, context too long): says nothing about the server
+            self.recent.append(r.retryable)
+            failed = self.recent_failures
+            rate_ok = failed < self.failure_threshold or failed < self.failure_rate * len(self.recent)
+            if self.opened_at is None and not rate_ok:
+                self.opened_at = self.clock()
+                self.times_opened += 1
+                self.opened_by = f"{failed} of the last {len(self.recent)} requests failed"
 
     async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
         if not requests:
@@ -232,7 +272,7 @@ class CircuitBreaker(BackendWrapper):
                 self.opened_at = self.clock()
                 return probe + self._fail_fast(requests[1:])
             self.opened_at = None
-            self.consecutive_failures = 0
+            self.recent.clear()  # a fresh start: the failures before the pause are history
             rest = requests[1:]
             if not rest:
                 return probe

@@ -26,7 +26,7 @@ from socium.config.moderation import ROLES, VERACITY, ModerationConfig, RolesCon
 from socium.core.contracts import Decision, Observation
 from socium.core.perspective import sees_environment_facts
 from socium.core.rng import uniform
-from socium.moderation.base import MODERATION, ModerationContext
+from socium.moderation.base import ModerationContext
 from socium.moderation.feeds import ModeratedRecommender
 from socium.moderation.registry import make_moderator
 from socium.moderation.roles import (
@@ -250,4 +250,7 @@ def role_names(roles: np.ndarray) -> list[str]:
     return [ROLES[int(r)] for r in roles]
 
 
-__all__ = ["ModerationLayer", "MODERATION", "role_names"]
+__all__ = [
+    "ModerationLayer",
+    "role_names",
+]

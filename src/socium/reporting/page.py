@@ -19,6 +19,7 @@ class ReportTable:
     rows: list[list[str]]
     summary: bool = False  # also printed in the terminal
     align_numbers: bool = True  # right-align numeric cells (off for field/value tables such as cards)
+    folded: bool = False  # drawn closed (``<details>``): long reference tables (cards) must not bury the results
 
 
 @dataclass
@@ -76,6 +77,7 @@ CSS = (
     "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:break-word}"
     "td.n{text-align:right;white-space:nowrap}img{max-width:100%}figure{margin:1em 0}"
     ".kv td{overflow-wrap:anywhere}.kv td:first-child{white-space:nowrap;overflow-wrap:normal}"
+    "details{margin:.5em 0}summary{cursor:pointer;font-weight:bold}"
     ".banner{background:#b00020;color:#fff;font-weight:bold;padding:.8em 1em;margin:1em 0;border-radius:4px}"
 )
 
@@ -120,6 +122,10 @@ def render_html(rep: Report, title: str) -> str:
                 for row in b.rows
             )
             cls = "" if b.align_numbers else " class='kv'"
-            parts.append(f"<h3>{e(b.title)}</h3><table{cls}><tr>{head}</tr>{body}</table>")
+            table = f"<table{cls}><tr>{head}</tr>{body}</table>"
+            if b.folded:
+                parts.append(f"<details><summary>{e(b.title)}</summary>{table}</details>")
+            else:
+                parts.append(f"<h3>{e(b.title)}</h3>{table}")
     parts += [f"<div class='banner' role='alert'>{e(b)}</div>" for b in rep.banners]
     return "\n".join(parts + ["</body></html>"])

@@ -56,9 +56,34 @@ def _label(labels: Mapping[str, str] | None, name: str) -> str:
     return (labels or {}).get(name, name)
 
 
+def _legend_strip(fig: Any, handles: list[Any], names: list[str], ncol: int) -> float:
+    """Draw the figure legend at the bottom, measured: fewer columns while it is wider than the figure,
+    a wider figure when one column still is, a taller one when the strip would take over half of it.
+    Returns the strip's height as a share of the figure. Why measured: the old guess of ~0.06 per row
+    cut long legends (``group_means.png``, a comparison's mean-cascade figure) at the canvas edge."""
+    renderer = fig.canvas.get_renderer()
+    cols = max(1, min(ncol, len(names)))
+    while True:
+        leg = fig.legend(
+            handles, names, loc="lower center", bbox_to_anchor=(0.5, 0.005), ncol=cols, frameon=False, fontsize=8
+        )
+        box = leg.get_window_extent(renderer)
+        if box.width <= 0.98 * fig.bbox.width or cols == 1:
+            break
+        leg.remove()
+        cols -= 1
+    if box.width > 0.98 * fig.bbox.width:  # one long label: widen the canvas to hold it
+        fig.set_figwidth(fig.get_figwidth() * box.width / (0.96 * fig.bbox.width))
+    share = (box.height + 6) / fig.bbox.height
+    if share > 0.45:  # many rows: grow the canvas so the axes keep their height
+        fig.set_figheight(fig.get_figheight() * share / 0.45)
+        share = (box.height + 6) / fig.bbox.height
+    return share
+
+
 def _save(fig: Any, path: Path, legend_from: Any = None, ncol: int | None = None) -> Path:
     """Save with the legend of ``legend_from`` (an axes or a list of them) in its own strip under the
-    axes, so it never covers data."""
+    axes, so it never covers data and always lies inside the canvas."""
     bottom = 0.0
     if legend_from is not None:
         seen: dict[str, Any] = {}
@@ -66,14 +91,22 @@ def _save(fig: Any, path: Path, legend_from: Any = None, ncol: int | None = None
             for h, n in zip(*ax.get_legend_handles_labels()):
                 seen.setdefault(n, h)
         if seen:
-            cols = ncol or min(len(seen), 4)
-            rows = math.ceil(len(seen) / cols)
-            fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=cols, frameon=False, fontsize=8)
-            bottom = min(0.045 + 0.06 * rows, 0.45) * (3.8 / fig.get_size_inches()[1])
+            bottom = _legend_strip(fig, list(seen.values()), list(seen), ncol or min(len(seen), 4))
     fig.tight_layout(rect=(0, bottom, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _fit_whiskers(ax: Any, lows: Sequence[float], highs: Sequence[float]) -> None:
+    """Widen the y axis to every interval's ends (and 8% room above for the printed values): a limit set
+    from the bars alone cut the whiskers of the next model's bars (the CV report's NRMSE figure)."""
+    lo, hi = ax.get_ylim()
+    ends = [float(v) for v in (*lows, *highs) if v is not None and math.isfinite(float(v))]
+    if not ends:
+        return
+    span = max(hi, *ends) - min(lo, *ends) or 1.0
+    ax.set_ylim(min(lo, min(ends) - 0.03 * span if min(ends) < lo else lo), max(hi, max(ends) + 0.08 * span))
 
 
 def _integer(ax: Any, axis: str = "y") -> None:
@@ -185,6 +218,7 @@ def nrmse_bars(
     fig, ax = plt.subplots(figsize=(7, 4))
     keys = list(CURVE_TITLES)
     width = 0.8 / max(len(nrmse), 1)
+    tops: list[float] = []
     for i, (name, vals) in enumerate(nrmse.items()):
         ys = [vals[k] for k in keys]
         err = None
@@ -192,6 +226,7 @@ def nrmse_bars(
             err = np.array(
                 [[max(ys[j] - ci[name][k][0], 0.0), max(ci[name][k][1] - ys[j], 0.0)] for j, k in enumerate(keys)]
             ).T
+            tops += [ci[name][k][1] for k in keys]
         bars = ax.bar(
             np.arange(len(keys)) + i * width,
             ys,
@@ -215,6 +250,7 @@ def nrmse_bars(
     ax.set_ylabel("NRMSE (RMSE / max of the real curve)")
     ax.set_xlabel("cascade curve")
     ax.set_ylim(bottom=0)
+    _fit_whiskers(ax, [], tops)
     over = f" over {n} cascade{'s' if n != 1 else ''}" if n else ""
     ax.set_title(f"Mean NRMSE per curve{over} (lower is better; bars: {ci_kind})", fontsize=10)
     return _save(fig, path, ax)
@@ -282,6 +318,7 @@ def group_bars(
     runs = list(values)
     groups = list(dict.fromkeys(g for r in runs for g in values[r]))
     width = 0.8 / max(len(runs), 1)
+    ends: list[float] = []
     for i, run in enumerate(runs):
         ys = [values[run].get(g) for g in groups]
         plot_ys = [0.0 if y is None else y for y in ys]
@@ -290,6 +327,8 @@ def group_bars(
             ci = cis.get(run, {}).get(g)
             ok = y is not None and ci and ci[0] is not None and ci[1] is not None
             err.append([y - ci[0], ci[1] - y] if ok else [0.0, 0.0])  # type: ignore[index,operator]
+            if ok:
+                ends += [ci[0], ci[1]]  # type: ignore[index]
         bars = ax.bar(
             np.arange(len(groups)) + i * width,
             plot_ys,
@@ -302,6 +341,7 @@ def group_bars(
         _bar_values(ax, bars, ys)
     if reference is not None:
         ax.axhline(reference[0], color="black", ls=":", lw=1, label=reference[1])
+    _fit_whiskers(ax, ends, ends)
     ax.set_xticks(np.arange(len(groups)) + width * (len(runs) - 1) / 2, groups)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)

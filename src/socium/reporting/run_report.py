@@ -185,3 +185,45 @@ def llm_usage(con: duckdb.DuckDBPyConnection, path: Path, step_minutes: float) -
         "latency_p50_s": [r[4] for r in rows],
         "latency_p90_s": [r[5] for r in rows],
     }
+
+
+#: Examples of each memory kind shown on a run's page, and the characters kept of each (memory text is
+#: agent output: bounded so one long reflection cannot take over the page).
+MEMORY_EXAMPLES = 3
+MEMORY_CHARS = 240
+
+
+def memories(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, Any] | None:
+    """Memories per agent by kind (observation, action, reflection) as stacked bars, and the most
+    important few of each kind (None when the run kept no memory stream)."""
+    if "memories" not in runs.table_names(con):
+        return None
+    rows = population.memory_counts(con)
+    if not rows:
+        return None
+    agents = sorted({a for a, _k, _n in rows})
+    kinds = sorted({k for _a, k, _n in rows})
+    idx = {a: i for i, a in enumerate(agents)}
+    per_kind = {k: [0] * len(agents) for k in kinds}
+    for a, k, n in rows:
+        per_kind[k][idx[a]] = n
+    fig, ax = plt.subplots(figsize=(max(7.0, min(0.25 * len(agents) + 2, 14.0)), 3.8))
+    bottom = np.zeros(len(agents))
+    for k in kinds:
+        ax.bar(range(len(agents)), per_kind[k], bottom=bottom, label=k, width=0.8)
+        bottom += np.asarray(per_kind[k])
+    step = max(1, len(agents) // 20)
+    ax.set_xticks(range(0, len(agents), step), [str(a) for a in agents[::step]])
+    ax.set_xlabel("agent id")
+    ax.set_ylabel("memories (count)")
+    ax.set_title("Memory stream per agent, by kind", fontsize=10)
+    P._integer(ax)
+    P._save(fig, path, ax)
+    examples = {
+        k: [
+            {"step": int(s), "agent": int(a), "text": str(t or ""), "importance": imp}
+            for s, a, t, imp in population.memory_examples(con, k, MEMORY_EXAMPLES, MEMORY_CHARS)
+        ]
+        for k in kinds
+    }
+    return {"agents": agents, "per_kind": per_kind, "examples": examples}

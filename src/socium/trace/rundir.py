@@ -324,7 +324,9 @@ def write_out_file(path: Path, text: str) -> Path:
 def _trace_facts(db: Path) -> tuple[int | None, int | None, str | None]:
     """(last committed step, the steps its own config runs to, its config hash) of a trace; Nones where
     the trace cannot tell (corrupt, killed before the set-up committed)."""
-    from socium.trace.store import open_trace  # DuckDB is imported only when a trace is read
+    import duckdb  # imported only when a trace is read
+
+    from socium.trace.store import open_trace
 
     try:
         con = open_trace(db)
@@ -333,7 +335,7 @@ def _trace_facts(db: Path) -> tuple[int | None, int | None, str | None]:
     try:
         (last,) = con.execute("SELECT max(step) FROM steps").fetchone() or (None,)
         row = con.execute("SELECT config, config_hash FROM runs LIMIT 1").fetchone()
-    except Exception:  # duckdb.Error: no schema yet, or not a socium trace
+    except duckdb.Error:  # no schema yet (killed before it was made), or not a socium trace
         return None, None, None
     finally:
         con.close()
@@ -363,7 +365,7 @@ def held_run_error(run_dir: Path, config_hash: str) -> RunDirError:
     last, steps, recorded = _trace_facts(run_dir / "trace.duckdb")
     elsewhere = "pass --force to overwrite it, or choose another --out"
     if last is None or steps is None:
-        return RunDirError(f"{run_dir} already holds a run with no committed step; {elsewhere}")
+        return RunDirError(f"{run_dir} already holds a trace with no readable set-up; {elsewhere}")
     done = f"{last + 1} of {steps} steps committed"
     if recorded != config_hash:
         state = "a finished run" if last >= steps - 1 else "an unfinished run"

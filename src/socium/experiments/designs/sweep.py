@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 
 from socium.config.loading import config_from_dict, read_yaml_mapping
 from socium.errors import ConfigError
@@ -271,3 +272,110 @@ def summarize(sweep_dir: str | Path) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+# ---- report (``socium report SWEEP_DIR``) ---------------------------------------------------------
+SWEEP_FILE = "sweep.json"
+#: Outcomes every run of any config has, read through the named trace queries: name -> label.
+OUTCOMES = {
+    "posts": "posts (all kinds)",
+    "reshares": "reshares (reposts + quotes)",
+    "largest_cascade": "largest cascade (posts, root included)",
+    "actions": "actions",
+}
+
+
+def run_outcomes(run_dir: str | Path) -> dict[str, float]:
+    """A finished (or partial) run's :data:`OUTCOMES`."""
+    from socium.trace.queries import cascades, posts
+
+    with run_q.open_run(run_dir) as con:
+        summ = run_q.run_summary(con)
+        kinds = posts.post_kinds(con)
+        top = cascades.largest_cascades(con, 1)
+    return {
+        "posts": float(summ["posts"]),
+        "reshares": float(kinds.get("repost", 0) + kinds.get("quote", 0)),
+        "largest_cascade": float(top[0][1]) if top else 1.0,
+        "actions": float(summ["actions"]),
+    }
+
+
+def _cell(values: list[float]) -> str:
+    """Mean over seeds with its interval by the one policy (bootstrap: counts; none below 3 seeds)."""
+    from socium.core.intervals import nonnegative_interval
+
+    iv = nonnegative_interval(values)
+    if iv.estimate is None:
+        return "-"
+    return f"{iv.estimate:.1f}" + (f" [{iv.low:.1f}, {iv.high:.1f}]" if iv.has_bounds else "")
+
+
+def _figure(path: Path, combos: list[str], per: list[dict[str, list[float]]]) -> Path:
+    """One panel per outcome: every seed's value as a dot, the mean over seeds as a bar per combination."""
+    from socium.reporting import plots as P
+
+    fig, axes = P.plt.subplots(1, len(OUTCOMES), figsize=(3.4 * len(OUTCOMES), 3.2 + 0.12 * len(combos)))
+    xs = np.arange(len(combos))
+    for ax, (key, label) in zip(axes, OUTCOMES.items()):
+        means = [float(np.mean(p[key])) if p[key] else np.nan for p in per]
+        ax.bar(xs, means, 0.6, color="tab:blue", alpha=0.35, label="mean over seeds")
+        for x, p in zip(xs, per):
+            ax.plot([x] * len(p[key]), p[key], "o", color="black", ms=3, label="one seed")
+        ax.set_xticks(xs, combos, rotation=90, fontsize=7)
+        ax.set_ylabel("count", fontsize=8)
+        ax.set_title(label, fontsize=9)
+        ax.set_ylim(bottom=0)
+        P._integer(ax)
+    fig.suptitle("Outcomes per combination of the grid (dots: seeds; bars: their mean)", fontsize=10)
+    return P._save(fig, path, axes[0])
+
+
+def report(rep: Any, path: Path) -> list[Path]:
+    """The sweep's page: per combination the override values whole and the mean outcomes over seeds
+    (interval by socium.core.intervals, none below 3 seeds), every run's row, and a figure. Returns the
+    run directories (their cards differ only where the overrides do)."""
+    from socium.reporting.page import ReportTable, counted
+
+    rows = summarize(path)
+    manifest = json.loads((path / SWEEP_FILE).read_text(encoding="utf-8"))
+    keys = list(manifest.get("grid") or {})
+    have = {r["run"]: run_outcomes(path / r["run"]) for r in rows if (path / r["run"] / "trace.duckdb").is_file()}
+    combos: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        combos.setdefault(json.dumps([r["overrides"].get(k) for k in keys]), []).append(r)
+    rep.heading("Sweep")
+    rep.note(
+        f"{counted(len(combos), 'combination')} of {', '.join(keys) or 'no grid key'} x "
+        f"{counted(len(manifest.get('seeds') or []), 'seed')} = {counted(len(rows), 'run')}; "
+        f"{sum(r['status'] == 'ok' for r in rows)} finished. Outcomes: mean over the combination's seeds "
+        "[95% bootstrap interval over seeds; none below 3 seeds]."
+    )
+    per: list[dict[str, list[float]]] = []
+    table = []
+    for combo, runs in combos.items():
+        vals = {k: [have[r["run"]][k] for r in runs if r["run"] in have] for k in OUTCOMES}
+        per.append(vals)
+        table.append(
+            [*(json.dumps(v) for v in json.loads(combo)), f"{len(vals['posts'])}/{len(runs)}"]
+            + [_cell(vals[k]) for k in OUTCOMES]
+        )
+    rep.table(ReportTable("Per combination", [*keys, "seeds run", *OUTCOMES.values()], table, summary=True))
+    rep.series["sweep"] = {"keys": keys, "combinations": [json.loads(c) for c in combos], "outcomes": per}
+    labels = ["\n".join(f"{k}={json.dumps(v)}" for k, v in zip(keys, json.loads(c))) or "base" for c in combos]
+    if have:
+        rep.image(_figure(rep.out_dir / "sweep_outcomes.png", labels, per), "Outcomes per combination of the grid")
+    rep.table(
+        ReportTable(
+            "Every run",
+            ["run", *keys, "seed", "status", "steps", *OUTCOMES.values(), "wall s"],
+            [
+                [r["run"], *(json.dumps(r["overrides"].get(k)) for k in keys), str(r["seed"]), r["status"]]
+                + [str(r["steps"])]
+                + [f"{have[r['run']][k]:.0f}" if r["run"] in have else "-" for k in OUTCOMES]
+                + ["-" if r["wall_s"] is None else f"{r['wall_s']:.2f}"]
+                for r in rows
+            ],
+        )
+    )
+    return [path / r["run"] for r in rows if r["run"] in have]

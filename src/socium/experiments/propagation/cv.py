@@ -28,6 +28,7 @@ where R separate runs would each pay the per-step commit (1-minute steps: 150 co
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -35,9 +36,11 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from socium.core.rng import component_rng
 from socium.errors import ConfigError
 from socium.experiments.propagation.curves import nrmse_curves
 from socium.experiments.propagation.fit import fit_timing, write_fit
+from socium.experiments.propagation.forecast import cascade_arrays, forecast_cascade, forecast_summary, window_nrmse
 from socium.experiments.propagation.population import (
     cascade_population,
     earliest_users,
@@ -47,9 +50,12 @@ from socium.experiments.propagation.population import (
     subtree_curves,
 )
 from socium.experiments.spec import build_config, run_config, write_population_csv, write_results
+from socium.simulator.timing import TimingParams
 from socium.trace.queries.curves import CURVE_NAMES
 
 CVModel = Literal["ic_pooled", "calibrated", "llm"]
+FORECAST_PURPOSE = 41
+"""socium.core.rng stream of the forecast's replicas (apart from rng.py's 1..7 and intervals' 29)."""
 
 
 class CVSpec(BaseModel):
@@ -163,11 +169,15 @@ def score_cascade(
     fold: int | None,
     topics: dict[str, dict[str, str]],
     force: bool = False,
+    casc_sd: float = 0.0,
 ) -> dict[str, Any]:
     """Run every ``cv.models`` model on one cascade with ``timing`` (``cv.runs`` replicas) and score it.
 
     Shared by cross-validation (``fold`` k: runs under ``cv/fold{k}``) and transfer scoring of a saved fit
-    (``fold`` None: runs under ``transfer``), so both score exactly the same way.
+    (``fold`` None: runs under ``transfer``), so both score exactly the same way. With the spec's
+    ``observe_minutes`` (cross-validation only) the models are also scored on the window after the
+    observed prefix, and the prefix-conditioned forecast and its baselines are added
+    (:mod:`~socium.experiments.propagation.forecast`; ``casc_sd``: the fold's fitted cascade_sigma).
     """
     users = earliest_users(tree, spec.max_users)
     rows, _ = cascade_population(tree, users, spec, None, cv.seed)
@@ -192,6 +202,16 @@ def score_cascade(
             "nrmse": nrmse_curves(acc, real, spec.minutes),
             "final": {c: float(acc[c][-1]) for c in CURVE_NAMES},
         }
+        if getattr(spec, "observe_minutes", None):  # scored like the forecast: on the window after the prefix
+            m = spec.observe_minutes
+            row["models"][model]["nrmse_remaining"] = {
+                c: window_nrmse(acc[c], real[c], m, spec.minutes) for c in CURVE_NAMES
+            }
+    if getattr(spec, "observe_minutes", None) and timing is not None and fold is not None:
+        tp = TimingParams.from_dict(timing)
+        rng = component_rng(cv.seed, FORECAST_PURPOSE, fold, zlib.crc32(cid.encode()))
+        arrays = cascade_arrays(tree, users)
+        row["forecast"] = forecast_cascade(arrays, tp, casc_sd, spec.observe_minutes, cv.runs, spec.minutes, real, rng)
     return row
 
 
@@ -234,7 +254,9 @@ def run_propagation_cv(
             row = {
                 "id": cid,
                 "fold": k,
-                **score_cascade(spec, cv, cid, trees[cid], fit["timing"], out, k, topics, force),
+                **score_cascade(
+                    spec, cv, cid, trees[cid], fit["timing"], out, k, topics, force, fit["estimates"]["cascade_sigma"]
+                ),
             }
             per_cascade.append(row)
             log(
@@ -258,6 +280,8 @@ def run_propagation_cv(
                 for f in range(cv.folds)
             ]
         summary[model] = entry
+    if getattr(spec, "observe_minutes", None):
+        summary["forecast"] = forecast_summary(per_cascade, spec.observe_minutes, cv.seed)
     results = {
         "experiment": "propagation",
         "mode": "cv",

@@ -125,6 +125,15 @@ class PropagationSpec(ExperimentSpec):
             raise ValueError(f"{', '.join(given)}: sampling applies only when no trees are named; remove it or {which}")
         return self
 
+    @model_validator(mode="after")
+    def _forecast_in_cv(self) -> PropagationSpec:
+        if self.observe_minutes is not None:
+            if self.cv is None or fit_file(self):
+                raise ValueError("observe_minutes: forecasting is scored in cross-validation; add cv: (no saved fit)")
+            if self.observe_minutes >= self.minutes:
+                raise ValueError(f"observe_minutes: {self.observe_minutes} leaves nothing of minutes={self.minutes}")
+        return self
+
     @field_validator("cascades", mode="before")
     @classmethod
     def _ids_as_text(cls, v: Any) -> Any:

@@ -22,8 +22,11 @@ RESHARE_AT = 0.5
 """A reshare made during step s is timed at (s + RESHARE_AT) steps: agents react *during* a step."""
 
 
-def cascade_events(con: Con, root_post: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def cascade_events(con: Con, root_post: int = 0, recorded_time: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Parent index (-1 = the source) and time in minutes since the source of every *user* in a cascade.
+
+    ``recorded_time``: time each reshare at its ``posts.time_s`` (what ``socium query`` shows; a single
+    run's report) instead of mid-step (:data:`RESHARE_AT`, the propagation model's timing against real trees).
 
     A user who reshared twice counts once (at the earliest reshare), as in Twitter15 where each user
     is one node; later reshares' children hang under that user's first node. A post that is not the
@@ -31,7 +34,7 @@ def cascade_events(con: Con, root_post: int = 0) -> tuple[np.ndarray, np.ndarray
     """
     dt_row = con.execute("SELECT json_extract(config, '$.step_minutes') FROM runs").fetchall()
     rows = con.execute(
-        "SELECT c.post_id, p.parent_id, c.author, c.step FROM cascade_nodes c JOIN posts p USING (post_id) "
+        "SELECT c.post_id, p.parent_id, c.author, c.step, p.time_s FROM cascade_nodes c JOIN posts p USING (post_id) "
         "WHERE c.root_id = ? ORDER BY c.step, c.post_id",
         [root_post],
     ).fetchall()
@@ -42,21 +45,28 @@ def cascade_events(con: Con, root_post: int = 0) -> tuple[np.ndarray, np.ndarray
     first_of: dict[int, int] = {}
     parent: list[int] = []
     times: list[float] = []
-    root_step = rows[0][3]
-    for pid, par, author, step in rows:
+    root_step, root_s = rows[0][3], rows[0][4]
+    for pid, par, author, step, time_s in rows:
         if author in first_of:
             node_of[pid] = first_of[author]
             continue
         k = len(parent)
         first_of[author] = node_of[pid] = k
         parent.append(-1 if pid == root_post else node_of[par])
-        times.append(0.0 if pid == root_post else (step - root_step + RESHARE_AT) * dt)
+        if pid == root_post:
+            times.append(0.0)
+        elif recorded_time:
+            times.append((float(time_s) - float(root_s)) / 60.0)
+        else:
+            times.append((step - root_step + RESHARE_AT) * dt)
     return np.array(parent, dtype=np.int64), np.array(times)
 
 
-def propagation_curves(con: Con, root_post: int = 0, minutes: int = 150) -> dict[str, np.ndarray]:
+def propagation_curves(
+    con: Con, root_post: int = 0, minutes: int = 150, recorded_time: bool = False
+) -> dict[str, np.ndarray]:
     """Per-minute scale, depth and max breadth of one simulated cascade (users, as :func:`cascade_events`)."""
-    parent, times = cascade_events(con, root_post)
+    parent, times = cascade_events(con, root_post, recorded_time)
     return cascade_curves_from_events(parent, times, minutes)
 
 

@@ -81,3 +81,19 @@ def memories(con: Con, agent_id: int) -> list[tuple[int, int, str, str, float]]:
         "SELECT step, agent_id, kind, text, importance FROM memories WHERE agent_id = ? ORDER BY step, seq",
         [agent_id],
     ).fetchall()
+
+
+def memory_counts(con: Con) -> list[tuple[int, str, int]]:
+    """(agent, kind, memories) of every agent's memory stream (observation, action, reflection, ...)."""
+    rows = con.execute("SELECT agent_id, kind, count(*) FROM memories GROUP BY agent_id, kind ORDER BY agent_id, kind")
+    return [(int(a), str(k), int(n)) for a, k, n in rows.fetchall()]
+
+
+def memory_examples(con: Con, kind: str, limit: int, max_chars: int) -> list[tuple[int, int, str, float | None]]:
+    """(step, agent, text cut to ``max_chars``, importance) of the ``limit`` most important memories of a kind
+    (ties: earliest first). Memory text is agent output: bounded here, escaped by whoever shows it."""
+    return con.execute(
+        "SELECT step, agent_id, left(text, ?), importance FROM memories WHERE kind = ? "
+        "ORDER BY importance DESC NULLS LAST, step, agent_id, seq LIMIT ?",
+        [max_chars, kind, limit],
+    ).fetchall()
