@@ -1,10 +1,9 @@
 """Recommender benchmarks: embedding throughput, feed time per step at scale, memory per post vector.
 
 Run: ``python benchmarks/bench_recsys.py`` (about two minutes on 2 cores; ``--quick`` for a smoke run).
-Prints one table. ``--old-ann FILE`` also times another nearest-neighbour module with the same
-functions (e.g. the hand-written numpy index faiss replaced: ``git show 65be3ac:src/socium/recsys/ann.py
-> /tmp/ann_old.py``) on the same world, clusters and users, and its recall against the same exact
-ranking; ``--no-minilm`` skips the rows that need torch. The OASIS contrast row is what
+Prints one table. ``--compare-ann FILE`` also times another nearest-neighbour module with the
+same functions (``benchmarks/ann_faiss.py``: faiss, after ``pip install faiss-cpu``) on the same
+world, clusters and users, and its recall against the same exact ranking; ``--no-minilm`` skips the rows that need torch. The OASIS contrast row is what
 re-embedding every post at every step would cost at the measured MiniLM throughput; socium embeds
 each post once, when it is created.
 
@@ -127,16 +126,16 @@ def _recall(a: list, b: list) -> float:
     return float(np.mean(hit))
 
 
-def bench_old_ann(path: str, rec: XRecommender, exact_rec: XRecommender, st: PlatformState, users: np.ndarray,
+def bench_other_ann(path: str, rec: XRecommender, exact_rec: XRecommender, st: PlatformState, users: np.ndarray,
                   sub: np.ndarray, k: int, reps: int, exact_feeds: list) -> list[tuple[str, str]]:  # fmt: skip
     """The same feeds through another ann module (same clusters, users, world): time and recall."""
     import socium.recsys.x as xmod
 
-    old = _load_ann(path)
+    other = _load_ann(path)
     saved = xmod.ivf_top, xmod.exact_top
     rows = []
     try:
-        xmod.ivf_top, xmod.exact_top = old.ivf_top, old.exact_top  # type: ignore[attr-defined]
+        xmod.ivf_top, xmod.exact_top = other.ivf_top, other.exact_top  # type: ignore[attr-defined]
         ivf = time_feeds(rec, st, users, k, reps)
         rows.append((f"  {path}: x feeds, {len(users):,} users, IVF (same clusters)", f"{ivf:.2f} s/step"))
         ex = time_feeds(exact_rec, st, sub, k, 1)
@@ -147,7 +146,7 @@ def bench_old_ann(path: str, rec: XRecommender, exact_rec: XRecommender, st: Pla
         data = rec.posts.m.data[: len(rec.posts)]
         n_c = len(rec.centroids) if rec.centroids is not None else 16
         t = time.perf_counter()
-        old.train_centroids(data, n_c)  # type: ignore[attr-defined]
+        other.train_centroids(data, n_c)  # type: ignore[attr-defined]
         rows.append((f"  {path}: k-means, {len(data):,} posts, {n_c} clusters", f"{time.perf_counter() - t:.2f} s"))
     finally:
         xmod.ivf_top, xmod.exact_top = saved
@@ -155,7 +154,7 @@ def bench_old_ann(path: str, rec: XRecommender, exact_rec: XRecommender, st: Pla
 
 
 def bench_feeds(
-    n_users_small: int, n_users_big: int, n_posts: int, quick: bool, old_ann: str | None = None
+    n_users_small: int, n_users_big: int, n_posts: int, quick: bool, other_ann: str | None = None
 ) -> list[tuple[str, str]]:
     rows = []
     n_pop = max(n_users_big, n_users_small)
@@ -192,8 +191,8 @@ def bench_feeds(
     t = time.perf_counter()
     train_centroids(data, len(rec.centroids))
     rows.append((f"k-means, {len(data):,} posts, {len(rec.centroids)} clusters", f"{time.perf_counter() - t:.2f} s"))
-    if old_ann:
-        rows += bench_old_ann(old_ann, rec, exact_rec, st, users, sub, k, 1 if quick else 3, b)
+    if other_ann:
+        rows += bench_other_ann(other_ann, rec, exact_rec, st, users, sub, k, 1 if quick else 3, b)
     chrono = time_feeds(ChronologicalRecommender(48), st, users, k, 1 if quick else 3)
     rows.append((f"chronological feeds, {n_users_small:,} users", f"{chrono:.2f} s/step"))
     if n_users_big > n_users_small:
@@ -222,7 +221,7 @@ def main() -> None:
     ap.add_argument("--posts", type=int, default=100_000)
     ap.add_argument("--quick", action="store_true", help="small sizes, one repetition")
     ap.add_argument("--no-minilm", action="store_true", help="skip the MiniLM throughput row (no torch)")
-    ap.add_argument("--old-ann", help="another ann.py to time on the same world (e.g. the hand-written index)")
+    ap.add_argument("--compare-ann", help="another ann module to time on the same world (benchmarks/ann_faiss.py)")
     ap.add_argument("--no-big", action="store_true", help="skip the --big-users row")
     a = ap.parse_args()
     if a.quick:
@@ -232,7 +231,7 @@ def main() -> None:
         f"socium recsys benchmark: {os.cpu_count()} CPUs visible, load average {load} at start, "
         f"numpy {np.__version__}, python {sys.version.split()[0]}"
     )
-    rows = bench_feeds(a.users, 0 if a.no_big else a.big_users, a.posts, a.quick, a.old_ann)
+    rows = bench_feeds(a.users, 0 if a.no_big else a.big_users, a.posts, a.quick, a.compare_ann)
     if not a.no_minilm:
         emb = bench_embedding(a.quick)
         tp = float(emb.pop()[1])

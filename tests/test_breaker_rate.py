@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import duckdb
 import pytest
 
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.llm.base import generate_sync
 from socium.llm.types import LLMRequest, LLMResult, user_request
 from socium.llm.wrappers import CircuitBreaker, RetryingBackend

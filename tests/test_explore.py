@@ -139,6 +139,9 @@ def test_post_page_queries(con) -> None:
     nodes = q.cascade(con, root, limit=1000)
     assert nodes[0][0] == root and {n[1] for n in nodes[1:]} <= {n[0] for n in nodes}
     assert q.cascade_size_by_step(con, root)[-1][1] == len(nodes)
+    for step, size in q.cascade_size_by_step(con, root):
+        assert len(q.cascade(con, root, until=step, limit=1000)) == size
+        assert all(n[3] <= step for n in q.cascade(con, root, until=step, limit=1000))
     n_shown = con.execute("SELECT count(*) FROM exposures WHERE post_id = ?", [root]).fetchone()[0]
     assert len(q.exposed_to(con, root, limit=10_000)) == sum(q.exposure_sources(con, root).values()) == n_shown
     acted = {(s, a, t) for s, a, t, _ in q.acted_on(con, root, limit=1000)}

@@ -70,7 +70,7 @@ def test_planted_trace_config_runs_nothing_on_resume(tmp_path):
     con.execute("UPDATE runs SET config = ?, config_hash = ?", [forged.canonical_json(), forged.config_hash()])
     con.close()
     r = _run(["--resume", "--out", str(out)], tmp_path)
-    assert r.returncode == 2 and "not a recommender class" in r.stderr, r.stderr
+    assert r.returncode == 2 and "names code to import" in r.stderr, r.stderr  # refused before any import
     assert not marker.exists()
 
 

@@ -14,8 +14,8 @@ import pytest
 from pydantic import BaseModel
 
 from conftest import small_config
-from socium.config import ExperimentConfig
 from socium.config.base import InputFile
+from socium.config.experiment import ExperimentConfig
 from socium.errors import RunDirError
 from socium.simulator.inputs import input_digests, input_paths
 from socium.simulator.simulation import Simulation

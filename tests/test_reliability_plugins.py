@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 import yaml
 
-from socium.config import config_from_dict
+from socium.config.loading import config_from_dict
 from socium.core.plugins import recorded_plugins
 
 SRC = Path(__file__).resolve().parents[1] / "src"

@@ -114,3 +114,19 @@ def test_query_out_refuses_the_runs_own_files(tmp_path) -> None:
         write_out_file(run / "config.json", "{}")
     ok = CliRunner().invoke(app, ["query", str(run), "SELECT 1 AS x", "--out", str(tmp_path / "x.csv")])
     assert ok.exit_code == 0 and (tmp_path / "x.csv").read_text().splitlines() == ["x", "1"]
+
+
+def test_a_start_killed_mid_schema_is_still_resumed_from_scratch(tmp_path) -> None:
+    """Only socium's own tables, all empty (killed while the schema was created): nothing to lose."""
+    run = tmp_path / "run"
+    run.mkdir()
+    con = duckdb.connect(str(run / "trace.duckdb"))
+    con.execute("CREATE TABLE runs (run_id VARCHAR)")
+    con.execute("CREATE TABLE agents (agent_id BIGINT)")
+    con.close()
+    sim = Simulation(small_config(steps=2), run, resume=True)
+    sim.run()
+    assert any("no committed set-up" in n for n in sim.notes)
+    con = duckdb.connect(str(run / "trace.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM steps WHERE step >= 0").fetchone()[0] == 2
+    con.close()

@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from socium.cli.main import app
-from socium.config import load_config, parse_yaml
+from socium.config.loading import load_config, parse_yaml
 from socium.errors import ConfigError
 
 TWO_POLICIES = """name: dup

@@ -82,16 +82,29 @@ def export_sft_cmd(
         "turns", "--format", help="turns: one agent-view example per turn; script: one per episode."
     ),
     min_goal: float | None = typer.Option(None, "--min-goal", help="Keep only episodes whose goal reaches this."),
+    exclude_failed: bool = typer.Option(
+        False, "--exclude-failed", help="Leave out failed episodes (goal 0); by default they are exported too."
+    ),
 ) -> None:
     """Write episodes as chat-format JSONL ({"messages": [...]}) for supervised fine-tuning."""
-    from socium.episodes.export import export_sft
+    from socium.episodes.export import export_counts, export_sft
 
+    picked = None if mode == "all" else mode
     try:
-        path, n = export_sft(run_dir, out, None if mode == "all" else mode, fmt, min_goal)
+        path, n = export_sft(run_dir, out, picked, fmt, min_goal, exclude_failed)
+        counts = export_counts(run_dir, picked, min_goal, exclude_failed)
     except SociumError as exc:
         _fail(exc)
         return
-    console.print(f"wrote {n} examples to {path}")
+    console.print(f"wrote {n} examples from {counts['episodes']} episodes to {path}")
+    if counts["failed"]:
+        console.print(
+            f"included {counts['failed']} failed episodes (goal 0) of {counts['episodes']}: every valid episode "
+            "is exported unless asked otherwise; --exclude-failed (or --min-goal) leaves them out",
+            highlight=False,
+        )
+    elif exclude_failed:
+        console.print("failed episodes (goal 0) left out (--exclude-failed)", highlight=False)
 
 
 @app.command("group-episodes")

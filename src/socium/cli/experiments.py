@@ -145,19 +145,38 @@ def seeds(
     ),
     only: list[str] = typer.Option([], "--only", help="Keep metrics whose name contains this text (repeatable)."),
     out: Path | None = typer.Option(None, "--out", help="Also write the pooled numbers as JSON here."),
+    report_dir: Path | None = typer.Option(
+        None,
+        "--report-dir",
+        help="Folder for seeds.json and report/index.html with the figure (default: seeds-pooled beside the "
+        "experiment directories).",
+    ),
+    no_report: bool = typer.Option(False, "--no-report", help="Print the table only; write no page."),
 ) -> None:
     """Pool seeded replicates of a herding, polarisation, propagation or compare experiment: mean and
     95% interval over seeds per metric (none below 3 seeds), and paired per-seed contrasts (model - null, X - local)."""
-    from socium.experiments.designs.seeds import markdown, pool_seeds
+    import os
+
+    from socium.experiments.designs.seeds import markdown, pool_seeds, write_pooled
+    from socium.experiments.report import write_report
 
     try:
         pooled = pool_seeds(exp_dirs)
         if out is not None:
             write_out_file(out, json.dumps(pooled, indent=1))
+        page = None
+        if not no_report:
+            folder = report_dir or Path(os.path.commonpath([d.resolve() for d in exp_dirs])) / "seeds-pooled"
+            body = json.loads(write_pooled(pooled, folder, only).read_text(encoding="utf-8"))
+            page = write_report(folder).html
+            for banner in body["smoke"]:  # stderr: stdout stays the Markdown table
+                err_console.print(plain(banner, "bold red"), highlight=False)
     except SociumError as exc:
         _fail(exc)
         return
     sys.stdout.write(markdown(pooled, only))
+    if page is not None:
+        err_console.print(f"report: {page}", highlight=False)
 
 
 @app.command()

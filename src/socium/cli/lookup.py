@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from socium.cli.app import _fail, _read_run, _result_table, app, console, err_console
-from socium.core.console_text import plain
+from socium.core.console_text import neutralise, plain
 from socium.errors import SociumError
 
 TABLE_ROWS = 50  # a table is for reading; csv and json print every row unless --limit says otherwise
@@ -86,7 +86,10 @@ def query(
     else:
         from socium.trace.query_output import format_rows
 
-        sys.stdout.write(format_rows(cols, rows, fmt))
+        text = format_rows(cols, rows, fmt)
+        # On a terminal, escape sequences in trace data (agent text) are shown inert, never obeyed; a pipe or
+        # a file gets the values exactly (programs read them).
+        sys.stdout.write("\n".join(neutralise(line) for line in text.split("\n")) if sys.stdout.isatty() else text)
     if truncated:
         note = f"(output truncated to the first {limit} rows; raise --limit, or --out FILE writes every row)"
         err_console.print(note, highlight=False)

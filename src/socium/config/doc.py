@@ -86,7 +86,7 @@ def undocumented(model: type[BaseModel]) -> list[str]:
 
 
 def config_markdown(model: type[BaseModel] | None = None, title: str = "socium experiment config") -> str:
-    """Every section of ``model`` (default :class:`~socium.config.ExperimentConfig`) as a Markdown table."""
+    """Every section of ``model`` (default :class:`~socium.config.experiment.ExperimentConfig`) as a Markdown table."""
     if model is None:
         from socium.config.experiment import ExperimentConfig
 

@@ -10,7 +10,9 @@ Two formats, one JSON object ``{"messages": [...]}`` per line:
 * ``script``: one example per episode: the script-mode prompt and the whole script as its target.
 
 Only valid episodes are exported, and only valid turns become targets; ``min_goal`` optionally
-keeps only episodes whose goal (rule-based, else judge) reaches it.
+keeps only episodes whose goal (rule-based, else judge) reaches it, ``exclude_failed`` leaves out those
+whose goal is 0. By default failed episodes are exported too (a script is a transcript to imitate
+whatever its outcome); :func:`export_counts` says how many, and the CLI prints it.
 """
 
 from __future__ import annotations
@@ -29,15 +31,23 @@ from socium.errors import ConfigError
 ExportFormat = Literal["turns", "script"]
 
 
+#: An episode's goal (0 to 10): the rule score where the task has one, else the judge's; the mean of both sides.
+GOAL_SQL = "coalesce((goal_0 + goal_1) / 2, (judge_goal_0 + judge_goal_1) / 2)"
+
+
+#: Keeps an episode unless the exclusion is asked for and its goal is exactly 0 (an unscored one stays).
+NOT_FAILED_SQL = f"(NOT ? OR coalesce({GOAL_SQL}, 1) <> 0)"
+
+
 def _episodes(
-    run_dir: str | Path, mode: str | None, min_goal: float | None
+    run_dir: str | Path, mode: str | None, min_goal: float | None, exclude_failed: bool = False
 ) -> Iterator[tuple[EpisodeSpec, list[Turn]]]:
     con = open_run(run_dir)
     try:
         rows = con.execute(
-            "SELECT episode_id, spec FROM episodes WHERE valid AND (? IS NULL OR mode = ?) AND (? IS NULL OR "
-            "coalesce((goal_0 + goal_1) / 2, (judge_goal_0 + judge_goal_1) / 2) >= ?) ORDER BY idx",
-            [mode, mode, min_goal, min_goal],
+            f"SELECT episode_id, spec FROM episodes WHERE valid AND (? IS NULL OR mode = ?) AND (? IS NULL OR "
+            f"{GOAL_SQL} >= ?) AND {NOT_FAILED_SQL} ORDER BY idx",
+            [mode, mode, min_goal, min_goal, exclude_failed],
         ).fetchall()
         for episode_id, spec_json in rows:
             turns = con.execute(
@@ -50,6 +60,26 @@ def _episodes(
             )
     finally:
         con.close()
+
+
+def export_counts(
+    run_dir: str | Path, mode: str | None, min_goal: float | None, exclude_failed: bool = False
+) -> dict[str, int]:
+    """How many valid episodes an export takes, and how many of them failed (goal 0): by default every
+    valid episode is exported, a failed one too, so a fine-tuning set can teach failure unless the
+    user says ``min_goal``; the CLI prints these counts so that choice is never silent."""
+    con = open_run(run_dir)
+    try:
+        row = con.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE {GOAL_SQL} = 0), count(*) FILTER (WHERE {GOAL_SQL} IS NULL) "
+            f"FROM episodes WHERE valid AND (? IS NULL OR mode = ?) AND (? IS NULL OR {GOAL_SQL} >= ?) "
+            f"AND {NOT_FAILED_SQL}",
+            [mode, mode, min_goal, min_goal, exclude_failed],
+        ).fetchone()
+    finally:
+        con.close()
+    n, failed, unscored = row if row else (0, 0, 0)
+    return {"episodes": int(n), "failed": int(failed), "unscored": int(unscored)}
 
 
 def _check(mode: str | None, fmt: str) -> None:
@@ -72,12 +102,16 @@ def run_config(run_dir: str | Path) -> EpisodesConfig:
 
 
 def sft_examples(
-    run_dir: str | Path, mode: str | None = "script", fmt: ExportFormat = "turns", min_goal: float | None = None
+    run_dir: str | Path,
+    mode: str | None = "script",
+    fmt: ExportFormat = "turns",
+    min_goal: float | None = None,
+    exclude_failed: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """Chat examples ``{"messages": [system, user, assistant]}`` from a finished run."""
     _check(mode, fmt)
     cfg = run_config(run_dir)
-    for spec, turns in _episodes(run_dir, mode, min_goal):
+    for spec, turns in _episodes(run_dir, mode, min_goal, exclude_failed):
         if fmt == "script":
             if not turns:
                 continue
@@ -116,10 +150,12 @@ def export_sft(
     mode: str | None = "script",
     fmt: ExportFormat = "turns",
     min_goal: float | None = None,
+    exclude_failed: bool = False,
 ) -> tuple[Path, int]:
-    """Write :func:`sft_examples` to ``out`` (default RUN_DIR/sft-<mode>-<fmt>.jsonl); returns (path, count)."""
+    """Write :func:`sft_examples` to ``out`` (default RUN_DIR/sft-<mode>-<fmt>.jsonl); returns (path, count).
+    ``exclude_failed`` leaves out episodes whose goal is 0 (see :func:`export_counts`)."""
     _check(mode, fmt)
-    examples = sft_examples(run_dir, mode, fmt, min_goal)
+    examples = sft_examples(run_dir, mode, fmt, min_goal, exclude_failed)
     run_config(run_dir)  # fail on a missing or foreign run before creating the output file
     path = Path(out) if out else Path(run_dir) / f"sft-{mode or 'all'}-{fmt}.jsonl"
     if path.is_dir():

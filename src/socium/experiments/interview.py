@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 from socium.agents.llm_policy import LLMPolicy, call_rows
 from socium.agents.routing import llm_route
 from socium.config.llm import LLMConfig
-from socium.errors import ConfigError
+from socium.errors import BudgetExceeded, ConfigError
 from socium.simulator import interviews as iv
+from socium.simulator.llm_health import spent_from_trace
 from socium.simulator.simulation import interview_table, load_run_config, memory_line
 from socium.simulator.world import build_population
 from socium.trace.queries import calls as C
@@ -46,6 +47,7 @@ def interview(
     committed step) with its ``llm_calls`` row, in one transaction, so later analysis sees it.
     """
     cfg = load_run_config(run_dir)
+    budgets = cfg.llm  # the run's budgets hold whichever backend answers
     if llm is not None:
         LLMConfig.parse(llm)  # a typo in --backend: 'llm.backend: ...' (ConfigError), not pydantic's traceback
         cfg = cfg.model_copy(update={"llm": type(cfg).model_validate({**cfg.model_dump(), "llm": llm}).llm})
@@ -62,9 +64,13 @@ def interview(
         memory = _memory(con, cfg, agent_id, question)
         last = R.last_step(con)
         last = -1 if last is None else last
+        spent = spent_from_trace(con)
     finally:
         con.close()
+    if budgets is not None:
+        _check_budget(budgets, spent.get("default", (0, 0)), run_dir)
     policy = LLMPolicy(cfg)
+    policy.spent = spent  # its ledger goes on from what the run spent, as a resumed run's does
     policy.set_route(*llm_route(cfg, pop))
     try:
         if not record:
@@ -77,6 +83,21 @@ def interview(
     db = require_store(Path(run_dir))
     with RunDirLock(db.parent):  # a recorded interview writes the trace: never beside a live run
         return _record(db, calls, answered, last, question, agent_id)
+
+
+def _check_budget(llm: LLMConfig, spent: tuple[int, int], run_dir: str | Path) -> None:
+    """Refuse an interview the run's budgets no longer allow (it was asked past them: 18 calls recorded
+    against a call budget of 17); a budget is the run's, interviews included."""
+    calls, tokens = spent
+    if llm.call_budget is not None and calls + 1 > llm.call_budget:
+        raise BudgetExceeded(
+            f"{run_dir}: call budget: the run has used {calls} of its {llm.call_budget} calls "
+            "(llm.call_budget), so an interview would pass it"
+        )
+    if llm.token_budget is not None and tokens >= llm.token_budget:
+        raise BudgetExceeded(
+            f"{run_dir}: token budget: the run has used {tokens} of its {llm.token_budget} tokens (llm.token_budget)"
+        )
 
 
 def _record(db: Path, calls: list[Any], answered: Any, last: int, question: str, agent_id: int) -> str:

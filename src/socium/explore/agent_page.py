@@ -7,16 +7,16 @@ parsed actions with their outcome and reason, and the memory entries written. No
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import reacton.ipyvuetify as vue
 import solara
 
 from socium.explore.source import RunView
-from socium.explore.widgets import Fold, Go, Pager, PostCard, Say, attrs, who
+from socium.explore.widgets import ROWS, Fold, Go, Pager, Plain, PostCard, Say, attrs, who
 from socium.trace.queries import explore as q
 
-ACTIVATIONS = 10
+ACTIVATIONS = 5
 """Activations per page of an agent's page (each may hold a feed, prompts and responses)."""
 
 
@@ -38,7 +38,7 @@ def Persona(run: RunView, agent_id: int) -> Any:
         with solara.Row(style="gap: 0.5em; align-items: baseline"):
             Say(a["name"], classes="persona-name")
             Say(f"@{a['username']}", classes="persona-username")
-            solara.Text(f"role: {a['role']}", style="color: #666")
+            Plain(f"role: {a['role']}", style="color: #666")
         Say(a["bio"], tag="div", classes="persona-bio")
         if a.get("interests"):
             Say("interests: " + ", ".join(str(i) for i in a["interests"]), tag="div")
@@ -47,10 +47,10 @@ def Persona(run: RunView, agent_id: int) -> Any:
         series = run(q.stance_over_time, agent_id)
         if series:
             text = "  →  ".join(("set-up" if s < 0 else f"step {s}") + f": {v:+.2f}" for s, v in series)
-            solara.Text(f"stance: {text}", classes=["stance"])
+            Plain(f"stance: {text}", classes=["stance"])
         for step, question, answer in run(q.interviews, agent_id):
             with vue.Html(tag="div", class_="interview"):
-                solara.Text(f"interview (step {step}): ", style="font-weight: bold")
+                Plain(f"interview (step {step}): ", style="font-weight: bold")
                 Say(question)
                 Say(answer, tag="div")
     return main
@@ -61,9 +61,9 @@ def Feed(run: RunView, agent_id: int, step: int) -> Any:
     """The agent's feed at ``step``: one item per exposures row, by rank."""
     items = run(q.feed, agent_id, step)
     with vue.Html(tag="div", class_="feed", attributes=attrs(step=step, n=len(items))) as main:
-        solara.Text(f"Feed ({len(items)} item{'' if len(items) == 1 else 's'})", style="font-weight: bold")
+        Plain(f"Feed ({len(items)} item{'' if len(items) == 1 else 's'})", style="font-weight: bold")
         if not items:
-            solara.Text(" (empty)")
+            Plain(" (empty)")
         for it in items:
             with vue.Html(
                 tag="div",
@@ -71,11 +71,11 @@ def Feed(run: RunView, agent_id: int, step: int) -> Any:
                 style_="border-bottom: 1px solid #eee; padding: 2px 0",
                 attributes=attrs(rank=it.rank, post=it.post_id, source=it.source or ""),
             ):
-                solara.Text(f"#{it.rank} · {it.source or 'unknown source'} · ", style="color: #666")
-                Go(f"{run.base}/post/{it.post_id}", f"post {it.post_id}", "post-link", attrs(post=it.post_id))
-                solara.Text(" · ")
+                Plain(f"#{it.rank} · {it.source or 'unknown source'} · ", style="color: #666")
+                Go(f"{run.base}/post/{it.post_id}", f"post {it.post_id}", "post-link")
+                Plain(" · ")
                 Go(f"{run.base}/agent/{it.author}", who(it.username, it.author, run.preset))
-                solara.Text(f" ({it.kind})" if it.kind and it.kind != "original" else "")
+                Plain(f" ({it.kind})" if it.kind and it.kind != "original" else "")
                 Say(it.content, tag="div", classes="content")
     return main
 
@@ -86,7 +86,7 @@ def Calls(run: RunView, agent_id: int, step: int) -> Any:
     calls = run(q.calls_at, agent_id, step)
     with vue.Html(tag="div", class_="calls") as main:
         if calls:
-            solara.Text(f"LLM calls ({len(calls)})", style="font-weight: bold")
+            Plain(f"LLM calls ({len(calls)})", style="font-weight: bold")
         for c in calls:
             CallBlock(c, run)
     return main
@@ -102,7 +102,7 @@ def CallBlock(c: q.CallView, run: RunView) -> Any:
             f"{c.prompt_tokens or 0}+{c.completion_tokens or 0} tokens · {c.latency_s or 0:.2f} s"
         )
         with solara.Row(style="gap: 0.5em; align-items: baseline"):
-            solara.Text(head, style="color: #666" if ok else "color: #b91c1c; font-weight: bold")
+            Plain(head, style="color: #666" if ok else "color: #b91c1c; font-weight: bold")
             if c.agent_id is not None:
                 Go(f"{run.base}/agent/{c.agent_id}", f"agent {c.agent_id}")
         if c.error:
@@ -127,22 +127,22 @@ def Actions(run: RunView, agent_id: int, step: int) -> Any:
     """The parsed actions at ``step``: type, arguments, outcome (and why not applied), stated reason."""
     acts = run(q.actions, agent_id, step)
     with vue.Html(tag="div", class_="actions", style_="margin-top: 6px") as main:
-        solara.Text(f"Actions ({len(acts)})" if acts else "No action", style="font-weight: bold")
+        Plain(f"Actions ({len(acts)})" if acts else "No action", style="font-weight: bold")
         for a in acts:
             with vue.Html(tag="div", class_="action", attributes=attrs(type=a.type, outcome=a.outcome or "")):
-                solara.Text(f"#{a.seq} ", style="color: #666")
+                Plain(f"#{a.seq} ", style="color: #666")
                 colour = "#15803d" if a.outcome == "ok" else "#b91c1c"
-                solara.Text(f"{a.type} ", style="font-weight: bold")
-                solara.Text(f"[{a.outcome}] ", style=f"color: {colour}")
+                Plain(f"{a.type} ", style="font-weight: bold")
+                Plain(f"[{a.outcome}] ", style=f"color: {colour}")
                 if a.origin and a.origin not in ("llm", "policy"):
-                    solara.Text(f"({a.origin}) ", style="color: #666")
+                    Plain(f"({a.origin}) ", style="color: #666")
                 Say(args_text(a.args))
                 if a.reason:
                     Say(f"why not applied: {a.reason}", tag="div", classes="action-reason")
                 if a.rationale:
                     Say(f"stated reason: {a.rationale}", tag="div", classes="rationale")
                 if a.post_id is not None:
-                    Go(f"{run.base}/post/{a.post_id}", f" → wrote post {a.post_id}", "post-link", attrs(post=a.post_id))
+                    Go(f"{run.base}/post/{a.post_id}", f" → wrote post {a.post_id}", "post-link")
     return main
 
 
@@ -155,7 +155,7 @@ def AgentPage(run: RunView, agent_id: int) -> Any:
         Persona(run, agent_id)
         with solara.Row(style="align-items: center"):
             solara.Button("◀ earlier", disabled=offset <= 0, on_click=lambda: set_offset(max(offset - ACTIVATIONS, 0)))
-            solara.Text(f"activations {offset + 1}–{offset + min(len(steps), ACTIVATIONS)}")
+            Plain(f"activations {offset + 1}–{offset + min(len(steps), ACTIVATIONS)}")
             solara.Button(
                 "later ▶", disabled=len(steps) <= ACTIVATIONS, on_click=lambda: set_offset(offset + ACTIVATIONS)
             )
@@ -169,7 +169,7 @@ def AgentPage(run: RunView, agent_id: int) -> Any:
                 Actions(run, agent_id, s)
                 mems = run(q.memories_at, agent_id, s)
                 if mems:
-                    solara.Text("Memory written", style="font-weight: bold")
+                    Plain("Memory written", style="font-weight: bold")
                     for kind, text, importance in mems:
                         imp = "" if importance is None else f" (importance {importance:.1f})"
                         Say(f"{kind}{imp}: {text}", tag="div", classes="memory")
@@ -181,20 +181,31 @@ def PostPage(run: RunView, post_id: int) -> Any:
     """The post, its cascade as it grew, who was shown it (and by which feed source), who acted on it."""
     exp_off, set_exp_off = solara.use_state(0)
     node_off, set_node_off = solara.use_state(0)
+    until, set_until = solara.use_state(cast("int | None", None))
+
+    def as_of(step: int) -> None:
+        set_until(step)
+        set_node_off(0)
+
     p = run(q.post, post_id)
     if p is None:
         return solara.Error(f"no post {post_id} in this run")
-    page = q.PAGE
+    page = ROWS
     with solara.Column() as main:
         PostCard(p, run)
         root = p.root_id if p.root_id is not None and p.kind != "comment" else None
         if root is not None:
             with solara.Card(title=f"Cascade of post {root}", classes=["cascade"]):
                 growth = run(q.cascade_size_by_step, root)
-                solara.Text("size over time: " + ", ".join(f"step {s}: {n}" for s, n in growth))
-                total = growth[-1][1] if growth else 0
+                first, last = (growth[0][0], growth[-1][0]) if growth else (0, 0)
+                at = last if until is None else min(max(until, first), last)
+                Plain("size over time: " + ", ".join(f"step {s}: {n}" for s, n in growth), classes=["growth"])
+                if last > first:
+                    solara.SliderInt("as of step", value=at, min=first, max=last, on_value=as_of)
+                total = next((n for s, n in reversed(growth) if s <= at), 0)
+                Plain(f"as of step {at}: {total:,} posts in the cascade", "font-weight: bold")
                 Pager(total, node_off, set_node_off, page)
-                for nid, parent, author, step, depth in run(q.cascade, root, limit=page, offset=node_off):
+                for nid, parent, author, step, depth in run(q.cascade, root, until=at, limit=page, offset=node_off):
                     here = "font-weight: bold;" if nid == post_id else ""
                     with vue.Html(
                         tag="div",
@@ -202,32 +213,32 @@ def PostPage(run: RunView, post_id: int) -> Any:
                         style_=f"margin-left: {min(depth, 20) * 1.5}em; {here}",
                         attributes=attrs(post=nid, parent=parent, depth=depth),
                     ):
-                        solara.Text(f"{'└ ' if depth else ''}step {step} · ")
-                        Go(f"{run.base}/post/{nid}", f"post {nid}", "post-link", attrs(post=nid))
-                        solara.Text(" by ")
+                        Plain(f"{'└ ' if depth else ''}step {step} · ")
+                        Go(f"{run.base}/post/{nid}", f"post {nid}", "post-link")
+                        Plain(" by ")
                         Go(f"{run.base}/agent/{author}", f"agent {author}")
         with solara.Card(title="Shown to", classes=["exposed"]):
             sources = run(q.exposure_sources, post_id)
             n = sum(sources.values())
-            solara.Text(", ".join(f"{k}: {v}" for k, v in sources.items()) or "never shown in a feed")
+            Plain(", ".join(f"{k}: {v}" for k, v in sources.items()) or "never shown in a feed")
             Pager(n, exp_off, set_exp_off, page)
             for step, agent_id, rank, source in run(q.exposed_to, post_id, limit=page, offset=exp_off):
                 with vue.Html(tag="div", class_="exposure", attributes=attrs(agent=agent_id, step=step)):
-                    solara.Text(f"step {step} · ")
-                    Go(f"{run.base}/agent/{agent_id}", f"agent {agent_id}", "agent-link", attrs(agent=agent_id))
-                    solara.Text(f" · rank {rank} · {source or 'unknown source'}")
+                    Plain(f"step {step} · ")
+                    Go(f"{run.base}/agent/{agent_id}", f"agent {agent_id}", "agent-link")
+                    Plain(f" · rank {rank} · {source or 'unknown source'}")
         with solara.Card(title="Acted on it", classes=["acted"]):
             acted = run(q.acted_on, post_id, limit=page)
             if not acted:
-                solara.Text("nobody")
+                Plain("nobody")
             for step, agent_id, typ, outcome in acted:
                 with vue.Html(tag="div", class_="acted-row"):
-                    solara.Text(f"step {step} · ")
-                    Go(f"{run.base}/agent/{agent_id}", f"agent {agent_id}", "agent-link", attrs(agent=agent_id))
-                    solara.Text(f" · {typ} [{outcome}]")
+                    Plain(f"step {step} · ")
+                    Go(f"{run.base}/agent/{agent_id}", f"agent {agent_id}", "agent-link")
+                    Plain(f" · {typ} [{outcome}]")
         comments = run(q.replies, post_id, limit=page)
         if comments:
-            solara.Text(f"Replies ({p.comments})", style="font-weight: bold")
+            Plain(f"Replies ({p.comments})", style="font-weight: bold")
             for c in comments:
                 PostCard(c, run)
     return main

@@ -44,15 +44,6 @@ def source() -> Source:
     return _source
 
 
-def run_view(src: Source, index: int) -> RunView:
-    """Run ``index`` of the source with its platform preset (for how posts are drawn)."""
-    labels = src.labels()
-    if not 0 <= index < len(labels):
-        raise UsageError(f"no run {index} here: runs are numbered 0 to {len(labels) - 1}")
-    bare = RunView(src, labels[index], index)
-    return RunView(src, labels[index], index, bare(q.overview)["preset"])
-
-
 @solara.component
 def Nav(run: RunView | None, src: Source) -> Any:
     """The header: what is open, and links to the run's pages."""
@@ -93,7 +84,7 @@ def Page() -> Any:
         index = as_int(parts[1]) if len(parts) > 1 and parts[0] == "run" else None
         if index is None:
             raise UsageError(f"no page {router.path!r}: pages are /run/I, /run/I/agent/K, /run/I/post/P, /run/I/calls")
-        run = run_view(src, index)
+        run = src.view(index)
         rest = parts[2:]
         with solara.Column(style="max-width: 980px; margin: 0 auto") as main:
             Nav(run, src)

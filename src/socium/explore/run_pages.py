@@ -14,7 +14,7 @@ import solara
 
 from socium.explore.agent_page import CallBlock
 from socium.explore.source import RunView, Source, overrides
-from socium.explore.widgets import Go, Pager, PostCard, Say, attrs
+from socium.explore.widgets import ROWS, Go, Pager, Plain, PostCard, Say, attrs
 from socium.trace.queries import explore as q
 from socium.trace.queries.runs import run_config
 
@@ -52,13 +52,13 @@ def Timeline(run: RunView) -> Any:
         return rewinding(setter, set_offset)
 
     total = run(q.count_timeline, **flt)
-    posts = run(q.timeline, **flt, limit=q.PAGE, offset=offset)
+    posts = run(q.timeline, **flt, limit=ROWS, offset=offset)
     with solara.Column() as main:
         with solara.Row(style="gap: 1em; align-items: baseline"):
             solara.InputText("step", value=step, on_value=on(set_step), continuous_update=False)
             solara.InputText("author (agent id)", value=author, on_value=on(set_author), continuous_update=False)
             solara.InputText("text contains", value=text, on_value=on(set_text), continuous_update=False)
-        Pager(total, offset, set_offset, q.PAGE)
+        Pager(total, offset, set_offset, ROWS)
         with vue.Html(tag="div", class_="timeline", attributes=attrs(total=total)):
             for p in posts:
                 PostCard(p, run)
@@ -70,17 +70,17 @@ def Agents(run: RunView) -> Any:
     """Find an agent by id, username or name; each opens its page."""
     text, set_text = solara.use_state("")
     offset, set_offset = solara.use_state(0)
-    rows = run(q.find_agents, text or None, limit=q.PAGE + 1, offset=offset)
+    rows = run(q.find_agents, text or None, limit=ROWS + 1, offset=offset)
     with solara.Column() as main:
         solara.InputText("id, username or name", value=text, on_value=rewinding(set_text, set_offset))
-        for agent_id, username, name in rows[: q.PAGE]:
+        for agent_id, username, name in rows[:ROWS]:
             with vue.Html(tag="div", class_="agent-row"):
-                Go(f"{run.base}/agent/{agent_id}", f"agent {agent_id}", "agent-link", attrs(agent=agent_id))
-                solara.Text(" · ")
+                Go(f"{run.base}/agent/{agent_id}", f"agent {agent_id}", "agent-link")
+                Plain(" · ")
                 Say(f"@{username} ({name})")
         with solara.Row():
-            solara.Button("◀ previous", disabled=offset <= 0, on_click=lambda: set_offset(max(offset - q.PAGE, 0)))
-            solara.Button("next ▶", disabled=len(rows) <= q.PAGE, on_click=lambda: set_offset(offset + q.PAGE))
+            solara.Button("◀ previous", disabled=offset <= 0, on_click=lambda: set_offset(max(offset - ROWS, 0)))
+            solara.Button("next ▶", disabled=len(rows) <= ROWS, on_click=lambda: set_offset(offset + ROWS))
     return main
 
 
@@ -102,8 +102,8 @@ def CallsPage(run: RunView) -> Any:
                 "outcome", value=outcome, values=[ALL, *outcomes], on_value=rewinding(set_outcome, set_offset)
             )
             solara.Select("model", value=model, values=[ALL, *models], on_value=rewinding(set_model, set_offset))
-        Pager(total, offset, set_offset, q.PAGE)
-        for c in run(q.calls, **flt, limit=q.PAGE, offset=offset):
+        Pager(total, offset, set_offset, ROWS)
+        for c in run(q.calls, **flt, limit=ROWS, offset=offset):
             with solara.Card(margin=1):
                 CallBlock(c, run)
     return main
@@ -116,14 +116,14 @@ def Experiment(source: Source) -> Any:
     labels = source.labels()
     base_cfg = RunView(source, labels[0], 0)(run_config)
     with solara.Column() as main:
-        solara.Text(f"{len(labels)} runs under {source.root}", style="font-weight: bold")
-        Pager(len(labels), offset, set_offset, q.PAGE)
-        for i, label in list(enumerate(labels))[offset : offset + q.PAGE]:
+        Plain(f"{len(labels)} runs under {source.root}", style="font-weight: bold")
+        Pager(len(labels), offset, set_offset, ROWS)
+        for i, label in list(enumerate(labels))[offset : offset + ROWS]:
             info = RunView(source, label, i)(q.overview)
             diff = overrides(base_cfg, info["config"]) if i else {}
             with solara.Card(margin=1, classes=["run-row"]):
-                Go(f"/run/{i}", label, "run-link", attrs(run=i))
-                solara.Text(
+                Go(f"/run/{i}", label, "run-link")
+                Plain(
                     f"  {info['name']} · seed {info['seed']} · {info['perspective']} · {info['agents']:,} agents · "
                     f"{info['steps']} steps · {info['posts']:,} posts · {info['calls']:,} calls",
                     style="color: #666",
@@ -134,5 +134,5 @@ def Experiment(source: Source) -> Any:
                     shown = (shown + (f"; and {more} more" if more > 0 else "")) or "same config as the first run"
                     Say(f"differs from the first run: {shown}", tag="div", classes="overrides")
                 else:
-                    solara.Text(" (the run the others are compared with)", style="color: #666")
+                    Plain(" (the run the others are compared with)", style="color: #666")
     return main

@@ -61,6 +61,16 @@ class Source:
         finally:
             cur.close()
 
+    def view(self, index: int) -> RunView:
+        """Run ``index`` (in :meth:`labels` order) with its platform preset; a bad index is a UsageError."""
+        from socium.trace.queries.explore import overview
+
+        labels = self.labels()
+        if not 0 <= index < len(labels):
+            raise UsageError(f"no run {index} here: runs are numbered 0 to {len(labels) - 1}")
+        bare = RunView(self, labels[index], index)
+        return RunView(self, labels[index], index, bare(overview)["preset"])
+
     def close(self) -> None:
         with self._lock:
             for con in self._cons.values():

@@ -18,11 +18,15 @@ import solara
 from socium.explore.source import RunView
 from socium.trace.queries.explore import PostView
 
+ROWS = 20
+"""Rows (posts, calls, cascade nodes, exposures) per page: every element shown is a widget the browser
+builds, so a page's cost is its row count, whatever the run's size."""
 SHORT = 1_000
 """Characters of a post or persona field shown before the rest is folded."""
 LONG = 100_000
 """Characters of one folded text sent to the browser at most (a prompt is rarely 10^4)."""
 
+CARD = "border: 1px solid #e5e7eb; border-radius: 6px; padding: 8px 12px; margin: 6px 0; background: white;"
 ISOLATE = "unicode-bidi: isolate; white-space: pre-wrap; overflow-wrap: anywhere;"
 
 
@@ -31,24 +35,25 @@ def attrs(**data: Any) -> dict[str, str]:
     return {f"data-{k.replace('_', '-')}": str(v) for k, v in data.items()}
 
 
-@solara.component
 def Say(text: Any, limit: int = SHORT, tag: str = "span", classes: str = "", data: dict[str, str] | None = None) -> Any:
-    """``text`` as a text node, at most ``limit`` characters, the rest in a fold saying how many there are."""
+    """``text`` as a text node, at most ``limit`` characters, the rest in a fold saying how many there are.
+
+    A plain function, not a component, and one element when the text fits: a page holds hundreds of
+    these, and every element is a widget the browser must build (what a page costs to open)."""
     s = "" if text is None else str(text)
-    head, rest = s[:limit], s[limit:LONG]
     attributes = {"dir": "auto", **(data or {})}
+    if len(s) <= limit:
+        return vue.Html(tag=tag, class_=classes, style_=ISOLATE, attributes=attributes, children=[s])
     with vue.Html(tag="span", class_="say") as main:
-        vue.Html(tag=tag, class_=classes, style_=ISOLATE, attributes=attributes, children=[head])
-        if len(s) > limit:
-            with vue.Html(tag="details", class_="more"):
-                vue.Html(tag="summary", children=[f"{len(s) - limit:,} more characters"])
-                vue.Html(tag="span", style_=ISOLATE, attributes={"dir": "auto"}, children=[rest])
-                if len(s) > LONG:
-                    vue.Html(tag="em", children=[f" (cut: {len(s) - LONG:,} characters not sent)"])
+        vue.Html(tag=tag, class_=classes, style_=ISOLATE, attributes=attributes, children=[s[:limit]])
+        with vue.Html(tag="details", class_="more"):
+            vue.Html(tag="summary", children=[f"{len(s) - limit:,} more characters"])
+            vue.Html(tag="span", style_=ISOLATE, attributes={"dir": "auto"}, children=[s[limit:LONG]])
+            if len(s) > LONG:
+                vue.Html(tag="em", children=[f" (cut: {len(s) - LONG:,} characters not sent)"])
     return main
 
 
-@solara.component
 def Fold(summary: str, text: Any, open_: bool = False, classes: str = "", data: dict[str, str] | None = None) -> Any:
     """A long text (a prompt, a raw response) folded under a one-line summary, shown preformatted."""
     s = "(none)" if text is None else str(text)
@@ -62,12 +67,14 @@ def Fold(summary: str, text: Any, open_: bool = False, classes: str = "", data: 
     return main
 
 
-@solara.component
-def Go(path: str, label: str, classes: str = "", data: dict[str, str] | None = None) -> Any:
-    """An in-app link (no page reload) whose label is shown as text."""
-    with solara.Link(path) as main:
-        vue.Html(tag="span", class_=classes, attributes={"dir": "auto", **(data or {})}, children=[label])
-    return main
+def Go(path: str, label: str, classes: str = "") -> Any:
+    """An in-app link (no page reload) whose label is shown as text: one element."""
+    return solara.Link(path, children=[label], classes=[classes] if classes else [])
+
+
+def Plain(text: str, style: str = "", classes: list[str] | None = None) -> Any:
+    """Text of our own (counts, labels) in a span: one element, no component."""
+    return vue.Html(tag="span", style_=style, class_=" ".join(classes or []), children=[text])
 
 
 def who(user: str | None, agent_id: int | None, preset: str | None) -> str:
@@ -83,24 +90,24 @@ VERB = {"repost": "reposted", "quote": "quoted", "comment": "replied to", "origi
 def PostCard(post: PostView, run: RunView) -> Any:
     """A post as the platform showed it: author, kind, text, the original it reshares, votes and labels."""
     base, preset = run.base, run.preset
-    with solara.Card(margin=1, classes=["post"]) as main:
-        vue.Html(tag="div", attributes=attrs(post=post.post_id, kind=post.kind), class_="post-meta")
-        with solara.Row(style="align-items: baseline; gap: 0.5em; flex-wrap: wrap"):
+    grey = "color: #666"
+    with vue.Html(tag="div", class_="post", style_=CARD, attributes=attrs(post=post.post_id, kind=post.kind)) as main:
+        with vue.Html(tag="div", class_="post-head"):
             Go(f"{base}/agent/{post.author}", who(post.username, post.author, preset), "author")
-            solara.Text(f"{VERB.get(post.kind, post.kind)} · step {post.step} · ", style="color: #666")
-            Go(f"{base}/post/{post.post_id}", f"post {post.post_id}", "post-link", attrs(post=post.post_id))
+            Plain(f" {VERB.get(post.kind, post.kind)} · step {post.step} · ", grey)
+            Go(f"{base}/post/{post.post_id}", f"post {post.post_id}", "post-link")
             for label in post.labels:
-                solara.Text(label, classes=["label"], style="background: #fde68a; padding: 0 4px; border-radius: 3px")
+                Plain(f" {label} ", "background: #fde68a; padding: 0 4px; border-radius: 3px; margin-left: 4px")
         if post.content:
             Say(post.content, tag="div", classes="content")
         if post.parent_id is not None:
             with vue.Html(tag="blockquote", class_="original", style_="border-left: 3px solid #ccc; padding-left: 8px"):
                 Go(f"{base}/agent/{post.parent_author}", who(post.parent_username, post.parent_author, preset))
-                solara.Text(" · ")
-                Go(f"{base}/post/{post.parent_id}", f"post {post.parent_id}", "post-link", attrs(post=post.parent_id))
+                Plain(" · ")
+                Go(f"{base}/post/{post.parent_id}", f"post {post.parent_id}", "post-link")
                 Say(post.parent_content, tag="div", classes="content")
         score = f"▲ {post.up - post.down}" if preset == "reddit" else f"♥ {post.up}  ✕ {post.down}"
-        solara.Text(f"{score}  · {post.comments} comments", style="color: #666")
+        Plain(f"{score}  · {post.comments} comments", grey)
     return main
 
 

@@ -2,21 +2,23 @@
 
 Spoken with aiohttp, one :class:`aiohttp.ClientSession` (a pool of keep-alive connections) per
 event loop. aiohttp rather than httpx: it is the client vLLM's own serving benchmark drives servers
-with, and it costs a tenth of httpx's CPU per call (a bare POST of the same body to the fake server,
-64 in flight, 3 x 4,000 calls each, alternated: aiohttp 0.13-0.16 ms, httpx 0.29 1.5-1.7 ms of
-client CPU per call; load ~10 on 2 shared cores). HTTP/2, httpx's one extra, is moot here: vLLM's
-and llama.cpp's servers speak HTTP/1.1. The official SDK (httpx underneath, plus pydantic models
-per response) hid why a connection failed ("Connection error."). A hand-written HTTP/1.1 client (``llm/http11.py``, until issue 26) saved
-~0.3 ms of CPU per call against an instant fake server, noise against a real server's tens to
+with, and it costs a tenth of httpx's CPU per call (a bare POST of the same body to the fake
+server, 64 in flight, 3 x 4,000 calls each, alternated: aiohttp 0.13-0.16 ms, httpx 0.29
+1.5-1.7 ms of client CPU per call; load ~10 on 2 shared cores). HTTP/2, httpx's one extra, is
+moot here: vLLM's and llama.cpp's servers speak HTTP/1.1. The official SDK (httpx underneath,
+plus pydantic models per response) hid why a connection failed ("Connection error."). The
+hand-written HTTP/1.1 client this replaced (``llm/http11.py``, until issue 26) saved ~0.15 ms of
+driver CPU per call against an instant fake server, noise against a real server's tens to
 hundreds of milliseconds, and gave up what users of a cluster expect from a well-kept client:
 
 - proxies from the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``NO_PROXY``, lower-case too, and
   a proxy's credentials from ``~/.netrc``), read when the backend is built, as the SDK reads them
   when its client is built. Resolved once with aiohttp's own ``get_env_proxy_for_url`` rather than
   with the session's ``trust_env=True``, which looks both the proxy and ``~/.netrc`` up again on a
-  worker thread for every request (0.16 ms of driver CPU per call, 20% of a whole activation, in
-  ``benchmarks/bench_http.py``) and, when ``~/.netrc`` names the server's host, fails every call
-  ("Cannot combine AUTHORIZATION header with AUTH argument") since the key is a header;
+  worker thread for every request (0.98 against 0.82 ms of driver CPU per activation in
+  ``benchmarks/bench_http.py``, one run each at 2,000 agents, load ~11) and, when ``~/.netrc``
+  names the server's host, fails every call ("Cannot combine AUTHORIZATION header with AUTH
+  argument"), since the key is a header;
 - CA bundles: ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` replace the system's trust store when set (as
   httpx does), else the system's store is used (:func:`ssl_context`);
 - custom headers (``headers=``, like the SDK's ``default_headers``) and the API key from

@@ -38,6 +38,16 @@ def smoke_banner(backend: str | None) -> str | None:
     return f"SMOKE RUN: llm.backend '{backend}' ({SMOKE_BACKENDS[backend]}); these are not a model's results"
 
 
+def run_smoke_banner(run_dir: str | Path) -> str | None:
+    """The smoke banner of one run from its recorded config (an LLM policy on a test-double backend), without
+    building its whole card: pooled pages (``socium seeds``) check every replicate's runs this way."""
+    with runs_q.open_run(run_dir) as con:
+        cfg = runs_q.run_config(con)
+    if "llm" not in str((cfg.get("policy") or {}).get("kind", "")):
+        return None
+    return smoke_banner((cfg.get("llm") or {}).get("backend"))
+
+
 def _replay_source(replay_from: str | None) -> dict[str, Any]:
     """Which run a replay answered from and whose model's answers it served: a replay calls no model,
     so ``models_called`` alone would leave the card silent about the model behind the actions."""

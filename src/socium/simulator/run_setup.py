@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import platform as _stdlib_platform  # the standard library module; socium never shadows it
+import re
 import shutil
 import uuid
 from datetime import datetime, timezone
@@ -26,14 +27,14 @@ from socium.agents.memory import MemoryStream
 from socium.agents.rules import RULE_POLICIES
 from socium.config.experiment import ExperimentConfig
 from socium.config.loading import config_from_dict
-from socium.core.actions import parse_action
+from socium.core.actions import Action, parse_action
 from socium.core.plugins import recorded_plugins
 from socium.errors import RunDirError, TraceError
 from socium.llm.base import event_loop_kind
 from socium.simulator.inputs import changed_inputs, config_diff, inputs_json
 from socium.simulator.step_agents import memory_line
 from socium.trace.rundir import REPLACED_BY_FORCE, check_run_files, held_run_error, refuse_foreign, write_run_file
-from socium.trace.store import open_trace, read_run_row
+from socium.trace.store import _schema_sql, open_trace, read_run_row
 
 if TYPE_CHECKING:
     from socium.core.policy import Policy
@@ -197,7 +198,7 @@ class RunSetUp:
                     self.sim.pending_results.pop(agent, None)
                 if typ == "invalid_llm_output":
                     continue
-                action = parse_action({"type": typ, **json.loads(args)})
+                action = _recorded_action(step, agent, typ, args)
                 got = self.sim.state.apply(agent, action)
                 if got.status != outcome or (got.post_id != post_id and post_id is not None):
                     raise TraceError(
@@ -262,6 +263,22 @@ class RunSetUp:
         write_run_file(self.sim.run_dir / "config.json", self.sim.cfg.canonical_json())
 
 
+def _recorded_action(step: int, agent: int, typ: str, args: str) -> Action:
+    """An action row of the trace as a typed action; a damaged row is one :class:`TraceError` naming it
+    (bad ``args`` was a pydantic or JSON traceback on ``--resume``)."""
+    try:
+        data = json.loads(args)
+        if not isinstance(data, dict):
+            raise ValueError("args is not a JSON object")
+        return parse_action({**data, "type": typ})
+    except (TypeError, ValueError) as exc:  # json.JSONDecodeError and pydantic.ValidationError are ValueErrors
+        why = str(exc).splitlines()[0][:200]
+        raise TraceError(
+            f"trace damaged: the {typ!r} action of agent {agent} at step {step} cannot be read ({why}); "
+            "the run cannot be resumed from this trace"
+        ) from None
+
+
 def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
@@ -294,10 +311,10 @@ def _peek_last_step(db: Path, strict: bool = False) -> int | None:
         row = con.execute("SELECT max(step) FROM steps").fetchone()
         return None if row is None or row[0] is None else int(row[0])
     except duckdb.CatalogException:
-        # An empty database is a run killed before its schema was created (nothing to lose). Tables but no
-        # ``steps``: a user's own DuckDB file or a damaged trace, which --resume must never replace.
-        (n_tables,) = con.execute("SELECT count(*) FROM duckdb_tables()").fetchone() or (0,)
-        if strict and n_tables:
+        # No ``steps`` table. A run killed while its schema was being created leaves some of socium's tables,
+        # all empty (nothing to lose); anything else is a user's own DuckDB file or a damaged trace, which
+        # --resume must never replace.
+        if strict and not _unfinished_schema(con):
             raise TraceError(f"{db}: not a socium trace (no steps table){NOT_REPLACED}") from None
         return None
     except duckdb.Error as exc:
@@ -306,6 +323,15 @@ def _peek_last_step(db: Path, strict: bool = False) -> int | None:
         return None
     finally:
         con.close()
+
+
+def _unfinished_schema(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether every table is one socium's schema creates, and empty (a start killed mid-schema)."""
+    ours = set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _schema_sql())) | {"llm_calls"}
+    names = [str(r[0]) for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
+    if not set(names) <= ours:
+        return False
+    return all(con.execute(f'SELECT count(*) FROM "{n}"').fetchone() == (0,) for n in names)  # our names only
 
 
 def load_run_config(run_dir: str | Path, *, allow_plugins: bool = False) -> ExperimentConfig:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -86,7 +87,7 @@ def open_trace(
         return duckdb.connect(str(db), read_only=read_only, config=config)
     except duckdb.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if "lock" in first.lower():
+        if re.search(r"\block\b", first, re.IGNORECASE):  # the word: "block" in a corrupt file's error is not busy
             raise TraceError(f"{db}: in use by another process (a run still writing it?): {first}") from None
         raise TraceError(f"{db}: not a readable socium trace (corrupt or not a DuckDB file): {first}") from None
 

@@ -246,3 +246,148 @@ def markdown(pooled: dict[str, Any], only: Sequence[str] = ()) -> str:
             ci = "-" if iv is None else iv.bounds(3, signed=True) + (f" ({iv.method})" if iv.has_bounds else "")
             lines.append(f"| {name} | {s['n']} | {s['mean']:+.3f} | {ci} | {per} |")
     return "\n".join(lines) + "\n"
+
+
+# ---- folder and report (``socium seeds ... --report-dir DIR``, ``socium report DIR``) -------------
+SEEDS_FILE = "seeds.json"
+#: Metrics drawn in the figure (the table has every one): the paired contrasts first, they are the point.
+MAX_FIGURE_METRICS = 12
+
+
+def _run_dirs(node: Any, depth: int = 0) -> list[Path]:
+    """Every run directory (``trace.duckdb``) named by a ``dir`` field of a results file, also those of a
+    comparison's per-perspective experiments (their ``results.json``, one level down)."""
+    found: list[Path] = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "dir" and isinstance(v, str):
+                p = Path(v)
+                if (p / "trace.duckdb").is_file():
+                    found.append(p)
+                elif depth < 1 and (p / "results.json").is_file():
+                    found += _run_dirs(read_results(p), depth + 1)
+            else:
+                found += _run_dirs(v, depth)
+    elif isinstance(node, list):
+        for v in node:
+            found += _run_dirs(v, depth)
+    return found
+
+
+def smoke_banners(dirs: Sequence[Path]) -> list[str]:
+    """The distinct smoke banners of every run behind the replicates: pooling test-double output (a fake,
+    random or scripted backend) must never read as a model's result."""
+    from socium.reporting.card import run_smoke_banner
+
+    out: list[str] = []
+    for d in dirs:
+        for run in _run_dirs(read_results(Path(d))):
+            b = run_smoke_banner(run)
+            if b and b not in out:
+                out.append(b)
+    return out
+
+
+def write_pooled(pooled: dict[str, Any], folder: str | Path, only: Sequence[str] = ()) -> Path:
+    """``folder/seeds.json``: the pooled numbers, the ``--only`` filter and the smoke banners, which
+    ``socium report folder`` turns into a page."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{folder}: is a file; the seeds report needs a folder here")
+    folder.mkdir(parents=True, exist_ok=True)
+    body = {**pooled, "only": list(only), "smoke": smoke_banners([Path(d) for d in pooled["dirs"]])}
+    path = folder / SEEDS_FILE
+    path.write_text(json.dumps(body, indent=1), encoding="utf-8")
+    return path
+
+
+def _picked(pooled: dict[str, Any], only: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (name, s)
+        for section in ("paired", "metrics")
+        for name, s in pooled[section].items()
+        if s is not None and (not only or any(o in name for o in only))
+    ]
+
+
+def seeds_figure(path: Path, items: Sequence[tuple[str, dict[str, Any]]]) -> Path:
+    """One panel per metric: each seed's value, then the pooled mean with its interval (none below 3 seeds,
+    the one policy of socium.core.intervals; then the panel says so)."""
+    from socium.reporting import plots as P
+
+    ncol = min(3, max(1, len(items)))
+    nrow = math.ceil(len(items) / ncol)
+    fig, axes = P.plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 2.9 * nrow + 0.6), squeeze=False)
+    for ax in list(axes.ravel())[len(items) :]:
+        ax.set_visible(False)
+    for ax, (name, s) in zip(axes.ravel(), items):
+        vals = s["values"]
+        xs = [i for i, v in enumerate(vals) if v is not None]
+        ax.plot(xs, [vals[i] for i in xs], "o", color="tab:gray", ms=5, label="one seed")
+        iv = interval_from_dict(s)
+        x = len(vals) + 0.5
+        if iv is not None and iv.has_bounds:
+            err = [[s["mean"] - iv.low], [iv.high - s["mean"]]]  # type: ignore[operator]
+            ax.errorbar(
+                [x], [s["mean"]], yerr=err, fmt="D", color="black", capsize=4, label="pooled mean, 95% interval"
+            )
+            ends = [iv.low, iv.high, *(vals[i] for i in xs)]
+            span = (max(ends) - min(ends)) or 1.0  # type: ignore[type-var,operator]
+            ax.set_ylim(min(ends) - 0.08 * span, max(ends) + 0.08 * span)  # type: ignore[type-var,operator]
+        else:
+            ax.plot([x], [s["mean"]], "D", color="black", label="pooled mean, 95% interval")
+            ax.annotate(
+                f"n={s['n']}: no interval",
+                (x, s["mean"]),
+                xytext=(-4, 6),
+                textcoords="offset points",
+                ha="right",
+                fontsize=7,
+            )
+        if "-" in name.split(":", 1)[0] or "-control" in name:
+            ax.axhline(0, color="gray", ls=":", lw=1, label="0 = no difference")
+        ax.set_xticks([*range(len(vals)), x], [*(str(i + 1) for i in range(len(vals))), "pooled"])
+        ax.set_xlim(-0.5, x + 0.7)
+        ax.set_xlabel("seed (replicate)", fontsize=8)
+        ax.set_title(name if len(name) <= 48 else name[:45] + "...", fontsize=8)
+    fig.suptitle("Per seed and pooled over seeds (95% interval by socium.core.intervals)", fontsize=10)
+    return P._save(fig, path, list(axes.ravel()))
+
+
+def report(rep: Any, path: Path) -> list[Path]:
+    """The pooled numbers as a page: smoke banners, the table (``markdown``'s columns) and the figure."""
+    from socium.experiments.spec import read_json_file
+    from socium.reporting.page import ReportTable, counted
+
+    pooled = read_json_file(path / SEEDS_FILE, "seeds")
+    only = pooled.get("only") or []
+    rep.banners += [b for b in pooled.get("smoke") or [] if b not in rep.banners]
+    n = len(pooled["dirs"])
+    rep.heading(f"Seeds pooled: {pooled['kind']}")
+    rep.note(
+        f"{counted(n, 'replicate')} ({', '.join(Path(d).name for d in pooled['dirs'])}); each metric: mean over "
+        "seeds with a 95% interval (t for signed quantities, bootstrap for non-negative ones; none below 3 seeds). "
+        "Paired rows are per-seed differences." + (f" Metrics containing: {', '.join(only)}." if only else "")
+    )
+    items = _picked(pooled, only)
+    rows = []
+    for name, s in items:
+        iv = interval_from_dict(s)
+        ci = "-" if iv is None else iv.bounds(3, signed=True) + (f" ({iv.method})" if iv.has_bounds else "")
+        per = ", ".join("-" if v is None else f"{v:.3g}" for v in s["values"])
+        rows.append([name, str(s["n"]), f"{s['mean']:+.3f}", ci, per])
+    rep.table(
+        ReportTable(
+            "Pooled over seeds", ["metric", "n (seeds)", "mean", "95% interval", "per seed"], rows, summary=True
+        )
+    )
+    rep.series["seeds"] = {name: s for name, s in items}
+    shown = items[:MAX_FIGURE_METRICS]
+    if shown:
+        if len(items) > len(shown):
+            rep.note(
+                f"The figure shows the first {len(shown)} of {len(items)} metrics (paired contrasts first); "
+                "`socium seeds --only TEXT` picks others."
+            )
+        rep.image(seeds_figure(rep.out_dir / "seeds.png", shown), "Each seed's value and the pooled mean")
+    return []

@@ -315,14 +315,15 @@ def _figure(path: Path, combos: list[str], per: list[dict[str, list[float]]]) ->
     """One panel per outcome: every seed's value as a dot, the mean over seeds as a bar per combination."""
     from socium.reporting import plots as P
 
-    fig, axes = P.plt.subplots(1, len(OUTCOMES), figsize=(3.4 * len(OUTCOMES), 3.2 + 0.12 * len(combos)))
+    fig, axes = P.plt.subplots(1, len(OUTCOMES), figsize=(max(3.4, 0.3 * len(combos)) * len(OUTCOMES), 3.4))
     xs = np.arange(len(combos))
     for ax, (key, label) in zip(axes, OUTCOMES.items()):
         means = [float(np.mean(p[key])) if p[key] else np.nan for p in per]
         ax.bar(xs, means, 0.6, color="tab:blue", alpha=0.35, label="mean over seeds")
         for x, p in zip(xs, per):
             ax.plot([x] * len(p[key]), p[key], "o", color="black", ms=3, label="one seed")
-        ax.set_xticks(xs, combos, rotation=90, fontsize=7)
+        ax.set_xticks(xs, combos, fontsize=8)
+        ax.set_xlabel("combination (# in the table)", fontsize=8)
         ax.set_ylabel("count", fontsize=8)
         ax.set_title(label, fontsize=9)
         ax.set_ylim(bottom=0)
@@ -352,17 +353,17 @@ def report(rep: Any, path: Path) -> list[Path]:
         "[95% bootstrap interval over seeds; none below 3 seeds]."
     )
     per: list[dict[str, list[float]]] = []
-    table = []
+    table: list[list[str]] = []
     for combo, runs in combos.items():
         vals = {k: [have[r["run"]][k] for r in runs if r["run"] in have] for k in OUTCOMES}
         per.append(vals)
         table.append(
-            [*(json.dumps(v) for v in json.loads(combo)), f"{len(vals['posts'])}/{len(runs)}"]
+            [f"#{len(table) + 1}", *(json.dumps(v) for v in json.loads(combo)), f"{len(vals['posts'])}/{len(runs)}"]
             + [_cell(vals[k]) for k in OUTCOMES]
         )
-    rep.table(ReportTable("Per combination", [*keys, "seeds run", *OUTCOMES.values()], table, summary=True))
+    rep.table(ReportTable("Per combination", ["#", *keys, "seeds run", *OUTCOMES.values()], table, summary=True))
     rep.series["sweep"] = {"keys": keys, "combinations": [json.loads(c) for c in combos], "outcomes": per}
-    labels = ["\n".join(f"{k}={json.dumps(v)}" for k, v in zip(keys, json.loads(c))) or "base" for c in combos]
+    labels = [f"#{i + 1}" for i in range(len(combos))]  # the values, whole, are in the table
     if have:
         rep.image(_figure(rep.out_dir / "sweep_outcomes.png", labels, per), "Outcomes per combination of the grid")
     rep.table(

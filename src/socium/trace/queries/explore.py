@@ -213,12 +213,16 @@ def post(con: Con, post_id: int) -> PostView | None:
     return got[0] if got else None
 
 
-def cascade(con: Con, root_id: int, *, limit: int = PAGE, offset: int = 0) -> list[tuple[int, int, int, int, int]]:
-    """(post, parent post, author, step, depth) of a cascade's reshares in the order they happened (root first)."""
+def cascade(
+    con: Con, root_id: int, *, until: int | None = None, limit: int = PAGE, offset: int = 0
+) -> list[tuple[int, int, int, int, int]]:
+    """(post, parent post, author, step, depth) of a cascade's nodes in the order they happened (root first),
+    as it stood at step ``until`` (None: at the end of the run)."""
     return con.execute(
         "SELECT c.post_id, coalesce(p.parent_id, -1), c.author, c.step, c.depth FROM cascade_nodes c "
-        "JOIN posts p USING (post_id) WHERE c.root_id = ? ORDER BY c.step, c.depth, c.post_id LIMIT ? OFFSET ?",
-        [int(root_id), int(limit), int(offset)],
+        "JOIN posts p USING (post_id) WHERE c.root_id = ? AND (?::INTEGER IS NULL OR c.step <= ?) "
+        "ORDER BY c.step, c.depth, c.post_id LIMIT ? OFFSET ?",
+        [int(root_id), until, until, int(limit), int(offset)],
     ).fetchall()
 
 
@@ -349,12 +353,14 @@ def _call(r: tuple[Any, ...]) -> CallView:
 
 
 def calls_at(con: Con, agent_id: int, step: int) -> list[CallView]:
-    """The LLM calls made for the agent at ``step`` (every attempt), in call order."""
+    """The LLM calls that decided for the agent at ``step`` (every attempt), in call order: its own, or
+    the narrator's call for its group (``metadata.group`` lists the members; the omniscient perspective)."""
     if not _has(con, "llm_calls"):
         return []
     rows = con.execute(
-        f"SELECT {_CALL_COLS} FROM llm_calls WHERE agent_id = ? AND step = ? ORDER BY call_id",
-        [int(agent_id), int(step)],
+        f"SELECT {_CALL_COLS} FROM llm_calls WHERE step = ? AND (agent_id = ? "
+        "OR list_contains(TRY_CAST(json_extract(metadata, '$.group') AS BIGINT[]), ?)) ORDER BY call_id",
+        [int(step), int(agent_id), int(agent_id)],
     ).fetchall()
     return [_call(r) for r in rows]
 
