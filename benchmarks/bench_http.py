@@ -62,8 +62,8 @@ COMPONENTS: list[tuple[str, tuple[str, ...]]] = [
     ("answer parsing + validation", ("validate_answer", "parse_json_lenient", "parse_completion", "llm/parsing.py")),
     ("schema building", ("answer_schema", "action_schema", "state_aware_ids")),
     ("prompt building", ("agents/prompts.py", "LLMPolicy._messages")),
-    ("observation / feed", ("Simulation.observe", "agents/perspectives.py", "agents/observation.py")),
-    ("request objects, seeds, cache key", ("cache_key", "LLMPolicy._request", "LLMPolicy._seed", "llm/cache.py")),
+    ("observation / feed", ("StepAgents.observe", "agents/perspectives.py", "agents/observation.py")),
+    ("request objects, seeds, cache key", ("cache_key", "LLMPolicy.request", "LLMPolicy.seed", "llm/cache.py")),
     ("request JSON encoding", ("request_body", "encode_request")),
     ("LLM wrappers (retry, limit, usage)", ("llm/wrappers.py", "llm/usage.py", "llm/base.py")),
     (
@@ -153,13 +153,13 @@ def _sdk_backend() -> Any:
 #: event loop) is its total minus its timed parts: awaits cannot be timed per call.
 PHASES: list[tuple[str, str, str]] = [
     ("socium.recsys.chronological", "ChronologicalRecommender.feeds", "feeds ranked (chronological recommender)"),
-    ("socium.simulator.simulation", "Simulation.observe", "observation and feed"),
+    ("socium.simulator.step_agents", "StepAgents.observe", "observation and feed"),
     ("socium.agents.perspectives", "fill_observation", "  of which profile, memory, groups (fill_observation)"),
     ("socium.agents.perspectives", "feed_item", "  of which feed items (feed_item)"),
     ("socium.agents.llm_policy", "LLMPolicy._messages", "LLM: prompt text (_messages)"),
     ("socium.agents.llm_policy", "LLMPolicy.answer_schema", "LLM: answer schema"),
-    ("socium.agents.llm_policy", "LLMPolicy._request", "LLM: request object"),
-    ("socium.agents.llm_policy", "LLMPolicy._seed", "LLM: seed"),
+    ("socium.agents.llm_policy", "LLMPolicy.request", "LLM: request object"),
+    ("socium.agents.llm_policy", "LLMPolicy.seed", "LLM: seed"),
     ("socium.llm.types", "LLMRequest.cache_key", "LLM: cache key"),
     ("socium.llm.openai_compat", "OpenAIBackend.encode_request", "LLM: request body"),
     ("socium.llm.openai_compat", "parse_completion", "LLM: response parsing"),
@@ -422,7 +422,7 @@ def main() -> None:
         return
     trees = [(name, str(Path(p).resolve())) for name, _, p in (s.partition("=") for s in a.src)]
     trees.append(("this tree", str(HERE.parent.parent / "src")))
-    sizes = [int(x) for x in a.sizes.split(",")]
+    sizes = [int(x) for x in a.sizes.split(",") if x]
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
           f"load average before: {load()}")  # fmt: skip
     if a.phases:

@@ -95,8 +95,8 @@ def measure(n: int, activity: float, steps: int, executor: dict[str, Any], polic
             gc.freeze()  # the world built so far is long-lived: keep it out of every gen-2 collection
         acc: dict[str, float] = {}
         _timed(sim.executor, "run", acc)
-        for name in ("observe", "apply_decisions"):
-            _timed(sim, name, acc)
+        _timed(sim.agent_steps, "observe", acc)  # a step observes through its agents' part (StepAgents)
+        _timed(sim, "apply_decisions", acc)
         _timed(sim.store, "append_step", acc)
         gc_s = _gc_timer()
         t1 = time.perf_counter()

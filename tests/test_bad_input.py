@@ -52,7 +52,15 @@ CASES = [
     ("seed-over-64-bits", lambda t: _yaml({"seed": 2**70}), [], "seed:"),
     ("non-finite-float", lambda t: _yaml({}) + "step_minutes: .inf\n", [], "step_minutes: inf is not a finite number"),
     ("nan-in-params", lambda t: _yaml({}) + "recsys: {params: {x: .nan}}\n", [], "recsys.params.x"),
-    ("lone-surrogate", lambda t: _yaml({}) + 'population: {goals: ["\\ud800"]}\n', [], "population.goals[0]"),
+    (
+        "lone-surrogate",
+        lambda t: (
+            yaml.safe_dump({k: v for k, v in BASE.items() if k != "population"})
+            + 'population: {n_agents: 30, goals: ["\\ud800"]}\n'
+        ),
+        [],
+        "population.goals[0]",
+    ),
     ("too-many-agents", lambda t: _yaml({"population": {"n_agents": 10**13}}), [], "population.n_agents"),
     (
         "device-as-population",

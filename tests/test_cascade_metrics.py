@@ -25,6 +25,9 @@ class PlanPolicy:
     def __init__(self):
         self.ids = {}
 
+    def decide(self, obs):  # the Policy contract's core; the loop uses decide_batch (a capability) instead
+        return Decision(obs.agent_id, [])
+
     def decide_batch(self, observations):
         step = observations[0].step if observations else None
         return [Decision(a, [f(self.ids)]) for a, f in PLAN.get(step, [])]

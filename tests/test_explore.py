@@ -4,6 +4,8 @@ the ``explore`` extra): what each page shows equals the trace rows, hostile text
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import shutil
@@ -17,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -24,6 +27,8 @@ from conftest import small_config
 from socium.cli.main import app
 from socium.errors import UsageError
 from socium.explore import require_solara, server_command
+from socium.explore.compare_page import peers, prompt_diff, prompt_text
+from socium.explore.export import file_bytes
 from socium.explore.source import open_source, overrides
 from socium.simulator.simulation import Simulation
 from socium.trace.queries import explore as q
@@ -37,20 +42,23 @@ HOSTILE_BIO = "<b>bold?</b><script>window.__pwned = 3</script> [link](javascript
 ERROR = "HTTP 500: <i>boom</i> server fell over"
 
 
-def _run(path: Path, seed: int, llm: bool) -> Path:
+def _run(path: Path, seed: int, llm: bool, perspective: str = "local") -> Path:
     over: dict = {"steps": 3, "seed": seed, "population": {"n_agents": 30, "mean_activity": 0.4}}
     if llm:
-        over |= {"policy": {"kind": "llm"}, "llm": {"backend": "random", "max_concurrency": 1}}
+        llm_cfg = {"backend": "random", "max_concurrency": 1}
+        over |= {"policy": {"kind": "llm"}, "llm": llm_cfg, "perspective": perspective}
     Simulation(small_config(**over), path).run()
     return path
 
 
 @pytest.fixture(scope="module")
 def experiment(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An experiment folder: an LLM-agent run (with one failed call and hostile text planted in its
-    trace) and a rule-based run with another seed."""
+    """An experiment folder: one LLM-agent world under three perspectives (local, with one failed call
+    and hostile text planted in its trace; mindreader; omniscient) and a rule-based run, another seed."""
     root = tmp_path_factory.mktemp("exp")
-    run = _run(root / "llm", 3, llm=True)
+    run = _run(root / "local", 3, llm=True)
+    for perspective in ("mindreader", "omniscient"):
+        _run(root / perspective, 3, llm=True, perspective=perspective)
     _run(root / "rules", 4, llm=False)
     con = duckdb.connect(str(run / "trace.duckdb"))
     try:
@@ -66,7 +74,7 @@ def experiment(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture()
 def con(experiment: Path):
-    with open_run(experiment / "llm") as c:
+    with open_run(experiment / "local") as c:
         yield c
 
 
@@ -161,15 +169,58 @@ def test_calls_filter_by_outcome_and_show_the_error(con) -> None:
     assert outcomes == ["backend_error", "ok"] and models == ["random"]
 
 
+def test_a_narrator_call_shows_on_every_member_of_its_group(experiment: Path) -> None:
+    with open_run(experiment / "omniscient") as c:
+        calls = c.execute("SELECT call_id, step, metadata FROM llm_calls").fetchall()
+        members = [(cid, step, m) for cid, step, meta in calls for m in json.loads(meta)["group"]]
+        assert len(members) > len(calls)  # some group holds several agents
+        for cid, step, m in members:
+            assert cid in [x.call_id for x in q.calls_at(c, m, step)]
+
+
+def test_peers_are_the_same_cell_under_other_arms() -> None:
+    labels = ["local/runs/1/model", "local/runs/2/model", "mindreader/runs/1/model", "omniscient/runs/1/model"]
+    assert peers(labels, labels[0]) == [labels[0], labels[2], labels[3]]
+    assert peers(["a", "b", "c", "d", "e"], "c") == ["c", "a", "b", "d"]
+
+
+def test_prompt_diff_shows_what_one_perspective_added(experiment: Path) -> None:
+    src = open_source(experiment)
+    local, mind = src.view(0), src.view(1)
+    with open_run(experiment / "local") as c:
+        agent_id, step = c.execute("SELECT agent_id, step FROM llm_calls WHERE call_id = 1").fetchone()
+    assert prompt_diff(local, local, agent_id, step) == ""
+    diff = prompt_diff(local, mind, agent_id, step)
+    both = local(q.calls_at, agent_id, step), mind(q.calls_at, agent_id, step)
+    assert bool(diff) == (prompt_text(both[0]) != prompt_text(both[1]))
+    added = [ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    assert all(any(ln in m["content"] or ln.startswith("[call") for c in both[1] for m in c.messages) for ln in added)
+
+
 def test_experiment_folder_lists_runs_with_their_overrides(experiment: Path) -> None:
     src = open_source(experiment)
-    assert src.is_experiment and src.labels() == ["llm", "rules"]
-    with src.cursor("llm") as a, src.cursor("rules") as b:
-        diff = overrides(q.overview(a)["config"], q.overview(b)["config"])
-    assert diff["seed"] == 4 and diff["policy.kind"] == "random"
-    assert not open_source(experiment / "llm").is_experiment
+    assert src.is_experiment and src.labels() == ["local", "mindreader", "omniscient", "rules"]
+    with src.cursor("local") as a, src.cursor("rules") as b, src.cursor("omniscient") as c:
+        base = q.overview(a)["config"]
+        diff, arm = overrides(base, q.overview(b)["config"]), overrides(base, q.overview(c)["config"])
+    assert diff["seed"] == 4 and diff["policy.kind"] == "random" and "llm.backend" not in diff
+    assert arm == {"perspective": "omniscient"}
+    assert not open_source(experiment / "local").is_experiment
     with pytest.raises(UsageError, match="no such run"):
         open_source(experiment / "missing")
+
+
+def test_export_holds_the_views_rows_text_intact(con) -> None:
+    posts = q.timeline(con, limit=q.count_timeline(con))
+    rows = list(csv.DictReader(io.StringIO(file_bytes(posts, q.PostView, "csv").decode("utf-8"))))
+    assert [int(r["post_id"]) for r in rows] == [p.post_id for p in posts]
+    assert next(r["content"] for r in rows if r["post_id"] == "0") == HOSTILE_POST
+    back = pq.read_table(io.BytesIO(file_bytes(posts, q.PostView, "parquet")))
+    assert back.column("content").to_pylist() == [p.content for p in posts]
+    calls = q.calls(con, outcome="backend_error")
+    got = pq.read_table(io.BytesIO(file_bytes(calls, q.CallView, "parquet"))).to_pylist()
+    assert got[0]["error"] == ERROR and json.loads(got[0]["messages"]) == calls[0].messages
+    assert file_bytes([], q.CallView, "csv").decode().startswith("call_id,step,agent_id")
 
 
 def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -245,7 +296,7 @@ def page(server: str):
 
 def _busiest(experiment: Path) -> tuple[int, int]:
     """(agent, step) of an activation with a long feed and an answered call."""
-    with open_run(experiment / "llm") as c:
+    with open_run(experiment / "local") as c:
         row = c.execute(
             "SELECT e.agent_id, e.step FROM exposures e JOIN llm_calls l "
             "ON l.agent_id = e.agent_id AND l.step = e.step AND l.outcome = 'ok' "
@@ -260,7 +311,7 @@ def test_agent_page_shows_its_feed_and_prompt_and_clicks_through(page, server: s
     page.goto(f"{server}/run/0/agent/{agent_id}")
     page.wait_for_selector(".persona")
     seen = 0
-    with open_run(experiment / "llm") as c:
+    with open_run(experiment / "local") as c:
         for s in q.activation_steps(c, agent_id):
             want = c.execute(
                 "SELECT rank, post_id, coalesce(source, '') FROM exposures WHERE agent_id = ? AND step = ? "
@@ -318,11 +369,18 @@ def test_calls_page_shows_the_failed_call_and_experiment_opens_each_run(page, se
     failed = page.locator(".call[data-outcome=backend_error]")
     failed.wait_for()
     assert failed.locator(".call-error").text_content() == f"error: {ERROR}"
+    with page.expect_download() as got:
+        page.get_by_text("export csv").click()
+    rows = list(csv.DictReader(io.StringIO(Path(got.value.path()).read_text(encoding="utf-8"))))
+    with open_run(experiment / "local") as c:
+        assert [int(r["call_id"]) for r in rows] == [
+            i for (i,) in c.execute("SELECT call_id FROM llm_calls ORDER BY 1").fetchall()
+        ]
     page.goto(server)
     page.wait_for_selector(".run-row")
-    assert page.locator(".run-link").all_text_contents() == ["llm", "rules"]
-    page.locator(".run-link").nth(1).click()
-    page.wait_for_url("**/run/1")
+    assert page.locator(".run-link").all_text_contents() == ["local", "mindreader", "omniscient", "rules"]
+    page.locator(".run-link").nth(3).click()
+    page.wait_for_url("**/run/3")
     page.wait_for_selector(".timeline .post")
     with open_run(experiment / "rules") as c:
         assert page.locator(".timeline").get_attribute("data-total") == str(q.count_timeline(c))
@@ -358,3 +416,27 @@ def test_a_hundred_thousand_agent_run_opens_within_the_target(tmp_path: Path) ->
                 took[name] = time.perf_counter() - t0
             browser.close()
     assert max(took.values()) < OPEN_WITHIN_S, took
+
+
+@pytest.mark.browser
+def test_one_agent_step_side_by_side_across_perspectives(page, server: str, experiment: Path) -> None:
+    with open_run(experiment / "local") as c:
+        agent_id, step = c.execute(
+            "SELECT agent_id, step FROM exposures GROUP BY ALL ORDER BY count(*) DESC, 1, 2 LIMIT 1"
+        ).fetchone()
+    page.goto(f"{server}/run/0/agent/{agent_id}")
+    page.locator(".compare-link").first.wait_for()
+    page.goto(f"{server}/run/0/compare/{agent_id}/{step}")
+    page.wait_for_selector(".compare-run")
+    columns = page.locator(".compare-run")
+    assert columns.count() == 4  # flat labels: every run, up to MOST
+    for i, name in enumerate(["local", "mindreader", "omniscient", "rules"]):
+        col = columns.nth(i)
+        assert col.locator(".run-link").text_content() == name
+        with open_run(experiment / name) as c:
+            want = c.execute(
+                "SELECT post_id FROM exposures WHERE agent_id = ? AND step = ? ORDER BY rank, post_id",
+                [agent_id, step],
+            ).fetchall()
+        items = col.locator(".feed-item")
+        assert [int(items.nth(k).get_attribute("data-post")) for k in range(items.count())] == [p for (p,) in want]

@@ -92,7 +92,7 @@ def test_prompt_shows_each_member_and_quotes_shared_posts_once(tmp_path):
         seen.append(req)
         return "{}"  # answers no member: everyone re-asked, then invalid
 
-    sim = Simulation(cfg(steps=1), tmp_path / "r", policy=None)
+    sim = Simulation(cfg(steps=1, llm={"backend": "random", "min_valid_fraction": None}), tmp_path / "r", policy=None)
     sim.policy.backend_factory = lambda cache: __import__("socium.llm.wrappers", fromlist=["x"]).CachingBackend(
         ScriptedBackend(respond), cache
     )

@@ -127,10 +127,10 @@ def test_a_failed_member_call_makes_every_member_invalid_naming_the_error(tmp_pa
         assert first == group[0] and r.max_tokens == MAX_TOKENS * len(group)
         if mode == "narrator":
             assert "attempt" not in r.metadata and r.request_id == f"s{step}-g{first}"
-            assert r.seed == pol._seed(first, step, 99)
+            assert r.seed == pol.seed(first, step, 99)
         else:
             assert r.metadata["attempt"] == 0 and r.request_id == f"s{step}-c{int(pol.labels[first])}-a{first}-0"
-            assert r.seed == pol._seed(first, step, 500)
+            assert r.seed == pol.seed(first, step, 500)
     con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
     try:
         got = con.execute(

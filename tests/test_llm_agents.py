@@ -250,7 +250,7 @@ def test_model_output_with_lone_surrogates_and_nuls_is_stored(tmp_path):
     """Unparseable, unstorable model text becomes a bounded invalid_llm_output row, not a lost step."""
     from socium.llm.model_free import ScriptedBackend
 
-    c = cfg("local", steps=2)
+    c = cfg("local", steps=2, llm={"backend": "random", "min_valid_fraction": None})  # every answer is unusable
     bad = "\ud800 not json \x00" + "y" * 10_000
     factory = lambda cache: CachingBackend(ScriptedBackend([bad]), cache)
     Simulation(c, tmp_path / "r", policy=LLMPolicy(c, backend_factory=factory)).run()

@@ -213,7 +213,7 @@ class GroupLLMPolicy(LLMPolicy):
             self._deciding_step = observations[0].step
         decided = await asyncio.gather(*(self._decide_chunk(ch) for ch in self.chunks(observations)))
         decisions = sorted((d for ds in decided for d in ds), key=lambda d: d.agent_id)
-        calls = rendered_calls(self._drain_calls())
+        calls = rendered_calls(self.drain_calls())
         if decisions:
             decisions[0].meta.setdefault("llm_calls", []).extend(calls)
         return decisions

@@ -4,20 +4,24 @@ it got wrong.
 
 A part the policy is composed of (``LLMPolicy.narrator``), so the narrator's methods read together
 apart from the per-agent turn; it holds no state of its own, only the policy it speaks for (whose
-backends, seeds and schemas it uses). ``GroupLLMPolicy`` reuses its fitting and sending of a
-multi-member call.
+backends, seeds and schemas it uses), typed as :class:`NarratedPolicy` (what the narrator calls, so
+this module never imports the policy class that imports it), and the run's config and allowed
+actions. ``GroupLLMPolicy`` reuses its fitting and sending of a multi-member call.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
 from socium.agents import prompts as P
 from socium.agents.answer_validation import _short_error, validate_action
 from socium.agents.narrator_fit import FittedCall, Render, collect_unshown, fit_calls, mark_unshown
+from socium.agents.policy_calls import PolicyCalls
+from socium.config.experiment import ExperimentConfig
 from socium.core.contracts import Decision, Observation
 from socium.core.perspective import sees_environment_facts
 from socium.llm.context import context_window, prompt_counter
@@ -25,15 +29,27 @@ from socium.llm.parsing import parse_json_lenient
 from socium.llm.types import LLMResult
 from socium.platform.text import clean_text
 
-if TYPE_CHECKING:
-    from socium.agents.llm_policy import LLMPolicy
+
+class NarratedPolicy(PolicyCalls, Protocol):
+    """What the narrator needs from the policy it speaks for, besides its calls."""
+
+    def llm_of(self, agent: int) -> str:
+        """The name of the backend (``llms``) that answers for ``agent``."""
+        ...
+
+    def action_schema(self, obs: Observation) -> dict[str, Any]:
+        """One action's schema for this observation (what the agent alone would be offered)."""
+        ...
 
 
 class Narrator:
     """The narrator calls of script mode (see the module docstring)."""
 
-    def __init__(self, policy: LLMPolicy) -> None:
+    def __init__(self, policy: NarratedPolicy, cfg: ExperimentConfig, allowed: Sequence[str]) -> None:
         self.policy = policy
+        self.cfg = cfg
+        self.ac = cfg.llm_agents
+        self.allowed = list(allowed)
 
     # ---- omniscient (script mode) -------------------------------------------------------------
     async def narrate(self, group: list[Observation]) -> list[Decision]:
@@ -42,7 +58,7 @@ class Narrator:
         another member's feed, an action not offered) are asked once more, alone together."""
         unshown: dict[int, list[tuple[int, str]]] = {}
         done, retry = await self._narrator_calls(self._fitted(group, {}), 0, group, unshown)
-        if retry and self.policy.ac.reask:
+        if retry and self.ac.reask:
             errors = {o.agent_id: e for o, e, _ in retry}
             more, retry = await self._narrator_calls(self._fitted([o for o, _, _ in retry], errors), 1, group, unshown)
             done += more
@@ -70,24 +86,22 @@ class Narrator:
         the first member's backend when it has one, ``max_tokens`` per member kept for the answer
         (see :mod:`socium.agents.narrator_fit`)."""
         backend = self.policy.backend_for(self.policy.llm_of(group[0].agent_id))
-        llm = self.policy.cfg.llm
+        llm = self.cfg.llm
         assert llm is not None
         return fit_calls(group, render, prompt_counter(backend), context_window(backend), llm.max_tokens)
 
     def _narrator_messages(self, group: list[Observation], errors: dict[int, str]) -> list[dict[str, str]]:
         members = [(o.extra["profile"], o, o.extra.get("memory", ())) for o in group]
-        seen = sees_environment_facts(
-            self.policy.cfg.perspective, self.policy.ac.ground_truth_visible_to
-        )  # perspective table
-        gt = self.policy.ac.ground_truth if seen else None
+        seen = sees_environment_facts(self.cfg.perspective, self.ac.ground_truth_visible_to)  # perspective table
+        gt = self.ac.ground_truth if seen else None
         msgs = P.narrator_messages(
             members,
             group[0].extra.get("global_feed", ()),
             group[0].extra.get("stats", ""),
-            actions=self.policy.allowed,
-            platform=self.policy.cfg.platform.preset,
+            actions=self.allowed,
+            platform=self.cfg.platform.preset,
             ground_truth=gt,
-            perspective=self.policy.cfg.perspective,
+            perspective=self.cfg.perspective,
             **self.policy.persona_kw(),
         )
         mine = {o.agent_id for o in group}
@@ -110,13 +124,11 @@ class Narrator:
         room for every member's answer. The callers' request ids, schemas, metadata and salts differ;
         only the sending is shared."""
         first = call.members[0]
-        llm = self.policy.cfg.llm
+        llm = self.cfg.llm
         assert llm is not None
-        seed = self.policy._seed(first.agent_id, first.step, salt)
-        req = self.policy._request(
-            rid, call.messages, schema, meta, seed, max_tokens=llm.max_tokens * len(call.members)
-        )
-        return await self.policy._ask(req)
+        seed = self.policy.seed(first.agent_id, first.step, salt)
+        req = self.policy.request(rid, call.messages, schema, meta, seed, max_tokens=llm.max_tokens * len(call.members))
+        return await self.policy.ask(req)
 
     async def _narrator_call(
         self, call: FittedCall, attempt: int, whole: list[Observation]
@@ -147,9 +159,7 @@ class Narrator:
                 key = f"agent_{o.agent_id}"
                 if key not in data:
                     raise ValueError(missing)
-                done.append(
-                    Decision(o.agent_id, [validate_action(data[key], o, self.policy.allowed)], meta={"origin": "llm"})
-                )
+                done.append(Decision(o.agent_id, [validate_action(data[key], o, self.allowed)], meta={"origin": "llm"}))
             except (ValueError, ValidationError) as exc:
                 retry.append((o, _short_error(exc), raw))
         return done, retry

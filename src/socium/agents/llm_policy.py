@@ -102,8 +102,8 @@ class LLMPolicy:
         self._posts_memo_step: int | None = None
         self._deciding_step: int | None = None  # the step of the batch being decided (llm_engines rows)
         self._engine_rows: dict[str, list] = {"step": [], "llm": [], "engine": []}  # not yet in the trace
-        self.narrator = Narrator(self)
-        self.questions = Questions(self)
+        self.narrator = Narrator(self, cfg, self.allowed)
+        self.questions = Questions(self, cfg)
 
     def __getstate__(self) -> dict[str, Any]:  # backends hold sockets/models: rebuilt where unpickled
         return {
@@ -223,7 +223,7 @@ class LLMPolicy:
             self._note_engine(name, self._named[name])
         return self._named[name]
 
-    async def _generate(self, reqs: Sequence[LLMRequest]) -> list[LLMResult]:
+    async def generate(self, reqs: Sequence[LLMRequest]) -> list[LLMResult]:
         """Each request on its agent's backend (``metadata['llm']``), all backends at once, in order."""
         by: dict[str, list[int]] = {}
         for i, r in enumerate(reqs):
@@ -245,11 +245,11 @@ class LLMPolicy:
             if b is not None:
                 b.close()
 
-    def _seed(self, *key: int) -> int:
+    def seed(self, *key: int) -> int:
         """``component_rng(seed, LLM, *key).integers(0, 2**31 - 1)``, without building numpy objects."""
         return self._seeds.integer(2**31 - 1, *key)
 
-    def _request(
+    def request(
         self,
         rid: str,
         messages: list[dict[str, str]],
@@ -273,15 +273,12 @@ class LLMPolicy:
             metadata={**meta, "perspective": self.cfg.perspective},
         )
 
-    async def _ask(self, req: LLMRequest) -> LLMResult:
+    async def ask(self, req: LLMRequest) -> LLMResult:
         return (await self.backend_for(req.metadata.get("llm", "default")).generate([req]))[0]
-
-    def _drain_calls(self) -> list[tuple[str, LLMRequest, LLMResult, str]]:
-        return self._cache.drain() if self._cache is not None else []
 
     def drain_calls(self) -> list[tuple[str, LLMRequest, LLMResult, str]]:
         """Calls made but not yet handed to the driver (a step that failed midway still logs them)."""
-        return self._drain_calls()
+        return self._cache.drain() if self._cache is not None else []
 
     def persona_kw(self) -> dict[str, Any]:
         """How an agent's own profile is shown in every prompt about it (turns, surveys, interviews)."""
@@ -341,14 +338,14 @@ class LLMPolicy:
         asked = {"step": obs.step, "agent_id": obs.agent_id}
         last_err, raw = "", None
         for attempt in range(2 if self.ac.reask else 1):
-            req = self._request(
+            req = self.request(
                 f"s{obs.step}-a{obs.agent_id}-{attempt}",
                 msgs,
                 schema,
                 asked,
-                self._seed(obs.agent_id, obs.step, attempt),
+                self.seed(obs.agent_id, obs.step, attempt),
             )
-            res = await self._ask(req)
+            res = await self.ask(req)
             if not res.ok:
                 return Decision(
                     obs.agent_id, [], invalid_reason=f"backend error ({res.error_kind}): {res.error}"[:500], raw=None
@@ -382,6 +379,7 @@ class LLMPolicy:
         self, people: Sequence[tuple[AgentProfile, Sequence[str]]], question: str, scale: tuple[float, float], step: int
     ) -> tuple[list[SurveyAnswer], list]:
         """Every person's survey answer and the calls made (``Surveyable``)."""
+        self._deciding_step = step  # engines started by the survey are noted at its step (llm_engines)
         return self.questions.survey(people, question, scale, step)
 
     def reflect(
@@ -457,7 +455,7 @@ class LLMPolicy:
             if row.grouped:
                 show_groups(obs, self.ac.group_size)
             decisions = await started_in_slices(self.adecide, obs)
-        calls = rendered_calls(self._drain_calls())
+        calls = rendered_calls(self.drain_calls())
         if decisions:
             decisions[0].meta.setdefault("llm_calls", []).extend(calls)
         return decisions

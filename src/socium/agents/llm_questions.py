@@ -2,32 +2,34 @@
 questions asked of agents outside their turns, each answered by one constrained (or free-text) call.
 
 A part the policy is composed of (``LLMPolicy.questions``), so these read apart from the turn logic;
-it holds no state of its own, only the policy whose backends and seeds it asks through.
+it holds no state of its own, only the policy whose backends and seeds it asks through, typed as
+:class:`~socium.agents.policy_calls.PolicyCalls` (so this module never imports the policy class that
+imports it), and the run's config.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from socium.agents import prompts as P
 from socium.agents.answer_validation import _short_error
+from socium.agents.policy_calls import PolicyCalls
 from socium.agents.profiles import AgentProfile
-from socium.agents.survey_answers import SurveyAnswer
+from socium.agents.survey_answers import SurveyAnswer, ask_llm_survey
+from socium.config.experiment import ExperimentConfig
 from socium.llm.base import run_coro_sync
 from socium.llm.parsing import parse_json_lenient
 from socium.llm.types import ChatMessage
 from socium.platform.text import clean_text, quote_untrusted
 
-if TYPE_CHECKING:
-    from socium.agents.llm_policy import LLMPolicy
-
 
 class Questions:
     """Questions outside the agents' turns (see the module docstring)."""
 
-    def __init__(self, policy: LLMPolicy) -> None:
+    def __init__(self, policy: PolicyCalls, cfg: ExperimentConfig) -> None:
         self.policy = policy
+        self.ac = cfg.llm_agents
 
     # ---- surveys and interviews ---------------------------------------------------------------
     def survey(
@@ -35,10 +37,7 @@ class Questions:
     ) -> tuple[list[SurveyAnswer], list]:
         """Answers (text, value, reason when there is no value, outcome, stated value) and the calls made;
         see socium.agents.survey_answers."""
-        from socium.agents.survey_answers import ask_llm_survey
-
-        self.policy._deciding_step = step
-        return ask_llm_survey(self.policy, people, question, scale, step), self.policy._drain_calls()
+        return ask_llm_survey(self.policy, people, question, scale, step), self.policy.drain_calls()
 
     def _structured_batch(
         self,
@@ -51,16 +50,16 @@ class Questions:
     ) -> tuple[list[Any], list]:
         """One constrained request per person; a reply that fails ``parse`` is re-asked once, then None."""
         reqs = [
-            self.policy._request(
+            self.policy.request(
                 f"{kind}-s{step}-a{p.id}",
                 msgs,
                 schema,
                 {"step": step, "agent_id": p.id, kind: True},
-                self.policy._seed(p.id, step, salt),
+                self.policy.seed(p.id, step, salt),
             )
             for p, msgs in people
         ]
-        results = run_coro_sync(self.policy.backend.generate(reqs)) if reqs else []
+        results = run_coro_sync(self.policy.backend_for("default").generate(reqs)) if reqs else []
         out: list[Any] = [None] * len(reqs)
         again = []
         for k, (req, res) in enumerate(zip(reqs, results)):
@@ -86,13 +85,14 @@ class Questions:
                         ),
                     )
                 )
-        if again and self.policy.ac.reask:
-            for (k, _), res in zip(again, run_coro_sync(self.policy.backend.generate([r for _, r in again]))):
+        if again and self.ac.reask:
+            default = self.policy.backend_for("default")
+            for (k, _), res in zip(again, run_coro_sync(default.generate([r for _, r in again]))):
                 try:
                     out[k] = parse(parse_json_lenient(res.text)) if res.ok else None
                 except ValueError:
                     out[k] = None
-        return out, self.policy._drain_calls()
+        return out, self.policy.drain_calls()
 
     def reflect(
         self, people: Sequence[tuple[AgentProfile, Sequence[str]]], step: int, n_insights: int
@@ -148,8 +148,8 @@ class Questions:
 
     def interview(self, profile: AgentProfile, memory: Sequence[str], question: str) -> str:
         msgs = P.interview_messages(profile, memory, question, **self.policy.persona_kw())
-        req = self.policy._request("interview", msgs, None, {"agent_id": profile.id}, 0)
-        res = run_coro_sync(self.policy.backend.generate([req]))[0]
+        req = self.policy.request("interview", msgs, None, {"agent_id": profile.id}, 0)
+        res = run_coro_sync(self.policy.backend_for("default").generate([req]))[0]
         return res.text if res.ok else f"(no answer: {res.error})"
 
     def interview_batch(
@@ -159,18 +159,18 @@ class Questions:
         the calls made, for the driver to write with the ``interviews`` rows; ``key`` tells questions apart."""
         ask = lambda p, mem: P.interview_messages(p, mem, question, **self.policy.persona_kw())
         reqs = [
-            self.policy._request(
+            self.policy.request(
                 f"interview-s{step}-a{p.id}-q{key}",
                 ask(p, mem),
                 None,
                 {"step": step, "agent_id": p.id, "interview": True},
-                self.policy._seed(p.id, step + 1, 2000, key),
+                self.policy.seed(p.id, step + 1, 2000, key),
             )
             for p, mem in people
         ]
-        results = run_coro_sync(self.policy._generate(reqs)) if reqs else []
+        results = run_coro_sync(self.policy.generate(reqs)) if reqs else []
         answers = [
             (req.request_id, clean_text(res.text, 4000).text if res.ok else f"(no answer: {res.error_kind})")
             for req, res in zip(reqs, results)
         ]
-        return answers, self.policy._drain_calls()
+        return answers, self.policy.drain_calls()

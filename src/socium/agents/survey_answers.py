@@ -17,14 +17,12 @@ import asyncio
 import re
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
+from socium.agents.policy_calls import PolicyCalls
 from socium.llm.base import run_coro_sync
 from socium.llm.parsing import parse_json_lenient
 from socium.platform.text import clean_text
-
-if TYPE_CHECKING:
-    from socium.agents.llm_policy import LLMPolicy
 
 #: Why a survey row has (or lacks) a value: ``ok`` is the only outcome whose value enters a mean.
 SurveyOutcome = Literal["ok", "inconsistent", "degenerate", "invalid", "backend_error", "no_stance"]
@@ -166,7 +164,7 @@ def check_answer(text: str, value: float, scale: tuple[float, float]) -> tuple[S
 
 
 async def _ask(
-    policy: LLMPolicy, profile: Any, memory: Sequence[str], question: str, scale: tuple[float, float], step: int
+    policy: PolicyCalls, profile: Any, memory: Sequence[str], question: str, scale: tuple[float, float], step: int
 ) -> SurveyAnswer:
     from socium.agents import prompts as P
 
@@ -177,8 +175,8 @@ async def _ask(
     last_err, raw = "", ""
     for attempt in range(2):
         rid = f"survey-s{step}-a{profile.id}" + (f"-{attempt}" if attempt else "")
-        req = policy._request(rid, msgs, survey_schema(scale), meta, policy._seed(profile.id, step, 1000 + attempt))
-        res = (await policy._generate([req]))[0]  # on the agent's own backend (llms routing)
+        req = policy.request(rid, msgs, survey_schema(scale), meta, policy.seed(profile.id, step, 1000 + attempt))
+        res = (await policy.generate([req]))[0]  # on the agent's own backend (llms routing)
         if not res.ok:
             return SurveyAnswer(
                 "", None, clean_text(f"backend error ({res.error_kind}): {res.error}", 500).text, "backend_error"
@@ -201,7 +199,11 @@ async def _ask(
 
 
 def ask_llm_survey(
-    policy: LLMPolicy, people: Sequence[tuple[Any, Sequence[str]]], question: str, scale: tuple[float, float], step: int
+    policy: PolicyCalls,
+    people: Sequence[tuple[Any, Sequence[str]]],
+    question: str,
+    scale: tuple[float, float],
+    step: int,
 ) -> list[SurveyAnswer]:
     """Every person's answer, asked concurrently through the policy's backend stack."""
     if not people:

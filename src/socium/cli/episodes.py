@@ -156,4 +156,9 @@ def group_episodes(
             f"{m['calls_per_episode']:.1f}",
         )
     console.print(table)
+    from socium.experiments.report import write_report
+
+    page = write_report(cfg.out_dir()).html if summary["episodes"] else None
     console.print(f"trace: {cfg.out_dir() / 'group_episodes.duckdb'}  summary: {cfg.out_dir() / 'summary.json'}")
+    if page is not None:
+        console.print(f"report: {page}", highlight=False)

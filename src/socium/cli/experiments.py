@@ -77,6 +77,15 @@ def sweep(
         console.print(
             f"runs: {spec.out}/run-*/trace.duckdb  (compare with socium.experiments.designs.sweep.attach_runs)"
         )
+    if any(r["status"] == "ok" for r in rows):  # every override value whole and the outcomes per combination
+        from socium.experiments.report import write_report
+
+        try:
+            page = write_report(spec.out).html
+            (err_console if as_json else console).print(f"report: {page}", highlight=False)  # stdout: JSON only
+        except SociumError as exc:
+            _fail(exc)
+            return
     if any(r["status"] != "ok" for r in rows):
         raise typer.Exit(1)
 
@@ -85,8 +94,8 @@ def sweep(
 def report(
     run_dir: Path = typer.Argument(
         ...,
-        help="A run (trace.duckdb), experiment (results.json), episodes (episodes.duckdb) or sensitivity "
-        "(sensitivity.json) directory.",
+        help="A run (trace.duckdb), experiment (results.json), episodes (episodes.duckdb), group-episodes "
+        "(group_episodes.duckdb), sweep (sweep.json), seeds (seeds.json) or sensitivity (sensitivity.json) directory.",
     ),
 ) -> None:
     """Write RUN_DIR/report/index.html with PNG plots and series.json; print a summary table."""

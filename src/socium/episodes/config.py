@@ -114,7 +114,10 @@ class EpisodesConfig(BaseModel):
         400, ge=1, le=4000, description="maxLength of each reasoning string in the schema sent to the judge."
     )
     prompt_cache_mb: int = Field(
-        512, ge=0, description="embedded backend: RAM for llama.cpp's prompt-prefix KV cache (0 disables)."
+        512,
+        ge=0,
+        description="embedded backend with llm.reproducible: false only: RAM for llama.cpp's prompt-prefix KV cache "
+        "(0 disables; the reproducible default evaluates every prompt from scratch).",
     )
     reask: bool = Field(True, description="Re-ask once with the validation error before recording a call as invalid.")
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)

@@ -46,7 +46,7 @@ def interview(
     ``record`` stores the answer in the run's ``interviews`` table (origin 'cli', step = the last
     committed step) with its ``llm_calls`` row, in one transaction, so later analysis sees it.
     """
-    cfg = load_run_config(run_dir)
+    cfg = load_run_config(run_dir, allow_plugins=True)  # builds no recommender or moderator: imports nothing
     budgets = cfg.llm  # the run's budgets hold whichever backend answers
     if llm is not None:
         LLMConfig.parse(llm)  # a typo in --backend: 'llm.backend: ...' (ConfigError), not pydantic's traceback

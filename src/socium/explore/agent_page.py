@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-import reacton.ipyvuetify as vue
 import solara
+from solara import v as vue
 
 from socium.explore.source import RunView
 from socium.explore.widgets import ROWS, Fold, Go, Pager, Plain, PostCard, Say, attrs, who
@@ -164,6 +164,8 @@ def AgentPage(run: RunView, agent_id: int) -> Any:
         for s in steps[:ACTIVATIONS]:
             with solara.Card(title=f"Step {s}", classes=["activation"]):
                 vue.Html(tag="div", attributes=attrs(step=s), class_="activation-step")
+                if run.source.is_experiment:
+                    Go(f"{run.base}/compare/{agent_id}/{s}", "this step in other runs, side by side", "compare-link")
                 Feed(run, agent_id, s)
                 Calls(run, agent_id, s)
                 Actions(run, agent_id, s)

@@ -1,7 +1,8 @@
 """The explorer's Solara app: one ``Page`` that reads the URL and shows the page it names.
 
 URLs: ``/`` (an experiment's runs, or a lone run's timeline), ``/run/I`` (timeline of run I),
-``/run/I/agent/K``, ``/run/I/post/P``, ``/run/I/calls``, ``/run/I/agents``. Every page is a URL, so
+``/run/I/agent/K``, ``/run/I/post/P``, ``/run/I/calls``, ``/run/I/agents``, ``/run/I/compare/K/S``
+(agent K at step S in run I and its peers, side by side). Every page is a URL, so
 a view can be bookmarked or sent to a colleague. The path opened comes from ``SOCIUM_EXPLORE_PATH``
 (``socium explore`` sets it): Solara imports this module by name in its own server.
 """
@@ -16,6 +17,7 @@ import solara
 
 from socium.errors import SociumError, UsageError
 from socium.explore.agent_page import AgentPage, PostPage
+from socium.explore.compare_page import ComparePage
 from socium.explore.run_pages import Agents, CallsPage, Experiment, Timeline, as_int
 from socium.explore.source import RunView, Source, open_source
 from socium.explore.widgets import Go
@@ -86,7 +88,8 @@ def Page() -> Any:
             raise UsageError(f"no page {router.path!r}: pages are /run/I, /run/I/agent/K, /run/I/post/P, /run/I/calls")
         run = src.view(index)
         rest = parts[2:]
-        with solara.Column(style="max-width: 980px; margin: 0 auto") as main:
+        width = "1500px" if rest[:1] == ["compare"] else "980px"
+        with solara.Column(style=f"max-width: {width}; margin: 0 auto") as main:
             Nav(run, src)
             if not rest:
                 solara.Title(f"timeline · {run.label}")
@@ -97,6 +100,10 @@ def Page() -> Any:
             elif rest == ["agents"]:
                 solara.Title("agents")
                 Agents(run).key(f"a{index}")
+            elif len(rest) == 3 and rest[0] == "compare" and None not in (as_int(rest[1]), as_int(rest[2])):
+                agent_id, step = int(rest[1]), int(rest[2])
+                solara.Title(f"agent {agent_id} at step {step}, compared")
+                ComparePage(src, index, agent_id, step).key(f"cmp{index}/{agent_id}/{step}")
             elif len(rest) == 2 and rest[0] in ("agent", "post") and as_int(rest[1]) is not None:
                 ident = as_int(rest[1])
                 assert ident is not None

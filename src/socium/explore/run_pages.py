@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import reacton.ipyvuetify as vue
 import solara
+from solara import v as vue
 
 from socium.explore.agent_page import CallBlock
+from socium.explore.export import MAX_ROWS, export_buttons
 from socium.explore.source import RunView, Source, overrides
 from socium.explore.widgets import ROWS, Go, Pager, Plain, PostCard, Say, attrs
 from socium.trace.queries import explore as q
@@ -58,7 +59,9 @@ def Timeline(run: RunView) -> Any:
             solara.InputText("step", value=step, on_value=on(set_step), continuous_update=False)
             solara.InputText("author (agent id)", value=author, on_value=on(set_author), continuous_update=False)
             solara.InputText("text contains", value=text, on_value=on(set_text), continuous_update=False)
-        Pager(total, offset, set_offset, ROWS)
+        with solara.Row(style="align-items: center; gap: 2em"):
+            Pager(total, offset, set_offset, ROWS)
+            export_buttons("timeline", lambda: run(q.timeline, **flt, limit=min(total, MAX_ROWS)), q.PostView)
         with vue.Html(tag="div", class_="timeline", attributes=attrs(total=total)):
             for p in posts:
                 PostCard(p, run)
@@ -102,7 +105,9 @@ def CallsPage(run: RunView) -> Any:
                 "outcome", value=outcome, values=[ALL, *outcomes], on_value=rewinding(set_outcome, set_offset)
             )
             solara.Select("model", value=model, values=[ALL, *models], on_value=rewinding(set_model, set_offset))
-        Pager(total, offset, set_offset, ROWS)
+        with solara.Row(style="align-items: center; gap: 2em"):
+            Pager(total, offset, set_offset, ROWS)
+            export_buttons("calls", lambda: run(q.calls, **flt, limit=min(total, MAX_ROWS)), q.CallView)
         for c in run(q.calls, **flt, limit=ROWS, offset=offset):
             with solara.Card(margin=1):
                 CallBlock(c, run)

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import duckdb
 
 from socium.errors import UsageError
+from socium.trace.queries.explore import overview
 from socium.trace.store import open_trace
 
 T = TypeVar("T")
@@ -63,8 +64,6 @@ class Source:
 
     def view(self, index: int) -> RunView:
         """Run ``index`` (in :meth:`labels` order) with its platform preset; a bad index is a UsageError."""
-        from socium.trace.queries.explore import overview
-
         labels = self.labels()
         if not 0 <= index < len(labels):
             raise UsageError(f"no run {index} here: runs are numbered 0 to {len(labels) - 1}")

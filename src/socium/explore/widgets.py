@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import reacton.ipyvuetify as vue
 import solara
+from solara import v as vue
 
 from socium.explore.source import RunView
 from socium.trace.queries.explore import PostView

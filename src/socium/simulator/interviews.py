@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from socium.agents.memory import MemoryStream, WindowMemory
+from socium.agents.profiles import Population
+from socium.core.policy import Interviewable
 from socium.errors import UsageError
-
-if TYPE_CHECKING:
-    from socium.simulator.simulation import Simulation
 
 COLUMNS = ("step", "agent_id", "question", "answer", "call_id", "origin")
 
@@ -29,15 +28,23 @@ def question_key(question: str) -> int:
     return zlib.crc32(question.encode("utf-8", "surrogatepass")) & 0xFFFF
 
 
-def ask(sim: Simulation, agents: Sequence[int], question: str, step: int) -> tuple[list[tuple[int, str, str]], list]:
-    """``(agent, request_id, answer)`` per agent, asked through the run's policy, and the calls made."""
-    policy = sim.caps.interviews
+def ask(
+    policy: Interviewable | None,
+    population: Population,
+    memory: WindowMemory | MemoryStream,
+    agents: Sequence[int],
+    question: str,
+    step: int,
+) -> tuple[list[tuple[int, str, str]], list]:
+    """``(agent, request_id, answer)`` per agent, asked through the run's policy (its ``interviews``
+    capability; None: it cannot be interviewed), each with its memory as of now, and the calls made."""
     if policy is None:
         raise UsageError("interviews need LLM agents (policy.kind 'llm')")
+    n = len(population)
     for a in agents:
-        if not 0 <= a < sim.n:
-            raise UsageError(f"interview: agent {a} is not an agent id (population has {sim.n})")
-    people = [(sim.population.profile(int(a)), list(sim.memory.get(int(a), ()))) for a in agents]
+        if not 0 <= a < n:
+            raise UsageError(f"interview: agent {a} is not an agent id (population has {n})")
+    people = [(population.profile(int(a)), list(memory.get(int(a), ()))) for a in agents]
     answers, calls = policy.interview_batch(people, question, step, question_key(question))
     return [(int(a), rid, text) for a, (rid, text) in zip(agents, answers)], calls
 

@@ -2,8 +2,9 @@
 lock, the world written as step -1, or a committed trace replayed to resume it.
 
 A part the simulation is composed of (``Simulation.setup``), so set-up and resume read apart from
-stepping; it holds no state of its own, only the simulation it works for, whose ``_build`` makes the
-world these methods write or restore.
+stepping. It holds only what it is built with (run directory, config, input digests, the notes for the
+caller); the world its methods write or restore (made by the simulation's ``_build``) and the trace
+store are handed to each method explicitly, never the simulation itself, which imports this module.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import platform as _stdlib_platform  # the standard library module; socium never
 import re
 import shutil
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -23,49 +25,60 @@ import pyarrow as pa
 
 import socium
 from socium.agents import perspectives
-from socium.agents.memory import MemoryStream
+from socium.agents.memory import MemoryStream, WindowMemory
+from socium.agents.profiles import Population
 from socium.agents.rules import RULE_POLICIES
 from socium.config.experiment import ExperimentConfig
 from socium.config.loading import config_from_dict
 from socium.core.actions import Action, parse_action
 from socium.core.plugins import recorded_plugins
+from socium.core.policy import Policy
 from socium.errors import RunDirError, TraceError
 from socium.llm.base import event_loop_kind
+from socium.moderation.engine import ModerationLayer
+from socium.platform.state import PlatformState
+from socium.recsys.base import Recommender
 from socium.simulator.inputs import changed_inputs, config_diff, inputs_json
+from socium.simulator.signups import SignUps
 from socium.simulator.step_agents import memory_line
+from socium.simulator.timing import ExposureTiming
 from socium.trace.rundir import REPLACED_BY_FORCE, check_run_files, held_run_error, refuse_foreign, write_run_file
-from socium.trace.store import _schema_sql, open_trace, read_run_row
-
-if TYPE_CHECKING:
-    from socium.core.policy import Policy
-    from socium.simulator.simulation import Simulation
+from socium.trace.store import TraceStore, _schema_sql, open_trace, read_run_row
 
 
 class RunSetUp:
     """Run-directory checks, the set-up commit and resume (see the module docstring)."""
 
-    def __init__(self, sim: Simulation) -> None:
-        self.sim = sim
+    def __init__(
+        self, run_dir: Path, cfg: ExperimentConfig, inputs: dict[str, dict[str, Any]], notes: list[str]
+    ) -> None:
+        """``inputs``: the digests of the run's input files (``inputs.preflight``); ``notes``: the run's
+        list of things to tell the user, appended to (e.g. a resume that starts fresh)."""
+        self.run_dir = run_dir
+        self.cfg = cfg
+        self.inputs = inputs
+        self.notes = notes
 
     # ---- set-up and resume ------------------------------------------------------------------
-    def check_run_dir(self, resume: bool, force: bool) -> bool:
-        """Decide (holding the lock) whether this is a resume or a fresh run; returns ``resume``."""
-        db = self.sim.run_dir / "trace.duckdb"
-        check_run_files(self.sim.run_dir)  # a linked or special trace/config is refused, never followed
+    def check_run_dir(self, resume: bool, force: bool, lock_is_ours: bool) -> bool:
+        """Decide (holding the lock) whether this is a resume or a fresh run; returns ``resume``.
+        ``lock_is_ours``: the run's lock file was there before this start (``RunDirLock.existed``)."""
+        db = self.run_dir / "trace.duckdb"
+        check_run_files(self.run_dir)  # a linked or special trace/config is refused, never followed
         if resume:
             if _has_setup(db):
                 self.check_same_world(db)
                 return True
-            self.sim.notes.append(f"{self.sim.run_dir}: no committed set-up to resume, so the run starts from step 0")
+            self.notes.append(f"{self.run_dir}: no committed set-up to resume, so the run starts from step 0")
         if db.exists() and not resume:
             if not force:  # finished or not by the run's own steps; the way on by whether it is this world
-                raise held_run_error(self.sim.run_dir, self.sim.cfg.config_hash())
+                raise held_run_error(self.run_dir, self.cfg.config_hash())
         elif not force:
-            refuse_foreign(self.sim.run_dir, lock_is_ours=self.sim._lock.existed)
+            refuse_foreign(self.run_dir, lock_is_ours=lock_is_ours)
         if force or db.exists():  # a trace with no committed set-up holds nothing worth keeping
             for name in REPLACED_BY_FORCE:
-                (self.sim.run_dir / name).unlink(missing_ok=True)
-            shutil.rmtree(self.sim.run_dir / "report", ignore_errors=True)
+                (self.run_dir / name).unlink(missing_ok=True)
+            shutil.rmtree(self.run_dir / "report", ignore_errors=True)
         return False
 
     def check_same_world(self, db: Path) -> None:
@@ -75,15 +88,15 @@ class RunSetUp:
         """
         rec = read_run_row(db)
         if rec is None:
-            raise TraceError(f"{self.sim.run_dir}: trace has committed steps but no run row")
-        if rec["config_hash"] != self.sim.cfg.config_hash():
+            raise TraceError(f"{self.run_dir}: trace has committed steps but no run row")
+        if rec["config_hash"] != self.cfg.config_hash():
             try:
-                diff = config_diff(json.loads(rec["config"]), json.loads(self.sim.cfg.canonical_json()))
+                diff = config_diff(json.loads(rec["config"]), json.loads(self.cfg.canonical_json()))
             except (TypeError, ValueError):
                 diff = ["(the recorded config is unreadable)"]
             shown = "; ".join(diff[:8]) + (f"; and {len(diff) - 8} more" if len(diff) > 8 else "")
             raise RunDirError(
-                f"{self.sim.run_dir}: config differs from the one this run started with "
+                f"{self.run_dir}: config differs from the one this run started with "
                 f"(hash {str(rec['config_hash'])[:12]}): {shown}"
             )
         if rec.get("input_digests"):
@@ -91,27 +104,30 @@ class RunSetUp:
                 recorded = json.loads(rec["input_digests"])
             except ValueError:
                 raise TraceError(f"{db}: runs.input_digests is not JSON") from None
-            changed = changed_inputs(recorded, self.sim.inputs)
+            changed = changed_inputs(recorded, self.inputs)
             if changed:
-                raise RunDirError(f"{self.sim.run_dir}: cannot resume into a different world: " + "; ".join(changed))
+                raise RunDirError(f"{self.run_dir}: cannot resume into a different world: " + "; ".join(changed))
 
-    def make_policy(self) -> Policy:
+    def make_policy(self, population: Population) -> Policy:
         """The policy ``policy.kind`` names, built for this run's world (LLM kinds import lazily)."""
-        kind = self.sim.cfg.policy.kind
+        kind = self.cfg.policy.kind
         if kind == "llm":
             from socium.agents.llm_policy import make_llm_policy  # optional heavy import
 
-            return make_llm_policy(self.sim.cfg)
+            return make_llm_policy(self.cfg)
         if kind == "group_llm":
             from socium.agents.group_policy import make_group_policy
 
-            return make_group_policy(self.sim.cfg, self.sim.population)
-        return RULE_POLICIES[kind](self.sim.cfg.policy, self.sim.cfg.seed)
+            return make_group_policy(self.cfg, population)
+        return RULE_POLICIES[kind](self.cfg.policy, self.cfg.seed)
 
-    def write_setup(self) -> None:
-        pop = self.sim.population
-        cfg = self.sim.cfg
-        write_run_file(self.sim.run_dir / "config.json", cfg.canonical_json())
+    def write_setup(
+        self, store: TraceStore, pop: Population, state: PlatformState, wall_s: Callable[[], float]
+    ) -> None:
+        """Commit step -1: the run row, the agents and the initial follow graph of ``state``; ``wall_s``
+        gives the real seconds since the previous commit (read when the row is written)."""
+        cfg = self.cfg
+        write_run_file(self.run_dir / "config.json", cfg.canonical_json())
         runs = {
             "run_id": [uuid.uuid4().hex],
             "name": [cfg.name],
@@ -123,13 +139,13 @@ class RunSetUp:
             "python_version": [_stdlib_platform.python_version()],
             "duckdb_version": [duckdb.__version__],
             "created_at": [_now()],
-            "input_digests": [inputs_json(self.sim.inputs)],
+            "input_digests": [inputs_json(self.inputs)],
             "event_loop": [event_loop_kind()],  # the driver's LLM loop (uvloop or asyncio): speed, not results
         }
         act = pa.FixedSizeListArray.from_arrays(pa.array(pop.activity.ravel()), 24).cast(pa.list_(pa.float32()))
         agents = pa.table(
             {
-                "agent_id": pa.array(np.arange(self.sim.n, dtype=np.int64)),
+                "agent_id": pa.array(np.arange(len(pop), dtype=np.int64)),
                 "name": pop.names,
                 "username": pop.usernames,
                 "bio": pop.bios,
@@ -139,7 +155,7 @@ class RunSetUp:
                 "activity": act,
             }
         )
-        src, dst = self.sim.state.follows.edges()
+        src, dst = state.follows.edges()
         follows = pa.table(
             {
                 "step": pa.array(np.full(len(src), -1, np.int32)),
@@ -149,7 +165,7 @@ class RunSetUp:
                 "event": pa.array(np.ones(len(src), np.int8)),
             }
         )
-        self.sim.trace_store.append_step(
+        store.append_step(
             -1,
             {"runs": runs, "agents": agents, "follow_events": follows},
             {
@@ -158,36 +174,52 @@ class RunSetUp:
                 "n_actions": 0,
                 "n_posts": 0,
                 "n_exposures": 0,
-                "wall_s": self.sim._since_last_commit(),
+                "wall_s": wall_s(),
                 "committed_at": _now(),
             },
         )
 
-    def restore(self) -> None:
-        """Rebuild platform, recommender and agent state by replaying the committed trace."""
-        last = self.sim.trace_store.last_step()
-        if last is None:  # cannot happen under the lock (checked by _check_run_dir); kept for safety
-            self.write_setup()
-            return
-        row = self.sim.trace_store.run_row()  # config and inputs were compared in _check_same_world
+    def restore(
+        self,
+        store: TraceStore,
+        *,
+        state: PlatformState,
+        signups: SignUps,
+        moderation: ModerationLayer,
+        recsys: Recommender,
+        timing: ExposureTiming | None,
+        population: Population,
+        memory: WindowMemory | MemoryStream,
+        pending_results: dict[int, tuple[str, str, list[int]]],
+        needs_profile: bool,
+        sim_time: Callable[[int], float],
+        remember: Callable[[int, str], None],
+    ) -> tuple[int, int] | None:
+        """Rebuild platform, recommender and agent state by replaying the committed trace; returns the next
+        ``call_id`` and the last committed step, or None when there is no committed step to replay.
+        ``sim_time``: a step's simulated seconds; ``remember``: puts a line in an agent's window memory."""
+        last = store.last_step()
+        if last is None:  # cannot happen under the lock (checked by check_run_dir); kept for safety
+            return None
+        row = store.run_row()  # config and inputs were compared in _check_same_world
         if row is None:
-            raise TraceError(f"{self.sim.run_dir}: trace has committed steps but no run row")
-        if last >= self.sim.cfg.steps:
+            raise TraceError(f"{self.run_dir}: trace has committed steps but no run row")
+        if last >= self.cfg.steps:
             raise RunDirError(
-                f"{self.sim.run_dir}: {last + 1} steps are already committed; steps={self.sim.cfg.steps} "
+                f"{self.run_dir}: {last + 1} steps are already committed; steps={self.cfg.steps} "
                 "would shorten the run (a run can be extended, not cut)"
             )
-        con = self.sim.trace_store.con
-        if json.loads(row["config"]).get("steps") != self.sim.cfg.steps:
-            self.extend_to(self.sim.cfg.steps)
+        con = store.con
+        if json.loads(row["config"]).get("steps") != self.cfg.steps:
+            self.extend_to(store, self.cfg.steps)
         joins: dict[int, list[int]] = {}
         for step, agent in con.execute("SELECT step, agent_id FROM sign_ups ORDER BY step, agent_id").fetchall():
             joins.setdefault(step, []).append(agent)
-        mod_events = self.sim.moderation.recorded_events(con)
+        mod_events = moderation.recorded_events(con)
         for step in range(0, last + 1):
-            self.sim.state.begin_step(step, self.sim.sim_time(step))
+            state.begin_step(step, sim_time(step))
             for agent in joins.get(step, ()):
-                self.sim.signups.join(self.sim.state, agent, record=False)
+                signups.join(state, agent, record=False)
             rows = con.execute(
                 "SELECT agent_id, type, args, outcome, post_id, origin FROM actions WHERE step = ? ORDER BY seq", [step]
             ).fetchall()
@@ -195,72 +227,65 @@ class RunSetUp:
             for agent, typ, args, outcome, post_id, origin in rows:
                 if origin != "seed" and agent not in acted:  # it was observed this step: its pending
                     acted.add(agent)  # results were shown (and consumed) then
-                    self.sim.pending_results.pop(agent, None)
+                    pending_results.pop(agent, None)
                 if typ == "invalid_llm_output":
                     continue
                 action = _recorded_action(step, agent, typ, args)
-                got = self.sim.state.apply(agent, action)
+                got = state.apply(agent, action)
                 if got.status != outcome or (got.post_id != post_id and post_id is not None):
                     raise TraceError(
                         f"replay diverged at step {step}, agent {agent}, action {typ}: "
                         f"recorded {outcome}/{post_id}, replayed {got.status}/{got.post_id}"
                     )
-                if self.sim.needs_profile and origin != "seed":
+                if needs_profile and origin != "seed":
                     pending = perspectives.pending_from(typ, getattr(action, "query", ""), got.results)
                     if pending is not None:
-                        self.sim.pending_results[agent] = pending
-            self.sim.moderation.replay(self.sim.state, step, mod_events.get(step, ()))
-            self.sim.recsys.observe(
-                self.sim.state, range(self.sim.state.events.first_post, len(self.sim.state.posts)), step
-            )
-            if self.sim.timing is not None:
-                self.sim.timing.observe(
-                    self.sim.state, range(self.sim.state.events.first_post, len(self.sim.state.posts)), step
-                )
+                        pending_results[agent] = pending
+            moderation.replay(state, step, mod_events.get(step, ()))
+            recsys.observe(state, range(state.events.first_post, len(state.posts)), step)
+            if timing is not None:
+                timing.observe(state, range(state.events.first_post, len(state.posts)), step)
                 if step < last:
-                    self.sim.timing.due(step + 1)  # that wake-up already happened before the interruption
-        self.sim.moderation.restore_veracity(self.sim.state, con)
+                    timing.due(step + 1)  # that wake-up already happened before the interruption
+        moderation.restore_veracity(state, con)
         for agent, stance in con.execute(
             "SELECT agent_id, arg_max(stance, step) FROM stances GROUP BY agent_id"
         ).fetchall():
-            self.sim.population.stance[agent] = stance
-        if self.sim.needs_profile and isinstance(self.sim.memory, MemoryStream):
-            self.sim.memory.restore(
+            population.stance[agent] = stance
+        if needs_profile and isinstance(memory, MemoryStream):
+            memory.restore(
                 con.execute("SELECT step, agent_id, kind, text, importance FROM memories ORDER BY step, seq").fetchall()
             )
-            self.sim.memory.active_steps = {
+            memory.active_steps = {
                 int(a): int(n)
                 for a, n in con.execute(
                     "SELECT agent_id, count(DISTINCT step) FROM actions WHERE origin = 'llm' GROUP BY 1"
                 ).fetchall()
             }
-        elif self.sim.needs_profile and self.sim.cfg.llm_agents.memory_size:
+        elif needs_profile and self.cfg.llm_agents.memory_size:
             rows = con.execute(
                 "SELECT step, agent_id, type, args, outcome FROM (SELECT *, row_number() OVER "
                 "(PARTITION BY agent_id ORDER BY step DESC, seq DESC) AS r FROM actions WHERE origin != 'seed') "
                 "WHERE r <= ? ORDER BY step, seq",
-                [self.sim.cfg.llm_agents.memory_size],
+                [self.cfg.llm_agents.memory_size],
             ).fetchall()
             for step, agent, typ, args, outcome in rows:
-                self.sim.agent_steps.remember(agent, memory_line(step, typ, json.loads(args), outcome))
+                remember(agent, memory_line(step, typ, json.loads(args), outcome))
         (next_id,) = con.execute("SELECT coalesce(max(call_id), -1) + 1 FROM llm_calls").fetchone() or (0,)
-        self.sim.next_call_id = int(next_id)
-        if self.sim.caps.restorer is not None:
-            self.sim.caps.restorer.restore(self.sim)
-        self.sim.next_step = last + 1
+        return int(next_id), last
 
-    def extend_to(self, steps: int) -> None:
+    def extend_to(self, store: TraceStore, steps: int) -> None:
         """Record a new stopping point: ``steps`` is not part of the world (it is left out of the config
         hash), so the run row and config.json are updated to say how far the run now goes."""
-        con = self.sim.trace_store.con
+        con = store.con
         con.begin()
         try:
-            con.execute("UPDATE runs SET config = ?", [self.sim.cfg.canonical_json()])
+            con.execute("UPDATE runs SET config = ?", [self.cfg.canonical_json()])
             con.commit()
         except Exception:
             con.rollback()
             raise
-        write_run_file(self.sim.run_dir / "config.json", self.sim.cfg.canonical_json())
+        write_run_file(self.run_dir / "config.json", self.cfg.canonical_json())
 
 
 def _recorded_action(step: int, agent: int, typ: str, args: str) -> Action:

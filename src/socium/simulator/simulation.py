@@ -17,19 +17,19 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import mesa
 import numpy as np
 
+from socium.agents import perspectives
 from socium.agents.call_log import CallLog
 from socium.agents.llm_policy import call_rows
 from socium.agents.memory import make_memory
 from socium.agents.routing import llm_route
 from socium.config.experiment import ExperimentConfig
-from socium.config.moderation import VERACITY
-from socium.core.actions import CreatePost, parse_action
 from socium.core.contracts import Decision, Observation
 from socium.core.policy import Policy, PolicyCapabilities, capabilities_of
 from socium.core.rng import ACTIVATION, root_key, uniform
@@ -39,6 +39,7 @@ from socium.moderation.engine import ModerationLayer
 from socium.platform.state import PlatformState
 from socium.recsys.registry import make_recommender
 from socium.simulator import interviews as iv
+from socium.simulator import steering
 from socium.simulator.executors import Executor, make_executor
 from socium.simulator.inputs import preflight
 from socium.simulator.interviews import table as interview_table
@@ -46,6 +47,7 @@ from socium.simulator.llm_health import OutputHealth, mark_aborted, spent_from_t
 from socium.simulator.recording import StepRecorder
 from socium.simulator.run_setup import RunSetUp, _now, load_run_config
 from socium.simulator.signups import SignUps
+from socium.simulator.steering import seed_truth
 from socium.simulator.step_agents import StepAgents, memory_line
 from socium.simulator.step_gc import step_gc
 from socium.simulator.surveys import run_surveys
@@ -109,20 +111,17 @@ class Simulation(mesa.Model):
         self._lock = RunDirLock(self.run_dir)
         self.store: TraceStore | None = None
         self.executor: Executor | None = None
-        self.setup = RunSetUp(self)
-        self.agent_steps = StepAgents(self)
+        self.setup = RunSetUp(self.run_dir, cfg, self.inputs, self.notes)
         try:
             self._lock.acquire()  # before anything in the directory is read, deleted or written
             if self._lock.stale_owner:
                 self.notes.append(f"took over a stale lock left by {describe_owner(self._lock.stale_owner)}")
-            resume = self.setup.check_run_dir(resume, force)
+            resume = self.setup.check_run_dir(resume, force, self._lock.existed)
             self._build(policy, executor)
             self.store = TraceStore(self.run_dir / "trace.duckdb")
             self.store.ensure_table("llm_calls", llm_calls_ddl())
-            if resume:
-                self.setup.restore()
-            else:
-                self.setup.write_setup()
+            if not (resume and self._restore()):
+                self.setup.write_setup(self.store, self.population, self.state, self._since_last_commit)
             if self.caps.budgets is not None:  # budgets continue from what the trace already holds
                 self.caps.budgets.spent = spent_from_trace(self.store.con)
         except BaseException:
@@ -181,7 +180,7 @@ class Simulation(mesa.Model):
                 [x.get("user_id") for x in self.population.extra] if self.population.extra else None,
             )
         )
-        self.policy: Policy = policy if policy is not None else self.setup.make_policy()
+        self.policy: Policy = policy if policy is not None else self.setup.make_policy(self.population)
         # what the policy can do, found once (a policy without the required core is refused here)
         self.caps: PolicyCapabilities = capabilities_of(self.policy)
         if self.caps.route is not None:  # before the executor ships the policy to workers
@@ -197,6 +196,44 @@ class Simulation(mesa.Model):
         self.pending_results: dict[int, tuple[str, str, list[int]]] = {}
         self.next_call_id = self.next_step = 0
         self.health = OutputHealth(getattr(cfg.llm, "min_valid_fraction", None))  # llm.min_valid_fraction
+        self.agent_steps = StepAgents(
+            cfg,
+            state=self.state,
+            population=self.population,
+            recsys=self.recsys,
+            moderation=self.moderation,
+            executor=self.executor,
+            caps=self.caps,
+            memory=self.memory,
+            pending_results=self.pending_results,
+            hour=self.hour,
+            fill=partial(perspectives.fill_observation, self),
+        )
+
+    def _restore(self) -> bool:
+        """Resume: replay the committed trace (``RunSetUp.restore``), then let the policy restore its own
+        state; False when the trace holds no committed step to replay."""
+        got = self.setup.restore(
+            self.trace_store,
+            state=self.state,
+            signups=self.signups,
+            moderation=self.moderation,
+            recsys=self.recsys,
+            timing=self.timing,
+            population=self.population,
+            memory=self.memory,
+            pending_results=self.pending_results,
+            needs_profile=self.needs_profile,
+            sim_time=self.sim_time,
+            remember=self.agent_steps.remember,
+        )
+        if got is None:
+            return False
+        self.next_call_id, last = got
+        if self.caps.restorer is not None:
+            self.caps.restorer.restore(self)
+        self.next_step = last + 1
+        return True
 
     def _abandon(self, created: bool) -> None:
         """Undo a failed start: close what was opened, unlock, and remove a directory this call made."""
@@ -291,37 +328,6 @@ class Simulation(mesa.Model):
             raise UsageError(f"step {self.next_step}: all steps={self.cfg.steps} of the config are committed")
         return self.advance(actions=actions, active=active, sign_up=sign_up)
 
-    def _manual(self, actions: Mapping[int, Sequence[Any]] | None) -> list[Decision]:
-        out = []
-        for agent in sorted(actions or {}):
-            if not 0 <= agent < self.n:
-                raise UsageError(f"actions: agent {agent} is not an agent id (population has {self.n})")
-            parsed = []
-            for a in actions[agent]:  # type: ignore[index]
-                try:
-                    parsed.append(parse_action(a.model_dump() if hasattr(a, "model_dump") else a))
-                except ValueError as exc:
-                    raise UsageError(f"actions[{agent}]: {a!r} is not a valid action: {exc}") from None
-            out.append(Decision(agent, parsed, meta={"origin": "manual"}))
-        return out
-
-    def _chosen(self, active: Sequence[int]) -> np.ndarray:
-        ids = np.unique(np.asarray(list(active), dtype=np.int64))
-        for a in ids.tolist():
-            if not 0 <= a < self.n:
-                raise UsageError(f"active: agent {a} is not an agent id (population has {self.n})")
-        return ids
-
-    def _sign_up(self, step: int, asked: Sequence[int], rec: StepRecorder) -> None:
-        st = self.state
-        due = [(a, "schedule") for a in self.signups.due.get(step, ()) if st.joined is not None and not st.joined[a]]
-        who = sorted(due + [(int(a), "manual") for a in asked])
-        for agent, origin in who:
-            self.signups.join(st, agent)
-            rec.extra.setdefault("sign_ups", {"step": [], "agent_id": [], "origin": []})
-            for k, v in (("step", step), ("agent_id", agent), ("origin", origin)):
-                rec.extra["sign_ups"][k].append(v)
-
     def advance(
         self,
         actions: Mapping[int, Sequence[Any]] | None = None,
@@ -341,29 +347,15 @@ class Simulation(mesa.Model):
         t0 = time.perf_counter()
         step = self.next_step
         st = self.state
-        manual = self._manual(actions)  # checked before anything changes, so a bad call leaves the world as it was
-        chosen = None if active is None else self._chosen(active)
+        manual = steering.manual_decisions(actions, self.n)  # checked first: a bad call leaves the world as it was
+        chosen = None if active is None else steering.chosen_agents(active, self.n)
         asked = sorted({int(a) for a in sign_up or ()})
         self.signups.check(st, asked)
-        if chosen is not None and st.joined is not None:
-            will = st.joined.copy()
-            will[asked + list(self.signups.due.get(step, ()))] = True
-            if (out := chosen[~will[chosen]]).size:
-                raise UsageError(f"active: agent(s) {out.tolist()} have not signed up")
+        steering.check_signed_up(chosen, st, self.signups, step, asked)
         st.begin_step(step, self.sim_time(step))
         rec = StepRecorder(step)
-        self._sign_up(step, asked, rec)
-        seeds = [
-            Decision(sp.author, [CreatePost(content=sp.content)], meta={"origin": "seed", **seed_truth(sp)})
-            for sp in self.cfg.seed_posts
-            if sp.step == step
-        ]
-        seeds += [
-            Decision(sa.agent, [parse_action(sa.action)], meta={"origin": "seed"})
-            for sa in self.cfg.seed_actions
-            if sa.step == step
-        ]
-        n_actions = self.apply_decisions(seeds, rec)
+        steering.sign_up_agents(self.signups, st, step, asked, rec)
+        n_actions = self.apply_decisions(steering.seed_decisions(self.cfg, step), rec)
         n_actions += self.apply_decisions(manual, rec)
         who = self.active_agents(step) if chosen is None else chosen
         try:
@@ -377,11 +369,22 @@ class Simulation(mesa.Model):
             self.recsys.observe(st, new_posts, step)
             if self.timing is not None:
                 self.timing.observe(st, new_posts, step)
-            run_surveys(self, step, rec)
+            run_surveys(
+                self.cfg.surveys,
+                step,
+                rec,
+                asker=self.caps.surveys,
+                population=self.population,
+                memory=self.memory,
+                joined=st.joined,
+                key=self.key,
+            )
             asked_q = []
             for q in self.cfg.interviews:
                 if q.step == step:
-                    answered, calls = iv.ask(self, q.agents, q.question, step)
+                    answered, calls = iv.ask(
+                        self.caps.interviews, self.population, self.memory, q.agents, q.question, step
+                    )
                     rec.calls.extend(calls)
                     asked_q.append((q.question, answered))
             memories = self.agent_steps.memory_step(who, rec)
@@ -431,7 +434,9 @@ class Simulation(mesa.Model):
         """Ask agents a question now, with their memory as of the last committed step; the answers are
         stored in ``interviews`` (origin 'python') with their ``llm_calls`` rows, in one transaction."""
         step = self.next_step - 1
-        answered, calls = iv.ask(self, [int(a) for a in agents], question, step)
+        answered, calls = iv.ask(
+            self.caps.interviews, self.population, self.memory, [int(a) for a in agents], question, step
+        )
         batches: dict[str, Any] = {}
         ids: dict[str, int] = {}
         if calls:
@@ -489,11 +494,6 @@ class Simulation(mesa.Model):
                 self.store.close()
         finally:
             self._lock.release()
-
-
-def seed_truth(sp: Any) -> dict[str, int]:
-    """A seed post's configured veracity as decision metadata (nothing when it has none)."""
-    return {"veracity": VERACITY.index(sp.veracity)} if sp.veracity else {}
 
 
 def _naive(t: datetime | None) -> datetime | None:

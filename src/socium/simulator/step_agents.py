@@ -2,34 +2,70 @@
 (feeds ranked for the whole step), decide in chunks through the executor, have their decisions applied
 to the platform, and remember.
 
-A part the simulation is composed of (``Simulation.agents``), so the agents' part of a step reads
-apart from the step's commit; it holds no state of its own, only the simulation it works for, and
-asks the policy only through the simulation's :class:`~socium.core.policy.PolicyCapabilities`.
+A part the simulation is composed of (``Simulation.agent_steps``), so the agents' part of a step reads
+apart from the step's commit; it holds no state of its own, only the parts of the world it works on,
+given to it explicitly when the world is built (never the simulation itself, which imports this
+module), and asks the policy only through its :class:`~socium.core.policy.PolicyCapabilities`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from socium.agents import perspectives
-from socium.agents.memory import MemoryStream, feed_query
+from socium.agents.memory import MemoryStream, WindowMemory, feed_query
+from socium.agents.profiles import Population
+from socium.config.experiment import ExperimentConfig
 from socium.core.contracts import Decision, Observation
+from socium.core.policy import PolicyCapabilities
 from socium.core.rng import RECSYS, component_rng
+from socium.moderation.engine import ModerationLayer
+from socium.platform.state import PlatformState
 from socium.platform.text import quote_inline
+from socium.recsys.base import Recommender
+from socium.simulator.executors import Executor
 from socium.simulator.recording import StepRecorder, clean_action
 
-if TYPE_CHECKING:
-    from socium.simulator.simulation import Simulation
+#: What a perspective adds to an LLM agent's observation (``perspectives.fill_observation`` of the run).
+Fill = Callable[[Observation, StepRecorder], None]
 
 
 class StepAgents:
     """Observation, decisions, actions and memory of a step (see the module docstring)."""
 
-    def __init__(self, sim: Simulation) -> None:
-        self.sim = sim
+    def __init__(
+        self,
+        cfg: ExperimentConfig,
+        *,
+        state: PlatformState,
+        population: Population,
+        recsys: Recommender,
+        moderation: ModerationLayer,
+        executor: Executor,
+        caps: PolicyCapabilities,
+        memory: WindowMemory | MemoryStream,
+        pending_results: dict[int, tuple[str, str, list[int]]],
+        hour: Callable[[int], int],
+        fill: Fill,
+    ) -> None:
+        """``pending_results``: search / trend results waiting for an agent's next observation (shared with
+        the run, which replays them on resume); ``hour``: the hour of day of a step; ``fill``: what the
+        run's perspective adds to an LLM agent's observation."""
+        self.cfg = cfg
+        self.state = state
+        self.population = population
+        self.recsys = recsys
+        self.moderation = moderation
+        self.executor = executor
+        self.caps = caps
+        self.needs_profile = caps.needs_profile
+        self.memory = memory
+        self.pending_results = pending_results
+        self.hour = hour
+        self.fill = fill
 
     # ---- one step ---------------------------------------------------------------------------
     def decide(self, active: np.ndarray, step: int, rec: StepRecorder) -> tuple[list[Decision], list[Observation]]:
@@ -42,19 +78,16 @@ class StepAgents:
         is applied, and each chunk's calls are kept only as their ``llm_calls`` rows. Returns the
         decisions sorted by agent id (bots' rule decisions included) and the observations moderation
         still needs after the step's actions (fact-checkers', prebunked ones)."""
-        st = self.sim.state
-        feeds = self.sim.recsys.feeds(
-            st, active, self.sim.cfg.recsys.k, step, component_rng(self.sim.cfg.seed, RECSYS, step)
-        )
+        st = self.state
+        feeds = self.recsys.feeds(st, active, self.cfg.recsys.k, step, component_rng(self.cfg.seed, RECSYS, step))
         decisions: list[Decision] = []
         fixed: list[Decision] = []
         kept: list[Observation] = []
         for lo, hi in self.chunks(active):
-            observations = self.sim.observe(active[lo:hi], step, rec, feeds[lo:hi])
-            observations, bots = self.sim.moderation.split(observations, st)  # bots act by rule, not by the policy
-            self.sim.moderation.annotate(observations, st)  # labels, notes, ground truth, prebunking: as users see them
-            assert self.sim.executor is not None  # built with the policy, before any step
-            got = self.sim.executor.run(observations)
+            observations = self.observe(active[lo:hi], step, rec, feeds[lo:hi])
+            observations, bots = self.moderation.split(observations, st)  # bots act by rule, not by the policy
+            self.moderation.annotate(observations, st)  # labels, notes, ground truth, prebunking: as users see them
+            got = self.executor.run(observations)
             for d in got:  # the calls leave the decisions now, as log rows only (RenderedRequest)
                 calls = d.meta.pop("llm_calls", None)
                 if calls:
@@ -63,7 +96,7 @@ class StepAgents:
                     rec.withdraw_exposures(d.agent_id, unshown)
             decisions += got
             fixed += bots
-            kept += [o for o in observations if self.sim.moderation.needed_after_actions(o)]
+            kept += [o for o in observations if self.moderation.needed_after_actions(o)]
             del observations, got
         return (sorted(fixed + decisions, key=lambda d: d.agent_id) if fixed else decisions), kept
 
@@ -71,16 +104,16 @@ class StepAgents:
         """``[lo, hi)`` slices of ``active`` (sorted) that each hold the policy's chunk of policy-bound
         agents (bots are not counted: they make no call); one slice when the policy cannot be split
         or agents use the stream memory."""
-        ex = self.sim.cfg.executor
+        ex = self.cfg.executor
         size = ex.step_chunk
-        hook = self.sim.caps.chunker
-        if not size or hook is None or not self.sim.needs_profile or isinstance(self.sim.memory, MemoryStream):
+        hook = self.caps.chunker
+        if not size or hook is None or not self.needs_profile or isinstance(self.memory, MemoryStream):
             # stream memory embeds a step's queries and new entries in batches, and a model's batch
             # (padding, kernel shapes) can move a float: its steps stay whole so the trace cannot depend on it
             return [(0, len(active))]
         # never below twice what can be in flight at once, or the chunks would starve the servers: with Ray
         # each actor's backend is capped at concurrency_per_actor, in-process the backend at llm.max_concurrency
-        llm = self.sim.cfg.llm
+        llm = self.cfg.llm
         in_flight = ex.actors * ex.concurrency_per_actor if ex.kind == "ray" else ex.concurrency_per_actor
         if ex.kind != "ray" and llm is not None:
             in_flight = max(in_flight, llm.max_concurrency)
@@ -88,7 +121,7 @@ class StepAgents:
         per = hook.step_chunk(max(size, floor))
         if per is None or per >= len(active):
             return [(0, len(active))]
-        counted = np.cumsum(self.sim.moderation.policy_bound(active))
+        counted = np.cumsum(self.moderation.policy_bound(active))
         cuts = np.searchsorted(counted, np.arange(per, int(counted[-1]), per), side="right").tolist()
         bounds = [0, *cuts, len(active)]
         return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
@@ -97,14 +130,12 @@ class StepAgents:
         self, users: np.ndarray, step: int, rec: StepRecorder, feeds: Sequence[Any] | None = None
     ) -> list[Observation]:
         """Observations of ``users``; ``feeds``: their feeds, already ranked (else ranked here)."""
-        st = self.sim.state
+        st = self.state
         if feeds is None:
-            feeds = self.sim.recsys.feeds(
-                st, users, self.sim.cfg.recsys.k, step, component_rng(self.sim.cfg.seed, RECSYS, step)
-            )
-        need_adopt = self.sim.caps.needs_adoption
-        stance = self.sim.population.stance
-        names = self.sim.population.usernames
+            feeds = self.recsys.feeds(st, users, self.cfg.recsys.k, step, component_rng(self.cfg.seed, RECSYS, step))
+        need_adopt = self.caps.needs_adoption
+        stance = self.population.stance
+        names = self.population.usernames
         obs = []
         for u, feed in zip(users.tolist(), feeds):
             rec.exposure(u, feed.post_ids, feed.sources)
@@ -114,26 +145,26 @@ class StepAgents:
                 for rank, (pid, src) in enumerate(zip(feed.post_ids, feed.sources))
             ]
             s_u = float(stance[u])
-            o = Observation(u, step, st.time, self.sim.hour(step), items, None if np.isnan(s_u) else s_u)
-            if self.sim.needs_profile:  # what the perspective shows an LLM agent: agents/perspectives.py
-                perspectives.fill_observation(self.sim, o, rec)
+            o = Observation(u, step, st.time, self.hour(step), items, None if np.isnan(s_u) else s_u)
+            if self.needs_profile:  # what the perspective shows an LLM agent: agents/perspectives.py
+                self.fill(o, rec)
             obs.append(o)
-        if self.sim.needs_profile and isinstance(self.sim.memory, MemoryStream):
+        if self.needs_profile and isinstance(self.memory, MemoryStream):
             self.recall_stream(obs)
         return obs
 
     def recall_stream(self, obs: list[Observation]) -> None:
         """Stream memory: retrieve for every observation at once (one embedding batch for all queries),
         then store what each agent is shown now as observations for later steps."""
-        mem = self.sim.memory
+        mem = self.memory
         assert isinstance(mem, MemoryStream)
         queries = [feed_query([it.text for it in o.feed]) for o in obs]
         mem.prime_queries(queries)
-        hours = self.sim.cfg.step_minutes / 60.0
+        hours = self.cfg.step_minutes / 60.0
         for o, q in zip(obs, queries):
             o.extra["memory"] = mem.recall(o.agent_id, o.step, q, hours)
         if mem.cfg.observe_feed:
-            names = self.sim.population.usernames
+            names = self.population.usernames
             for o in obs:
                 for it in (*o.feed, *o.results):  # search / trend results are shown like feed posts
                     mem.add(
@@ -152,22 +183,22 @@ class StepAgents:
 
     def remember(self, agent: int, line: str, action_type: str | None = None) -> None:
         """An own action (or an invalid answer) goes into the agent's memory."""
-        step = self.sim.state.step
-        if isinstance(self.sim.memory, MemoryStream):
+        step = self.state.step
+        if isinstance(self.memory, MemoryStream):
             line = line.split(": ", 1)[1] if line.startswith(f"step {step}: ") else line
-        self.sim.memory.add(agent, step, "action", line, action_type=action_type or "invalid")
+        self.memory.add(agent, step, "action", line, action_type=action_type or "invalid")
 
     def memory_step(self, active: np.ndarray, rec: StepRecorder) -> dict[str, list] | None:
         """Stream memory only: LLM-rated importance, reflections due, and the step's ``memories`` rows."""
-        mem = self.sim.memory
-        if not isinstance(mem, MemoryStream) or not self.sim.needs_profile:
+        mem = self.memory
+        if not isinstance(mem, MemoryStream) or not self.needs_profile:
             return None
-        step = self.sim.state.step
+        step = self.state.step
         agents = [int(a) for a in active]
-        rater, reflector = self.sim.caps.importance, self.sim.caps.reflection
+        rater, reflector = self.caps.importance, self.caps.reflection
         if mem.cfg.importance == "llm" and rater is not None:
             pending = mem.pending_by_agent()
-            todo = [(self.sim.population.profile(a), [mem.texts[i] for i in pending[a]]) for a in sorted(pending)]
+            todo = [(self.population.profile(a), [mem.texts[i] for i in pending[a]]) for a in sorted(pending)]
             ratings, calls = rater.rate_importance(todo, step)
             rec.calls.extend(calls)
             for a, vals in zip(sorted(pending), ratings):
@@ -177,7 +208,7 @@ class StepAgents:
         due = mem.due_for_reflection(agents)
         if due and reflector is not None:
             n_src = mem.cfg.reflection_sources
-            people = [(self.sim.population.profile(a), mem.recent(a, n_src)) for a in due]
+            people = [(self.population.profile(a), mem.recent(a, n_src)) for a in due]
             insights, calls = reflector.reflect(people, step, mem.cfg.reflection_insights)
             rec.calls.extend(calls)
             for a, got in zip(due, insights):
@@ -187,37 +218,37 @@ class StepAgents:
 
     def apply_decisions(self, decisions: list[Decision], rec: StepRecorder) -> int:
         n = 0
-        maxc = self.sim.cfg.platform.max_post_chars
+        maxc = self.cfg.platform.max_post_chars
         for d in decisions:
             calls = d.meta.get("llm_calls")
             if calls:
                 rec.calls.extend(calls)
             if d.invalid_reason is not None:
                 rec.invalid_output(d.agent_id, "llm", d.invalid_reason, d.raw)
-                if self.sim.needs_profile:
-                    self.remember(d.agent_id, f"step {self.sim.state.step}: (your answer was invalid)", "invalid")
+                if self.needs_profile:
+                    self.remember(d.agent_id, f"step {self.state.step}: (your answer was invalid)", "invalid")
                 n += 1
             for action in d.actions:
                 action, trunc, san = clean_action(action, maxc)
-                out = self.sim.state.apply(d.agent_id, action)
+                out = self.state.apply(d.agent_id, action)
                 if out.post_id is not None and "veracity" in d.meta:  # a seed post's configured ground truth
-                    self.sim.moderation.seed_veracity[out.post_id] = d.meta["veracity"]
+                    self.moderation.seed_veracity[out.post_id] = d.meta["veracity"]
                 if out.post_id is not None and (trunc or san):
                     rec.flags[out.post_id] = (trunc, san)
                 rec.action(d.agent_id, d.meta.get("origin", "policy"), action, out, d.meta.get("reason"))
-                if self.sim.needs_profile and d.meta.get("origin") != "seed":
+                if self.needs_profile and d.meta.get("origin") != "seed":
                     self.remember(
                         d.agent_id,
-                        memory_line(self.sim.state.step, action.type, action.model_dump(exclude={"type"}), out.status),
+                        memory_line(self.state.step, action.type, action.model_dump(exclude={"type"}), out.status),
                         action.type,
                     )
-                if self.sim.needs_profile:  # shown (and only then recorded as exposures) in its next observation
+                if self.needs_profile:  # shown (and only then recorded as exposures) in its next observation
                     pending = perspectives.pending_from(action.type, getattr(action, "query", ""), out.results)
                     if pending is not None:
-                        self.sim.pending_results[d.agent_id] = pending
+                        self.pending_results[d.agent_id] = pending
                 n += 1
             if d.stance is not None:
-                self.sim.population.stance[d.agent_id] = d.stance
+                self.population.stance[d.agent_id] = d.stance
                 rec.stance(d.agent_id, d.stance)
         return n
 

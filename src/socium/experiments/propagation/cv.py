@@ -264,6 +264,12 @@ def run_propagation_cv(
                 + "  ".join(
                     f"{m} " + "/".join(f"{row['models'][m]['nrmse'][c]:.2f}" for c in CURVE_NAMES) for m in cv.models
                 )
+                + (
+                    f"  forecast/null scale after {spec.observe_minutes} min: "
+                    f"{row['forecast']['forecast']['scale']:.3f}/{row['forecast']['null']['scale']:.3f}"
+                    if "forecast" in row
+                    else ""
+                )
             )
     summary: dict[str, Any] = {
         "note": "every score is on cascades held out from the fit of that fold's parameters",

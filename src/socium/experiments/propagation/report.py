@@ -82,14 +82,19 @@ def _forecast_table(rep: Report, f: dict[str, Any], minutes: int) -> None:
     rep.note(
         f"Forecast from the first {m} minutes of each held-out cascade (observed reshares kept, cascade speed "
         f"inferred from them, the rest simulated), scored on minutes {m}-{minutes - 1} only; null: the same "
-        "calibrated null with nothing observed; SEISMIC (Zhao et al. 2015): scale only. 95% bootstrap intervals "
-        "over cascades; differences: paired t intervals."
+        "calibrated null with nothing observed; SEISMIC (Zhao et al. 2015): scale only; "
+        "seismic_direct: without its descendants factor (finite on tree populations, where SEISMIC is "
+        "supercritical). 95% bootstrap intervals over cascades; differences: paired t intervals."
     )
     rows = []
-    for model in ("forecast", "null", "seismic"):
+    for model in ("forecast", "null", "seismic", "seismic_direct"):
+        if model not in f:
+            continue
         cells = [interval_from_dict(f[model].get(k)) if f[model].get(k) else None for k in P.CURVE_TITLES]
         rows.append([model, str(f["n"]), *(iv.format(3) if iv else "-" for iv in cells)])
-    for base in ("null", "seismic"):
+    for base in ("null", "seismic", "seismic_direct"):
+        if f"forecast_minus_{base}" not in f:
+            continue
         d = f[f"forecast_minus_{base}"]
         cells = [interval_from_dict(d.get(k)) if d.get(k) else None for k in P.CURVE_TITLES]
         rows.append([f"forecast - {base}", str(f["n"]), *(iv.format(3, signed=True) if iv else "-" for iv in cells)])

@@ -1,0 +1,76 @@
+"""One agent at one step in several runs side by side: what each perspective (or seed, or setting)
+showed it, asked it and got back, and how the prompts differ.
+
+Why: socium's research variable is what each agent may see. In a ``compare`` experiment the same
+agent at the same step is asked under local, mindreader and omniscient perspectives; reading the
+three prompts apart hides what changed, so the page diffs each against the first (:mod:`difflib`,
+shown as text like everything from a trace).
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import solara
+from solara import v as vue
+
+from socium.explore.agent_page import Actions, Calls, Feed
+from socium.explore.source import RunView, Source
+from socium.explore.widgets import Fold, Go, Plain
+from socium.trace.queries import explore as q
+
+MOST = 4
+"""Runs shown side by side at most (columns narrower than this are unreadable)."""
+
+
+def peers(labels: list[str], ref: str, most: int = MOST) -> list[str]:
+    """``ref`` and the runs to set beside it: those whose label differs only in its first folder (a
+    compare experiment's ``local/runs/X/model`` beside ``omniscient/runs/X/model``), else the others."""
+    rest = ref.partition("/")[2]
+    same = [label for label in labels if label != ref and label.partition("/")[2] == rest]
+    return [ref, *(same or [label for label in labels if label != ref])][:most]
+
+
+def prompt_text(calls: list[q.CallView]) -> list[str]:
+    """The prompt messages of an activation's calls as lines, each message headed by its role."""
+    lines: list[str] = []
+    for c in calls:
+        for m in c.messages:
+            lines.append(f"[call {c.call_id} · {m.get('role', '?')}]")
+            lines.extend(str(m.get("content", "")).splitlines())
+    return lines
+
+
+def prompt_diff(a: RunView, b: RunView, agent_id: int, step: int) -> str:
+    """A unified diff of the prompts ``a`` and ``b`` sent for the agent at ``step`` ('' when equal)."""
+    left, right = prompt_text(a(q.calls_at, agent_id, step)), prompt_text(b(q.calls_at, agent_id, step))
+    return "\n".join(difflib.unified_diff(left, right, a.label, b.label, lineterm="", n=1))
+
+
+@solara.component
+def ComparePage(src: Source, ref: int, agent_id: int, step: int) -> Any:
+    """Columns: one per chosen run (feed, calls, actions of the agent at the step); then prompt diffs."""
+    labels = src.labels()
+    chosen, set_chosen = solara.use_state(peers(labels, labels[ref]))
+    views = [src.view(labels.index(label)) for label in chosen if label in labels][:MOST]
+    with solara.Column() as main:
+        Plain(f"Agent {agent_id} at step {step}, side by side", "font-weight: bold; font-size: 18px")
+        solara.SelectMultiple(f"runs (at most {MOST})", values=chosen, all_values=labels, on_value=set_chosen)
+        grid = f"display: grid; grid-template-columns: repeat({max(len(views), 1)}, minmax(0, 1fr)); gap: 12px"
+        with vue.Html(tag="div", style_=grid, class_="compare"):
+            for v in views:
+                info = v(q.overview)
+                with vue.Html(
+                    tag="div", class_="compare-run", style_="border-top: 3px solid #1d4ed8; padding-top: 4px"
+                ):
+                    Go(f"{v.base}/agent/{agent_id}", v.label, "run-link")
+                    Plain(f" · {info['perspective']} · seed {info['seed']}", "color: #666")
+                    Feed(v, agent_id, step)
+                    Calls(v, agent_id, step)
+                    Actions(v, agent_id, step)
+        for v in views[1:]:
+            diff = prompt_diff(views[0], v, agent_id, step)
+            summary = f"prompt: {views[0].label} → {v.label}" + ("" if diff else " (the same)")
+            Fold(summary, diff or "(no difference)", open_=bool(diff), classes="prompt-diff")
+    return main
