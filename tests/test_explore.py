@@ -27,7 +27,7 @@ from conftest import small_config
 from socium.cli.main import app
 from socium.errors import UsageError
 from socium.explore import require_solara, server_command
-from socium.explore.compare_page import peers, prompt_diff, prompt_text
+from socium.explore.diff import peers, prompt_diff, prompt_text
 from socium.explore.export import file_bytes
 from socium.explore.source import open_source, overrides
 from socium.simulator.simulation import Simulation

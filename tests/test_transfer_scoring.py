@@ -103,3 +103,20 @@ def test_refit_keys_with_a_saved_fit_are_refused(tmp_path, saved_fit):
     spec = _spec(files, tmp_path, cv={"folds": 3}, base={"seed": 0, "timing": timing})
     with pytest.raises(ConfigError, match="never refitted"):
         run_propagation(spec, tmp_path / "o")
+
+
+def test_cli_scores_a_spec_naming_a_fit_relative_to_the_spec(tmp_path, saved_fit):
+    files = _write_trees(tmp_path / "exp" / "trees", range(500, 503), seed=4)
+    (tmp_path / "exp" / "fits").mkdir()
+    (tmp_path / "exp" / "fits" / "t.json").write_bytes(saved_fit.read_bytes())
+    spec = tmp_path / "exp" / "spec.yaml"
+    spec.write_text(
+        "experiment: propagation\nfollows: tree\nminutes: 30\ntiming_file: fits/t.json\n"
+        f"topics_csv: none.csv\ntree_files: [{', '.join('trees/' + f.name for f in files)}]\n"
+        "cv: {runs: 2}\nbase: {seed: 0}\n"
+    )
+    res = CliRunner().invoke(app, ["experiment", "propagation", str(spec), "--out", str(tmp_path / "o"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    out = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert out["mode"] == "transfer" and out["fit"]["file"] == str((tmp_path / "exp" / "fits" / "t.json").resolve())
+    assert len(out["cascades"]) == 3 and "no refit" in res.output

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+from typer.testing import CliRunner
 
 from conftest import small_config
+from socium.cli.main import app
 from socium.experiments.propagation.study import PropagationSpec, run_propagation
 from socium.experiments.validation import stylized as S
 from socium.experiments.validation.validate import TREE_REPLAY, scorecard
@@ -59,6 +61,8 @@ def test_propagation_run_scores_graph_facts_na_not_fail(tmp_path):
     assert het["value"] is not None and het["value"] < 0.5
     assert card["failed"] == sum(f["status"] == "fail" for f in card["facts"])
     assert not any(f["status"] == "fail" for name, f in facts.items() if any(k in name for k in GRAPH_FACTS))
+    res = CliRunner().invoke(app, ["validate", str(tmp_path / "exp")], terminal_width=400)
+    assert res.exit_code == 0 and "n/a: does not apply: tree-replay population" in res.output
 
 
 def test_social_graph_run_still_scores_graph_facts(tmp_path):

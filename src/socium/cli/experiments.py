@@ -263,6 +263,8 @@ def validate(
         val = "-" if f["value"] is None else f"{f['value']:.3f}"
         table.add_row(f["name"], val, plain(f["status"], colour[f["status"]]), band, str(f["n"]), f["reference"])
     console.print(table)
+    for why in sorted({f["detail"] for f in card["facts"] if f["detail"].startswith("does not apply")}):
+        console.print(plain(f"n/a: {why}", "dim"))  # a fact that does not apply says why, in the table's stead
     console.print(
         f"{card['passed']} pass, {card['failed']} fail, {card['not_applicable']} n/a in {card['wall_s']:.2f}s"
     )

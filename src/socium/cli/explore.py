@@ -21,8 +21,8 @@ def explore(
     from socium.explore.source import open_source
 
     try:
+        runs = open_source(path).runs  # a wrong folder says so whether or not the extra is installed
         require_solara()
-        runs = open_source(path).runs
     except SociumError as exc:
         _fail(exc)
         return

@@ -3,49 +3,22 @@ showed it, asked it and got back, and how the prompts differ.
 
 Why: socium's research variable is what each agent may see. In a ``compare`` experiment the same
 agent at the same step is asked under local, mindreader and omniscient perspectives; reading the
-three prompts apart hides what changed, so the page diffs each against the first (:mod:`difflib`,
-shown as text like everything from a trace).
+three prompts apart hides what changed, so the page diffs each against the first
+(:mod:`socium.explore.diff`, shown as text like everything from a trace).
 """
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 import solara
 from solara import v as vue
 
 from socium.explore.agent_page import Actions, Calls, Feed
-from socium.explore.source import RunView, Source
+from socium.explore.diff import MOST, peers, prompt_diff
+from socium.explore.source import Source
 from socium.explore.widgets import Fold, Go, Plain
 from socium.trace.queries import explore as q
-
-MOST = 4
-"""Runs shown side by side at most (columns narrower than this are unreadable)."""
-
-
-def peers(labels: list[str], ref: str, most: int = MOST) -> list[str]:
-    """``ref`` and the runs to set beside it: those whose label differs only in its first folder (a
-    compare experiment's ``local/runs/X/model`` beside ``omniscient/runs/X/model``), else the others."""
-    rest = ref.partition("/")[2]
-    same = [label for label in labels if label != ref and label.partition("/")[2] == rest]
-    return [ref, *(same or [label for label in labels if label != ref])][:most]
-
-
-def prompt_text(calls: list[q.CallView]) -> list[str]:
-    """The prompt messages of an activation's calls as lines, each message headed by its role."""
-    lines: list[str] = []
-    for c in calls:
-        for m in c.messages:
-            lines.append(f"[call {c.call_id} · {m.get('role', '?')}]")
-            lines.extend(str(m.get("content", "")).splitlines())
-    return lines
-
-
-def prompt_diff(a: RunView, b: RunView, agent_id: int, step: int) -> str:
-    """A unified diff of the prompts ``a`` and ``b`` sent for the agent at ``step`` ('' when equal)."""
-    left, right = prompt_text(a(q.calls_at, agent_id, step)), prompt_text(b(q.calls_at, agent_id, step))
-    return "\n".join(difflib.unified_diff(left, right, a.label, b.label, lineterm="", n=1))
 
 
 @solara.component
