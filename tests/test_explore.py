@@ -47,6 +47,7 @@ def _run(path: Path, seed: int, llm: bool, perspective: str = "local") -> Path:
     if llm:
         llm_cfg = {"backend": "random", "max_concurrency": 1}
         over |= {"policy": {"kind": "llm"}, "llm": llm_cfg, "perspective": perspective}
+        over["surveys"] = [{"question": "Do you <b>support</b> the bike lanes?", "every": 2}]
     Simulation(small_config(**over), path).run()
     return path
 
@@ -142,6 +143,13 @@ def test_timeline_pages_and_filters(con) -> None:
             assert p.parent_content == texts[p.parent_id]  # a reshare carries its original
 
 
+def test_agent_survey_answers_are_its_rows(experiment: Path) -> None:
+    with open_run(experiment / "local") as c:
+        n = c.execute("SELECT count(*) FROM surveys").fetchone()[0]
+        got = [r for a in range(30) for r in q.surveys(c, a)]
+    assert n > 5 and len(got) == n and all({"question", "answer", "value", "step"} <= set(r) for r in got)
+
+
 def test_post_page_queries(con) -> None:
     root = con.execute("SELECT root_id FROM cascade_nodes GROUP BY 1 ORDER BY count(*) DESC LIMIT 1").fetchone()[0]
     nodes = q.cascade(con, root, limit=1000)
@@ -162,9 +170,14 @@ def test_post_page_queries(con) -> None:
 
 
 def test_calls_filter_by_outcome_and_show_the_error(con) -> None:
-    failed = q.calls(con, outcome="backend_error")
+    failed = q.calls(con, q.CallFilter(outcome="backend_error"))
     assert [c.call_id for c in failed] == [0] and failed[0].error == ERROR
-    assert q.count_calls(con) == q.count_calls(con, outcome="ok") + 1
+    assert q.count_calls(con) == q.count_calls(con, q.CallFilter(outcome="ok")) + 1
+    tokens = {c.call_id: (c.prompt_tokens or 0) + (c.completion_tokens or 0) for c in q.calls(con, limit=1000)}
+    cut = sorted(tokens.values())[len(tokens) // 2]
+    big = q.calls(con, q.CallFilter(min_tokens=cut), limit=1000)
+    assert {c.call_id for c in big} == {i for i, t in tokens.items() if t >= cut} and 0 < len(big) < len(tokens)
+    assert q.count_calls(con, q.CallFilter(min_latency_s=1e9)) == 0
     outcomes, models = q.call_facets(con)
     assert outcomes == ["backend_error", "ok"] and models == ["random"]
 
@@ -172,7 +185,7 @@ def test_calls_filter_by_outcome_and_show_the_error(con) -> None:
 def test_a_narrator_call_shows_on_every_member_of_its_group(experiment: Path) -> None:
     with open_run(experiment / "omniscient") as c:
         calls = c.execute("SELECT call_id, step, metadata FROM llm_calls").fetchall()
-        members = [(cid, step, m) for cid, step, meta in calls for m in json.loads(meta)["group"]]
+        members = [(cid, step, m) for cid, step, meta in calls for m in json.loads(meta).get("group", [])]
         assert len(members) > len(calls)  # some group holds several agents
         for cid, step, m in members:
             assert cid in [x.call_id for x in q.calls_at(c, m, step)]
@@ -217,7 +230,7 @@ def test_export_holds_the_views_rows_text_intact(con) -> None:
     assert next(r["content"] for r in rows if r["post_id"] == "0") == HOSTILE_POST
     back = pq.read_table(io.BytesIO(file_bytes(posts, q.PostView, "parquet")))
     assert back.column("content").to_pylist() == [p.content for p in posts]
-    calls = q.calls(con, outcome="backend_error")
+    calls = q.calls(con, q.CallFilter(outcome="backend_error"))
     got = pq.read_table(io.BytesIO(file_bytes(calls, q.CallView, "parquet"))).to_pylist()
     assert got[0]["error"] == ERROR and json.loads(got[0]["messages"]) == calls[0].messages
     assert file_bytes([], q.CallView, "csv").decode().startswith("call_id,step,agent_id")
@@ -278,20 +291,26 @@ def server(experiment: Path) -> Iterator[str]:
         yield url
 
 
-def _browser(p):
-    return p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-
-
 @pytest.fixture(scope="module")
-def page(server: str):
+def browser():
+    """One headless Chromium for the module (Playwright's sync API allows one instance at a time)."""
+    pytest.importorskip("playwright.sync_api")
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = _browser(p)
-        pg = browser.new_page(viewport={"width": 1100, "height": 1200})
-        pg.set_default_timeout(30_000)
-        yield pg
-        browser.close()
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def page(server: str, browser):
+    pg = browser.new_page(viewport={"width": 1100, "height": 1200})
+    pg.set_default_timeout(30_000)
+    yield pg
+    pg.close()
 
 
 def _busiest(experiment: Path) -> tuple[int, int]:
@@ -331,7 +350,7 @@ def test_agent_page_shows_its_feed_and_prompt_and_clicks_through(page, server: s
             [agent_id, step],
         ).fetchone()[0]
     assert seen >= 2
-    call = page.locator(".call[data-outcome=ok]").filter(has=page.locator(".prompt-message")).first
+    call = page.locator(f'.calls[data-step="{step}"] .call[data-outcome=ok]').first
     messages = call.locator(".prompt-message")
     assert [messages.nth(i).text_content() for i in range(messages.count())] == [
         m["content"] for m in json.loads(prompt)
@@ -392,7 +411,7 @@ OPEN_WITHIN_S = 3.0
 
 @pytest.mark.slow
 @pytest.mark.browser
-def test_a_hundred_thousand_agent_run_opens_within_the_target(tmp_path: Path) -> None:
+def test_a_hundred_thousand_agent_run_opens_within_the_target(tmp_path: Path, browser) -> None:
     cfg = small_config(
         steps=3,
         population={"n_agents": 100_000, "mean_activity": 0.15},
@@ -401,20 +420,16 @@ def test_a_hundred_thousand_agent_run_opens_within_the_target(tmp_path: Path) ->
     )
     Simulation(cfg, tmp_path / "big").run()
     with serving(tmp_path / "big") as url:
-        from playwright.sync_api import sync_playwright
-
-        with sync_playwright() as p:
-            browser = _browser(p)
-            pg = browser.new_page()
-            pg.goto(url + "/run/0/agents")  # the first visit pays for the page's scripts, not for the trace
-            pg.wait_for_selector(".agent-row")
-            took = {}
-            for name, path, sel in [("timeline", "/run/0", ".timeline .post"), ("agent", "/run/0/agent/0", ".persona")]:
-                t0 = time.perf_counter()
-                pg.goto(url + path)
-                pg.wait_for_selector(sel)
-                took[name] = time.perf_counter() - t0
-            browser.close()
+        pg = browser.new_page()
+        pg.goto(url + "/run/0/agents")  # the first visit pays for the page's scripts, not for the trace
+        pg.wait_for_selector(".agent-row")
+        took = {}
+        for name, path, sel in [("timeline", "/run/0", ".timeline .post"), ("agent", "/run/0/agent/0", ".persona")]:
+            t0 = time.perf_counter()
+            pg.goto(url + path)
+            pg.wait_for_selector(sel)
+            took[name] = time.perf_counter() - t0
+        pg.close()
     assert max(took.values()) < OPEN_WITHIN_S, took
 
 

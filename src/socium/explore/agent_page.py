@@ -48,6 +48,13 @@ def Persona(run: RunView, agent_id: int) -> Any:
         if series:
             text = "  →  ".join(("set-up" if s < 0 else f"step {s}") + f": {v:+.2f}" for s, v in series)
             Plain(f"stance: {text}", classes=["stance"])
+        for row in run(q.surveys, agent_id):
+            with vue.Html(tag="div", class_="survey"):
+                value = row.get("value")
+                outcome = row.get("outcome")
+                head = f"survey (step {row['step']}" + (f", {outcome}" if outcome else "") + "): "
+                Plain(head + (f"{value:+.2f} · " if value is not None else ""), "font-weight: bold")
+                Say(f"{row.get('question')} → {row.get('answer')}")
         for step, question, answer in run(q.interviews, agent_id):
             with vue.Html(tag="div", class_="interview"):
                 Plain(f"interview (step {step}): ", style="font-weight: bold")
@@ -84,7 +91,7 @@ def Feed(run: RunView, agent_id: int, step: int) -> Any:
 def Calls(run: RunView, agent_id: int, step: int) -> Any:
     """Every call made for the agent at ``step``: its prompt messages, raw response, outcome and error."""
     calls = run(q.calls_at, agent_id, step)
-    with vue.Html(tag="div", class_="calls") as main:
+    with vue.Html(tag="div", class_="calls", attributes=attrs(step=step)) as main:
         if calls:
             Plain(f"LLM calls ({len(calls)})", style="font-weight: bold")
         for c in calls:

@@ -87,15 +87,30 @@ def Agents(run: RunView) -> Any:
     return main
 
 
+def as_float(text: str) -> float | None:
+    """A filter box's text as a number (None: empty or not a number, so no filter)."""
+    try:
+        return float(text) if text.strip() else None
+    except ValueError:
+        return None
+
+
 @solara.component
 def CallsPage(run: RunView) -> Any:
-    """The LLM call log, filtered by outcome and model; a failed call shows its error."""
+    """The LLM call log, filtered by outcome, model, latency and tokens; a failed call shows its error."""
     outcome, set_outcome = solara.use_state(ALL)
     model, set_model = solara.use_state(ALL)
+    latency, set_latency = solara.use_state("")
+    tokens, set_tokens = solara.use_state("")
     offset, set_offset = solara.use_state(0)
     outcomes, models = run(q.call_facets)
-    flt = {"outcome": None if outcome == ALL else outcome, "model": None if model == ALL else model}
-    total = run(q.count_calls, **flt)
+    flt = q.CallFilter(
+        outcome=None if outcome == ALL else outcome,
+        model=None if model == ALL else model,
+        min_latency_s=as_float(latency),
+        min_tokens=as_int(tokens),
+    )
+    total = run(q.count_calls, flt)
     with solara.Column() as main:
         if not outcomes:
             solara.Info("This run made no LLM calls (its agents follow rules).")
@@ -105,10 +120,12 @@ def CallsPage(run: RunView) -> Any:
                 "outcome", value=outcome, values=[ALL, *outcomes], on_value=rewinding(set_outcome, set_offset)
             )
             solara.Select("model", value=model, values=[ALL, *models], on_value=rewinding(set_model, set_offset))
+            solara.InputText("latency ≥ (s)", value=latency, on_value=rewinding(set_latency, set_offset))
+            solara.InputText("tokens ≥", value=tokens, on_value=rewinding(set_tokens, set_offset))
         with solara.Row(style="align-items: center; gap: 2em"):
             Pager(total, offset, set_offset, ROWS)
-            export_buttons("calls", lambda: run(q.calls, **flt, limit=min(total, MAX_ROWS)), q.CallView)
-        for c in run(q.calls, **flt, limit=ROWS, offset=offset):
+            export_buttons("calls", lambda: run(q.calls, flt, limit=min(total, MAX_ROWS)), q.CallView)
+        for c in run(q.calls, flt, limit=ROWS, offset=offset):
             with solara.Card(margin=1):
                 CallBlock(c, run)
     return main

@@ -29,6 +29,7 @@ ErrorKind = Literal[
     "circuit_open",
     "budget",  # the run's call or token budget could not cover this request; it was not sent
     "replay_miss",
+    "interrupted",  # the run stopped (a signal) before its answer was read; the server may have it
     "other",
 ]
 

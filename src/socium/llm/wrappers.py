@@ -18,6 +18,7 @@ import numpy as np
 from socium.errors import BudgetExceeded
 from socium.llm.base import BackendWrapper, LLMBackend, LoopLocal, check_results
 from socium.llm.cache import ResultCache, get_many, put_many
+from socium.llm.interrupted import note_finished, recording_interruptions, sending
 from socium.llm.types import LLMRequest, LLMResult
 
 __all__ = [
@@ -68,7 +69,8 @@ class CachingBackend(BackendWrapper):
                 to_send.append(i)
         if to_send:
             sent = [requests[i] for i in to_send]
-            fresh = check_results(sent, await self.inner.generate(sent), self.inner)
+            with recording_interruptions(self.cache, [(keys[i], requests[i]) for i in to_send], model, self.meta):
+                fresh = check_results(sent, await self.inner.generate(sent), self.inner)
             self.misses += len(sent)
             for i, res in zip(to_send, fresh):
                 out[i] = res
@@ -133,18 +135,22 @@ class RetryingBackend(BackendWrapper):
         result = first
         attempt = 1
         made = first.attempts  # calls that reached the model: a budget refusal or open breaker made none
-        while result.retryable and attempt < self.max_attempts:
-            delay = self.backoff(attempt, result.retry_after_s)
-            if self.deadline_s is not None and self.clock() - t0 + delay >= self.deadline_s:
-                note = f" (no retry: the {self.deadline_s:g}s request deadline would pass)"
-                result = result.model_copy(update={"error": f"{result.error}{note}"})
-                break
-            self.delays.append(delay)
-            await self._sleep(delay)
-            attempt += 1
-            self.retries += 1
-            result = check_results([req], await self.inner.generate([req]), self.inner)[0]
-            made += result.attempts
+        try:
+            while result.retryable and attempt < self.max_attempts:
+                delay = self.backoff(attempt, result.retry_after_s)
+                if self.deadline_s is not None and self.clock() - t0 + delay >= self.deadline_s:
+                    note = f" (no retry: the {self.deadline_s:g}s request deadline would pass)"
+                    result = result.model_copy(update={"error": f"{result.error}{note}"})
+                    break
+                self.delays.append(delay)
+                await self._sleep(delay)
+                attempt += 1
+                self.retries += 1
+                result = check_results([req], await self.inner.generate([req]), self.inner)[0]
+                made += result.attempts
+        except BaseException:  # stopped mid-retry: the finished attempts still count (socium.llm.interrupted)
+            note_finished(req, made)
+            raise
         return result.model_copy(update={"attempts": made, "latency_s": self.clock() - t0})
 
     def _started(self, result: LLMResult, sent: float, done: float) -> float:
@@ -176,15 +182,11 @@ class RetryingBackend(BackendWrapper):
         return list(
             await asyncio.gather(
                 *(
-                    self._retry(q, r, self._started(r, t0, done)) if r.retryable else _done(r)
+                    self._retry(q, r, self._started(r, t0, done)) if r.retryable else asyncio.sleep(0, r)
                     for q, r in zip(requests, first)
                 )
             )
         )
-
-
-async def _done(result: LLMResult) -> LLMResult:
-    return result
 
 
 class CircuitBreaker(BackendWrapper):
@@ -300,7 +302,8 @@ class ConcurrencyLimit(BackendWrapper):
 
     async def _one(self, sem: asyncio.Semaphore, req: LLMRequest) -> LLMResult:
         async with sem:
-            return check_results([req], await self.inner.generate([req]), self.inner)[0]
+            with sending(req):  # past the limit: on the wire, so cut off it still counts (socium.llm.interrupted)
+                return check_results([req], await self.inner.generate([req]), self.inner)[0]
 
     async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
         if not requests:

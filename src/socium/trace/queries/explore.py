@@ -366,36 +366,43 @@ def calls_at(con: Con, agent_id: int, step: int) -> list[CallView]:
 
 
 _CALLS_WHERE = (
-    "(?::VARCHAR IS NULL OR outcome = ?) AND (?::VARCHAR IS NULL OR model = ?) AND (?::BIGINT IS NULL OR agent_id = ?)"
+    "(?::VARCHAR IS NULL OR outcome = ?) AND (?::VARCHAR IS NULL OR model = ?) AND (?::BIGINT IS NULL OR agent_id = ?) "
+    "AND (?::DOUBLE IS NULL OR latency_s >= ?) "
+    "AND (?::BIGINT IS NULL OR coalesce(prompt_tokens, 0) + coalesce(completion_tokens, 0) >= ?)"
 )
 
 
-def calls(
-    con: Con,
-    *,
-    outcome: str | None = None,
-    model: str | None = None,
-    agent_id: int | None = None,
-    limit: int = PAGE,
-    offset: int = 0,
-) -> list[CallView]:
-    """One page of the call log in call order, filtered by outcome, model and agent."""
+@dataclass(frozen=True)
+class CallFilter:
+    """What the call log is narrowed to: outcome, model, agent, at least this latency (s) or tokens."""
+
+    outcome: str | None = None
+    model: str | None = None
+    agent_id: int | None = None
+    min_latency_s: float | None = None
+    min_tokens: int | None = None
+
+    def args(self) -> list[Any]:
+        vals = [self.outcome, self.model, self.agent_id, self.min_latency_s, self.min_tokens]
+        return [v for v in vals for _ in (0, 1)]
+
+
+def calls(con: Con, flt: CallFilter | None = None, *, limit: int = PAGE, offset: int = 0) -> list[CallView]:
+    """One page of the call log in call order, narrowed by ``flt``."""
     if not _has(con, "llm_calls"):
         return []
     rows = con.execute(
         f"SELECT {_CALL_COLS} FROM llm_calls WHERE {_CALLS_WHERE} ORDER BY call_id LIMIT ? OFFSET ?",
-        [outcome, outcome, model, model, agent_id, agent_id, int(limit), int(offset)],
+        [*(flt or CallFilter()).args(), int(limit), int(offset)],
     ).fetchall()
     return [_call(r) for r in rows]
 
 
-def count_calls(con: Con, *, outcome: str | None = None, model: str | None = None, agent_id: int | None = None) -> int:
-    """How many calls :func:`calls` pages through with these filters (0 without a call log)."""
+def count_calls(con: Con, flt: CallFilter | None = None) -> int:
+    """How many calls :func:`calls` pages through with ``flt`` (0 without a call log)."""
     if not _has(con, "llm_calls"):
         return 0
-    row = con.execute(
-        f"SELECT count(*) FROM llm_calls WHERE {_CALLS_WHERE}", [outcome, outcome, model, model, agent_id, agent_id]
-    ).fetchone()
+    row = con.execute(f"SELECT count(*) FROM llm_calls WHERE {_CALLS_WHERE}", (flt or CallFilter()).args()).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -432,6 +439,14 @@ def interviews(con: Con, agent_id: int) -> list[tuple[int | None, str, str | Non
         "SELECT step, question, answer FROM interviews WHERE agent_id = ? ORDER BY step NULLS LAST, call_id",
         [int(agent_id)],
     ).fetchall()
+
+
+def surveys(con: Con, agent_id: int) -> list[dict[str, Any]]:
+    """The agent's survey answers in order (step, question, answer, value; outcome and reason where the
+    trace has those columns)."""
+    cur = con.execute("SELECT * FROM surveys WHERE agent_id = ? ORDER BY step", [int(agent_id)])
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
 def overview(con: Con) -> dict[str, Any]:
