@@ -61,8 +61,15 @@ def _recorded_seed(run_dir: Path) -> int | None:
     return None if row is None or row.get("seed") is None else int(row["seed"])
 
 
-class _Stopped(Exception):
-    """SIGTERM or SIGINT arrived: unwind (the simulation closes its trace and lock), then say how to go on."""
+class _Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGINT arrived: unwind (the simulation closes its trace and lock), then say how to go on.
+
+    A :class:`KeyboardInterrupt`, not an ``Exception``: the handler runs wherever the main thread is, often
+    inside the event loop that waits for the model server, and both asyncio and uvloop log and swallow any
+    other exception raised in a loop callback (the stop was lost: the run went on to its end). These two
+    they re-raise, and the requests left in flight are cancelled on the way out and logged with the
+    aborted step (``socium.llm.interrupted``).
+    """
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)

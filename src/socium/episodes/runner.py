@@ -324,6 +324,6 @@ def _run_locked(
 
 
 def load_summary(run_dir: str | Path) -> dict[str, Any]:
-    from socium.experiments.spec import read_json_file
+    from socium.trace.rundir import read_json_file
 
     return read_json_file(Path(run_dir) / "summary.json", "episodes")

@@ -221,7 +221,7 @@ def _sensitivity_bars(path: Path, name: str, o: dict[str, Any], method: str) -> 
 
 def sensitivity(rep: Report, path: Path) -> list[Path]:
     """Per outcome: the ranking of parameters as bars with SALib's intervals, and the same numbers as a table."""
-    from socium.experiments.spec import read_json_file
+    from socium.trace.rundir import read_json_file
 
     res = read_json_file(path / SENSITIVITY_FILE, "spec")
     spec = res["spec"]

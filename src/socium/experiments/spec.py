@@ -27,6 +27,7 @@ from socium.agents.sources import OASIS_REQUIRED_COLUMNS
 from socium.config.experiment import ExperimentConfig
 from socium.config.loading import apply_override, config_from_dict, read_yaml_mapping, validate_dict
 from socium.errors import ConfigError, InputFileError, RunDirError, SociumError
+from socium.trace.rundir import read_json_file
 
 RESULTS_FILE = "results.json"
 """Every experiment directory holds one; ``socium report`` reads it to know what it is looking at."""
@@ -280,23 +281,6 @@ def _jsonable(x: Any) -> Any:
     if isinstance(x, Path):
         return str(x)
     raise TypeError(f"not JSON serialisable: {type(x).__name__}")
-
-
-def read_json_file(p: Path, key: str) -> dict[str, Any]:
-    """A JSON object socium wrote (``results.json``, ``sensitivity.json``, ``summary.json``), holding ``key``.
-
-    A file cut off mid-write or edited by hand is an :class:`InputFileError` naming file and line, not
-    json's or a ``KeyError`` traceback from whichever reader touched it first.
-    """
-    try:
-        res = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputFileError(p, None, f"cannot read: {exc}") from None
-    except json.JSONDecodeError as exc:  # a run cut off while writing it, or a hand edit
-        raise InputFileError(p, exc.lineno, f"not valid JSON ({exc.msg}); rerun to rewrite it") from None
-    if not isinstance(res, dict) or key not in res:
-        raise InputFileError(p, None, f"not a socium {p.name} (no {key!r} at its top level)")
-    return res
 
 
 def read_results(out: Path) -> dict[str, Any]:

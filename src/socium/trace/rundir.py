@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from socium.errors import RunDirError, SociumError
+from socium.errors import InputFileError, RunDirError, SociumError
 
 LOCK_NAME = ".socium.lock"
 # Everything socium itself writes into a run directory; anything else is the user's.
@@ -424,3 +424,20 @@ def not_a_run_hint(path: Path, command: str) -> str | None:
         f"{path} is not a run but holds {total} run{'s' * (total != 1)}: {names}; "
         f"`socium {command} {shown[0]}` for one of them{whole}"
     )
+
+
+def read_json_file(p: Path, key: str) -> dict[str, Any]:
+    """A JSON object socium wrote (``results.json``, ``sensitivity.json``, ``summary.json``), holding ``key``.
+
+    A file cut off mid-write or edited by hand is an :class:`InputFileError` naming file and line, not
+    json's or a ``KeyError`` traceback from whichever reader touched it first.
+    """
+    try:
+        res = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputFileError(p, None, f"cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:  # a run cut off while writing it, or a hand edit
+        raise InputFileError(p, exc.lineno, f"not valid JSON ({exc.msg}); rerun to rewrite it") from None
+    if not isinstance(res, dict) or key not in res:
+        raise InputFileError(p, None, f"not a socium {p.name} (no {key!r} at its top level)")
+    return res

@@ -356,8 +356,8 @@ def seeds_figure(path: Path, items: Sequence[tuple[str, dict[str, Any]]]) -> Pat
 
 def report(rep: Any, path: Path) -> list[Path]:
     """The pooled numbers as a page: smoke banners, the table (``markdown``'s columns) and the figure."""
-    from socium.experiments.spec import read_json_file
     from socium.reporting.page import ReportTable, counted
+    from socium.trace.rundir import read_json_file
 
     pooled = read_json_file(path / SEEDS_FILE, "seeds")
     only = pooled.get("only") or []

@@ -1,0 +1,109 @@
+"""Every model call is in the trace, and in the budget, when a run is stopped by a signal (issue 31, defect 6).
+
+SIGTERM (how Slurm and Kubernetes stop jobs) and Ctrl-C used to lose the interrupted step's model calls:
+runs stopped by SIGTERM had sent requests that were in no trace, and a resumed run with a call budget of
+1,500 got 1,557 answers. Here a real ``socium run`` process talks to a loopback server that counts every
+request it receives, is stopped mid-step, and is resumed until its call budget stops it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+
+from socium.llm.fake_server import FakeOpenAIServer
+
+BUDGET = 120
+
+
+def _config(tmp_path: Path, url: str) -> Path:
+    cfg = {
+        "name": "stopped",
+        "seed": 3,
+        "steps": 1000,
+        "population": {"n_agents": 30, "mean_activity": 0.6},
+        "graph": {"kind": "random_out", "params": {"out_degree": 4}},
+        "policy": {"kind": "llm"},
+        "llm": {
+            "backend": "openai",
+            "base_urls": [url],
+            "model": "m",
+            "max_concurrency": 64,
+            "retries": 1,
+            "timeout_s": 30.0,
+            "call_budget": BUDGET,
+        },
+        "seed_posts": [{"author": i, "content": f"opening post {i}"} for i in range(4)],
+    }
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _socium(*args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+    cmd = [sys.executable, "-m", "socium.cli", "run", *args]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def _stop_mid_step(proc: subprocess.Popen[str], srv: FakeOpenAIServer, sig: int, after: int) -> str:
+    """Send ``sig`` just after a request arrived (its answer is 0.3 s away: the step is in flight)."""
+    deadline = time.monotonic() + 240
+    try:
+        while True:
+            assert proc.poll() is None, proc.communicate()[0]
+            assert time.monotonic() < deadline, "the run never reached the server"
+            before = srv.n_requests
+            time.sleep(0.02)
+            if before >= after and srv.n_requests > before:
+                break
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return out
+
+
+def _calls(run_dir: Path) -> tuple[int, int, list[dict], int]:
+    """(sum of attempts, interrupted rows, their metadata, last committed step) of a trace."""
+    con = duckdb.connect(str(run_dir / "trace.duckdb"), read_only=True)
+    try:
+        attempts = int(con.execute("SELECT coalesce(sum(attempts), 0) FROM llm_calls").fetchone()[0])
+        cut = con.execute("SELECT metadata, attempts FROM llm_calls WHERE outcome = 'interrupted'").fetchall()
+        last = con.execute("SELECT max(step) FROM steps").fetchone()[0]
+    finally:
+        con.close()
+    return attempts, sum(a for _, a in cut), [json.loads(m) for m, _ in cut], int(last)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_mid_step_leaves_every_request_in_the_trace_and_the_budget(tmp_path, sig):
+    out = tmp_path / "run"
+    with FakeOpenAIServer(delay_s=0.3) as srv:
+        cfg = _config(tmp_path, srv.base_url)
+        log = _stop_mid_step(_socium(str(cfg), "--out", str(out)), srv, sig, after=30)
+        received = srv.n_requests
+        attempts, cut, meta, last = _calls(out)
+        assert "stopped after step" in log and "Traceback" not in log, log
+        assert received < BUDGET  # stopped by the signal, not the budget
+        # every request the server received is a call-log row: the answered ones and those cut off
+        assert attempts == received, log
+        assert cut > 0  # the signal came while requests were in flight
+        assert {m["aborted_step"] for m in meta} == {last + 1}  # logged as the uncommitted step's calls
+        # the resumed run's budget starts from the trace: the server never answers more than the budget
+        resumed = _socium("--resume", "--out", str(out))
+        rest, _ = resumed.communicate(timeout=300)
+        assert resumed.returncode == 3 and "call budget" in rest, rest
+        assert srv.n_requests <= BUDGET, rest
+        assert _calls(out)[0] == srv.n_requests
