@@ -37,7 +37,7 @@ INTERRUPTED = "interrupted: the run was stopped (signal or cancellation) before 
 
 
 def _add(request_id: str, attempts: int) -> None:
-    note = None  # TEMP
+    note = _NOTE.get()
     if note is not None and attempts > 0:
         note[request_id] = note.get(request_id, 0) + attempts
 

@@ -10,6 +10,7 @@ redoes it once the server is back. The calls that were made are still written (m
 
 from __future__ import annotations
 
+import logging
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -134,6 +135,36 @@ def spent_from_trace(con: Any, table: str = "llm_calls") -> dict[str, tuple[int,
         return spend_by_backend(con, table)
     except Exception:  # no call log yet: nothing spent
         return {}
+
+
+def log_aborted_calls(store: Any, calls: Any, first_id: int, step: int) -> int:
+    """Write the model calls of a step that will not be committed, in their own transaction; returns the
+    next free ``call_id``.
+
+    Why: they were made (and may be paid for), so the call log and a resumed run's budgets must count
+    them; the step itself stays uncommitted, so a resume redoes it from the same state. ``calls`` is the
+    step's :class:`~socium.agents.call_log.CallLog`. A failure to write is logged, never raised: it must
+    not hide the error that stopped the step (a full disk fails both).
+    """
+    if not calls:
+        return first_id
+    try:
+        store.append_rows({"llm_calls": mark_aborted(calls.rows(first_id).to_pydict(), step)})
+    except Exception as exc:
+        logging.getLogger(__name__).warning(
+            "could not log the %d model calls of aborted step %d: %s", len(calls), step, exc
+        )
+        return first_id
+    return first_id + len(calls)
+
+
+def step_committed(store: Any, step: int) -> bool:
+    """Whether ``step``'s marker is in the trace: after an error or a signal while it was being written,
+    this says whether its calls are in the trace with it (True) or must be logged as aborted."""
+    try:
+        return bool(store.query("SELECT count(*) FROM steps WHERE step = ?", [step]).fetchone()[0])
+    except Exception:  # the trace cannot be read: the calls cannot be written either
+        return False
 
 
 def mark_aborted(rows: dict[str, list], step: int) -> dict[str, list]:

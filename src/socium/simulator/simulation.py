@@ -43,7 +43,7 @@ from socium.simulator import steering
 from socium.simulator.executors import Executor, make_executor
 from socium.simulator.inputs import preflight
 from socium.simulator.interviews import table as interview_table
-from socium.simulator.llm_health import OutputHealth, mark_aborted, spent_from_trace, step_problem
+from socium.simulator.llm_health import OutputHealth, log_aborted_calls, spent_from_trace, step_committed, step_problem
 from socium.simulator.recording import StepRecorder
 from socium.simulator.run_setup import RunSetUp, _now, load_run_config
 from socium.simulator.signups import SignUps
@@ -397,36 +397,43 @@ class Simulation(mesa.Model):
         if problem is not None:
             self._log_aborted_calls(step, rec.calls)
             raise problem
-        batches = rec.batches(st)
-        batches.update(moderated)
-        if memories:
-            batches["memories"] = memories
-        ids: dict[str, int] = {}
-        if rec.calls:
-            calls = batches["llm_calls"] = rec.calls.rows(self.next_call_id)
-            self.next_call_id += len(rec.calls)
+        first_call_id = self.next_call_id
+        try:
+            batches = rec.batches(st)
+            batches.update(moderated)
+            if memories:
+                batches["memories"] = memories
+            ids: dict[str, int] = {}
+            if rec.calls:
+                calls = batches["llm_calls"] = rec.calls.rows(self.next_call_id)
+                self.next_call_id += len(rec.calls)
+                if asked_q:
+                    ids = dict(zip(calls["request_id"].to_pylist(), calls["call_id"].to_pylist()))
             if asked_q:
-                ids = dict(zip(calls["request_id"].to_pylist(), calls["call_id"].to_pylist()))
-        if asked_q:
-            batches["interviews"] = interview_table([iv.rows(step, q, a, ids, "config") for q, a in asked_q])
-        if self.caps.rows is not None:
-            for name, extra in self.caps.rows.drain_rows().items():
-                batches[name] = extra
-        wall = time.perf_counter() - t0
-        self.trace_store.append_step(
-            step,
-            batches,
-            {
-                "sim_time_s": st.time,
-                "n_active": len(who),
-                "n_actions": n_actions,
-                "n_posts": len(new_posts),
-                "n_exposures": len(rec.exposures["step"]),
-                "wall_s": self._since_last_commit(),
-                "committed_at": _now(),
-                "sim_datetime": _naive(self.sim_datetime(step)),
-            },
-        )
+                batches["interviews"] = interview_table([iv.rows(step, q, a, ids, "config") for q, a in asked_q])
+            if self.caps.rows is not None:
+                for name, extra in self.caps.rows.drain_rows().items():
+                    batches[name] = extra
+            wall = time.perf_counter() - t0
+            self.trace_store.append_step(
+                step,
+                batches,
+                {
+                    "sim_time_s": st.time,
+                    "n_active": len(who),
+                    "n_actions": n_actions,
+                    "n_posts": len(new_posts),
+                    "n_exposures": len(rec.exposures["step"]),
+                    "wall_s": self._since_last_commit(),
+                    "committed_at": _now(),
+                    "sim_datetime": _naive(self.sim_datetime(step)),
+                },
+            )
+        except BaseException:  # a signal or a failed write before the commit: its calls were still made
+            if not step_committed(self.trace_store, step):
+                self.next_call_id = first_call_id
+                self._log_aborted_calls(step, rec.calls)
+            raise
         self.next_step = step + 1
         return StepStats(step, st.time, len(who), n_actions, len(new_posts), wall, len(rec.calls), rec.calls.tokens)
 
@@ -454,19 +461,8 @@ class Simulation(mesa.Model):
         self.close()
 
     def _log_aborted_calls(self, step: int, calls: CallLog) -> None:
-        """Write the model calls of a step that will not be committed, in their own transaction.
-
-        They were made (and paid for): the call log and the budgets of a resumed run must count
-        them. The step itself stays uncommitted, so a resume redoes it from the same state.
-        """
-        if not calls:
-            return
-        try:
-            rows = mark_aborted(calls.rows(self.next_call_id).to_pydict(), step)
-            self.trace_store.append_rows({"llm_calls": rows})
-            self.next_call_id += len(calls)
-        except Exception as exc:  # never hide the error that stopped the step
-            log.warning("could not log the %d model calls of aborted step %d: %s", len(calls), step, exc)
+        """The calls of a step that will not be committed, marked aborted (see ``llm_health.log_aborted_calls``)."""
+        self.next_call_id = log_aborted_calls(self.trace_store, calls, self.next_call_id, step)
 
     def run(self, steps: int | None = None, on_step: Callable[[StepStats], None] | None = None) -> list[StepStats]:
         """Run until ``cfg.steps`` steps are committed (or ``steps`` more)."""

@@ -164,8 +164,8 @@ class TraceStore:
             self._insert(batches)
             _insert_arrow(con, "steps", pa.table({k: [v] for k, v in {"step": step, **step_row}.items()}))
             con.commit()
-        except Exception:
-            con.rollback()
+        except BaseException:  # a signal too: the open transaction must not outlive the step
+            _rollback(con)
             raise
 
     def _insert(self, batches: Mapping[str, pa.Table | dict[str, list]]) -> None:
@@ -181,12 +181,24 @@ class TraceStore:
         try:
             self._insert(batches)
             con.commit()
-        except Exception:
-            con.rollback()
+        except BaseException:  # a signal too: the open transaction must not outlive the step
+            _rollback(con)
             raise
 
     def query(self, sql: str, params: list[Any] | None = None) -> duckdb.DuckDBPyConnection:
         return self.con.execute(sql, params or [])
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    """Roll back the open transaction, unless DuckDB already ended it.
+
+    Why: when a commit fails (a full disk), DuckDB aborts the transaction itself, and ``rollback`` then
+    raises "no transaction is active", a second exception that hid the real cause behind a traceback.
+    """
+    try:
+        con.rollback()
+    except duckdb.Error:
+        pass  # nothing left to roll back; the caller re-raises the error that got here
 
 
 def table_digest(con: duckdb.DuckDBPyConnection, table: str) -> str:
