@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from socium.agents import action_prompts as AP
 from socium.agents import prompt_blocks as PB
+from socium.agents.clustering import cluster_population
 from socium.agents.llm_narrator import backend_failed
 from socium.agents.llm_policy import LLMPolicy, _short_error, rendered_calls, validate_answer
 from socium.agents.narrator_fit import FittedCall, collect_unshown, mark_unshown
@@ -38,6 +39,7 @@ from socium.core.contracts import Decision, Observation
 from socium.core.policy import ShardPlacement
 from socium.llm.parsing import parse_json_lenient
 from socium.platform.text import clean_text, quote_inline, quote_untrusted
+from socium.recsys.embeddings import make_embedder
 
 _SYSTEM = (
     "You act for a group of similar users of {site}. For EACH listed user choose what that user does now, "
@@ -241,8 +243,6 @@ class GroupLLMPolicy(LLMPolicy):
 
 def make_group_policy(cfg: ExperimentConfig, population: Population) -> GroupLLMPolicy:
     """Cluster the run's population (deterministic in the seed) and build the policy."""
-    from socium.agents.clustering import cluster_population
-    from socium.recsys.embeddings import make_embedder
 
     pc = cfg.policy
     labels = cluster_population(

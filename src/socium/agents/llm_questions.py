@@ -14,6 +14,7 @@ from typing import Any
 
 from socium.agents import prompts as P
 from socium.agents.answer_validation import _short_error
+from socium.agents.memory import importance_schema, parse_insights, parse_ratings, reflection_schema
 from socium.agents.policy_calls import PolicyCalls
 from socium.agents.profiles import AgentProfile
 from socium.agents.survey_answers import SurveyAnswer, ask_llm_survey
@@ -98,7 +99,6 @@ class Questions:
         self, people: Sequence[tuple[AgentProfile, Sequence[str]]], step: int, n_insights: int
     ) -> tuple[list[list[str]], list]:
         """Generative Agents' reflection: a few high-level insights from an agent's recent memories."""
-        from socium.agents.memory import parse_insights, reflection_schema
 
         task = (
             f"What {n_insights} high-level insights can you infer from these memories about yourself, the people "
@@ -118,7 +118,6 @@ class Questions:
         self, people: Sequence[tuple[AgentProfile, Sequence[str]]], step: int
     ) -> tuple[list[list[float] | None], list]:
         """Generative Agents' poignancy rating: 1 (mundane) .. 10 (life-changing) for each new memory."""
-        from socium.agents.memory import importance_schema, parse_ratings
 
         batch, ns = [], []
         for p, texts in people:

@@ -23,6 +23,7 @@ import numpy as np
 
 from socium.config.agents import MemoryConfig
 from socium.platform.text import clean_text
+from socium.recsys.embeddings import make_embedder
 
 MemoryKind = Literal["observation", "action", "message", "reflection"]
 KINDS: tuple[str, ...] = ("observation", "action", "message", "reflection")
@@ -158,8 +159,6 @@ class MemoryStream:
     @property
     def embedder(self) -> Any:
         if self._embedder is None:
-            from socium.recsys.embeddings import make_embedder
-
             self._embedder = make_embedder(self.cfg.embedder)
         return self._embedder
 

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from socium.agents.profiles import goal_for
 from socium.agents.sources import DEFAULT_INTERESTS, OASIS_REQUIRED_COLUMNS
 from socium.config.llm import LLMConfig
+from socium.config.loading import read_yaml_mapping
 from socium.errors import ConfigError, SociumError
 from socium.llm.base import run_coro_sync
 from socium.llm.factory import build_backend
@@ -144,7 +145,6 @@ def load_marginals(path: str | Path | None) -> Marginals:
     """Defaults, overridden by the keys of a YAML file; errors name the file and key."""
     if path is None:
         return Marginals()
-    from socium.config.loading import read_yaml_mapping
 
     data = read_yaml_mapping(Path(path))
     try:

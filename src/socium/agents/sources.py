@@ -88,6 +88,7 @@ OASIS_REQUIRED_COLUMNS = (
     "user_char",
     "description",
 )
+_BIGINT_TEXT = re.compile(r"-?[0-9]{1,18}")  # ASCII digits only, within a signed 64-bit integer
 _REDDIT_REQUIRED = ("realname", "username", "bio", "persona")
 # Optional OASIS-style persona columns (``socium population generate`` writes them): kept in ``extra`` so
 # ``llm_agents.persona_fields`` can show them; ``interests`` is a JSON / Python list or comma-separated.
@@ -267,7 +268,9 @@ def load_oasis_csv(path: str | Path) -> tuple[Population, list[list[int]]]:
         if goal_col is not None:
             goals.append(row[goal_col].strip() or None)
         uid_text = get("user_id").strip()
-        uid: int | str = int(uid_text) if uid_text.lstrip("-").isdigit() else uid_text
+        # an id that fits a BIGINT is a number; anything else ('²' passes isdigit, 5,000 digits pass int's
+        # limit) stays the source's own label
+        uid: int | str = int(uid_text) if _BIGINT_TEXT.fullmatch(uid_text) else uid_text
         names.append(get("name"))
         usernames.append(get("username"))
         bios.append(get("description"))
@@ -316,6 +319,8 @@ def load_reddit_json(path: str | Path) -> Population:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputFileError(path, exc.lineno, f"malformed JSON: {exc.msg} (column {exc.colno})") from None
+    except RecursionError:  # 50,000 nested brackets in a persona: Python's decoder recurses per level
+        raise InputFileError(path, None, "JSON nested too deeply (thousands of levels of [ or {)") from None
     if not isinstance(data, list):
         raise InputFileError(path, 1, f"expected a JSON list of user objects, got {type(data).__name__}")
     names: list[str] = []

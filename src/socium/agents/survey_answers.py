@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
+from socium.agents import prompts as P
 from socium.agents.policy_calls import PolicyCalls
 from socium.llm.base import run_coro_sync
 from socium.llm.parsing import parse_json_lenient
@@ -166,8 +167,6 @@ def check_answer(text: str, value: float, scale: tuple[float, float]) -> tuple[S
 async def _ask(
     policy: PolicyCalls, profile: Any, memory: Sequence[str], question: str, scale: tuple[float, float], step: int
 ) -> SurveyAnswer:
-    from socium.agents import prompts as P
-
     lo, hi = scale
     q = f'{question}\nAnswer as JSON: {{"answer": short text, "value": a number from {lo} to {hi}}}.'
     msgs = P.interview_messages(profile, memory, q, **policy.persona_kw())

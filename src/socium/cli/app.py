@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
+import socium
 from socium.core.console_text import SafeConsole, neutralise, plain
 from socium.errors import SociumError
 
@@ -65,8 +66,6 @@ def _duckdb_error() -> type[Exception]:
 
 def _version(value: bool) -> None:
     if value:
-        import socium
-
         console.print(f"socium {socium.__version__}")
         raise typer.Exit()
 

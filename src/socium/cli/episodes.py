@@ -12,6 +12,7 @@ from rich.table import Table
 from socium.cli.app import _fail, _result_table, app, console
 from socium.core.console_text import plain
 from socium.errors import SociumError
+from socium.reporting.progress import RichProgress, reporting
 
 
 @app.command()
@@ -25,9 +26,9 @@ def episodes(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Run dyadic episodes (scenarios x modes x repeats), then print a table per mode and write plots."""
-    from socium.episodes.config import load_episodes_config
-    from socium.episodes.report import TABLE_HEADER, table_rows
-    from socium.episodes.runner import run_episodes
+    from socium.episodes.config import load_episodes_config  # lazy: CLI start-up
+    from socium.episodes.report import TABLE_HEADER, table_rows  # lazy: CLI start-up
+    from socium.episodes.runner import run_episodes  # lazy: CLI start-up
 
     try:
         cfg = load_episodes_config(config, list(set_))
@@ -36,7 +37,6 @@ def episodes(
     except SociumError as exc:
         _fail(exc)
         return
-    from socium.reporting.progress import RichProgress, reporting
 
     try:
         with RichProgress(f"episodes {cfg.name}", "episodes", console, disable=quiet) as prog, reporting(prog):
@@ -44,7 +44,7 @@ def episodes(
     except SociumError as exc:
         _fail(exc)
         return
-    from socium.reporting.card import smoke_banner
+    from socium.reporting.card import smoke_banner  # lazy: CLI start-up
 
     banner = smoke_banner(cfg.llm.backend)
     if banner:
@@ -62,7 +62,7 @@ def episodes(
         f"ran {rep.ran} episodes ({rep.skipped} already done) in {rep.wall_s:.1f}s"
         + (f", {rate:.2f} episodes/min" if rate else "")
     )
-    from socium.experiments.report import write_report
+    from socium.experiments.report import write_report  # lazy: CLI start-up
 
     page = write_report(rep.out).html if rep.summary["episodes"] else None
     console.print(
@@ -87,7 +87,7 @@ def export_sft_cmd(
     ),
 ) -> None:
     """Write episodes as chat-format JSONL ({"messages": [...]}) for supervised fine-tuning."""
-    from socium.episodes.export import export_counts, export_sft
+    from socium.episodes.export import export_counts, export_sft  # lazy: CLI start-up
 
     picked = None if mode == "all" else mode
     try:
@@ -115,7 +115,7 @@ def group_episodes(
     set_: list[str] = typer.Option([], "--set", help="Override a config field: key.path=value (repeatable)."),
 ) -> None:
     """N-party deal episodes (3+ characters) under agents / mindreaders / script; rule-scored, optionally judged."""
-    from socium.episodes.multiparty_runner import load_group_config, run_group_episodes
+    from socium.episodes.multiparty_runner import load_group_config, run_group_episodes  # lazy: CLI start-up
 
     try:
         cfg = load_group_config(config, list(set_) + ([f"out={out}"] if out else []))
@@ -156,7 +156,7 @@ def group_episodes(
             f"{m['calls_per_episode']:.1f}",
         )
     console.print(table)
-    from socium.experiments.report import write_report
+    from socium.experiments.report import write_report  # lazy: CLI start-up
 
     page = write_report(cfg.out_dir()).html if summary["episodes"] else None
     console.print(f"trace: {cfg.out_dir() / 'group_episodes.duckdb'}  summary: {cfg.out_dir() / 'summary.json'}")

@@ -21,6 +21,8 @@ from socium.cli.app import (
 )
 from socium.core.console_text import plain
 from socium.errors import BudgetExceeded, SociumError
+from socium.reporting.page import fmt
+from socium.reporting.progress import RichProgress, reporting
 from socium.trace.rundir import default_out, write_out_file
 
 
@@ -33,14 +35,13 @@ def sweep(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Run a grid of config overrides x seeds as parallel runs on Ray, then print a summary."""
-    from socium.experiments.designs.sweep import load_sweep, run_sweep
+    from socium.experiments.designs.sweep import load_sweep, run_sweep  # lazy: CLI start-up
 
     try:
         spec = load_sweep(sweep_file, out=out, parallel=parallel)
     except SociumError as exc:
         _fail(exc)
         return
-    from socium.reporting.progress import RichProgress
 
     with RichProgress(f"sweep {spec.out.name}", "runs", console, disable=quiet) as prog:
         prog.expect(len(spec.runs))
@@ -78,7 +79,7 @@ def sweep(
             f"runs: {spec.out}/run-*/trace.duckdb  (compare with socium.experiments.designs.sweep.attach_runs)"
         )
     if any(r["status"] == "ok" for r in rows):  # every override value whole and the outcomes per combination
-        from socium.experiments.report import write_report
+        from socium.experiments.report import write_report  # lazy: CLI start-up
 
         try:
             page = write_report(spec.out).html
@@ -99,7 +100,7 @@ def report(
     ),
 ) -> None:
     """Write RUN_DIR/report/index.html with PNG plots and series.json; print a summary table."""
-    from socium.experiments.report import write_report
+    from socium.experiments.report import write_report  # lazy: CLI start-up
 
     rep = _read_run(write_report, run_dir)
     _print_report_tables(rep)
@@ -123,9 +124,8 @@ def experiment(
     quiet: bool = typer.Option(False, "--quiet", help="No progress display (notes are still printed)."),
 ) -> None:
     """Run a phenomenon experiment (model population + rule-based null) and report it."""
-    from socium.experiments.phenomena import prepare_experiment, run_prepared
-    from socium.experiments.report import write_report
-    from socium.reporting.progress import RichProgress, reporting
+    from socium.experiments.phenomena import prepare_experiment, run_prepared  # lazy: CLI start-up
+    from socium.experiments.report import write_report  # lazy: CLI start-up
 
     try:
         spec, target = prepare_experiment(kind, spec_file, out, set_)  # a bad spec fails before any display
@@ -166,8 +166,8 @@ def seeds(
     95% interval over seeds per metric (none below 3 seeds), and paired per-seed contrasts (model - null, X - local)."""
     import os
 
-    from socium.experiments.designs.seeds import markdown, pool_seeds, write_pooled
-    from socium.experiments.report import write_report
+    from socium.experiments.designs.seeds import markdown, pool_seeds, write_pooled  # lazy: CLI start-up
+    from socium.experiments.report import write_report  # lazy: CLI start-up
 
     try:
         pooled = pool_seeds(exp_dirs)
@@ -209,8 +209,8 @@ def fit(
     ),
 ) -> None:
     """Fit response delays, influence slopes and per-user activity to real retweet trees; write a parameter file."""
-    from socium.experiments.propagation.fit import fit_timing, load_training_trees, write_fit
-    from socium.experiments.propagation.transfer import training_population
+    from socium.experiments.propagation.fit import fit_timing, load_training_trees, write_fit  # lazy: CLI start-up
+    from socium.experiments.propagation.transfer import training_population  # lazy: CLI start-up
 
     try:
         if what != "propagation":
@@ -246,7 +246,7 @@ def validate(
     ),
 ) -> None:
     """Score a run against stylized facts of real social networks; print and write an HTML + JSON scorecard."""
-    from socium.experiments.validation.validate import scorecard, write_scorecard
+    from socium.experiments.validation.validate import scorecard, write_scorecard  # lazy: CLI start-up
 
     try:
         card = scorecard(target)
@@ -278,8 +278,7 @@ def sensitivity(
     set_: list[str] = typer.Option([], "--set", help="Override a spec field: key.path=value (repeatable)."),
 ) -> None:
     """Morris or Sobol design over named config parameters (SALib), run on Ray; rank parameters per outcome."""
-    from socium.experiments.designs.sensitivity import load_sensitivity, run_sensitivity
-    from socium.reporting.page import fmt
+    from socium.experiments.designs.sensitivity import load_sensitivity, run_sensitivity  # lazy: CLI start-up
 
     try:
         spec = load_sensitivity(spec_file, list(set_))
@@ -304,7 +303,7 @@ def sensitivity(
         console.print(_result_table(cols, cells, title, wider="the report has the whole table"))
         if o.get("note"):
             console.print(f"  {name}: {o['note']}")
-    from socium.experiments.report import write_report
+    from socium.experiments.report import write_report  # lazy: CLI start-up
 
     target = Path(out or spec.out or default_out(spec.name))
     page = write_report(target).html

@@ -14,6 +14,7 @@ from rich.table import Table
 from socium.cli.app import _fail, _read_run, _result_table, app, console, err_console
 from socium.core.console_text import neutralise, plain
 from socium.errors import SociumError
+from socium.trace.rundir import not_a_run_hint
 
 TABLE_ROWS = 50  # a table is for reading; csv and json print every row unless --limit says otherwise
 
@@ -43,7 +44,7 @@ def query(
     """
     import duckdb
 
-    from socium.trace.store import open_trace, require_store
+    from socium.trace.store import open_trace, require_store  # lazy: CLI start-up
 
     if fmt == "parquet" and out is None:
         _fail(SociumError("--format parquet writes a file: add --out FILE.parquet"))
@@ -55,7 +56,7 @@ def query(
         return
     try:
         if out is not None:
-            from socium.trace.query_output import write_table
+            from socium.trace.query_output import write_table  # lazy: CLI start-up
 
             rel = con.sql(sql)
             if rel is None:
@@ -84,7 +85,7 @@ def query(
         cells = [["NULL" if v is None else str(v) for v in r] for r in rows]
         console.print(_result_table(cols, cells, wider="--format csv prints every value whole"))
     else:
-        from socium.trace.query_output import format_rows
+        from socium.trace.query_output import format_rows  # lazy: CLI start-up
 
         text = format_rows(cols, rows, fmt)
         # On a terminal, escape sequences in trace data (agent text) are shown inert, never obeyed; a pipe or
@@ -97,7 +98,6 @@ def query(
 
 def _refuse_not_a_run(path: Path, command: str) -> None:
     """An experiment, sweep or episodes folder is not a run: say where its runs are ("no trace found" did not)."""
-    from socium.trace.rundir import not_a_run_hint
 
     hint = not_a_run_hint(path, command)
     if hint is not None:
@@ -107,7 +107,7 @@ def _refuse_not_a_run(path: Path, command: str) -> None:
 @app.command()
 def card(run_dir: Path, as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
     """Print the run's Simulation Card: perspective, who saw what, model, seeds, totals."""
-    from socium.reporting.card import card_value, simulation_card
+    from socium.reporting.card import card_value, simulation_card  # lazy: CLI start-up
 
     _refuse_not_a_run(run_dir, "card")
     c = _read_run(simulation_card, run_dir)
@@ -133,9 +133,9 @@ def interview(
     ),
 ) -> None:
     """Ask one agent of a finished run a question (its persona and memory at the end of the run)."""
-    from socium.experiments.interview import interview as ask
-    from socium.reporting.card import smoke_banner
-    from socium.simulator.simulation import load_run_config
+    from socium.experiments.interview import interview as ask  # lazy: CLI start-up
+    from socium.reporting.card import smoke_banner  # lazy: CLI start-up
+    from socium.simulator.simulation import load_run_config  # lazy: CLI start-up
 
     try:
         answer = ask(run_dir, agent, question, {"backend": backend} if backend else None, record=record)
@@ -156,10 +156,10 @@ def config_schema(
     ),
 ) -> None:
     """Print the experiment config's JSON schema (or, with --markdown, a reference of every key)."""
-    from socium.config.experiment import ExperimentConfig
+    from socium.config.experiment import ExperimentConfig  # lazy: CLI start-up
 
     if markdown:
-        from socium.config.doc import config_markdown
+        from socium.config.doc import config_markdown  # lazy: CLI start-up
 
         sys.stdout.write(config_markdown(ExperimentConfig) + "\n")
         return
@@ -179,7 +179,7 @@ def data(
     `socium data fetch [NAME ...]` downloads them (pinned versions, sha256-checked) into $SOCIUM_DATA_DIR or
     the per-user data folder, printing each one's source, version, size, licence and citation first.
     """
-    from socium.data.datadir import ENV_VAR, describe
+    from socium.data.datadir import ENV_VAR, describe  # lazy: CLI start-up
 
     words = list(action or [])
     if words:
@@ -201,7 +201,7 @@ def data(
 
 
 def _data_fetch(names: list[str]) -> None:
-    from socium.data.fetch import fetch
+    from socium.data.fetch import fetch  # lazy: CLI start-up
 
     try:
         fetch(names, say=lambda s: console.print(plain(s), highlight=False), show_progress=console.is_terminal)

@@ -30,8 +30,8 @@ def population_generate(
     base_url: str | None = typer.Option(None, "--base-url", help="openai: the server's .../v1 URL."),
 ) -> None:
     """Sample demographics from marginals, have an LLM write bios and personas, write an OASIS-style CSV."""
-    from socium.agents.population_gen import generate_population, load_marginals
-    from socium.config.llm import LLMConfig
+    from socium.agents.population_gen import generate_population, load_marginals  # lazy: CLI start-up
+    from socium.config.llm import LLMConfig  # lazy: CLI start-up
 
     try:
         llm = LLMConfig.parse(

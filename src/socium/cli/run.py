@@ -138,6 +138,10 @@ def run(
     force: bool = typer.Option(False, "--force", help="Overwrite a run directory that already holds a run."),
     set_: list[str] = typer.Option([], "--set", help="Override a config field: key.path=value (repeatable)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar or progress lines."),
+    explore: bool = typer.Option(
+        False, "--explore", help="Serve `socium explore` from this process while it runs (needs the explore extra)."
+    ),
+    explore_port: int = typer.Option(8765, "--explore-port", help="Port for --explore (localhost only)."),
 ) -> None:
     """Run (or resume) a simulation and write RUN_DIR/trace.duckdb."""
     from socium.config.loading import load_config
@@ -187,6 +191,8 @@ def run(
             except SociumError as exc:
                 _fail(exc)
                 return
+            if explore:
+                _serve_explorer(sim, run_dir, cfg.steps, explore_port)
             todo = _run_steps(sim, cfg, quiet)
     except _Stopped as stop:
         if sim is not None:
@@ -199,6 +205,21 @@ def run(
         _say(f"ran {todo} steps in {time.perf_counter() - t0:.1f}s (wall time, set-up included)")
     _say(f"trace: {run_dir / 'trace.duckdb'}")
     _say(f"card:  socium card {shlex.quote(str(run_dir))}")
+
+
+def _serve_explorer(sim: Any, run_dir: Path, steps: int, port: int) -> None:
+    """``--explore``: the explorer in a daemon thread, reading through the run's own writer connection
+    (DuckDB admits one writing process); it ends with the run. A missing extra or a busy port stops
+    the run before its first step, with the reason."""
+    from socium.explore import serve_live
+
+    try:
+        serve_live(sim.trace_store, run_dir, steps, port=port)
+    except SociumError as exc:
+        sim.close()
+        _fail(exc)
+    again = f"socium explore {shlex.quote(str(run_dir))}"
+    _say(f"explore: http://127.0.0.1:{port}/ (live while the run runs; `{again}` after it)")
 
 
 def _run_steps(sim: Any, cfg: Any, quiet: bool) -> int:

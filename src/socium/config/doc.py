@@ -17,6 +17,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from socium.config.experiment import ExperimentConfig
+
 
 def _models_in(annotation: Any) -> list[type[BaseModel]]:
     """Pydantic models nested in a field's type (``X``, ``X | None``, ``list[X]``)."""
@@ -88,8 +90,6 @@ def undocumented(model: type[BaseModel]) -> list[str]:
 def config_markdown(model: type[BaseModel] | None = None, title: str = "socium experiment config") -> str:
     """Every section of ``model`` (default :class:`~socium.config.experiment.ExperimentConfig`) as a Markdown table."""
     if model is None:
-        from socium.config.experiment import ExperimentConfig
-
         model = ExperimentConfig
     lines = [
         f"# {title}",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from pydantic import Field, model_validator
 
@@ -28,11 +28,16 @@ from socium.config.world import (
     SeedAction,
     SeedPost,
 )
+from socium.core.actions import ACTION_TYPES, PRESET_ACTIONS
 
 # Seeds and ids land in DuckDB BIGINT columns and numpy uint64 keys: both take any value below 2**63.
 MAX_SEED = 2**63 - 1
 # Top-level keys that do not change the world, so not the config hash (see ExperimentConfig.config_hash).
 HASH_EXCLUDED = ("executor", "steps")
+
+
+#: The longest simulated span a run may cover (10,000 years): past it dates and hours overflow.
+MAX_SIM_MINUTES = 10_000 * 366 * 24 * 60
 
 
 class ExperimentConfig(_Cfg):
@@ -109,6 +114,26 @@ class ExperimentConfig(_Cfg):
     )
 
     @model_validator(mode="after")
+    def _time_fits(self) -> ExperimentConfig:
+        """The last step's simulated time and date must exist. Why here: they overflowed only when the run
+        reached them (OverflowError tracebacks after the run folder and step 0 were written)."""
+        minutes = self.steps * self.step_minutes * self.time_magnification
+        if not minutes <= MAX_SIM_MINUTES:
+            raise ValueError(
+                f"steps x step_minutes x time_magnification = {minutes:.4g} simulated minutes, more than "
+                f"{MAX_SIM_MINUTES:.4g} (10,000 years)"
+            )
+        if self.start_datetime is not None:
+            try:
+                self.start_datetime + timedelta(minutes=minutes)
+            except OverflowError:
+                raise ValueError(
+                    f"start_datetime {self.start_datetime} + {minutes:.4g} simulated minutes "
+                    f"(steps x step_minutes x time_magnification) is past the year 9999"
+                ) from None
+        return self
+
+    @model_validator(mode="after")
     def _llm_needed(self) -> ExperimentConfig:
         if (
             self.start_datetime is not None
@@ -136,7 +161,6 @@ class ExperimentConfig(_Cfg):
     @model_validator(mode="after")
     def _offered_actions(self) -> ExperimentConfig:
         """Offered actions exist and are the preset's; the default follows the preset (no reposts on Reddit)."""
-        from socium.core.actions import ACTION_TYPES, PRESET_ACTIONS
 
         preset = self.platform.preset
         ac = self.llm_agents

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -52,6 +53,10 @@ def apply_override(data: dict[str, Any], item: str) -> None:
     if "=" not in item:
         raise ConfigError(f"--set {item!r}: expected key.path=value")
     key, raw = item.split("=", 1)
+    bad = next((i for i, c in enumerate(item) if "\udc80" <= c <= "\udcff"), None)
+    if bad is not None:  # argv bytes that are not UTF-8 arrive as lone surrogates; YAML's reader raised on them
+        shown = os.fsencode(item).decode("utf-8", "backslashreplace")
+        raise ConfigError(f"--set {shown}: not UTF-8 text (byte 0x{ord(item[bad]) & 0xFF:02x} at character {bad})")
     parts = [p for p in key.strip().split(".") if p]
     if not parts:
         raise ConfigError(f"--set {item!r}: empty key path")

@@ -9,6 +9,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from socium.config.base import InputFile, _Cfg
 from socium.config.moderation import Veracity
+from socium.core.actions import parse_action
 
 
 class PlatformConfig(_Cfg):
@@ -200,8 +201,6 @@ class SeedAction(_Cfg):
 
     @model_validator(mode="after")
     def _valid_action(self) -> SeedAction:
-        from socium.core.actions import parse_action
-
         try:
             parse_action(self.action)
         except ValidationError as exc:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import platformdirs
 
+from socium.data.registry import fetch_command as _cmd
 from socium.errors import InputFileError
 
 ENV_VAR = "SOCIUM_DATA_DIR"
@@ -77,7 +78,6 @@ def data_dir() -> Path:
 
 def fetch_command(relpath: str) -> str:
     """The command that fetches ``relpath`` (a key of :data:`DATASETS`, or a path below one)."""
-    from socium.data.registry import fetch_command as _cmd  # the registry is big; load it only when asked
 
     return _cmd(relpath)
 

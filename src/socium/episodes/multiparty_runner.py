@@ -32,6 +32,7 @@ from socium.errors import RunDirError, TraceError
 from socium.llm.base import LLMBackend, run_coro_sync
 from socium.llm.cache import llm_calls_ddl
 from socium.llm.factory import build_backend
+from socium.llm.wrappers import CachingBackend
 from socium.platform.text import clean_text
 from socium.reporting import progress
 from socium.trace.rundir import default_out, locked_out_dir
@@ -357,8 +358,6 @@ def _run_locked(
     judge_backend: Any,
     on_done: Callable[[GroupResult, int, int], None] | None,
 ) -> dict[str, Any]:
-    from socium.llm.wrappers import CachingBackend
-
     out = cfg.out_dir()
     specs = build_group_specs(cfg)
     store = GroupStore(out, cfg, force)

@@ -22,6 +22,7 @@ import duckdb
 
 from socium.core.intervals import MIN_N
 from socium.episodes.judge import judge_vs_objective
+from socium.reporting.card import smoke_banner
 
 #: Zhou et al. 2024 (arXiv 2403.05020), goal completion 0-10 on SOTOPIA, judged by GPT-4. Shown only beside
 #: a like measurement (:func:`paper_comparable`): SOTOPIA scenarios judged by a GPT-4 model. Beside socium's
@@ -184,7 +185,7 @@ def write_plots(summary: dict[str, Any], out_dir: Path) -> list[Path]:
     """
     import numpy as np
 
-    from socium.reporting import plots as P
+    from socium.reporting import plots as P  # lazy: matplotlib, for figures only
 
     plt = P.plt
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -245,8 +246,6 @@ def write_plots(summary: dict[str, Any], out_dir: Path) -> list[Path]:
 
 
 def write_summary(summary: dict[str, Any], out_dir: Path) -> None:
-    from socium.reporting.card import smoke_banner
-
     banner = smoke_banner(summary.get("llm_backend"))
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     head = f"**{banner}**\n\n" if banner else ""

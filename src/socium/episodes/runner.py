@@ -28,10 +28,12 @@ from socium.episodes.tasks import TASK_NAMES as _TASK_NAMES
 from socium.episodes.tasks import make_bargaining, make_mutual_friend
 from socium.errors import ConfigError
 from socium.llm.base import LLMBackend, run_coro_sync
+from socium.llm.embedded import EmbeddedBackend
 from socium.llm.factory import build_backend
 from socium.llm.wrappers import CachingBackend, find_wrapper
 from socium.reporting import progress
-from socium.trace.rundir import locked_out_dir
+from socium.simulator.ray_start import start_ray
+from socium.trace.rundir import locked_out_dir, read_json_file
 
 _KIND_CODE = {"mutual_friend": 1, "bargaining": 2, "sotopia": 3}
 
@@ -157,8 +159,6 @@ def build_models(cfg: EpisodesConfig) -> Models:
     if cfg.judge_llm is not None:
         judge = backend if cfg.judge_llm == cfg.llm else build_backend(cfg.judge_llm, cache=rec)
     if cfg.prompt_cache_mb > 0:
-        from socium.llm.embedded import EmbeddedBackend
-
         for b in {id(x): x for x in (backend, judge) if x is not None}.values():
             emb = find_wrapper(b, EmbeddedBackend)
             if emb is not None:  # consecutive turns share most of their prompt: ~1.5-2x faster on CPU
@@ -211,8 +211,6 @@ def _ray(
 ) -> None:
     import ray
     from ray.util import ActorPool
-
-    from socium.simulator.ray_start import start_ray
 
     owns = not ray.is_initialized()
     if owns:
@@ -324,6 +322,4 @@ def _run_locked(
 
 
 def load_summary(run_dir: str | Path) -> dict[str, Any]:
-    from socium.trace.rundir import read_json_file
-
     return read_json_file(Path(run_dir) / "summary.json", "episodes")

@@ -14,14 +14,23 @@ from pathlib import Path
 from typing import Any
 
 from socium.errors import RunDirError, SociumError
+from socium.experiments import report_more as M
+from socium.experiments.designs import seeds as SD
+from socium.experiments.designs import sweep as SW
 from socium.experiments.designs.compare_report import compare
+from socium.experiments.intervention.report import build as _intervention
+from socium.experiments.opinions.herding import herding_metrics
+from socium.experiments.opinions.polarisation import polarisation_metrics
 from socium.experiments.opinions.report import herding, herding_tables, polarisation, stance_section
 from socium.experiments.propagation.report import propagation
 from socium.experiments.spec import RESULTS_FILE, connect, read_results
 from socium.reporting import plots as P
+from socium.reporting import run_report as R
 from socium.reporting.card import card_value, simulation_card
 from socium.reporting.labels import source_labels
 from socium.reporting.page import Report, ReportTable, counted, fmt, render_html
+from socium.reporting.run_report import MEMORY_CHARS
+from socium.trace.queries import cascades, population, posts, runs
 
 # What other modules and users import from here: the page, its formatting and the legend names.
 __all__ = [
@@ -35,11 +44,6 @@ MAX_CARDS = 12
 
 # ---- single-run report -------------------------------------------------------------------------
 def _single_run(rep: Report, run_dir: Path) -> list[Path]:
-    from socium.experiments.opinions.herding import herding_metrics
-    from socium.experiments.opinions.polarisation import polarisation_metrics
-    from socium.reporting import run_report as R
-    from socium.trace.queries import cascades, population, posts, runs
-
     labels = source_labels("run", run_dir)
     con = connect(run_dir)
     try:
@@ -107,7 +111,6 @@ def _single_run(rep: Report, run_dir: Path) -> list[Path]:
 def _memory_section(rep: Report, mem: dict[str, Any]) -> None:
     """What the agents' memory streams hold: counts per kind over agents, and the most important few of
     each kind, their text cut (agent output: bounded, and escaped like every cell)."""
-    from socium.reporting.run_report import MEMORY_CHARS
 
     rep.series["memories"] = mem
     rep.heading("Memories and reflections")
@@ -217,14 +220,10 @@ def write_report(path: str | Path) -> Report:
         raise RunDirError(f"{out}: is a file; the report needs it to be a folder (move the file away)")
     out.mkdir(parents=True, exist_ok=True)
     rep = Report(out, out / "index.html")
-    from socium.experiments import report_more as M
-    from socium.experiments.designs import seeds as SD
-    from socium.experiments.designs import sweep as SW
 
     show = MAX_CARDS
     if (path / RESULTS_FILE).is_file():
         res = read_results(path)
-        from socium.experiments.intervention.report import build as _intervention
 
         builders = {
             "propagation": propagation,

@@ -14,10 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from socium.episodes.report import PAPER_HEADER, TABLE_HEADER, paper_note, shows_paper, table_rows, write_plots
+from socium.episodes.runner import load_summary
 from socium.reporting import plots as P
 from socium.reporting.card import smoke_banner
 from socium.reporting.guardrails import model_support
 from socium.reporting.page import Report, ReportTable, counted, fmt
+from socium.trace.rundir import read_json_file
 
 EPISODES_FILE = "episodes.duckdb"
 GROUP_EPISODES_FILE = "group_episodes.duckdb"
@@ -27,8 +30,6 @@ SENSITIVITY_FILE = "sensitivity.json"
 # ---- episodes ------------------------------------------------------------------------------------
 def episodes(rep: Report, path: Path) -> list[Path]:
     """The episodes table with the paper's figures, goal bars with the table's CIs, words per turn."""
-    from socium.episodes.report import PAPER_HEADER, TABLE_HEADER, paper_note, shows_paper, table_rows, write_plots
-    from socium.episodes.runner import load_summary
 
     summary = load_summary(path)
     cfg = json.loads((path / "config.json").read_text(encoding="utf-8")) if (path / "config.json").is_file() else {}
@@ -221,7 +222,6 @@ def _sensitivity_bars(path: Path, name: str, o: dict[str, Any], method: str) -> 
 
 def sensitivity(rep: Report, path: Path) -> list[Path]:
     """Per outcome: the ranking of parameters as bars with SALib's intervals, and the same numbers as a table."""
-    from socium.trace.rundir import read_json_file
 
     res = read_json_file(path / SENSITIVITY_FILE, "spec")
     spec = res["spec"]

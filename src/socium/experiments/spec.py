@@ -27,7 +27,14 @@ from socium.agents.sources import OASIS_REQUIRED_COLUMNS
 from socium.config.experiment import ExperimentConfig
 from socium.config.loading import apply_override, config_from_dict, read_yaml_mapping, validate_dict
 from socium.errors import ConfigError, InputFileError, RunDirError, SociumError
+from socium.reporting.progress import current
+from socium.simulator.inputs import config_diff
+from socium.simulator.simulation import Simulation
+from socium.trace.queries import calls as C
+from socium.trace.queries import runs as R
+from socium.trace.queries.runs import config_hash, last_step
 from socium.trace.rundir import read_json_file
+from socium.trace.store import open_trace, read_run_row, require_store
 
 RESULTS_FILE = "results.json"
 """Every experiment directory holds one; ``socium report`` reads it to know what it is looking at."""
@@ -171,9 +178,6 @@ class RunInfo:
 
 
 def _trace_state(db: Path) -> tuple[str | None, int | None]:
-    from socium.trace.queries.runs import config_hash, last_step
-    from socium.trace.store import open_trace
-
     con = open_trace(db)
     try:
         return config_hash(con), last_step(con)
@@ -186,8 +190,6 @@ def _trace_state(db: Path) -> tuple[str | None, int | None]:
 def _what_differs(db: Path, cfg: ExperimentConfig) -> str:
     """The first keys whose values differ from the run recorded in ``db``: a bare 'different config' left a
     user who had only moved or copied the experiment folder (its input paths changed) guessing."""
-    from socium.simulator.inputs import config_diff
-    from socium.trace.store import read_run_row
 
     try:
         rec = read_run_row(db)
@@ -208,8 +210,6 @@ def run_config(
     an experiment after an interruption (or to re-analyse) should redo only what is missing. A run
     dir holding a *different* config is an error unless ``force``.
     """
-    from socium.reporting.progress import current
-    from socium.simulator.simulation import Simulation
 
     db = run_dir / "trace.duckdb"
     t0 = time.perf_counter()
@@ -241,15 +241,12 @@ def run_config(
 
 def connect(run_dir: Path) -> duckdb.DuckDBPyConnection:
     """Read-only connection to a run's trace."""
-    from socium.trace.store import open_trace, require_store
 
     return open_trace(require_store(Path(run_dir)))
 
 
 def llm_usage(run_dir: Path) -> dict[str, float]:
     """LLM calls and tokens of one run (zeros for a rule-based run), plus its simulated wall time."""
-    from socium.trace.queries import calls as C
-    from socium.trace.queries import runs as R
 
     calls = pt = ct = 0
     with R.open_run(run_dir) as con:

@@ -11,9 +11,14 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, cast
 
 from socium.errors import UsageError
+
+if TYPE_CHECKING:
+    from socium.trace.store import TraceStore
 
 EXTRA = "explore"
 
@@ -53,3 +58,60 @@ def serve(path: str | Path, port: int = 8765, host: str = "127.0.0.1") -> None:
 
     open_source(path).close()
     os.execve(sys.executable, server_command(port, host), server_env(path))
+
+
+class LiveServer(Protocol):
+    """The explorer served from a running process (Solara's threaded Starlette server)."""
+
+    base_url: str
+
+    def stop_serving(self) -> None: ...
+
+
+def serve_live(
+    store: TraceStore, run_dir: str | Path, steps: int, port: int = 8765, host: str = "127.0.0.1"
+) -> LiveServer:
+    """Serve the explorer over the run ``store`` writes, from a daemon thread of this process; call it
+    in the writer's thread before the first step.
+
+    Why in-process: DuckDB admits one writing process and a second process may not even read the file
+    while it is written, so the explorer reads through a cursor of the writer's own connection. The
+    server thread waits on its socket while nobody looks; a page costs the run only the queries it makes.
+    ``store.close`` is wrapped to let the explorer go first (DuckDB refuses to close a connection whose
+    cursor is mid-query). A port in use is a UsageError naming it (the run has not started yet)."""
+    require_solara()
+    import socket
+
+    with socket.socket() as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise UsageError(
+                f"--explore-port {port}: cannot serve on {host}:{port} ({exc.strerror}); pick another"
+            ) from None
+    warnings.filterwarnings("ignore", message="Cookies with samesite=none")  # plain http on localhost: lax is right
+    os.environ.setdefault("MPLBACKEND", "Agg")  # Solara would set the notebook backend, which a run has no use for
+    os.environ["SOLARA_APP"] = "socium.explore.app"
+    os.environ["SERVER_NAME"], os.environ["SERVER_PORT"] = host, str(port)
+    from solara.server import settings
+    from solara.server.starlette import ServerStarlette
+
+    from socium.explore.app import use_source
+    from socium.explore.source import Source
+
+    settings.main.mode = "production"
+    settings.ssg.enabled = False
+    settings.telemetry.mixpanel_enable = False  # nothing leaves this machine
+    src = Source.live(store.con, run_dir, steps)
+    close_store = store.close
+
+    def close_after_explorer() -> None:
+        src.detach()
+        close_store()
+
+    store.close = close_after_explorer  # type: ignore[method-assign]
+    use_source(src)
+    server = ServerStarlette(port=port, host=host, log_level="warning")
+    server.serve_threaded()
+    server.wait_until_serving(timeout=60)
+    return cast(LiveServer, server)

@@ -12,6 +12,7 @@ from typing import Any, cast
 import solara
 from solara import v as vue
 
+from socium.explore.page_rows import agent_exports, export_menu, post_exports
 from socium.explore.source import RunView
 from socium.explore.widgets import ROWS, Fold, Go, Pager, Plain, PostCard, Say, attrs, who
 from socium.trace.queries import explore as q
@@ -160,6 +161,7 @@ def AgentPage(run: RunView, agent_id: int) -> Any:
     steps = run(q.activation_steps, agent_id, limit=ACTIVATIONS + 1, offset=offset)
     with solara.Column() as main:
         Persona(run, agent_id)
+        export_menu(agent_exports(run, agent_id))
         with solara.Row(style="align-items: center"):
             solara.Button("◀ earlier", disabled=offset <= 0, on_click=lambda: set_offset(max(offset - ACTIVATIONS, 0)))
             Plain(f"activations {offset + 1}–{offset + min(len(steps), ACTIVATIONS)}")
@@ -203,6 +205,7 @@ def PostPage(run: RunView, post_id: int) -> Any:
     with solara.Column() as main:
         PostCard(p, run)
         root = p.root_id if p.root_id is not None and p.kind != "comment" else None
+        export_menu(post_exports(run, post_id, root, until))
         if root is not None:
             with solara.Card(title=f"Cascade of post {root}", classes=["cascade"]):
                 growth = run(q.cascade_size_by_step, root)

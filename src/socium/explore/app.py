@@ -4,7 +4,9 @@ URLs: ``/`` (an experiment's runs, or a lone run's timeline), ``/run/I`` (timeli
 ``/run/I/agent/K``, ``/run/I/post/P``, ``/run/I/calls``, ``/run/I/agents``, ``/run/I/compare/K/S``
 (agent K at step S in run I and its peers, side by side). Every page is a URL, so
 a view can be bookmarked or sent to a colleague. The path opened comes from ``SOCIUM_EXPLORE_PATH``
-(``socium explore`` sets it): Solara imports this module by name in its own server.
+(``socium explore`` sets it): Solara imports this module by name in its own server. A live run
+(``socium run --explore``) hands its source in with :func:`use_source` instead, and every page then
+carries a "live: step N of M" marker (:class:`~socium.explore.live.Live`).
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from typing import Any
 
 import duckdb
 import solara
+from solara import v as vue
 
 from socium.errors import SociumError, UsageError
 from socium.explore.agent_page import AgentPage, PostPage
 from socium.explore.compare_page import ComparePage
+from socium.explore.live import Live, refreshed
 from socium.explore.run_pages import Agents, CallsPage, Experiment, Timeline, as_int
 from socium.explore.source import RunView, Source, open_source
 from socium.explore.widgets import Go
@@ -33,6 +37,12 @@ details > summary { cursor: pointer; color: #1d4ed8; }
 """
 
 _source: Source | None = None
+
+
+def use_source(src: Source) -> None:
+    """Serve ``src`` (a live run's source) instead of the path in ``SOCIUM_EXPLORE_PATH``."""
+    global _source
+    _source = src
 
 
 def source() -> Source:
@@ -64,6 +74,8 @@ def Nav(run: RunView | None, src: Source) -> Any:
             Go(run.base, "timeline", "nav-timeline")
             Go(f"{run.base}/agents", "agents", "nav-agents")
             Go(f"{run.base}/calls", f"calls ({info['calls']:,})", "nav-calls")
+            if src.is_live:
+                Live(run)
     return main
 
 
@@ -73,6 +85,7 @@ def Page() -> Any:
     router = solara.use_router()
     parts = [p for p in router.parts if p]
     solara.Style(CSS)
+    version = refreshed.value  # a live run's pages read again when it changes (a new committed step)
     try:
         src = source()
         if not parts:
@@ -91,6 +104,7 @@ def Page() -> Any:
         width = "1500px" if rest[:1] == ["compare"] else "980px"
         with solara.Column(style=f"max-width: {width}; margin: 0 auto") as main:
             Nav(run, src)
+            vue.Html(tag="span", attributes={"data-version": str(version)}, class_="page-version")
             if not rest:
                 solara.Title(f"timeline · {run.label}")
                 Timeline(run).key(f"t{index}")

@@ -16,6 +16,7 @@ from solara import v as vue
 
 from socium.explore.agent_page import Actions, Calls, Feed
 from socium.explore.diff import MOST, peers, prompt_diff
+from socium.explore.page_rows import compare_exports, export_menu
 from socium.explore.source import Source
 from socium.explore.widgets import Fold, Go, Plain
 from socium.trace.queries import explore as q
@@ -30,6 +31,7 @@ def ComparePage(src: Source, ref: int, agent_id: int, step: int) -> Any:
     with solara.Column() as main:
         Plain(f"Agent {agent_id} at step {step}, side by side", "font-weight: bold; font-size: 18px")
         solara.SelectMultiple(f"runs (at most {MOST})", values=chosen, all_values=labels, on_value=set_chosen)
+        export_menu(compare_exports(views, agent_id, step))
         grid = f"display: grid; grid-template-columns: repeat({max(len(views), 1)}, minmax(0, 1fr)); gap: 12px"
         with vue.Html(tag="div", style_=grid, class_="compare"):
             for v in views:

@@ -3,6 +3,10 @@
 Why a class of its own: the web app renders in one thread per browser tab, and a DuckDB connection is
 not to be shared across threads; each query takes a cursor (a thread-safe duplicate) of the run's one
 read-only connection, opened on first use, so a folder of 500 runs opens none until one is viewed.
+
+A live source (:meth:`Source.live`, ``socium run --explore``) reads through a cursor of the running
+simulation's own writer connection instead: DuckDB admits one writing process, so the explorer never
+opens the file a second time, and its cursor sees committed transactions only (each step is one).
 """
 
 from __future__ import annotations
@@ -39,6 +43,24 @@ class Source:
     runs: dict[str, Path]
     _cons: dict[str, duckdb.DuckDBPyConnection] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    live_steps: int | None = None
+    """A live run's planned steps (None: a finished run, opened read-only)."""
+    _reader: duckdb.DuckDBPyConnection | None = None
+
+    @classmethod
+    def live(cls, con: duckdb.DuckDBPyConnection, run_dir: str | Path, steps: int) -> Source:
+        """The run being written through ``con`` (its writer's connection) as a lone run of ``steps`` planned steps.
+
+        Call it in the writer's thread between two writes: it takes the one cursor it reads through from
+        ``con`` here, because DuckDB refuses (rather than waits for) two calls at once on one connection,
+        so no later call may touch the writer's. Call :meth:`detach` before the writer closes ``con``
+        (closing it closes this cursor, and refuses while a query runs on it)."""
+        root = Path(run_dir).expanduser().resolve()
+        return cls(root, {".": root}, live_steps=int(steps), _reader=con.cursor())
+
+    @property
+    def is_live(self) -> bool:
+        return self.live_steps is not None
 
     @property
     def is_experiment(self) -> bool:
@@ -49,9 +71,21 @@ class Source:
 
     @contextmanager
     def cursor(self, label: str) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A cursor on run ``label``'s trace, read-only; an unknown label is a UsageError naming it."""
+        """A cursor on run ``label``'s trace, read-only; an unknown label is a UsageError naming it.
+
+        A live run's queries take turns on its one reader cursor (one researcher watching; a query takes
+        milliseconds), so :meth:`detach` can wait for the one in flight and the writer can then close."""
         if label not in self.runs:
             raise UsageError(f"{self.root}: no run {label!r} here")
+        if self.is_live:
+            with self._lock:
+                if self._reader is None:
+                    raise UsageError(
+                        f"{self.root}: the run has ended and its live explorer with it; "
+                        f"`socium explore {self.root}` opens the trace"
+                    )
+                yield self._reader
+            return
         with self._lock:
             con = self._cons.get(label)
             if con is None:
@@ -62,6 +96,14 @@ class Source:
         finally:
             cur.close()
 
+    def detach(self) -> None:
+        """A live source lets go of the writer's connection (after the query in flight, if any): its pages
+        then say the run has ended. The writer closes its connection only after this."""
+        with self._lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
+
     def view(self, index: int) -> RunView:
         """Run ``index`` (in :meth:`labels` order) with its platform preset; a bad index is a UsageError."""
         labels = self.labels()
@@ -71,6 +113,7 @@ class Source:
         return RunView(self, labels[index], index, bare(overview)["preset"])
 
     def close(self) -> None:
+        self.detach()
         with self._lock:
             for con in self._cons.values():
                 con.close()

@@ -13,7 +13,12 @@ from socium.config.llm import LLMConfig
 from socium.errors import ConfigError
 from socium.llm.base import BackendWrapper, LLMBackend
 from socium.llm.cache import ResultCache
+from socium.llm.embedded import EmbeddedBackend
+from socium.llm.fake_server import FakeOpenAIServer
+from socium.llm.model_free import RandomBackend, ScriptedBackend
+from socium.llm.replay import ReplayBackend
 from socium.llm.usage import MeteredBackend, UsageStats
+from socium.llm.vllm_engine import VLLMBackend
 from socium.llm.wrappers import (
     BudgetLedger,
     CachingBackend,
@@ -42,7 +47,7 @@ class _OwnsServer(BackendWrapper):
 def _base_backend(cfg: LLMConfig) -> tuple[LLMBackend, bool]:
     """The model-facing backend, and whether it talks HTTP (and so wants a concurrency limit)."""
     if cfg.backend == "openai":
-        from socium.llm.openai_compat import OpenAIBackend
+        from socium.llm.openai_compat import OpenAIBackend  # lazy: aiohttp, for HTTP backends only
 
         assert cfg.model is not None
         backends: list[LLMBackend] = [
@@ -53,8 +58,7 @@ def _base_backend(cfg: LLMConfig) -> tuple[LLMBackend, bool]:
         ]
         return (backends[0] if len(backends) == 1 else RoundRobinBackend(backends)), True
     if cfg.backend == "fake":
-        from socium.llm.fake_server import FakeOpenAIServer
-        from socium.llm.openai_compat import OpenAIBackend
+        from socium.llm.openai_compat import OpenAIBackend  # lazy: aiohttp, for HTTP backends only
 
         server = FakeOpenAIServer(delay_s=cfg.fake_delay_s, model=cfg.model or "fake-model", record=False).start()
         inner = OpenAIBackend(
@@ -66,8 +70,6 @@ def _base_backend(cfg: LLMConfig) -> tuple[LLMBackend, bool]:
         )
         return _OwnsServer(inner, server), True
     if cfg.backend == "embedded":
-        from socium.llm.embedded import EmbeddedBackend
-
         return EmbeddedBackend(
             cfg.model_path,
             model=cfg.model,
@@ -80,17 +82,11 @@ def _base_backend(cfg: LLMConfig) -> tuple[LLMBackend, bool]:
             reproducible=cfg.reproducible,
         ), False
     if cfg.backend == "vllm":
-        from socium.llm.vllm_engine import VLLMBackend
-
         assert cfg.model is not None
         return VLLMBackend(cfg.model, **cfg.vllm_engine_kwargs), False
     if cfg.backend == "scripted":
-        from socium.llm.model_free import ScriptedBackend
-
         return ScriptedBackend(cfg.scripted_responses, model_name=cfg.model or "scripted"), False
     if cfg.backend == "random":
-        from socium.llm.model_free import RandomBackend
-
         return RandomBackend(seed=cfg.seed, model_name=cfg.model or "random"), False
     raise ConfigError(f"llm.backend: {cfg.backend!r} cannot be built here")  # pragma: no cover
 
@@ -116,8 +112,6 @@ def build_backend(
     """
     cfg = LLMConfig.parse(cfg)
     if cfg.backend == "replay":
-        from socium.llm.replay import ReplayBackend
-
         if cache is None:
             raise ConfigError("llm.backend: 'replay' needs the recorded run's call log (no cache was given)")
         if not cfg.model:

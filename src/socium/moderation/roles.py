@@ -15,6 +15,7 @@ from socium.config.moderation import ROLES, VERACITY, RolesConfig
 from socium.core.actions import ReportPost, Repost
 from socium.core.contracts import Decision, Observation
 from socium.core.rng import uniform
+from socium.errors import ConfigError
 from socium.platform.posts import COMMENT, ORIGINAL
 
 ROLE_DRAW = 9  # random-stream purpose of role draws
@@ -32,8 +33,6 @@ def assign_roles(cfg: RolesConfig, n: int, key: int) -> np.ndarray:
     for name, ids in cfg.agents.items():
         for a in ids:
             if not 0 <= a < n:
-                from socium.errors import ConfigError
-
                 raise ConfigError(f"roles.agents.{name}: {a} is not an agent id (population has {n})")
             roles[a] = ROLES.index(name)
     return roles

@@ -23,6 +23,7 @@ from socium.core.plugins import check_protocol_class, import_class
 from socium.errors import ConfigError
 from socium.recsys.base import Recommender
 from socium.recsys.chronological import ChronologicalRecommender
+from socium.recsys.refresh import RefreshMix
 from socium.recsys.simple import GlobalRecommender, RandomRecommender, RedditHotRecommender
 from socium.recsys.x import XRecommender
 
@@ -109,7 +110,5 @@ def make_recommender(cfg: RecsysConfig, sim: Any = None) -> Recommender:
     if not isinstance(rec, Recommender):
         raise ConfigError(f"recsys.kind: {kind!r} does not implement observe() and feeds()")
     if cfg.following_k is not None:  # OASIS-style refresh counts (see recsys.refresh)
-        from socium.recsys.refresh import RefreshMix
-
         return RefreshMix(rec, cfg.window_steps, cfg.following_k, cfg.recommended_k or 0, cfg.rec_probability)
     return rec

@@ -15,13 +15,15 @@ from urllib.parse import urlsplit
 
 import duckdb
 
+from socium.agents.llm_policy import recorded_model
 from socium.agents.perspectives import who_saw_what
 from socium.core.perspective import perspective, perspective_names
 from socium.errors import SociumError, TraceError
+from socium.llm.models import KNOWN, SMOLLM2
 from socium.reporting import guardrails
 from socium.trace.queries import calls as calls_q
 from socium.trace.queries import runs as runs_q
-from socium.trace.store import open_trace, require_store
+from socium.trace.store import open_trace, recorded_config, require_store
 
 SMOKE_BACKENDS = {
     "fake": "a loopback fake OpenAI server answering canned JSON",
@@ -53,7 +55,6 @@ def _replay_source(replay_from: str | None) -> dict[str, Any]:
     so ``models_called`` alone would leave the card silent about the model behind the actions."""
     if not replay_from:
         return {"replayed_from": "not recorded"}
-    from socium.agents.llm_policy import recorded_model
 
     try:
         model: str = recorded_model(replay_from)
@@ -75,8 +76,6 @@ def _backend_section(llm_cfg: dict[str, Any], models: dict[str, int], replay_fro
         ]
         out["server_kind"] = llm_cfg.get("server_kind")
     if kind == "embedded":
-        from socium.llm.models import KNOWN, SMOLLM2
-
         spec = KNOWN.get(llm_cfg.get("model") or "") or (None if llm_cfg.get("model_path") else SMOLLM2)
         out["model_file"] = llm_cfg.get("model_path") or (spec.file_name if spec else None)
         if spec is not None:  # where the weights came from and under which licence
@@ -132,7 +131,7 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
         if found is None:
             raise TraceError(f"{db}: the trace has no run row (set-up never committed)")
         run = found
-        cfg = json.loads(run["config"])
+        cfg = recorded_config(run["config"], db)
         totals = runs_q.step_totals(con)
         steps = (totals.steps, totals.actions, totals.wall_s)
         outcomes = runs_q.outcome_counts(con)

@@ -74,7 +74,7 @@ def make_executor(cfg: ExecutorConfig, policy: Policy, seed: int, caps: PolicyCa
     """The executor a run's ``executor:`` section asks for (Ray imported only when chosen); ``caps``:
     the policy's capabilities when the caller already has them (found on first use otherwise)."""
     if cfg.kind == "ray":
-        from socium.simulator.ray_executor import RayExecutor
+        from socium.simulator.ray_executor import RayExecutor  # lazy: ray, only when chosen
 
         return RayExecutor(cfg, policy, seed, caps)
     return InProcessExecutor(policy, concurrency=cfg.concurrency_per_actor, caps=caps)

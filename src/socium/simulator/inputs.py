@@ -21,6 +21,9 @@ from pydantic import BaseModel
 from socium.config.base import InputFile
 from socium.config.experiment import HASH_EXCLUDED, ExperimentConfig
 from socium.errors import ConfigError, InputFileError
+from socium.recsys.registry import resolve_recommender
+from socium.trace.queries.runs import table_names
+from socium.trace.store import open_trace
 
 # Measured: a synthetic population costs ~0.8 KB/agent (benchmarks/bench_foundation.py); platform
 # state, recommender and per-step buffers bring a rule-based run to about 2 KB/agent, and every
@@ -159,7 +162,10 @@ def available_memory() -> int | None:
 def estimate_memory(cfg: ExperimentConfig) -> int:
     """Rough bytes a synthetic world of ``population.n_agents`` needs (agents + follow edges)."""
     n = cfg.population.n_agents
-    per_node = float(cfg.graph.params.get("m", cfg.graph.params.get("k", 3)) or 3) if cfg.graph.kind != "empty" else 0.0
+    raw = cfg.graph.params.get("m", cfg.graph.params.get("k", 3))
+    # a value that is not a number (--set graph.params.m=abc) is named by the graph's own checks, not here
+    per_node = float(raw or 3) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else 3.0
+    per_node = per_node if cfg.graph.kind != "empty" else 0.0
     return int(n * BYTES_PER_AGENT + 2 * n * max(per_node, 0.0) * BYTES_PER_EDGE)
 
 
@@ -180,8 +186,6 @@ def check_replay_source(cfg: ExperimentConfig) -> None:
     src = cfg.llm_agents.replay_from
     if not src:
         return
-    from socium.trace.queries.runs import table_names
-    from socium.trace.store import open_trace
 
     p = Path(src)
     db = p / "trace.duckdb" if p.is_dir() else p
@@ -198,7 +202,6 @@ def check_replay_source(cfg: ExperimentConfig) -> None:
 
 def preflight(cfg: ExperimentConfig) -> dict[str, dict[str, Any]]:
     """Every check that needs no run directory; returns the input digests to record."""
-    from socium.recsys.registry import resolve_recommender
 
     resolve_recommender(cfg.recsys.kind)  # a plugin path is checked to name a recommender class first
     check_replay_source(cfg)  # before digesting: a folder without a trace gets its own message

@@ -25,6 +25,8 @@ import pyarrow as pa
 
 import socium
 from socium.agents import perspectives
+from socium.agents.group_policy import make_group_policy
+from socium.agents.llm_policy import make_llm_policy
 from socium.agents.memory import MemoryStream, WindowMemory
 from socium.agents.profiles import Population
 from socium.agents.rules import RULE_POLICIES
@@ -112,12 +114,8 @@ class RunSetUp:
         """The policy ``policy.kind`` names, built for this run's world (LLM kinds import lazily)."""
         kind = self.cfg.policy.kind
         if kind == "llm":
-            from socium.agents.llm_policy import make_llm_policy  # optional heavy import
-
             return make_llm_policy(self.cfg)
         if kind == "group_llm":
-            from socium.agents.group_policy import make_group_policy
-
             return make_group_policy(self.cfg, population)
         return RULE_POLICIES[kind](self.cfg.policy, self.cfg.seed)
 

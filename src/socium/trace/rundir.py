@@ -255,6 +255,14 @@ def _read_owner(fh: Any) -> dict[str, Any] | None:
 
 def check_out_path(run_dir: Path) -> None:
     """Refuse, before anything is built, an ``--out`` that can never be a run directory."""
+    try:
+        str(run_dir).encode("utf-8")
+    except UnicodeEncodeError as exc:  # bytes from argv that are not UTF-8: DuckDB cannot open such a path
+        bad = ord(str(run_dir)[exc.start]) & 0xFF
+        raise RunDirError(
+            f"--out {os.fsencode(run_dir).decode('utf-8', 'backslashreplace')}: the path is not UTF-8 text "
+            f"(byte 0x{bad:02x} at character {exc.start}); choose a path of UTF-8 characters"
+        ) from None
     if run_dir.exists() and not run_dir.is_dir():
         raise RunDirError(f"--out {run_dir}: exists and is not a directory")
     for parent in run_dir.parents:
@@ -326,7 +334,7 @@ def _trace_facts(db: Path) -> tuple[int | None, int | None, str | None]:
     the trace cannot tell (corrupt, killed before the set-up committed)."""
     import duckdb  # imported only when a trace is read
 
-    from socium.trace.store import open_trace
+    from socium.trace.store import open_trace  # lazy: duckdb; rundir is on CLI start-up
 
     try:
         con = open_trace(db)

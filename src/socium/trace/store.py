@@ -7,8 +7,10 @@ The ``steps`` row of a step is committed in the same transaction as all of that 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
+import shlex
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -87,9 +89,44 @@ def open_trace(
         return duckdb.connect(str(db), read_only=read_only, config=config)
     except duckdb.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if _CANNOT_WRITE.search(first):
+            raise TraceError(f"{db}: cannot be written (is the disk full, or the folder read-only?): {first}") from None
         if re.search(r"\block\b", first, re.IGNORECASE):  # the word: "block" in a corrupt file's error is not busy
             raise TraceError(f"{db}: in use by another process (a run still writing it?): {first}") from None
         raise TraceError(f"{db}: not a readable socium trace (corrupt or not a DuckDB file): {first}") from None
+
+
+#: DuckDB's words for a file it cannot write: the disk or the folder is the problem, not the trace.
+_CANNOT_WRITE = re.compile(
+    r"no space left|file too large|read-only file system|permission denied|could not write|disk quota", re.IGNORECASE
+)
+
+
+def write_error(db: Path, what: str, exc: BaseException) -> TraceError:
+    """A failed write as one line naming the file and the likely cause, and what survives (not a traceback)."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    cause = " (is the disk full, or the folder read-only?)" if _CANNOT_WRITE.search(first) else ""
+    return TraceError(
+        f"{db}: could not write {what}{cause}: {first}; what was committed before is kept: make room, then "
+        f"continue with: socium run --resume --out {shlex.quote(str(db.parent))}"
+    )
+
+
+_JSON_NAMES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
+
+
+def recorded_config(text: Any, db: str | Path) -> dict[str, Any]:
+    """A trace's ``runs.config`` as the mapping it must be. Why: a hand-edited or planted one (a JSON list)
+    gave ``card`` and ``report`` an AttributeError traceback; anything else is a :class:`TraceError` naming
+    the file."""
+    try:
+        data = json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        raise TraceError(f"{db}: runs.config is not JSON") from None
+    if not isinstance(data, dict):
+        found = _JSON_NAMES.get(type(data), "null")
+        raise TraceError(f"{db}: runs.config is {found}, not a config mapping (the trace was edited or damaged)")
+    return data
 
 
 def read_run_row(db: str | Path) -> dict[str, Any] | None:
@@ -131,6 +168,8 @@ class TraceStore:
                     self.con.execute(f"ALTER TABLE runs ADD COLUMN IF NOT EXISTS {col} VARCHAR")
             except duckdb.Error as exc:
                 self.con.close()
+                if _CANNOT_WRITE.search(str(exc)):
+                    raise write_error(self.path, "the trace's tables", exc) from None
                 raise TraceError(f"{self.path}: not a usable socium trace: {str(exc).splitlines()[0]}") from None
         self._extra_tables: dict[str, str] = {}
 
@@ -164,8 +203,10 @@ class TraceStore:
             self._insert(batches)
             _insert_arrow(con, "steps", pa.table({k: [v] for k, v in {"step": step, **step_row}.items()}))
             con.commit()
-        except BaseException:  # a signal too: the open transaction must not outlive the step
+        except BaseException as exc:  # a signal too: the open transaction must not outlive the step
             _rollback(con)
+            if isinstance(exc, duckdb.Error):
+                raise write_error(self.path, f"step {step}" if step >= 0 else "the run's set-up", exc) from None
             raise
 
     def _insert(self, batches: Mapping[str, pa.Table | dict[str, list]]) -> None:
@@ -181,8 +222,10 @@ class TraceStore:
         try:
             self._insert(batches)
             con.commit()
-        except BaseException:  # a signal too: the open transaction must not outlive the step
+        except BaseException as exc:  # a signal too: the open transaction must not outlive the call
             _rollback(con)
+            if isinstance(exc, duckdb.Error):
+                raise write_error(self.path, "rows", exc) from None
             raise
 
     def query(self, sql: str, params: list[Any] | None = None) -> duckdb.DuckDBPyConnection:

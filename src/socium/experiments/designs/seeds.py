@@ -27,6 +27,9 @@ from typing import Any
 from socium.core.intervals import Interval, interval_from_dict, mean_interval, nonnegative_interval
 from socium.errors import ConfigError
 from socium.experiments.spec import read_results
+from socium.reporting.card import run_smoke_banner
+from socium.reporting.page import ReportTable, counted
+from socium.trace.rundir import read_json_file
 
 SEED_FIELDS = ("seed", "item_seed", "split_seed", "sample_seed")
 """Spec fields (top level or in ``base``) that make a replicate; every other field must agree."""
@@ -277,7 +280,6 @@ def _run_dirs(node: Any, depth: int = 0) -> list[Path]:
 def smoke_banners(dirs: Sequence[Path]) -> list[str]:
     """The distinct smoke banners of every run behind the replicates: pooling test-double output (a fake,
     random or scripted backend) must never read as a model's result."""
-    from socium.reporting.card import run_smoke_banner
 
     out: list[str] = []
     for d in dirs:
@@ -313,7 +315,7 @@ def _picked(pooled: dict[str, Any], only: Sequence[str]) -> list[tuple[str, dict
 def seeds_figure(path: Path, items: Sequence[tuple[str, dict[str, Any]]]) -> Path:
     """One panel per metric: each seed's value, then the pooled mean with its interval (none below 3 seeds,
     the one policy of socium.core.intervals; then the panel says so)."""
-    from socium.reporting import plots as P
+    from socium.reporting import plots as P  # lazy: matplotlib, for figures only
 
     ncol = min(3, max(1, len(items)))
     nrow = math.ceil(len(items) / ncol)
@@ -356,8 +358,6 @@ def seeds_figure(path: Path, items: Sequence[tuple[str, dict[str, Any]]]) -> Pat
 
 def report(rep: Any, path: Path) -> list[Path]:
     """The pooled numbers as a page: smoke banners, the table (``markdown``'s columns) and the figure."""
-    from socium.reporting.page import ReportTable, counted
-    from socium.trace.rundir import read_json_file
 
     pooled = read_json_file(path / SEEDS_FILE, "seeds")
     only = pooled.get("only") or []

@@ -37,8 +37,9 @@ import duckdb
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from socium.config.loading import config_from_dict, read_yaml_mapping, validate_dict
+from socium.config.loading import apply_override, config_from_dict, read_yaml_mapping, validate_dict
 from socium.errors import ConfigError, SociumError
+from socium.experiments.designs.sweep import RunSpec, SweepSpec, run_one, run_sweep
 from socium.experiments.opinions.polarisation import bimodality_coefficient
 from socium.trace.queries import cascades, population, posts
 from socium.trace.queries import runs as run_q
@@ -120,8 +121,6 @@ def outcome_values(run_dir: str | Path, names: list[str]) -> dict[str, float]:
 
 # ---- the design ----------------------------------------------------------------------------------
 def load_sensitivity(path: str | Path, overrides: list[str] | None = None) -> SensitivitySpec:
-    from socium.config.loading import apply_override
-
     data = read_yaml_mapping(path)
     for item in overrides or []:
         apply_override(data, item)
@@ -181,7 +180,6 @@ def run_sensitivity(
     spec: SensitivitySpec, out: Path | None = None, log: Callable[[str], None] = lambda s: None
 ) -> dict[str, Any]:
     """Run every design point (x replicates), compute outcomes, analyse with SALib; write sensitivity.json."""
-    from socium.experiments.designs.sweep import RunSpec, SweepSpec, run_one, run_sweep
 
     out = Path(out or spec.out or default_out(spec.name))
     check_out_path(out)  # a file there: one error, not one failure per design point

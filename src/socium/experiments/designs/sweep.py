@@ -31,7 +31,13 @@ import duckdb
 import numpy as np
 
 from socium.config.loading import config_from_dict, read_yaml_mapping
+from socium.core.intervals import nonnegative_interval
 from socium.errors import ConfigError
+from socium.experiments.spec import _trace_state
+from socium.reporting.page import ReportTable, counted
+from socium.simulator.ray_start import start_ray
+from socium.simulator.simulation import Simulation
+from socium.trace.queries import cascades, posts
 from socium.trace.queries import runs as run_q
 from socium.trace.rundir import check_out_path
 
@@ -119,8 +125,6 @@ PROGRESS_FILE = "progress.json"
 def run_one(base: dict[str, Any], overrides: list[str], run_dir: str) -> dict[str, Any]:
     """Run (or resume, or reuse when finished) one sweep cell; errors are returned, not raised, so one
     bad cell cannot take the rest of the sweep down with it."""
-    from socium.experiments.spec import _trace_state
-    from socium.simulator.simulation import Simulation
 
     t0 = time.perf_counter()
     usage = {"llm_calls": 0, "tokens": 0}
@@ -186,8 +190,6 @@ def run_sweep(
     return :func:`summarize`'s rows. Joins ``spec.address`` or starts Ray locally. ``on_poll`` is
     called about twice a second with the progress of the cells in flight."""
     import ray
-
-    from socium.simulator.ray_start import start_ray
 
     spec.out.mkdir(parents=True, exist_ok=True)
     manifest = {"base": spec.base, "grid": spec.grid, "seeds": spec.seeds, "runs": [asdict(r) for r in spec.runs]}
@@ -287,7 +289,6 @@ OUTCOMES = {
 
 def run_outcomes(run_dir: str | Path) -> dict[str, float]:
     """A finished (or partial) run's :data:`OUTCOMES`."""
-    from socium.trace.queries import cascades, posts
 
     with run_q.open_run(run_dir) as con:
         summ = run_q.run_summary(con)
@@ -303,7 +304,6 @@ def run_outcomes(run_dir: str | Path) -> dict[str, float]:
 
 def _cell(values: list[float]) -> str:
     """Mean over seeds with its interval by the one policy (bootstrap: counts; none below 3 seeds)."""
-    from socium.core.intervals import nonnegative_interval
 
     iv = nonnegative_interval(values)
     if iv.estimate is None:
@@ -313,7 +313,7 @@ def _cell(values: list[float]) -> str:
 
 def _figure(path: Path, combos: list[str], per: list[dict[str, list[float]]]) -> Path:
     """One panel per outcome: every seed's value as a dot, the mean over seeds as a bar per combination."""
-    from socium.reporting import plots as P
+    from socium.reporting import plots as P  # lazy: matplotlib, for figures only
 
     fig, axes = P.plt.subplots(1, len(OUTCOMES), figsize=(max(3.4, 0.3 * len(combos)) * len(OUTCOMES), 3.4))
     xs = np.arange(len(combos))
@@ -336,7 +336,6 @@ def report(rep: Any, path: Path) -> list[Path]:
     """The sweep's page: per combination the override values whole and the mean outcomes over seeds
     (interval by socium.core.intervals, none below 3 seeds), every run's row, and a figure. Returns the
     run directories (their cards differ only where the overrides do)."""
-    from socium.reporting.page import ReportTable, counted
 
     rows = summarize(path)
     manifest = json.loads((path / SWEEP_FILE).read_text(encoding="utf-8"))

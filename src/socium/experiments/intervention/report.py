@@ -12,8 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from socium.config.experiment import ExperimentConfig
 from socium.core.intervals import MIN_N, interval_from_dict
 from socium.reporting import plots as P
+from socium.reporting.card import SMOKE_BACKENDS
 from socium.reporting.page import Report, ReportTable, counted, fmt
 
 EFFECT_KEYS = (
@@ -67,7 +69,6 @@ def metric_label(key: str) -> str:
 def _source_label(src: str, res: dict[str, Any]) -> str:
     if src == "null":
         return "IC null (fitted)"
-    from socium.reporting.card import SMOKE_BACKENDS
 
     model = res.get("model")
     smoke = ", smoke" if model in SMOKE_BACKENDS else ""  # as the other reports name a smoke backend
@@ -105,8 +106,6 @@ def level_table(src: str, res: dict[str, Any]) -> ReportTable:
 
 
 def _step_minutes(res: dict[str, Any]) -> float:
-    from socium.config.experiment import ExperimentConfig
-
     return float(
         res["spec"].get("base", {}).get("step_minutes") or ExperimentConfig.model_fields["step_minutes"].default
     )

@@ -43,6 +43,7 @@ from socium.experiments.spec import (
     write_population_csv,
     write_results,
 )
+from socium.recsys.embeddings import make_embedder
 from socium.reporting import progress
 from socium.trace.queries import opinions as Q
 from socium.trace.queries.runs import open_run
@@ -197,7 +198,6 @@ def polarisation_metrics(
 
 def embedding_extremity(embedder: str, anchors: tuple[str, str]) -> Callable[[list[str]], np.ndarray]:
     """Score texts in [-1, 1]-ish as cos(text, +pole) - cos(text, -pole), from one embedder."""
-    from socium.recsys.embeddings import make_embedder
 
     emb = make_embedder(embedder)
     poles = emb.encode(list(anchors))

@@ -449,6 +449,13 @@ def surveys(con: Con, agent_id: int) -> list[dict[str, Any]]:
     return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
+def committed_steps(con: Con) -> int:
+    """Steps committed so far (0..N-1): a live run's progress. A step's rows and its ``steps`` row are
+    one transaction, so a reader never sees part of a step."""
+    row = con.execute("SELECT count(*) FROM steps WHERE step >= 0").fetchone()
+    return int(row[0]) if row else 0
+
+
 def overview(con: Con) -> dict[str, Any]:
     """Name, seed, perspective, preset, agents, posts, committed steps and calls: the header of every page."""
     run = con.execute("SELECT name, seed, perspective, config FROM runs LIMIT 1").fetchone()

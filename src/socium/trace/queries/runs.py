@@ -7,7 +7,6 @@ parameters, and results are plain Python or numpy values, so a caller never sees
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from typing import Any
 import duckdb
 
 from socium.errors import TraceError
-from socium.trace.store import TABLES, open_trace, require_store
+from socium.trace.store import TABLES, open_trace, recorded_config, require_store
 
 Con = duckdb.DuckDBPyConnection
 
@@ -56,8 +55,8 @@ def run_config(con: Con) -> dict[str, Any]:
     row = con.execute("SELECT config FROM runs LIMIT 1").fetchone()
     if row is None or row[0] is None:
         raise TraceError("the trace has no run row (set-up never committed)")
-    out: dict[str, Any] = json.loads(row[0])
-    return out
+    path = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    return recorded_config(row[0], path[0] if path and path[0] else "the trace")  # a JSON list is a TraceError
 
 
 def config_hash(con: Con) -> str | None:

@@ -1,0 +1,68 @@
+"""The explorer on a run that is still running: a "live: step N of M" marker that follows the run.
+
+Why a marker that polls, not a push from the simulation: the run must not slow down for a viewer it
+does not know about, so the simulation is not told anything. Each open page asks the trace for the
+committed steps every :data:`POLL_S` seconds (one ``max(step)`` on the ``steps`` table, through a
+cursor of the writer's connection) and, while "follow" is on, reads the page again when a step was
+committed. Every step's rows and its ``steps`` row are written in one transaction, so what a page
+shows is always whole committed steps.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import solara
+from solara import v as vue
+
+from socium.errors import SociumError
+from socium.explore.source import RunView
+from socium.explore.widgets import Plain, attrs
+from socium.trace.queries import explore as q
+
+POLL_S = 1.0
+"""Seconds between two looks at the committed steps (one indexed aggregate on a small table)."""
+
+refreshed = solara.reactive(0)
+"""Bumped to make the open page read the trace again (a reactive is per browser session)."""
+following = solara.reactive(True)
+"""Whether a newly committed step re-reads the open page by itself."""
+
+
+@solara.component
+def Live(run: RunView) -> Any:
+    """``live: step N of M`` (N committed steps of the M planned), refreshed every :data:`POLL_S`."""
+    tick, set_tick = solara.use_state(0)
+
+    def wait(cancel: threading.Event) -> None:
+        if not cancel.wait(POLL_S):
+            set_tick(lambda t: t + 1)
+
+    solara.use_thread(wait, dependencies=[tick])
+    try:
+        done = run(q.committed_steps)
+    except SociumError as exc:  # the run ended and closed its trace
+        return Plain(str(exc), classes=["live", "live-ended"], style="color: #b91c1c")
+    seen = solara.use_ref(done)
+
+    def on_commit() -> None:
+        if seen.current != done:
+            seen.current = done
+            if following.value:
+                refreshed.set(refreshed.value + 1)
+
+    solara.use_effect(on_commit, [done])
+    total = run.source.live_steps or 0
+    state = "finished" if done >= total else "running"
+    with solara.Row(style="gap: 0.5em; align-items: center") as main:
+        vue.Html(
+            tag="span",
+            class_="live",
+            style_="color: #15803d; font-weight: bold; white-space: nowrap",
+            attributes=attrs(committed=done, planned=total, state=state),
+            children=[f"live: step {done} of {total}" + (" (finished)" if state == "finished" else "")],
+        )
+        solara.Checkbox(label="follow", value=following)
+        solara.Button("refresh", on_click=lambda: refreshed.set(refreshed.value + 1), text=True)
+    return main
