@@ -32,6 +32,7 @@ from socium.trace.queries.runs import open_run
 from socium.trace.store import trace_digest
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 HOSTILE = '=HYPERLINK("x") <script>alert(1)</script> \u05e9\u05dc\u05d5\u05dd'
 
 
@@ -171,6 +172,74 @@ def test_a_live_source_reads_committed_steps_through_the_writer(tmp_path: Path) 
     reopened.close()
 
 
+def test_a_busy_port_stops_the_run_before_it_makes_its_folder(tmp_path: Path) -> None:
+    pytest.importorskip("solara")
+    from typer.testing import CliRunner
+
+    from socium.cli.main import app
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        res = CliRunner().invoke(
+            app,
+            [
+                "run",
+                str(ROOT / "examples/quickstart.yaml"),
+                "--out",
+                str(tmp_path / "r"),
+                "--explore-port",
+                str(port),
+                "--explore",
+            ],
+        )
+    assert res.exit_code == 2 and f"--explore-port {port}" in res.output, res.output
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.browser
+def test_agent_page_downloads_its_feed_rows(experiment: Path, tmp_path: Path) -> None:
+    """In the browser: the agent page's "feed csv" button gives the agent's exposures rows."""
+    pytest.importorskip("solara")
+    pytest.importorskip("playwright.sync_api")
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed")
+    from playwright.sync_api import sync_playwright
+
+    from socium.explore import server_command
+
+    port = _free_port()
+    env = {**os.environ, "SOCIUM_EXPLORE_PATH": str(experiment)}
+    proc = subprocess.Popen(server_command(port), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    agent_id, _ = _busiest(experiment / "local")
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page()
+            page.set_default_timeout(60_000)
+            for _ in range(120):
+                try:
+                    page.goto(f"http://127.0.0.1:{port}/run/0/agent/{agent_id}")
+                    break
+                except Exception:  # not serving yet
+                    time.sleep(0.5)
+            with page.expect_download() as got:
+                page.get_by_text("feed csv").click()
+            got.value.save_as(tmp_path / "feed.csv")
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    rows = list(csv.DictReader((tmp_path / "feed.csv").open(encoding="utf-8")))
+    with open_run(experiment / "local") as c:
+        want = c.execute(
+            "SELECT step, rank, post_id FROM exposures WHERE agent_id = ? ORDER BY step, rank, post_id", [agent_id]
+        ).fetchall()
+    assert [(int(r["step"]), int(r["rank"]), int(r["post_id"])) for r in rows] == want
+    assert {r["run"] for r in rows} == {"local"}
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -193,12 +262,11 @@ def test_run_with_explore_is_watched_live_and_writes_the_same_trace(tmp_path: Pa
         pytest.skip("chromium is not installed")
     from playwright.sync_api import sync_playwright
 
-    root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
     port = _free_port()
     proc = subprocess.Popen(
         _socium("--explore", "--explore-port", str(port), out=tmp_path / "live"),
-        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     counts: list[int] = []
     try:
@@ -228,7 +296,7 @@ def test_run_with_explore_is_watched_live_and_writes_the_same_trace(tmp_path: Pa
             proc.kill()
     assert proc.returncode == 0, out
     assert counts and counts == sorted(counts) and counts[-1] > counts[0], counts  # it grew while watched
-    subprocess.run(_socium(out=tmp_path / "plain"), cwd=root, env=env, check=True, capture_output=True)
+    subprocess.run(_socium(out=tmp_path / "plain"), cwd=ROOT, env=env, check=True, capture_output=True)
     live_digest, plain_digest = (trace_digest(tmp_path / d / "trace.duckdb") for d in ("live", "plain"))
     live_digest.pop("runs"), plain_digest.pop("runs")
     assert live_digest == plain_digest

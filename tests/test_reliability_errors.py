@@ -150,10 +150,22 @@ def test_a_full_disk_is_one_error_line_and_the_run_resumes(tmp_path, size, what)
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
     assert r.returncode == 2 and len(errors) == 1, r.stderr
     assert "Traceback" not in r.stderr and "no transaction is active" not in r.stderr
-    assert what in errors[0] and "disk is full" in errors[0] and "socium run --resume --out" in errors[0]
+    said = " ".join(r.stderr.split())  # the one message, however the console wrapped it
+    again = f"socium run CONFIG --resume --out {out}" if "set-up" in what else f"socium run --resume --out {out}"
+    assert what in said and "is the disk full" in said and again in said
     # space again: the run continues from what was committed (the error's own advice)
     go_on = subprocess.run(
-        [sys.executable, "-m", "socium.cli", "run", "--resume", "--out", str(out), "--quiet"],
+        [
+            sys.executable,
+            "-m",
+            "socium.cli",
+            "run",
+            *([str(cfg)] if "set-up" in what else []),
+            "--resume",
+            "--out",
+            str(out),
+            "--quiet",
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -165,3 +177,21 @@ def test_a_full_disk_is_one_error_line_and_the_run_resumes(tmp_path, size, what)
         assert con.execute("SELECT max(step) FROM steps").fetchone()[0] == 7
     finally:
         con.close()
+
+
+@pytest.mark.parametrize(
+    ("share", "said", "unsaid"), [((4, None), "4 calls", "tokens"), ((None, 300), "300 tokens", "calls of")]
+)
+def test_a_ray_shards_refusal_names_its_share_not_a_run_budget_and_no_none(share, said, unsaid) -> None:
+    """The Ray budget stop said "call budget spent: 12 of 16 calls used (...: 4 calls, None tokens)": the
+    actor's own ledger limits read as the run's budget, and the unset budget as "None"."""
+    from socium.llm.budget_shares import apply_allowance
+    from socium.llm.wrappers import BudgetLedger
+
+    ledger = BudgetLedger(None if share[1] is None else 10**6, None if share[0] is None else 100, spent_calls=12)
+    apply_allowance(ledger, share, "Ray shard 1 of 2")
+    ledger.spent_calls += share[0] or 0
+    ledger.spent_tokens += share[1] or 0
+    why = ledger.refusal(50)
+    assert why is not None and "Ray shard 1 of 2 spent its share of the run's budget" in why and said in why
+    assert "None" not in why and unsaid not in why and " of 16 " not in why and "12" not in why

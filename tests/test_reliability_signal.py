@@ -1,4 +1,6 @@
-"""Every model call is in the trace, and in the budget, when a run is stopped by a signal (issue 31, defect 6).
+"""Every model call is accounted for (issue 31, defects 6 and 8): at a signal, and in unrecorded interviews.
+
+At a signal: every call is in the trace, and in the budget.
 
 SIGTERM (how Slurm and Kubernetes stop jobs) and Ctrl-C used to lose the interrupted step's model calls:
 runs stopped by SIGTERM had sent requests that were in no trace, and a resumed run with a call budget of
@@ -107,3 +109,34 @@ def test_a_signal_mid_step_leaves_every_request_in_the_trace_and_the_budget(tmp_
         assert resumed.returncode == 3 and "call budget" in rest, rest
         assert srv.n_requests <= BUDGET, rest
         assert _calls(out)[0] == srv.n_requests
+
+
+def test_unrecorded_interviews_go_to_the_side_log_and_count_against_the_budget(tmp_path) -> None:
+    """Without ``--record`` the trace is left as the run wrote it; the calls were in no trace and under no budget."""
+    from typer.testing import CliRunner
+
+    from socium.cli.main import app
+    from socium.config.loading import config_from_dict
+    from socium.simulator.simulation import Simulation
+    from socium.trace.rundir import INTERVIEW_LOG
+    from socium.trace.store import trace_digest
+
+    run = tmp_path / "r"
+    with FakeOpenAIServer() as srv:
+        cfg = yaml.safe_load(_config(tmp_path, srv.base_url).read_text())
+        cfg["steps"], cfg["llm"]["call_budget"] = 1, 24  # room for a few interviews after step 0
+        Simulation(config_from_dict(cfg), run).run()
+        used = _calls(run)[0]
+        digest = trace_digest(run / "trace.duckdb")
+        room = 24 - used
+        assert room >= 2
+        for i in range(room):  # each a new question: no answer comes from the cache
+            r = CliRunner().invoke(app, ["interview", str(run), f"Question {i}?", "--agent", "0"])
+            assert r.exit_code == 0 and "no answer" not in r.output, r.output
+        r = CliRunner().invoke(app, ["interview", str(run), "One too many?", "--agent", "0"])
+        assert r.exit_code != 0 and "call budget" in r.output and "24 of its 24" in r.output, r.output
+        assert srv.n_requests == 24  # the server answered exactly the budget, run and interviews together
+    assert trace_digest(run / "trace.duckdb") == digest  # the trace is the run's alone
+    rows = [json.loads(line) for line in (run / INTERVIEW_LOG).read_text().splitlines()]
+    assert len(rows) == room and sum(r["attempts"] for r in rows) == room
+    assert all(r["outcome"] == "ok" and r["response"] and "Question" in r["prompt"] for r in rows)

@@ -21,7 +21,6 @@ from socium.cli.app import (
 )
 from socium.core.console_text import plain
 from socium.errors import BudgetExceeded, SociumError
-from socium.reporting.page import fmt
 from socium.reporting.progress import RichProgress, reporting
 from socium.trace.rundir import default_out, write_out_file
 
@@ -279,6 +278,7 @@ def sensitivity(
 ) -> None:
     """Morris or Sobol design over named config parameters (SALib), run on Ray; rank parameters per outcome."""
     from socium.experiments.designs.sensitivity import load_sensitivity, run_sensitivity  # lazy: CLI start-up
+    from socium.reporting.page import fmt  # lazy: CLI start-up (html, ~4% of socium --help)
 
     try:
         spec = load_sensitivity(spec_file, list(set_))

@@ -174,6 +174,10 @@ def run(
         run_dir = Path(out or default_out(cfg.name, f"-seed{cfg.seed}"))
         if resume and config is not None:
             _check_resume_seed(seed, _recorded_seed(run_dir), run_dir)
+        if explore:  # the extra and the port are checked, and the server imported, before the run starts
+            from socium.explore import prepare_live
+
+            prepare_live(explore_port)
     except SociumError as exc:
         _fail(exc)
         return

@@ -54,8 +54,10 @@ class PopulationConfig(_Cfg):
     stance: Literal["none", "uniform", "bimodal"] = Field(
         "none", description="Initial numeric stance distribution (synthetic)."
     )
-    activity: Literal["diurnal", "uniform"] = Field(
-        "diurnal", description="Shape of the 24 hourly activation probabilities (synthetic)."
+    activity: Literal["diurnal", "heavy_tailed", "uniform"] = Field(
+        "diurnal",
+        description="Shape of the 24 hourly activation probabilities (synthetic); heavy_tailed: diurnal with a "
+        "wide per-agent factor (top 10% of agents ~half the activations).",
     )
     mean_activity: float = Field(0.1, gt=0, le=1, description="Mean hourly activation probability (synthetic).")
     goals: list[str] | dict[Literal["for", "against", "undecided"], list[str]] = Field(

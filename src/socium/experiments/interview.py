@@ -17,7 +17,7 @@ from socium.simulator.world import build_population
 from socium.trace.queries import calls as C
 from socium.trace.queries import population as Q
 from socium.trace.queries import runs as R
-from socium.trace.rundir import RunDirLock
+from socium.trace.rundir import INTERVIEW_LOG, RunDirLock, append_run_file
 from socium.trace.store import TraceStore, open_trace, require_store
 
 if TYPE_CHECKING:
@@ -44,7 +44,9 @@ def interview(
     """The agent's answer; ``llm`` overrides the run's backend settings (e.g. ``{"backend": "openai", ...}``).
 
     ``record`` stores the answer in the run's ``interviews`` table (origin 'cli', step = the last
-    committed step) with its ``llm_calls`` row, in one transaction, so later analysis sees it.
+    committed step) with its ``llm_calls`` row, in one transaction, so later analysis sees it. Without it
+    the trace is left as the run wrote it, and the call goes to ``RUN_DIR/interview_calls.jsonl`` (it was
+    made, and the run's budget counts it: before, such calls were in no trace and under no budget).
     """
     cfg = load_run_config(run_dir, allow_plugins=True)  # builds no recommender or moderator: imports nothing
     budgets = cfg.llm  # the run's budgets hold whichever backend answers
@@ -67,19 +69,23 @@ def interview(
         spent = spent_from_trace(con)
     finally:
         con.close()
+    logged = _logged_spend(Path(run_dir) / INTERVIEW_LOG)
+    calls0, tokens0 = spent.get("default", (0, 0))
+    spent["default"] = (calls0 + logged[0], tokens0 + logged[1])
     if budgets is not None:
         _check_budget(budgets, spent.get("default", (0, 0)), run_dir)
     policy = LLMPolicy(cfg)
     policy.spent = spent  # its ledger goes on from what the run spent, as a resumed run's does
     policy.set_route(*llm_route(cfg, pop))
     try:
-        if not record:
-            return policy.interview(pop.profile(agent_id), memory, question)
         (answered,), calls = policy.interview_batch(
             [(pop.profile(agent_id), memory)], question, last, iv.question_key(question)
         )
     finally:
         policy.close()
+    if not record:
+        _log_calls(Path(run_dir) / INTERVIEW_LOG, calls)
+        return answered[1]
     db = require_store(Path(run_dir))
     with RunDirLock(db.parent):  # a recorded interview writes the trace: never beside a live run
         return _record(db, calls, answered, last, question, agent_id)
@@ -98,6 +104,34 @@ def _check_budget(llm: LLMConfig, spent: tuple[int, int], run_dir: str | Path) -
         raise BudgetExceeded(
             f"{run_dir}: token budget: the run has used {tokens} of its {llm.token_budget} tokens (llm.token_budget)"
         )
+
+
+def _log_calls(path: Path, calls: list[Any]) -> None:
+    """Append an unrecorded interview's calls to the run's side log, one ``llm_calls``-shaped object a line."""
+    if not calls:  # answered from the cache: nothing was sent
+        return
+    cols = call_rows(calls, 0)
+    cols.pop("call_id")
+    rows = [dict(zip(cols, values)) for values in zip(*cols.values())]
+    append_run_file(path, "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows))
+
+
+def _logged_spend(path: Path) -> tuple[int, int]:
+    """(calls, tokens) of the side log: every attempt, so the run's budget holds unrecorded interviews too.
+    A line that is not one of ours (edited, cut off by a crash) counts nothing rather than stopping the count."""
+    if not path.is_file():
+        return 0, 0
+    calls = tokens = 0
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            try:
+                row = json.loads(line)
+                n = int(row.get("attempts") or 0)
+                t = int(row.get("prompt_tokens") or 0) + int(row.get("completion_tokens") or 0)
+            except (ValueError, TypeError, AttributeError, RecursionError):
+                continue
+            calls, tokens = calls + max(n, 0), tokens + max(t, 0)
+    return calls, tokens
 
 
 def _record(db: Path, calls: list[Any], answered: Any, last: int, question: str, agent_id: int) -> str:

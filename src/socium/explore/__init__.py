@@ -68,17 +68,10 @@ class LiveServer(Protocol):
     def stop_serving(self) -> None: ...
 
 
-def serve_live(
-    store: TraceStore, run_dir: str | Path, steps: int, port: int = 8765, host: str = "127.0.0.1"
-) -> LiveServer:
-    """Serve the explorer over the run ``store`` writes, from a daemon thread of this process; call it
-    in the writer's thread before the first step.
-
-    Why in-process: DuckDB admits one writing process and a second process may not even read the file
-    while it is written, so the explorer reads through a cursor of the writer's own connection. The
-    server thread waits on its socket while nobody looks; a page costs the run only the queries it makes.
-    ``store.close`` is wrapped to let the explorer go first (DuckDB refuses to close a connection whose
-    cursor is mid-query). A port in use is a UsageError naming it (the run has not started yet)."""
+def prepare_live(port: int, host: str = "127.0.0.1") -> None:
+    """What ``--explore`` can do before the run starts: check the extra and the port (a UsageError
+    naming what is wrong, before any run folder is made) and import the server (about 2 s, which would
+    otherwise be counted in step 0's wall time). Calling it again repeats only the checks."""
     require_solara()
     import socket
 
@@ -93,15 +86,33 @@ def serve_live(
     os.environ.setdefault("MPLBACKEND", "Agg")  # Solara would set the notebook backend, which a run has no use for
     os.environ["SOLARA_APP"] = "socium.explore.app"
     os.environ["SERVER_NAME"], os.environ["SERVER_PORT"] = host, str(port)
+    import solara.server.starlette  # noqa: F401
     from solara.server import settings
+
+    import socium.explore.app  # noqa: F401 (the app Solara serves, imported now rather than on the first step)
+
+    settings.main.mode = "production"
+    settings.ssg.enabled = False
+    settings.telemetry.mixpanel_enable = False  # nothing leaves this machine
+
+
+def serve_live(
+    store: TraceStore, run_dir: str | Path, steps: int, port: int = 8765, host: str = "127.0.0.1"
+) -> LiveServer:
+    """Serve the explorer over the run ``store`` writes, from a daemon thread of this process; call it
+    in the writer's thread before the first step.
+
+    Why in-process: DuckDB admits one writing process and a second process may not even read the file
+    while it is written, so the explorer reads through a cursor of the writer's own connection. The
+    server thread waits on its socket while nobody looks; a page costs the run only the queries it makes.
+    ``store.close`` is wrapped to let the explorer go first (DuckDB refuses to close a connection whose
+    cursor is mid-query). A port in use is a UsageError naming it (the run has not started yet)."""
+    prepare_live(port, host)
     from solara.server.starlette import ServerStarlette
 
     from socium.explore.app import use_source
     from socium.explore.source import Source
 
-    settings.main.mode = "production"
-    settings.ssg.enabled = False
-    settings.telemetry.mixpanel_enable = False  # nothing leaves this machine
     src = Source.live(store.con, run_dir, steps)
     close_store = store.close
 

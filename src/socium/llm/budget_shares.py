@@ -70,7 +70,12 @@ def apply_allowance(ledger: BudgetLedger, share: tuple[int | None, int | None], 
         ledger.max_calls = ledger.spent_calls + ledger.reserved_calls + calls
     if tokens is not None:
         ledger.max_tokens = ledger.spent_tokens + ledger.reserved_tokens + tokens
-    ledger.note = f"{where}'s share of the run's budget for this step: {calls} calls, {tokens} tokens"
+    # the refusal names the share and never the actor's ledger limits: those are no budget the user set
+    parts = [f"{n:,} {unit}" for n, unit in ((calls, "calls"), (tokens, "tokens")) if n is not None]
+    ledger.note = (
+        f"{where} spent its share of the run's budget for this step ({' and '.join(parts)} of what was left); "
+        "the shards split what is left of the run's llm budgets before each step"
+    )
 
 
 def count_calls(ledgers: Mapping[str, BudgetLedger], calls: Sequence[Any]) -> None:

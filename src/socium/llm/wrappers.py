@@ -349,19 +349,18 @@ class BudgetLedger:
         self.spent_tokens = int(spent_tokens)
         self.reserved_calls = 0
         self.reserved_tokens = 0
-        self.note = ""  # what these limits are when they are a share of a larger budget (Ray actors)
+        self.note = ""  # a refusal in the terms of a share of a larger budget (Ray actors: budget_shares)
 
     def refusal(self, tokens: int) -> str | None:
         """Why a request needing ``tokens`` (upper bound) cannot be reserved now; None if it can."""
-        why = None
         if self.max_calls is not None and self.spent_calls + self.reserved_calls + 1 > self.max_calls:
-            why = f"call budget spent: {self.spent_calls} of {self.max_calls} calls used"
+            why, used = "call budget", f"{self.spent_calls} of {self.max_calls} calls used"
         elif self.max_tokens is not None and self.spent_tokens + self.reserved_tokens + tokens > self.max_tokens:
-            why = (
-                f"token budget spent: {self.spent_tokens} of {self.max_tokens} tokens used, and the next "
-                f"request may cost up to {tokens}"
-            )
-        return f"{why} ({self.note})" if why and self.note else why
+            why, used = "token budget", f"{self.spent_tokens} of {self.max_tokens} tokens used, and the next "
+            used += f"request may cost up to {tokens}"
+        else:
+            return None
+        return f"{why}: {self.note}" if self.note else f"{why} spent: {used}"  # a Ray share: its own numbers
 
     def reserve(self, tokens: int) -> str | None:
         why = self.refusal(tokens)

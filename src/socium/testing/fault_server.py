@@ -141,8 +141,18 @@ def server_from_args(argv: list[str] | None = None) -> FaultyOpenAIServer:
     ap.add_argument("--fault", action="append", default=[], metavar="KIND=RATE", help="e.g. truncated=0.1")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--delay-s", type=float, default=0.0)
+    ap.add_argument("--hang-s", type=float, default=3600.0, help="how long a 'hang' fault holds its connection")
+    ap.add_argument("--slow-s", type=float, default=0.5, help="how late a 'slow' fault answers")
     a = ap.parse_args(argv)
-    return FaultyOpenAIServer(_parse_rates(a.fault), seed=a.seed, port=a.port, delay_s=a.delay_s, record=False)
+    return FaultyOpenAIServer(
+        _parse_rates(a.fault),
+        seed=a.seed,
+        port=a.port,
+        delay_s=a.delay_s,
+        hang_s=a.hang_s,
+        slow_s=a.slow_s,
+        record=False,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -156,7 +166,12 @@ def main(argv: list[str] | None = None) -> None:
         pass
     finally:
         srv.stop()
-        print(f"served {srv.served_ok} clean answers; faults injected: {dict(srv.injected)}")
+        # the drill compares `received` with the trace's sum(attempts): every request must be in the trace
+        print(
+            f"received {srv.n_requests} requests; served {srv.served_ok} clean answers; faults injected: "
+            f"{dict(srv.injected)}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -28,9 +28,12 @@ from socium.errors import InputFileError, RunDirError, SociumError
 
 LOCK_NAME = ".socium.lock"
 # Everything socium itself writes into a run directory; anything else is the user's.
-OWN_FILES = frozenset({LOCK_NAME, "trace.duckdb", "trace.duckdb.wal", "config.json", "report"})
+#: The model calls of interviews not stored in the trace (``socium interview`` without ``--record``), one JSON
+#: object a line: they were made, so they are kept where a user finds them and count against the run's budget.
+INTERVIEW_LOG = "interview_calls.jsonl"
+OWN_FILES = frozenset({LOCK_NAME, "trace.duckdb", "trace.duckdb.wal", "config.json", "report", INTERVIEW_LOG})
 # Deleted by --force before a fresh run (never the lock file: it is held while deleting).
-REPLACED_BY_FORCE = ("trace.duckdb", "trace.duckdb.wal", "config.json")
+REPLACED_BY_FORCE = ("trace.duckdb", "trace.duckdb.wal", "config.json", INTERVIEW_LOG)
 
 try:  # POSIX; on other systems the directory is not locked (documented in docs/reliability.md)
     import fcntl
@@ -185,6 +188,12 @@ def write_run_file(path: Path, text: str) -> None:
     fd = _open_fd(path, os.O_WRONLY | os.O_CREAT)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.truncate(0)
+        fh.write(text)
+
+
+def append_run_file(path: Path, text: str) -> None:
+    """Append to a run-directory file (``interview_calls.jsonl``), creating it, without following a link."""
+    with os.fdopen(_open_fd(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND), "a", encoding="utf-8") as fh:
         fh.write(text)
 
 

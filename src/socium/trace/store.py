@@ -102,13 +102,14 @@ _CANNOT_WRITE = re.compile(
 )
 
 
-def write_error(db: Path, what: str, exc: BaseException) -> TraceError:
-    """A failed write as one line naming the file and the likely cause, and what survives (not a traceback)."""
+def write_error(db: Path, what: str, exc: BaseException, setup: bool = False) -> TraceError:
+    """A failed write as one line naming the file and the likely cause, and what survives (not a traceback).
+    ``setup``: the run's set-up failed, so its resume needs the CONFIG again (the trace holds none yet)."""
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     cause = " (is the disk full, or the folder read-only?)" if _CANNOT_WRITE.search(first) else ""
     return TraceError(
         f"{db}: could not write {what}{cause}: {first}; what was committed before is kept: make room, then "
-        f"continue with: socium run --resume --out {shlex.quote(str(db.parent))}"
+        f"continue with: socium run {'CONFIG ' if setup else ''}--resume --out {shlex.quote(str(db.parent))}"
     )
 
 
@@ -169,7 +170,7 @@ class TraceStore:
             except duckdb.Error as exc:
                 self.con.close()
                 if _CANNOT_WRITE.search(str(exc)):
-                    raise write_error(self.path, "the trace's tables", exc) from None
+                    raise write_error(self.path, "the trace's tables", exc, setup=True) from None
                 raise TraceError(f"{self.path}: not a usable socium trace: {str(exc).splitlines()[0]}") from None
         self._extra_tables: dict[str, str] = {}
 
@@ -206,7 +207,8 @@ class TraceStore:
         except BaseException as exc:  # a signal too: the open transaction must not outlive the step
             _rollback(con)
             if isinstance(exc, duckdb.Error):
-                raise write_error(self.path, f"step {step}" if step >= 0 else "the run's set-up", exc) from None
+                what = f"step {step}" if step >= 0 else "the run's set-up"
+                raise write_error(self.path, what, exc, setup=step < 0) from None
             raise
 
     def _insert(self, batches: Mapping[str, pa.Table | dict[str, list]]) -> None:

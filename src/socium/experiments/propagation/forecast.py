@@ -22,7 +22,8 @@ cascade_sigma^2)`` that the fit estimates but the unconditioned null does not dr
   parent; times are continuous minutes (no step grid); the prediction is the mean curve.
 
 Baselines on the same cascades and window: ``null`` (the same code with nothing observed and ``g = 0``:
-the unconditioned calibrated null) and SEISMIC (:func:`seismic_scale`). Scores are NRMSE over minutes
+the unconditioned calibrated null), SEISMIC (:func:`seismic_scale`) and a Hawkes process fitted to the
+prefix's reshare times (:mod:`~socium.experiments.propagation.hawkes`). Scores are NRMSE over minutes
 ``m .. minutes-1`` only (:func:`window_nrmse`), normalised by the real curve's maximum in that window.
 """
 
@@ -38,6 +39,7 @@ from scipy import special
 
 from socium.core.intervals import mean_interval, nonnegative_interval, proportion_interval
 from socium.experiments.propagation.curves import nrmse
+from socium.experiments.propagation.hawkes import hawkes_scale
 from socium.experiments.propagation.realcascades import CascadeTree
 from socium.simulator.timing import MIN_DELAY_MIN, DelayDistribution, TimingParams
 from socium.trace.queries.curves import CURVE_NAMES, node_depths
@@ -52,7 +54,7 @@ _LOG_LO, _LOG_HI, _LOG_N = math.log(MIN_DELAY_MIN) - 8.0, math.log(1e7), 6000
 SEISMIC_THETA = 0.2314843
 SEISMIC_S0 = 300.0
 SEISMIC_C = 0.0006265725
-BASELINES = ("forecast", "null", "seismic", "seismic_direct")
+BASELINES = ("forecast", "null", "seismic", "seismic_direct", "hawkes")
 """The forecast first, then what it is compared with on the same cascades and window."""
 
 
@@ -268,7 +270,8 @@ def forecast_cascade(
     real: dict[str, NDArray],
     rng: np.random.Generator,
 ) -> dict[str, dict[str, float | None]]:
-    """NRMSE over minutes ``m..minutes-1`` of the forecast, the unconditioned null and SEISMIC (scale only).
+    """NRMSE over minutes ``m..minutes-1`` of the forecast, the unconditioned null, SEISMIC and Hawkes
+    (the last two scale only).
 
     Both simulated models use the same uniforms (common random numbers), so their difference is the
     conditioning, not Monte-Carlo noise.
@@ -287,6 +290,9 @@ def forecast_cascade(
     sd = seismic_scale(c, m, minutes, cap=len(c.parent), self_exciting=False)
     out["seismic_direct"] = {"scale": window_nrmse(sd, real["scale"], m, minutes), "depth": None, "max_breadth": None}
     out["seismic_direct"]["final_scale"] = float(sd[-1])
+    hz, fit = hawkes_scale(c.delay, m, minutes, cap=len(c.parent))
+    out["hawkes"] = {"scale": window_nrmse(hz, real["scale"], m, minutes), "depth": None, "max_breadth": None}
+    out["hawkes"].update(final_scale=float(hz[-1]), kappa=fit.kappa, beta=fit.beta)
     return out
 
 

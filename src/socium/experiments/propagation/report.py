@@ -84,15 +84,16 @@ def _forecast_table(rep: Report, f: dict[str, Any], minutes: int) -> None:
         f"inferred from them, the rest simulated), scored on minutes {m}-{minutes - 1} only; null: the same "
         "calibrated null with nothing observed; SEISMIC (Zhao et al. 2015): scale only; "
         "seismic_direct: without its descendants factor (finite on tree populations, where SEISMIC is "
-        "supercritical). 95% bootstrap intervals over cascades; differences: paired t intervals."
+        "supercritical); hawkes: exponential-kernel Hawkes process fitted to the prefix's reshare times, "
+        "scale only. 95% bootstrap intervals over cascades; differences: paired t intervals."
     )
     rows = []
-    for model in ("forecast", "null", "seismic", "seismic_direct"):
+    for model in ("forecast", "null", "seismic", "seismic_direct", "hawkes"):
         if model not in f:
             continue
         cells = [interval_from_dict(f[model].get(k)) if f[model].get(k) else None for k in P.CURVE_TITLES]
         rows.append([model, str(f["n"]), *(iv.format(3) if iv else "-" for iv in cells)])
-    for base in ("null", "seismic", "seismic_direct"):
+    for base in ("null", "seismic", "seismic_direct", "hawkes"):
         if f"forecast_minus_{base}" not in f:
             continue
         d = f[f"forecast_minus_{base}"]

