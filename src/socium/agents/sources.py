@@ -72,7 +72,7 @@ _DIURNAL = np.array(
     dtype=np.float64,
 )
 _ACTIVITY_SIGMA = 0.6  # lognormal spread of per-agent activity: a few heavy posters, many lurkers
-_HEAVY_ACTIVITY_SIGMA = 1.5  # activity: heavy_tailed; top 10% of agents ~half the activations (stylized fact)
+_HEAVY_ACTIVITY_SIGMA = 1.8  # activity: heavy_tailed; top 10% of agents ~half the activations (stylized fact)
 
 _BIO_TEMPLATES: tuple[tuple[str, ...], ...] = (
     ("Into {0}.", "Mostly here for {0}.", "{0} enthusiast.", "Posting about {0}."),

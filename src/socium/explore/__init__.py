@@ -105,7 +105,7 @@ def serve_live(
     Why in-process: DuckDB admits one writing process and a second process may not even read the file
     while it is written, so the explorer reads through a cursor of the writer's own connection. The
     server thread waits on its socket while nobody looks; a page costs the run only the queries it makes.
-    ``store.close`` is wrapped to let the explorer go first (DuckDB refuses to close a connection whose
+    ``store.before_close`` lets the explorer go first (DuckDB refuses to close a connection whose
     cursor is mid-query). A port in use is a UsageError naming it (the run has not started yet)."""
     prepare_live(port, host)
     from solara.server.starlette import ServerStarlette
@@ -114,13 +114,7 @@ def serve_live(
     from socium.explore.source import Source
 
     src = Source.live(store.con, run_dir, steps)
-    close_store = store.close
-
-    def close_after_explorer() -> None:
-        src.detach()
-        close_store()
-
-    store.close = close_after_explorer  # type: ignore[method-assign]
+    store.before_close.append(src.detach)
     use_source(src)
     server = ServerStarlette(port=port, host=host, log_level="warning")
     server.serve_threaded()

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 from typing import Any
 
 #: The notice dropped: it says the secure default is in force and how to turn it off.
@@ -36,4 +38,18 @@ def start_ray(**kwargs: Any) -> None:
     if _FILTER not in logger.filters:
         logger.addFilter(_FILTER)
     kwargs.setdefault("logging_level", logging.WARNING)
+    before = _sigterm_handler()
     ray.init(**kwargs)
+    if callable(before):
+        # A local Ray node replaces SIGTERM's handler with its own (drain, kill its processes, sys.exit(1)), so
+        # `socium run`'s stop on SIGTERM was lost: the run died with exit -6 and C++ stack lines instead of
+        # closing its trace and exiting 143. A handler the caller set is put back; Ray's processes still end
+        # with the driver (ray.shutdown when the run closes, and Ray's own atexit hook).
+        signal.signal(signal.SIGTERM, before)
+
+
+def _sigterm_handler() -> Any:
+    """SIGTERM's Python handler now, or None outside the main thread (where handlers cannot be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.getsignal(signal.SIGTERM)

@@ -11,7 +11,7 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -173,8 +173,14 @@ class TraceStore:
                     raise write_error(self.path, "the trace's tables", exc, setup=True) from None
                 raise TraceError(f"{self.path}: not a usable socium trace: {str(exc).splitlines()[0]}") from None
         self._extra_tables: dict[str, str] = {}
+        #: Called (in order) before the connection closes: readers holding cursors of it (the live
+        #: explorer) let go first, since DuckDB refuses to close a connection whose cursor is mid-query.
+        self.before_close: list[Callable[[], None]] = []
 
     def close(self) -> None:
+        hooks, self.before_close = self.before_close, []
+        for hook in hooks:
+            hook()
         self.con.close()
 
     def ensure_table(self, name: str, ddl: str) -> None:
