@@ -111,8 +111,27 @@ def metrics(url: str) -> dict[str, float]:
     return out
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system, all threads) process ``pid`` has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _machine_busy_s() -> float:
+    """CPU seconds the whole machine has been busy (all cores, every process; /proc/stat)."""
+    with open("/proc/stat", encoding="ascii") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
+
+
+def snapshot(spec: dict[str, Any]) -> dict[str, float]:
+    """Counters at one instant: the server's own, its process's CPU, the machine's, this client's."""
+    return {**metrics(spec["url"]), "server_cpu": _cpu_s(spec["server_pid"]), "machine_cpu": _machine_busy_s(),
+            "client_cpu": time.process_time()}  # fmt: skip
+
+
 def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    return {k: after.get(k, 0.0) - before.get(k, 0.0) for k in COUNTERS}
+    return {k: after[k] - before[k] for k in before}
 
 
 # ---- A: socium against it ----------------------------------------------------------------------------------
@@ -163,22 +182,24 @@ def run_socium(spec: dict[str, Any]) -> dict[str, Any]:
     cfg = config_from_dict(_config(spec["agents"], spec["steps"], spec["url"], spec["activity"]))
     with tempfile.TemporaryDirectory() as d:
         sim = Simulation(cfg, d, force=True)
-        sim.advance()  # warm-up step: not timed
+        for _ in range(spec["warmup"]):  # untimed steps: connections, the first prompts
+            sim.advance()
         calls.clear()
-        m0 = metrics(spec["url"])
+        m0 = snapshot(spec)
         t0, c0 = time.perf_counter(), time.process_time()
         bounds = []
-        for _ in range(spec["steps"] - 1):
+        for _ in range(spec["steps"] - spec["warmup"]):
             s0 = time.perf_counter()
             sim.advance()
             bounds.append((s0, time.perf_counter()))
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        served = delta(m0, metrics(spec["url"]))
+        served = delta(m0, snapshot(spec))
         sim.close()
         con = duckdb.connect(str(Path(d) / "trace.duckdb"), read_only=True)
         rows = con.execute(
-            "SELECT prompt, params, outcome FROM llm_calls WHERE step > (SELECT min(step) FROM llm_calls) "
-            "ORDER BY call_id"
+            "SELECT prompt, params, outcome FROM llm_calls WHERE step >= (SELECT min(step) FROM llm_calls) + ? "
+            "ORDER BY call_id",
+            [spec["warmup"]],
         ).fetchall()
         con.close()
     failed = sum(1 for r in rows if r[2] != "ok")
@@ -188,11 +209,12 @@ def run_socium(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---- B: the saturating load generator ------------------------------------------------------------------
-async def _replay(url: str, requests: list[dict[str, Any]], in_flight: int) -> dict[str, Any]:
+async def _replay(spec: dict[str, Any]) -> dict[str, Any]:
     import aiohttp
 
     from socium.llm.openai_compat import response_format_for
 
+    url, requests, in_flight = spec["url"], spec["requests"], spec["in_flight"]
     bodies = []
     for r in requests:
         body = {"model": "smollm2-135m", "messages": r["messages"], "temperature": r["temperature"],
@@ -213,18 +235,18 @@ async def _replay(url: str, requests: list[dict[str, Any]], in_flight: int) -> d
                     data = await resp.json() if resp.status == 200 else {}
                 calls.append((t, time.perf_counter(), int(data.get("usage", {}).get("completion_tokens", 0))))
 
-        m0 = metrics(url)
+        m0 = snapshot(spec)
         t0, c0 = time.perf_counter(), time.process_time()
         await asyncio.gather(*(worker() for _ in range(in_flight)))
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        served = delta(m0, metrics(url))
+        served = delta(m0, snapshot(spec))
     failed = sum(1 for c in calls if not c[2])
     return {"calls": calls, "t0": t0, "wall": wall, "cpu": cpu, "steps": [], "failed": failed, "served": served}
 
 
 def run_loadgen(spec: dict[str, Any]) -> dict[str, Any]:
     """Child: replay ``spec['requests']`` with ``spec['in_flight']`` always outstanding."""
-    return asyncio.run(_replay(spec["url"], spec["requests"], spec["in_flight"]))
+    return asyncio.run(_replay(spec))
 
 
 # ---- reading the timestamps ---------------------------------------------------------------------------------
@@ -257,7 +279,11 @@ def summarise(m: dict[str, Any], slots: int) -> dict[str, Any]:
             "usage_tokens": sum(c[2] for c in m["calls"]), "prompt_evaluated": sv["prompt_tokens_total"],
             "prompt_cached": sv["prompt_tokens_cached_total"],
             "slots_busy": (sv["prompt_seconds_total"] + sv["tokens_predicted_seconds_total"]) / m["wall"],
-            "failed": m["failed"], "gap_s": statistics.median(gaps) if gaps else 0.0, **occ}  # fmt: skip
+            "failed": m["failed"], "gap_s": statistics.median(gaps) if gaps else 0.0, **occ,
+            # the server process's cores, and the cores busy with neither it nor this client (other jobs)
+            "server_cores": sv["server_cpu"] / m["wall"],
+            "elsewhere": (sv["machine_cpu"] - sv["server_cpu"] - sv["client_cpu"]) / m["wall"],
+            "tok_per_cpu_s": ct / max(sv["server_cpu"], 1e-9)}  # fmt: skip
 
 
 def child(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -272,7 +298,8 @@ def child(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="100", help="agents per run, comma-separated")
-    ap.add_argument("--steps", type=int, default=4, help="steps per socium run, the first not timed")
+    ap.add_argument("--steps", type=int, default=3, help="steps per socium run")
+    ap.add_argument("--warmup", type=int, default=0, help="of which untimed and not replayed, at the start")
     ap.add_argument("--activity", type=float, default=0.2, help="agents' mean activation probability per step")
     ap.add_argument("--rounds", type=int, default=2, help="ABAB: socium then load generator, this many times")
     ap.add_argument("--slots", type=int, default=4)
@@ -300,19 +327,18 @@ def main() -> None:
     print(f"machine: {machine}; server: llama.cpp (xllamacpp), SmolLM2-135M Q4_1, {a.slots} slots, "
           f"{a.threads} thread(s); load average before: {load():.1f}", flush=True)  # fmt: skip
     proc, url = start_server(a)
+    base = {"url": url, "server_pid": proc.pid}
     table = []
     try:
         for n in [int(x) for x in a.sizes.split(",") if x]:
             got: dict[str, list[dict[str, Any]]] = {"socium": [], "loadgen": []}
             for r in range(a.rounds):
-                spec = {"agents": n, "steps": a.steps, "url": url, "activity": a.activity}
-                la = load()
+                spec = {**base, "agents": n, "steps": a.steps, "warmup": a.warmup, "activity": a.activity}
                 raw = child("socium", spec)
-                s = {**summarise(raw, a.slots), "load": la}
+                s = {**summarise(raw, a.slots), "load": load()}  # the 1-minute average at the run's end
                 got["socium"].append(s)
-                lb = load()
-                g = {**summarise(child("loadgen", {"url": url, "requests": raw["requests"],
-                                                   "in_flight": 2 * a.slots}), a.slots), "load": lb}  # fmt: skip
+                gen = {**base, "requests": raw["requests"], "in_flight": 2 * a.slots}
+                g = {**summarise(child("loadgen", gen), a.slots), "load": load()}
                 got["loadgen"].append(g)
                 for name, m in (("socium", s), ("load gen", g)):
                     print(f"  {n:,} agents round {r + 1} {name:<8}: {m['calls']} calls, {m['tokens']} completion "
@@ -320,8 +346,9 @@ def main() -> None:
                           f"prompt tokens evaluated {m['prompt_evaluated']:.0f} (cached {m['prompt_cached']:.0f}); "
                           f"slots busy {m['slots_busy']:.2f}; idle {m['idle']:.0%}, under "
                           f"{a.slots} in flight {m['partial']:.0%}, full {m['full']:.0%}; median gap between steps "
-                          f"{m['gap_s']:.2f} s; client CPU {m['cpu']:.2f} s; failed {m['failed']}; load "
-                          f"{m['load']:.1f}", flush=True)  # fmt: skip
+                          f"{m['gap_s']:.2f} s; client CPU {m['cpu']:.2f} s; server {m['server_cores']:.2f} cores, "
+                          f"{m['tok_per_cpu_s']:.1f} tok per server CPU s; other jobs {m['elsewhere']:.2f} cores; "
+                          f"failed {m['failed']}; load {m['load']:.1f}", flush=True)  # fmt: skip
                 print(f"  round {r + 1} ratio: {s['tok_s'] / g['tok_s']:.0%}", flush=True)
             med = {k: {f: statistics.median(m[f] for m in ms) for f in ms[0]} for k, ms in got.items()}
             ratios = [s["tok_s"] / g["tok_s"] for s, g in zip(got["socium"], got["loadgen"])]
@@ -329,14 +356,17 @@ def main() -> None:
     finally:
         proc.kill()
     print(f"\nmedians of {a.rounds} ABAB rounds; {machine}; load average after: {load():.1f}")
-    head = "| agents | socium tok/s (load) | load gen tok/s (load) | ratio | socium: idle / under-filled / full | gap between steps | client CPU s socium / gen |"  # noqa: E501
-    print(head)
-    print("|" + " --- |" * 7)
+    print("| agents | calls/run | completion tok/s: socium / load gen | ratio | server cores: socium / gen | "
+          "tok per server CPU s: socium / gen | other jobs' cores: socium / gen | socium idle / under-filled / "
+          "full | gap between steps | load: socium / gen |")  # fmt: skip
+    print("|" + " --- |" * 10)
     for n, med, ratio in table:
         s, g = med["socium"], med["loadgen"]
-        print(f"| {n:,} | {s['tok_s']:.1f} ({s['load']:.1f}) | {g['tok_s']:.1f} ({g['load']:.1f}) | {ratio:.0%} | "
-              f"{s['idle']:.0%} / {s['partial']:.0%} / {s['full']:.0%} | {s['gap_s']:.2f} s | "
-              f"{s['cpu']:.1f} / {g['cpu']:.1f} |")  # fmt: skip
+        print(f"| {n:,} | {s['calls']:.0f} | {s['tok_s']:.1f} / {g['tok_s']:.1f} | {ratio:.0%} | "
+              f"{s['server_cores']:.2f} / {g['server_cores']:.2f} | "
+              f"{s['tok_per_cpu_s']:.1f} / {g['tok_per_cpu_s']:.1f} | "
+              f"{s['elsewhere']:.1f} / {g['elsewhere']:.1f} | {s['idle']:.0%} / {s['partial']:.0%} / {s['full']:.0%} | "
+              f"{s['gap_s']:.2f} s | {s['load']:.1f} / {g['load']:.1f} |")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -52,3 +52,14 @@ def test_hawkes_scale_keeps_the_prefix_and_caps() -> None:
 def test_sequence_without_source_refused() -> None:
     with pytest.raises(SociumError, match="t = 0"):
         H.fit_exp_hawkes(np.array([1.0, 2.0]), 10.0)
+
+
+@pytest.mark.parametrize(("kappa", "beta"), [(0.8, 0.2), (0.5, 1.0)])
+def test_kernel_scale_solves_the_renewal_equation(kappa: float, beta: float) -> None:
+    """With an exponential kernel the grid solution equals the exact expected count (1% at dt = 0.5)."""
+    obs = np.array([0.0, 1.0, 2.0, 4.0, 7.0, 9.5])
+    curve, k = H.kernel_scale(obs, 10.0, 150, lambda x: -np.expm1(-beta * np.asarray(x)))
+    assert k == pytest.approx(5 / np.sum(-np.expm1(-beta * (10.0 - obs))))
+    exact = H.expected_count(H.HawkesFit(k, beta, 5, 0.0), obs, 10.0, np.arange(150.0))
+    assert curve[11:] == pytest.approx(exact[11:], rel=0.01)
+    assert np.array_equal(curve[:11], np.searchsorted(obs, np.arange(11.0), side="right"))

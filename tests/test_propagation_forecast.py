@@ -123,7 +123,7 @@ def test_cv_with_observe_minutes_scores_forecast_and_baselines(tmp_path):
     assert f["n"] == 6 and f["observe_minutes"] == 10
     assert f["forecast"]["scale"]["n"] == 6 and f["forecast"]["scale"]["low"] <= f["forecast"]["scale"]["estimate"]
     row = res["cascades"][0]
-    assert set(row["forecast"]) == {"forecast", "null", "seismic", "seismic_direct", "hawkes"}
+    assert set(row["forecast"]) == {"forecast", "null", "seismic", "seismic_direct", "hawkes", "hawkes_cv_kernel"}
     assert set(row["models"]["calibrated"]["nrmse_remaining"]) == {"scale", "depth", "max_breadth"}
     json.dumps(res)
     html = write_report(tmp_path / "out").html.read_text()

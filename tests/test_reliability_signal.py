@@ -140,3 +140,53 @@ def test_unrecorded_interviews_go_to_the_side_log_and_count_against_the_budget(t
     rows = [json.loads(line) for line in (run / INTERVIEW_LOG).read_text().splitlines()]
     assert len(rows) == room and sum(r["attempts"] for r in rows) == room
     assert all(r["outcome"] == "ok" and r["response"] and "Question" in r["prompt"] for r in rows)
+
+
+@pytest.mark.ray
+def test_sigterm_of_a_ray_run_exits_143_quietly(tmp_path) -> None:
+    """A local Ray node replaced SIGTERM's handler with its own: the run died with exit -6 (SIGABRT) and C++
+    stack lines instead of closing its trace and saying how to go on."""
+    pytest.importorskip("ray")
+    cfg = {
+        "name": "ray-stopped",
+        "seed": 2,
+        "steps": 100_000,
+        "population": {"n_agents": 200, "mean_activity": 0.5},
+        "graph": {"kind": "barabasi_albert", "params": {"m": 3}},
+        "policy": {"kind": "random"},
+        "seed_posts": [{"author": 0, "content": "seed post"}],
+        "executor": {
+            "kind": "ray",
+            "actors": 1,
+            "ray_init": {"num_cpus": 1, "include_dashboard": False, "log_to_driver": False},
+        },
+    }
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "run"
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "RAY_DISABLE_USAGE_STATS": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "socium.cli", "run", str(path), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + 300
+        while len([ln for ln in seen if " committed " in ln]) < 2:
+            line = proc.stdout.readline() if proc.stdout else ""
+            assert line and time.monotonic() < deadline, "".join(seen)
+            seen.append(line)
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    log = "".join(seen) + rest
+    assert proc.returncode == 128 + signal.SIGTERM, log
+    assert "stopped after step" in log and "Traceback" not in log, log
+    for noise in ("SIGABRT", "*** ", "terminate called", "Aborted", "Stack trace"):
+        assert noise not in log, log

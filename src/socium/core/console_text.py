@@ -39,6 +39,11 @@ class SafeConsole(Console):
         kwargs.setdefault("markup", False)
         kwargs.setdefault("highlight", False)
         super().__init__(**kwargs)
+        if kwargs.get("width") is None:
+            # rich pins $COLUMNS as it is when the console is made (at import, for the CLI's module-level
+            # consoles); without a width given, measure at each print, so the terminal's size (or $COLUMNS)
+            # at the time of output decides, as for a console made just then
+            self._width = None
 
     def render_str(self, text: str, **kwargs: Any) -> Text:  # type: ignore[override]
         return super().render_str(neutralise(text), **kwargs)

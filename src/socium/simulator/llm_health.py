@@ -18,6 +18,7 @@ from typing import Any
 from socium.errors import BudgetExceeded, LLMUnavailable, UnusableModelOutput
 from socium.llm.types import LLMResult
 from socium.trace.queries.calls import spend_by_backend
+from socium.trace.queries.runs import step_is_committed
 
 
 def step_problem(n_calls: int, results: Sequence[LLMResult], llm: Any, step: int) -> Exception | None:
@@ -162,7 +163,7 @@ def step_committed(store: Any, step: int) -> bool:
     """Whether ``step``'s marker is in the trace: after an error or a signal while it was being written,
     this says whether its calls are in the trace with it (True) or must be logged as aborted."""
     try:
-        return bool(store.query("SELECT count(*) FROM steps WHERE step = ?", [step]).fetchone()[0])
+        return step_is_committed(store.con, step)
     except Exception:  # the trace cannot be read: the calls cannot be written either
         return False
 

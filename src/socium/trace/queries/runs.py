@@ -83,6 +83,12 @@ class StepTotals:
     wall_s: float | None
 
 
+def step_is_committed(con: Con, step: int) -> bool:
+    """Whether ``step``'s progress marker is in the trace (its rows and calls were committed with it)."""
+    row = con.execute("SELECT count(*) FROM steps WHERE step = ?", [step]).fetchone()
+    return bool(row and row[0])
+
+
 def step_totals(con: Con) -> StepTotals:
     """Totals over the ``steps`` table (the Simulation Card's size and cost line)."""
     n, acts, wall = con.execute(
