@@ -3,7 +3,7 @@
 ``python benchmarks/bench_recsys.py --compare-ann benchmarks/ann_faiss.py`` (needs ``pip install
 faiss-cpu``; not a dependency) runs the X feeds through these functions instead of
 :mod:`socium.recsys.ann`, on the same world, clusters and users. Same functions, same results
-(``tests/test_recsys_x.py``'s IVF-equals-exact test passed on it): the score
+(``tests/test_recsys/test_recsys_x.py``'s IVF-equals-exact test passed on it): the score
 ``scale[i] * (u . x[i]) + bias[i]`` is a plain inner product of ``[u, 1]`` with
 ``[scale * x, bias]``; exact search is ``IndexFlatIP``, IVF is ``IndexIVFFlat`` filled with the
 caller's cluster assignments (``faiss.contrib.ivf_tools``) and searched with the users' own probe

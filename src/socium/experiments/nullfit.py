@@ -11,7 +11,7 @@ Estimators (both are maximum-likelihood for the null they feed):
   posts the agent was shown before it had adopted that cascade, an adoption being an agent's first
   reshare (repost or quote) into a cascade it did not start. This is exactly the unit on which
   :class:`~socium.agents.rules.IndependentCascadePolicy` draws, so an IC run's own trace gives back
-  its ``p_repost`` (tests/test_nullfit.py).
+  its ``p_repost`` (tests/test_experiments/test_nullfit.py).
 * random voting: per (agent, step, post) exposure of a post the agent had not voted on, the shares
   of up- and down-votes, converted to :class:`~socium.agents.rules.RandomPolicy`'s sequential draws
   (like with ``p_like``, else dislike with ``p_dislike``).

@@ -167,7 +167,7 @@ def _fast_key_text(model: str, req: LLMRequest) -> bytes | None:
     dates. Its floats differ from Python's repr only below 1e-4 (``1e-7`` / ``0.00001`` for
     ``1e-07`` / ``1e-05``) and for NaN and infinities (``null``): a schema holding a '.', a '-' or
     a ``null`` goes to json (a cheap byte scan; floats are rare in schemas, socium's have none).
-    The top-level scalars are written here as json writes them. tests/test_llm_cache_replay.py
+    The top-level scalars are written here as json writes them. tests/test_llm/test_llm_cache_replay.py
     compares the two on hostile text and thousands of floats.
     """
     schema = _fast_schema(req.json_schema)

@@ -150,7 +150,7 @@ def _insert_arrow(con: duckdb.DuckDBPyConnection, table: str, _batch: pa.Table) 
     ``unregister``: registering adds and drops a view in the catalog per table per step, which at a
     step's few rows costs as much as the insert. In the propagation CV's 150 one-minute steps it cut
     the time in ``append_step`` from 1.6-1.7 s to 0.9-1.3 s per run (benchmarks/bench_propagation_cv.py).
-    The rows written are the same Arrow values either way (tests/test_trace_insert.py).
+    The rows written are the same Arrow values either way (tests/test_trace/test_trace_insert.py).
     """
     cols = ", ".join(f'"{c}"' for c in _batch.column_names)
     con.execute(f'INSERT INTO "{table}" ({cols}) SELECT {cols} FROM _batch')

@@ -1,0 +1,300 @@
+"""Ray executor: same trace as in-process for any actor count; a killed actor changes nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import duckdb
+import pytest
+
+from conftest import small_config
+from socium.config.executor import ExecutorConfig
+from socium.core.contracts import Observation
+from socium.simulator.executors import InProcessExecutor, make_executor
+from socium.simulator.ray_executor import shard_urls
+from socium.simulator.simulation import Simulation
+from socium.testing.fake_policies import SleepyPolicy
+from socium.trace.store import check_no_duplicates, trace_digest
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    ray = pytest.importorskip("ray")
+    os.environ["RAY_DISABLE_USAGE_STATS"] = "1"
+    ray.shutdown()
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 2**20, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def comparable_digest(run_dir) -> dict[str, str]:
+    """Trace digest with the executor section taken out of the recorded config: where agents ran is
+    not part of what happened, and is the one thing these runs are meant to differ in."""
+    db = run_dir / "trace.duckdb"
+    digest = trace_digest(db)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        (cfg,) = con.execute("SELECT config FROM runs").fetchone()
+    finally:
+        con.close()
+    data = json.loads(cfg)
+    data.pop("executor")
+    digest["runs"] = json.dumps(data, sort_keys=True)
+    return digest
+
+
+def _run(cfg, path, policy=None):
+    sim = Simulation(cfg, path, policy=policy)
+    info = sim.executor.actor_info() if hasattr(sim.executor, "actor_info") else []
+    sim.run()
+    return comparable_digest(path), info
+
+
+@pytest.mark.ray
+def test_rule_based_inprocess_equals_ray_1_2_4_actors(ray_local, tmp_path):
+    ref, _ = _run(small_config(), tmp_path / "inproc")
+    for k in (1, 2, 4):
+        got, info = _run(small_config(executor={"kind": "ray", "actors": k}), tmp_path / f"ray{k}")
+        assert len({i["pid"] for i in info}) == k and all(i["pid"] != os.getpid() for i in info)
+        assert got == ref, k
+
+
+@pytest.mark.ray
+def test_fake_llm_inprocess_equals_ray_1_2_4_actors(ray_local, tmp_path):
+    cfg = small_config(steps=4)
+    ref, _ = _run(cfg, tmp_path / "inproc", SleepyPolicy(0.002, cfg.seed))
+    for k in (1, 2, 4):
+        c = small_config(steps=4, executor={"kind": "ray", "actors": k, "concurrency_per_actor": 8})
+        got, _ = _run(c, tmp_path / f"ray{k}", SleepyPolicy(0.002, c.seed))
+        assert got == ref, k
+    # and a different seed really changes the trace (the comparison is not vacuous)
+    other, _ = _run(small_config(steps=4, seed=2), tmp_path / "seed2", SleepyPolicy(0.002, 2))
+    assert other["actions"] != ref["actions"]
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("perspective", ["local", "omniscient"])
+def test_llm_policy_inprocess_equals_ray_with_its_call_log(ray_local, tmp_path, perspective):
+    """The real LLM policy on the model-free 'random' backend: decisions and the llm_calls log (which
+    travels back from actors in Decision.meta) are identical with 2 actors."""
+    import functools
+
+    from socium.agents.llm_policy import LLMPolicy
+    from socium.agents.sharding import partition_in_groups
+
+    def policy(cfg):
+        pol = LLMPolicy(cfg)
+        if not hasattr(pol, "partition"):  # script mode's narrator groups must stay whole on one shard
+            pol.partition = functools.partial(partition_in_groups, group_size=cfg.llm_agents.group_size)
+        return pol
+
+    base = {
+        "steps": 3,
+        "perspective": perspective,
+        "population": {"n_agents": 40, "mean_activity": 0.3},
+        "policy": {"kind": "llm"},
+        "llm": {"backend": "random"},
+    }
+    c0 = small_config(**base)
+    ref, _ = _run(c0, tmp_path / "inproc", policy(c0))
+    c2 = small_config(**base, executor={"kind": "ray", "actors": 2})
+    got, _ = _run(c2, tmp_path / "ray2", policy(c2))
+    assert got == ref
+    # a step split into chunks (executor.step_chunk; 4 agents a chunk here) gives the same trace on Ray
+    c3 = small_config(**base, executor={"kind": "ray", "actors": 2, "step_chunk": 4, "concurrency_per_actor": 1})
+    got, _ = _run(c3, tmp_path / "ray2-chunks", policy(c3))
+    assert got == ref
+    con = duckdb.connect(str(tmp_path / "ray2" / "trace.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM llm_calls").fetchone()[0] > 0
+    finally:
+        con.close()
+
+
+def _obs(n: int, step: int = 0) -> list[Observation]:
+    return [Observation(agent_id=i, step=step, time_s=0.0, hour=8, feed=[]) for i in range(n)]
+
+
+@pytest.mark.ray
+def test_arrival_order_and_input_order_do_not_matter_and_calls_overlap(ray_local):
+    # One actor, concurrency 20, 0.2 s per call: 100 calls take ~5 rounds (~1 s), not 20 s.
+    ex = make_executor(
+        ExecutorConfig(kind="ray", actors=1, concurrency_per_actor=20), SleepyPolicy(0.2, 3, p_post=0.5), 3
+    )
+    try:
+        ex.actor_info()  # actor started before timing
+        obs = _obs(100, step=1)
+        t0 = time.perf_counter()
+        a = ex.run(obs)
+        elapsed = time.perf_counter() - t0
+        assert elapsed < 4.0, elapsed
+    finally:
+        ex.close()
+    # Shards whose latencies differ (so results arrive in a different order) and a shuffled input.
+    ex2 = make_executor(ExecutorConfig(kind="ray", actors=3), SleepyPolicy(0.0, 3, p_post=0.5), 3)
+    try:
+        b = ex2.run(list(reversed(obs)))
+    finally:
+        ex2.close()
+    ref = InProcessExecutor(SleepyPolicy(0.0, 3, p_post=0.5)).run(obs)
+    assert [d.agent_id for d in a] == list(range(100))
+    assert (
+        [(d.agent_id, d.actions) for d in a]
+        == [(d.agent_id, d.actions) for d in b]
+        == [(d.agent_id, d.actions) for d in ref]
+    )
+    assert any(d.actions for d in a)
+
+
+@pytest.mark.ray
+def test_killed_actor_mid_step_is_restarted_and_trace_is_unchanged(ray_local, tmp_path):
+    cfg = small_config(steps=5, executor={"kind": "ray", "actors": 2, "concurrency_per_actor": 4})
+    clean, _ = _run(cfg, tmp_path / "clean", SleepyPolicy(0.001, cfg.seed))
+    flag = tmp_path / "stall.flag"
+    flag.write_text("stall")
+    pid_file = tmp_path / "stall.flag.pid"
+    sim = Simulation(cfg, tmp_path / "killed", policy=SleepyPolicy(0.001, cfg.seed, stall_file=str(flag), stall_step=2))
+    before = {i["pid"] for i in sim.executor.actor_info()}
+    killed: list[int] = []
+
+    def killer() -> None:
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.02)
+        pid = int(pid_file.read_text())
+        os.kill(pid, signal.SIGKILL)  # the actor is hanging inside step 2: the driver is mid-step
+        killed.append(pid)
+        flag.unlink()  # the re-created actor runs the step normally
+
+    th = threading.Thread(target=killer)
+    th.start()
+    sim.run()
+    th.join()
+    assert killed and killed[0] in before
+    assert sim.executor.restarts == 1
+    assert comparable_digest(tmp_path / "killed") == clean
+    con = duckdb.connect(str(tmp_path / "killed" / "trace.duckdb"), read_only=True)
+    try:
+        assert set(check_no_duplicates(con).values()) == {0}
+        assert [r[0] for r in con.execute("SELECT step FROM steps ORDER BY step").fetchall()] == list(range(-1, 5))
+    finally:
+        con.close()
+
+
+def test_server_urls_are_shared_out_among_actors():
+    urls = ["http://a/v1", "http://b/v1", "http://c/v1", "http://d/v1"]
+    assert [shard_urls(urls, s, 2) for s in range(2)] == [
+        ["http://a/v1", "http://c/v1"],
+        ["http://b/v1", "http://d/v1"],
+    ]
+    assert [shard_urls(urls[:2], s, 3) for s in range(3)] == [["http://a/v1"], ["http://b/v1"], ["http://a/v1"]]
+    assert shard_urls([], 0, 2) == []
+
+
+def test_default_executor_is_inprocess_and_socium_does_not_import_ray():
+    code = (
+        "import sys; import socium, socium.simulator.simulation, socium.experiments.designs.sweep; "
+        "from conftest import small_config; from socium.simulator.executors import make_executor, InProcessExecutor; "
+        "c = small_config(); assert isinstance(make_executor(c.executor, None, 0), InProcessExecutor); "
+        "assert 'ray' not in sys.modules, 'ray imported'"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code], check=True, cwd=os.path.dirname(os.path.dirname(__file__)), timeout=120
+    )
+
+
+def test_inprocess_executor_overlaps_async_policies():
+    ex = InProcessExecutor(SleepyPolicy(0.1, 1), concurrency=50)
+    t0 = time.perf_counter()
+    out = ex.run(list(reversed(_obs(100))))
+    assert time.perf_counter() - t0 < 2.0  # 2 rounds of 0.1 s, not 10 s
+    assert [d.agent_id for d in out] == list(range(100))
+
+
+DRIVER = """
+import sys
+from conftest import small_config
+from socium.simulator.simulation import Simulation
+from socium.testing.fake_policies import SleepyPolicy
+address, out, resume = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+ex = {"kind": "ray", "address": address, "actors": 2, "ray_init": {"log_to_driver": False}}
+cfg = small_config(steps=8, executor=ex)
+sim = Simulation(cfg, out, resume=resume, policy=SleepyPolicy(0.2, cfg.seed))
+sim.run(on_step=lambda s: print(s.step, flush=True))
+"""
+
+
+@pytest.mark.ray
+def test_killed_driver_resumes_on_ray_to_the_clean_trace(ray_local, tmp_path):
+    """SIGKILL the driver in the middle of step 3 (its actors die with it), resume, compare."""
+    address = ray_local.get_runtime_context().gcs_address  # join the running runtime: no second Ray start
+    out = tmp_path / "killed"
+    cmd = [sys.executable, "-c", DRIVER, address, str(out)]
+    here = os.path.dirname(os.path.dirname(__file__))
+    p = subprocess.Popen([*cmd, "0"], cwd=here, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        for line in p.stdout:
+            if line.strip() == "2":  # step 2 committed; step 3 (>= 0.2 s of fake latency) is under way
+                break
+        os.kill(p.pid, signal.SIGKILL)
+    finally:
+        p.wait(timeout=60)
+    con = duckdb.connect(str(out / "trace.duckdb"), read_only=True)
+    assert con.execute("SELECT max(step) FROM steps").fetchone()[0] in (2, 3)
+    con.close()
+    subprocess.run([*cmd, "1"], cwd=here, check=True, capture_output=True, timeout=120)
+    cfg = small_config(steps=8)
+    clean, _ = _run(cfg, tmp_path / "clean", SleepyPolicy(0.0, cfg.seed))
+    assert comparable_digest(out) == clean
+    con = duckdb.connect(str(out / "trace.duckdb"), read_only=True)
+    try:
+        assert set(check_no_duplicates(con).values()) == {0}
+    finally:
+        con.close()
+
+
+@pytest.mark.ray
+def test_call_budget_is_global_across_ray_actors(ray_local, tmp_path):
+    """llm.call_budget bounds the whole run, not each actor: with 2 actors each holding its own ledger a
+    step could spend up to twice the budget. The driver hands each shard a share of what is left."""
+    from socium.errors import BudgetExceeded
+
+    base = {
+        "population": {"n_agents": 40, "mean_activity": 0.5},
+        "policy": {"kind": "llm"},
+    }
+    probe = tmp_path / "probe"
+    Simulation(small_config(**base, steps=1, llm={"backend": "random"}), probe).run()
+    con = duckdb.connect(str(probe / "trace.duckdb"), read_only=True)
+    first_step = con.execute("SELECT sum(attempts) FROM llm_calls").fetchone()[0]
+    con.close()
+    budget = first_step - 2  # less than one step's calls, more than either shard's half of it
+    assert budget > first_step // 2 + 2
+    for actors in (2, 3):
+        cfg = small_config(
+            **base,
+            steps=4,
+            llm={"backend": "random", "call_budget": budget},
+            executor={"kind": "ray", "actors": actors},
+        )
+        with pytest.raises(BudgetExceeded, match="call budget.*share of the run's budget"):
+            Simulation(cfg, tmp_path / f"r{actors}").run()
+        con = duckdb.connect(str(tmp_path / f"r{actors}" / "trace.duckdb"), read_only=True)
+        spent = con.execute("SELECT sum(attempts) FROM llm_calls").fetchone()[0]
+        committed = con.execute("SELECT count(*) FROM steps WHERE step >= 0").fetchone()[0]
+        con.close()
+        assert spent <= budget and committed == 0, (actors, spent, budget, committed)
+        # a resume continues the same budget: nothing is left, so nothing more is sent
+        with pytest.raises(BudgetExceeded):
+            Simulation(cfg, tmp_path / f"r{actors}", resume=True).run()
+        con = duckdb.connect(str(tmp_path / f"r{actors}" / "trace.duckdb"), read_only=True)
+        assert con.execute("SELECT sum(attempts) FROM llm_calls").fetchone()[0] <= budget
+        con.close()
