@@ -30,8 +30,7 @@ from socium.config.experiment import ExperimentConfig
 from socium.core.contracts import Decision, Observation
 from socium.core.perspective import perspective, sees_environment_facts
 from socium.core.policy import ShardPlacement
-from socium.core.rng import LLM
-from socium.core.seed_ints import SeedInts
+from socium.core.rng import LLM, component_rng
 from socium.errors import TraceError
 from socium.llm.base import run_coro_sync
 from socium.llm.budget_shares import Allowance, apply_allowance, count_calls, shard_allowances
@@ -82,7 +81,6 @@ class LLMPolicy:
         """``backend_factory(cache) -> LLMBackend`` replaces the config's backend stack (tests, custom servers)."""
         self.cfg = cfg
         self.backend_factory = backend_factory
-        self._seeds = SeedInts(cfg.seed, LLM)
         self.ac = cfg.llm_agents
         self.allowed = [a for a in self.ac.actions if a in AP.ACTION_HELP]
         self.system = AP.system_prompt(
@@ -246,8 +244,9 @@ class LLMPolicy:
                 b.close()
 
     def seed(self, *key: int) -> int:
-        """``component_rng(seed, LLM, *key).integers(0, 2**31 - 1)``, without building numpy objects."""
-        return self._seeds.integer(2**31 - 1, *key)
+        """A model call's sampling seed: one draw of the counter-based stream of (run seed, LLM, *key),
+        so a call's seed depends on its key only, whichever shard or order asks."""
+        return int(component_rng(self.cfg.seed, LLM, *key).integers(0, 2**31 - 1))
 
     def request(
         self,
