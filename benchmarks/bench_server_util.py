@@ -15,8 +15,10 @@ A. socium: ``llm.backend: openai`` pointed at it (``server_kind: llamacpp``), ``
    start and end are recorded in the driver (``OpenAIBackend._one`` wrapped), its completion tokens
    are the server's ``usage``.
 B. a load generator: an aiohttp client keeping ``2 x slots`` requests in flight, replaying the timed
-   steps' requests, rebuilt from the run's ``llm_calls`` rows (``prompt`` and ``params``), with no
-   step barriers: what the server delivers when it is never starved.
+   steps' requests with no step barriers: what the server delivers when it is never starved. It sends
+   the bodies socium sent, checked against the run's ``llm_calls`` rows (same prompts and seeds):
+   rebuilt from the rows, the schema's keys come sorted and llama.cpp then generates another field
+   order (see the comment in ``run_socium``).
 
 Utilisation is completion tokens/s of A over B. Where A's rest goes, from the call timestamps of the
 timed steps: the share of wall time with no request in flight (between steps: observation, feeds,
@@ -184,13 +186,23 @@ def run_socium(spec: dict[str, Any]) -> dict[str, Any]:
         calls.append((t0, time.perf_counter(), res.completion_tokens if res.ok else 0))
         return res
 
+    sent: list[bytes] = []  # the bodies as sent, in order
+    encode = openai_compat.OpenAIBackend.encode_request
+
+    def keep(self: Any, req: Any) -> bytes:
+        body = encode(self, req)
+        sent.append(body)
+        return body
+
     openai_compat.OpenAIBackend._one = timed  # type: ignore[method-assign]
+    openai_compat.OpenAIBackend.encode_request = keep  # type: ignore[method-assign]
     cfg = config_from_dict(_config(spec["agents"], spec["steps"], spec["url"], spec["activity"]))
     with tempfile.TemporaryDirectory() as d:
         sim = Simulation(cfg, d, force=True)
         for _ in range(spec["warmup"]):  # untimed steps: connections, the first prompts
             sim.advance()
         calls.clear()
+        sent.clear()
         m0 = snapshot(spec)
         t0, c0 = time.perf_counter(), time.process_time()
         bounds = []
@@ -210,7 +222,20 @@ def run_socium(spec: dict[str, Any]) -> dict[str, Any]:
         con.close()
     failed = sum(1 for r in rows if r[2] != "ok")
     requests = [{"messages": json.loads(p), **json.loads(q)} for p, q, _ in rows]
-    return {"calls": calls, "t0": t0, "wall": wall, "cpu": cpu, "steps": bounds, "requests": requests,
+
+    # llm_calls keeps the JSON schema with its keys sorted (params_json), and llama.cpp's grammar emits
+    # an object's properties in the schema's order: rebuilt bodies ask for another field order and got
+    # 20-25% other completion lengths here. So the load generator replays the bodies as sent; the rows
+    # only check that it is the same requests (same prompts, same parameters).
+    def same(r: dict[str, Any]) -> str:
+        return json.dumps([r["seed"], r["temperature"], r["max_tokens"], r["messages"]], sort_keys=True)
+
+    if sorted(same(json.loads(b)) for b in sent) != sorted(map(same, requests)):
+        raise RuntimeError("the requests sent differ from the run's llm_calls rows")
+    if len(sent) != len(requests):
+        raise RuntimeError(f"{len(sent)} requests sent, {len(requests)} llm_calls rows")
+    bodies = [b.decode() for b in sent]
+    return {"calls": calls, "t0": t0, "wall": wall, "cpu": cpu, "steps": bounds, "requests": bodies,
             "failed": failed, "served": served}  # fmt: skip
 
 
@@ -218,16 +243,8 @@ def run_socium(spec: dict[str, Any]) -> dict[str, Any]:
 async def _replay(spec: dict[str, Any]) -> dict[str, Any]:
     import aiohttp
 
-    from socium.llm.openai_compat import response_format_for
-
     url, requests, in_flight = spec["url"], spec["requests"], spec["in_flight"]
-    bodies = []
-    for r in requests:
-        body = {"model": "smollm2-135m", "messages": r["messages"], "temperature": r["temperature"],
-                "max_tokens": r["max_tokens"], "seed": r["seed"]}  # fmt: skip
-        if r.get("json_schema") is not None:
-            body["response_format"] = response_format_for("llamacpp", r["json_schema"])
-        bodies.append(json.dumps(body).encode())
+    bodies = [b.encode() for b in requests]
     calls: list[tuple[float, float, int]] = []
     queue = iter(bodies)
     timeout = aiohttp.ClientTimeout(total=600)
