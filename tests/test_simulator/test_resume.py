@@ -41,8 +41,12 @@ def test_sigkill_then_resume_equals_clean_run(tmp_path):
     for trial in range(3):
         out = tmp_path / f"killed{trial}"
         resume = False
-        for _attempt in range(20):
+        for attempt in range(4):
             p = subprocess.Popen(_cmd(cfg_path, out, resume), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            if attempt == 3:  # after three kills the run is left to finish: the test ends on a loaded machine too
+                _, err = p.communicate(timeout=300)
+                assert p.returncode == 0, err.decode()
+                break
             time.sleep(float(rng.uniform(0.35, 0.95)) * full)
             if p.poll() is None:
                 os.kill(p.pid, signal.SIGKILL)
@@ -52,8 +56,6 @@ def test_sigkill_then_resume_equals_clean_run(tmp_path):
                 assert p.returncode == 0, p.stderr.read().decode()
                 break
             resume = (out / "trace.duckdb").exists()
-        else:
-            raise AssertionError("run never finished")
         got = trace_digest(out / "trace.duckdb")
         assert got == ref, trial
         con = duckdb.connect(str(out / "trace.duckdb"), read_only=True)
