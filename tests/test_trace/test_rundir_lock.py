@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 
 from socium.cli.main import app
 
-TESTS = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent  # this module, imported by the child run as its recsys plugin
+TESTS = HERE.parent
 SRC = TESTS.parent / "src"
 runner = CliRunner()
 
@@ -51,7 +52,7 @@ CFG = {
 
 def _env(delay: float) -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(SRC), str(TESTS), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), str(HERE), str(TESTS), env.get("PYTHONPATH", "")])
     env["SOCIUM_TEST_FEED_DELAY"] = str(delay)
     return env
 
