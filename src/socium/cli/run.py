@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -21,6 +21,10 @@ from socium.cli.app import _fail, app, console, err_console
 from socium.errors import BudgetExceeded, LLMUnavailable, SociumError
 from socium.reporting.progress import StepProgress
 from socium.trace.rundir import default_out, last_committed_step, out_dir_error
+
+if TYPE_CHECKING:  # lazy at run time: importing the simulator costs CLI start-up
+    from socium.config.experiment import ExperimentConfig
+    from socium.simulator.simulation import Simulation
 
 
 def _refuse_resume_overrides(set_: list[str]) -> None:
@@ -211,7 +215,7 @@ def run(
     _say(f"card:  socium card {shlex.quote(str(run_dir))}")
 
 
-def _serve_explorer(sim: Any, run_dir: Path, steps: int, port: int) -> None:
+def _serve_explorer(sim: Simulation, run_dir: Path, steps: int, port: int) -> None:
     """``--explore``: the explorer in a daemon thread, reading through the run's own writer connection
     (DuckDB admits one writing process); it ends with the run. A missing extra or a busy port stops
     the run before its first step, with the reason."""
@@ -226,7 +230,7 @@ def _serve_explorer(sim: Any, run_dir: Path, steps: int, port: int) -> None:
     _say(f"explore: http://127.0.0.1:{port}/ (live while the run runs; `{again}` after it)")
 
 
-def _run_steps(sim: Any, cfg: Any, quiet: bool) -> int:
+def _run_steps(sim: Simulation, cfg: ExperimentConfig, quiet: bool) -> int:
     """Run the simulation to its end with a progress display; returns the steps it had to run."""
     for note in sim.notes:
         err_console.print(note)
