@@ -343,9 +343,9 @@ def main() -> None:
     if a.port == 0:
         import socket
 
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            a.port = s.getsockname()[1]
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            a.port = sock.getsockname()[1]
     machine = f"{platform.machine()}, {os.cpu_count()} cores, shared with other jobs"
     print(f"machine: {machine}; server: llama.cpp (xllamacpp), SmolLM2-135M Q4_1, {a.slots} slots, "
           f"{a.threads} thread(s); load average before: {load():.1f}", flush=True)  # fmt: skip
