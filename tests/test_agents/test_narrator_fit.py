@@ -152,3 +152,15 @@ def test_a_replay_splits_and_trims_as_the_recorded_run_did(tmp_path):
     )
     c = cfg(llm={"backend": "replay", "model": "scripted", "max_tokens": MAX_TOKENS})
     assert replayed_like_recorded(c, tmp_path / "b" / "r", tmp_path / "c")  # a replay miss would raise
+
+
+def test_another_members_empty_feed_reads_in_the_third_person():
+    """The narrator (and an omniscient_agents agent) describe other members' views in the third person:
+    an empty feed there is "their feed", never "your feed" (which once told the model it had no feed)."""
+    from socium.agents.profiles import AgentProfile
+    from socium.agents.prompts import character_block
+    from socium.core.contracts import Observation
+
+    block = character_block(AgentProfile(id=3, username="u3", bio="b"), Observation(3, 0, 0.0, 9, []), [])
+    assert "Their feed:\n(their feed is empty)" in block
+    assert "your feed" not in block.lower()

@@ -152,10 +152,12 @@ def feed_block(
     mindreader: bool,
     told: set[int] | None = None,
     memo: dict[tuple, str] | None = None,
+    empty: str = "(your feed is empty)",
 ) -> str:
-    """The feed's posts; ``memo`` (see :func:`render_post_memo`) reuses posts already rendered."""
+    """The feed's posts; ``memo`` (see :func:`render_post_memo`) reuses posts already rendered; ``empty``
+    is what an empty feed reads as (third person where the narrator describes another agent's view)."""
     if not obs.feed:
-        return "(your feed is empty)"
+        return empty
     show_score = bool(obs.extra.get("show_score"))
     if memo is None or mindreader:  # a mindreader's render depends on the prompt (``told``): not shared
         return "\n".join(render_post(it, max_item_chars, mindreader, show_score, told) for it in obs.feed)

@@ -115,9 +115,8 @@ def character_block(
     if obs.groups:
         extra = (f"{extra}\n" if extra else "") + f"Their groups:\n{groups_block(obs, 160, narrated=True)}"
     you = persona_block(prof, fields=persona_fields, issue=issue, third_person=True)
-    return f"{you}\nRecently:\n{memory_block(mem)}\nTheir feed:\n{feed_block(obs, 160, False)}" + (
-        f"\n{extra}" if extra else ""
-    )
+    feed = feed_block(obs, 160, False, empty="(their feed is empty)")
+    return f"{you}\nRecently:\n{memory_block(mem)}\nTheir feed:\n{feed}" + (f"\n{extra}" if extra else "")
 
 
 def _global_sections(obs: Observation, persona_fields: Sequence[str], issue: str | None) -> list[str]:
