@@ -29,11 +29,10 @@ from socium.config.base import PerspectiveName
 from socium.config.experiment import ExperimentConfig
 from socium.config.loading import config_from_dict
 from socium.core.intervals import mean_interval, nonnegative_interval
-from socium.data.datadir import require
+from socium.data.datadir import data_dir, require
 from socium.errors import ConfigError, InputFileError
 from socium.experiments.intervention.drift import drift
 from socium.experiments.nullfit import fit_independent_cascade
-from socium.experiments.propagation.realcascades import default_data_dir
 from socium.experiments.spec import (
     PATH_FIELD,
     ExperimentSpec,
@@ -178,7 +177,7 @@ def condition_config(spec: InterventionSpec, strategy: str, seed: int, perspecti
         path = (
             Path(spec.claims)
             if spec.claims
-            else require(default_data_dir() / "oasis-reference" / "twitter_dataset" / "all_topics.csv")
+            else require(data_dir() / "oasis-reference" / "twitter_dataset" / "all_topics.csv")
         )
         claims = load_claims(path, spec.n_false, spec.n_true, spec.claim_seed)
         offset = len(posts)

@@ -31,10 +31,9 @@ from pydantic import Field
 
 from socium.config.loading import config_from_dict
 from socium.core.intervals import N_BOOT
-from socium.data.datadir import require
+from socium.data.datadir import data_dir, require
 from socium.errors import ConfigError, InputFileError, TraceError
 from socium.experiments.nullfit import fit_random_voting
-from socium.experiments.propagation.realcascades import default_data_dir
 from socium.experiments.spec import (
     PATH_FIELD,
     ExperimentSpec,
@@ -152,7 +151,7 @@ def herding_population(personas: Path, n_agents: int | None, activation: float) 
 
 def herding_configs(spec: HerdingSpec, out: Path) -> tuple[Any, list[str]]:
     """The model run's config and each item's group (post id = index)."""
-    data = default_data_dir() / "oasis-reference" / "reddit"
+    data = data_dir() / "oasis-reference" / "reddit"
     if not (spec.items and spec.personas):
         require(data)  # absent research data: one line naming `socium data fetch oasis`
     items = sample_items(

@@ -30,9 +30,8 @@ import numpy as np
 from pydantic import Field
 
 from socium.config.loading import config_from_dict
-from socium.data.datadir import require
+from socium.data.datadir import data_dir, require
 from socium.errors import InputFileError
-from socium.experiments.propagation.realcascades import default_data_dir
 from socium.experiments.spec import (
     PATH_FIELD,
     ExperimentSpec,
@@ -138,7 +137,7 @@ def polarisation_population(spec: PolarisationSpec) -> list[PersonRow]:
         d = (
             Path(spec.core_dir)
             if spec.core_dir
-            else require(default_data_dir() / "oasis-reference" / "twitter_dataset" / "group_polarization")
+            else require(data_dir() / "oasis-reference" / "twitter_dataset" / "group_polarization")
         )
         cons, prog = _read_core(d / "197_baoshou.csv"), _read_core(d / "197_progressive.csv")
         if len(cons) != len(prog):

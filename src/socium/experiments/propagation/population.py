@@ -15,8 +15,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from socium.data.datadir import data_dir
 from socium.errors import ConfigError, InputFileError
-from socium.experiments.propagation.realcascades import CascadeTree, default_data_dir
+from socium.experiments.propagation.realcascades import CascadeTree
 from socium.experiments.spec import PersonRow
 from socium.trace.queries.cascades import propagation_curves
 from socium.trace.queries.curves import cascade_curves_from_events
@@ -54,7 +55,7 @@ def run_defaults(name: str) -> dict[str, Any]:
 # ---- OASIS inputs ------------------------------------------------------------------------------------
 def oasis_topics(path: Path | None = None) -> dict[str, dict[str, str]]:
     """OASIS's 198 cascades by source id: topic name, source tweet text, label."""
-    p = path or default_data_dir() / "oasis-reference" / "twitter_dataset" / "all_topics.csv"
+    p = path or data_dir() / "oasis-reference" / "twitter_dataset" / "all_topics.csv"
     if not p.is_file():
         return {}
     with p.open(newline="", encoding="utf-8") as fh:

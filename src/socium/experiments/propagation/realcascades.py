@@ -42,15 +42,6 @@ _PathArg = str | os.PathLike[str] | None
 _Triple = tuple[str, str, float]
 
 
-def default_data_dir() -> Path:
-    """The research data folder (``$SOCIUM_DATA_DIR``, the per-user folder ``socium data fetch`` fills, or
-    ``../shared/data``; see :mod:`socium.data.datadir`).
-
-    The data are research-use only and must not be packaged, so they live outside the repository.
-    """
-    return data_dir()
-
-
 @dataclass(slots=True)
 class DefectReport:
     """How many of each known defect a tree had; :attr:`ACTIONS` says what was done about each.
@@ -275,7 +266,7 @@ def parse_tree(
 
 
 def _open_tar(tar_path: _PathArg) -> tuple[tarfile.TarFile, Path]:
-    path = Path(tar_path or default_data_dir() / "twitter15" / "twitter15_trees.tar.gz")
+    path = Path(tar_path or data_dir() / "twitter15" / "twitter15_trees.tar.gz")
     if tar_path is None:
         require(path)  # absent research data: one line naming `socium data fetch twitter15`
     try:
@@ -371,7 +362,7 @@ def oasis_cascade_ids(path: _PathArg = None, *, available: Iterable[str] | None 
     csv_path = (
         Path(path)
         if path is not None
-        else require(default_data_dir() / "oasis-reference" / "twitter_dataset" / "all_topics.csv")
+        else require(data_dir() / "oasis-reference" / "twitter_dataset" / "all_topics.csv")
     )
     try:
         with csv_path.open(newline="", encoding="utf-8") as fh:

@@ -22,6 +22,7 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from socium.config.loading import config_from_dict
+from socium.data.datadir import data_dir
 from socium.errors import ConfigError, InputFileError
 from socium.experiments.nullfit import fit_independent_cascade
 from socium.experiments.propagation.curves import nrmse_curves
@@ -39,7 +40,6 @@ from socium.experiments.propagation.realcascades import (
     DEFAULT_HORIZON_MIN,
     CascadeTree,
     DefectReport,
-    default_data_dir,
     load_labels,
     load_twitter15,
     normalise_label,
@@ -180,7 +180,7 @@ def run_propagation(
     users_dir = (
         Path(spec.oasis_users_dir)
         if spec.oasis_users_dir
-        else (default_data_dir() / "oasis-reference" / "twitter_dataset" / "anonymous_topic_200_1h")
+        else (data_dir() / "oasis-reference" / "twitter_dataset" / "anonymous_topic_200_1h")
     )
     labels: dict[str, str] = {}
     if set(trees) - {Path(f).stem for f in spec.tree_files}:  # only Twitter15 trees have labels
