@@ -98,6 +98,11 @@ def _save(fig: Any, path: Path, legend_from: Any = None, ncol: int | None = None
     return path
 
 
+def save_figure(fig: Any, path: Path, legend_from: Any = None, ncol: int | None = None) -> Path:
+    """The one way every figure module saves (legend in its own strip under the axes, Agg, 110 dpi)."""
+    return _save(fig, path, legend_from, ncol)
+
+
 def _fit_whiskers(ax: Any, lows: Sequence[float], highs: Sequence[float]) -> None:
     """Widen the y axis to every interval's ends (and 8% room above for the printed values): a limit set
     from the bars alone cut the whiskers of the next model's bars (the CV report's NRMSE figure)."""

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from socium.core.rng import component_rng
 from socium.errors import ConfigError
+from socium.experiments.propagation.counterfactual import counterfactual_cascade, counterfactual_summary
 from socium.experiments.propagation.curves import nrmse_curves
 from socium.experiments.propagation.fit import fit_timing, write_fit
 from socium.experiments.propagation.forecast import cascade_arrays, forecast_cascade, forecast_summary, window_nrmse
@@ -56,6 +57,8 @@ from socium.trace.queries.curves import CURVE_NAMES
 CVModel = Literal["ic_pooled", "calibrated", "llm"]
 FORECAST_PURPOSE = 41
 """socium.core.rng stream of the forecast's replicas (apart from rng.py's 1..7 and intervals' 29)."""
+COUNTERFACTUAL_PURPOSE = 42
+"""Stream of the counterfactual's replicas: its own, so adding arms never changes the forecast's scores."""
 
 
 class CVSpec(BaseModel):
@@ -212,6 +215,19 @@ def score_cascade(
         rng = component_rng(cv.seed, FORECAST_PURPOSE, fold, zlib.crc32(cid.encode()))
         arrays = cascade_arrays(tree, users)
         row["forecast"] = forecast_cascade(arrays, tp, casc_sd, spec.observe_minutes, cv.runs, spec.minutes, real, rng)
+        if getattr(spec, "counterfactual", None) is not None:
+            row["label"] = topics.get(cid, {}).get("label") or "unknown"
+            row["counterfactual"] = counterfactual_cascade(
+                arrays,
+                tp,
+                casc_sd,
+                spec.observe_minutes,
+                cv.runs,
+                spec.minutes,
+                spec.counterfactual,
+                component_rng(cv.seed, COUNTERFACTUAL_PURPOSE, fold, zlib.crc32(cid.encode())),
+                real["scale"],
+            )
     return row
 
 
@@ -288,6 +304,10 @@ def run_propagation_cv(
         summary[model] = entry
     if getattr(spec, "observe_minutes", None):
         summary["forecast"] = forecast_summary(per_cascade, spec.observe_minutes, cv.seed)
+    if getattr(spec, "counterfactual", None) is not None:
+        summary["counterfactual"] = counterfactual_summary(
+            per_cascade, spec.counterfactual, spec.observe_minutes, cv.seed
+        )
     results = {
         "experiment": "propagation",
         "mode": "cv",

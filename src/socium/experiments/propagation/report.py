@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from socium.core.intervals import interval_from_dict, nonnegative_interval
+from socium.experiments.propagation.counterfactual_report import counterfactual_section
 from socium.reporting import plots as P
 from socium.reporting.labels import real_label, source_labels
 from socium.reporting.page import Report, ReportTable, counted, fmt
@@ -39,6 +40,8 @@ def propagation_cv(rep: Report, res: dict[str, Any]) -> list[Path]:
     rep.series["nrmse"] = {m: s[m]["nrmse"] for m in models}
     if "forecast" in s:
         _forecast_table(rep, s["forecast"], res["minutes"])
+    if "counterfactual" in s:
+        counterfactual_section(rep, s["counterfactual"], res["minutes"])
     labels = {"ic_pooled": "IC pooled p", "calibrated": "calibrated null", "llm": "LLM, fitted timing"}
     rep.image(
         P.nrmse_bars(

@@ -25,6 +25,7 @@ from socium.config.loading import config_from_dict
 from socium.data.datadir import data_dir
 from socium.errors import ConfigError, InputFileError
 from socium.experiments.nullfit import fit_independent_cascade
+from socium.experiments.propagation.counterfactual import CounterfactualSpec
 from socium.experiments.propagation.curves import nrmse_curves
 from socium.experiments.propagation.cv import CVSpec, run_propagation_cv
 from socium.experiments.propagation.population import (
@@ -116,6 +117,12 @@ class PropagationSpec(ExperimentSpec):
         description="Forecast from an observed prefix (needs cv:): the first m minutes of each held-out cascade are "
         "observed, its speed is inferred from them, the rest is simulated; scored on minutes m..minutes only.",
     )
+    counterfactual: CounterfactualSpec | None = Field(
+        None,
+        description="Interventions on the conditioned forecast (needs observe_minutes): {strategies: {name: {remove, "
+        "downrank, label, prebunk}}, act_minutes, label_effect, prebunk_effect}; change in reach with two-level "
+        "bootstrap intervals (cascades, replicas).",
+    )
 
     @model_validator(mode="after")
     def _sample_only_without_explicit_trees(self) -> PropagationSpec:
@@ -132,6 +139,15 @@ class PropagationSpec(ExperimentSpec):
                 raise ValueError("observe_minutes: forecasting is scored in cross-validation; add cv: (no saved fit)")
             if self.observe_minutes >= self.minutes:
                 raise ValueError(f"observe_minutes: {self.observe_minutes} leaves nothing of minutes={self.minutes}")
+        if self.counterfactual is not None:
+            if self.observe_minutes is None:
+                raise ValueError("counterfactual: interventions act on the conditioned forecast; set observe_minutes")
+            for a in self.counterfactual.act_minutes:
+                if not self.observe_minutes <= a < self.minutes:
+                    raise ValueError(
+                        f"counterfactual.act_minutes: {a} must lie in [observe_minutes={self.observe_minutes}, "
+                        f"minutes={self.minutes})"
+                    )
         return self
 
     @field_validator("cascades", mode="before")
