@@ -73,6 +73,10 @@ def test_arms_share_the_forecasts_replicas():
     assert set(np.array(out["arms"]["remove@10"]["reach"])) == {out["observed"]}  # removal keeps exactly the prefix
     assert (np.array(out["arms"]["remove@40"]["reach"]) == np.array(out["reach_at_act"]["40"])).all()
     assert np.mean(out["arms"]["remove@10"]["reach"]) < np.mean(out["arms"]["remove@40"]["reach"])  # later acts less
+    # the oracle applies each arm to the real future: a no-op arm there is the real reach, removal the real prefix
+    real_reach = int((c.delay <= 149).sum())
+    assert set(out["oracle"]["nothing@10"]) == {real_reach}
+    assert set(out["oracle"]["remove@40"]) == {int((c.delay <= 40).sum())}
     # same stream: the no-intervention arm is the conditioned forecast's replicas
     t = F.replica_times(c, TP, 0.7, 10, 30, np.random.default_rng(0), True)
     assert np.array_equal(F.curves_from_times(c.parent, t, 150)["scale"][:, -1], none)
@@ -127,11 +131,14 @@ def test_cv_counterfactual_end_to_end(tmp_path):
         and cf["arms"]["label@10"]["relative"]["estimate"] > rem["relative"]["estimate"]
     )
     assert cf["arms"]["remove@20"]["relative"]["estimate"] > rem["relative"]["estimate"]
+    err = rem["effect_error"]
+    assert err["mae"]["estimate"] >= abs(err["bias"]["estimate"]) and -1 <= err["r"] <= 1
+    assert rem["oracle_relative"]["estimate"] < 0
     assert "curve" not in res["cascades"][0]["counterfactual"]["arms"]["none"]  # folded into the pooled curves
     assert len(cf["curves"]["none"]) == 60 and len(cf["real_curve"]) == 60
     assert cf["assumptions"]["label_effect"] == CF.LABEL_EFFECT
     json.dumps(res)
     rep = write_report(tmp_path / "out")
     html = rep.html.read_text()
-    assert "Had the platform acted" in html and "Martel &amp; Rand 2024" in html
+    assert "Had the platform acted" in html and "Martel &amp; Rand 2024" in html and "on the real future" in html
     assert (tmp_path / "out" / "report" / "counterfactual.png").stat().st_size > 10_000

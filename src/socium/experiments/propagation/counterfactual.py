@@ -47,7 +47,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from socium.core.intervals import MIN_N, N_BOOT, Interval
+from socium.core.intervals import MIN_N, N_BOOT, Interval, mean_interval, nonnegative_interval
 from socium.core.rng import component_rng
 from socium.experiments.propagation.forecast import CascadeArrays, curves_from_times, replica_times
 from socium.simulator.timing import TimingParams
@@ -166,20 +166,33 @@ def counterfactual_cascade(
     Returns JSON-ready lists: ``reach`` (at minute ``minutes - 1``) and ``eventual`` per replica and arm
     (arm keys ``name@minute``), the reach the no-intervention replicas had at each action minute (for the
     share of the still-to-come reach an arm averts), the mean scale curve per arm (folded into the pooled
-    curves by :func:`counterfactual_summary`), and the observed count.
+    curves by :func:`counterfactual_summary`), the observed count, and ``oracle``: each arm applied with the
+    same draws to the real cascade's actual times (its reach at minute ``minutes - 1`` per replica).
     """
     times = replica_times(c, tp, casc_sd, m, runs, rng, True)
     n = len(c.parent)
     u_keep = rng.random((runs, n))  # common to every arm: arms differ only in their keep probabilities
     u_inoc = rng.random((runs, n))
+    real = np.broadcast_to(c.delay, times.shape)
     arms: dict[str, NDArray[np.float64]] = {"none": times}
+    oracle: dict[str, NDArray[np.float64]] = {}
     at_act: dict[str, list[float]] = {}
     for a in spec.minutes_for(m):
         at_act[str(a)] = (times <= a).sum(1).astype(float).tolist()
         for name, s in spec.strategies.items():
             keep = keep_probability(s, spec.label_effect, spec.prebunk_effect, u_inoc < s.prebunk)
             arms[f"{name}@{a}"] = apply_arm(c.parent, times, float(a), keep, u_keep)
-    out: dict[str, Any] = {"observed": int((c.delay <= m).sum()), "reach_at_act": at_act, "arms": {}}
+            oracle[f"{name}@{a}"] = apply_arm(c.parent, real, float(a), keep, u_keep)
+    out: dict[str, Any] = {
+        "observed": int((c.delay <= m).sum()),
+        "reach_at_act": at_act,
+        "arms": {},
+        # the same mechanism applied to the real cascade's own future: what the effect would have been had the
+        # forecast been perfect (per replica's draws); the gap to the arm's estimate is the forecast's error
+        "oracle": {
+            k: curves_from_times(c.parent, t, minutes)["scale"][:, -1].astype(int).tolist() for k, t in oracle.items()
+        },
+    }
     if real_scale is not None:
         out["real_curve"] = np.asarray(real_scale, float)[:minutes].tolist()
     for key, t in arms.items():
@@ -233,15 +246,17 @@ def _ratio(num: int, den: int) -> Callable[[NDArray[np.float64]], NDArray[np.flo
     return f
 
 
-MEASURES = ("reach", "change", "relative", "averted_share", "eventual_relative")
+MEASURES = ("reach", "change", "relative", "averted_share", "eventual_relative", "oracle_relative")
 
 
 def _arm_effects(
     rows: list[dict[str, Any]], key: str, act: str, n_boot: int, seed: int, measures: tuple[str, ...] = MEASURES
 ) -> dict[str, Any]:
     """An arm against the no-intervention forecast on the same replicas: reach at the window's end, its
-    change and relative change, the share of the still-to-come reach (after the action) averted, and the
-    relative change of the eventual reach."""
+    change and relative change, the share of the still-to-come reach (after the action) averted, the
+    relative change of the eventual reach; and the same mechanism on the real cascade's own future
+    (``oracle_relative``) with the per-cascade error of the estimated relative change (``effect_error``:
+    bias, mean absolute error, correlation over cascades)."""
     cf = [r["counterfactual"] for r in rows]
     ctrl = np.array([c["arms"]["none"]["reach"] for c in cf])
     arm = np.array([c["arms"][key]["reach"] for c in cf])
@@ -251,14 +266,30 @@ def _arm_effects(
     # quantities per replica: 0 arm reach, 1 control reach, 2 averted, 3 still to come, 4/5 eventual arm/control
     data = np.stack([arm, ctrl, ctrl - arm, ctrl - before, ev1, ev0], axis=2)
 
-    stats: dict[str, Callable[[NDArray[np.float64]], NDArray[np.float64]]] = {
+    stats: dict[str, Callable[[NDArray[np.float64]], NDArray[np.float64]]] = {  # oracle_relative: below
         "reach": lambda x: x[..., 0].mean(-1),
         "change": lambda x: (x[..., 0] - x[..., 1]).mean(-1),
         "relative": lambda x: _ratio(0, 1)(x) - 1.0,
         "averted_share": _ratio(2, 3),
         "eventual_relative": lambda x: _ratio(4, 5)(x) - 1.0,
     }
-    return {k: nested_bootstrap(data, stats[k], n_boot=n_boot, seed=seed).as_dict() for k in measures}
+    out = {k: nested_bootstrap(data, stats[k], n_boot=n_boot, seed=seed).as_dict() for k in measures if k in stats}
+    if "oracle_relative" in measures and all("oracle" in c for c in cf):
+        orc = np.array([c["oracle"][key] for c in cf], float)
+        real = np.array([r["real_final"]["scale"] for r in rows], float)
+        both = np.stack([orc, np.broadcast_to(real[:, None], orc.shape)], axis=2)
+        out["oracle_relative"] = nested_bootstrap(
+            both, lambda x: _ratio(0, 1)(x) - 1.0, n_boot=n_boot, seed=seed
+        ).as_dict()
+        pred = arm.mean(1) / ctrl.mean(1) - 1.0
+        true = orc.mean(1) / real - 1.0
+        err = pred - true
+        out["effect_error"] = {
+            "bias": mean_interval(err).as_dict(),
+            "mae": nonnegative_interval(np.abs(err), seed=seed).as_dict(),
+            "r": float(np.corrcoef(pred, true)[0, 1]) if pred.std() > 0 and true.std() > 0 else None,
+        }
+    return out
 
 
 def counterfactual_summary(
