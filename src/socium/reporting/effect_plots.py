@@ -35,7 +35,8 @@ def counterfactual_figure(
     action minute. Right: the pooled mean reach curve of the no-intervention forecast and of each
     strategy at the first action minute, beside the real cascades' mean.
 
-    ``arms``: dicts with ``strategy``, ``act_minute``, ``estimate``, ``low``, ``high`` (shares, not %).
+    ``arms``: dicts with ``strategy``, ``act_minute``, ``estimate``, ``low``, ``high`` (shares, not %) and,
+    when known, ``real_future``: the same intervention applied to the real cascades' own future (a cross).
     ``curves``: arm key (``none`` and ``name@minute``) -> mean scale per minute.
     """
     strategies = list(dict.fromkeys(a["strategy"] for a in arms))
@@ -58,6 +59,17 @@ def counterfactual_figure(
             color=ACT_STYLES[j % len(ACT_STYLES)][0],
             label=f"acting at minute {act}",
         )
+        real = [(yy, 100 * a["real_future"]) for yy, a in zip(y, rows) if a.get("real_future") is not None]
+        if real:
+            ax.scatter(
+                [r for _, r in real],
+                [yy for yy, _ in real],
+                marker="x",
+                s=28,
+                color="tab:blue",
+                zorder=3,
+                label="the same intervention on the real future (x)" if j == 0 else None,
+            )
     ax.axvline(0, color="black", lw=0.8)
     ax.set_yticks(range(len(strategies)), strategies)
     ax.invert_yaxis()

@@ -104,7 +104,14 @@ def counterfactual_section(rep: Report, cf: dict[str, Any], minutes: int) -> Non
         )
     if cf.get("curves"):
         arms = [
-            {"strategy": v["strategy"], "act_minute": v["act_minute"], **(interval_from_dict(v["relative"]).__dict__)}  # type: ignore[union-attr]
+            {
+                "strategy": v["strategy"],
+                "act_minute": v["act_minute"],
+                "estimate": v["relative"]["estimate"],
+                "low": v["relative"]["low"],
+                "high": v["relative"]["high"],
+                "real_future": (v.get("oracle_relative") or {}).get("estimate"),
+            }
             for v in cf["arms"].values()
         ]
         rep.image(
