@@ -142,3 +142,48 @@ def test_cv_counterfactual_end_to_end(tmp_path):
     html = rep.html.read_text()
     assert "Had the platform acted" in html and "Martel &amp; Rand 2024" in html and "on the real future" in html
     assert (tmp_path / "out" / "report" / "counterfactual.png").stat().st_size > 10_000
+
+
+def test_seed_replicates_of_a_counterfactual_pool_by_cv_seed(tmp_path):
+    """`socium seeds` pools cross-validated runs that differ only in cv.seed / base.seed: forecast - null is
+    paired per seed, each arm's relative change is a signed mean over seeds."""
+    from socium.experiments.designs.seeds import pool_seeds
+
+    files = _trees(tmp_path / "trees")
+    dirs = []
+    for seed in (0, 1, 2):
+        spec = PropagationSpec(
+            tree_files=[str(f) for f in files],
+            minutes=60,
+            observe_minutes=10,
+            follows="tree",
+            topics_csv=str(tmp_path / "none.csv"),
+            cv={"folds": 3, "seed": seed, "families": ["lognormal"], "runs": 4, "models": []},
+            counterfactual={"strategies": {"remove": {"remove": True}}, "bootstrap": 0},
+            base={"seed": seed},
+        )
+        res = run_propagation(spec, tmp_path / f"s{seed}")
+        dirs.append(tmp_path / f"s{seed}")
+    pooled = pool_seeds(dirs)
+    assert [s["cv.seed"] for s in pooled["seeds"]] == [0, 1, 2]
+    rel = pooled["metrics"]["counterfactual.remove@10.relative"]
+    assert (
+        rel["n"] == 3
+        and rel["method"] == "t"
+        and rel["values"][2] == res["summary"]["counterfactual"]["arms"]["remove@10"]["relative"]["estimate"]
+    )
+    assert pooled["metrics"]["forecast.nrmse_scale"]["method"] == "bootstrap"
+    assert pooled["paired"]["forecast - null: nrmse_scale"]["n"] == 3
+    with pytest.raises(Exception, match="more than its seeds"):
+        other = PropagationSpec(
+            tree_files=[str(f) for f in files],
+            minutes=60,
+            observe_minutes=10,
+            follows="tree",
+            topics_csv=str(tmp_path / "none.csv"),
+            cv={"folds": 3, "seed": 5, "families": ["lognormal"], "runs": 5, "models": []},
+            counterfactual={"strategies": {"remove": {"remove": True}}, "bootstrap": 0},
+            base={"seed": 5},
+        )
+        run_propagation(other, tmp_path / "s5")
+        pool_seeds([*dirs, tmp_path / "s5"])

@@ -105,8 +105,32 @@ def polarisation_values(res: dict[str, Any]) -> Flat:
     return out
 
 
+def propagation_cv_values(res: dict[str, Any]) -> Flat:
+    """A cross-validated propagation run: each model's mean held-out NRMSE, the prefix forecast's and its
+    baselines' (``forecast.nrmse_scale``, ``null.nrmse_scale``, ...) and each counterfactual arm's relative
+    change in reach, estimated and on the real future (``counterfactual.remove@10.relative``)."""
+    s = res["summary"]
+    out: Flat = {}
+    for model in res["spec"]["cv"]["models"]:
+        for k, v in s[model]["nrmse"].items():
+            out[f"{model}.nrmse_{k}"] = _num(v)
+    for model, entry in (s.get("forecast") or {}).items():
+        if isinstance(entry, dict) and not model.startswith("forecast_minus") and model != "seismic_supercritical":
+            for k, iv in entry.items():
+                if isinstance(iv, dict):
+                    out[f"{model}.nrmse_{k}"] = _num(iv.get("estimate"))
+    for key, arm in ((s.get("counterfactual") or {}).get("arms") or {}).items():
+        out[f"counterfactual.{key}.relative"] = _num(arm["relative"].get("estimate"))
+        if "oracle_relative" in arm:
+            out[f"counterfactual.{key}.relative_on_real_future"] = _num(arm["oracle_relative"].get("estimate"))
+    return out
+
+
 def propagation_values(res: dict[str, Any]) -> Flat:
-    """Per model: the mean over the run's cascades of NRMSE and final size / depth / breadth."""
+    """Per model: the mean over the run's cascades of NRMSE and final size / depth / breadth (a
+    cross-validated run: :func:`propagation_cv_values`)."""
+    if res.get("mode") == "cv":
+        return propagation_cv_values(res)
     out: Flat = {}
     for src in ("model", "null"):
         have = [c["runs"][src] for c in res["cascades"] if src in c["runs"]]
@@ -154,10 +178,12 @@ def _design(spec: dict[str, Any]) -> tuple[dict[str, Any], tuple[Any, ...]]:
     """The spec without its seed and location fields, and the replicate's seeds."""
     d = json.loads(json.dumps(spec))
     base = d.get("base") or {}
-    seeds = tuple(d.get(f) for f in SEED_FIELDS) + (base.get("seed"),)
+    cv = d.get("cv") if isinstance(d.get("cv"), dict) else {}
+    seeds = tuple(d.get(f) for f in SEED_FIELDS) + (base.get("seed"), cv.get("seed"))
     for f in SEED_FIELDS + IGNORED_FIELDS:
         d.pop(f, None)
     base.pop("seed", None)
+    cv.pop("seed", None)  # a cross-validation's fold split is drawn from it: a replicate's seed like base.seed
     return d, seeds
 
 
@@ -188,7 +214,9 @@ def pool_seeds(dirs: Sequence[Path], contrasts: Sequence[tuple[str, str]] | None
     if len(set(seeds)) < len(seeds):
         raise ConfigError("two directories ran with the same seeds: they are repeats, not independent replicates")
     if contrasts is None:
-        if kinds[0].startswith("compare"):
+        if any(k.startswith("forecast.") for k in values[0]):
+            contrasts = [("forecast", "null")]
+        elif kinds[0].startswith("compare"):
             persps = sorted({k.split(".", 1)[0] for v in values for k in v} - {"local"})
             contrasts = [(p, "local") for p in persps]
         else:
@@ -212,7 +240,7 @@ def pool_seeds(dirs: Sequence[Path], contrasts: Sequence[tuple[str, str]] | None
     return {
         "kind": kinds[0],
         "dirs": [str(d) for d in dirs],
-        "seeds": [dict(zip([*SEED_FIELDS, "base.seed"], s)) for s in seeds],
+        "seeds": [dict(zip([*SEED_FIELDS, "base.seed", "cv.seed"], s)) for s in seeds],
         "metrics": metrics,
         "paired": paired,
     }
