@@ -1,0 +1,124 @@
+"""Is the forecast's numpy sampler the simulator's model? Fold 0 of the 134-cascade CV, measured (issue 28).
+
+Why: the forecast, its null and the counterfactual arms are drawn by ``forecast.replica_times`` in
+continuous minutes; the CV's ``calibrated`` model is the simulator on 1-minute steps. This script fits
+fold 0's timing on the other folds (as the CV does), then for ``--cascades`` held-out cascades of fold 0
+runs the simulator's calibrated null (``--sim-runs`` replica copies in one run, the CV's config) and
+draws the numpy null (``--np-runs`` replicas), and prints per cascade:
+
+* ``z grid``: the largest |z| over minutes and curves (scale, depth, breadth) between the simulator's
+  mean curves and the numpy null put on the 1-minute grid (``simcheck.on_step_grid``); equal models
+  give ~3.3 for 450 nearly normal comparisons;
+* ``z cont``: the same against the numpy null in continuous minutes, as the forecast uses it;
+* the grid's lag: simulator minus continuous mean scale at minutes 5, 10, 30 and 149, and the NRMSE
+  between the two mean scale curves (normalised by the simulator's maximum, as the CV normalises),
+  over all 150 minutes and over minutes ``--act``..149 (the forecast's scoring window);
+
+and, on the first ``--arms`` cascades, the removal and down-rank arms acted at minute ``--act``:
+replicas whose removal run equals ``counterfactual.apply_arm`` (keep 0) on the control run's times, and
+replicas that a down-rank factor (0.5, 0.05, 0) changed at all.
+
+    PYTHONPATH=src python benchmarks/forecast_vs_simulator.py [--cascades 10] [--arms 3] [--out runs/fc-vs-sim]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from socium.core.rng import component_rng
+from socium.experiments.propagation import forecast as F
+from socium.experiments.propagation.counterfactual import apply_arm
+from socium.experiments.propagation.curves import nrmse
+from socium.experiments.propagation.cv import fold_split
+from socium.experiments.propagation.fit import fit_timing
+from socium.experiments.propagation.forecast import window_nrmse
+from socium.experiments.propagation.population import earliest_users
+from socium.experiments.propagation.realcascades import CascadeTree
+from socium.experiments.propagation.simcheck import Events, events_curves, max_z, on_step_grid, simulate_calibrated
+from socium.experiments.propagation.study import PropagationSpec, load_trees
+from socium.simulator.timing import TimingParams
+from socium.trace.queries.curves import cascade_curves_from_events, node_depths
+
+SPEC = Path(__file__).resolve().parents[1] / "examples" / "results" / "propagation-cv.yaml"
+MINUTES = 150
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cascades", type=int, default=10, help="first N held-out cascades of fold 0")
+    ap.add_argument("--arms", type=int, default=3, help="run the removal and down-rank arms on the first N of them")
+    ap.add_argument("--sim-runs", type=int, default=100)
+    ap.add_argument("--np-runs", type=int, default=4000)
+    ap.add_argument("--act", type=int, default=10, help="action minute of the arms")
+    ap.add_argument("--out", default="runs/forecast-vs-sim")
+    a = ap.parse_args()
+    spec = PropagationSpec.model_validate(yaml.safe_load(SPEC.read_text(encoding="utf-8")))
+    cv = spec.cv
+    assert cv is not None
+    trees = load_trees(spec)
+    ids = list(trees)
+    held = fold_split(ids, cv.folds, cv.seed)[0]
+    train = [c for c in ids if c not in set(held)]
+    fit = fit_timing([trees[c] for c in train], families=cv.families, bootstrap=0, seed=cv.seed, sources=train)
+    tp = TimingParams.from_dict(fit["timing"])
+    out = Path(a.out)
+    print(f"machine: {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"load {os.getloadavg()[0]:.2f}; fold 0: fit on {len(train)}, {fit['timing']['delay']['family']}; "
+          f"simulator {a.sim_runs} replicas (seed 3), numpy {a.np_runs} (stream 91)")  # fmt: skip
+    print("| cascade | users | depth | z grid (scale/depth/breadth) | z cont | lag at 5/10/30/149 min "
+          "| scale NRMSE all / after act | sim s |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for k, cid in enumerate(held[: a.cascades]):
+        tree = trees[cid]
+        c = F.cascade_arrays(tree, earliest_users(tree, None))
+        t0 = time.perf_counter()
+        events = simulate_calibrated(tree, tp, a.sim_runs, out / cid / "null", seed=3, minutes=MINUTES)
+        wall = time.perf_counter() - t0
+        sim = events_curves(events, MINUTES)
+        t = F.replica_times(c, tp, 0.0, 0, a.np_runs, component_rng(k, 91), condition=False)
+        grid = F.curves_from_times(c.parent, on_step_grid(c.parent, t, 1.0), MINUTES)
+        cont = F.curves_from_times(c.parent, t, MINUTES)
+        zg, zc = max_z(sim, grid), max_z(sim, cont)
+        lag = sim["scale"].mean(0) - cont["scale"].mean(0)
+        err = nrmse(cont["scale"].mean(0), sim["scale"].mean(0), MINUTES)
+        after = window_nrmse(cont["scale"].mean(0), sim["scale"].mean(0), a.act, MINUTES)
+        print(f"| {cid} | {len(c.parent)} | {int(node_depths(c.parent).max())} | "
+              + "/".join(f"{zg[x]:.1f}" for x in ("scale", "depth", "max_breadth"))
+              + f" | {max(zc.values()):.1f} | " + "/".join(f"{lag[m]:+.1f}" for m in (5, 10, 30, 149))
+              + f" | {err:.3f} / {after:.3f} | {wall:.0f} |")  # fmt: skip
+        if k < a.arms:
+            arms(tree, tp, events, a, out / cid)
+
+
+def arms(tree: CascadeTree, tp: TimingParams, ctrl: Events, a: argparse.Namespace, out: Path) -> None:
+    """Removal against apply_arm on the control's own times, and down-ranking's effect, at minute ``a.act``."""
+    label = {"kind": "fact_check", "params": {"delay": a.act - 1, "recall": 1.0, "min_engagement": 0}}
+    base = simulate_calibrated(tree, tp, a.sim_runs, out / "ctrl", moderation={"kind": "none"})
+    assert all(np.array_equal(x[1], y[1]) for x, y in zip(base, ctrl)), "a 'none' moderation section changed a run"
+    gone = simulate_calibrated(tree, tp, a.sim_runs, out / "remove", moderation={**label, "remove": True})
+    same, reach0, reach1 = 0, [], []
+    for (p0, t0), (p1, t1) in zip(ctrl, gone):
+        z = np.zeros((1, len(p0)))
+        want = cascade_curves_from_events(p0, apply_arm(p0, t0[None, :], float(a.act), z, z)[0], MINUTES)["scale"]
+        got = cascade_curves_from_events(p1, t1, MINUTES)["scale"]
+        same += int(np.array_equal(got, want))
+        reach0.append(cascade_curves_from_events(p0, t0, MINUTES)["scale"][-1])
+        reach1.append(got[-1])
+    print(f"  removal at minute {a.act}: {same}/{len(ctrl)} replicas equal apply_arm(keep 0); "
+          f"mean reach at 149 control {np.mean(reach0):.1f}, removed {np.mean(reach1):.1f}")  # fmt: skip
+    for f in (0.5, 0.05, 0.0):
+        arm = simulate_calibrated(tree, tp, a.sim_runs, out / f"down{f}", moderation={**label, "downrank": f})
+        changed = sum(not np.array_equal(x[1], y[1]) or len(x[0]) != len(y[0]) for x, y in zip(ctrl, arm))
+        mean = np.mean([cascade_curves_from_events(p, t, MINUTES)["scale"][-1] for p, t in arm])
+        print(f"  downrank {f:g} at minute {a.act}: {changed}/{len(ctrl)} replicas changed; mean reach {mean:.1f}")
+
+
+if __name__ == "__main__":
+    main()
