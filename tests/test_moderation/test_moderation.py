@@ -133,6 +133,8 @@ def test_downranking_moves_a_post_by_its_factor():
     assert rec.feeds(st, np.array([5]), 5, 0, None)[0].post_ids == (1, 0, 2, 3, 4)
     st.mod.apply(ModerationEvent("downrank", 0, detail="0.1"), 0)
     assert rec.feeds(st, np.array([5]), 3, 0, None)[0].post_ids == (1, 2, 3)  # pushed out of a 3-post feed
+    st.mod.apply(ModerationEvent("downrank", 0, detail="0"), 0)
+    assert rec.feeds(st, np.array([5]), 5, 0, None)[0].post_ids == (1, 2, 3, 4)  # factor 0: never shown, room or not
 
 
 def test_suspended_account_cannot_act(tmp_path):

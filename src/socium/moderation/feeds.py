@@ -5,7 +5,8 @@ recommender, including a user's plugin that knows nothing about moderation. The 
 recommender for more posts than the feed holds, drops hidden ones (removed, sharing a removed post,
 or by a suspended author), rescales each post's rank score ``1 / (1 + rank)`` by its factor (the
 smaller of its own and its root's) and keeps the best ``k``. With factor 0.5 a post at the top is
-worth what rank 2 was; a post down-ranked below the cut leaves the feed.
+worth what rank 2 was; a post down-ranked below the cut leaves the feed, and a factor of 0 leaves every
+feed, however few posts compete with it.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class ModeratedRecommender:
         for f in got:
             kept = [(p, s) for p, s in zip(f.post_ids, f.sources) if not state.hidden(p)]
             score = [self.factor(state, p) / (1.0 + r) for r, (p, _) in enumerate(kept)]
-            order = sorted(range(len(kept)), key=lambda i: (-score[i], i))[:k]
+            # factor 0 means "never shown" (moderation.downrank's contract), even in a feed with room to spare
+            order = [i for i in sorted(range(len(kept)), key=lambda i: (-score[i], i)) if score[i] > 0][:k]
             out.append(Feed(tuple(kept[i][0] for i in order), tuple(kept[i][1] for i in order)))
         return out
