@@ -123,11 +123,21 @@ def test_cv_with_observe_minutes_scores_forecast_and_baselines(tmp_path):
     assert f["n"] == 6 and f["observe_minutes"] == 10
     assert f["forecast"]["scale"]["n"] == 6 and f["forecast"]["scale"]["low"] <= f["forecast"]["scale"]["estimate"]
     row = res["cascades"][0]
-    assert set(row["forecast"]) == {"forecast", "null", "seismic", "seismic_direct", "hawkes", "hawkes_cv_kernel"}
+    assert set(row["forecast"]) == {
+        "forecast",
+        "null",
+        "seismic",
+        "seismic_direct",
+        "hawkes",
+        "hawkes_powerlaw",
+        "hawkes_cv_kernel",
+    }
     assert set(row["models"]["calibrated"]["nrmse_remaining"]) == {"scale", "depth", "max_breadth"}
     json.dumps(res)
     html = write_report(tmp_path / "out").html.read_text()
     assert "after observing 10 minutes" in html and "forecast - null" in html
+    assert f["forecast_minus_hawkes_powerlaw"]["scale"]["n"] == 6
+    assert "forecast - hawkes_<wbr>powerlaw" in html  # the page lets long names break after "_"
 
 
 def test_observe_minutes_needs_cv_and_room(tmp_path):

@@ -23,8 +23,9 @@ cascade_sigma^2)`` that the fit estimates but the unconditioned null does not dr
 
 Baselines on the same cascades and window: ``null`` (the same code with nothing observed and ``g = 0``:
 the unconditioned calibrated null), SEISMIC (:func:`seismic_scale`) and a Hawkes process fitted to the
-prefix's reshare times (:mod:`~socium.experiments.propagation.hawkes`; ``hawkes_cv_kernel``: its kernel is
-the fold's fitted delay law and only the branching ratio comes from the prefix). Scores are NRMSE over minutes
+prefix's reshare times (:mod:`~socium.experiments.propagation.hawkes`: ``hawkes`` with an exponential
+kernel, ``hawkes_powerlaw`` with the power-law (Omori) kernel of cascade studies; ``hawkes_cv_kernel``: its
+kernel is the fold's fitted delay law and only the branching ratio comes from the prefix). Scores are NRMSE over minutes
 ``m .. minutes-1`` only (:func:`window_nrmse`), normalised by the real curve's maximum in that window.
 """
 
@@ -40,7 +41,7 @@ from scipy import special
 
 from socium.core.intervals import mean_interval, nonnegative_interval, proportion_interval
 from socium.experiments.propagation.curves import nrmse
-from socium.experiments.propagation.hawkes import hawkes_scale, kernel_scale
+from socium.experiments.propagation.hawkes import hawkes_scale, kernel_scale, powerlaw_scale
 from socium.experiments.propagation.realcascades import CascadeTree
 from socium.simulator.timing import MIN_DELAY_MIN, DelayDistribution, TimingParams
 from socium.trace.queries.curves import CURVE_NAMES, node_depths
@@ -55,7 +56,7 @@ _LOG_LO, _LOG_HI, _LOG_N = math.log(MIN_DELAY_MIN) - 8.0, math.log(1e7), 6000
 SEISMIC_THETA = 0.2314843
 SEISMIC_S0 = 300.0
 SEISMIC_C = 0.0006265725
-BASELINES = ("forecast", "null", "seismic", "seismic_direct", "hawkes", "hawkes_cv_kernel")
+BASELINES = ("forecast", "null", "seismic", "seismic_direct", "hawkes", "hawkes_powerlaw", "hawkes_cv_kernel")
 """The forecast first, then what it is compared with on the same cascades and window."""
 
 
@@ -294,6 +295,9 @@ def forecast_cascade(
     hz, fit = hawkes_scale(c.delay, m, minutes, cap=len(c.parent))
     out["hawkes"] = {"scale": window_nrmse(hz, real["scale"], m, minutes), "depth": None, "max_breadth": None}
     out["hawkes"].update(final_scale=float(hz[-1]), kappa=fit.kappa, beta=fit.beta)
+    hp, pl = powerlaw_scale(c.delay, m, minutes, cap=len(c.parent))
+    out["hawkes_powerlaw"] = {"scale": window_nrmse(hp, real["scale"], m, minutes), "depth": None, "max_breadth": None}
+    out["hawkes_powerlaw"].update(final_scale=float(hp[-1]), kappa=pl.kappa, c=pl.c, theta=pl.theta)
     hk, kappa = kernel_scale(c.delay, m, minutes, tp.delay.cdf, cap=len(c.parent))
     out["hawkes_cv_kernel"] = {"scale": window_nrmse(hk, real["scale"], m, minutes), "depth": None, "max_breadth": None}
     out["hawkes_cv_kernel"].update(final_scale=float(hk[-1]), kappa=kappa)

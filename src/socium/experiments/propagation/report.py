@@ -88,16 +88,17 @@ def _forecast_table(rep: Report, f: dict[str, Any], minutes: int) -> None:
         "calibrated null with nothing observed; SEISMIC (Zhao et al. 2015): scale only; "
         "seismic_direct: without its descendants factor (finite on tree populations, where SEISMIC is "
         "supercritical); hawkes: exponential-kernel Hawkes process fitted to the prefix's reshare times, "
-        "scale only; hawkes_cv_kernel: the fold's fitted delay law as kernel, only the branching ratio from "
-        "the prefix. 95% bootstrap intervals over cascades; differences: paired t intervals."
+        "scale only; hawkes_powerlaw: the same with a power-law (Omori) kernel; hawkes_cv_kernel: the fold's "
+        "fitted delay law as kernel, only the branching ratio from the prefix. 95% bootstrap intervals over "
+        "cascades; differences: paired t intervals."
     )
     rows = []
-    for model in ("forecast", "null", "seismic", "seismic_direct", "hawkes", "hawkes_cv_kernel"):
+    for model in ("forecast", "null", "seismic", "seismic_direct", "hawkes", "hawkes_powerlaw", "hawkes_cv_kernel"):
         if model not in f:
             continue
         cells = [interval_from_dict(f[model].get(k)) if f[model].get(k) else None for k in P.CURVE_TITLES]
         rows.append([model, str(f["n"]), *(iv.format(3) if iv else "-" for iv in cells)])
-    for base in ("null", "seismic", "seismic_direct", "hawkes", "hawkes_cv_kernel"):
+    for base in ("null", "seismic", "seismic_direct", "hawkes", "hawkes_powerlaw", "hawkes_cv_kernel"):
         if f"forecast_minus_{base}" not in f:
             continue
         d = f[f"forecast_minus_{base}"]
