@@ -165,10 +165,17 @@ def test_removal_in_the_simulator_is_apply_arm_with_keep_zero(tmp_path):
 
 def test_downranking_changes_nothing_with_one_followee(tmp_path):
     """Each member follows only the user it reshared from: the down-ranked post is the only post in its
-    feed, so a rank factor (0.5, or 0.05) leaves every replica's cascade unchanged, label shown or not."""
+    feed, so a rank factor (0.5, or 0.05) leaves every replica's cascade unchanged, label shown or not; factor
+    0 hides the post, which here is removal."""
     tree = synthetic_tree(tmp_path, 40, seed=11, p_deep=0.5)
     ctrl = simulate_calibrated(tree, MIXTURE, 30, tmp_path / "ctrl", moderation={"kind": "none"})
     for f in (0.5, 0.05):
         arm = simulate_calibrated(tree, MIXTURE, 30, tmp_path / f"down{f}", moderation=_label_at(6, downrank=f))
         for (p0, t0), (p1, t1) in zip(ctrl, arm):
             assert np.array_equal(p0, p1) and np.array_equal(t0, t1)
+    # factor 0 is "never shown" (moderation.downrank): in a one-followee feed it acts as removal does
+    gone = simulate_calibrated(tree, MIXTURE, 30, tmp_path / "remove", moderation=_label_at(6, remove=True))
+    zero = simulate_calibrated(tree, MIXTURE, 30, tmp_path / "down0", moderation=_label_at(6, downrank=0.0))
+    for (p0, t0), (p1, t1) in zip(gone, zero):
+        assert np.array_equal(p0, p1) and np.array_equal(t0, t1)
+    assert sum(len(p) for p, _ in zero) < sum(len(p) for p, _ in ctrl)
