@@ -53,3 +53,29 @@ def moderation_counts(con: Con) -> dict[str, int]:
     """Moderation events by kind (labels, removals, down-rankings, ...) over the run."""
     rows = con.execute("SELECT event, count(*) FROM moderation_events GROUP BY 1").fetchall()
     return {str(e): int(n) for e, n in rows}
+
+
+_JUDGED_SQL = """
+WITH judged AS (SELECT DISTINCT post_id FROM moderation_events WHERE event IN ('label', 'note')),
+roots AS (SELECT post_id AS root_id, post_id IN (SELECT post_id FROM judged) AS j FROM posts WHERE kind = 'original'),
+shown AS (SELECT DISTINCT e.step, e.agent_id, e.post_id, p.root_id FROM exposures e JOIN posts p USING (post_id))
+SELECT r.j, count(*),
+       (SELECT count(*) FROM shown s JOIN roots x USING (root_id) WHERE x.j = r.j),
+       (SELECT count(DISTINCT (s.agent_id, s.root_id)) FROM shown s JOIN roots x USING (root_id) WHERE x.j = r.j),
+       (SELECT count(*) FROM posts p JOIN roots x USING (root_id) WHERE x.j = r.j AND p.kind IN ('repost', 'quote'))
+FROM roots r GROUP BY r.j
+"""
+
+
+def judged_cascade_totals(con: Con) -> dict[bool, tuple[int, int, int, int]]:
+    """(originals, exposures, reach, reshares) of the cascades whose original was judged (True: labelled or
+    noted) and of the rest (False).
+
+    Why: a down-ranking factor acts on a judged post and everything sharing it, so its effect is read on
+    whole cascades: exposures are distinct (step, agent, post) rows of any post of the cascade, reach the
+    distinct (agent, cascade) pairs, reshares its reposts and quotes. Cascades are grouped by whether their
+    *original* was judged; a judged repost of an unjudged original counts with the unjudged. A group with no
+    originals is absent.
+    """
+    rows = con.execute(_JUDGED_SQL).fetchall()
+    return {bool(j): (int(n), int(e), int(r), int(s)) for j, n, e, r, s in rows}
