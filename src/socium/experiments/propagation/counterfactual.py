@@ -31,7 +31,9 @@ The effect sizes are assumptions of the study, recorded in its results, with the
   ``ModeratedRecommender`` ranks by ``f / (1 + rank)``; read as the chance to be acted on, its weight is
   multiplied by f. (In the simulator a rule-based agent that follows one account still sees a down-ranked
   post: with nothing to compete with, down-ranking changes nothing there, so this reading is an
-  assumption about real feeds, not something the tree population can measure.)
+  assumption about real feeds, not something the tree population can measure. In socium's quickstart
+  world, ``benchmarks/downrank_retention.py`` measures f = 0.5 keeping 0.39-0.69 of reshares, while strong
+  down-ranking keeps more than f in sparse chronological feeds and less in full ones: docs/moderation.md.)
 
 Effects are measured on reach (users who reshared, the source included) at minute ``minutes - 1`` (the
 forecast's window end) and eventually (every reshare in the tree, whenever it comes), with two-level
