@@ -12,6 +12,7 @@ with n large cascades. docs/validation.md section 4a quotes both.
 
     OMP_WAIT_POLICY=PASSIVE python benchmarks/quickstart_seeds.py --seeds 0 1 2 3 4 5 6 7 8 9 42
     python benchmarks/quickstart_seeds.py --seeds 1 6 7 --set graph.params.m=20 --set policy.p_post=0.7
+    python benchmarks/quickstart_seeds.py --set population.activity_follower_corr=0.5
     python benchmarks/quickstart_seeds.py --ks-null 3 6 11 16 27 35
 """
 
@@ -29,7 +30,7 @@ from socium.config.loading import load_config
 from socium.experiments.validation import stylized as S
 from socium.experiments.validation import validate as V
 from socium.simulator.simulation import Simulation
-from socium.simulator.world import build_population
+from socium.simulator.world import build_follows, build_population, couple_to_followers
 
 ROOT = Path(__file__).resolve().parents[1]
 SHORT = {
@@ -64,7 +65,9 @@ def one_seed(seed: int, agents: int, overrides: list[str], work: Path) -> str:
     size = S.cascade_table(data["parent"], data["root"])["size"]
     big = np.sort(size[size >= V.BIG_CASCADE])
     indeg = np.bincount(data["dst"], minlength=int(data["n"]))
-    act = np.asarray(build_population(cfg)[0].activity).mean(1)  # the run's own population, rebuilt from its seed
+    pop, following = build_population(cfg)  # the run's own population and graph, rebuilt from its seed
+    couple_to_followers(cfg, pop, build_follows(cfg, len(pop), following))  # population.activity_follower_corr
+    act = np.asarray(pop.activity).mean(1)
     hubs = indeg >= 500
     reach = float((indeg[hubs] * act[hubs]).sum())  # expected followers reached per hour by >= 500-follower accounts
     q = "/".join(str(int(x)) for x in np.percentile(big, [25, 50, 75, 95]).round()) if len(big) else "-"

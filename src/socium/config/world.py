@@ -60,6 +60,15 @@ class PopulationConfig(_Cfg):
         "wide per-agent factor (top 10% of agents ~half the activations).",
     )
     mean_activity: float = Field(0.1, gt=0, le=1, description="Mean hourly activation probability (synthetic).")
+    activity_follower_corr: float = Field(
+        0.0,
+        ge=-1,
+        le=1,
+        description="Gaussian-copula correlation between an agent's total activity and its follower count in the "
+        "initial graph: after the graph is built the agents' 24-hour activity rows are permuted (not changed) so "
+        "that active accounts are the big ones (> 0) or the small ones (< 0). 0 (default) keeps the rows as drawn, "
+        "independent of the graph.",
+    )
     goals: list[str] | dict[Literal["for", "against", "undecided"], list[str]] = Field(
         default_factory=list,
         description="Private goals. A list is assigned cyclically (agent i gets goals[i % len]); a mapping "

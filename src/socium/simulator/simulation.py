@@ -52,7 +52,7 @@ from socium.simulator.step_agents import StepAgents, memory_line
 from socium.simulator.step_gc import step_gc
 from socium.simulator.surveys import run_surveys
 from socium.simulator.timing import ExposureTiming, params_from_config
-from socium.simulator.world import build_follows, build_population
+from socium.simulator.world import build_follows, build_population, couple_to_followers
 from socium.trace.rundir import RunDirLock, check_out_path, describe_owner
 from socium.trace.store import TraceStore
 
@@ -151,7 +151,9 @@ class Simulation(mesa.Model):
             if bad := [a for a in q.agents if not 0 <= a < self.n]:
                 raise ConfigError(f"interviews[{i}].agents: {bad} are not agent ids (population has {self.n})")
         self.signups = SignUps(cfg.population.join_schedule, self.n)
-        follows = self.signups.withhold(build_follows(cfg, self.n, following))
+        follows = build_follows(cfg, self.n, following)
+        couple_to_followers(cfg, self.population, follows)  # population.activity_follower_corr
+        follows = self.signups.withhold(follows)
         pc = cfg.platform
         self.state = PlatformState(
             self.n,

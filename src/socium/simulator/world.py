@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from socium.agents.activity_coupling import couple_activity
 from socium.agents.profile_text import MAX_GOAL_CHARS, clean_field, clean_goals, clean_population
 from socium.agents.profiles import Population, goal_for, stance_side
 from socium.agents.sources import load_oasis_csv, load_reddit_json, synthetic_population
 from socium.config.experiment import ExperimentConfig
-from socium.core.rng import GENERATOR
+from socium.core.rng import GENERATOR, component_rng
 from socium.errors import ConfigError
 from socium.platform.graph import FollowIndex, generate_edges, graph_from_following, graph_to_edges, read_edgelist
 
@@ -79,3 +80,19 @@ def build_follows(cfg: ExperimentConfig, n: int, following: list[list[int]] | No
     else:
         src, dst = generate_edges(gc.kind, n, derived_seed(cfg.seed, 2), **gc.params)
     return FollowIndex.from_edges(src, dst, n)
+
+
+_COUPLING_STREAM = 3  # derived_seed uses (GENERATOR, 1) for the population and (GENERATOR, 2) for the graph
+
+
+def couple_to_followers(cfg: ExperimentConfig, pop: Population, follows: FollowIndex) -> None:
+    """``population.activity_follower_corr``: hand the population's activity rows out by follower count in the
+    initial graph (before sign-ups withhold any edge), so heavy users can be the big accounts. A pure function
+    of seed + config, hence the same on resume; 0 leaves the population untouched."""
+    rho = cfg.population.activity_follower_corr
+    if rho == 0.0:
+        return
+    followers = np.bincount(follows.edges()[1], minlength=len(pop))
+    pop.activity = np.ascontiguousarray(
+        couple_activity(pop.activity, followers, rho, component_rng(cfg.seed, GENERATOR, _COUPLING_STREAM))
+    )
