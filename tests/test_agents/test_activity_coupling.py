@@ -83,3 +83,18 @@ def test_simulation_world_coupling_is_seeded_and_opt_in() -> None:
 def test_config_key_range() -> None:
     with pytest.raises(ConfigError, match="activity_follower_corr"):
         config_from_dict({}, ["population.activity_follower_corr=1.2"])
+
+
+def test_the_key_left_at_0_keeps_every_existing_config_hash():
+    """A run written before the key existed must still resume: at 0 the key is not in the dumped config."""
+    from pathlib import Path
+
+    from socium.config.loading import load_config
+
+    qs = Path(__file__).resolve().parents[2] / "examples" / "quickstart.yaml"
+    plain = load_config(qs)
+    # the hash is over this dump (config_hash), so at 0 it is the hash the config had before the key existed
+    assert "activity_follower_corr" not in plain.model_dump(mode="json")["population"]
+    coupled = load_config(qs, ["population.activity_follower_corr=0.2"])
+    assert coupled.model_dump()["population"]["activity_follower_corr"] == 0.2
+    assert coupled.config_hash() != plain.config_hash()

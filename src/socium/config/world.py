@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, ValidationError, model_serializer, model_validator
 
 from socium.config.base import InputFile, _Cfg
 from socium.config.moderation import Veracity
@@ -69,6 +69,16 @@ class PopulationConfig(_Cfg):
         "that active accounts are the big ones (> 0) or the small ones (< 0). 0 (default) keeps the rows as drawn, "
         "independent of the graph.",
     )
+
+    @model_serializer(mode="wrap")
+    def _omit_default_coupling(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave ``activity_follower_corr`` out while it is 0, so every config without it keeps its hash (and
+        every run written before the key existed can still be resumed and recognised as done)."""
+        data = handler(self)
+        if data.get("activity_follower_corr", 1.0) == 0.0:
+            del data["activity_follower_corr"]
+        return data
+
     goals: list[str] | dict[Literal["for", "against", "undecided"], list[str]] = Field(
         default_factory=list,
         description="Private goals. A list is assigned cyclically (agent i gets goals[i % len]); a mapping "
