@@ -180,6 +180,7 @@ class Simulation(mesa.Model):
                 cfg.step_minutes * cfg.time_magnification,
                 tc.max_delay_min,
                 [x.get("user_id") for x in self.population.extra] if self.population.extra else None,
+                tc.condition_minute,
             )
         )
         self.policy: Policy = policy if policy is not None else self.setup.make_policy(self.population)

@@ -36,7 +36,8 @@ import numpy as np
 
 from socium.core.rng import TIMING, uniform
 from socium.errors import ConfigError, InputFileError
-from socium.platform.posts import COMMENT
+from socium.platform.posts import COMMENT, ORIGINAL
+from socium.trace.queries.cascades import RESHARE_AT
 
 if TYPE_CHECKING:  # pragma: no cover
     from socium.config.agents import TimingConfig
@@ -96,6 +97,39 @@ class DelayDistribution:
         w = np.cumsum(np.asarray(p["weights"], float))
         comp = np.minimum(np.searchsorted(w / w[-1], v, side="right"), len(w) - 1)
         return np.asarray(p["mus"], float)[comp] + np.asarray(p["sigmas"], float)[comp] * special.ndtri(u)
+
+    def log_quantile_above(self, u: np.ndarray, v: np.ndarray, log_cut: np.ndarray) -> np.ndarray:
+        """log of the ``u``-quantile of the law truncated to ``log D > log_cut`` (one cut per draw).
+
+        Why: a follower of a post made before an observed minute ``m`` has not reacted by ``m`` (the
+        forecast conditions on it); its delay is drawn exactly from the law above ``m - t_post``. Each
+        family inverts its survival function (accurate far in the tail, where ``F + u (1 - F)`` rounds
+        to 1); a mixture re-weights its components by their mass above the cut, picks one with ``v``
+        under those weights, then inverts that component's tail. ``log_cut = -inf`` is no truncation.
+        """
+        from scipy import special
+
+        u, c, v = np.broadcast_arrays(np.clip(np.asarray(u, float), 1e-12, 1 - 1e-12), log_cut, v)
+        shape, u, c, v = u.shape, u.ravel(), c.astype(float).ravel(), v.astype(float).ravel()
+        p = self.params
+        if self.family == "weibull":
+            k, lam = p["shape"], p["scale"]
+            out = math.log(lam) + np.log(np.exp(k * (c - math.log(lam))) - np.log1p(-u)) / k
+            return out.reshape(shape)
+        if self.family == "lomax":
+            a, lam = p["alpha"], p["scale"]
+            return (math.log(lam) + np.log((1.0 + np.exp(c) / lam) * np.power(1.0 - u, -1.0 / a) - 1.0)).reshape(shape)
+        if self.family == "lognormal":
+            mus, sds, comp = np.array([p["mu"]], float), np.array([p["sigma"]], float), np.zeros(len(u), np.int64)
+        else:
+            mus, sds = np.asarray(p["mus"], float), np.asarray(p["sigmas"], float)
+            logw = np.log(np.maximum(np.asarray(p["weights"], float), 1e-300))[None, :]
+            logw = logw + special.log_ndtr((mus[None, :] - c[:, None]) / sds[None, :])
+            w = np.exp(logw - special.logsumexp(logw, axis=1, keepdims=True))
+            comp = np.minimum((v[:, None] >= np.cumsum(w, axis=1)).sum(1), len(mus) - 1)
+        mu, sd = mus[comp], sds[comp]
+        tail = special.ndtr((mu - c) / sd)  # mass of the picked component above the cut
+        return (mu - sd * special.ndtri((1.0 - u) * tail)).reshape(shape)
 
     def _components(self) -> list[tuple[float, Any]]:
         """(weight, frozen scipy distribution) pairs; one pair for the single families."""
@@ -174,15 +208,19 @@ class TimingParams:
     def root_shift(self, user_ids: Sequence[Any] | None, n: int) -> np.ndarray:
         """Per-agent ``g`` (0 where unknown) from the agents' user ids.
 
-        A ``#k`` suffix marks a replica copy of a user (``propcv.replicate_rows``) and is ignored, so
-        every copy of a source author gets that author's fitted effect.
+        A ``#k`` suffix marks a replica copy of a user (``propcv.replicate_rows``): a key with the suffix
+        (``"uid#3"``) wins when present, so each copy can carry its own cascade speed (the forecast's
+        per-replica shift, ``propagation/simforecast.py``); otherwise the bare id's effect is used, so
+        every copy of a source author gets that author's fitted effect (fitted files have no ``#`` keys).
         """
         out = np.zeros(n)
         if not self.root_effects or user_ids is None:
             return out
+        eff = self.root_effects
         for i, uid in enumerate(list(user_ids)[:n]):
             if uid is not None:
-                out[i] = self.root_effects.get(str(uid).split("#", 1)[0], 0.0)
+                key = str(uid)
+                out[i] = eff[key] if key in eff else eff.get(key.split("#", 1)[0], 0.0)
         return out
 
     @classmethod
@@ -232,10 +270,18 @@ class TimingParams:
         root_followers: float,
         user_z: np.ndarray,
         root_shift: float = 0.0,
+        log_cut: float | None = None,
     ) -> np.ndarray:
-        """Log delays (minutes) for one post's followers from their uniforms, user factors and root effect."""
-        base = self.delay.narrowed(self.user_sigma).log_quantile(u, v)
+        """Log delays (minutes) for one post's followers from their uniforms, user factors and root effect.
+
+        ``log_cut``: every delay is drawn from its own law truncated to ``log delay > log_cut``.
+        """
+        law = self.delay.narrowed(self.user_sigma)
         shift = self.b_author * math.log1p(author_followers) + self.b_root * math.log1p(root_followers) + root_shift
+        if log_cut is None:
+            base = law.log_quantile(u, v)
+        else:
+            base = law.log_quantile_above(u, v, log_cut - shift - user_z)
         return base + shift + user_z
 
 
@@ -253,6 +299,12 @@ class ExposureTiming:
 
     ``observe`` is called with each step's new posts (also during resume replay), ``due`` returns the
     agents to wake at a step. Comments do not schedule anyone: feeds never show them.
+
+    ``condition_minute`` (``timing.condition_minute``: None in every default run): a post made before
+    minute ``m`` -- an original at the start of its step, a reshare at ``(step + RESHARE_AT) * dt``, the
+    times the trace's cascade queries give them -- wakes each follower after a delay drawn from that
+    follower's law truncated to ``delay > m - t_post``: the prefix up to ``m`` is taken as observed
+    (replayed by ``seed_actions``) and nobody else reacts to it before ``m``.
     """
 
     def __init__(
@@ -263,8 +315,10 @@ class ExposureTiming:
         step_minutes: float,
         max_delay_min: float | None = None,
         user_ids: Sequence[Any] | None = None,
+        condition_minute: float | None = None,
     ) -> None:
         self.params = params
+        self.condition_minute = condition_minute
         self.key = seed_key
         self.n = n
         self.dt = float(step_minutes)
@@ -308,8 +362,9 @@ class ExposureTiming:
             u = uniform(self.key, TIMING, pid, fol, sub=0)
             v = uniform(self.key, TIMING, pid, fol, sub=1)
             logd = self.params.log_delays(
-                u, v, float(counts[a]), float(counts[r]), self.user_z[fol], float(self.root_shift[r])
-            )
+                u, v, float(counts[a]), float(counts[r]), self.user_z[fol], float(self.root_shift[r]),
+                self._log_cut(int(posts.get("kind", pid)), step),
+            )  # fmt: skip
             delay = np.exp(np.minimum(logd, 50.0))
             keep = np.ones(len(fol), bool) if self.max_delay is None else delay <= self.max_delay
             wake = step + np.maximum(1, np.ceil(np.maximum(delay[keep], MIN_DELAY_MIN) / self.dt - 1e-9)).astype(
@@ -318,6 +373,13 @@ class ExposureTiming:
             fol = fol[keep]
             for w in np.unique(wake).tolist():
                 self.schedule.setdefault(int(w), []).append(fol[wake == w])
+
+    def _log_cut(self, kind: int, step: int) -> float | None:
+        """log of ``m - t_post`` for a post made before the condition minute ``m`` (else None: no truncation)."""
+        if self.condition_minute is None:
+            return None
+        t_post = (step + (0.0 if kind == ORIGINAL else RESHARE_AT)) * self.dt
+        return math.log(self.condition_minute - t_post) if t_post < self.condition_minute else None
 
     def due(self, step: int) -> np.ndarray:
         """Agents to wake at ``step`` (sorted, unique); the entry is dropped once read."""

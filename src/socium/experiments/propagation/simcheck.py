@@ -73,13 +73,20 @@ def events_curves(events: Events, minutes: int = 150) -> dict[str, NDArray[np.fl
     return {k: np.stack([c[k] for c in per]).astype(float) for k in CURVE_NAMES}
 
 
-def on_step_grid(parent: NDArray[np.int64], times: NDArray[np.float64], dt: float) -> NDArray[np.float64]:
+def on_step_grid(
+    parent: NDArray[np.int64],
+    times: NDArray[np.float64],
+    dt: float,
+    observed: NDArray[np.bool_] | None = None,
+) -> NDArray[np.float64]:
     """Continuous node times (replicas x n) put on the simulator's step grid.
 
     Each delay becomes ``max(1, ceil(max(delay, MIN_DELAY_MIN) / dt))`` steps after the parent's step
     (:class:`~socium.simulator.timing.ExposureTiming`'s wake-up) and a reshare in step s is timed at
     ``(s + RESHARE_AT) * dt`` (the trace's convention). The rounding accumulates along a chain, so a
-    depth-d node is on average about ``d * dt / 2`` later than its continuous time.
+    depth-d node is on average about ``d * dt / 2`` later than its continuous time. ``observed``: nodes
+    replayed as seed actions (a conditioned forecast on ``simforecast.grid_prefix``), which sit in step
+    ``floor(t / dt)`` whatever their parent's step.
     """
     depth = node_depths(parent)
     step = np.zeros_like(times)
@@ -87,6 +94,9 @@ def on_step_grid(parent: NDArray[np.int64], times: NDArray[np.float64], dt: floa
         idx = np.flatnonzero(depth == d)
         delay = times[:, idx] - times[:, parent[idx]]
         step[:, idx] = step[:, parent[idx]] + np.maximum(1, np.ceil(np.maximum(delay, MIN_DELAY_MIN) / dt - 1e-9))
+        if observed is not None and observed[idx].any():
+            seen = idx[observed[idx]]
+            step[:, seen] = np.floor(times[:, seen] / dt + 1e-9)
     out = (step + RESHARE_AT) * dt
     out[:, parent < 0] = 0.0
     return out
