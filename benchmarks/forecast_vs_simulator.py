@@ -19,6 +19,15 @@ replicas whose removal run equals ``counterfactual.apply_arm`` (keep 0) on the c
 replicas that a down-rank factor (0.5, 0.05, 0) changed at all.
 
     PYTHONPATH=src python benchmarks/forecast_vs_simulator.py [--cascades 10] [--arms 3] [--out runs/fc-vs-sim]
+
+``--forecast M`` (tier 2) checks the prefix-conditioned forecast instead: per cascade the simulator replays
+the first ``M`` minutes (``simforecast.simulate_forecast``: seed reposts on the grid, per-copy speed from
+``speed_posterior`` of the prefix the simulator holds, ``timing.condition_minute``) and is compared with
+``forecast.replica_times(condition=True)`` on that prefix put on the grid (``z grid``) and with the forecast
+as the CV scores it, on the real prefix in continuous minutes (``z cont``, over minutes M..149: before M the
+two differ by construction, the prefix's grid times); ``prefix ok``: every replica
+has exactly the replayed reshares by minute M. Then the scale NRMSE against the real cascade over minutes
+M..149 of the CV's forecast (continuous), the numpy forecast on the grid and the simulator's forecast.
 """
 
 from __future__ import annotations
@@ -39,9 +48,10 @@ from socium.experiments.propagation.curves import nrmse
 from socium.experiments.propagation.cv import fold_split
 from socium.experiments.propagation.fit import fit_timing
 from socium.experiments.propagation.forecast import window_nrmse
-from socium.experiments.propagation.population import earliest_users
+from socium.experiments.propagation.population import earliest_users, subtree_curves
 from socium.experiments.propagation.realcascades import CascadeTree
 from socium.experiments.propagation.simcheck import Events, events_curves, max_z, on_step_grid, simulate_calibrated
+from socium.experiments.propagation.simforecast import draw_shifts, grid_prefix, simulate_forecast
 from socium.experiments.propagation.study import PropagationSpec, load_trees
 from socium.simulator.timing import TimingParams
 from socium.trace.queries.curves import cascade_curves_from_events, node_depths
@@ -58,6 +68,7 @@ def main() -> None:
     ap.add_argument("--np-runs", type=int, default=4000)
     ap.add_argument("--act", type=int, default=10, help="action minute of the arms")
     ap.add_argument("--out", default="runs/forecast-vs-sim")
+    ap.add_argument("--forecast", type=int, default=0, help="observed minutes: check the conditioned forecast")
     a = ap.parse_args()
     spec = PropagationSpec.model_validate(yaml.safe_load(SPEC.read_text(encoding="utf-8")))
     cv = spec.cv
@@ -69,6 +80,9 @@ def main() -> None:
     fit = fit_timing([trees[c] for c in train], families=cv.families, bootstrap=0, seed=cv.seed, sources=train)
     tp = TimingParams.from_dict(fit["timing"])
     out = Path(a.out)
+    if a.forecast:
+        forecast_table(trees, held[: a.cascades], tp, float(fit["estimates"]["cascade_sigma"]), a, out)
+        return
     print(f"machine: {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.2f}; fold 0: fit on {len(train)}, {fit['timing']['delay']['family']}; "
           f"simulator {a.sim_runs} replicas (seed 3), numpy {a.np_runs} (stream 91)")  # fmt: skip
@@ -95,6 +109,44 @@ def main() -> None:
               + f" | {err:.3f} / {after:.3f} | {wall:.0f} |")  # fmt: skip
         if k < a.arms:
             arms(tree, tp, events, a, out / cid)
+
+
+def forecast_table(
+    trees: dict[str, CascadeTree], ids: list[str], tp: TimingParams, sd: float, a: argparse.Namespace, out: Path
+) -> None:
+    """Tier 2: the conditioned forecast in the simulator against ``replica_times(condition=True)``."""
+    m = a.forecast
+    print(f"machine: {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"load {os.getloadavg()[0]:.2f}; fold 0, cascade_sigma {sd:.3f}, observed minutes {m}; simulator "
+          f"{a.sim_runs} replicas (seed 3, shifts stream 92), numpy {a.np_runs} (stream 93)")  # fmt: skip
+    print("| cascade | users | observed | z grid (scale/depth/breadth) | z cont, minutes M..149 | prefix ok "
+          f"| scale NRMSE {m}-149: CV forecast / numpy on grid / simulator | sim s |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for k, cid in enumerate(ids):
+        tree = trees[cid]
+        users = earliest_users(tree, None)
+        real = F.cascade_arrays(tree, users)
+        c = grid_prefix(real, m, 1.0)
+        obs = F.observed_mask(c, m)
+        g = draw_shifts(c, tp, sd, m, a.sim_runs, component_rng(k, 92))
+        t0 = time.perf_counter()
+        events = simulate_forecast(tree, tp, sd, m, g, out / cid / f"forecast{m}", seed=3, minutes=MINUTES)
+        wall = time.perf_counter() - t0
+        prefix = np.sort(np.where(c.parent[obs] < 0, 0.0, c.delay[obs]))
+        ok = sum(len(t[t <= m]) == len(prefix) and np.allclose(np.sort(t[t <= m]), prefix) for _, t in events)
+        sim = events_curves(events, MINUTES)
+        tg = F.replica_times(c, tp, sd, m, a.np_runs, component_rng(k, 93), condition=True)
+        grid = F.curves_from_times(c.parent, on_step_grid(c.parent, tg, 1.0, obs), MINUTES)
+        cont = F.curves_from_times(c.parent, F.replica_times(real, tp, sd, m, a.np_runs, component_rng(k, 93)), MINUTES)
+        zg = max_z(sim, grid)
+        zc = max_z({x: v[:, m:] for x, v in sim.items()}, {x: v[:, m:] for x, v in cont.items()})
+        target = subtree_curves(tree, users, MINUTES)["scale"]
+        err = [window_nrmse(x["scale"].mean(0), target, m, MINUTES) for x in (cont, grid, sim)]
+        print(f"| {cid} | {len(users)} | {int(obs.sum())} | "
+              + "/".join(f"{zg[x]:.1f}" for x in ("scale", "depth", "max_breadth"))
+              + " | " + "/".join(f"{zc[x]:.1f}" for x in ("scale", "depth", "max_breadth"))
+              + f" | {ok}/{len(events)} | "
+              + " / ".join(f"{e:.4f}" for e in err) + f" | {wall:.0f} |")  # fmt: skip
 
 
 def arms(tree: CascadeTree, tp: TimingParams, ctrl: Events, a: argparse.Namespace, out: Path) -> None:

@@ -13,8 +13,9 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
-from test_forecast_vs_simulator import MINUTES, MIXTURE, WEIBULL, Z_MAX, synthetic_tree
+from test_forecast_vs_simulator import FOLD0, MINUTES, MIXTURE, REAL, WEIBULL, Z_MAX, synthetic_tree
 
+from conftest import needs_data
 from socium.core.rng import component_rng
 from socium.experiments.propagation import forecast as F
 from socium.experiments.propagation.population import earliest_users
@@ -119,3 +120,17 @@ def test_each_copy_gets_its_own_speed(tmp_path):
     events = simulate_forecast(tree, WEIBULL, 0.0, 10, np.array([-3.0, 3.0] * 10), tmp_path)
     at30 = np.array([int((t <= 30).sum()) for _, t in events])
     assert at30[0::2].min() > at30[1::2].max()
+
+
+@needs_data("twitter15/twitter15_trees.tar.gz")
+@pytest.mark.parametrize("cid", REAL[:2])
+def test_simulated_forecast_on_real_cascades(tmp_path, cid):
+    """Fold 0's fitted law (cascade_sigma 0.667 measured by the benchmark's fit), minute 10 observed."""
+    from socium.experiments.propagation.realcascades import load_twitter15
+
+    tree = load_twitter15(ids=[cid])[cid]
+    c = grid_prefix(F.cascade_arrays(tree, earliest_users(tree, None)), 10, 1.0)
+    g = draw_shifts(c, FOLD0, 0.667, 10, 60, component_rng(2, 92))
+    sim = events_curves(simulate_forecast(tree, FOLD0, 0.667, 10, g, tmp_path), MINUTES)
+    z = max_z(sim, _forecast_on_grid(c, FOLD0, 0.667, 10, 2000, 2))
+    assert max(z.values()) < Z_MAX, z
