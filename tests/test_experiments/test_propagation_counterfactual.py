@@ -8,17 +8,33 @@ import numpy as np
 import pytest
 from tests.test_experiments.test_propagation_forecast import _cascade, _trees
 
+from socium.errors import ConfigError
 from socium.experiments.propagation import counterfactual as CF
 from socium.experiments.propagation import forecast as F
 from socium.experiments.propagation.study import PropagationSpec, run_propagation
 from socium.experiments.report import write_report
 from socium.simulator.timing import DelayDistribution, TimingParams
 
+ONLY_REMOVAL = {"strategies": {"remove": {"remove": True}}, "bootstrap": 0}
 TP = TimingParams(DelayDistribution("lognormal", {"mu": 1.5, "sigma": 1.0}))
 
 
 def _spec(**kw):
     return CF.CounterfactualSpec(**kw)
+
+
+def _cv_spec(tmp_path, files, seed: int, runs: int, counterfactual: dict) -> PropagationSpec:
+    """A small cross-validated counterfactual on synthetic trees (60 minutes, 3 folds, log-normal law)."""
+    return PropagationSpec(
+        tree_files=[str(f) for f in files],
+        minutes=60,
+        observe_minutes=10,
+        follows="tree",
+        topics_csv=str(tmp_path / "none.csv"),
+        cv={"folds": 3, "seed": seed, "families": ["lognormal"], "runs": runs, "models": []},
+        counterfactual=counterfactual,
+        base={"seed": seed},
+    )
 
 
 def test_keep_probability_composes_the_strategy_keys():
@@ -110,16 +126,7 @@ def test_spec_rules_name_the_key():
 
 def test_cv_counterfactual_end_to_end(tmp_path):
     files = _trees(tmp_path / "trees")
-    spec = PropagationSpec(
-        tree_files=[str(f) for f in files],
-        minutes=60,
-        observe_minutes=10,
-        follows="tree",
-        topics_csv=str(tmp_path / "none.csv"),
-        cv={"folds": 3, "seed": 0, "families": ["lognormal"], "runs": 8, "models": []},
-        counterfactual={"act_minutes": [10, 20], "bootstrap": 200},
-        base={"seed": 0},
-    )
+    spec = _cv_spec(tmp_path, files, 0, 8, {"act_minutes": [10, 20], "bootstrap": 200})
     res = run_propagation(spec, tmp_path / "out")
     cf = res["summary"]["counterfactual"]
     assert cf["n"] == 6 and set(cf["arms"]) == {f"{s}@{a}" for s in CF.default_strategies() for a in (10, 20)}
@@ -152,16 +159,7 @@ def test_seed_replicates_of_a_counterfactual_pool_by_cv_seed(tmp_path):
     files = _trees(tmp_path / "trees")
     dirs = []
     for seed in (0, 1, 2):
-        spec = PropagationSpec(
-            tree_files=[str(f) for f in files],
-            minutes=60,
-            observe_minutes=10,
-            follows="tree",
-            topics_csv=str(tmp_path / "none.csv"),
-            cv={"folds": 3, "seed": seed, "families": ["lognormal"], "runs": 4, "models": []},
-            counterfactual={"strategies": {"remove": {"remove": True}}, "bootstrap": 0},
-            base={"seed": seed},
-        )
+        spec = _cv_spec(tmp_path, files, seed, 4, ONLY_REMOVAL)
         res = run_propagation(spec, tmp_path / f"s{seed}")
         dirs.append(tmp_path / f"s{seed}")
     pooled = pool_seeds(dirs)
@@ -174,16 +172,6 @@ def test_seed_replicates_of_a_counterfactual_pool_by_cv_seed(tmp_path):
     )
     assert pooled["metrics"]["forecast.nrmse_scale"]["method"] == "bootstrap"
     assert pooled["paired"]["forecast - null: nrmse_scale"]["n"] == 3
-    with pytest.raises(Exception, match="more than its seeds"):
-        other = PropagationSpec(
-            tree_files=[str(f) for f in files],
-            minutes=60,
-            observe_minutes=10,
-            follows="tree",
-            topics_csv=str(tmp_path / "none.csv"),
-            cv={"folds": 3, "seed": 5, "families": ["lognormal"], "runs": 5, "models": []},
-            counterfactual={"strategies": {"remove": {"remove": True}}, "bootstrap": 0},
-            base={"seed": 5},
-        )
-        run_propagation(other, tmp_path / "s5")
+    with pytest.raises(ConfigError, match="more than its seeds"):
+        run_propagation(_cv_spec(tmp_path, files, 5, 5, ONLY_REMOVAL), tmp_path / "s5")
         pool_seeds([*dirs, tmp_path / "s5"])
