@@ -149,6 +149,8 @@ def test_cv_counterfactual_end_to_end(tmp_path):
     html = rep.html.read_text()
     assert "Had the platform acted" in html and "Martel &amp; Rand 2024" in html and "on the real future" in html
     assert (tmp_path / "out" / "report" / "counterfactual.png").stat().st_size > 10_000
+    assert not (tmp_path / "out" / "report" / "nrmse.png").exists()  # cv.models: []: no empty NRMSE figure
+    assert "Mean NRMSE on held-out cascades" not in html
 
 
 def test_seed_replicates_of_a_counterfactual_pool_by_cv_seed(tmp_path):

@@ -94,12 +94,15 @@ def counterfactual_section(rep: Report, cf: dict[str, Any], minutes: int) -> Non
             )
         )
     if cf.get("by_label"):
-        keys = list(cf["arms"])
+        labels = cf["by_label"]
         rep.table(
             ReportTable(
-                "Change in reach by the claim's veracity label (Twitter15)",
-                ["label", "n", *keys],
-                [[lab, str(v["n"]), *(_pct(v.get(k)) for k in keys)] for lab, v in cf["by_label"].items()],
+                "Change in reach by the claim's veracity label (Twitter15) [95% CI]",
+                ["strategy", "acts at minute", *(f"{lab} (n={v['n']})" for lab, v in labels.items())],
+                [
+                    [arm["strategy"], str(arm["act_minute"]), *(_pct(v.get(key)) for v in labels.values())]
+                    for key, arm in cf["arms"].items()
+                ],
             )
         )
     if cf.get("curves"):

@@ -22,39 +22,41 @@ def propagation_cv(rep: Report, res: dict[str, Any]) -> list[Path]:
         f"{counted(len(res['cascades']), 'cascade')}; timing fitted on the train folds, every score on the held-out "
         "fold only "
         f"(never on a cascade a parameter was fitted on); NRMSE over {res['minutes']} min; mean over "
-        f"{counted(cv['runs'], 'seed')} per cascade; 95% bootstrap CI over cascades."
+        f"{counted(cv['runs'], 'replica')} per cascade; 95% bootstrap CI over cascades."
     )
     s = res["summary"]
     models = [m for m in cv["models"] if m in s]
-    rep.table(
-        ReportTable(
-            "Mean NRMSE on held-out cascades [95% CI]",
-            ["model", "n", *P.CURVE_TITLES],
-            [
-                [m, str(s[m]["n"]), *(f"{fmt(s[m]['nrmse'][k])} {fmt(s[m]['ci95'][k])}" for k in P.CURVE_TITLES)]
-                for m in models
-            ],
-            summary=True,
+    if models:  # cv.models: [] runs only the forecast (and its counterfactual): no simulator scores to show
+        rep.table(
+            ReportTable(
+                "Mean NRMSE on held-out cascades [95% CI]",
+                ["model", "n", *P.CURVE_TITLES],
+                [
+                    [m, str(s[m]["n"]), *(f"{fmt(s[m]['nrmse'][k])} {fmt(s[m]['ci95'][k])}" for k in P.CURVE_TITLES)]
+                    for m in models
+                ],
+                summary=True,
+            )
         )
-    )
     rep.series["nrmse"] = {m: s[m]["nrmse"] for m in models}
     if "forecast" in s:
         _forecast_table(rep, s["forecast"], res["minutes"])
     if "counterfactual" in s:
         counterfactual_section(rep, s["counterfactual"], res["minutes"])
     labels = {"ic_pooled": "IC pooled p", "calibrated": "calibrated null", "llm": "LLM, fitted timing"}
-    rep.image(
-        P.nrmse_bars(
-            rep.out_dir / "nrmse.png",
-            rep.series["nrmse"],
-            s["reference"]["oasis_nrmse"],
-            ci={m: s[m]["ci95"] for m in models if all(s[m]["ci95"].values())},
-            labels=labels,
-            n=len(res["cascades"]),
-            ci_kind="95% bootstrap CI",
-        ),
-        "Mean NRMSE per curve on held-out cascades",
-    )
+    if models:
+        rep.image(
+            P.nrmse_bars(
+                rep.out_dir / "nrmse.png",
+                rep.series["nrmse"],
+                s["reference"]["oasis_nrmse"],
+                ci={m: s[m]["ci95"] for m in models if all(s[m]["ci95"].values())},
+                labels=labels,
+                n=len(res["cascades"]),
+                ci_kind="95% bootstrap CI",
+            ),
+            "Mean NRMSE per curve on held-out cascades",
+        )
     rep.table(
         ReportTable(
             "Fitted timing per fold (95% bootstrap CI over train cascades when cv.fit_bootstrap > 0)",
