@@ -26,6 +26,9 @@ from bench_ray import _timed  # the same wrapper (benchmarks/ is on sys.path whe
 
 import socium
 from socium.experiments.propagation.curves import CURVE_NAMES, nrmse_curves
+from socium.experiments.propagation.cv import fold_split
+from socium.experiments.propagation.cv_config import cv_run_config, replicate_rows
+from socium.experiments.propagation.fit import fit_timing
 from socium.experiments.propagation.population import (
     cascade_population,
     earliest_users,
@@ -34,8 +37,6 @@ from socium.experiments.propagation.population import (
     subtree_curves,
 )
 from socium.experiments.propagation.study import PropagationSpec, load_trees
-from socium.experiments.propagation.cv import _model_config, fold_split, replicate_rows
-from socium.experiments.propagation.fit import fit_timing
 from socium.experiments.spec import run_config, write_population_csv
 from socium.simulator.simulation import Simulation
 from socium.trace.store import TraceStore
@@ -78,7 +79,7 @@ def main() -> None:
         text = topics.get(cid, {}).get("text") or "(source text not available)"
         real = subtree_curves(trees[cid], users, spec.minutes)
         for model in cv.models:
-            cfg = _model_config(model, spec, cid, pop_csv, text, fit["timing"], cv.seed, len(rows))
+            cfg = cv_run_config(model, spec, cid, pop_csv, text, fit["timing"], cv.seed, len(rows))
             walls, commits, inits = [], [], []
             for _ in range(a.repeat):
                 spent.clear()

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 from test_forecast_vs_simulator import FOLD0, MINUTES, MIXTURE, REAL, WEIBULL, Z_MAX, synthetic_tree
+from test_propagation_forecast import _trees
 
 from conftest import needs_data
 from socium.core.rng import component_rng
@@ -21,6 +22,7 @@ from socium.experiments.propagation import forecast as F
 from socium.experiments.propagation.population import earliest_users
 from socium.experiments.propagation.simcheck import events_curves, max_z, on_step_grid
 from socium.experiments.propagation.simforecast import draw_shifts, grid_prefix, seed_reposts, simulate_forecast
+from socium.experiments.propagation.study import PropagationSpec, run_propagation
 from socium.simulator.timing import DelayDistribution, TimingParams
 
 LAWS = {
@@ -134,3 +136,40 @@ def test_simulated_forecast_on_real_cascades(tmp_path, cid):
     sim = events_curves(simulate_forecast(tree, FOLD0, 0.667, 10, g, tmp_path), MINUTES)
     z = max_z(sim, _forecast_on_grid(c, FOLD0, 0.667, 10, 2000, 2))
     assert max(z.values()) < Z_MAX, z
+
+
+def test_cv_scores_the_simulator_forecast_beside_the_numpy_one(tmp_path):
+    """cv.models: [forecast_sim] runs the prefix-conditioned forecast in the simulator for every held-out
+    cascade and scores it on the same window; the summary pairs it with the numpy forecast."""
+    files = _trees(tmp_path / "trees", n_trees=4)
+    spec = PropagationSpec(
+        tree_files=[str(f) for f in files],
+        minutes=60,
+        observe_minutes=10,
+        follows="tree",
+        topics_csv=str(tmp_path / "none.csv"),
+        cv={"folds": 2, "seed": 0, "families": ["lognormal"], "runs": 20, "models": ["forecast_sim"]},
+        counterfactual={"strategies": {"remove": {"remove": True}}, "bootstrap": 0},
+        base={"seed": 0},
+    )
+    res = run_propagation(spec, tmp_path / "out")
+    rows = res["cascades"]
+    assert all(set(r["forecast"]["forecast_sim"]) >= {"scale", "depth", "max_breadth", "final_scale"} for r in rows)
+    assert "forecast_sim" not in rows[0]["models"]  # scored with the forecast, not as a full-window model
+    f = res["summary"]["forecast"]
+    assert f["forecast_sim"]["scale"]["n"] == 4 and f["forecast_minus_forecast_sim"]["scale"]["n"] == 4
+    # the simulator replays the observed prefix: no replica ends below what was seen by minute 10 (the
+    # equivalence of the two forecasts is pinned above on fits that are not degenerate; a 2-tree fold fit is)
+    for r in rows:
+        assert r["forecast"]["forecast_sim"]["final_scale"] >= r["counterfactual"]["observed"] >= 1
+        assert all(0 <= r["forecast"]["forecast_sim"][k] < 5 for k in ("scale", "depth", "max_breadth"))
+    assert list((tmp_path / "out" / "cv").glob("fold*/forecast_sim/*/run/trace.duckdb"))  # simulator runs
+
+
+def test_forecast_sim_needs_the_prefix_and_the_whole_tree():
+    with pytest.raises(ValueError, match="forecast_sim is the prefix-conditioned forecast"):
+        PropagationSpec(tree_files=["x.txt"], cv={"folds": 2, "models": ["forecast_sim"]})
+    with pytest.raises(ValueError, match="whole tree population"):
+        PropagationSpec(
+            tree_files=["x.txt"], cv={"folds": 2, "models": ["forecast_sim"]}, observe_minutes=10, follows="both"
+        )

@@ -111,7 +111,7 @@ def propagation_cv_values(res: dict[str, Any]) -> Flat:
     change in reach, estimated and on the real future (``counterfactual.remove@10.relative``)."""
     s = res["summary"]
     out: Flat = {}
-    for model in res["spec"]["cv"]["models"]:
+    for model in (m for m in res["spec"]["cv"]["models"] if m in s):  # forecast_sim sits in the forecast's summary
         for k, v in s[model]["nrmse"].items():
             out[f"{model}.nrmse_{k}"] = _num(v)
     for model, entry in (s.get("forecast") or {}).items():

@@ -27,67 +27,45 @@ where R separate runs would each pay the per-step commit (1-minute steps: 150 co
 
 from __future__ import annotations
 
-import math
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from socium.core.rng import component_rng
 from socium.errors import ConfigError
 from socium.experiments.propagation.counterfactual import counterfactual_cascade, counterfactual_summary
 from socium.experiments.propagation.curves import nrmse_curves
+from socium.experiments.propagation.cv_config import CVSpec, cv_run_config, replicate_rows
 from socium.experiments.propagation.fit import fit_timing, write_fit
-from socium.experiments.propagation.forecast import cascade_arrays, forecast_cascade, forecast_summary, window_nrmse
+from socium.experiments.propagation.forecast import (
+    CascadeArrays,
+    cascade_arrays,
+    forecast_cascade,
+    forecast_summary,
+    window_nrmse,
+)
 from socium.experiments.propagation.population import (
     cascade_population,
     earliest_users,
     oasis_topics,
-    run_defaults,
     simulated_curves,
     subtree_curves,
 )
-from socium.experiments.spec import build_config, run_config, write_population_csv, write_results
+from socium.experiments.propagation.simcheck import events_curves
+from socium.experiments.propagation.simforecast import draw_shifts, grid_prefix, simulate_forecast
+from socium.experiments.spec import run_config, write_population_csv, write_results
 from socium.simulator.timing import TimingParams
 from socium.trace.queries.curves import CURVE_NAMES
 
-CVModel = Literal["ic_pooled", "calibrated", "llm"]
 FORECAST_PURPOSE = 41
 """socium.core.rng stream of the forecast's replicas (apart from rng.py's 1..7 and intervals' 29)."""
+FORECAST_SIM_PURPOSE = 44
+"""Stream of the simulator forecast's per-replica cascade speeds (``cv.models: [forecast_sim]``)."""
 COUNTERFACTUAL_PURPOSE = 42
 """Stream of the counterfactual's replicas: its own, so adding arms never changes the forecast's scores."""
-
-
-class CVSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    folds: int = Field(5, ge=2, description="Number of folds (cascades split at random, seeded).")
-    seed: int = Field(0, ge=0, description="Seed of the fold split and of the runs.")
-    models: list[CVModel] = Field(["ic_pooled", "calibrated"], description="Models to score.")
-    runs: int = Field(
-        1,
-        ge=1,
-        description="Independent replicas per cascade and model (disjoint copies in one run); the prediction is their "
-        "mean curve.",
-    )
-    ic_p: float = Field(0.8039, ge=0, le=1, description="ic_pooled's p_repost (pooled from the embedded-model runs).")
-    calibrated_p: float = Field(1.0, ge=0, le=1, description="calibrated/llm-null p_repost per exposure.")
-    step_minutes: float = Field(1.0, gt=0, description="Step length of the calibrated and llm models.")
-    families: list[str] = Field(
-        default_factory=lambda: ["lognormal", "weibull", "lomax", "lognormal_mixture"],
-        description="Delay families tried on each train split (lowest AIC kept).",
-    )
-    root_effects: bool = Field(
-        True,
-        description="Fit source-author audience speeds on the train folds (propfit.root_effects); false: pooled law "
-        "for every author.",
-    )
-    fit_bootstrap: int = Field(
-        0, ge=0, description="Bootstrap resamples for the per-fold fit's CIs (0: point fit only)."
-    )
 
 
 def fold_split(ids: list[str], folds: int, seed: int) -> list[list[str]]:
@@ -98,61 +76,6 @@ def fold_split(ids: list[str], folds: int, seed: int) -> list[list[str]]:
     return [[ids[i] for i in part] for part in np.array_split(perm, folds)]
 
 
-def replicate_rows(rows: list[Any], copies: int) -> list[Any]:
-    """``copies`` disjoint copies of a population (follows stay within a copy; ids get a ``#r`` suffix)."""
-    from dataclasses import replace
-
-    n = len(rows)
-    return [
-        replace(
-            row,
-            user_id=f"{row.user_id}#{r}" if copies > 1 else row.user_id,
-            following=[j + r * n for j in row.following],
-        )
-        for r in range(copies)
-        for row in rows
-    ]
-
-
-def _model_config(
-    model: str,
-    spec: Any,
-    cid: str,
-    pop_csv: Path,
-    text: str,
-    timing: dict[str, Any] | None,
-    seed: int,
-    n_agents: int = 1,
-) -> Any:
-    cv: CVSpec = spec.cv
-    base = dict(spec.base)
-    base["seed"] = seed
-    if model == "ic_pooled":
-        dt = float({**run_defaults(spec.name), **base}.get("step_minutes", 10.0))
-        base.update(policy={"kind": "independent_cascade", "p_repost": cv.ic_p, "p_post": 0.0}, llm=None)
-        base.pop("timing", None)
-    else:
-        dt = cv.step_minutes
-        base["step_minutes"] = dt
-        base["timing"] = {"kind": "exposure", "params": timing, "background": False}
-        rec = dict(base.get("recsys") or {"kind": "chronological", "k": 5})
-        rec["window_steps"] = max(int(rec.get("window_steps", 48)), math.ceil(spec.minutes / dt) + 1)
-        base["recsys"] = rec
-        if model == "calibrated":
-            base.update(policy={"kind": "independent_cascade", "p_repost": cv.calibrated_p, "p_post": 0.0}, llm=None)
-        elif (base.get("policy") or {}).get("kind", "llm") != "llm":
-            raise ConfigError("cv.models: 'llm' needs base.policy.kind 'llm' (or no base.policy)")
-    base["steps"] = math.ceil(spec.minutes / dt)
-    owned = {
-        "population": {"source": "oasis_csv", "path": str(pop_csv.resolve())},
-        "graph": {"kind": "profiles"},
-        "seed_posts": [{"author": r * n_agents, "content": text} for r in range(cv.runs)],
-    }
-    return build_config(
-        {**run_defaults(spec.name), "name": f"{spec.name}-{model}-{cid}"}, base, owned, f"propagation cv {model} {cid}"
-    )
-
-
 def bootstrap_ci(values: np.ndarray, n_boot: int, seed: int) -> list[float] | None:
     """95% percentile CI of the mean of ``values`` over ``n_boot`` resamples (None when n_boot is 0)."""
     if n_boot <= 0 or len(values) < 2:
@@ -160,6 +83,33 @@ def bootstrap_ci(values: np.ndarray, n_boot: int, seed: int) -> list[float] | No
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(32,)))
     means = values[rng.integers(0, len(values), (n_boot, len(values)))].mean(1)
     return [float(x) for x in np.percentile(means, [2.5, 97.5])]
+
+
+def simulator_forecast(
+    spec: Any,
+    cv: CVSpec,
+    tree: Any,
+    arrays: CascadeArrays,
+    tp: TimingParams,
+    casc_sd: float,
+    real: dict[str, np.ndarray],
+    out: Path,
+    rng: np.random.Generator,
+) -> dict[str, float | None]:
+    """The prefix-conditioned forecast run in socium's simulator (``cv.models: [forecast_sim]``), scored like
+    the numpy forecast: NRMSE over minutes ``m .. minutes-1`` of the replicas' mean curves.
+
+    The observed reshares are replayed as seed actions, each replica copy draws its cascade speed from the
+    posterior of the prefix as the simulator holds it (on its step grid), and followers of observed users
+    wake only after minute ``m`` (:mod:`~socium.experiments.propagation.simforecast`).
+    """
+    m, dt = spec.observe_minutes, cv.step_minutes
+    g = draw_shifts(grid_prefix(arrays, m, dt), tp, casc_sd, m, cv.runs, rng)
+    events = simulate_forecast(tree, tp, casc_sd, m, g, out, seed=cv.seed, dt=dt, minutes=spec.minutes)
+    sims = events_curves(events, spec.minutes)
+    out_row: dict[str, float | None] = {c: window_nrmse(sims[c].mean(0), real[c], m, spec.minutes) for c in CURVE_NAMES}
+    out_row["final_scale"] = float(sims["scale"].mean(0)[-1])
+    return out_row
 
 
 def score_cascade(
@@ -194,8 +144,10 @@ def score_cascade(
     }
     runs_dir = out / "transfer" if fold is None else out / "cv" / f"fold{fold}"
     for model in cv.models:
+        if model == "forecast_sim":  # the prefix-conditioned forecast in the simulator: below, with the forecast
+            continue
         acc = {c: np.zeros(spec.minutes) for c in CURVE_NAMES}
-        cfg = _model_config(model, spec, cid, pop_csv, text, timing, cv.seed, len(rows))
+        cfg = cv_run_config(model, spec, cid, pop_csv, text, timing, cv.seed, len(rows))
         info = run_config(cfg, runs_dir / model / cid, force=force)
         for r in range(cv.runs):  # seed posts are applied first at step 0: copy r's source is post r
             sim = simulated_curves(info.run_dir, r, spec.minutes)
@@ -215,6 +167,11 @@ def score_cascade(
         rng = component_rng(cv.seed, FORECAST_PURPOSE, fold, zlib.crc32(cid.encode()))
         arrays = cascade_arrays(tree, users)
         row["forecast"] = forecast_cascade(arrays, tp, casc_sd, spec.observe_minutes, cv.runs, spec.minutes, real, rng)
+        if "forecast_sim" in cv.models:
+            sim_rng = component_rng(cv.seed, FORECAST_SIM_PURPOSE, fold, zlib.crc32(cid.encode()))
+            row["forecast"]["forecast_sim"] = simulator_forecast(
+                spec, cv, tree, arrays, tp, casc_sd, real, runs_dir / "forecast_sim" / cid, sim_rng
+            )
         if getattr(spec, "counterfactual", None) is not None:
             row["label"] = topics.get(cid, {}).get("label") or "unknown"
             row["counterfactual"] = counterfactual_cascade(
@@ -278,7 +235,8 @@ def run_propagation_cv(
             log(
                 f"  {cid}: "
                 + "  ".join(
-                    f"{m} " + "/".join(f"{row['models'][m]['nrmse'][c]:.2f}" for c in CURVE_NAMES) for m in cv.models
+                    f"{m} " + "/".join(f"{row['models'][m]['nrmse'][c]:.2f}" for c in CURVE_NAMES)
+                    for m in row["models"]
                 )
                 + (
                     f"  forecast/null scale after {spec.observe_minutes} min: "
@@ -291,7 +249,7 @@ def run_propagation_cv(
         "note": "every score is on cascades held out from the fit of that fold's parameters",
         "reference": {"oasis_nrmse": 0.30, "targets": {"scale": 0.15, "depth": 0.20, "max_breadth": 0.15}},
     }
-    for model in cv.models:
+    for model in (m for m in cv.models if m != "forecast_sim"):  # forecast_sim is summarised with the forecast
         entry: dict[str, Any] = {"n": len(per_cascade), "nrmse": {}, "ci95": {}, "per_fold": {}}
         for c in CURVE_NAMES:
             vals = np.array([p["models"][model]["nrmse"][c] for p in per_cascade])

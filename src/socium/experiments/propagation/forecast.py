@@ -56,7 +56,16 @@ _LOG_LO, _LOG_HI, _LOG_N = math.log(MIN_DELAY_MIN) - 8.0, math.log(1e7), 6000
 SEISMIC_THETA = 0.2314843
 SEISMIC_S0 = 300.0
 SEISMIC_C = 0.0006265725
-BASELINES = ("forecast", "null", "seismic", "seismic_direct", "hawkes", "hawkes_powerlaw", "hawkes_cv_kernel")
+BASELINES = (
+    "forecast",
+    "null",
+    "seismic",
+    "seismic_direct",
+    "hawkes",
+    "hawkes_powerlaw",
+    "hawkes_cv_kernel",
+    "forecast_sim",
+)
 """The forecast first, then what it is compared with on the same cascades and window."""
 
 
@@ -306,15 +315,17 @@ def forecast_cascade(
 
 def forecast_summary(rows: list[dict[str, Any]], m: int, seed: int = 0) -> dict[str, Any]:
     """Mean NRMSE over the remaining window per model with bootstrap intervals over cascades, and the
-    forecast's paired differences to each baseline (t intervals: a difference is signed)."""
+    forecast's paired differences to each baseline (t intervals: a difference is signed). ``forecast_sim``
+    (the same forecast run in the simulator, ``cv.models: [forecast_sim]``) is summarised when every row has it."""
     out: dict[str, Any] = {"observe_minutes": m, "n": len(rows)}
-    for model in BASELINES:
+    have = [b for b in BASELINES if rows and all(b in r["forecast"] for r in rows)]  # forecast_sim: when run
+    for model in have:
         entry: dict[str, Any] = {}
         for k in CURVE_NAMES:
             vals = [r["forecast"][model][k] for r in rows if r["forecast"][model][k] is not None]
             entry[k] = nonnegative_interval(vals, seed=seed).as_dict() if vals else None
         out[model] = entry
-    for base in BASELINES[1:]:
+    for base in have[1:]:
         out[f"forecast_minus_{base}"] = {
             k: mean_interval([r["forecast"]["forecast"][k] - r["forecast"][base][k] for r in rows]).as_dict()
             if rows and rows[0]["forecast"].get(base, {}).get(k) is not None

@@ -7,6 +7,7 @@ from typing import Any
 
 from socium.core.intervals import interval_from_dict, nonnegative_interval
 from socium.experiments.propagation.counterfactual_report import counterfactual_section
+from socium.experiments.propagation.forecast import BASELINES
 from socium.reporting import plots as P
 from socium.reporting.labels import real_label, source_labels
 from socium.reporting.page import Report, ReportTable, counted, fmt
@@ -95,12 +96,12 @@ def _forecast_table(rep: Report, f: dict[str, Any], minutes: int) -> None:
         "cascades; differences: paired t intervals."
     )
     rows = []
-    for model in ("forecast", "null", "seismic", "seismic_direct", "hawkes", "hawkes_powerlaw", "hawkes_cv_kernel"):
+    for model in BASELINES:
         if model not in f:
             continue
         cells = [interval_from_dict(f[model].get(k)) if f[model].get(k) else None for k in P.CURVE_TITLES]
         rows.append([model, str(f["n"]), *(iv.format(3) if iv else "-" for iv in cells)])
-    for base in ("null", "seismic", "seismic_direct", "hawkes", "hawkes_powerlaw", "hawkes_cv_kernel"):
+    for base in BASELINES[1:]:
         if f"forecast_minus_{base}" not in f:
             continue
         d = f[f"forecast_minus_{base}"]

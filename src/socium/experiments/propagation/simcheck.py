@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from socium.experiments.propagation.cv import CVSpec, _model_config, replicate_rows
+from socium.experiments.propagation.cv_config import CVSpec, cv_run_config, replicate_rows
 from socium.experiments.propagation.population import cascade_population, earliest_users
 from socium.experiments.propagation.realcascades import CascadeTree
 from socium.experiments.spec import run_config, write_population_csv
@@ -46,7 +46,7 @@ def simulate_calibrated(
 ) -> Events:
     """(parent, minutes) of every replica's cascade in one simulator run of the CV's ``calibrated`` model.
 
-    The config is the CV's own (``cv._model_config``, as ``score_cascade`` builds it: the tree
+    The config is the CV's own (``cv_config.cv_run_config``, as ``score_cascade`` builds it: the tree
     population in ``runs`` disjoint copies, exposure timing with ``tp``, IC with p_repost 1, the recsys
     window, the seed posts), so this is the model the cross-validation scores, with ``dt``-minute steps.
     ``moderation``: a ``moderation:`` section; the sources are then marked false so a fact-check can
@@ -56,7 +56,7 @@ def simulate_calibrated(
     rows, _ = cascade_population(tree, users, TREE_POPULATION, None, 0)
     pop = write_population_csv(out / "pop.csv", replicate_rows(rows, runs))
     spec = SimpleNamespace(name="forecast-vs-sim", base={}, minutes=minutes, cv=CVSpec(runs=runs, step_minutes=dt))
-    cfg = _model_config("calibrated", spec, "x", pop, "source", tp.to_dict(), seed, len(rows))
+    cfg = cv_run_config("calibrated", spec, "x", pop, "source", tp.to_dict(), seed, len(rows))
     if moderation is not None:
         data = cfg.model_dump(mode="json")
         data["moderation"] = moderation

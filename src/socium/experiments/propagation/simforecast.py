@@ -4,7 +4,7 @@ Why: the forecast (:func:`~socium.experiments.propagation.forecast.replica_times
 replays a cascade's first ``m`` minutes, draws a per-replica cascade speed from the prefix's posterior and
 truncates the delays of observed users' children to "after minute m" -- all in numpy, in continuous
 minutes. Here the same forecast is a simulator run of the CV's ``calibrated`` config
-(``cv._model_config``, as :func:`~socium.experiments.propagation.simcheck.simulate_calibrated` builds it),
+(``cv_config.cv_run_config``, as :func:`~socium.experiments.propagation.simcheck.simulate_calibrated` builds it),
 so a claim that the numpy forecast is the simulator's model can be tested:
 
 * ``R`` disjoint replica copies of the tree population; copy ``r``'s source is post ``r`` (seed posts come
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from socium.experiments.propagation.cv import CVSpec, _model_config, replicate_rows
+from socium.experiments.propagation.cv_config import CVSpec, cv_run_config, replicate_rows
 from socium.experiments.propagation.forecast import CascadeArrays, observed_mask, speed_posterior
 from socium.experiments.propagation.population import cascade_population, earliest_users
 from socium.experiments.propagation.realcascades import CascadeTree
@@ -124,7 +124,7 @@ def simulate_forecast(
     pop = write_population_csv(out / "pop.csv", replicate_rows(rows, runs))
     spec = SimpleNamespace(name="forecast-sim", base={}, minutes=minutes, cv=CVSpec(runs=runs, step_minutes=dt))
     timing = replay_timing(tp, casc_sd, tree.root_user, g).to_dict()
-    cfg = _model_config("calibrated", spec, "x", pop, "source", timing, seed, len(rows))
+    cfg = cv_run_config("calibrated", spec, "x", pop, "source", timing, seed, len(rows))
     data = cfg.model_dump(mode="json")
     data["timing"]["condition_minute"] = float(m)
     data["seed_actions"] = seed_reposts(c, m, dt, runs)

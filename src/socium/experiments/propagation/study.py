@@ -27,7 +27,8 @@ from socium.errors import ConfigError, InputFileError
 from socium.experiments.nullfit import fit_independent_cascade
 from socium.experiments.propagation.counterfactual import CounterfactualSpec
 from socium.experiments.propagation.curves import nrmse_curves
-from socium.experiments.propagation.cv import CVSpec, run_propagation_cv
+from socium.experiments.propagation.cv import run_propagation_cv
+from socium.experiments.propagation.cv_config import CVSpec
 from socium.experiments.propagation.population import (
     cascade_population,
     earliest_users,
@@ -139,6 +140,13 @@ class PropagationSpec(ExperimentSpec):
                 raise ValueError("observe_minutes: forecasting is scored in cross-validation; add cv: (no saved fit)")
             if self.observe_minutes >= self.minutes:
                 raise ValueError(f"observe_minutes: {self.observe_minutes} leaves nothing of minutes={self.minutes}")
+        if self.cv is not None and "forecast_sim" in self.cv.models:
+            if self.observe_minutes is None:
+                raise ValueError("cv.models: forecast_sim is the prefix-conditioned forecast; set observe_minutes")
+            if self.follows != "tree" or self.max_users is not None:
+                raise ValueError(
+                    "cv.models: forecast_sim runs on the whole tree population; needs follows: tree, no max_users"
+                )
         if self.counterfactual is not None:
             if self.observe_minutes is None:
                 raise ValueError("counterfactual: interventions act on the conditioned forecast; set observe_minutes")

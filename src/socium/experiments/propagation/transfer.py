@@ -25,7 +25,8 @@ import numpy as np
 
 from socium.core.intervals import nonnegative_interval
 from socium.errors import ConfigError, InputFileError
-from socium.experiments.propagation.cv import CVSpec, score_cascade
+from socium.experiments.propagation.cv import score_cascade
+from socium.experiments.propagation.cv_config import CVSpec
 from socium.experiments.propagation.population import oasis_topics
 from socium.experiments.propagation.realcascades import CascadeTree, oasis_cascade_ids
 from socium.experiments.spec import write_results
