@@ -26,7 +26,7 @@ from bench_ray import _timed  # the same wrapper (benchmarks/ is on sys.path whe
 
 import socium
 from socium.experiments.propagation.curves import CURVE_NAMES, nrmse_curves
-from socium.experiments.propagation.cv import fold_split
+from socium.experiments.propagation.cv import train_and_held
 from socium.experiments.propagation.cv_config import cv_run_config, replicate_rows
 from socium.experiments.propagation.fit import fit_timing
 from socium.experiments.propagation.population import (
@@ -55,8 +55,7 @@ def main() -> None:
     assert cv is not None
     trees = load_trees(spec)
     ids = list(trees)
-    held = fold_split(ids, cv.folds, cv.seed)[0]
-    train = [c for c in ids if c not in set(held)]
+    train, held = train_and_held(ids, cv.folds, cv.seed)[0]
     t = time.perf_counter()
     fit = fit_timing([trees[c] for c in train], families=cv.families, bootstrap=0, seed=cv.seed, sources=train)
     fit_s = time.perf_counter() - t

@@ -45,7 +45,7 @@ from socium.core.rng import component_rng
 from socium.experiments.propagation import forecast as F
 from socium.experiments.propagation.counterfactual import apply_arm
 from socium.experiments.propagation.curves import nrmse
-from socium.experiments.propagation.cv import fold_split
+from socium.experiments.propagation.cv import train_and_held
 from socium.experiments.propagation.fit import fit_timing
 from socium.experiments.propagation.forecast import window_nrmse
 from socium.experiments.propagation.population import earliest_users, subtree_curves
@@ -75,8 +75,7 @@ def main() -> None:
     assert cv is not None
     trees = load_trees(spec)
     ids = list(trees)
-    held = fold_split(ids, cv.folds, cv.seed)[0]
-    train = [c for c in ids if c not in set(held)]
+    train, held = train_and_held(ids, cv.folds, cv.seed)[0]
     fit = fit_timing([trees[c] for c in train], families=cv.families, bootstrap=0, seed=cv.seed, sources=train)
     tp = TimingParams.from_dict(fit["timing"])
     out = Path(a.out)

@@ -39,12 +39,12 @@ import numpy as np
 import yaml
 
 from socium.experiments.propagation.curves import CURVE_NAMES, cascade_curves_from_events, node_depths, nrmse_curves
+from socium.experiments.propagation.cv import train_and_held
+from socium.experiments.propagation.fit import fit_timing, tree_edges
 from socium.experiments.propagation.population import earliest_users, subtree_curves
 from socium.experiments.propagation.study import PropagationSpec, load_trees
-from socium.trace.queries.cascades import RESHARE_AT
-from socium.experiments.propagation.cv import fold_split
-from socium.experiments.propagation.fit import fit_timing, tree_edges
 from socium.simulator.timing import MIN_DELAY_MIN, TimingParams
+from socium.trace.queries.cascades import RESHARE_AT
 
 SPEC = Path(__file__).resolve().parents[1] / "examples" / "results" / "propagation-cv.yaml"
 MINUTES = 150
@@ -106,8 +106,7 @@ def emulation(trees: dict[str, Any], seeds: list[int], runs: int) -> dict[str, A
         rng = np.random.default_rng(seed)
         scores: dict[str, list[dict[str, float]]] = {"fitted": [], "source_effect": [], "oracle_shift": []}
         rows = []
-        for held in fold_split(ids, 5, seed):
-            train = [c for c in ids if c not in set(held)]
+        for train, held in train_and_held(ids, 5, seed):
             fit = fit_timing([trees[c] for c in train], bootstrap=0, seed=seed)
             tp = TimingParams.from_dict(fit["timing"])
             et = tree_edges([trees[c] for c in train])  # oracle shifts are relative to the train edges' mean

@@ -49,7 +49,7 @@ import numpy as np
 from scipy import special
 
 from socium.experiments.propagation.curves import CURVE_NAMES, nrmse_curves
-from socium.experiments.propagation.cv import fold_split
+from socium.experiments.propagation.cv import train_and_held
 from socium.experiments.propagation.emulator import (
     MINUTES,
     bias_summary,
@@ -116,8 +116,7 @@ def run(
     scores: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
     fits = []
     bias: list[np.ndarray] = []  # per held-out tree: (no-draw mean of runs - real scale) / max(real), per minute
-    for k, held in enumerate(fold_split(ids, 5, seed)):
-        train = [c for c in ids if c not in set(held)]
+    for k, (train, held) in enumerate(train_and_held(ids, 5, seed)):
         t0 = time.perf_counter()
         fit = fit_timing([trees[c] for c in train], bootstrap=0, seed=seed, sources=train, components=components)
         tp = TimingParams.from_dict(fit["timing"])

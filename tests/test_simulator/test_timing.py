@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from conftest import small_config
 from socium.cli.main import app
 from socium.errors import ConfigError
-from socium.experiments.propagation.cv import fold_split
+from socium.experiments.propagation.cv import fold_split, train_and_held
 from socium.experiments.propagation.fit import (
     EdgeData,
     cascade_sigma,
@@ -233,6 +233,11 @@ def test_fold_split_partitions_ids():
     assert folds == fold_split(ids, 5, 3) != fold_split(ids, 5, 4)
     with pytest.raises(ConfigError, match="folds"):
         fold_split(ids[:3], 5, 0)
+    pairs = train_and_held(ids, 5, 3)
+    assert [h for _, h in pairs] == folds
+    for train, held in pairs:  # train is every other fold, in the ids' order, and never meets held
+        assert not set(train) & set(held) and sorted(train + held) == sorted(ids)
+        assert train == [c for c in ids if c not in held]
 
 
 def test_cv_scores_only_held_out_cascades(tmp_path):

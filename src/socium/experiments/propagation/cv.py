@@ -76,6 +76,19 @@ def fold_split(ids: list[str], folds: int, seed: int) -> list[list[str]]:
     return [[ids[i] for i in part] for part in np.array_split(perm, folds)]
 
 
+def train_and_held(ids: list[str], folds: int, seed: int) -> list[tuple[list[str], list[str]]]:
+    """Per fold of :func:`fold_split`: the ids fitted on (every other fold, in ``ids`` order) and the held-out ids.
+
+    The one place the split becomes train/held pairs, so the CV and the benchmarks that reproduce a fold
+    (``benchmarks/forecast_vs_simulator.py``, ``bench_propagation_cv.py``, ...) cannot drift apart.
+    """
+    out = []
+    for held in fold_split(ids, folds, seed):
+        held_set = set(held)
+        out.append(([c for c in ids if c not in held_set], held))
+    return out
+
+
 def bootstrap_ci(values: np.ndarray, n_boot: int, seed: int) -> list[float] | None:
     """95% percentile CI of the mean of ``values`` over ``n_boot`` resamples (None when n_boot is 0)."""
     if n_boot <= 0 or len(values) < 2:
@@ -194,12 +207,11 @@ def run_propagation_cv(
     """Fit per fold, run every model on held-out cascades, write and return results.json's dict."""
     cv: CVSpec = spec.cv
     ids = list(trees)
-    folds = fold_split(ids, cv.folds, cv.seed)
+    folds = train_and_held(ids, cv.folds, cv.seed)
     topics = oasis_topics(Path(spec.topics_csv) if spec.topics_csv else None)
     per_cascade: list[dict[str, Any]] = []
     fold_fits: list[dict[str, Any]] = []
-    for k, held in enumerate(folds):
-        train = [c for c in ids if c not in set(held)]
+    for k, (train, held) in enumerate(folds):
         if set(train) & set(held):  # the one rule of cross-validation, checked rather than assumed
             raise ConfigError(f"cv fold {k}: cascades both fitted and scored")
         log(f"fold {k}: fitting timing on {len(train)} cascades, scoring {len(held)}")
