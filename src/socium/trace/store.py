@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from socium.core.exposure import EXPLANATION_COLUMNS
 from socium.errors import ConfigError, TraceError
 
 TABLES = (
@@ -36,6 +37,7 @@ TABLES = (
     "sign_ups",
     "steps",
 )
+_EXPOSURE_BASE = ("step", "agent_id", "post_id", "rank", "source")  # schema.sql's exposures columns
 # Columns that hold wall-clock facts; excluded when comparing two runs for determinism.
 VOLATILE = {
     "runs": {"run_id", "created_at", "socium_version", "python_version", "duckdb_version", "event_loop"},
@@ -173,6 +175,7 @@ class TraceStore:
                     raise write_error(self.path, "the trace's tables", exc, setup=True) from None
                 raise TraceError(f"{self.path}: not a usable socium trace: {str(exc).splitlines()[0]}") from None
         self._extra_tables: dict[str, str] = {}
+        self._explained = False  # exposures has its explanation columns (added on first use)
         #: Called (in order) before the connection closes: readers holding cursors of it (the live
         #: explorer) let go first, since DuckDB refuses to close a connection whose cursor is mid-query.
         self.before_close: list[Callable[[], None]] = []
@@ -221,7 +224,24 @@ class TraceStore:
         for table, batch in batches.items():
             tbl = batch if isinstance(batch, pa.Table) else pa.table(batch)
             if tbl.num_rows:
+                if table == "exposures" and tbl.num_columns > len(_EXPOSURE_BASE):
+                    self._add_explanation_columns(tbl.column_names)
                 _insert_arrow(self.con, table, tbl)
+
+    def _add_explanation_columns(self, names: list[str]) -> None:
+        """Add the ``exposures`` explanation columns a batch carries (core.exposure.EXPLANATION_COLUMNS),
+        the first time a recommender explains its feeds: runs that never do keep the original schema,
+        so their table digests are unchanged. Names and types come from that fixed table only."""
+        if self._explained:
+            return
+        types = dict(EXPLANATION_COLUMNS)
+        for name in names:
+            if name in _EXPOSURE_BASE:
+                continue
+            if name not in types:
+                raise TraceError(f"exposures: unknown column {name!r} (allowed: {', '.join(types)})")
+            self.con.execute(f'ALTER TABLE exposures ADD COLUMN IF NOT EXISTS "{name}" {types[name]}')
+        self._explained = True
 
     def append_rows(self, batches: Mapping[str, pa.Table | dict[str, list]]) -> None:
         """Rows that belong to no new step (an interview between steps), in one transaction."""

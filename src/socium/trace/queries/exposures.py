@@ -8,6 +8,7 @@ count distinct (agent, step, post).
 from __future__ import annotations
 
 import duckdb
+import numpy as np
 
 Con = duckdb.DuckDBPyConnection
 
@@ -25,3 +26,11 @@ def shown(con: Con) -> list[tuple[int, int, int, str | None]]:
     return con.execute(
         "SELECT DISTINCT step, agent_id, post_id, source FROM exposures ORDER BY step, agent_id, post_id"
     ).fetchall()
+
+
+def served_at(con: Con, step: int) -> tuple[np.ndarray, np.ndarray]:
+    """(agent ids, post ids) of every exposure row of one step, as recorded: what a resumed run hands
+    back to a recommender that remembers what it served (``recsys.base.served_hook``)."""
+    rows = con.execute("SELECT agent_id, post_id FROM exposures WHERE step = ? ORDER BY ALL", [step]).fetchall()
+    arr = np.asarray(rows, dtype=np.int64).reshape(-1, 2)
+    return arr[:, 0], arr[:, 1]
