@@ -64,8 +64,7 @@ SOCIUM_DEFAULTS: dict[str, str] = {
     "exclude_seen": "X's PreviouslySeen/PreviouslyServed filters: a post once in a user's feed is not served "
     "to that user again (the published served list is per session, 10 minutes and 100 ids; socium has "
     "one request per activation)",
-    "not_interested_similarity": "cosine at which a candidate counts as 'like' a post the user marked not "
-    "interested",
+    "not_interested_similarity": "cosine at which a candidate counts as 'like' a post the user marked not interested",
     "not_interested_factor": "score multiplier for such candidates (the marked post itself is filtered)",
 }
 

@@ -64,7 +64,7 @@ def dpp(
         s = np.where(ok, score[safe], -np.inf)
         best = np.max(np.where(ok, s, -np.inf), axis=1, keepdims=True)
         rel = np.where(ok, s / np.where(best > 0, best, 1.0), 0.0)
-        q = np.where(ok, np.exp(alpha * rel), 0.0)
+        q = np.where(ok, np.exp(alpha * (rel - 1.0)), 0.0)  # / exp(alpha): same picks, no overflow near theta 1
         v = vectors[safe].astype(np.float32)  # (u, w, d)
         u = len(m)
         c = np.zeros((u, width, kk), np.float64)

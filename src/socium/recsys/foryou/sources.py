@@ -44,7 +44,9 @@ class Candidates:
     def from_lists(users: np.ndarray, lists: list[np.ndarray], in_net: bool) -> Candidates:
         lens = np.fromiter((len(x) for x in lists), np.int64, count=len(lists))
         post = np.concatenate(lists).astype(np.int64) if len(lists) else np.zeros(0, np.int64)
-        return Candidates(users, np.repeat(np.arange(len(lists), dtype=np.int64), lens), post, np.full(len(post), in_net))
+        return Candidates(
+            users, np.repeat(np.arange(len(lists), dtype=np.int64), lens), post, np.full(len(post), in_net)
+        )
 
     @staticmethod
     def concat(a: Candidates, b: Candidates) -> Candidates:

@@ -166,7 +166,7 @@ def weighted_score(probs: np.ndarray, mutual_eligible: np.ndarray, p: ForYouPara
 
 
 def fit(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 30, prior: np.ndarray | None = None) -> ValueModel:
-    """Fit each head by Newton's method on the L2-penalised logistic likelihood, shrunk toward ``prior``.
+    """Fit each head by damped Newton steps on the L2-penalised logistic likelihood, shrunk toward ``prior``.
 
     ``x``: (n, len(FEATURES)) feature rows of served candidates; ``y``: (n, len(HEADS)) 0/1, whether the
     user took that action on the post. The penalty pulls coefficients toward the defaults (not zero), so
@@ -181,14 +181,25 @@ def fit(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 30, prior: n
     coef = base.copy()
     eye = np.eye(len(FEATURES)) * l2
     for h in range(len(HEADS)):
-        b = base[h].copy()
+        yh, b0 = y[:, h], base[h]
+
+        def loss(b: np.ndarray, yh: np.ndarray = yh, b0: np.ndarray = b0) -> float:
+            z = x @ b
+            return float(np.sum(np.logaddexp(0.0, z) - yh * z) + 0.5 * l2 * np.sum((b - b0) ** 2))
+
+        b = b0.copy()
+        cur = loss(b)
         for _ in range(iters):
             pr = 1.0 / (1.0 + np.exp(-np.clip(x @ b, -50, 50)))
-            grad = x.T @ (pr - y[:, h]) + l2 * (b - base[h])
+            grad = x.T @ (pr - yh) + l2 * (b - b0)
             hess = (x * (pr * (1 - pr))[:, None]).T @ x + eye
             delta = np.linalg.solve(hess, grad)
-            b -= delta
-            if np.abs(delta).max() < 1e-8:
+            t = 1.0
+            while t > 1e-4 and loss(b - t * delta) > cur:  # damped Newton: never a step that loses likelihood
+                t *= 0.5
+            b = b - t * delta
+            cur = loss(b)
+            if np.abs(t * delta).max() < 1e-8:
                 break
         coef[h] = b
     return ValueModel(coef, source="fitted")
