@@ -166,10 +166,11 @@ def test_dpp_prefers_a_dissimilar_post_over_a_near_duplicate_and_theta_near_one_
     v = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]], np.float32)  # 0 and 1 identical, 2 different
     row = np.zeros(3, np.int64)
     score = np.array([1.0, 0.95, 0.6])
-    assert rerank.dpp(row, 1, score, v, 2, 0.65, 150)[0].tolist() == [0, 2]
-    assert rerank.dpp(row, 1, score, v, 3, 0.65, 150)[0].tolist() == [0, 2, 1]  # out of volume: score order
-    assert rerank.dpp(row, 1, score, v, 2, 0.999, 150)[0].tolist() == [0, 1]
-    assert rerank.dpp(row, 1, score, v, 2, 0.65, 1)[0].tolist() == [0]  # max_selected_rank 1: only the best
+    ids = np.arange(3)
+    assert rerank.dpp(row, 1, score, v, ids, 2, 0.65, 150)[0].tolist() == [0, 2]
+    assert rerank.dpp(row, 1, score, v, ids, 3, 0.65, 150)[0].tolist() == [0, 2, 1]  # out of volume: score order
+    assert rerank.dpp(row, 1, score, v, ids, 2, 0.999, 150)[0].tolist() == [0, 1]
+    assert rerank.dpp(row, 1, score, v, ids, 2, 0.65, 1)[0].tolist() == [0]  # reach 1: only the best
 
 
 def test_slate_rule_caps_authors_within_the_window_and_lookahead():
@@ -246,3 +247,21 @@ def test_registry_builds_foryou_and_refuses_unknown_or_bad_params():
         make_recommender(RecsysConfig(kind="foryou", params={"embedder": "hashing", "oon_factor": 0.5}))
     with pytest.raises(ConfigError, match="weight_report must be <= 0"):
         make_recommender(RecsysConfig(kind="foryou", params={"embedder": "hashing", "weight_report": 1.0}))
+
+
+def test_dpp_window_scales_xs_reach_to_the_feed():
+    assert P.dpp_window(5) == 15 and P.dpp_window(50) == 150 and P.dpp_window(100) == 150
+    assert ForYouParams(dpp_max_selected_rank=2).dpp_window(5) == 2
+
+
+def test_feeds_ranked_in_chunks_equal_one_batch(monkeypatch):
+    import socium.recsys.foryou.recommender as mod
+
+    st = world()
+    rec = ForYouRecommender(window_steps=48, embedder="hashing")
+    rec.observe(st, range(0, len(st.posts)), 0)
+    st.begin_step(1, 3600.0)
+    users = np.array([0, 3, 5, 7, 9])
+    whole = rec.feeds(st, users, 5, 1, np.random.default_rng(0))
+    monkeypatch.setattr(mod, "CHUNK_USERS", 2)
+    assert rec.feeds(st, users, 5, 1, np.random.default_rng(0)) == whole

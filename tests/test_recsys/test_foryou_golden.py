@@ -36,6 +36,7 @@ GOLDEN = [
     ("author_diversity_floor", PARAM_RS, "AuthorDiversityFloor", 0.25),
     ("dpp_theta", PARAM_RS, "VMRankerDppTheta", 0.65),
     ("dpp_max_selected_rank", PARAM_RS, "VMRankerDppMaxSelectedRank", 150),
+    ("top_k_candidates", CONFIG_RS, "TOP_K_CANDIDATES_TO_SELECT", 50),
     ("cold_start_impression_threshold", PARAM_RS, "ColdStartImpressionThreshold", 1000),
     ("cold_start_slot_min", PARAM_RS, "ColdStartSlotMin", 15),
     ("cold_start_slot_max", PARAM_RS, "ColdStartSlotMax", 16),

@@ -14,8 +14,8 @@ from socium.recsys.foryou.params import ForYouParams
 
 def _rank_in_row(row: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(order, rank): ``order`` sorts by (row, score desc, index); ``rank[i]`` is i's place in its row."""
-    idx = np.arange(len(row))
-    order = np.lexsort((idx, -score, row))
+    by_score = np.argsort(-score, kind="stable")  # ties: earlier index first
+    order = by_score[np.argsort(row[by_score], kind="stable")]
     starts = np.searchsorted(row[order], row[order], side="left")
     rank = np.empty(len(row), np.int64)
     rank[order] = np.arange(len(row)) - starts
@@ -77,8 +77,9 @@ def author_diversity(row: np.ndarray, author: np.ndarray, score: np.ndarray, p: 
     candidates for this user (first post 1, second 0.625, third 0.4375, ... down to 0.25 by default)."""
     if not len(score):
         return np.ones(0)
-    idx = np.arange(len(row))
-    order = np.lexsort((idx, -score, author, row))
+    by_score = np.argsort(-score, kind="stable")
+    n_auth = int(author.max()) + 1
+    order = by_score[np.argsort((row * n_auth + author)[by_score], kind="stable")]
     r, a = row[order], author[order]
     new_group = np.r_[True, (r[1:] != r[:-1]) | (a[1:] != a[:-1])]
     group_start = np.maximum.accumulate(np.where(new_group, np.arange(len(order)), 0))

@@ -19,7 +19,7 @@ from socium.recsys.foryou.value_model import FEATURES
 if TYPE_CHECKING:
     from socium.platform.state import PlatformState
 
-_CHUNK = 1 << 16
+_CHUNK = 1 << 14  # candidate rows per gather (16k x 384 float32 = 24 MiB)
 
 
 class History:
@@ -109,11 +109,17 @@ def author_engagement(state: PlatformState) -> np.ndarray:
 
 
 def similarity(interest: np.ndarray, row: np.ndarray, post_vecs: np.ndarray, post: np.ndarray) -> np.ndarray:
-    """Cosine of each candidate's post vector with its user's interest vector, in chunks (bounded memory)."""
+    """Cosine of each candidate's post vector with its user's interest vector.
+
+    Candidates are grouped by user (``row`` sorted), so each user's block is one small matrix-vector
+    product over its posts; rows are gathered in bounded chunks of candidates.
+    """
     out = np.empty(len(row), np.float64)
     for lo in range(0, len(row), _CHUNK):
-        hi = lo + _CHUNK
-        out[lo:hi] = np.einsum("nd,nd->n", interest[row[lo:hi]], post_vecs[post[lo:hi]])
+        hi = min(lo + _CHUNK, len(row))
+        pv = post_vecs[post[lo:hi]]
+        r = row[lo:hi]
+        out[lo:hi] = np.einsum("nd,nd->n", pv, interest[r], optimize=False)
     return out
 
 

@@ -44,6 +44,7 @@ PUBLISHED: dict[str, tuple[str, str, float]] = {
     "author_diversity_floor": (PARAM_RS, "AuthorDiversityFloor", 0.25),
     "dpp_theta": (PARAM_RS, "VMRankerDppTheta", 0.65),
     "dpp_max_selected_rank": (PARAM_RS, "VMRankerDppMaxSelectedRank", 150),
+    "top_k_candidates": (CONFIG_RS, "TOP_K_CANDIDATES_TO_SELECT", 50),
     "cold_start_impression_threshold": (PARAM_RS, "ColdStartImpressionThreshold", 1000),
     "cold_start_slot_min": (PARAM_RS, "ColdStartSlotMin", 15),
     "cold_start_slot_max": (PARAM_RS, "ColdStartSlotMax", 16),
@@ -57,8 +58,8 @@ PUBLISHED: dict[str, tuple[str, str, float]] = {
 #: Defaults socium chose (no published counterpart), with why; documented in docs/recsys.md.
 SOCIUM_DEFAULTS: dict[str, str] = {
     "pool_per_slot": "candidates per feed slot and source (X serves 35 of up to 2,200 candidates; a socium "
-    "feed of k=5 from 2 x 8 x 5 = 80 keeps the pool proportionate and the step cheap); the published "
-    "caps still bound it",
+    "feed of k=5 from 2 x 4 x 5 = 40 keeps the step within 2x the x recommender's time, "
+    "benchmarks/bench_foryou.py); the published caps still bound it",
     "rerank": "'dpp' because the published VM ranker runs value model 'dpp' (VMRankerValueModelId) with "
     "EnableVMRanker true; 'slate' is the published slate-diversity rule (EnableSlateDiversity, off by default)",
     "exclude_seen": "X's PreviouslySeen/PreviouslyServed filters: a post once in a user's feed is not served "
@@ -93,6 +94,7 @@ class ForYouParams:
     author_diversity_floor: float = 0.25
     dpp_theta: float = 0.65
     dpp_max_selected_rank: int = 150
+    top_k_candidates: int = 50
     cold_start_impression_threshold: int = 1000
     cold_start_slot_min: int = 15
     cold_start_slot_max: int = 16
@@ -102,15 +104,23 @@ class ForYouParams:
     slate_max_posts_per_author: int = 2
     slate_max_lookahead: int = 10
     # socium's own (SOCIUM_DEFAULTS)
-    pool_per_slot: int = 8
+    pool_per_slot: int = 4
     rerank: str = "dpp"
     exclude_seen: bool = True
     not_interested_similarity: float = 0.6
     not_interested_factor: float = 0.25
 
+    def dpp_window(self, k: int) -> int:
+        """How deep DPP may reach for a feed of ``k``: X's ``max_selected_rank`` (150) for a slate of
+        ``TOP_K_CANDIDATES_TO_SELECT`` (50), i.e. 3 ranks per slot, scaled to ``k`` (15 for k = 5)."""
+        per_slot = self.dpp_max_selected_rank / self.top_k_candidates
+        return int(min(self.dpp_max_selected_rank, max(k, round(per_slot * k))))
+
     def check(self) -> ForYouParams:
         """Refuse values that would make a stage meaningless, naming the ``recsys.params`` key."""
         bad: list[str] = []
+        if self.top_k_candidates < 1:
+            bad.append("top_k_candidates must be >= 1")
         for name in ("in_network_max_results", "oon_max_results", "pool_per_slot", "dpp_max_selected_rank"):
             if getattr(self, name) < 0:
                 bad.append(f"{name} must be >= 0")

@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from socium.platform.state import PlatformState
 
 
+CHUNK_USERS = 4096  # users ranked together: ~80 candidates each, so ~330k candidate rows per chunk
+
+
 def resolve_embedder(spec: str | Embedder) -> str | Embedder:
     """'auto' -> 'minilm' when sentence-transformers and the MiniLM package are installed, else 'hashing'."""
     if spec != "auto":
@@ -93,13 +96,17 @@ class ForYouRecommender:
         self.history.served(np.asarray(users, np.int64), np.asarray(posts, np.int64), len(state.posts), first)
 
     # ---- ranking -----------------------------------------------------------------------------
-    def candidates(self, state: PlatformState, users: np.ndarray, k: int, step: int) -> Candidates:
-        """Both sources, after the filters (stages 1 and 2)."""
+    def candidates(
+        self, state: PlatformState, users: np.ndarray, k: int, step: int, oon: Candidates | None = None
+    ) -> Candidates:
+        """Both sources, after the filters (stages 1 and 2); ``oon``: the out-of-network source's
+        candidates of these users when already retrieved (for all of a step's users at once)."""
         p = self.p
         pool = p.pool_per_slot * k
+        if oon is None:
+            oon = out_of_network_source(self.retrieval, state, users, step, min(p.oon_max_results, pool))
         c = Candidates.concat(
-            in_network_source(state, users, step, self.window_steps, min(p.in_network_max_results, pool)),
-            out_of_network_source(self.retrieval, state, users, step, min(p.oon_max_results, pool)),
+            in_network_source(state, users, step, self.window_steps, min(p.in_network_max_results, pool)), oon
         )
         c = c.take(filters.drop_duplicates(c))
         c = c.take(filters.too_old(state, c, p.max_post_age_s) & filters.own_posts(state, c))
@@ -123,9 +130,34 @@ class ForYouRecommender:
         return out
 
     def feeds(self, state: PlatformState, users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
+        """Feeds in chunks of ``CHUNK_USERS`` users: a step's working memory (features, probabilities,
+        DPP vectors) stays bounded whatever the number of active agents."""
         users = np.asarray(users, dtype=np.int64)
+        shared = (follow_keys(state), author_engagement(state))  # per step, not per chunk
+        # retrieval for every user at once: the IVF search batches users by cluster, so chunking it costs
+        oon = out_of_network_source(
+            self.retrieval, state, users, step, min(self.p.oon_max_results, self.p.pool_per_slot * k)
+        )
+        bounds = np.searchsorted(oon.row, np.arange(0, len(users) + CHUNK_USERS, CHUNK_USERS))
+        out: list[Feed] = []
+        for i, lo in enumerate(range(0, len(users), CHUNK_USERS)):
+            part = oon.take(slice(int(bounds[i]), int(bounds[i + 1])))
+            part = Candidates(users[lo : lo + CHUNK_USERS], part.row - lo, part.post, part.in_network)
+            out += self._feeds(state, users[lo : lo + CHUNK_USERS], k, step, rng, shared, part)
+        return out
+
+    def _feeds(
+        self,
+        state: PlatformState,
+        users: np.ndarray,
+        k: int,
+        step: int,
+        rng: np.random.Generator,
+        shared: tuple[np.ndarray, np.ndarray],
+        oon: Candidates,
+    ) -> list[Feed]:
         p = self.p
-        c = self.candidates(state, users, k, step)
+        c = self.candidates(state, users, k, step, oon)
         n_rows = len(users)
         posts = state.posts
         author = posts.col("author")[c.post]
@@ -133,7 +165,7 @@ class ForYouRecommender:
         vecs = self.retrieval.posts.m.data
         interest = self.retrieval.interests.vectors(users)
         sim = similarity(interest, c.row, vecs, c.post)
-        x = feature_matrix(state, c, self.history, follow_keys(state), sim, author_engagement(state))
+        x = feature_matrix(state, c, self.history, shared[0], sim, shared[1])
         probs = self.model.probabilities(x)
         value = weighted_score(probs, (x[:, 2] > 0) & ~repost, p)
         eligible = (
@@ -145,9 +177,9 @@ class ForYouRecommender:
         div = factors.author_diversity(c.row, author, lifted_score, p)
         oon = factors.oon_factor(c.in_network, repost, p)
         score = lifted_score * div * oon * self._not_interested_factor(state, c, vecs)
-        rank_before = factors.rank_in_row(c.row, score)
+        rank_before = factors.rank_in_row(c.row, score)  # one sort of ~40 x users scores; kept for clarity
         if p.rerank == "dpp":
-            picks = rerank.dpp(c.row, n_rows, score, vecs[c.post], k, p.dpp_theta, p.dpp_max_selected_rank)
+            picks = rerank.dpp(c.row, n_rows, score, vecs, c.post, k, p.dpp_theta, p.dpp_window(k))
         elif p.rerank == "slate":
             picks = rerank.slate(
                 c.row,
@@ -161,27 +193,41 @@ class ForYouRecommender:
             )
         else:
             picks = rerank.by_score(c.row, n_rows, score, k)
+        picks = [sel[:k] for sel in picks]
+        return self._explained_feeds(picks, c, score, value, oon, div, lifted, rank_before, x)
+
+    @staticmethod
+    def _explained_feeds(
+        picks: list[np.ndarray],
+        c: Candidates,
+        score: np.ndarray,
+        value: np.ndarray,
+        oon: np.ndarray,
+        div: np.ndarray,
+        lifted: np.ndarray,
+        rank_before: np.ndarray,
+        x: np.ndarray,
+    ) -> list[Feed]:
+        """One Feed per user; explanation rows built column-wise (one ``tolist`` per column, not per item)."""
+        lens = [len(sel) for sel in picks]
+        allsel = np.concatenate(picks) if picks else np.zeros(0, np.int64)
+        rank_after = np.concatenate([np.arange(n) for n in lens]) if lens else np.zeros(0, np.int64)
+        cols = (
+            score[allsel].tolist(),
+            value[allsel].tolist(),
+            oon[allsel].tolist(),
+            div[allsel].tolist(),
+            lifted[allsel].tolist(),
+            rank_before[allsel].tolist(),
+            rank_after.tolist(),
+            x[allsel].tolist(),
+        )
+        rows = list(zip(*cols))
+        post_ids = c.post[allsel].tolist()
+        sources = ["in_network" if b else "out_of_network" for b in c.in_network[allsel].tolist()]
         out: list[Feed] = []
-        for sel in picks:
-            sel = sel[:k]
-            explain = tuple(
-                (
-                    float(score[i]),
-                    float(value[i]),
-                    float(oon[i]),
-                    float(div[i]),
-                    bool(lifted[i]),
-                    int(rank_before[i]),
-                    j,
-                    [float(v) for v in x[i]],
-                )
-                for j, i in enumerate(sel.tolist())
-            )
-            out.append(
-                Feed(
-                    tuple(int(q) for q in c.post[sel]),
-                    tuple("in_network" if b else "out_of_network" for b in c.in_network[sel]),
-                    explain,
-                )
-            )
+        at = 0
+        for n in lens:
+            out.append(Feed(tuple(post_ids[at : at + n]), tuple(sources[at : at + n]), tuple(rows[at : at + n])))
+            at += n
         return out
