@@ -154,10 +154,10 @@ class ForYouRecommender:
         step: int,
         rng: np.random.Generator,
         shared: tuple[np.ndarray, np.ndarray],
-        oon: Candidates,
+        retrieved: Candidates,
     ) -> list[Feed]:
         p = self.p
-        c = self.candidates(state, users, k, step, oon)
+        c = self.candidates(state, users, k, step, retrieved)
         n_rows = len(users)
         posts = state.posts
         author = posts.col("author")[c.post]

@@ -91,7 +91,7 @@ def dpp(
             d2[ar[go], j[go]] = -np.inf
             alive = go
         res = np.take_along_axis(m, np.maximum(picks, 0), axis=1)
-        short = (picks < 0).any(axis=1)
+        short: np.ndarray = np.asarray((picks < 0).any(axis=1))
         for i in range(u):
             if not short[i]:
                 out.append(res[i])

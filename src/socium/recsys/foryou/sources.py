@@ -36,7 +36,7 @@ class Candidates:
     def __len__(self) -> int:
         return len(self.post)
 
-    def take(self, keep: np.ndarray) -> Candidates:
+    def take(self, keep: np.ndarray | slice) -> Candidates:
         """The candidates where ``keep`` is true (a mask or indices), order kept."""
         return Candidates(self.users, self.row[keep], self.post[keep], self.in_network[keep])
 
