@@ -78,3 +78,19 @@ def test_value_model_fits_to_the_run_and_the_fit_drives_a_new_run(tmp_path):
     assert con.execute("SELECT count(*) FROM exposures WHERE value_score IS NOT NULL").fetchone()[0] > 0
     con.close()
     assert not np.array_equal(model.coef, DEFAULT_COEF)
+
+
+def test_cli_fits_foryou_and_refuses_a_run_without_explanations(tmp_path):
+    from typer.testing import CliRunner
+
+    from socium.cli.main import app
+
+    Simulation(_cfg(steps=3), tmp_path / "a").run()
+    Simulation(small_config(steps=2), tmp_path / "chrono").run()
+    runner = CliRunner()
+    out = tmp_path / "vm.json"
+    r = runner.invoke(app, ["fit", "foryou", "--train", str(tmp_path / "a"), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert set(json.loads(out.read_text())["heads"]) == set(HEADS)
+    r = runner.invoke(app, ["fit", "foryou", "--train", str(tmp_path / "chrono"), "--out", str(out)])
+    assert r.exit_code != 0 and "no explained exposures" in " ".join(r.output.split())
