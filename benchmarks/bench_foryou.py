@@ -104,14 +104,12 @@ def main() -> None:
         f"socium foryou benchmark: {os.cpu_count()} CPUs visible, load average {load()} at start, "
         f"numpy {np.__version__}, python {sys.version.split()[0]}"
     )
-    rows: list[tuple[str, str]] = []
-    for n in a.users:
-        rows += bench(n, a.posts, a.reps)
-    w = max(len(r[0]) for r in rows)
+    w = 82
     print(f"{'measure':<{w}}  value")
     print("-" * (w + 20))
-    for name, val in rows:
-        print(f"{name:<{w}}  {val}")
+    for n in a.users:  # each size's rows as soon as it is measured (10^5 users takes long on a busy machine)
+        for name, val in bench(n, a.posts, a.reps):
+            print(f"{name:<{w}}  {val}", flush=True)
 
 
 if __name__ == "__main__":
