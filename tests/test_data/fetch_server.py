@@ -116,7 +116,8 @@ class Handler(http.server.SimpleHTTPRequestHandler):
     tarball) beside it. ``overrides`` (URL path -> bytes, a rule name, or a callable taking the handler)
     lets a test corrupt a file or make the server misbehave: "drop" cuts the connection half-way, "stall"
     stops sending half-way until ``release`` is set, "trickle" sends a byte every 0.1 s, "endless" sends
-    for ever without a length, "html" answers 200 with an HTML error page."""
+    for ever without a length, "html" answers 200 with an HTML error page, "reset" closes the connection
+    without answering."""
 
     overrides: dict[str, bytes | str | Callable[[Handler], None]] = {}
     extra: dict[str, bytes] = {}
@@ -145,6 +146,9 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             return None
         if callable(rule):
             return rule(self)
+        if rule == "reset":  # the connection closes before any response
+            self.close_connection = True
+            return None
         if rule == "html":
             page = b"<!DOCTYPE html><html><body>Service temporarily unavailable</body></html>"
             self._send(page, "text/html; charset=utf-8")

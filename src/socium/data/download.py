@@ -91,8 +91,8 @@ def _root_cause(exc: BaseException) -> BaseException:
     return cur
 
 
-def why_unreachable(exc: BaseException) -> str:
-    """A few words for why a connection failed, from the exception chain (never urllib3's whole repr)."""
+def _chain_names(exc: BaseException) -> set[str]:
+    """The class names along an exception's chain (``reason``, ``__cause__``, ``__context__``)."""
     names = set()
     cur: BaseException | None = exc
     for _ in range(12):
@@ -101,6 +101,30 @@ def why_unreachable(exc: BaseException) -> str:
         names.add(type(cur).__name__)
         inner = getattr(cur, "reason", None)
         cur = inner if isinstance(inner, BaseException) else cur.__cause__ or cur.__context__
+    return names
+
+
+#: failures to open a connection at all: the host (or the way to it) is down, so its other files are not tried
+_CONNECT_FAILURES = {
+    "NewConnectionError",
+    "NameResolutionError",
+    "ConnectTimeoutError",
+    "ConnectTimeout",
+    "ProxyError",
+    "SSLError",
+    "ConnectionRefusedError",
+    "gaierror",
+}
+
+
+def is_connect_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` means no connection could be made (not one connection that broke)."""
+    return bool(_chain_names(exc) & _CONNECT_FAILURES)
+
+
+def why_unreachable(exc: BaseException) -> str:
+    """A few words for why a connection failed, from the exception chain (never urllib3's whole repr)."""
+    names = _chain_names(exc)
     root = _root_cause(exc)
     if "ProxyError" in names:
         return "the proxy refused or dropped the connection (HTTP(S)_PROXY is set)"
@@ -260,7 +284,9 @@ class HttpDownload:
                 self.watch.check()
                 if isinstance(exc, requests.exceptions.ReadTimeout):
                     raise self.watch.stalled(host, current) from exc
-                raise self.watch.unreachable(host, exc) from exc
+                if is_connect_failure(exc):
+                    raise self.watch.unreachable(host, exc) from exc
+                raise DownloadError("broken", f"{current}: the connection broke ({why_unreachable(exc)})") from exc
             except requests.RequestException as exc:  # InvalidURL, InvalidSchema...: what it is, not a checksum
                 raise DownloadError("refused", f"{current}: cannot be fetched ({type(exc).__name__}: {exc})") from exc
             if not resp.is_redirect:

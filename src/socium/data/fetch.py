@@ -209,7 +209,10 @@ def fetch_file(f: RemoteFile, root: Path, watch: Watch, *, bar: _Bar | None = No
                 downloader=downloader,
             )
         except ValueError as exc:  # pooch's hash mismatch (the downloader raises no ValueError)
-            where = "the registry's" if f.sha256 else f"the one recorded at the first fetch ({_sidecar(path).name})"
+            if f.sha256:
+                where = "the registry's"
+            else:  # trust on first use: say how to accept a file that really changed upstream
+                where = f"the one recorded at the first fetch; delete {_sidecar(path)} to accept the new file"
             raise DownloadError("checksum", f"{url}: sha256 does not match {where} ({known}); nothing kept") from exc
         _record(f, path)
         os.chmod(path, _file_mode())
