@@ -343,6 +343,13 @@ def test_mirror_credentials_are_never_printed(mirror, monkeypatch) -> None:
     assert "http://***@127.0.0.1" in _one_error_line(out) and "not found (HTTP 404)" in out
 
 
+def test_redact_hides_every_url_s_credentials_whole() -> None:
+    from socium.data.download import redact
+
+    text = "http://a:b@c@host:1/x/y@z then https://u:p@m.example/q and no creds http://h/p"
+    assert redact(text) == "http://***@host:1/x/y@z then https://***@m.example/q and no creds http://h/p"
+
+
 # ---- 36.15: the packed tarball is the same bytes on every fetch ---------------------------------
 def test_the_packed_tarball_is_byte_identical_across_fetches(mirror, tmp_path) -> None:
     _, reg, _ = mirror

@@ -36,7 +36,7 @@ MAX_REDIRECTS = 5
 MAX_UNSIZED = 64 << 20  #: the cap on a file the registry gives no size for
 CHUNK = 1 << 13  # small enough that a body cut or stalled part-way has bytes on disk (tests watch them)
 
-_USERINFO = re.compile(r"(?<=//)[^/@\s]*@")
+_USERINFO = re.compile(r"(?<=//)[^/\s]*@")  # greedy: a password with a raw "@" is hidden whole
 
 
 class DataFetchError(SociumError):
@@ -241,6 +241,13 @@ class Watch:
         if s is None:
             s = self._local.session = requests.Session()
         return s
+
+    def end_thread(self) -> None:
+        """Close this thread's session (its pooled connections) when the thread has no more files."""
+        s = getattr(self._local, "session", None)
+        if s is not None:
+            s.close()
+            self._local.session = None
 
     def track(self, resp: requests.Response, on: bool) -> None:
         with self._lock:

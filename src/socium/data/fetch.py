@@ -329,29 +329,36 @@ def _run_all(files: list[RemoteFile], work: Callable[[RemoteFile], None], worker
     for f in files:
         todo.put(f)
 
-    def loop() -> None:
-        while True:
-            try:
-                f = todo.get_nowait()
-            except queue.Empty:
-                return
-            work(f)
+    n = max(1, min(workers, len(files)))
+    done = threading.Semaphore(0)  # one release per finished worker
 
-    threads = [
-        threading.Thread(target=loop, name=f"socium-fetch-{i}", daemon=True)
-        for i in range(max(1, min(workers, len(files))))
-    ]
-    for t in threads:
-        t.start()
+    def loop() -> None:
+        try:
+            while True:
+                try:
+                    f = todo.get_nowait()
+                except queue.Empty:
+                    return
+                work(f)
+        finally:
+            watch.end_thread()
+            done.release()
+
+    # Waiting on a semaphore, not Thread.join: a join interrupted by Ctrl-C can mark a live thread as
+    # stopped (CPython 3.11's bpo-45274 handling), and the wait for the cancelled workers then returned at
+    # once, before they removed their temporary files.
+    for i in range(n):
+        threading.Thread(target=loop, name=f"socium-fetch-{i}", daemon=True).start()
+    finished = 0
     try:
-        for t in threads:
-            while t.is_alive():
-                t.join(0.2)
+        while finished < n:
+            if done.acquire(timeout=0.2):
+                finished += 1
     except KeyboardInterrupt:
         watch.cancel("interrupted")
         end = time.monotonic() + 3.0
-        for t in threads:
-            t.join(max(0.0, end - time.monotonic()))
+        while finished < n and done.acquire(timeout=max(0.0, end - time.monotonic())):
+            finished += 1
         raise
 
 
