@@ -265,3 +265,19 @@ def test_feeds_ranked_in_chunks_equal_one_batch(monkeypatch):
     whole = rec.feeds(st, users, 5, 1, np.random.default_rng(0))
     monkeypatch.setattr(mod, "CHUNK_USERS", 2)
     assert rec.feeds(st, users, 5, 1, np.random.default_rng(0)) == whole
+
+
+def test_moderation_reranking_keeps_each_posts_explanation():
+    from socium.moderation.feeds import ModeratedRecommender
+
+    st = world()
+    rec = ForYouRecommender(window_steps=48, embedder="hashing")
+    rec.observe(st, range(0, len(st.posts)), 0)
+    st.begin_step(1, 3600.0)
+    plain = rec.feeds(st, np.array([0]), 14, 1, np.random.default_rng(0))[0]  # what the wrapper asks: 5 x 2 + 4
+    why = dict(zip(plain.post_ids, plain.explain))
+    st.mod.factor[plain.post_ids[0]] = 0.1  # the top post is down-ranked by moderation
+    got = ModeratedRecommender(rec).feeds(st, np.array([0]), 5, 1, np.random.default_rng(0))[0]
+    assert got.post_ids[0] != plain.post_ids[0] and len(got.post_ids) == 5
+    # each shown post keeps the recommender's explanation (rank_after is its rank there; exposures.rank the shown one)
+    assert [why[p] for p in got.post_ids] == list(got.explain)
