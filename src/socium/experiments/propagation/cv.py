@@ -43,7 +43,6 @@ from socium.experiments.propagation.fit import fit_timing, write_fit
 from socium.experiments.propagation.forecast import (
     CascadeArrays,
     cascade_arrays,
-    forecast_cascade,
     forecast_summary,
     window_nrmse,
 )
@@ -54,6 +53,7 @@ from socium.experiments.propagation.population import (
     simulated_curves,
     subtree_curves,
 )
+from socium.experiments.propagation.predictive import forecast_cascade
 from socium.experiments.propagation.simcheck import events_curves
 from socium.experiments.propagation.simforecast import draw_shifts, grid_prefix, simulate_forecast
 from socium.experiments.spec import run_config, write_population_csv, write_results
