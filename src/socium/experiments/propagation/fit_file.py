@@ -11,7 +11,7 @@ Layout (``format_version`` 2)::
     {"format": "socium-propagation-fit", "format_version": 2, "socium_version": "...",
      "timing": {...},            # what timing.params_file reads (root_effects = per-account speeds)
      "cascade_sigma": 0.65,      # prior sd of a cascade's log-delay shift
-     "dispersion": 1.0,          # multiplier on cascade_sigma for the forecast's spread (CV-calibrated)
+     "dispersion": 1.0,          # widening of the predictive intervals (predictive.widen), CV-calibrated
      "training": {"ids": [...], "digest": "sha256:...", "n": 134, "data": [...], "kind": "...",
                   "stats": {"size": [...], "depth": [...], "early_share": [...]}},
      "estimates": {...}, "ci95": {...}, "families": [...]}
@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,8 +92,13 @@ def fit_cascades(
     seed: int = 0,
     families: Sequence[str] = FAMILIES,
     root_effects: bool = True,
+    calibrate: bool = False,
+    log: Callable[[str], None] = lambda s: None,
 ) -> dict[str, Any]:
-    """Fit the timing layer on ``trees`` and return the self-contained fit file's dict (format 2)."""
+    """Fit the timing layer on ``trees`` and return the self-contained fit file's dict (format 2).
+
+    ``calibrate``: also choose the intervals' dispersion by 5-fold CV on these same training cascades
+    (:func:`~socium.experiments.propagation.dispersion.calibrate_dispersion`; five more fits); else 1."""
     from socium.experiments.propagation.transfer import training_population  # transfer imports this module
 
     res = fit_timing(
@@ -113,6 +118,7 @@ def fit_cascades(
         "timing": res["timing"],
         "cascade_sigma": float(res["estimates"]["cascade_sigma"]),
         "dispersion": 1.0,
+        "dispersion_cv": None,
         "training": {
             "ids": list(trees),
             "digest": cascades_digest(trees),
@@ -122,6 +128,11 @@ def fit_cascades(
             "stats": population_stats(trees),
         },
     }
+    if calibrate:
+        from socium.experiments.propagation.dispersion import calibrate_dispersion  # imports the CV: only when asked
+
+        cal = calibrate_dispersion(trees, seed=seed, families=families, root_effects=root_effects, log=log)
+        head["dispersion"], head["dispersion_cv"] = cal["dispersion"], cal
     return {**head, **{k: v for k, v in res.items() if k != "timing"}}
 
 
@@ -146,11 +157,6 @@ class Fit:
     @property
     def params(self) -> TimingParams:
         return TimingParams.from_dict(self.timing, where=self.path)
-
-    @property
-    def forecast_sigma(self) -> float:
-        """The prior sd the forecast uses: ``cascade_sigma * dispersion``."""
-        return self.cascade_sigma * self.dispersion
 
     def summary(self) -> dict[str, Any]:
         """What results.json records about the fit (no id list)."""

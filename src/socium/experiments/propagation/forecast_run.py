@@ -48,6 +48,7 @@ from socium.experiments.propagation.predictive import (
     predict_cascade,
     score_cascade,
     summarise,
+    widen,
 )
 from socium.experiments.propagation.realcascades import CascadeTree
 from socium.experiments.propagation.transfer_check import compare_populations
@@ -139,7 +140,7 @@ def forecast_cascades(
         raise ConfigError(f"--cascades {source}: no cascades to forecast")
     t0 = time.perf_counter()
     tp = fit.params
-    sigma = fit.forecast_sigma
+    sigma = fit.cascade_sigma
     H = settings.horizon_minutes
     check = compare_populations(fit, trees)
     if check["warning"]:
@@ -153,16 +154,18 @@ def forecast_cascades(
     prepared = []
     for cid, tree in trees.items():
         users = earliest_users(tree, None)
-        prepared.append((cid, cascade_arrays(tree, users), subtree_curves(tree, users, H)))
+        caps = {"scale": float(len(users)), "depth": float(tree.max_depth), "max_breadth": float(tree.max_breadth)}
+        prepared.append((cid, cascade_arrays(tree, users), subtree_curves(tree, users, H), caps))
     for m in settings.observe_minutes:
-        for cid, arrays, real in prepared:
+        for cid, arrays, real, caps in prepared:
             key = zlib.crc32(cid.encode())
             rng = component_rng(settings.seed, FORECAST_TOOL_PURPOSE, m, key)
             pred = predict_cascade(arrays, tp, sigma, m, settings.replicas, H, rng, settings.baselines)
             u = float(component_rng(settings.seed, PIT_PURPOSE, m, key).random())
-            scores = score_cascade(pred, real, u)
+            scores = score_cascade(pred, real, u, fit.dispersion, caps)
             rows[m].append(scores)
-            _quantile_rows(cid, m, pred.samples, pred.points, real, curve_cols)
+            wide = {k: widen(v, real, m, fit.dispersion, caps) for k, v in pred.samples.items()}
+            _quantile_rows(cid, m, wide, pred.points, real, curve_cols)
             meta = (info or {}).get(cid, {})
             for model, sc in scores.items():
                 fq = sc.get("final_quantiles", {}).get("scale") or [None] * len(QUANTILES)
