@@ -43,6 +43,7 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="also write the summary here")
     a = ap.parse_args()
     load0 = _load()
+    cpu0 = time.process_time()
     t = [time.perf_counter()]
     fit = fc.load_fit(a.fit)
     if a.dispersion is not None:
@@ -63,12 +64,15 @@ def main() -> None:
     print(f"| stage | s |\n|---|---|")
     for name, i in (("load fit", 1), ("load + check cascades", 2), ("forecast + score", 3), ("write", 4)):
         print(f"| {name} | {t[i] - t[i - 1]:.1f} |")
+    cpu = time.process_time() - cpu0
     print(f"| total ({len(data)} cascades, {nodes} nodes, {a.replicas} replicas) | {t[-1] - t[0]:.1f} |")
+    print(f"| CPU time of this process (user + sys) | {cpu:.1f} |")
     summary = {
         "cascades": len(data),
         "nodes": nodes,
         "replicas": a.replicas,
         "seconds": t[-1] - t[0],
+        "cpu_s": cpu,
         "stages": [t[i] - t[i - 1] for i in range(1, len(t))],
         "load_before": load0,
         "load_after": _load(),
@@ -97,6 +101,14 @@ def main() -> None:
             print(
                 f"coverage {lv}%: "
                 + ", ".join(f"{k} {v['estimate']:.3f} [{v['low']:.3f}, {v['high']:.3f}]" for k, v in cov[lv].items())
+            )
+        if "coverage_undispersed" in f:
+            print(
+                "coverage without the dispersion: "
+                + ", ".join(
+                    f"{lv}% {v['estimate']:.3f} [{v['low']:.3f}, {v['high']:.3f}]"
+                    for lv, v in f["coverage_undispersed"].items()
+                )
             )
         print("calibration (nominal, observed):", s["calibration"]["forecast"])
     print("transfer warning:", res.results["transfer"]["warning"])

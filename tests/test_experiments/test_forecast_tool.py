@@ -296,3 +296,25 @@ def test_twitter15_transfer_without_overlap(world: dict) -> None:
     assert res.results["transfer"]["in_training"] == []
     assert res.results["fit"]["training"]["kind"] == "oasis"
     assert res.results["by_observe_minutes"]["10"]["n"] == 4
+
+
+def test_chronological_split_trains_on_earlier_cascades() -> None:
+    import datetime as dt
+
+    from socium.experiments.propagation.cv import chronological_split
+    from socium.experiments.propagation.cv_config import CVSpec
+
+    t0 = dt.datetime(2015, 1, 1, tzinfo=dt.timezone.utc)
+    ids = [f"c{i}" for i in range(10)]
+    posted = {c: t0 + dt.timedelta(days=(7 * i) % 10) for i, c in enumerate(ids)}
+    pairs = chronological_split(ids, 5, posted)
+    assert len(pairs) == 4
+    for train, held in pairs:
+        assert max(posted[c] for c in train) <= min(posted[c] for c in held) and not set(train) & set(held)
+    assert sorted(c for _, h in pairs for c in h) == sorted(set(ids) - set(pairs[0][0]))
+    posted["c3"] = None
+    with pytest.raises(ConfigError, match="cv.split: chronological needs each cascade's posting time; 'c3'"):
+        chronological_split(ids, 5, posted)
+    assert (
+        "split" not in CVSpec().model_dump() and CVSpec(split="chronological").model_dump()["split"] == "chronological"
+    )

@@ -225,6 +225,12 @@ def score_cascade(
                 }
                 for lv in LEVELS
             }
+            if dispersion != 1.0:  # what the replicas alone cover, beside the widened intervals
+                raw = pred.samples[model]["scale"][:, -1]
+                row["covered_raw"] = {
+                    f"{int(lv * 100)}": bool(np.quantile(raw, 0.5 - lv / 2) <= y <= np.quantile(raw, 0.5 + lv / 2))
+                    for lv in LEVELS
+                }
             row["crps"] = sample_crps(fin["scale"], y)
             row["crps_log"] = sample_crps(np.log2(1.0 + fin["scale"]), _log2p(y))
             row["pit"] = randomised_pit(fin["scale"], y, u)
@@ -288,6 +294,11 @@ def summarise(rows: Sequence[dict[str, dict[str, Any]]], seed: int = 0) -> dict[
                 }
                 for lv in got[0]["covered"]
             }
+            if "covered_raw" in got[0]:
+                entry["coverage_undispersed"] = {
+                    lv: proportion_interval(sum(g["covered_raw"][lv] for g in got), len(got)).as_dict()
+                    for lv in got[0]["covered_raw"]
+                }
             pits = np.array([g["pit"] for g in got])
             entry["pit_histogram"] = np.histogram(pits, bins=10, range=(0.0, 1.0))[0].tolist()
         out[model] = entry
