@@ -318,3 +318,36 @@ def test_chronological_split_trains_on_earlier_cascades() -> None:
     assert (
         "split" not in CVSpec().model_dump() and CVSpec(split="chronological").model_dump()["split"] == "chronological"
     )
+
+
+def test_cli_counterfactual_arms_and_bad_arms_file(world: dict, tmp_path: Path) -> None:
+    arms = tmp_path / "arms.yaml"
+    arms.write_text(
+        "counterfactual:\n  act_minutes: [10, 20]\n  bootstrap: 50\n  strategies:\n    remove: {remove: true}\n"
+    )
+    out = tmp_path / "cf"
+    base = [
+        "forecast",
+        "--fit",
+        str(world["fit"]),
+        "--cascades",
+        str(world["test_csv"]),
+        "--horizon-minutes",
+        "60",
+        "--replicas",
+        "10",
+        "--baseline",
+        "null",
+    ]
+    r = runner.invoke(app, [*base, "--out", str(out), "--counterfactual", str(arms)])
+    assert r.exit_code == 0, r.output
+    cf = json.loads((out / "results.json").read_text())["by_observe_minutes"]["10"]["counterfactual"]
+    assert cf["n"] == 6 and set(cf["arms"]) == {"remove@10", "remove@20"}
+    assert cf["arms"]["remove@10"]["relative"]["estimate"] <= cf["arms"]["remove@20"]["relative"]["estimate"] + 1e-9
+    assert runner.invoke(app, ["report", str(out)]).exit_code == 0
+    arms.write_text("counterfactual:\n  strategies:\n    remove: {remove: maybe}\n")
+    r = runner.invoke(app, [*base, "--out", str(tmp_path / "x"), "--counterfactual", str(arms)])
+    assert r.exit_code == 2 and "arms.yaml: counterfactual.strategies.remove.remove" in " ".join(r.output.split())
+    arms.write_text("act_minutes: [90]\n")
+    r = runner.invoke(app, [*base, "--out", str(tmp_path / "x"), "--counterfactual", str(arms)])
+    assert r.exit_code == 2 and "counterfactual.act_minutes: 90" in r.output and not (tmp_path / "x").exists()

@@ -36,6 +36,9 @@ def forecast(
     cascade_sigma: float | None = typer.Option(
         None, "--cascade-sigma", help="State the speed prior's sd for a fit file that lacks it (0: no conditioning)."
     ),
+    counterfactual: Path | None = typer.Option(
+        None, "--counterfactual", help="YAML of intervention arms (a propagation spec's counterfactual: block)."
+    ),
     force: bool = typer.Option(False, "--force", help="Replace a forecast already in --out."),
 ) -> None:
     """Forecast size, depth and breadth of each cascade from its first minutes with a saved fit; score it."""
@@ -47,6 +50,7 @@ def forecast(
     try:
         if (out / "results.json").exists() and not force:  # before any work: nothing already written is lost
             raise SociumError(f"--out {out}: already holds results.json; choose another folder or pass --force")
+        arms = None if counterfactual is None else fc.load_counterfactual(counterfactual)
         f = fc.load_fit(fit, cascade_sigma=cascade_sigma)
         if f.note:
             log(f"note: {f.note}")
@@ -60,6 +64,7 @@ def forecast(
             replicas=replicas,
             seed=seed,
             baselines=baselines,
+            counterfactual=arms,
             log=log,
         )
         path = fc.write_forecast(result, out, force=force)

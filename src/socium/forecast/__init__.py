@@ -33,7 +33,7 @@ from socium.experiments.propagation.cascade_sources import load_cascade_table, r
 from socium.experiments.propagation.fit_file import FIT_FORMAT_VERSION, Fit, load_fit, write_fit_file
 from socium.experiments.propagation.forecast_run import ForecastResult, ForecastSettings, write_forecast
 from socium.experiments.propagation.predictive import LEVELS, QUANTILES, Prediction, predict_cascade, summarise
-from socium.forecast.api import Cascades, fit, forecast, load_cascades, score
+from socium.forecast.api import Cascades, fit, forecast, load_cascades, load_counterfactual, score
 
 __all__ = [
     "COLUMNS",
@@ -53,6 +53,7 @@ __all__ = [
     "forecast",
     "load_cascade_table",
     "load_cascades",
+    "load_counterfactual",
     "load_fit",
     "predict_cascade",
     "read_csv",

@@ -14,9 +14,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
+from pydantic import ValidationError
 
+from socium.config.loading import read_yaml_mapping
+from socium.errors import ConfigError
 from socium.experiments.propagation.cascade_format import cascade_info, cascade_trees
 from socium.experiments.propagation.cascade_sources import load_cascade_table
+from socium.experiments.propagation.counterfactual import CounterfactualSpec
 from socium.experiments.propagation.fit_file import Fit, fit_cascades
 from socium.experiments.propagation.forecast_run import ForecastResult, ForecastSettings, forecast_cascades
 from socium.experiments.propagation.predictive import TOOL_BASELINES, Prediction, score_cascade
@@ -80,13 +84,28 @@ def forecast(
     replicas: int = 40,
     seed: int = 0,
     baselines: Sequence[str] = TOOL_BASELINES,
+    counterfactual: CounterfactualSpec | None = None,
     log: Callable[[str], None] = lambda s: None,
 ) -> ForecastResult:
-    """Forecast every cascade from each observe minute with ``fit`` (never refitted), scored against the data."""
+    """Forecast every cascade from each observe minute with ``fit`` (never refitted), scored against the data;
+    ``counterfactual``: intervention arms on the same path (:func:`load_counterfactual` reads them from YAML)."""
     settings = ForecastSettings(
-        tuple(dict.fromkeys(observe_minutes)), horizon_minutes, replicas, seed, tuple(baselines)
+        tuple(dict.fromkeys(observe_minutes)), horizon_minutes, replicas, seed, tuple(baselines), counterfactual
     )
     return forecast_cascades(fit, cascades.trees, settings, source=cascades.source, info=cascades.info, log=log)
+
+
+def load_counterfactual(path: str | Path) -> CounterfactualSpec:
+    """Intervention arms from a YAML file: the ``counterfactual:`` block of a propagation spec, bare or under
+    that key (docs/validation.md 3c); a bad key is one error naming the file."""
+    data = read_yaml_mapping(path)
+    data = data.get("counterfactual", data)
+    try:
+        return CounterfactualSpec.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "counterfactual"
+        raise ConfigError(f"{path}: counterfactual.{where}: {err['msg']}") from None
 
 
 def score(prediction: Prediction, real: Mapping[str, NDArray[np.float64]], u: float = 0.5) -> dict[str, dict[str, Any]]:

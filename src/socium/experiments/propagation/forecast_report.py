@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from socium.core.intervals import interval_from_dict
 from socium.errors import RunDirError
+from socium.experiments.propagation.counterfactual_report import counterfactual_section
 from socium.reporting import plots as P
 from socium.reporting.page import Report, ReportTable, counted
 
@@ -125,6 +126,10 @@ def forecast_report(rep: Report, res: dict[str, Any]) -> list[Path]:
                 ],
             )
         )
+    for m, s in res["by_observe_minutes"].items():
+        if s.get("counterfactual"):
+            rep.heading(f"Had the platform acted (observed {m} min)")
+            counterfactual_section(rep, s["counterfactual"], st["horizon_minutes"])
     rep.image(calibration_plot(rep.out_dir / "calibration.png", res), "Calibration of the final size's intervals")
     curves = root / "curves.parquet"
     if curves.is_file():

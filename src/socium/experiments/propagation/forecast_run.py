@@ -36,6 +36,11 @@ import pyarrow.parquet as pq
 import socium
 from socium.core.rng import component_rng
 from socium.errors import ConfigError, RunDirError
+from socium.experiments.propagation.counterfactual import (
+    CounterfactualSpec,
+    counterfactual_cascade,
+    counterfactual_summary,
+)
 from socium.experiments.propagation.fit_file import Fit, cascades_digest
 from socium.experiments.propagation.forecast import cascade_arrays
 from socium.experiments.propagation.population import earliest_users, subtree_curves
@@ -59,6 +64,8 @@ FORECAST_TOOL_PURPOSE = 45
 """socium.core.rng stream of ``socium forecast``'s replicas, per (observe minute, cascade)."""
 PIT_PURPOSE = 46
 """Stream of the randomised PIT's uniforms (apart, so adding a baseline never moves them)."""
+COUNTERFACTUAL_TOOL_PURPOSE = 48
+"""Stream of the counterfactual arms' replicas in ``socium forecast`` (apart: arms never move the forecast)."""
 KNOWN_BASELINES = tuple(b for b in (*SAMPLED, *POINT) if b != "forecast")
 
 
@@ -71,6 +78,8 @@ class ForecastSettings:
     replicas: int = 40
     seed: int = 0
     baselines: tuple[str, ...] = TOOL_BASELINES
+    counterfactual: CounterfactualSpec | None = None
+    """Intervention arms run on the same replicas' path (``counterfactual.py``), per observe minute."""
 
     def check(self) -> None:
         """One :class:`ConfigError` naming the option for a setting that cannot be run."""
@@ -83,6 +92,14 @@ class ForecastSettings:
                 raise ConfigError(f"--observe-minutes: {m} must lie in [0, --horizon-minutes={self.horizon_minutes})")
         if self.replicas < 2:
             raise ConfigError(f"--replicas: {self.replicas}; a predictive distribution needs at least 2")
+        if self.counterfactual is not None:
+            for m in self.observe_minutes:
+                bad = [a for a in self.counterfactual.minutes_for(m) if not m <= a < self.horizon_minutes]
+                if bad:
+                    raise ConfigError(
+                        f"counterfactual.act_minutes: {bad[0]} must lie in [observe minute {m}, horizon "
+                        f"{self.horizon_minutes})"
+                    )
         unknown = [b for b in self.baselines if b not in KNOWN_BASELINES]
         if unknown:
             raise ConfigError(f"--baselines: {unknown[0]!r} is not one of {', '.join(KNOWN_BASELINES)}")
@@ -151,6 +168,7 @@ def forecast_cascades(
     }
     table_rows: list[dict[str, Any]] = []
     rows: dict[int, list[dict[str, Any]]] = {m: [] for m in settings.observe_minutes}
+    cf_rows: dict[int, list[dict[str, Any]]] = {m: [] for m in settings.observe_minutes}
     prepared = []
     for cid, tree in trees.items():
         users = earliest_users(tree, None)
@@ -167,6 +185,19 @@ def forecast_cascades(
             wide = {k: widen(v, real, m, fit.dispersion, caps) for k, v in pred.samples.items()}
             _quantile_rows(cid, m, wide, pred.points, real, curve_cols)
             meta = (info or {}).get(cid, {})
+            if settings.counterfactual is not None:
+                cf_rng = component_rng(settings.seed, COUNTERFACTUAL_TOOL_PURPOSE, m, key)
+                cf = counterfactual_cascade(
+                    arrays, tp, sigma, m, settings.replicas, H, settings.counterfactual, cf_rng, real["scale"]
+                )
+                cf_rows[m].append(
+                    {
+                        "id": cid,
+                        "label": meta.get("label"),
+                        "real_final": {"scale": int(real["scale"][-1])},
+                        "counterfactual": cf,
+                    }
+                )
             for model, sc in scores.items():
                 fq = sc.get("final_quantiles", {}).get("scale") or [None] * len(QUANTILES)
                 table_rows.append(
@@ -198,6 +229,8 @@ def forecast_cascades(
     for m, rr in rows.items():
         summ = summarise(rr, settings.seed)
         summ["calibration"] = {mo: calibration_curve(rr, mo) for mo in SAMPLED if rr and mo in rr[0]}
+        if settings.counterfactual is not None:
+            summ["counterfactual"] = counterfactual_summary(cf_rows[m], settings.counterfactual, m, settings.seed)
         by_m[str(m)] = summ
     results = {
         "experiment": "forecast",
@@ -210,6 +243,7 @@ def forecast_cascades(
             "seed": settings.seed,
             "baselines": list(settings.baselines),
             "quantiles": list(QUANTILES),
+            "counterfactual": None if settings.counterfactual is None else settings.counterfactual.model_dump(),
         },
         "fit": fit.summary(),
         "cascades": {"source": source, "n": len(trees), "digest": cascades_digest(trees)},
