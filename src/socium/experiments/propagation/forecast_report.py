@@ -65,7 +65,7 @@ def forecast_report(rep: Report, res: dict[str, Any]) -> list[Path]:
                 "Scored vs training cascades (two-sample KS)",
                 ["statistic", "D", "p", "median trained", "median scored"],
                 [
-                    [k, f"{v['D']:.3f}", f"{v['p']:.2g}", f"{v['median_train']:g}", f"{v['median_scored']:g}"]
+                    [k, f"{v['D']:.3f}", f"{v['p']:.2g}", f"{v['median_train']:.3g}", f"{v['median_scored']:.3g}"]
                     for k, v in tr["ks"].items()
                     if v.get("D") is not None
                 ],

@@ -48,8 +48,8 @@ def ks_table(train: Mapping[str, list[float]], scored: Mapping[str, list[float]]
 def ks_warning(table: Mapping[str, Mapping[str, Any]]) -> str | None:
     """Why the scored cascades may not be the fit's population (None: no large, significant difference)."""
     bad = [
-        f"{STAT_WORDS[k]} (KS D = {v['D']:.2f}, p = {v['p']:.2g}; median {v['median_train']:g} trained vs "
-        f"{v['median_scored']:g} scored)"
+        f"{STAT_WORDS[k]} (KS D = {v['D']:.2f}, p = {v['p']:.2g}; median {v['median_train']:.3g} trained vs "
+        f"{v['median_scored']:.3g} scored)"
         for k, v in table.items()
         if v.get("D") is not None and v["D"] > KS_D_WARN and v["p"] < KS_P_WARN
     ]
