@@ -351,3 +351,12 @@ def test_cli_counterfactual_arms_and_bad_arms_file(world: dict, tmp_path: Path) 
     arms.write_text("act_minutes: [90]\n")
     r = runner.invoke(app, [*base, "--out", str(tmp_path / "x"), "--counterfactual", str(arms)])
     assert r.exit_code == 2 and "counterfactual.act_minutes: 90" in r.output and not (tmp_path / "x").exists()
+
+
+def test_spec_with_a_saved_fit_and_observe_minutes_points_to_socium_forecast(world: dict) -> None:
+    from pydantic import ValidationError
+
+    from socium.experiments.propagation.study import PropagationSpec
+
+    with pytest.raises(ValidationError, match="socium forecast --fit FILE"):
+        PropagationSpec(timing_file=str(world["fit"]), observe_minutes=10, cv={"runs": 2})
