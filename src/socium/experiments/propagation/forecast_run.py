@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -278,8 +278,3 @@ def write_forecast(result: ForecastResult, out: str | Path, *, force: bool = Fal
     except OSError as exc:
         raise RunDirError(f"--out {out}: cannot write: {exc.strerror or exc}") from None
     return write_results(out, result.results)
-
-
-def observe_list(values: Sequence[int]) -> tuple[int, ...]:
-    """Observe minutes in the order given, duplicates dropped."""
-    return tuple(dict.fromkeys(int(v) for v in values))
