@@ -35,6 +35,7 @@ import numpy as np
 
 from socium.agents.groups import group_views
 from socium.agents.memory import MemoryStream
+from socium.core import actions as A
 from socium.core.contracts import FeedItem, Observation, SharedPost
 from socium.core.exposure import ExposureSink
 from socium.core.perspective import Perspective, perspective, perspective_names, sees_environment_facts
@@ -159,17 +160,22 @@ def fill_observation(sim: Any, o: Observation, rec: ExposureSink) -> None:
         o.extra["datetime"] = when.strftime("%a %Y-%m-%d %H:%M")
     if st.groups:
         o.groups = group_views(
-            st, o.agent_id, ac.group_messages, ac.groups_listed if "join_group" in ac.actions else 0, pop.usernames
+            st,
+            o.agent_id,
+            ac.group_messages,
+            ac.groups_listed if any(A.meta_of(a).needs == "listed_groups" for a in ac.actions) else 0,
+            pop.usernames,
         )
     pending = sim.pending_results.pop(o.agent_id, None)
     if pending is not None:
         kind, query, ids = pending
-        if kind == "search_user":
+        if kind == A.SearchUser.type_name:
             o.results_from = f'users matching "{query}"'
             o.found_users = [(u, pop.usernames[u]) for u in ids if u != o.agent_id]
         else:
-            o.results_from = "trending posts" if kind == "trend" else f'posts matching "{query}"'
-            src = "trend" if kind == "trend" else "search"
+            trend = kind == A.Trend.type_name
+            o.results_from = "trending posts" if trend else f'posts matching "{query}"'
+            src = "trend" if trend else "search"  # the exposure source
             ids = [pid for pid in ids if not st.hidden(pid)]  # removed by moderation since the request
             o.results = [feed_item(st, pop.usernames, pop.stance, o.agent_id, pid, src, r) for r, pid in enumerate(ids)]
             rec.exposure(o.agent_id, [it.post_id for it in o.results], src)
@@ -179,8 +185,7 @@ def fill_observation(sim: Any, o: Observation, rec: ExposureSink) -> None:
         if ac.comments_per_post:
             latest = st.comments_of.get(it.post_id, [])[-ac.comments_per_post :]
             it.replies = [_linked(st, pop.usernames, c) for c in latest]
-    # whom it already follows among the users shown: follow / unfollow are offered accordingly
-    o.extra["following"] = st.follows.following_among(o.agent_id, o.shown_users())
+    o.marks = target_marks(st, o, ac.actions)
     if persp.others_private == "shown_authors":  # "everyone": its group's views, joined by the policy
         for it in (*o.feed, *o.results):
             if it.author != o.agent_id:
@@ -205,6 +210,25 @@ def fill_observation(sim: Any, o: Observation, rec: ExposureSink) -> None:
         )
 
 
+def target_marks(state: Any, o: Observation, offered: Sequence[str]) -> dict[str, set[int]]:
+    """The platform's marks (liked, following, ...) on the ids ``o`` shows that the ``offered`` actions'
+    rules read (the action table's ``requires`` / ``excludes``), so the schema offers each action only
+    where the platform would accept it."""
+    shown: dict[str, set[int]] = {}
+    wanted: dict[str, set[int]] = {}
+    for a in offered:
+        meta = A.meta_of(a)
+        if not meta.marks:
+            continue
+        if meta.target not in shown:
+            shown[meta.target] = {"post": o.shown_posts, "comment": o.shown_comments, "user": o.shown_users}[
+                meta.target
+            ]()
+        for m in meta.marks:
+            wanted.setdefault(m, set()).update(shown[meta.target])
+    return {m: state.marked(o.agent_id, m, ids) for m, ids in wanted.items()}
+
+
 def show_groups(observations: Sequence[Observation], size: int) -> None:
     """Show each agent its group, for a perspective that sees its group (``others_private: everyone``) but
     is asked one agent at a time: the other members' observations go to ``extra['co_acting']``.
@@ -221,7 +245,7 @@ def show_groups(observations: Sequence[Observation], size: int) -> None:
 
 def pending_from(action_type: str, query: str, results: tuple[int, ...]) -> tuple[str, str, list[int]] | None:
     """What a search / trend request leaves to show in the agent's next observation (None: nothing)."""
-    if action_type not in ("search_posts", "search_user", "trend"):
+    if A.meta_of(action_type).needs != "results":
         return None
     return action_type, query, list(results)
 

@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from socium.core.actions import votes_view_sql
 from socium.errors import ConfigError, TraceError
 
 TABLES = (
@@ -47,7 +48,8 @@ VOLATILE = {
 
 
 def _schema_sql() -> str:
-    return resources.files("socium.trace").joinpath("schema.sql").read_text(encoding="utf-8")
+    """schema.sql plus the views generated from the action table (``votes``)."""
+    return resources.files("socium.trace").joinpath("schema.sql").read_text(encoding="utf-8") + votes_view_sql()
 
 
 # DuckDB settings for a connection that runs SQL a user typed: the trace and nothing else. Without
