@@ -10,12 +10,12 @@ from typing import Literal
 
 import duckdb
 import pytest
+from tests.test_platform.test_rules import assert_invalid, make, snapshot
 
 from socium.core import actions as A
 from socium.platform.posts import COMMENT
 from socium.platform.state import MARKS, RULES
 from socium.trace.store import _schema_sql
-from tests.test_platform.test_rules import assert_invalid, make, snapshot
 
 
 def test_every_action_has_one_platform_rule_and_every_mark_an_answer():

@@ -7,6 +7,7 @@ read apart from the calls that produce the answers.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
@@ -40,6 +41,12 @@ def validate_action(data: Any, obs: Observation, allowed: Sequence[str]) -> Any:
     return action
 
 
+@lru_cache(maxsize=64)
+def _narrowed(allowed: tuple[str, ...]) -> tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...]:
+    """(action, target, requires, excludes) of the offered actions whose rows read marks."""
+    return tuple((a, m.target, m.requires, m.excludes) for a in allowed if (m := BY_TYPE[a].meta).marks)
+
+
 def state_aware_ids(
     obs: Observation,
     allowed: Sequence[str],
@@ -54,22 +61,22 @@ def state_aware_ids(
     are left out (they take every shown id). ``posts`` / ``users`` / ``comments``: ``obs.shown_posts()``
     / ``obs.shown_users()`` / ``obs.shown_comments()`` when the caller has them."""
     out: dict[str, list[int]] = {}
-    shown: dict[str, set[int]] = {}
+    shown: dict[str, set[int] | None] = {"post": posts, "user": users, "comment": comments}
     marks = obs.marks
-    for a in allowed:
-        meta = BY_TYPE[a].meta
-        if not meta.marks:
-            continue
-        if meta.target not in shown:
-            given = {"post": posts, "user": users, "comment": comments}.get(meta.target)
-            shown[meta.target] = given if given is not None else _shown(obs, meta.target)
-        ids = set(shown[meta.target])
-        for m in meta.requires:
-            ids &= marks.get(m, set())
-        for m in meta.excludes:
-            ids -= marks.get(m, set())
+    for a, target, requires, excludes in _narrowed(tuple(allowed)):
+        ids = shown[target]
+        if ids is None:
+            ids = shown[target] = _shown(obs, target)
+        for m in requires:
+            ids = ids & marks.get(m, _NONE)
+        for m in excludes:
+            if m in marks:
+                ids = ids - marks[m]
         out[a] = sorted(ids)
     return out
+
+
+_NONE: frozenset[int] = frozenset()
 
 
 def _shown(obs: Observation, target: str) -> set[int]:
@@ -77,9 +84,7 @@ def _shown(obs: Observation, target: str) -> set[int]:
         return obs.shown_posts()
     if target == "comment":
         return obs.shown_comments()
-    if target == "user":
-        return obs.shown_users()
-    raise ValueError(f"no marks are kept for {target} targets")
+    return obs.shown_users()  # the only other target a row with marks may have (ActionMeta checks)
 
 
 def validate_answer(

@@ -29,6 +29,7 @@ so the trace's ``exposures`` are what the prompts contained (search / trend resu
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -210,23 +211,36 @@ def fill_observation(sim: Any, o: Observation, rec: ExposureSink) -> None:
         )
 
 
+@lru_cache(maxsize=64)
+def mark_plan(offered: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(mark, target kinds whose shown ids it is asked about) for the marks the offered actions' rows read."""
+    plan: dict[str, list[str]] = {}
+    for a in offered:
+        meta = A.meta_of(a)
+        for m in meta.marks:
+            kinds = plan.setdefault(m, [])
+            if meta.target not in kinds:
+                kinds.append(meta.target)
+    return tuple((m, tuple(k)) for m, k in plan.items())
+
+
+_SHOWN = {"post": Observation.shown_posts, "comment": Observation.shown_comments, "user": Observation.shown_users}
+
+
 def target_marks(state: Any, o: Observation, offered: Sequence[str]) -> dict[str, set[int]]:
     """The platform's marks (liked, following, ...) on the ids ``o`` shows that the ``offered`` actions'
     rules read (the action table's ``requires`` / ``excludes``), so the schema offers each action only
-    where the platform would accept it."""
+    where the platform would accept it. Marks no shown id carries are left out."""
     shown: dict[str, set[int]] = {}
-    wanted: dict[str, set[int]] = {}
-    for a in offered:
-        meta = A.meta_of(a)
-        if not meta.marks:
-            continue
-        if meta.target not in shown:
-            shown[meta.target] = {"post": o.shown_posts, "comment": o.shown_comments, "user": o.shown_users}[
-                meta.target
-            ]()
-        for m in meta.marks:
-            wanted.setdefault(m, set()).update(shown[meta.target])
-    return {m: state.marked(o.agent_id, m, ids) for m, ids in wanted.items()}
+    out: dict[str, set[int]] = {}
+    for m, kinds in mark_plan(tuple(offered)):
+        for k in kinds:
+            if k not in shown:
+                shown[k] = _SHOWN[k](o)
+        ids = shown[kinds[0]] if len(kinds) == 1 else set().union(*(shown[k] for k in kinds))
+        if ids and (got := state.marked(o.agent_id, m, ids)):
+            out[m] = got
+    return out
 
 
 def show_groups(observations: Sequence[Observation], size: int) -> None:

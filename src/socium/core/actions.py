@@ -392,21 +392,10 @@ def action_args(action: ActionBase) -> dict:
     return action.model_dump(exclude={"type"})
 
 
-def votes_view_sql() -> str:
-    """The trace's ``votes`` view (every accepted vote and undo as a +1 / -1 delta on its target), generated
-    from the table so a new vote action is counted without editing SQL."""
-    rows = [(c.type_name, c.meta.vote) for c in ACTION_CLASSES if c.meta.vote]
-    case = "\n".join(f"            WHEN '{t}' THEN {v}" for t, v in rows)
-    types = ", ".join(f"'{t}'" for t, _ in rows)
-    return (
-        "CREATE OR REPLACE VIEW votes AS\n"
-        "SELECT step, agent_id, CAST(coalesce(json_extract(args, '$.post_id'), json_extract(args, '$.comment_id')) "
-        "AS BIGINT) AS target,\n"
-        f"       CASE type\n{case}\n       END AS delta,\n"
-        "       type, seq, origin\n"
-        "FROM actions\n"
-        f"WHERE outcome = 'ok' AND type IN ({types});\n"
-    )
+def vote_signs() -> list[tuple[str, int]]:
+    """(type, +1 / -1) of every vote action and undo, in catalogue order: the trace's ``votes`` view is
+    generated from it, so a new vote action is counted without editing SQL."""
+    return [(c.type_name, c.meta.vote) for c in ACTION_CLASSES if c.meta.vote]
 
 
 class Outcome(BaseModel):

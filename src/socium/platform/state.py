@@ -167,12 +167,14 @@ class PlatformState:
         rules below read, so an answer schema can offer an action only where it would be accepted."""
         return MARKS[mark](self, agent, ids)
 
-    def _own_chain(self, agent: int, post: int) -> bool:
+    def _own_chain(self, agent: int, post: int, cols: tuple[np.ndarray, ...] | None = None) -> bool:
+        """``post`` or one it shares, up its chain to the root, is ``agent``'s."""
         p = self.posts
+        author, kind, parent = cols or (p.col("author"), p.col("kind"), p.col("parent"))
         while True:
-            if p.get("author", post) == agent:
+            if author[post] == agent:
                 return True
-            if p.get("kind", post) not in (REPOST, QUOTE) or (post := p.get("parent", post)) < 0:
+            if kind[post] not in (REPOST, QUOTE) or (post := int(parent[post])) < 0:
                 return False
 
     def hidden(self, post: int) -> bool:
@@ -548,33 +550,60 @@ class PlatformState:
         return A.Outcome(status="ok")
 
 
-def _votes(pairs_of: Callable[[PlatformState], set[tuple[int, int]]]) -> Callable[..., set[int]]:
-    return lambda st, agent, ids: {i for i in ids if (agent, i) in pairs_of(st)}
+def _pairs(pairs_of: Callable[[PlatformState], set[tuple[int, int]]]) -> Callable[..., set[int]]:
+    def marked(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:
+        pairs = pairs_of(st)
+        return {i for i in ids if (agent, i) in pairs} if pairs else set()
+
+    return marked
 
 
 def _own_authored(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:
     if st.allow_self_rating:
         return set()
-    return {i for i in ids if st.posts.get("author", i) == agent}
+    author = st.posts.col("author")
+    return {i for i in ids if author[i] == agent}
+
+
+def _comments(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:
+    kind = st.posts.col("kind")
+    return {i for i in ids if kind[i] == COMMENT}
 
 
 def _hidden(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:
     return {i for i in ids if st.hidden(i)} if st.mod.removed or st.mod.suspended else set()
 
 
+def _own_chains(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:
+    cols = (st.posts.col("author"), st.posts.col("kind"), st.posts.col("parent"))
+    return {i for i in ids if st._own_chain(agent, i, cols)}
+
+
+def _blocked_by(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:
+    return {i for i in ids if agent in st.blocks.get(i, ())} if st.blocks else set()
+
+
+def _among(of: Callable[[PlatformState, int], set[int] | None]) -> Callable[..., set[int]]:
+    def marked(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:
+        mine = of(st, agent)
+        return set(ids) & mine if mine else set()
+
+    return marked
+
+
 MARKS: dict[str, Callable[[PlatformState, int, Iterable[int]], set[int]]] = {
-    "liked": _votes(lambda st: st.likes),
-    "disliked": _votes(lambda st: st.dislikes),
+    "liked": _pairs(lambda st: st.likes),
+    "disliked": _pairs(lambda st: st.dislikes),
     "unratable": _own_authored,
-    "comment": lambda st, agent, ids: {i for i in ids if st.posts.get("kind", i) == COMMENT},
+    "comment": _comments,
     "hidden": _hidden,
-    "own_chain": lambda st, agent, ids: {i for i in ids if st._own_chain(agent, i)},
-    "reposted": _votes(lambda st: st.reposted),
-    "reported": _votes(lambda st: st.reported),
-    "not_interested": lambda st, agent, ids: set(ids) & st.dismissed.get(agent, set()),
-    "following": lambda st, agent, ids: {i for i in ids if st.follows.is_following(agent, i)},
-    "muted": lambda st, agent, ids: set(ids) & st.mutes.get(agent, set()),
-    "blocked": lambda st, agent, ids: set(ids) & st.blocks.get(agent, set()),
-    "blocked_by": lambda st, agent, ids: {i for i in ids if agent in st.blocks.get(i, ())},
+    "own_chain": _own_chains,
+    "reposted": _pairs(lambda st: st.reposted),
+    "reported": _pairs(lambda st: st.reported),
+    "not_interested": _among(lambda st, agent: st.dismissed.get(agent)),
+    "following": lambda st, agent, ids: set(st.follows.following_among(agent, ids)),
+    "muted": _among(lambda st, agent: st.mutes.get(agent)),
+    "blocked": _among(lambda st, agent: st.blocks.get(agent)),
+    "blocked_by": _blocked_by,
 }
 """How the platform answers each mark: the same facts its rules above check."""

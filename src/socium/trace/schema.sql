@@ -71,7 +71,7 @@ SELECT src, dst, step AS start_step, end_step FROM (
 ) WHERE event = 1;
 
 -- votes (every accepted vote or undo as a +1 / -1 delta on its target): generated from the action table
--- (socium.core.actions.votes_view_sql) and appended by socium.trace.store, so a new vote action needs no SQL.
+-- (socium.trace.store.votes_view_sql) and appended there, so a new vote action needs no SQL.
 
 CREATE OR REPLACE VIEW cascade_nodes AS
 WITH RECURSIVE t(post_id, root_id, author, step, depth) AS (
