@@ -117,8 +117,8 @@ def main() -> None:
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
         f"load {open('/proc/loadavg').read().split()[:3]}; {a.agents} agents, {a.posts} posts"
     )
-    print("| offered | feed | before: followees + flags | marks + narrowed ids | schema from them | us/activation |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| offered | feed | before: followees + flags (us) | marks + narrowed ids (us) | schema from them (us) |")
+    print("| --- | --- | --- | --- | --- |")
     for name, offered in (
         ("x default (8)", A.DEFAULT_LLM_ACTIONS["x"]),
         (f"all ({len(A.ACTION_TYPES)})", A.PRESET_ACTIONS["x"]),
@@ -126,7 +126,7 @@ def main() -> None:
         for feed in a.feed:
             obs = observations(st, feed, a.reps)
             b, m, s = per_activation_us(st, obs, offered)
-            print(f"| {name} | {feed} | {b:.1f} | {m:.1f} | {s:.1f} | |")
+            print(f"| {name} | {feed} | {b:.1f} | {m:.1f} | {s:.1f} |")
 
 
 if __name__ == "__main__":

@@ -259,7 +259,8 @@ def show_groups(observations: Sequence[Observation], size: int) -> None:
 
 def pending_from(action_type: str, query: str, results: tuple[int, ...]) -> tuple[str, str, list[int]] | None:
     """What a search / trend request leaves to show in the agent's next observation (None: nothing)."""
-    if A.meta_of(action_type).needs != "results":
+    cls = A.BY_TYPE.get(action_type)
+    if cls is None or cls.meta.needs != "results":
         return None
     return action_type, query, list(results)
 
