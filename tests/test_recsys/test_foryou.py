@@ -222,22 +222,26 @@ def test_feed_is_explained_and_never_repeats_a_served_post():
     assert rec.history.post_impressions(np.array(f[0].post_ids)).min() >= 1
 
 
-def test_blocked_author_and_not_interested_topic_are_honoured():
+def test_blocked_author_and_not_interested_post_are_honoured_through_the_platform_actions():
     st = world()
-
-    class State(PlatformState):
-        pass
-
     rec = ForYouRecommender(window_steps=48, embedder="hashing")
     rec.observe(st, range(0, len(st.posts)), 0)
     st.begin_step(1, 3600.0)
     base = rec.feeds(st, np.array([0]), 5, 1, np.random.default_rng(0))[0]
     top_author = int(st.posts.col("author")[base.post_ids[0]])
-    fb = Feedback(blocked={0: {top_author}}, marked={0: {base.post_ids[1]}})
-    st.blocked, st.not_interested = fb.blocked, fb.not_interested  # the platform API `actions` adds
+    assert st.apply(0, A.Block(user_id=top_author)).ok
+    assert st.apply(0, A.NotInterested(post_id=base.post_ids[1])).ok
+    assert isinstance(filters.negative_feedback_of(st), filters.NegativeFeedback)
     got = rec.feeds(st, np.array([0]), 5, 1, np.random.default_rng(0))[0]
     assert top_author not in st.posts.col("author")[list(got.post_ids)]
     assert base.post_ids[1] not in got.post_ids
+    # posts like the dismissed one (cosine >= 0.6) are down-weighted by not_interested_factor
+    vecs = rec.retrieval.posts.m.data
+    c = rec.candidates(st, np.array([0]), 5, 1)
+    f = rec._not_interested_factor(st, c, vecs)
+    close = vecs[c.post] @ vecs[base.post_ids[1]] >= 0.6
+    assert close.any() and not close.all()
+    assert np.array_equal(f, np.where(close, 0.25, 1.0))
 
 
 def test_registry_builds_foryou_and_refuses_unknown_or_bad_params():

@@ -6,8 +6,9 @@ author social graph (blocked and muted authors). socium runs the ones it has a c
 that order; keyword mutes, NSFW, subscriptions, video and election filters have none.
 
 Negative feedback comes through :class:`NegativeFeedback`, a two-method view of the platform state
-(``blocked(user)``, ``not_interested(user)``): a state without those methods (before the ``block``
-and ``not_interested`` actions exist) reads as "nobody blocked anyone".
+(``PlatformState.blocked(user)``, ``.not_interested(user)``, filled by the ``block`` and
+``not_interested`` actions); a state without those methods (a plugin's or an older one) reads as
+"nobody blocked anyone".
 """
 
 from __future__ import annotations
