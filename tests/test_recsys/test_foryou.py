@@ -229,10 +229,14 @@ def test_blocked_author_and_not_interested_post_are_honoured_through_the_platfor
     st.begin_step(1, 3600.0)
     base = rec.feeds(st, np.array([0]), 5, 1, np.random.default_rng(0))[0]
     top_author = int(st.posts.col("author")[base.post_ids[0]])
+    mine = post(st, 0, "post 9 on topic1 gardening tomatoes 0")
+    rec.observe(st, range(mine, mine + 1), 1)
+    assert mine in rec.candidates(st, np.array([top_author]), 20, 1).post  # before the block: a candidate
     assert st.apply(0, A.Block(user_id=top_author)).ok
     assert st.apply(0, A.NotInterested(post_id=base.post_ids[1])).ok
     assert isinstance(filters.negative_feedback_of(st), filters.NegativeFeedback)
     got = rec.feeds(st, np.array([0]), 5, 1, np.random.default_rng(0))[0]
+    assert mine not in rec.candidates(st, np.array([top_author]), 20, 1).post  # X's author_blocks_viewer
     assert top_author not in st.posts.col("author")[list(got.post_ids)]
     assert base.post_ids[1] not in got.post_ids
     # posts like the dismissed one (cosine >= 0.6) are down-weighted by not_interested_factor

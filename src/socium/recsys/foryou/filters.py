@@ -92,15 +92,26 @@ def already_seen(c: Candidates, seen_keys: np.ndarray) -> np.ndarray:
     return seen_keys[i] != key
 
 
+def blocked_by(state: Any) -> dict[int, set[int]]:
+    """user -> the users who blocked it, from the platform's ``blocks`` map (empty without one)."""
+    rev: dict[int, set[int]] = {}
+    for blocker, blocked in (getattr(state, "blocks", None) or {}).items():
+        for v in blocked:
+            rev.setdefault(int(v), set()).add(int(blocker))
+    return rev
+
+
 def social_graph(state: PlatformState, c: Candidates, feedback: NegativeFeedback) -> np.ndarray:
-    """Drop posts by blocked or muted authors, and reposts of their posts; drop posts marked not interested."""
+    """Drop posts by authors the user blocked or muted or who blocked the user (X's author_blocks_viewer),
+    and reposts of their posts; drop posts marked not interested."""
     keep = np.ones(len(c), bool)
     p = state.posts
     author = p.col("author")[c.post]
     root_author = p.col("author")[p.col("root")[c.post]]
     bounds = np.searchsorted(c.row, np.arange(len(c.users) + 1))
+    rev = blocked_by(state)
     for r, u in enumerate(c.users.tolist()):
-        bad = set(feedback.blocked(u)) | set(state.mutes.get(u, ()))
+        bad = set(feedback.blocked(u)) | set(state.mutes.get(u, ())) | rev.get(u, set())
         marked = feedback.not_interested(u)
         if not bad and not marked:
             continue
