@@ -12,13 +12,25 @@ import numpy as np
 from socium.recsys.foryou.params import ForYouParams
 
 
+def row_key(row: np.ndarray) -> np.ndarray:
+    """``row`` in the narrowest integer type that holds it: numpy sorts 16-bit integers stably by radix
+    sort (linear time) where wider ones take a merge sort; the order is the same."""
+    return row.astype(np.int16) if len(row) and int(row.max()) < (1 << 15) else row
+
+
+def by_row_then_score(row: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """Indices sorted by (row, score descending, index): a stable sort by score, then a stable one by row."""
+    by_score = np.argsort(-score, kind="stable")  # ties: earlier index first
+    return by_score[np.argsort(row_key(row[by_score]), kind="stable")]
+
+
 def _rank_in_row(row: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(order, rank): ``order`` sorts by (row, score desc, index); ``rank[i]`` is i's place in its row."""
-    by_score = np.argsort(-score, kind="stable")  # ties: earlier index first
-    order = by_score[np.argsort(row[by_score], kind="stable")]
-    starts = np.searchsorted(row[order], row[order], side="left")
+    order = by_row_then_score(row, score)
+    counts = np.bincount(row, minlength=int(row.max(initial=-1)) + 1)
+    starts = np.cumsum(counts) - counts
     rank = np.empty(len(row), np.int64)
-    rank[order] = np.arange(len(row)) - starts
+    rank[order] = np.arange(len(row)) - starts[row[order]]
     return order, rank
 
 
@@ -78,8 +90,8 @@ def author_diversity(row: np.ndarray, author: np.ndarray, score: np.ndarray, p: 
     if not len(score):
         return np.ones(0)
     by_score = np.argsort(-score, kind="stable")
-    n_auth = int(author.max()) + 1
-    order = by_score[np.argsort((row * n_auth + author)[by_score], kind="stable")]
+    by_author = by_score[np.argsort(author[by_score], kind="stable")]
+    order = by_author[np.argsort(row_key(row[by_author]), kind="stable")]  # (row, author, -score, index)
     r, a = row[order], author[order]
     new_group = np.r_[True, (r[1:] != r[:-1]) | (a[1:] != a[:-1])]
     group_start = np.maximum.accumulate(np.where(new_group, np.arange(len(order)), 0))
@@ -96,6 +108,7 @@ def oon_factor(in_network: np.ndarray, is_repost: np.ndarray, p: ForYouParams) -
     return np.where(applies, p.oon_weight_factor, 1.0)
 
 
-def rank_in_row(row: np.ndarray, score: np.ndarray) -> np.ndarray:
-    """Each candidate's 0-based place among its user's candidates by score (ties: earlier first)."""
-    return _rank_in_row(row, score)[1]
+def rank_in_row(row: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order, rank): ``rank[i]`` is each candidate's 0-based place among its user's candidates by score
+    (ties: earlier first); ``order`` the indices in (row, score desc) order, for the re-rankers to reuse."""
+    return _rank_in_row(row, score)

@@ -111,15 +111,27 @@ def author_engagement(state: PlatformState) -> np.ndarray:
 def similarity(interest: np.ndarray, row: np.ndarray, post_vecs: np.ndarray, post: np.ndarray) -> np.ndarray:
     """Cosine of each candidate's post vector with its user's interest vector.
 
-    Candidates are grouped by user (``row`` sorted), so each user's block is one small matrix-vector
-    product over its posts; rows are gathered in bounded chunks of candidates.
+    Candidates are grouped by user (``row`` sorted), so each user's block is one matrix-vector product
+    over its posts against the user's one interest vector (gathering the interest vector per candidate
+    cost as much as the posts' gather); post rows are gathered in bounded chunks of candidates. The
+    per-user ``einsum`` runs the same float32 kernel as one over gathered pairs: same bits.
     """
     out = np.empty(len(row), np.float64)
-    for lo in range(0, len(row), _CHUNK):
-        hi = min(lo + _CHUNK, len(row))
+    if not len(row):
+        return out
+    n_rows = int(row[-1]) + 1
+    bounds = np.searchsorted(row, np.arange(n_rows + 1))
+    r0 = 0
+    while r0 < n_rows:  # a chunk: whole users, about _CHUNK candidates (at least one user)
+        r1 = max(r0 + 1, int(np.searchsorted(bounds, bounds[r0] + _CHUNK, side="right")) - 1)
+        lo, hi = int(bounds[r0]), int(bounds[r1])
         pv = post_vecs[post[lo:hi]]
-        r = row[lo:hi]
-        out[lo:hi] = np.einsum("nd,nd->n", pv, interest[r], optimize=False)
+        at = (bounds[r0 : r1 + 1] - lo).tolist()
+        for r in range(r0, r1):
+            a, b = at[r - r0], at[r - r0 + 1]
+            if b > a:
+                out[lo + a : lo + b] = np.einsum("nd,d->n", pv[a:b], interest[r], optimize=False)
+        r0 = r1
     return out
 
 

@@ -177,9 +177,9 @@ class ForYouRecommender:
         div = factors.author_diversity(c.row, author, lifted_score, p)
         oon = factors.oon_factor(c.in_network, repost, p)
         score = lifted_score * div * oon * self._not_interested_factor(state, c, vecs)
-        rank_before = factors.rank_in_row(c.row, score)  # one sort of ~40 x users scores; kept for clarity
+        order, rank_before = factors.rank_in_row(c.row, score)  # the one (row, score) sort, shared with re-ranking
         if p.rerank == "dpp":
-            picks = rerank.dpp(c.row, n_rows, score, vecs, c.post, k, p.dpp_theta, p.dpp_window(k))
+            picks = rerank.dpp(c.row, n_rows, score, vecs, c.post, k, p.dpp_theta, p.dpp_window(k), order)
         elif p.rerank == "slate":
             picks = rerank.slate(
                 c.row,
@@ -190,9 +190,10 @@ class ForYouRecommender:
                 p.slate_author_window_size,
                 p.slate_max_posts_per_author,
                 p.slate_max_lookahead,
+                order,
             )
         else:
-            picks = rerank.by_score(c.row, n_rows, score, k)
+            picks = rerank.by_score(c.row, n_rows, score, k, order)
         picks = [sel[:k] for sel in picks]
         return self._explained_feeds(picks, c, score, value, oon, div, lifted, rank_before, x)
 

@@ -19,13 +19,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from socium.recsys.foryou.factors import by_row_then_score
+
 _CHUNK_ELEMS = 1 << 22  # floats per gathered batch of (users x candidates x dims): 16 MiB
 
 
-def _padded(row: np.ndarray, n_rows: int, score: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """(index matrix, valid mask): each row's best ``limit`` candidate indices by score, -1 padded."""
-    by_score = np.argsort(-score, kind="stable")  # ties: earlier index first
-    order = by_score[np.argsort(row[by_score], kind="stable")]
+def _padded(
+    row: np.ndarray, n_rows: int, score: np.ndarray, limit: int, order: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(index matrix, valid mask): each row's best ``limit`` candidate indices by score, -1 padded.
+    ``order``: the indices sorted by (row, score desc, index) when the caller already has them."""
+    if order is None:
+        order = by_row_then_score(row, score)
     r = row[order]
     starts = np.searchsorted(r, np.arange(n_rows))
     pos = np.arange(len(order)) - starts[r]
@@ -45,13 +50,14 @@ def dpp(
     k: int,
     theta: float,
     max_rank: int,
+    order: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """Per user, the indices (into the candidate arrays) of up to ``k`` picks in greedy DPP order.
 
     ``vectors[post[i]]`` is candidate i's unit-norm (or zero) embedding. A user whose kernel runs out
     of volume (all remaining candidates identical to picks) gets the rest in score order.
     """
-    mat, valid = _padded(row, n_rows, score, max(1, max_rank))
+    mat, valid = _padded(row, n_rows, score, max(1, max_rank), order)
     width = mat.shape[1]
     kk = min(k, width)
     alpha = theta / (2.0 * (1.0 - theta))
@@ -112,9 +118,10 @@ def slate(
     author_window: int,
     max_per_author: int,
     lookahead: int,
+    order: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """Per user, up to ``k`` picks by X's slate-diversity rule (author caps; see module doc)."""
-    mat, valid = _padded(row, n_rows, score, len(row) + 1)
+    mat, valid = _padded(row, n_rows, score, len(row) + 1, order)
     out: list[np.ndarray] = []
     for i in range(n_rows):
         remaining = [int(x) for x in mat[i][valid[i]]]
@@ -134,7 +141,9 @@ def slate(
     return out
 
 
-def by_score(row: np.ndarray, n_rows: int, score: np.ndarray, k: int) -> list[np.ndarray]:
+def by_score(
+    row: np.ndarray, n_rows: int, score: np.ndarray, k: int, order: np.ndarray | None = None
+) -> list[np.ndarray]:
     """No re-ranking: each user's best ``k`` by score."""
-    mat, valid = _padded(row, n_rows, score, k)
+    mat, valid = _padded(row, n_rows, score, k, order)
     return [mat[i][valid[i]] for i in range(n_rows)]

@@ -51,14 +51,19 @@ class Candidates:
     @staticmethod
     def concat(a: Candidates, b: Candidates) -> Candidates:
         """Both sources' candidates, regrouped by user row (in-network first within a user)."""
-        row = np.concatenate([a.row, b.row])
-        order = np.argsort(row, kind="stable")
-        return Candidates(
-            a.users,
-            row[order],
-            np.concatenate([a.post, b.post])[order],
-            np.concatenate([a.in_network, b.in_network])[order],
-        )
+        if not len(b):
+            return a
+        n_rows = len(a.users)
+        na, nb = np.bincount(a.row, minlength=n_rows), np.bincount(b.row, minlength=n_rows)
+        start = np.cumsum(na + nb) - (na + nb)  # each row's first slot: a's entries, then b's
+        pos_a = start[a.row] + np.arange(len(a)) - (np.cumsum(na) - na)[a.row]
+        pos_b = start[b.row] + na[b.row] + np.arange(len(b)) - (np.cumsum(nb) - nb)[b.row]
+        row = np.empty(len(a) + len(b), np.int64)
+        post = np.empty(len(row), np.int64)
+        net = np.empty(len(row), bool)
+        for pos, x in ((pos_a, a), (pos_b, b)):  # a merge by counts: what a stable sort by row gives
+            row[pos], post[pos], net[pos] = x.row, x.post, x.in_network
+        return Candidates(a.users, row, post, net)
 
 
 def in_network_source(state: PlatformState, users: np.ndarray, step: int, window_steps: int, quota: int) -> Candidates:
