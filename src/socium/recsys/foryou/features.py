@@ -150,9 +150,13 @@ def feature_matrix(
     n = len(c)
     x = np.empty((n, len(FEATURES)), np.float64)
     x[:, 0] = 1.0
-    fol = c.in_network | is_edge(follows, state.n_users, users, author)
+    fol = c.in_network.copy()  # in-network candidates are followees' posts; look up only the others
+    out = ~fol
+    fol[out] = is_edge(follows, state.n_users, users[out], author[out])
     x[:, 1] = fol
-    x[:, 2] = fol & is_edge(follows, state.n_users, author, users)
+    mutual = np.zeros(n, bool)
+    mutual[fol] = is_edge(follows, state.n_users, author[fol], users[fol])
+    x[:, 2] = mutual
     x[:, 3] = sim
     x[:, 4] = np.log1p(np.maximum(engagement(state, c.post, via_root=True), 0.0))
     x[:, 5] = np.log1p(np.maximum(author_eng[author], 0.0))

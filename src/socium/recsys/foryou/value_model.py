@@ -90,8 +90,12 @@ class ValueModel:
 
     def probabilities(self, x: np.ndarray) -> np.ndarray:
         """(n, len(HEADS)) action probabilities for feature rows ``x`` (n, len(FEATURES))."""
-        z = np.clip(x @ self.coef.T, -50.0, 50.0)
-        return 1.0 / (1.0 + np.exp(-z))
+        z = x @ self.coef.T
+        np.clip(z, -50.0, 50.0, out=z)  # in place: the same operations as 1 / (1 + exp(-clip(z))), no temporaries
+        np.negative(z, out=z)
+        np.exp(z, out=z)
+        z += 1.0
+        return np.divide(1.0, z, out=z)
 
     @staticmethod
     def load(spec: str | dict[str, Any] | None) -> ValueModel:
