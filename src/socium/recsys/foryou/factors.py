@@ -18,8 +18,31 @@ def row_key(row: np.ndarray) -> np.ndarray:
     return row.astype(np.int16) if len(row) and int(row.max()) < (1 << 15) else row
 
 
+def within_rows(row: np.ndarray, key: np.ndarray) -> np.ndarray | None:
+    """Indices that stably sort ``key`` inside each row's block, rows kept in place; None where ``row``
+    is not grouped (sorted) or ``key`` has NaNs. Each row's keys go into one line of a padded matrix
+    sorted along its lines: ~40 candidates a user sort far faster than one sort of them all, in the
+    same order (padding sorts last: +inf, and after any equal key since it comes later)."""
+    n = len(row)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    if bool(np.any(row[1:] < row[:-1])) or (key.dtype.kind == "f" and bool(np.isnan(key).any())):
+        return None
+    counts = np.bincount(row)
+    starts = np.cumsum(counts) - counts
+    width = int(counts.max())
+    pad = np.inf if key.dtype.kind == "f" else np.iinfo(key.dtype).max
+    mat = np.full((len(counts), width), pad, key.dtype)
+    mat[row, np.arange(n) - starts[row]] = key
+    o = np.argsort(mat, axis=1, kind="stable")
+    return (o + starts[:, None])[np.arange(width)[None, :] < counts[:, None]]
+
+
 def by_row_then_score(row: np.ndarray, score: np.ndarray) -> np.ndarray:
-    """Indices sorted by (row, score descending, index): a stable sort by score, then a stable one by row."""
+    """Indices sorted by (row, score descending, index)."""
+    order = within_rows(row, -score)
+    if order is not None:
+        return order
     by_score = np.argsort(-score, kind="stable")  # ties: earlier index first
     return by_score[np.argsort(row_key(row[by_score]), kind="stable")]
 
@@ -89,9 +112,13 @@ def author_diversity(row: np.ndarray, author: np.ndarray, score: np.ndarray, p: 
     candidates for this user (first post 1, second 0.625, third 0.4375, ... down to 0.25 by default)."""
     if not len(score):
         return np.ones(0)
-    by_score = np.argsort(-score, kind="stable")
-    by_author = by_score[np.argsort(author[by_score], kind="stable")]
-    order = by_author[np.argsort(row_key(row[by_author]), kind="stable")]  # (row, author, -score, index)
+    by_score = by_row_then_score(row, score)
+    within = within_rows(row[by_score], author[by_score])  # row[by_score] is row where row is grouped
+    if within is not None:
+        order = by_score[within]  # (row, author, -score, index)
+    else:
+        order = by_score[np.argsort(author[by_score], kind="stable")]
+        order = order[np.argsort(row_key(row[order]), kind="stable")]
     r, a = row[order], author[order]
     new_group = np.r_[True, (r[1:] != r[:-1]) | (a[1:] != a[:-1])]
     group_start = np.maximum.accumulate(np.where(new_group, np.arange(len(order)), 0))
