@@ -96,9 +96,8 @@ def cold_start(
     ok = eligible & has[row] & (rank < max_slot[row]) & (score != 0)
     if not ok.any():
         return out, lifted
-    cand = np.flatnonzero(ok)
-    # best-scored eligible per row: the one with the smallest rank
-    best = cand[np.lexsort((rank[cand], row[cand]))]
+    # best-scored eligible per row: the one with the smallest rank, i.e. the first in (row, rank) order
+    best = order[ok[order]]
     first = np.r_[True, row[best][1:] != row[best][:-1]]
     pick = best[first]
     new = np.maximum(out[pick], target[row[pick]])
