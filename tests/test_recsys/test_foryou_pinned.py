@@ -79,3 +79,57 @@ PINNED = {
 @pytest.mark.parametrize("rerank", sorted(PINNED))
 def test_foryou_feeds_match_the_pinned_digest(rerank):
     assert feeds_digest(rerank) == PINNED[rerank]
+
+
+# ---- the fast paths equal their plain definitions (random blocks, many ties) -----------------------
+def _random_blocks(seed: int, n_rows: int = 60, n: int = 900):
+    rng = np.random.default_rng(seed)
+    row = np.sort(rng.integers(0, n_rows, n))
+    score = rng.integers(0, 4, n) * 0.5 if seed % 2 else rng.random(n)  # odd seeds: many ties
+    return rng, row, score
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_block_sorts_equal_global_stable_sorts(seed):
+    from socium.recsys.foryou import factors
+
+    rng, row, score = _random_blocks(seed)
+    by_score = np.argsort(-score, kind="stable")
+    plain = by_score[np.argsort(row[by_score], kind="stable")]
+    assert np.array_equal(factors.by_row_then_score(row, score), plain)
+    author = rng.integers(0, 5 if seed % 2 else 10**6, len(row))
+    by_key = by_score[np.argsort((row * (int(author.max()) + 1) + author)[by_score], kind="stable")]
+    j = np.empty(len(row), np.int64)
+    r, a = row[by_key], author[by_key]
+    new = np.r_[True, (r[1:] != r[:-1]) | (a[1:] != a[:-1])]
+    j[by_key] = np.arange(len(row)) - np.maximum.accumulate(np.where(new, np.arange(len(row)), 0))
+    p = factors.ForYouParams()
+    want = (1 - p.author_diversity_floor) * p.author_diversity_decay**j + p.author_diversity_floor
+    assert np.array_equal(factors.author_diversity(row, author, score, p), want)
+    shuffled = rng.permutation(row)  # not grouped: the global sorts are used, same definition
+    by_score = np.argsort(-score, kind="stable")
+    assert np.array_equal(
+        factors.by_row_then_score(shuffled, score), by_score[np.argsort(shuffled[by_score], kind="stable")]
+    )
+
+
+def test_concat_and_similarity_equal_their_plain_definitions(monkeypatch):
+    from socium.recsys.foryou import features
+    from socium.recsys.foryou.sources import Candidates
+
+    rng = np.random.default_rng(3)
+    users = np.arange(50)
+    a_row, b_row = np.sort(rng.integers(0, 50, 400)), np.sort(rng.integers(0, 50, 300))
+    a = Candidates(users, a_row, rng.integers(0, 999, 400), np.ones(400, bool))
+    b = Candidates(users, b_row, rng.integers(0, 999, 300), np.zeros(300, bool))
+    got = Candidates.concat(a, b)
+    order = np.argsort(np.concatenate([a.row, b.row]), kind="stable")
+    assert np.array_equal(got.row, np.concatenate([a.row, b.row])[order])
+    assert np.array_equal(got.post, np.concatenate([a.post, b.post])[order])
+    assert np.array_equal(got.in_network, np.concatenate([a.in_network, b.in_network])[order])
+    vecs = rng.standard_normal((999, 64)).astype(np.float32)
+    interest = rng.standard_normal((50, 64)).astype(np.float32)
+    plain = np.einsum("nd,nd->n", vecs[got.post], interest[got.row], optimize=False)
+    assert np.array_equal(features.similarity(interest, got.row, vecs, got.post), plain)  # bit for bit
+    monkeypatch.setattr(features, "_CHUNK", 37)  # gathered in many chunks of whole users: the same
+    assert np.array_equal(features.similarity(interest, got.row, vecs, got.post), plain)
