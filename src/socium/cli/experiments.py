@@ -249,7 +249,7 @@ def validate(
 
     try:
         card = scorecard(target)
-        j, h = write_scorecard(card, out or target / "report")
+        j, h = write_scorecard(card, out or target / "report", named=out is not None)
     except SociumError as exc:
         _fail(exc)
         return

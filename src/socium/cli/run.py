@@ -124,6 +124,14 @@ def _stopped_line(run_dir: Path, config: Path | None) -> str:
     return f"stopped after step {last} (steps 0..{last} are committed); {go_on}"
 
 
+def _kept(next_step: int) -> str:
+    """What a stopped run kept: "steps 0..N", or that no step was committed (a budget stop at step 0 said
+    "steps 0..-1 are committed")."""
+    if next_step <= 0:
+        return "no step is committed yet"
+    return "step 0 is committed and kept" if next_step == 1 else f"steps 0..{next_step - 1} are committed and kept"
+
+
 def _say(text: str) -> None:
     """A status line on stdout: whole (never cut at 80 columns in a log) and flushed at once."""
     console.print(text, soft_wrap=True)
@@ -251,13 +259,10 @@ def _run_steps(sim: Simulation, cfg: ExperimentConfig, quiet: bool) -> int:
         try:
             sim.run(on_step=on_step)
         except BudgetExceeded as exc:
-            err_console.print(f"stopped: {exc}; steps 0..{sim.next_step - 1} are committed and kept", highlight=False)
+            err_console.print(f"stopped: {exc}; {_kept(sim.next_step)}", markup=False, highlight=False, soft_wrap=True)
             raise typer.Exit(3) from None
         except LLMUnavailable as exc:
-            kept = (
-                f"steps 0..{sim.next_step - 1} are committed and kept" if sim.next_step else "no step is committed yet"
-            )
-            err_console.print(f"stopped: {exc}; {kept}", markup=False, highlight=False, soft_wrap=True)
+            err_console.print(f"stopped: {exc}; {_kept(sim.next_step)}", markup=False, highlight=False, soft_wrap=True)
             raise typer.Exit(4) from None
         except SociumError as exc:
             _fail(exc)

@@ -35,7 +35,7 @@ from socium.llm.factory import build_backend
 from socium.llm.wrappers import CachingBackend
 from socium.platform.text import clean_text
 from socium.reporting import progress
-from socium.trace.rundir import default_out, locked_out_dir
+from socium.trace.rundir import default_out, locked_out_dir, replace_file
 from socium.trace.store import open_trace
 
 DB_NAME = "group_episodes.duckdb"
@@ -390,6 +390,6 @@ def _run_locked(
         "skipped": len(specs) - len(todo),
         "wall_s": time.perf_counter() - t0,
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
-    (out / "config.json").write_text(cfg.model_dump_json(indent=2), encoding="utf-8")
+    replace_file(out / "summary.json", json.dumps(summary, indent=2, default=str))
+    replace_file(out / "config.json", cfg.model_dump_json(indent=2))
     return summary

@@ -23,6 +23,7 @@ import duckdb
 from socium.core.intervals import MIN_N
 from socium.episodes.judge import judge_vs_objective
 from socium.reporting.card import smoke_banner
+from socium.trace.rundir import own_folder, replace_file
 
 #: Zhou et al. 2024 (arXiv 2403.05020), goal completion 0-10 on SOTOPIA, judged by GPT-4. Shown only beside
 #: a like measurement (:func:`paper_comparable`): SOTOPIA scenarios judged by a GPT-4 model. Beside socium's
@@ -188,7 +189,7 @@ def write_plots(summary: dict[str, Any], out_dir: Path) -> list[Path]:
     from socium.reporting import plots as P  # lazy: matplotlib, for figures only
 
     plt = P.plt
-    out_dir.mkdir(parents=True, exist_ok=True)
+    own_folder(out_dir)  # `plots` is never a link socium writes through
     rows = [r for r in summary["rows"] if r["task"] != "all"]
     tasks = sorted({r["task"] for r in rows})
     modes = list(dict.fromkeys(r["mode"] for r in rows))
@@ -247,6 +248,6 @@ def write_plots(summary: dict[str, Any], out_dir: Path) -> list[Path]:
 
 def write_summary(summary: dict[str, Any], out_dir: Path) -> None:
     banner = smoke_banner(summary.get("llm_backend"))
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    replace_file(out_dir / "summary.json", json.dumps(summary, indent=2, default=str))
     head = f"**{banner}**\n\n" if banner else ""
-    (out_dir / "summary.md").write_text(head + markdown_table(summary) + "\n", encoding="utf-8")
+    replace_file(out_dir / "summary.md", head + markdown_table(summary) + "\n")

@@ -33,7 +33,7 @@ from socium.llm.factory import build_backend
 from socium.llm.wrappers import CachingBackend, find_wrapper
 from socium.reporting import progress
 from socium.simulator.ray_start import start_ray
-from socium.trace.rundir import locked_out_dir, read_json_file
+from socium.trace.rundir import locked_out_dir, read_json_file, replace_file
 
 _KIND_CODE = {"mutual_friend": 1, "bargaining": 2, "sotopia": 3}
 
@@ -291,7 +291,7 @@ def _run_locked(
             if on_done is not None:
                 on_done(res, n, total)
 
-        (out / "config.json").write_text(cfg.model_dump_json(indent=2), encoding="utf-8")
+        replace_file(out / "config.json", cfg.model_dump_json(indent=2))
         t0 = time.perf_counter()
         deadline = t0 + time_budget_s if time_budget_s is not None else float("inf")
         if todo and cfg.executor.kind == "ray" and models is None:

@@ -13,6 +13,7 @@ run's config names every input it used and the simulator needs no experiment-spe
 from __future__ import annotations
 
 import csv
+import io
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +34,7 @@ from socium.simulator.simulation import Simulation
 from socium.trace.queries import calls as C
 from socium.trace.queries import runs as R
 from socium.trace.queries.runs import config_hash, last_step
-from socium.trace.rundir import read_json_file
+from socium.trace.rundir import own_folder, read_json_file, replace_file
 from socium.trace.store import open_trace, read_run_row, require_store
 
 RESULTS_FILE = "results.json"
@@ -142,11 +143,12 @@ def write_population_csv(path: Path, rows: Sequence[PersonRow]) -> Path:
 
     Text from data files goes through :mod:`csv` quoting, never through a format string, so a bio
     with commas, quotes or newlines round-trips unchanged.
+    The file replaces the name (a link planted in an experiment's ``inputs/`` is never written through).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    own_folder(path.parent)
     with_stance = any(r.stance is not None for r in rows)
     cols = [*OASIS_REQUIRED_COLUMNS, "activity_level_frequency"] + (["stance"] if with_stance else [])
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    with io.StringIO(newline="") as fh:
         w = csv.writer(fh)
         w.writerow(cols)
         for r in rows:
@@ -164,6 +166,7 @@ def write_population_csv(path: Path, rows: Sequence[PersonRow]) -> Path:
             if with_stance:
                 rec.append("" if r.stance is None else f"{r.stance:.6f}")
             w.writerow(rec)
+        replace_file(path, fh.getvalue())
     return path
 
 
@@ -266,9 +269,9 @@ def llm_usage(run_dir: Path) -> dict[str, float]:
 
 def write_results(out: Path, results: dict[str, Any]) -> Path:
     """Write ``results.json`` (the experiment's numbers, spec and run directories)."""
-    out.mkdir(parents=True, exist_ok=True)
+    own_folder(out, named=True)
     path = out / RESULTS_FILE
-    path.write_text(json.dumps(results, indent=1, default=_jsonable), encoding="utf-8")
+    replace_file(path, json.dumps(results, indent=1, default=_jsonable))  # never through a planted link
     return path
 
 

@@ -43,7 +43,7 @@ from socium.experiments.designs.sweep import RunSpec, SweepSpec, run_one, run_sw
 from socium.experiments.opinions.polarisation import bimodality_coefficient
 from socium.trace.queries import cascades, population, posts
 from socium.trace.queries import runs as run_q
-from socium.trace.rundir import check_out_path, default_out
+from socium.trace.rundir import check_out_path, default_out, own_folder, replace_file
 
 
 class ParamRange(BaseModel):
@@ -240,8 +240,8 @@ def run_sensitivity(
         else:
             entry.update(_analyse(spec, problem, X, y))
         results["outcomes"][name] = entry
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "sensitivity.json").write_text(json.dumps(results, indent=1, default=float), encoding="utf-8")
+    own_folder(out, named=True)
+    replace_file(out / "sensitivity.json", json.dumps(results, indent=1, default=float))
     return results
 
 

@@ -161,7 +161,7 @@ def herding_configs(spec: HerdingSpec, out: Path) -> tuple[Any, list[str]]:
         Path(spec.personas) if spec.personas else data / "user_data_36.json", spec.n_agents, spec.activation
     )
     poster, experimenter = len(rows) - 2, len(rows) - 1
-    pop_csv = write_population_csv(out / "inputs" / "population.csv", rows)
+    pop_csv = out / "inputs" / "population.csv"  # written once the config is accepted (a refusal left it behind)
     seed_actions = [
         {
             "agent": experimenter,
@@ -187,7 +187,9 @@ def herding_configs(spec: HerdingSpec, out: Path) -> tuple[Any, list[str]]:
         "recsys": {"kind": "random", "k": 5},
         "llm_agents": {"actions": DEFAULT_ACTIONS},
     }
-    return build_config(defaults, spec.base, owned, "herding"), [g for _, g in items]
+    cfg = build_config(defaults, spec.base, owned, "herding")
+    write_population_csv(pop_csv, rows)
+    return cfg, [g for _, g in items]
 
 
 # ---- metrics -----------------------------------------------------------------------------------

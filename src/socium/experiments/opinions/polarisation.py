@@ -215,7 +215,7 @@ def run_polarisation(
 ) -> dict[str, Any]:
     """Run the model population and the bounded-confidence null; write results.json."""
     rows = polarisation_population(spec)
-    pop_csv = write_population_csv(out / "inputs" / "population.csv", rows)
+    pop_csv = out / "inputs" / "population.csv"  # written once the config is accepted (a refusal left it behind)
     owned = {
         "population": {"source": "oasis_csv", "path": str(pop_csv.resolve())},
         "graph": {"kind": "profiles"},
@@ -232,6 +232,7 @@ def run_polarisation(
         "llm_agents": {"actions": DEFAULT_ACTIONS},
     }
     cfg = build_config(defaults, spec.base, owned, "polarisation")
+    write_population_csv(pop_csv, rows)
     log(f"polarisation: {len(rows)} agents, model run ({cfg.policy.kind})")
     runs: dict[str, Any] = {}
     progress.current().expect(1 + int(spec.run_null))
