@@ -18,9 +18,10 @@ from typing import Any, Literal
 import duckdb
 import numpy as np
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from socium.agents.llm_policy import call_rows
+from socium.config.base import StrictNumbers
 from socium.config.llm import LLMConfig
 from socium.config.loading import read_yaml_mapping, validate_dict
 from socium.episodes.loop import CallRecorder
@@ -41,7 +42,7 @@ from socium.trace.store import open_trace
 DB_NAME = "group_episodes.duckdb"
 
 
-class GroupEpisodesConfig(BaseModel):
+class GroupEpisodesConfig(StrictNumbers):
     """Deals x modes x repeats of N-party episodes."""
 
     model_config = ConfigDict(extra="forbid")

@@ -25,8 +25,10 @@ import duckdb
 from pydantic import BaseModel, ConfigDict, Field
 
 from socium.agents.sources import OASIS_REQUIRED_COLUMNS
+from socium.config.base import StrictNumbers
 from socium.config.experiment import ExperimentConfig
 from socium.config.loading import apply_override, config_from_dict, read_yaml_mapping, validate_dict
+from socium.core.intervals import MAX_BOOT
 from socium.errors import ConfigError, InputFileError, RunDirError, SociumError
 from socium.reporting.progress import current
 from socium.simulator.inputs import config_diff
@@ -37,11 +39,16 @@ from socium.trace.queries.runs import config_hash, last_step
 from socium.trace.rundir import own_folder, read_json_file, replace_file
 from socium.trace.store import open_trace, read_run_row, require_store
 
+#: The most agents an experiment spec may build as rows of a population file (``n_agents`` of herding and
+#: polarisation): the rows are made in memory and written before the run's own memory check, which covers only
+#: synthetic populations. 10^6 rows of a few hundred bytes each is a few hundred MB.
+MAX_SPEC_AGENTS = 1_000_000
+
 RESULTS_FILE = "results.json"
 """Every experiment directory holds one; ``socium report`` reads it to know what it is looking at."""
 
 
-class ExperimentSpec(BaseModel):
+class ExperimentSpec(StrictNumbers):
     """Fields every experiment spec has; ``base`` holds ExperimentConfig keys shared by all its runs."""
 
     model_config = ConfigDict(extra="forbid")
@@ -54,7 +61,9 @@ class ExperimentSpec(BaseModel):
         "...).",
     )
     run_null: bool = Field(True, description="Also run the experiment's rule-based null model on the same platform.")
-    bootstrap: int = Field(1000, ge=0, description="Bootstrap resamples for confidence intervals (0: none).")
+    bootstrap: int = Field(
+        1000, ge=0, le=MAX_BOOT, description="Bootstrap resamples for confidence intervals (0: none)."
+    )
 
 
 def deep_merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

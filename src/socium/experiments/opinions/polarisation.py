@@ -33,6 +33,7 @@ from socium.config.loading import config_from_dict
 from socium.data.datadir import data_dir, require
 from socium.errors import InputFileError
 from socium.experiments.spec import (
+    MAX_SPEC_AGENTS,
     PATH_FIELD,
     ExperimentSpec,
     PersonRow,
@@ -75,8 +76,11 @@ class PolarisationSpec(ExperimentSpec):
         json_schema_extra=PATH_FIELD,
         description="Folder with 197_baoshou.csv and 197_progressive.csv (default: shared data).",
     )
-    n_agents: int | None = Field(
-        None, ge=4, description="Seeded subset of the core users, or the synthetic size (default 196)."
+    n_agents: int | None = Field(  # bounded: the population is built in memory before any run's own checks
+        None,
+        ge=4,
+        le=MAX_SPEC_AGENTS,
+        description="Seeded subset of the core users, or the synthetic size (default 196).",
     )
     split_seed: int = Field(0, ge=0, description="Seed of the subset, the group split and the stance noise.")
     stance0: float = Field(
