@@ -42,7 +42,11 @@ def _refused(args: list[str], key: str, out: Path) -> str:
         ({"cv": {"runs": True}}, "cv.runs", "is a boolean"),
         ({"cv": {"fit_bootstrap": 10**9}}, "cv.fit_bootstrap", "less than or equal to 10000"),
         ({"observe_minutes": 3, "cv": {}, "counterfactual": {"bootstrap": 1e12}}, "counterfactual.bootstrap", "100000"),
-        ({"observe_minutes": 3, "cv": {}, "counterfactual": {"bootstrap": True}}, "counterfactual.bootstrap", "boolean"),
+        (
+            {"observe_minutes": 3, "cv": {}, "counterfactual": {"bootstrap": True}},
+            "counterfactual.bootstrap",
+            "boolean",
+        ),
         ({"bootstrap": 10**12}, "bootstrap", "less than or equal to 100000"),
         ({"minutes": True}, "minutes", "is a boolean"),
     ],
