@@ -45,8 +45,9 @@ except ImportError:  # pragma: no cover
 class RunDirLock:
     """An exclusive, process-wide lock on one run directory (``RUN_DIR/.socium.lock``)."""
 
-    def __init__(self, run_dir: str | Path) -> None:
+    def __init__(self, run_dir: str | Path, instead: str = "or choose another --out") -> None:
         self.run_dir = Path(run_dir)
+        self.instead = instead  # what the refusal suggests beside waiting (a command without --out says its own)
         self.path = self.run_dir / LOCK_NAME
         self._fh: Any = None
         self.stale_owner: dict[str, Any] | None = None
@@ -72,7 +73,7 @@ class RunDirLock:
                 fh.close()
                 raise RunDirError(
                     f"{self.run_dir} is in use by {describe_owner(owner)}; wait for it to finish, "
-                    "or stop it, or choose another --out"
+                    f"or stop it, {self.instead}"
                 ) from None
             if _same_file(fh, self.path):
                 break
