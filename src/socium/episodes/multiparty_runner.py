@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ from socium.agents.llm_policy import call_rows
 from socium.config.base import StrictNumbers
 from socium.config.llm import LLMConfig
 from socium.config.loading import read_yaml_mapping, validate_dict
+from socium.episodes.health import EpisodeHealth
 from socium.episodes.loop import CallRecorder
 from socium.episodes.multiparty import GroupLimits, GroupResult, run_group_episode
 from socium.episodes.multiparty_prompts import group_access
@@ -374,9 +376,14 @@ def _run_locked(
     try:
         done = store.done_ids()
         todo = [s for s in specs if s.episode_id not in done]
+        health = EpisodeHealth(cfg.llm, f"socium group-episodes CONFIG --out {shlex.quote(str(out))}")
         for k, spec in enumerate(todo):
             res = run_coro_sync(run_group_episode(spec, cfg.limits(), b, jb))
-            store.write(res, rec.drain(spec.episode_id))
+            calls = rec.drain(spec.episode_id)
+            problem = health.check(spec.episode_id, [c[2] for c in calls], res.turns)
+            if problem is not None:  # the run-level guards of `socium run`: stop, this episode unwritten
+                raise problem
+            store.write(res, calls)
             if on_done:
                 on_done(res, k + 1, len(todo))
         summary = summarize_groups(store.con)

@@ -109,7 +109,19 @@ def _f(v: Any, digits: int = 2) -> str:
     return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
 
 
-TABLE_HEADER = ("mode", "task", "n", "goal [95% CI]", "judge", "words/turn", "turns", "agree", "leave", "valid")
+TABLE_HEADER = (
+    "mode",
+    "task",
+    "n",
+    "goal [95% CI]",
+    "judge",
+    "words/turn",
+    "turns",
+    "agree",
+    "leave",
+    "valid",
+    "invalid turns",  # a model answering junk shows here (an episode stays "valid" with every turn invalid)
+)
 PAPER_HEADER = ("paper goal GPT-3.5 / Mixtral (SOTOPIA, GPT-4 judge)", "paper words/turn")
 
 
@@ -167,6 +179,7 @@ def table_rows(summary: dict[str, Any], paper: bool = True) -> list[list[str]]:
             _f(r["agreement_rate"]),
             _f(r["leave_rate"]),
             _f(r["valid_rate"]),
+            "–" if r.get("invalid_turn_rate") is None else f"{r['invalid_turn_rate']:.0%}",
         ]
         out.append(row + ([paper_goal, words] if paper else []))
     return out
