@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 import shlex
-import signal
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from socium.cli.app import _fail, app, console, err_console
+from socium.cli.signals import Stopped, stop_on_signals
 from socium.errors import BudgetExceeded, LLMUnavailable, SociumError
 from socium.reporting.progress import StepProgress
 from socium.trace.rundir import default_out, last_committed_step, out_dir_error
@@ -63,52 +61,6 @@ def _recorded_seed(run_dir: Path) -> int | None:
     except TraceError:  # busy (a live run: the lock names its holder) or unreadable: the set-up says which
         return None
     return None if row is None or row.get("seed") is None else int(row["seed"])
-
-
-class _Stopped(KeyboardInterrupt):
-    """SIGTERM or SIGINT arrived: unwind (the simulation closes its trace and lock), then say how to go on.
-
-    A :class:`KeyboardInterrupt`, not an ``Exception``: the handler runs wherever the main thread is, often
-    inside the event loop that waits for the model server, and both asyncio and uvloop log and swallow any
-    other exception raised in a loop callback (the stop was lost: the run went on to its end). These two
-    they re-raise, and the requests left in flight are cancelled on the way out and logged with the
-    aborted step (``socium.llm.interrupted``).
-    """
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-@contextmanager
-def _stop_on_signals() -> Iterator[None]:
-    """Turn the first SIGTERM or SIGINT into :class:`_Stopped`.
-
-    Why: SIGTERM's default ends Python at once, with nothing printed (a killed run left an empty log) and
-    no ``finally`` run. The handlers go back to the defaults when the first signal comes, so a second
-    Ctrl-C or kill stops at once. Outside the main thread (signals cannot be set there) nothing changes.
-    """
-    sigs = (signal.SIGTERM, signal.SIGINT)
-    old: dict[int, Any] = {}
-
-    def restore() -> None:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-    def handler(signum: int, frame: Any) -> None:
-        restore()
-        raise _Stopped(signum)
-
-    try:
-        for s in sigs:
-            old[s] = signal.signal(s, handler)
-    except ValueError:  # not the main thread
-        restore()
-        old.clear()
-    try:
-        yield
-    finally:
-        restore()
 
 
 def _stopped_line(run_dir: Path, config: Path | None) -> str:
@@ -195,7 +147,7 @@ def run(
         return
     sim = None
     try:
-        with _stop_on_signals():
+        with stop_on_signals():
             try:
                 sim = Simulation(cfg, run_dir, resume=resume, force=force)
             except OSError as exc:  # the run directory cannot be made (--out /proc/x): one line, not a traceback
@@ -210,7 +162,7 @@ def run(
             if explore:
                 _serve_explorer(sim, run_dir, cfg.steps, explore_port)
             todo = _run_steps(sim, cfg, quiet)
-    except _Stopped as stop:
+    except Stopped as stop:
         if sim is not None:
             sim.close()  # idempotent: run() closed it unless the signal came before the first step
         _say(_stopped_line(run_dir, config))
