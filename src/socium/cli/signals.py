@@ -35,9 +35,13 @@ def stop_on_signals() -> Iterator[None]:
     Why: SIGTERM's default ends Python at once, with nothing printed (a killed run left an empty log) and
     no ``finally`` run. The handlers go back to the defaults when the first signal comes, so a second
     Ctrl-C or kill stops at once. Outside the main thread (signals cannot be set there) nothing changes.
+    Code the exception passes through may turn it into its own error (DuckDB, interrupted mid-insert,
+    raises ``RuntimeError: Query interrupted``: a traceback and exit 1): once a signal came, whatever
+    leaves the block is the stop.
     """
     sigs = (signal.SIGTERM, signal.SIGINT)
     old: dict[int, Any] = {}
+    got: list[int] = []
 
     def restore() -> None:
         for s, h in old.items():
@@ -45,6 +49,7 @@ def stop_on_signals() -> Iterator[None]:
 
     def handler(signum: int, frame: Any) -> None:
         restore()
+        got.append(signum)
         raise Stopped(signum)
 
     try:
@@ -55,5 +60,11 @@ def stop_on_signals() -> Iterator[None]:
         old.clear()
     try:
         yield
+    except Stopped:
+        raise
+    except BaseException as exc:
+        if got:  # the stop, turned into another error on the way (DuckDB's "Query interrupted" RuntimeError)
+            raise Stopped(got[0]) from exc
+        raise
     finally:
         restore()
