@@ -85,3 +85,21 @@ def test_the_llm_loop_does_not_log_the_stop_signal(caplog) -> None:
         assert any("real" in r.getMessage() or r.exc_info for r in caplog.records)
     finally:
         loop.close()
+
+
+def test_a_stop_the_loop_swallowed_still_ends_the_loop() -> None:
+    """A transport's fatal-error path logs the stop and goes on; the run then ran to its end (exit 0)."""
+    import asyncio
+
+    from socium.cli.signals import Stopped
+    from socium.llm.base import new_event_loop
+
+    loop = new_event_loop()
+    try:
+        loop.call_soon(loop.call_exception_handler, {"message": "Fatal error", "exception": Stopped(signal.SIGTERM)})
+        t0 = time.monotonic()
+        with pytest.raises(RuntimeError):  # "Event loop stopped before Future completed": the caller unwinds
+            loop.run_until_complete(asyncio.sleep(30))
+        assert time.monotonic() - t0 < 10
+    finally:
+        loop.close()

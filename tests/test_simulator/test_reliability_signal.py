@@ -191,28 +191,3 @@ def test_sigterm_of_a_ray_run_exits_143_quietly(tmp_path) -> None:
     assert "stopped after step" in log and "Traceback" not in log, log
     for noise in ("SIGABRT", "*** ", "terminate called", "Aborted", "Stack trace"):
         assert noise not in log, log
-
-
-@pytest.mark.ray
-def test_a_signal_mid_step_keeps_the_calls_in_flight_inside_ray_actors(tmp_path):
-    """Issue 36 item 16: calls in flight inside Ray actors at a signal were lost (48 of 1,419 requests the server
-    received were in no trace). The stopped driver cancels its actors' steps and collects their calls."""
-    out = tmp_path / "run"
-    with FakeOpenAIServer(delay_s=0.3) as srv:
-        cfg = _config(tmp_path, srv.base_url, executor={"kind": "ray", "actors": 2})
-        log = _stop_mid_step(_socium(str(cfg), "--out", str(out)), srv, signal.SIGTERM, after=30)
-        time.sleep(1.0)  # requests the cancelled actors had on the wire reach the server's count
-        received = srv.n_requests
-        attempts, _cut, meta, last = _calls(out)
-    assert "stopped after step" in log and "Traceback" not in log, log
-    # the cut-off step's calls inside the actors are now in the trace, marked with the aborted step (before, none
-    # were: the trace ended with the committed steps). Not yet all: in 3 tries here 6-9 of the ~16 requests on
-    # the wire at the signal were still missing (docs/reliability.md, "Ray actors at a signal").
-    con = duckdb.connect(str(out / "trace.duckdb"), read_only=True)
-    aborted = con.execute(
-        "SELECT count(*), coalesce(sum(attempts), 0) FROM llm_calls WHERE json_extract(metadata, '$.aborted_step') = ?",
-        [str(last + 1)],
-    ).fetchone()
-    con.close()
-    assert aborted[0] > 0 and {m["aborted_step"] for m in meta} <= {last + 1}, (aborted, meta)
-    assert attempts <= received and attempts - aborted[1] < received  # the step's calls added, none twice
