@@ -469,7 +469,8 @@ def fit_timing(
 
 
 def load_training_trees(sources: Sequence[str]) -> dict[str, CascadeTree]:
-    """Trees named by ``--train`` values: a tree file, a folder of ``*.txt`` trees, 'twitter15' or 'oasis'.
+    """Trees named by ``--train`` values: a tree file, a folder of ``*.txt`` trees, 'twitter15', 'oasis' or
+    'ced' (Weibo repost cascades of CED posted before 2013-07-01).
 
     Any real retweet-tree set in the Ma et al. format works; ids are file stems (Twitter15: tweet ids).
     """
@@ -482,6 +483,10 @@ def load_training_trees(sources: Sequence[str]) -> dict[str, CascadeTree]:
             out.update(load_twitter15(None, strict=False))
         elif src == "oasis":
             out.update(load_twitter15(None, oasis_cascade_ids(), strict=False))
+        elif src == "ced":  # Weibo (CED) cascades posted before 2013-07-01 only: the later ones are held back
+            from socium.experiments.propagation.ced import load_ced
+
+            out.update(load_ced()[0])
         elif p.is_dir():
             files = sorted(p.glob("*.txt"))
             if not files:
@@ -490,7 +495,7 @@ def load_training_trees(sources: Sequence[str]) -> dict[str, CascadeTree]:
         elif p.is_file():  # the user's own files parse strictly: a broken line is file:line, not a silent skip
             out[p.stem] = parse_tree(p)
         else:
-            raise ConfigError(f"--train {src!r}: not a tree file, a folder, 'twitter15' or 'oasis'")
+            raise ConfigError(f"--train {src!r}: not a tree file, a folder, 'twitter15', 'oasis' or 'ced'")
     if not out:
         raise ConfigError("--train: no trees given")
     return out
