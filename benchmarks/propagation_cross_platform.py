@@ -29,7 +29,7 @@ import os
 import platform
 import time
 import zlib
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,7 @@ from socium.experiments.propagation.realcascades import load_twitter15, oasis_ca
 from socium.simulator.timing import TimingParams
 from socium.trace.queries.curves import CURVE_NAMES
 
+UTC = timezone.utc
 CHRONO = datetime(2013, 1, 1, tzinfo=UTC)
 
 

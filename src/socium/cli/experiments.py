@@ -194,7 +194,8 @@ def fit(
         ...,
         "--train",
         help="Training trees: a Ma et al. tree file, a folder of them, "
-        "'twitter15' (all 1,490 trees), 'oasis' (OASIS's 134 Twitter15 cascades) or 'ced' (Weibo, CED, before 2013-07-01). Repeatable.",
+        "'twitter15' (all 1,490 trees), 'oasis' (OASIS's 134 Twitter15 cascades) "
+        "or 'ced' (Weibo, CED, before 2013-07-01). Repeatable.",
     ),
     out: Path = typer.Option(
         Path("timing.json"), "--out", help="Parameter file to write (load with timing.params_file)."

@@ -44,7 +44,7 @@ import tarfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -59,6 +59,7 @@ from socium.experiments.propagation.realcascades import (
     DefectReport,
 )
 
+UTC = timezone.utc
 CUTOFF = datetime(2013, 7, 1, tzinfo=UTC)
 """Cascades posted on or after this are held back for evaluation: nothing is fitted or tuned on them."""
 BEIJING = timedelta(hours=8)
@@ -398,6 +399,13 @@ def read_ced(
     return cascade_rows(cascades), rep
 
 
+def read_ced_source(limit: int | None = None) -> pa.Table:
+    """The ``ced`` data set of the cascade-source registry: the first ``limit`` cascades in posting order
+    (all when None), posted before 2013-07-01; the repair counts are in :func:`read_ced`'s report."""
+    cascades, _ = read_ced_cascades(posted_before=CUTOFF)
+    return cascade_rows(cascades if limit is None else cascades[: max(limit, 0)])
+
+
 def to_tree(c: CEDCascade, horizon_min: float | None = DEFAULT_HORIZON_MIN) -> CascadeTree:
     """The cascade as the propagation code's :class:`CascadeTree` (minutes; node ids are ``mid``s).
 
@@ -420,7 +428,8 @@ def to_tree(c: CEDCascade, horizon_min: float | None = DEFAULT_HORIZON_MIN) -> C
             continue
         nodes[node] = CascadeNode(parent or None, t / 60.0, d, node, t / 60.0)
     rep.nodes_kept = len(nodes)
-    return CascadeTree(f"ced:{c.cascade_id}", c.source_user, c.cascade_id, nodes, rep, horizon_min)
+    users = {node: user for node, _, user, _ in c.nodes if node in nodes}
+    return CascadeTree(f"ced:{c.cascade_id}", c.source_user, c.cascade_id, nodes, rep, horizon_min, users)
 
 
 def load_ced(

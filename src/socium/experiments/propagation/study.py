@@ -255,10 +255,10 @@ def run_propagation(
     if spec.dataset == "ced":
         if spec.cv is None or fit_file(spec) or spec.tree_files:
             raise ConfigError("dataset: ced is scored in cross-validation only; add cv: (no timing_file, tree_files)")
-        trees, info = load_ced_trees(spec)
-        repairs = info.pop("_ced")
+        trees, ced_info = load_ced_trees(spec)
+        repairs = ced_info.pop("_ced")
         log(f"CED: {len(trees)} cascades (of {repairs['pool']} qualifying); reader repairs: {repairs['repairs']}")
-        res = run_propagation_cv(spec, out, trees, force=force, log=log, info=info)
+        res = run_propagation_cv(spec, out, trees, force=force, log=log, info=ced_info)
         res["ced_repairs"] = repairs
         write_results(out, res)
         return res
