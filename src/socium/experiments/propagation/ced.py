@@ -306,11 +306,16 @@ def _members(path: Path) -> Iterator[tuple[str, bytes]]:
 
 
 def default_path() -> Path:
-    """The CED data in the data folder: an unpacked ``ced/CED_Dataset`` if present, else the shared tarball."""
+    """The CED data in the data folder: an unpacked ``ced/CED_Dataset``, else ``socium data fetch ced``'s
+    ``ced/ced.tar.gz`` (all cascades: the reader's ``posted_before`` keeps the later ones out), else the
+    shared folder's ``ced/ced_before_2013-07.tar.gz``; none: the missing-data error naming the fetch."""
     root = data_dir() / "ced"
     if (root / "CED_Dataset").is_dir():
         return root
-    return require(root / "ced_before_2013-07.tar.gz")
+    for name in ("ced.tar.gz", "ced_before_2013-07.tar.gz"):
+        if (root / name).is_file():
+            return root / name
+    return require(root / "ced.tar.gz")
 
 
 def read_ced_cascades(
