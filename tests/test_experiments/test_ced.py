@@ -151,3 +151,24 @@ def test_real_folder_reads_whole_with_counted_repairs() -> None:
     # Beijing time taken off: the first reshare comes within minutes in the median cascade, not 8 h later
     firsts = sorted(min(n.delay for k, n in t.nodes.items() if n.parent) for t in trees.values() if len(t.nodes) > 1)
     assert firsts[len(firsts) // 2] < 5.0
+
+
+def test_chronological_split_orders_ced_cascades_by_their_posting_time() -> None:
+    from socium.experiments.propagation.cv import cv_pairs
+    from socium.experiments.propagation.cv_config import CVSpec
+
+    ids = ["c", "a", "b", "d"]  # mids carry no time: the split must take it from posted_at
+    posted = {i: datetime(2012, 1, 1 + k, tzinfo=UTC) for k, i in enumerate(["a", "b", "c", "d"])}
+    pairs = cv_pairs(ids, CVSpec(folds=2, split="chronological"), posted)
+    assert pairs == [(["a", "b"], ["c", "d"])]
+
+
+def test_min_observed_selects_on_the_observed_hour_only(ced: Path) -> None:
+    from socium.experiments.propagation.study import load_ced_trees
+
+    spec = PropagationSpec(
+        name="x", dataset="ced", tarball=str(ced), sample=1, observe_minutes=3, min_observed=3, cv={"models": []}
+    )
+    trees, info = load_ced_trees(spec)
+    # src1 has a (2 min), c (2 min), f (0) by minute 3: 3 reshares; src2 has 1 (at 1 min): not eligible
+    assert list(trees) == ["src1"] and info["_ced"]["pool"] == 1 and info["src1"]["label"] == "rumor"
