@@ -360,3 +360,36 @@ def test_spec_with_a_saved_fit_and_observe_minutes_points_to_socium_forecast(wor
 
     with pytest.raises(ValidationError, match="socium forecast --fit FILE"):
         PropagationSpec(timing_file=str(world["fit"]), observe_minutes=10, cv={"runs": 2})
+
+
+def test_chronological_cv_end_to_end(tmp_path: Path) -> None:
+    """cv.split: chronological on tree files named by snowflake-like ids: later blocks scored by earlier fits."""
+    from socium.experiments.propagation.study import PropagationSpec, run_propagation
+
+    rng = np.random.default_rng(7)
+    folder = tmp_path / "trees"
+    folder.mkdir()
+    ids = [str(10**17 + i * 10**13) for i in range(9)]  # ids carry increasing posting times
+    for t in ids:
+        lines = [f"['ROOT', 'ROOT', '0.0']->['u{t}_0', '{t}', '0.0']"]
+        times = [0.0]
+        for i in range(1, 12):
+            p = int(rng.integers(0, i))
+            times.append(times[p] + float(np.exp(rng.normal(1.5, 1.0))))
+            lines.append(f"['u{t}_{p}', '{t}', '{times[p]:.2f}']->['u{t}_{i}', '{t}', '{times[i]:.2f}']")
+        (folder / f"{t}.txt").write_text("\n".join(lines) + "\n")
+    spec = PropagationSpec(
+        tree_files=[str(folder / f"{t}.txt") for t in ids[::-1]],  # given newest first: the split orders them
+        minutes=30,
+        follows="tree",
+        observe_minutes=5,
+        topics_csv=str(tmp_path / "none.csv"),
+        cv={"folds": 3, "runs": 4, "models": [], "split": "chronological", "families": ["lognormal"]},
+        base={"seed": 0},
+    )
+    res = run_propagation(spec, tmp_path / "out")
+    folds = res["folds"]
+    assert [f["train"] for f in folds] == [ids[:3], ids[:6]] and [f["held_out"] for f in folds] == [ids[3:6], ids[6:]]
+    assert res["summary"]["split"] == "chronological" and res["summary"]["forecast"]["n"] == 6
+    assert res["spec"]["cv"]["split"] == "chronological"
+    assert "chronological cross-validation" in write_report(tmp_path / "out").html.read_text()
