@@ -116,7 +116,7 @@ class CEDReport:
         "cascades_kept": "cascades in the output",
         "no_repost_file": "original without a repost/comment file: dropped",
         "unreadable_files": "file that is not valid JSON of the expected shape: its cascade dropped",
-        "source_time_text": "original timed by a text date with zone (no Unix time): parsed, kept (if before the cutoff)",
+        "source_time_text": "original timed by a text date with zone (no Unix time): parsed, kept",
         "source_time_missing": "original with no usable time: cascade dropped",
         "posted_after_cutoff": "posted on/after posted_before (held-back evaluation half): cascade dropped",
         "items": "repost/comment items read in kept cascades",
