@@ -214,7 +214,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     if spec.get("sdk"):
         _sdk_backend()
     proc, url = _start_server(spec["delay"])
-    spy = None
+    spy = flame = None
     try:
         cfg = _config(
             spec["agents"], spec["steps"], url, spec.get("executor"), spec["concurrency"], spec.get("activity", 1.0)
@@ -252,6 +252,10 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
                 spy = subprocess.Popen([pyspy, "record", "--pid", str(os.getpid()), "--nonblocking", "--format",
                                         "raw", "-r", "200", "-o", raw],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                if spec.get("flame"):  # a second sampler writes the flame graph of the same steps
+                    flame = subprocess.Popen([pyspy, "record", "--pid", str(os.getpid()), "--nonblocking", "-r", "100",
+                                              "--format", "flamegraph", "-o", spec["flame"]],
+                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
                 time.sleep(1.0)  # py-spy attaches
             acts = 0
             gc_start = [0.0]
@@ -282,6 +286,10 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
                 phases["LLM: the rest (wrappers, HTTP, event loop)"] = llm - inside
                 phases["driver total"] = 1e6 * cpu / acts
             samples: dict[str, int] = {}
+            if flame is not None:
+                flame.send_signal(signal.SIGINT)
+                flame.wait(timeout=60)
+                flame = None
             if spy is not None:
                 spy.send_signal(signal.SIGINT)
                 spy.wait(timeout=60)
@@ -290,8 +298,9 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
                     samples = classify(Path(raw).read_text())
             sim.close()
     finally:
-        if spy is not None:
-            spy.kill()
+        for sampler in (spy, flame):
+            if sampler is not None:
+                sampler.kill()
         proc.kill()
     llm_s = sum(phase[p0:])
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the driver's peak (server: own process)
@@ -398,6 +407,7 @@ def main() -> None:
     ap.add_argument("--actors", default="1,2,4")
     ap.add_argument("--src", action="append", default=[], metavar="NAME=PATH", help="extra source tree to compare")
     ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--flame", metavar="SVG", help="also write py-spy's flame graph of the profiled run ({name}: tree)")
     ap.add_argument("--skip-ray", action="store_true")
     ap.add_argument("--sdk", action="store_true", help="also measure the official openai SDK client")
     ap.add_argument(
@@ -438,7 +448,8 @@ def main() -> None:
     base = {"steps": a.steps, "delay": 0.0, "concurrency": 64}
     for name, src in trees:
         for i, n in enumerate(sizes):
-            m = run_child(src, {**base, "agents": n, "profile": i == 0 and not a.no_profile})
+            flame = a.flame.replace("{name}", name.replace(" ", "_")) if a.flame and i == 0 else None
+            m = run_child(src, {**base, "agents": n, "profile": i == 0 and not a.no_profile, "flame": flame})
             rows.append([name, f"instant, in-process, {n:,} agents", f"{m['step']:,.0f}", f"{m['phase']:,.0f}",
                          f"{m['cpu_ms']:.2f}", f"{m['server_ms']:.2f}",
                          f"load {load()}; peak RSS {m['rss_mb']:,.0f} MB; {_gc_note(m)}"])  # fmt: skip
