@@ -255,6 +255,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             inner = sim.executor.run
             phase: list[float] = []
             idle: list[float] = []  # per LLM phase: the server's idle share (GET /metrics), GPU-like rows
+            occupied: list[float] = []  # per LLM phase: busy slot-time over batch x wall
 
             def timed(observations):  # type: ignore[no-untyped-def]
                 m0 = _server_metrics(url) if spec.get("batch_limit") else None
@@ -263,7 +264,9 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
                 phase.append(time.perf_counter() - t)
                 if m0 is not None:
                     m1 = _server_metrics(url)
-                    idle.append((m1["idle_s"] - m0["idle_s"]) / max(1e-9, m1["monotonic"] - m0["monotonic"]))
+                    span = max(1e-9, m1["monotonic"] - m0["monotonic"])
+                    idle.append((m1["idle_s"] - m0["idle_s"]) / span)
+                    occupied.append((m1["busy_slot_s"] - m0["busy_slot_s"]) / (span * m1["batch_limit"]))
                 return out
 
             sim.executor.run = timed  # type: ignore[method-assign]
@@ -344,7 +347,8 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     llm_s = sum(phase[p0:])
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the driver's peak (server: own process)
     idle = idle[len(idle) - (spec["steps"] - 1) :] if idle else []  # the timed steps'
-    return {"step": acts / wall, "phase": acts / llm_s, "idle": idle, "all_cpu_ms": 1e3 * (cpu + kids) / acts, "cpu_ms": 1e3 * cpu / acts, "server_ms": 1e3 * scpu / acts,
+    occupied = occupied[len(occupied) - (spec["steps"] - 1) :] if occupied else []
+    return {"step": acts / wall, "phase": acts / llm_s, "idle": idle, "occupied": occupied, "all_cpu_ms": 1e3 * (cpu + kids) / acts, "cpu_ms": 1e3 * cpu / acts, "server_ms": 1e3 * scpu / acts,
             "rss_mb": rss_mb, "acts": acts, "samples": samples, "phases": phases, "loop": _loop_kind(),
             "gc_us": [1e6 * c / acts for c in gc_cpu], "gc_n": gc_n}  # fmt: skip
 
@@ -427,6 +431,7 @@ def interleaved(trees: list[tuple[str, str]], a: argparse.Namespace) -> None:
                 share = f"; {m['phase'] / bound:.0%} of the {bound:,.0f}/s bound" if bound else ""
                 if m.get("idle"):
                     share += "; server idle per LLM phase " + "/".join(f"{x:.0%}" for x in m["idle"])
+                    share += ", slots busy " + "/".join(f"{x:.0%}" for x in m["occupied"])
                 if spec.get("executor"):
                     share += f"; driver + Ray processes CPU {m['all_cpu_ms']:.2f} ms/act"
                 print(f"  run {rep + 1} {name:<14} {label}: {m['step']:,.0f} act/s step, {m['phase']:,.0f} act/s "
@@ -436,6 +441,7 @@ def interleaved(trees: list[tuple[str, str]], a: argparse.Namespace) -> None:
             share = f" = {phase / bound:.0%} of the {bound:,.0f}/s bound" if bound else ""
             if ms[0].get("idle"):
                 share += f", server idle {statistics.median(x for m in ms for x in m['idle']):.0%} of the LLM phase"
+                share += f", slots busy {statistics.median(x for m in ms for x in m['occupied']):.0%}"
             print(f"median of {a.interleave}, {name:<14} {label}: {statistics.median(m['step'] for m in ms):,.0f} "
                   f"act/s step, {phase:,.0f} act/s LLM phase{share}, driver CPU "
                   f"{statistics.median(m['cpu_ms'] for m in ms):.2f} ms/act", flush=True)  # fmt: skip
