@@ -25,11 +25,12 @@ from socium.simulator.simulation import Simulation
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-#: Computed with the code at main 7c470c3, before issue 41's changes.
+#: Computed with the code of main alone (first at 7c470c3; re-pinned at 30c352d, where the action-table
+#: rewrite and the state-aware schema, issue 41.5, changed the schemas), before this branch's changes.
 DIGESTS = {
-    "main_job": "cbee7250e09fb7c730cc0717e5f7cbaa64a675aa8dde0a894dee3ccf8853b976",
-    "bench_http": "8520beb4a39bc71f3257a60d5f0d705019a0f75b47fe0a997d68459ff5e3ba46",
-    "bench_http_reddit": "ac5f1b537f51b04b9846d2c74b28cb7098a175eb034b03ba5546e306ccf7b725",
+    "main_job": "4579a8bdcb9e8ab719a0db0e19fed30f04bad11629568fe281ad871d17a10e02",
+    "bench_http": "78655247d1013b643385c4b76c0f4b2afd1b151712ab62bef06a0d82f05b62b8",
+    "bench_http_reddit": "3a4b5b7167757c61714c89796427433431f116b49f3338971536fdcb63081daf",
 }
 
 
