@@ -30,7 +30,7 @@ from socium.config.experiment import ExperimentConfig
 from socium.core.contracts import Decision, Observation
 from socium.core.perspective import perspective, sees_environment_facts
 from socium.core.policy import ShardPlacement
-from socium.core.rng import LLM, component_rng
+from socium.core.rng import LLM, component_seed31
 from socium.errors import TraceError
 from socium.llm.base import run_coro_sync
 from socium.llm.budget_shares import Allowance, apply_allowance, count_calls, shard_allowances
@@ -245,8 +245,9 @@ class LLMPolicy:
 
     def seed(self, *key: int) -> int:
         """A model call's sampling seed: one draw of the counter-based stream of (run seed, LLM, *key),
-        so a call's seed depends on its key only, whichever shard or order asks."""
-        return int(component_rng(self.cfg.seed, LLM, *key).integers(0, 2**31 - 1))
+        so a call's seed depends on its key only, whichever shard or order asks (computed without
+        building the Generator: :func:`socium.core.rng.component_seed31`)."""
+        return component_seed31(self.cfg.seed, LLM, *key)
 
     def request(
         self,
@@ -278,6 +279,13 @@ class LLMPolicy:
     def drain_calls(self) -> list[tuple[str, LLMRequest, LLMResult, str]]:
         """Calls made but not yet handed to the driver (a step that failed midway still logs them)."""
         return self._cache.drain() if self._cache is not None else []
+
+    def keep_calls(self, calls: list[tuple[str, Any, LLMResult, str]]) -> None:
+        """Calls made elsewhere for this policy (a Ray actor's, salvaged when a signal cut its step off), to be
+        handed over by the next :meth:`drain_calls` with this process's own."""
+        if self._cache is None:
+            self._cache = RecordingCache()
+        self._cache.pending.extend(calls)
 
     def persona_kw(self) -> dict[str, Any]:
         """How an agent's own profile is shown in every prompt about it (turns, surveys, interviews)."""
