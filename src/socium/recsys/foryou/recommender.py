@@ -98,17 +98,24 @@ class ForYouRecommender:
 
     # ---- ranking -----------------------------------------------------------------------------
     def candidates(
-        self, state: PlatformState, users: np.ndarray, k: int, step: int, oon: Candidates | None = None
+        self,
+        state: PlatformState,
+        users: np.ndarray,
+        k: int,
+        step: int,
+        oon: Candidates | None = None,
+        inn: Candidates | None = None,
     ) -> Candidates:
-        """Both sources, after the filters (stages 1 and 2); ``oon``: the out-of-network source's
-        candidates of these users when already retrieved (for all of a step's users at once)."""
+        """Both sources, after the filters (stages 1 and 2); ``oon`` / ``inn``: the out-of-network /
+        in-network source's candidates of these users when already found (for all of a step's users
+        at once: each user's list does not depend on who else is asked)."""
         p = self.p
         pool = p.pool_per_slot * k
         if oon is None:
             oon = out_of_network_source(self.retrieval, state, users, step, min(p.oon_max_results, pool))
-        c = Candidates.concat(
-            in_network_source(state, users, step, self.window_steps, min(p.in_network_max_results, pool)), oon
-        )
+        if inn is None:
+            inn = in_network_source(state, users, step, self.window_steps, min(p.in_network_max_results, pool))
+        c = Candidates.concat(inn, oon)
         c = c.take(filters.drop_duplicates(c))
         c = c.take(filters.too_old(state, c, p.max_post_age_s) & filters.own_posts(state, c))
         c = c.take(filters.repost_dedup(state, c))
@@ -139,12 +146,20 @@ class ForYouRecommender:
         oon = out_of_network_source(
             self.retrieval, state, users, step, min(self.p.oon_max_results, self.p.pool_per_slot * k)
         )
-        bounds = np.searchsorted(oon.row, np.arange(0, len(users) + CHUNK_USERS, CHUNK_USERS))
+        # the in-network source ranks the window's posts once globally: once per step, not per chunk
+        inn = in_network_source(
+            state, users, step, self.window_steps, min(self.p.in_network_max_results, self.p.pool_per_slot * k)
+        )
+        cuts = np.arange(0, len(users) + CHUNK_USERS, CHUNK_USERS)
+        b_oon, b_inn = np.searchsorted(oon.row, cuts), np.searchsorted(inn.row, cuts)
         out: list[Feed] = []
         for i, lo in enumerate(range(0, len(users), CHUNK_USERS)):
-            part = oon.take(slice(int(bounds[i]), int(bounds[i + 1])))
-            part = Candidates(users[lo : lo + CHUNK_USERS], part.row - lo, part.post, part.in_network)
-            out += self._feeds(state, users[lo : lo + CHUNK_USERS], k, step, rng, shared, part)
+            mine = users[lo : lo + CHUNK_USERS]
+            parts = [
+                Candidates(mine, x.row[a:b] - lo, x.post[a:b], x.in_network[a:b])
+                for x, a, b in ((oon, int(b_oon[i]), int(b_oon[i + 1])), (inn, int(b_inn[i]), int(b_inn[i + 1])))
+            ]
+            out += self._feeds(state, mine, k, step, rng, shared, parts[0], parts[1])
         return out
 
     def _feeds(
@@ -156,9 +171,10 @@ class ForYouRecommender:
         rng: np.random.Generator,
         shared: tuple[np.ndarray, np.ndarray],
         retrieved: Candidates,
+        in_net: Candidates,
     ) -> list[Feed]:
         p = self.p
-        c = self.candidates(state, users, k, step, retrieved)
+        c = self.candidates(state, users, k, step, retrieved, in_net)
         n_rows = len(users)
         posts = state.posts
         author = posts.col("author")[c.post]
