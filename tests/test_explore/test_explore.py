@@ -8,9 +8,12 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from collections import Counter
@@ -26,7 +29,7 @@ from typer.testing import CliRunner
 from conftest import small_config
 from socium.cli.main import app
 from socium.errors import UsageError
-from socium.explore import require_solara, server_command
+from socium.explore import require_solara
 from socium.explore.diff import peers, prompt_diff, prompt_text
 from socium.explore.export import file_bytes
 from socium.explore.source import open_source, overrides
@@ -261,29 +264,43 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def explore_command(path: Path, *args: str) -> list[str]:
+    """``socium explore PATH --port 0`` (a free port, announced on its first line of output)."""
+    return [sys.executable, "-m", "socium.cli.main", "explore", str(path), "--port", "0", *args]
+
+
 @contextmanager
-def serving(path: Path) -> Iterator[str]:
-    """``socium explore``'s server over ``path`` on a free port (its URL), stopped on exit."""
+def serving(path: Path, env: dict[str, str] | None = None, *args: str) -> Iterator[str]:
+    """``socium explore``'s server over ``path`` on a free port (its URL), stopped (SIGINT) on exit."""
     pytest.importorskip("playwright.sync_api")
     pytest.importorskip("solara")
     if CHROMIUM is None:
         pytest.skip("chromium is not installed")
-    port = _free_port()
-    env = {**os.environ, "SOCIUM_EXPLORE_PATH": str(path)}
-    proc = subprocess.Popen(server_command(port), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        explore_command(path, *args), env=env or dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
     try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:\d+", line)
+        assert found, line + (proc.stderr.read() if proc.stderr else "")
+        url = found.group(0)
         for _ in range(120):
             try:
                 urllib.request.urlopen(url, timeout=1)
                 break
             except OSError:
-                assert proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+                assert proc.poll() is None, proc.stderr.read()[-2000:] if proc.stderr else ""
                 time.sleep(0.5)
         yield url
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ import pytest
 
 from conftest import small_config
 from socium.errors import UsageError
-from socium.explore.export import rows_table, table_bytes
+from socium.explore.export import rows_bytes
 from socium.explore.page_rows import agent_exports, compare_exports, post_exports
 from socium.explore.source import Source, open_source
 from socium.simulator.simulation import Simulation
@@ -69,7 +69,7 @@ def _busiest(run: Path) -> tuple[int, int]:
 
 
 def _csv(rows: list[dict], columns: list[str]) -> list[dict[str, str]]:
-    return list(csv.DictReader(io.StringIO(table_bytes(rows_table(rows, columns), "csv").decode("utf-8"))))
+    return list(csv.DictReader(io.StringIO(rows_bytes([rows], columns, "csv").decode("utf-8"))))
 
 
 def test_agent_page_export_is_every_activations_rows(experiment: Path) -> None:
@@ -89,17 +89,17 @@ def test_agent_page_export_is_every_activations_rows(experiment: Path) -> None:
             "SELECT step, seq, type FROM actions WHERE agent_id = ? AND origin != 'seed' ORDER BY step, seq",
             [agent_id],
         ).fetchall()
-    rows = feed.fetch()
+    rows = feed.rows()
     assert [(r["step"], r["rank"], r["post_id"], r["source"]) for r in rows] == want_feed
     assert {r["agent_id"] for r in rows} == {agent_id} and rows[0]["run"] == "local"
-    got_calls = calls.fetch()
+    got_calls = calls.rows()
     assert set(want_calls) <= {r["call_id"] for r in got_calls} and want_calls
-    assert [(r["step"], r["seq"], r["type"]) for r in actions.fetch()] == want_actions
+    assert [(r["step"], r["seq"], r["type"]) for r in actions.rows()] == want_actions
     # the files hold the same rows, text intact (a cell starting with "=" stays text)
     back = _csv(rows, feed.columns)
     assert [int(r["post_id"]) for r in back] == [r["post_id"] for r in rows]
     assert list(back[0]) == feed.columns
-    parquet = pq.read_table(io.BytesIO(table_bytes(rows_table(got_calls, calls.columns), "parquet")))
+    parquet = pq.read_table(io.BytesIO(rows_bytes(calls.fetch(), calls.columns, "parquet")))
     assert parquet.column("call_id").to_pylist() == [r["call_id"] for r in got_calls]
 
 
@@ -115,14 +115,14 @@ def test_post_and_side_by_side_exports_are_the_pages_rows(experiment: Path) -> N
     p = run(q.post, post_id)
     assert p is not None
     exports = {e.name: e for e in post_exports(run, post_id, p.root_id, None)}
-    got = exports[f"post{post_id}-shown-to"].fetch()
+    got = exports[f"post{post_id}-shown-to"].rows()
     assert [tuple(r.values()) for r in got] == [tuple(r) for r in shown]
-    assert len(exports) == 3 and [tuple(r.values()) for r in exports[f"cascade{p.root_id}"].fetch()] == [
+    assert len(exports) == 3 and [tuple(r.values()) for r in exports[f"cascade{p.root_id}"].rows()] == [
         tuple(r) for r in run(q.cascade, p.root_id, limit=10**6)
     ]
     agent_id, step = _busiest(experiment / "local")
     views = [src.view(i) for i in range(len(src.labels()))]
-    feed = compare_exports(views, agent_id, step)[0].fetch()
+    feed = compare_exports(views, agent_id, step)[0].rows()
     for v in views:
         want = [(it.rank, it.post_id) for it in v(q.feed, agent_id, step)]
         assert [(r["rank"], r["post_id"]) for r in feed if r["run"] == v.label] == want
@@ -207,11 +207,9 @@ def test_agent_page_downloads_its_feed_rows(experiment: Path, tmp_path: Path) ->
         pytest.skip("chromium is not installed")
     from playwright.sync_api import sync_playwright
 
-    from socium.explore import server_command
-
     port = _free_port()
-    env = {**os.environ, "SOCIUM_EXPLORE_PATH": str(experiment)}
-    proc = subprocess.Popen(server_command(port), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cmd = [sys.executable, "-m", "socium.cli.main", "explore", str(experiment), "--port", str(port)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     agent_id, _ = _busiest(experiment / "local")
     try:
         with sync_playwright() as p:

@@ -7,13 +7,14 @@ so it costs the same on a 30-agent run and a 10^5-agent one.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import solara
 from solara import v as vue
 
 from socium.explore.agent_page import CallBlock
-from socium.explore.export import MAX_ROWS, export_buttons
+from socium.explore.export import export_rows, fields_of, paged, records
 from socium.explore.source import RunView, Source, overrides
 from socium.explore.widgets import ROWS, Go, Pager, Plain, PostCard, Say, attrs
 from socium.trace.queries import explore as q
@@ -61,7 +62,11 @@ def Timeline(run: RunView) -> Any:
             solara.InputText("text contains", value=text, on_value=on(set_text), continuous_update=False)
         with solara.Row(style="align-items: center; gap: 2em"):
             Pager(total, offset, set_offset, ROWS)
-            export_buttons("timeline", lambda: run(q.timeline, **flt, limit=min(total, MAX_ROWS)), q.PostView)
+            export_rows(
+                "timeline",
+                lambda: paged(lambda n, o: run(q.timeline, **flt, limit=n, offset=o), partial(records, cls=q.PostView)),
+                fields_of(q.PostView),
+            )
         with vue.Html(tag="div", class_="timeline", attributes=attrs(total=total)):
             for p in posts:
                 PostCard(p, run)
@@ -124,7 +129,11 @@ def CallsPage(run: RunView) -> Any:
             solara.InputText("tokens ≥", value=tokens, on_value=rewinding(set_tokens, set_offset))
         with solara.Row(style="align-items: center; gap: 2em"):
             Pager(total, offset, set_offset, ROWS)
-            export_buttons("calls", lambda: run(q.calls, flt, limit=min(total, MAX_ROWS)), q.CallView)
+            export_rows(
+                "calls",
+                lambda: paged(lambda n, o: run(q.calls, flt, limit=n, offset=o), partial(records, cls=q.CallView)),
+                fields_of(q.CallView),
+            )
         for c in run(q.calls, flt, limit=ROWS, offset=offset):
             with solara.Card(margin=1):
                 CallBlock(c, run)
