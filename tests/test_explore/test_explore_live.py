@@ -10,7 +10,9 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -254,6 +256,9 @@ def _socium(*args: str, out: Path) -> list[str]:
 
 @pytest.mark.browser
 def test_run_with_explore_is_watched_live_and_writes_the_same_trace(tmp_path: Path) -> None:
+    """Watched in Chromium while it runs: the marker's count grows through every committed step, the last
+    included; then "run finished (exit status 0)" over the finished trace, whose pages stay readable
+    until the run is stopped (SIGINT: exit 0, no traceback); the trace equals the run's without --explore."""
     pytest.importorskip("solara")
     pytest.importorskip("playwright.sync_api")
     if CHROMIUM is None:
@@ -261,39 +266,54 @@ def test_run_with_explore_is_watched_live_and_writes_the_same_trace(tmp_path: Pa
     from playwright.sync_api import sync_playwright
 
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
-    port = _free_port()
     proc = subprocess.Popen(
-        _socium("--explore", "--explore-port", str(port), out=tmp_path / "live"),
+        _socium("--explore", "--explore-port", "0", out=tmp_path / "live"),
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     counts: list[int] = []
     try:
         assert proc.stdout is not None
-        line = proc.stdout.readline()  # the explorer is up before the first step runs
-        assert f"http://127.0.0.1:{port}/" in line, line
+        line = proc.stdout.readline()  # the explorer is up before the first step runs, on the port really served
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert found and found.group(1) != "0", line
+        url = found.group(0)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             page = browser.new_page()
             page.set_default_timeout(30_000)
-            page.goto(f"http://127.0.0.1:{port}/")
+            page.goto(url)
             live = page.locator(".live").first
             live.wait_for()
-            deadline = time.monotonic() + 120
-            while proc.poll() is None and time.monotonic() < deadline:
-                try:
-                    counts.append(int(live.get_attribute("data-committed", timeout=2_000) or -1))
-                    planned = int(live.get_attribute("data-planned", timeout=2_000) or -1)
-                    assert planned == 5
-                except Exception:  # the run ended between two looks: the page lost its server
+            deadline = time.monotonic() + 180
+            state = ""
+            while time.monotonic() < deadline:
+                state = live.get_attribute("data-state") or ""
+                counts.append(int(live.get_attribute("data-committed") or -1))
+                assert int(live.get_attribute("data-planned") or -1) == 5
+                if state == "finished":
                     break
                 time.sleep(0.3)
+            assert state == "finished", counts
+            assert live.inner_text() == "steps 5 of 5 committed · run finished (exit status 0)"
+            # the timeline shows the last step's posts, and another page opens from the finished trace
+            with open_run(tmp_path / "live") as c:
+                last = c.execute("SELECT max(step) FROM posts").fetchone()[0]
+                agent = c.execute("SELECT agent_id FROM exposures ORDER BY step DESC, agent_id LIMIT 1").fetchone()[0]
+            page.locator(f".post-head:has-text('step {last}')").first.wait_for()
+            page.goto(f"{url}run/0/agent/{agent}")
+            page.locator(".activation").first.wait_for()
+            assert page.locator(".live").first.get_attribute("data-state") == "finished"
             browser.close()
-        out, _ = proc.communicate(timeout=120)
+        assert proc.poll() is None  # still serving until stopped
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, out
-    assert counts and counts == sorted(counts) and counts[-1] > counts[0], counts  # it grew while watched
+    assert "Traceback" not in out and "hooks" not in out, out
+    assert "run finished (exit status 0)" in out
+    assert counts == sorted(counts) and counts[-1] == 5 and counts[0] < 5, counts  # it grew while watched
     subprocess.run(_socium(out=tmp_path / "plain"), cwd=ROOT, env=env, check=True, capture_output=True)
     live_digest, plain_digest = (trace_digest(tmp_path / d / "trace.duckdb") for d in ("live", "plain"))
     live_digest.pop("runs"), plain_digest.pop("runs")

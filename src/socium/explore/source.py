@@ -43,6 +43,10 @@ IDLE_S = 3.0
 lock would refuse ``socium run --resume`` while it is open; reopening costs milliseconds)."""
 
 
+FINISH_WAIT_S = 30.0
+"""Seconds a live run's page waits, between the writer letting go and the file being opened, for the latter."""
+
+
 def is_trace_file(path: Path) -> bool:
     """Whether ``path`` is a regular file (a symlink to one counts): a FIFO or device named ``trace.duckdb``
     is not a run, and opening one would block the explorer forever."""
@@ -68,6 +72,7 @@ class Source:
     _reaper: threading.Thread | None = None
     finished: str | None = None
     """A live run that has ended: how ("exit status 0"); its pages then read the finished trace."""
+    _finished: threading.Event = field(default_factory=threading.Event)
 
     @classmethod
     def live(cls, con: duckdb.DuckDBPyConnection, run_dir: str | Path, steps: int) -> Source:
@@ -99,6 +104,9 @@ class Source:
         milliseconds), so :meth:`detach` can wait for the one in flight and the writer can then close."""
         if label not in self.runs:
             raise UsageError(f"{self.root}: no run {label!r} here")
+        if self.is_live and self.finished is None:
+            if self._reader is None:  # the run is closing its trace: its file opens in a moment (:meth:`finish`)
+                self._finished.wait(FINISH_WAIT_S)
         if self.is_live and self.finished is None:
             with self._lock:
                 if self._reader is None:
@@ -152,6 +160,7 @@ class Source:
         self.detach()
         with self._lock:
             self.finished = how
+        self._finished.set()
 
     def detach(self) -> None:
         """A live source lets go of the writer's connection (after the query in flight, if any): its pages
