@@ -104,15 +104,18 @@ def Calls(run: RunView, agent_id: int, step: int) -> Any:
 def CallBlock(c: q.CallView, run: RunView) -> Any:
     """One call: header line, the error if it failed, the prompt (folded), the raw response."""
     ok = c.outcome == "ok"
-    with vue.Html(tag="div", class_="call", attributes=attrs(call=c.call_id, outcome=c.outcome or "")) as main:
+    with vue.Html(
+        tag="div", class_="call", attributes=attrs(call=c.call_id, outcome=c.outcome or "", fate=c.fate)
+    ) as main:
         head = (
-            f"call {c.call_id} · step {c.step} · {c.model or 'no model'} · {c.outcome} · "
+            f"call {c.call_id} · step {c.step} · {c.model or 'no model'} · transport {c.outcome} · "
             f"{c.prompt_tokens or 0}+{c.completion_tokens or 0} tokens · {c.latency_s or 0:.2f} s"
         )
         with solara.Row(style="gap: 0.5em; align-items: baseline"):
             Plain(head, style="color: #666" if ok else "color: #b91c1c; font-weight: bold")
             if c.agent_id is not None:
                 Go(f"{run.base}/agent/{c.agent_id}", f"agent {c.agent_id}")
+        Fate(c, run)
         if c.error:
             Say(
                 f"error: {c.error}",
@@ -127,6 +130,23 @@ def CallBlock(c: q.CallView, run: RunView) -> Any:
                 vue.Html(tag="div", children=[role], style_="font-weight: bold; margin-top: 4px")
                 Say(m.get("content", ""), limit=100_000, tag="pre", classes="prompt-message", data=attrs(role=role))
         Fold("raw response", c.response, open_=True, classes="response")
+    return main
+
+
+FATE_COLOUR = {"accepted": "#15803d", "retried": "#b45309", "rejected": "#b91c1c", "failed": "#b91c1c"}
+
+
+def Fate(c: q.CallView, run: RunView) -> Any:
+    """What became of the answer: accepted; rejected (the parser's reason) and asked again; rejected with
+    no retry left; or no answer at all (the transport failed)."""
+    with vue.Html(tag="div", class_="fate", attributes=attrs(fate=c.fate)) as main:
+        Plain(f"answer {c.fate}", style=f"color: {FATE_COLOUR.get(c.fate, '#666')}; font-weight: bold")
+        if c.fate == "retried":
+            Say(f" (rejected: {c.fate_reason})", classes="fate-reason")
+            if c.retry_call is not None:
+                Go(f"{run.base}/call/{c.retry_call}", f" → asked again as call {c.retry_call}", "retry-link")
+        elif c.fate == "rejected":
+            Say(f" (rejected, no retry left: {c.fate_reason})", classes="fate-reason")
     return main
 
 

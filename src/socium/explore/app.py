@@ -1,7 +1,7 @@
 """The explorer's Solara app: one ``Page`` that reads the URL and shows the page it names.
 
 URLs: ``/`` (an experiment's runs, or a lone run's timeline), ``/run/I`` (timeline of run I),
-``/run/I/agent/K``, ``/run/I/post/P``, ``/run/I/calls``, ``/run/I/agents``, ``/run/I/compare/K/S``
+``/run/I/agent/K``, ``/run/I/post/P``, ``/run/I/calls``, ``/run/I/call/C``, ``/run/I/agents``, ``/run/I/compare/K/S``
 (agent K at step S in run I and its peers, side by side). Every page is a URL, so
 a view can be bookmarked or sent to a colleague. The path opened comes from ``SOCIUM_EXPLORE_PATH``
 (``socium explore`` sets it): Solara imports this module by name in its own server. A live run
@@ -19,7 +19,7 @@ import solara
 from solara import v as vue
 
 from socium.errors import SociumError, UsageError
-from socium.explore.agent_page import AgentPage, PostPage
+from socium.explore.agent_page import AgentPage, CallBlock, PostPage
 from socium.explore.compare_page import ComparePage
 from socium.explore.live import Live, refreshed
 from socium.explore.run_pages import Agents, CallsPage, Experiment, Timeline, as_int
@@ -118,6 +118,12 @@ def Page() -> Any:
                 agent_id, step = int(rest[1]), int(rest[2])
                 solara.Title(f"agent {agent_id} at step {step}, compared")
                 ComparePage(src, index, agent_id, step).key(f"cmp{index}/{agent_id}/{step}")
+            elif len(rest) == 2 and rest[0] == "call" and as_int(rest[1]) is not None:
+                solara.Title(f"call {rest[1]}")
+                one = run(q.call, int(rest[1]))
+                if one is None:
+                    raise UsageError(f"no call {rest[1]} in this run")
+                CallBlock(one, run).key(f"call{index}/{rest[1]}")
             elif len(rest) == 2 and rest[0] in ("agent", "post") and as_int(rest[1]) is not None:
                 ident = as_int(rest[1])
                 assert ident is not None

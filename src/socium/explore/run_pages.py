@@ -103,6 +103,7 @@ def as_float(text: str) -> float | None:
 @solara.component
 def CallsPage(run: RunView) -> Any:
     """The LLM call log, filtered by outcome, model, latency and tokens; a failed call shows its error."""
+    fate, set_fate = solara.use_state(ALL)
     outcome, set_outcome = solara.use_state(ALL)
     model, set_model = solara.use_state(ALL)
     latency, set_latency = solara.use_state("")
@@ -110,6 +111,7 @@ def CallsPage(run: RunView) -> Any:
     offset, set_offset = solara.use_state(0)
     outcomes, models = run(q.call_facets)
     flt = q.CallFilter(
+        fate=None if fate == ALL else fate,
         outcome=None if outcome == ALL else outcome,
         model=None if model == ALL else model,
         min_latency_s=as_float(latency),
@@ -121,8 +123,9 @@ def CallsPage(run: RunView) -> Any:
             solara.Info("This run made no LLM calls (its agents follow rules).")
             return main
         with solara.Row(style="gap: 1em"):
+            solara.Select("answer", value=fate, values=[ALL, *q.FATES], on_value=rewinding(set_fate, set_offset))
             solara.Select(
-                "outcome", value=outcome, values=[ALL, *outcomes], on_value=rewinding(set_outcome, set_offset)
+                "transport", value=outcome, values=[ALL, *outcomes], on_value=rewinding(set_outcome, set_offset)
             )
             solara.Select("model", value=model, values=[ALL, *models], on_value=rewinding(set_model, set_offset))
             solara.InputText("latency ≥ (s)", value=latency, on_value=rewinding(set_latency, set_offset))
