@@ -162,7 +162,9 @@ def test_post_page_queries(con) -> None:
         assert len(q.cascade(con, root, until=step, limit=1000)) == size
         assert all(n[3] <= step for n in q.cascade(con, root, until=step, limit=1000))
     n_shown = con.execute("SELECT count(*) FROM exposures WHERE post_id = ?", [root]).fetchone()[0]
-    assert len(q.exposed_to(con, root, limit=10_000)) == sum(q.exposure_sources(con, root).values()) == n_shown
+    shown = q.exposed_to(con, root, limit=10_000)
+    assert len(shown) == sum(q.exposure_sources(con, root).values())
+    assert len([r for r in shown if r[4] is None]) == n_shown
     acted = {(s, a, t) for s, a, t, _ in q.acted_on(con, root, limit=1000)}
     reshares = con.execute(
         "SELECT a.step, a.agent_id, a.type FROM actions a JOIN posts p ON p.post_id = a.post_id "
@@ -170,6 +172,33 @@ def test_post_page_queries(con) -> None:
         [root],
     ).fetchall()
     assert set(reshares) <= acted
+
+
+def test_shown_to_counts_exposures_through_reposts_and_quotes(con) -> None:
+    """A post reaches whoever is shown one of its reposts or quotes (the prompt renders the original); the
+    post page counts those, labelled with the reshare they came through, beside the direct ones."""
+    rows = con.execute(
+        "SELECT p.parent_id, count(*) FROM exposures e JOIN posts p USING (post_id) "
+        "WHERE p.kind IN ('repost', 'quote') GROUP BY 1 ORDER BY 2 DESC, 1"
+    ).fetchall()
+    assert rows, "the fixture run has reshares that were shown"
+    for original, n_via in rows:
+        direct = con.execute("SELECT count(*) FROM exposures WHERE post_id = ?", [original]).fetchone()[0]
+        shown = q.exposed_to(con, original, limit=100_000)
+        via = [r for r in shown if r[4] is not None]
+        assert len(via) == n_via and len(shown) == direct + n_via
+        kinds = dict(con.execute("SELECT post_id, kind FROM posts WHERE parent_id = ?", [original]).fetchall())
+        assert all(kinds[r[4]] == r[5] for r in via)
+        want = sorted(
+            con.execute(
+                "SELECT e.step, e.agent_id, e.rank, e.post_id FROM exposures e JOIN posts p USING (post_id) "
+                "WHERE e.post_id = ? OR (p.parent_id = ? AND p.kind IN ('repost', 'quote'))",
+                [original, original],
+            ).fetchall()
+        )
+        assert sorted((r[0], r[1], r[2], r[4] if r[4] is not None else original) for r in shown) == want
+        sources = q.exposure_sources(con, original)
+        assert sum(v for k, v in sources.items() if k.startswith("via ")) == n_via
 
 
 def test_calls_filter_by_outcome_and_show_the_error(con) -> None:
@@ -473,3 +502,27 @@ def test_one_agent_step_side_by_side_across_perspectives(page, server: str, expe
             ).fetchall()
         items = col.locator(".feed-item")
         assert [int(items.nth(k).get_attribute("data-post")) for k in range(items.count())] == [p for (p,) in want]
+
+
+@pytest.mark.browser
+def test_post_page_shows_who_saw_it_through_reshares(page, server: str, experiment: Path) -> None:
+    with open_run(experiment / "local") as c:
+        original, n_via = c.execute(
+            "SELECT p.parent_id, count(*) FROM exposures e JOIN posts p USING (post_id) "
+            "WHERE p.kind IN ('repost', 'quote') GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1"
+        ).fetchone()
+        direct = c.execute("SELECT count(*) FROM exposures WHERE post_id = ?", [original]).fetchone()[0]
+        first = q.exposed_to(c, original, limit=20)
+    page.goto(f"{server}/run/0/post/{original}")
+    total = page.locator(".shown-total")
+    total.wait_for()
+    assert total.inner_text() == (
+        f"{direct + n_via:,} times in a feed: {direct:,} as itself, {n_via:,} through its reposts and quotes"
+    )
+    rows = page.locator(".exposure").all()
+    assert [(int(r.get_attribute("data-agent") or -1), r.get_attribute("data-via")) for r in rows] == [
+        (a, "" if via is None else str(via)) for _, a, _, _, via, _ in first
+    ]
+    via_rows = [r for r in rows if r.get_attribute("data-via")]
+    if via_rows:
+        assert "through a " in via_rows[0].inner_text()

@@ -252,13 +252,24 @@ def PostPage(run: RunView, post_id: int) -> Any:
         with solara.Card(title="Shown to", classes=["exposed"]):
             sources = run(q.exposure_sources, post_id)
             n = sum(sources.values())
-            Plain(", ".join(f"{k}: {v}" for k, v in sources.items()) or "never shown in a feed")
+            direct = sum(v for k, v in sources.items() if not k.startswith("via "))
+            Plain(
+                f"{n:,} times in a feed: {direct:,} as itself, {n - direct:,} through its reposts and quotes"
+                if n
+                else "never shown in a feed",
+                "font-weight: bold",
+                classes=["shown-total"],
+            )
+            Plain(" (" + ", ".join(f"{k}: {v}" for k, v in sources.items()) + ")" if n else "")
             Pager(n, exp_off, set_exp_off, page)
-            for step, agent_id, rank, source in run(q.exposed_to, post_id, limit=page, offset=exp_off):
-                with vue.Html(tag="div", class_="exposure", attributes=attrs(agent=agent_id, step=step)):
+            for step, agent_id, rank, source, via, via_kind in run(q.exposed_to, post_id, limit=page, offset=exp_off):
+                with vue.Html(tag="div", class_="exposure", attributes=attrs(agent=agent_id, step=step, via=via or "")):
                     Plain(f"step {step} · ")
                     Go(f"{run.base}/agent/{agent_id}", f"agent {agent_id}", "agent-link")
                     Plain(f" · rank {rank} · {source or 'unknown source'}")
+                    if via is not None:
+                        Plain(f" · through a {via_kind}: ", "color: #b45309")
+                        Go(f"{run.base}/post/{via}", f"post {via}", "via-link")
         with solara.Card(title="Acted on it", classes=["acted"]):
             acted = run(q.acted_on, post_id, limit=page)
             if not acted:

@@ -16,7 +16,7 @@ from socium.explore.export import Batches, Rows, capped, fields_of, flatten, pag
 from socium.explore.source import RunView
 from socium.trace.queries import explore as q
 
-EXPOSED = ["step", "agent_id", "rank", "source"]
+EXPOSED = ["step", "agent_id", "rank", "source", "via_post", "via_kind"]
 ACTED = ["step", "agent_id", "type", "outcome"]
 NODES = ["post_id", "parent_id", "author", "step", "depth"]
 

@@ -264,20 +264,43 @@ def replies(con: Con, post_id: int, *, limit: int = PAGE, offset: int = 0) -> li
     return _decorate(con, rows)
 
 
-def exposed_to(con: Con, post_id: int, *, limit: int = PAGE, offset: int = 0) -> list[tuple[int, int, int, str | None]]:
-    """(step, agent, rank, feed source) of every time the post was in someone's feed, in step order."""
+RESHARES = ("repost", "quote")
+"""Post kinds that show the original they reshare (the prompt renders a repost as its original)."""
+
+
+def reshares(con: Con, post_id: int) -> list[int]:
+    """Ids of the reposts and quotes of a post: each shows the post to whoever is shown it."""
+    rows = con.execute(
+        "SELECT post_id FROM posts WHERE parent_id = ? AND kind IN (SELECT unnest(?::VARCHAR[])) ORDER BY post_id",
+        [int(post_id), list(RESHARES)],
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def exposed_to(
+    con: Con, post_id: int, *, limit: int = PAGE, offset: int = 0
+) -> list[tuple[int, int, int, str | None, int | None, str | None]]:
+    """(step, agent, rank, feed source, via post, via kind) of every time the post was in someone's feed,
+    in step order: directly (via None) or through one of its reposts or quotes (via that post's id and kind)."""
+    ids = [int(post_id), *reshares(con, post_id)]
     return con.execute(
-        "SELECT step, agent_id, rank, source FROM exposures WHERE post_id = ? ORDER BY step, agent_id, rank "
-        "LIMIT ? OFFSET ?",
-        [int(post_id), int(limit), int(offset)],
+        "SELECT e.step, e.agent_id, e.rank, e.source, CASE WHEN e.post_id = ? THEN NULL ELSE e.post_id END, "
+        "CASE WHEN e.post_id = ? THEN NULL ELSE p.kind END FROM exposures e JOIN posts p USING (post_id) "
+        "WHERE e.post_id IN (SELECT unnest(?::BIGINT[])) "
+        "ORDER BY e.step, e.agent_id, e.rank, e.post_id LIMIT ? OFFSET ?",
+        [int(post_id), int(post_id), ids, int(limit), int(offset)],
     ).fetchall()
 
 
 def exposure_sources(con: Con, post_id: int) -> dict[str, int]:
-    """Times the post was shown, by feed source ('unknown' where none was recorded)."""
+    """Times the post was shown, by feed source ('unknown' where none was recorded); times it was shown
+    through a repost or quote are counted apart, as ``via repost`` / ``via quote``."""
+    ids = [int(post_id), *reshares(con, post_id)]
     rows = con.execute(
-        "SELECT coalesce(source, 'unknown'), count(*) FROM exposures WHERE post_id = ? GROUP BY 1 ORDER BY 2 DESC, 1",
-        [int(post_id)],
+        "SELECT CASE WHEN e.post_id = ? THEN coalesce(e.source, 'unknown') ELSE 'via ' || p.kind END, count(*) "
+        "FROM exposures e JOIN posts p USING (post_id) WHERE e.post_id IN (SELECT unnest(?::BIGINT[])) "
+        "GROUP BY 1 ORDER BY 2 DESC, 1",
+        [int(post_id), ids],
     ).fetchall()
     return {str(s): int(n) for s, n in rows}
 
