@@ -397,6 +397,11 @@ def test_agent_page_shows_its_feed_and_prompt_and_clicks_through(page, server: s
             [agent_id, step],
         ).fetchone()[0]
     assert seen >= 2
+    # each item is the text its prompt gave it: joined, they are the prompt's feed section
+    texts = page.locator(f'.feed[data-step="{step}"] .feed-item pre.seen')
+    assert "\n".join(texts.nth(i).text_content() or "" for i in range(texts.count())) == _prompt_feed(
+        json.loads(prompt)
+    )
     call = page.locator(f'.calls[data-step="{step}"] .call[data-outcome=ok]').first
     messages = call.locator(".prompt-message")
     assert [messages.nth(i).text_content() for i in range(messages.count())] == [
@@ -526,3 +531,41 @@ def test_post_page_shows_who_saw_it_through_reshares(page, server: str, experime
     via_rows = [r for r in rows if r.get_attribute("data-via")]
     if via_rows:
         assert "through a " in via_rows[0].inner_text()
+
+
+def _prompt_feed(messages: list[dict]) -> str | None:
+    """The feed section of a prompt, cut by hand here (not by the code under test)."""
+    for m in messages:
+        text = str(m.get("content", ""))
+        at = text.find("\n## Your feed (")
+        if m.get("role") == "user" and (at >= 0 or text.startswith("## Your feed (")):
+            body = text.index("\n", at + 1) + 1
+            end = text.find("\n\n## ", body)
+            return text[body : end if end >= 0 else None]
+    return None
+
+
+def test_the_feed_panel_is_the_prompts_feed_for_every_agent_step(con) -> None:
+    """For every (agent, step) decided by the agent's own call: the panel's items, in rank order, are the
+    exposures rows' posts, and their texts joined are exactly the prompt's feed section."""
+    from socium.explore.seen import paired, seen_feed
+
+    pairs = con.execute(
+        "SELECT DISTINCT agent_id, step FROM llm_calls WHERE agent_id IS NOT NULL AND outcome = 'ok' "
+        "AND NOT coalesce(TRY_CAST(json_extract(metadata, '$.survey') AS BOOLEAN), false) ORDER BY 1, 2"
+    ).fetchall()
+    assert len(pairs) > 10
+    checked = 0
+    for agent_id, step in pairs:
+        calls = q.calls_at(con, agent_id, step)
+        own = next(c for c in calls if c.agent_id == agent_id and _prompt_feed(c.messages) is not None)
+        section = _prompt_feed(own.messages)
+        rows = [it.post_id for it in q.feed(con, agent_id, step)]
+        texts = paired(rows, seen_feed(calls, agent_id))
+        if not rows:
+            assert section == "(your feed is empty)"
+            continue
+        assert None not in texts, (agent_id, step)
+        assert "\n".join(t for t in texts if t is not None) == section, (agent_id, step)
+        checked += 1
+    assert checked > 5

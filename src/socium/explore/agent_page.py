@@ -13,6 +13,7 @@ import solara
 from solara import v as vue
 
 from socium.explore.page_rows import agent_exports, export_menu, post_exports
+from socium.explore.seen import paired, seen_feed
 from socium.explore.source import RunView
 from socium.explore.widgets import ROWS, Fold, Go, Pager, Plain, PostCard, Say, attrs, who
 from socium.trace.queries import explore as q
@@ -66,25 +67,43 @@ def Persona(run: RunView, agent_id: int) -> Any:
 
 @solara.component
 def Feed(run: RunView, agent_id: int, step: int) -> Any:
-    """The agent's feed at ``step``: one item per exposures row, by rank."""
+    """The agent's feed at ``step``: one item per exposures row, by rank, each shown as the text its prompt
+    gave it (:mod:`socium.explore.seen`), with the prompt's whole feed section one click away."""
     items = run(q.feed, agent_id, step)
-    with vue.Html(tag="div", class_="feed", attributes=attrs(step=step, n=len(items))) as main:
-        Plain(f"Feed ({len(items)} item{'' if len(items) == 1 else 's'})", style="font-weight: bold")
+    calls = run(q.calls_at, agent_id, step)
+    seen = seen_feed(calls, agent_id)
+    texts = paired([it.post_id for it in items], seen)
+    with vue.Html(tag="div", class_="feed", attributes=attrs(step=step, n=len(items), call=seen.call or "")) as main:
+        if not items and seen.section is None:
+            note = "no feed at this step: its calls asked something else" if calls else "no feed at this step"
+            Plain(note.capitalize(), style="font-weight: bold", classes=["feed-none"])
+            return main
+        where = f", as the prompt of call {seen.call} showed them" if seen.call is not None else ""
+        Plain(f"Feed ({len(items)} item{'' if len(items) == 1 else 's'}{where})", style="font-weight: bold")
         if not items:
-            Plain(" (empty)")
-        for it in items:
+            Plain(" (empty: the prompt said so)" if seen.section is not None else " (empty)")
+        elif seen.call is None:
+            Plain(" (no prompt: the trace's rows, not a rendering)", style="color: #666")
+        for it, rendered in zip(items, texts, strict=True):
             with vue.Html(
                 tag="div",
                 class_="feed-item",
                 style_="border-bottom: 1px solid #eee; padding: 2px 0",
-                attributes=attrs(rank=it.rank, post=it.post_id, source=it.source or ""),
+                attributes=attrs(rank=it.rank, post=it.post_id, source=it.source or "", rendered=rendered is not None),
             ):
                 Plain(f"#{it.rank} · {it.source or 'unknown source'} · ", style="color: #666")
                 Go(f"{run.base}/post/{it.post_id}", f"post {it.post_id}", "post-link")
                 Plain(" · ")
                 Go(f"{run.base}/agent/{it.author}", who(it.username, it.author, run.preset))
                 Plain(f" ({it.kind})" if it.kind and it.kind != "original" else "")
-                Say(it.content, tag="div", classes="content")
+                if rendered is not None:
+                    Say(rendered, limit=100_000, tag="pre", classes="seen")
+                else:
+                    if seen.call is not None:
+                        Plain(" · not in the prompt at this place", style="color: #b91c1c")
+                    Say(it.content, tag="div", classes="content")
+        if seen.section is not None:
+            Fold("the feed section exactly as the prompt held it", seen.section, classes="feed-section")
     return main
 
 
