@@ -30,7 +30,7 @@ from conftest import small_config
 from socium.cli.main import app
 from socium.errors import UsageError
 from socium.explore import require_solara
-from socium.explore.diff import peers, prompt_diff, prompt_text
+from socium.explore.diff import pairing, peers, prompt_diff, prompt_text
 from socium.explore.export import file_bytes
 from socium.explore.source import open_source, overrides
 from socium.simulator.simulation import Simulation
@@ -227,7 +227,16 @@ def test_a_narrator_call_shows_on_every_member_of_its_group(experiment: Path) ->
 def test_peers_are_the_same_cell_under_other_arms() -> None:
     labels = ["local/runs/1/model", "local/runs/2/model", "mindreader/runs/1/model", "omniscient/runs/1/model"]
     assert peers(labels, labels[0]) == [labels[0], labels[2], labels[3]]
-    assert peers(["a", "b", "c", "d", "e"], "c") == ["c", "a", "b", "d"]
+    # a propagation experiment: a cascade's model run beside the same cascade's null, not another cascade's
+    prop = [f"runs/{c}/{arm}" for c in ("c01", "c02", "c03") for arm in ("model", "null")]
+    assert peers(prop, "runs/c02/model") == ["runs/c02/model", "runs/c02/null"]
+    assert peers(prop, "runs/c03/null") == ["runs/c03/null", "runs/c03/model"]
+    assert "differ only in folder level 3" in pairing(prop, "runs/c02/model")
+    # seeds of a design: the same cell under the other arms, not the other seeds
+    design = [f"{arm}/seed{s}" for arm in ("a", "b") for s in range(5)]
+    assert peers(design, "a/seed3") == ["a/seed3", "b/seed3"]
+    assert peers(["a", "b", "c", "d", "e"], "c") == ["c", "a", "b", "d"]  # one level: every other run differs there
+    assert peers(["x/1", "y/2/3"], "x/1") == ["x/1"] and "not paired" in pairing(["x/1", "y/2/3"], "x/1")
 
 
 def test_prompt_diff_shows_what_one_perspective_added(experiment: Path) -> None:
@@ -497,6 +506,7 @@ def test_one_agent_step_side_by_side_across_perspectives(page, server: str, expe
     page.wait_for_selector(".compare-run")
     columns = page.locator(".compare-run")
     assert columns.count() == 4  # flat labels: every run, up to MOST
+    assert page.locator(".pairing").inner_text().startswith("paired: the runs *, which differ only in folder level 1")
     for i, name in enumerate(["local", "mindreader", "omniscient", "rules"]):
         col = columns.nth(i)
         assert col.locator(".run-link").text_content() == name
