@@ -12,6 +12,7 @@ from typing import Any, cast
 import solara
 from solara import v as vue
 
+from socium.explore.charts import CascadeTree, Neighbourhood
 from socium.explore.page_rows import agent_exports, export_menu, post_exports
 from socium.explore.seen import paired, seen_feed
 from socium.explore.source import RunView
@@ -200,6 +201,8 @@ def AgentPage(run: RunView, agent_id: int) -> Any:
     steps = run(q.activation_steps, agent_id, limit=ACTIVATIONS + 1, offset=offset)
     with solara.Column() as main:
         Persona(run, agent_id)
+        with solara.Card(title="Follow neighbourhood", classes=["neighbours"]):
+            Neighbourhood(run, agent_id)
         export_menu(agent_exports(run, agent_id))
         with solara.Row(style="align-items: center"):
             solara.Button("◀ earlier", disabled=offset <= 0, on_click=lambda: set_offset(max(offset - ACTIVATIONS, 0)))
@@ -255,6 +258,7 @@ def PostPage(run: RunView, post_id: int) -> Any:
                     solara.SliderInt("as of step", value=at, min=first, max=last, on_value=as_of)
                 total = next((n for s, n in reversed(growth) if s <= at), 0)
                 Plain(f"as of step {at}: {total:,} posts in the cascade", "font-weight: bold")
+                CascadeTree(run, root, at, post_id)
                 Pager(total, node_off, set_node_off, page)
                 for nid, parent, author, step, depth in run(q.cascade, root, until=at, limit=page, offset=node_off):
                     here = "font-weight: bold;" if nid == post_id else ""

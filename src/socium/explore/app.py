@@ -1,7 +1,8 @@
 """The explorer's Solara app: one ``Page`` that reads the URL and shows the page it names.
 
 URLs: ``/`` (an experiment's runs, or a lone run's timeline), ``/run/I`` (timeline of run I),
-``/run/I/agent/K``, ``/run/I/post/P``, ``/run/I/calls``, ``/run/I/call/C``, ``/run/I/agents``, ``/run/I/compare/K/S``
+``/run/I/agent/K``, ``/run/I/post/P``, ``/run/I/calls``, ``/run/I/call/C``, ``/run/I/charts``,
+``/run/I/agents``, ``/run/I/compare/K/S``
 (agent K at step S in run I and its peers, side by side). Every page is a URL, so
 a view can be bookmarked or sent to a colleague. The path opened comes from ``SOCIUM_EXPLORE_PATH``
 (``socium explore`` sets it): Solara imports this module by name in its own server. A live run
@@ -20,6 +21,7 @@ from solara import v as vue
 
 from socium.errors import SociumError, UsageError
 from socium.explore.agent_page import AgentPage, CallBlock, PostPage
+from socium.explore.charts import RunCharts
 from socium.explore.compare_page import ComparePage
 from socium.explore.live import Live, refreshed
 from socium.explore.run_pages import Agents, CallsPage, Experiment, Timeline, as_int
@@ -72,6 +74,7 @@ def Nav(run: RunView | None, src: Source) -> Any:
                 style="color: #666",
             )
             Go(run.base, "timeline", "nav-timeline")
+            Go(f"{run.base}/charts", "charts", "nav-charts")
             Go(f"{run.base}/agents", "agents", "nav-agents")
             Go(f"{run.base}/calls", f"calls ({info['calls']:,})", "nav-calls")
             if src.is_live:
@@ -111,6 +114,9 @@ def Page() -> Any:
             elif rest == ["calls"]:
                 solara.Title("calls")
                 CallsPage(run).key(f"c{index}")
+            elif rest == ["charts"]:
+                solara.Title(f"charts · {run.label}")
+                RunCharts(run).key(f"ch{index}")
             elif rest == ["agents"]:
                 solara.Title("agents")
                 Agents(run).key(f"a{index}")

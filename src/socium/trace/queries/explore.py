@@ -623,3 +623,51 @@ def _json_any(text: Any) -> Any:
 def _json_obj(text: Any) -> dict[str, Any]:
     got = _json_any(text)
     return got if isinstance(got, dict) else {}
+
+
+def activity_by_step(con: Con) -> list[tuple[int, float, int, int, int]]:
+    """(step, simulated time in hours at which it ran, active agents, actions, posts) of every committed step."""
+    rows = con.execute(
+        "SELECT step, sim_time_s, n_active, n_actions, n_posts FROM steps WHERE step >= 0 ORDER BY step"
+    ).fetchall()
+    return [(int(s), float(t or 0) / 3600, int(a or 0), int(n or 0), int(p or 0)) for s, t, a, n, p in rows]
+
+
+def stance_by_step(con: Con) -> list[tuple[int, list[float], float]]:
+    """(step, [10th, 25th, 50th, 75th, 90th percentile], mean) of every agent's stance as it stood at the end
+    of each committed step (its set-up stance until its first change): the distribution over time."""
+    rows = con.execute(
+        "WITH s AS (SELECT step FROM steps WHERE step >= 0), "
+        "ch AS (SELECT agent_id, step, stance FROM stances UNION ALL "
+        "       SELECT agent_id, -1, stance FROM agents WHERE stance IS NOT NULL), "
+        "latest AS (SELECT s.step, c.agent_id, arg_max(c.stance, c.step) AS st FROM s JOIN ch c ON c.step <= s.step "
+        "           GROUP BY ALL) "
+        "SELECT step, quantile_cont(st, [0.1, 0.25, 0.5, 0.75, 0.9]), avg(st) FROM latest GROUP BY step ORDER BY step"
+    ).fetchall()
+    return [(int(s), [float(v) for v in qs], float(m)) for s, qs, m in rows]
+
+
+def top_cascades_by_step(con: Con, n: int = 5) -> dict[int, list[tuple[int, int]]]:
+    """The ``n`` largest cascades' (step, nodes so far), by root post: how the biggest ones grew."""
+    roots = [
+        int(r[0])
+        for r in con.execute(
+            "SELECT root_id FROM cascade_nodes GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT ?", [int(n)]
+        ).fetchall()
+    ]
+    return {r: cascade_size_by_step(con, r) for r in roots}
+
+
+def neighbourhood(con: Con, agent_id: int, most: int = 40) -> tuple[list[int], list[int]]:
+    """(followees, followers) of an agent at the end of the run (follow events replayed: the last event of
+    each pair wins; 1 follows, else unfollows), at most ``most`` of each, by id."""
+
+    def side(mine: str, theirs: str) -> list[int]:
+        rows = con.execute(
+            f"SELECT {theirs} FROM follow_events WHERE {mine} = ? GROUP BY {theirs} "  # noqa: S608 (our column names)
+            f"HAVING arg_max(event, (step, seq)) = 1 ORDER BY {theirs} LIMIT ?",
+            [int(agent_id), int(most)],
+        ).fetchall()
+        return [int(r[0]) for r in rows]
+
+    return side("src", "dst"), side("dst", "src")
