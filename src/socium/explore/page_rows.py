@@ -49,6 +49,12 @@ def _activation_rows(
                 yield records(v(q.actions, agent_id, s), q.ActionView, **where, agent_id=agent_id, step=s)
 
 
+def _capped_rows(
+    views: Sequence[RunView], agent_id: int, steps: Callable[[RunView], list[int]], kind: str
+) -> Iterator[Rows]:
+    return capped(_activation_rows(views, agent_id, steps, kind))
+
+
 def _columns(kind: str, run_column: bool) -> list[str]:
     run = ["run"] if run_column else []
     if kind == "feed":
@@ -71,7 +77,7 @@ def agent_exports(run: RunView, agent_id: int) -> list[Export]:
     return [
         Export(
             f"agent{agent_id}-{kind}",
-            lambda kind=kind: capped(_activation_rows([run], agent_id, steps, kind)),
+            partial(_capped_rows, [run], agent_id, steps, kind),
             _columns(kind, run_col),
         )
         for kind in KINDS
@@ -83,7 +89,7 @@ def compare_exports(views: Sequence[RunView], agent_id: int, step: int) -> list[
     return [
         Export(
             f"agent{agent_id}-step{step}-{kind}",
-            lambda kind=kind: capped(_activation_rows(views, agent_id, lambda _v: [step], kind)),
+            partial(_capped_rows, views, agent_id, lambda _v: [step], kind),
             _columns(kind, True),
         )
         for kind in KINDS

@@ -459,7 +459,11 @@ def _call(r: tuple[Any, ...]) -> CallView:
     if not isinstance(messages, list):
         messages = [{"role": "prompt", "content": "" if r[4] is None else str(r[4])}]
     fate = str(r[11] or "accepted")
-    return CallView(int(r[0]), r[1], r[2], r[3], messages, *r[5:11], fate, _reason(fate, r[12]), r[13])
+    response, outcome, error, p_tok, c_tok, latency = r[5:11]
+    return CallView(
+        int(r[0]), r[1], r[2], r[3], messages, response, outcome, error, p_tok, c_tok, latency,
+        fate, _reason(fate, r[12]), r[13],
+    )  # fmt: skip
 
 
 def calls_at(con: Con, agent_id: int, step: int) -> list[CallView]:
