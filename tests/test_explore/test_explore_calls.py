@@ -5,6 +5,8 @@ cannot paste into its post."""
 from __future__ import annotations
 
 import json
+import re
+import time
 from pathlib import Path
 
 import pytest
@@ -127,9 +129,11 @@ def test_the_calls_page_shows_each_fate_and_filters_by_it(run: Path) -> None:
                 page.locator(".v-select:has-text('answer')").first.click()
                 page.locator(f".v-menu__content .v-list-item:has-text('{fate}')").first.click()
                 n = sum(1 for v in want.values() if v == fate)
-                page.locator(".pager-range").first.filter(has_text=f"of {n:,}").wait_for()
-                fates = {e.get_attribute("data-fate") for e in page.locator(".call").all()}
-                assert fates == {fate}
+                page.locator(".pager-range").first.filter(has_text=re.compile(rf"of {n:,}$")).wait_for()
+                deadline = time.monotonic() + 30
+                while (fates := {e.get_attribute("data-fate") for e in page.locator(".call").all()}) != {fate}:
+                    assert time.monotonic() < deadline, (fate, fates)
+                    time.sleep(0.2)
                 if fate == "retried":  # the parser's reason is shown, and the retry opens
                     first = page.locator(".call").first
                     cid = int(first.get_attribute("data-call") or -1)

@@ -60,13 +60,26 @@ def _asgi(app: Any, scope: dict[str, Any]) -> list[dict[str, Any]]:
     """The messages ``app`` sends for one request (no body), in order."""
     sent: list[dict[str, Any]] = []
 
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
+    async def main() -> None:
+        done = asyncio.Event()
+        asked = False
 
-    async def send(msg: dict[str, Any]) -> None:
-        sent.append(dict(msg))
+        async def receive() -> dict[str, Any]:
+            nonlocal asked
+            if not asked:
+                asked = True
+                return {"type": "http.request", "body": b"", "more_body": False}
+            await done.wait()  # the client stays until the response is complete, then goes
+            return {"type": "http.disconnect"}
 
-    asyncio.run(app(scope, receive, send))
+        async def send(msg: dict[str, Any]) -> None:
+            sent.append(dict(msg))
+            if msg["type"] != "http.response.start" and not msg.get("more_body", False):
+                done.set()
+
+        await app(scope, receive, send)
+
+    asyncio.run(main())
     return sent
 
 
@@ -364,3 +377,37 @@ def test_nothing_leaves_the_loopback_and_foreign_pages_are_refused(run_dir: Path
     assert all(u.startswith(url) or u.startswith("data:") or u.startswith("blob:") for u in requested), [
         u for u in requested if not u.startswith(url)
     ]
+
+
+def test_an_emulator_only_experiment_opens_and_serves_only_its_own_files(tmp_path: Path) -> None:
+    """A forecast/counterfactual folder (results and report, no run) opens; its files are served, nothing
+    else is (no ``..``, no symlink out of the folder, no other suffix), HTML sandboxed."""
+    from socium.explore.files import FolderFiles, file_link
+
+    (tmp_path / "report").mkdir()
+    (tmp_path / "results.json").write_text('{"nrmse": 0.1}')
+    (tmp_path / "report" / "report.html").write_text("<h1>report</h1><script>alert(1)</script>")
+    (tmp_path / "report" / "fan.png").write_bytes(b"\x89PNG")
+    (tmp_path / "report" / "secret.key").write_text("no")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.json"
+    outside.write_text("{}")
+    (tmp_path / "report" / "link.json").symlink_to(outside)
+    src = open_source(tmp_path)
+    assert src.labels() == [] and src.is_experiment
+    assert src.files == ["results.json", "report/fan.png", "report/report.html"]
+
+    async def nothing(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("the file route answers itself")
+
+    route = FolderFiles(nothing, lambda: tmp_path)
+
+    def get(path: str) -> tuple[int, dict[bytes, bytes], bytes]:
+        sent = _asgi(route, _scope("http", "127.0.0.1", path=path))
+        body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+        return sent[0]["status"], dict(sent[0]["headers"]), body
+
+    status, headers, body = get(file_link("report/report.html"))
+    assert status == 200 and body.startswith(b"<h1>report") and headers[b"content-security-policy"] == b"sandbox"
+    assert get(file_link("results.json"))[2] == b'{"nrmse": 0.1}'
+    for bad in ("report/secret.key", "report/link.json", "../" + outside.name, "report/../../x.json", "/etc/passwd"):
+        assert get(file_link(bad))[0] == 404, bad

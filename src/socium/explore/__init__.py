@@ -64,14 +64,16 @@ def asgi_app(allowed_hosts: Sequence[str] = ()) -> Any:
     """Solara's Starlette app with its CDN route answered from local files (:mod:`.offline`) and the export
     downloads streamed beside it (:mod:`.export`), all behind :class:`~socium.explore.guard.HostGuard`
     (loopback Host and Origin only)."""
+    from socium.explore.app import current_root
     from socium.explore.export import ExportRoute
+    from socium.explore.files import FolderFiles
     from socium.explore.guard import HostGuard
     from socium.explore.offline import local_assets, offline_solara
 
     offline_solara()
     import solara.server.starlette
 
-    return HostGuard(ExportRoute(local_assets(solara.server.starlette.app)), allowed_hosts)
+    return HostGuard(FolderFiles(ExportRoute(local_assets(solara.server.starlette.app)), current_root), allowed_hosts)
 
 
 class Server:

@@ -13,6 +13,7 @@ carries a "live: step N of M" marker (:class:`~socium.explore.live.Live`).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -56,6 +57,11 @@ def source() -> Source:
             raise UsageError(f"{ENV} is not set: start the explorer with `socium explore RUN_OR_EXPERIMENT_DIR`")
         _source = open_source(path)
     return _source
+
+
+def current_root() -> Path | None:
+    """The folder being served (None before a source is set): whose report files may be served."""
+    return None if _source is None else _source.root
 
 
 @solara.component

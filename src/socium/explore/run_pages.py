@@ -15,6 +15,7 @@ from solara import v as vue
 
 from socium.explore.agent_page import CallBlock
 from socium.explore.export import export_rows, fields_of, paged, records
+from socium.explore.files import file_link
 from socium.explore.source import RunView, Source, overrides
 from socium.explore.widgets import ROWS, Go, Pager, Plain, PostCard, Say, attrs
 from socium.trace.queries import explore as q
@@ -148,9 +149,21 @@ def Experiment(source: Source) -> Any:
     """The runs of an experiment folder with their seed, perspective and overrides; each opens."""
     offset, set_offset = solara.use_state(0)
     labels = source.labels()
-    base_cfg = RunView(source, labels[0], 0)(run_config)
+    base_cfg = RunView(source, labels[0], 0)(run_config) if labels else {}
     with solara.Column() as main:
-        Plain(f"{len(labels)} runs under {source.root}", style="font-weight: bold")
+        if source.files:
+            with solara.Row(style="gap: 1em; flex-wrap: wrap; align-items: baseline", classes=["experiment-files"]):
+                Plain("the experiment's report and results:", "color: #666")
+                for rel in source.files:
+                    vue.Html(tag="a", attributes={"href": file_link(rel), "target": "_blank", "rel": "noopener"},
+                             class_="experiment-file", children=[rel])  # fmt: skip
+        if not labels:
+            solara.Info(
+                "This experiment simulated no run (an emulator study: forecasts or counterfactuals); "
+                "its numbers and figures are in the files above."
+            )
+            return main
+        Plain(f"{len(labels)} runs under {source.root.name}/", style="font-weight: bold")
         Pager(len(labels), offset, set_offset, ROWS)
         for i, label in list(enumerate(labels))[offset : offset + ROWS]:
             info = RunView(source, label, i)(q.overview)

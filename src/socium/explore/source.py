@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import duckdb
 
 from socium.errors import UsageError
+from socium.explore.files import experiment_files
 from socium.trace.queries.explore import overview
 from socium.trace.store import open_trace
 
@@ -70,6 +71,8 @@ class Source:
     _busy: dict[str, int] = field(default_factory=dict)
     _last: dict[str, float] = field(default_factory=dict)
     _reaper: threading.Thread | None = None
+    files: list[str] = field(default_factory=list)
+    """The experiment's own report and results files (:func:`socium.explore.files.experiment_files`)."""
     finished: str | None = None
     """A live run that has ended: how ("exit status 0"); its pages then read the finished trace."""
     _finished: threading.Event = field(default_factory=threading.Event)
@@ -215,9 +218,12 @@ def open_source(path: str | Path) -> Source:
     if not root.is_dir():
         raise UsageError(f"{path}: no such run or experiment folder")
     runs = find_runs(root)
-    if not runs:
-        raise UsageError(f"{path}: no run here (no {TRACE} at or below it, {MAX_DEPTH} levels deep)")
-    return Source(root, runs)
+    files = experiment_files(root)
+    if not runs and not files:
+        raise UsageError(
+            f"{path}: no run here (no {TRACE} at or below it, {MAX_DEPTH} levels deep) and no experiment results"
+        )
+    return Source(root, runs, files=files)
 
 
 def flat(config: Any, prefix: str = "") -> dict[str, Any]:
