@@ -483,7 +483,7 @@ def test_a_hundred_thousand_agent_run_opens_within_the_target(tmp_path: Path, br
     with serving(tmp_path / "big") as url:
         pg = browser.new_page()
         pg.goto(url + "/run/0/agents")  # the first visit pays for the page's scripts, not for the trace
-        pg.wait_for_selector(".agent-row")
+        pg.wait_for_selector(".agents-table .agent-link")
         took = {}
         for name, path, sel in [("timeline", "/run/0", ".timeline .post"), ("agent", "/run/0/agent/0", ".persona")]:
             t0 = time.perf_counter()

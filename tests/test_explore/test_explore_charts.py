@@ -3,6 +3,7 @@ and in Chromium the charts page, a cascade's tree and an agent's neighbourhood a
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -87,6 +88,7 @@ def test_charts_tree_and_neighbourhood_are_drawn(run: Path) -> None:
         ]
         agent = con.execute("SELECT src FROM follow_events GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1").fetchone()[0]
         followees, followers = q.neighbourhood(con, agent)
+        top_followed = q.agents_table(con, sort="followers", descending=True, limit=5)
     with serving(run) as url:
         from playwright.sync_api import sync_playwright
 
@@ -107,4 +109,44 @@ def test_charts_tree_and_neighbourhood_are_drawn(run: Path) -> None:
                 .inner_text()
                 .startswith(f"follows {len(followees)} · followed by {len(followers)}")
             )
+            # the agents list sorted by followers, most first: its first rows are the query's
+            page.goto(f"{url}/run/0/agents")
+            page.locator(".agents-table .agent-link").first.wait_for()
+            page.locator(".v-select:has-text('sort by')").first.click()
+            page.locator(".v-menu__content .v-list-item:has-text('followers')").first.click()
+            page.locator("label:has-text('descending')").first.click()
+            want = [f"agent {r.agent_id}" for r in top_followed]
+            deadline = time.monotonic() + 30
+            while [e.inner_text() for e in page.locator(".agents-table .agent-link").all()[:5]] != want:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
             browser.close()
+
+
+def test_agents_list_columns_sort_and_filter(run: Path) -> None:
+    with open_run(run) as con:
+        rows = q.agents_table(con, limit=10_000)
+        stances = dict(con.execute("SELECT agent_id, stance FROM agents").fetchall())
+        for _step, a, v in con.execute("SELECT step, agent_id, stance FROM stances ORDER BY step").fetchall():
+            stances[a] = v
+        n_actions = dict(
+            con.execute("SELECT agent_id, count(*) FROM actions WHERE origin != 'seed' GROUP BY 1").fetchall()
+        )
+        shown = dict(con.execute("SELECT agent_id, count(DISTINCT step) FROM exposures GROUP BY 1").fetchall())
+        assert [r.agent_id for r in rows] == sorted(stances)
+        for r in rows:
+            assert r.stance == pytest.approx(stances[r.agent_id])
+            assert r.n_actions == n_actions.get(r.agent_id, 0) and r.activations == shown.get(r.agent_id, 0)
+            assert r.followers == len(q.neighbourhood(con, r.agent_id, most=10_000)[1])
+        for sort, key in (("followers", "followers"), ("stance", "stance"), ("actions", "n_actions")):
+            got = q.agents_table(con, sort=sort, descending=True, limit=10_000)
+            assert [r.agent_id for r in got] == [
+                r.agent_id for r in sorted(rows, key=lambda r: (-getattr(r, key), r.agent_id))
+            ]
+        found = q.agents_table(con, "7", limit=10_000)
+        assert 7 in [r.agent_id for r in found]
+        assert all("7" in f"{r.agent_id} {r.username} {r.name}".lower() for r in found) and len(found) < len(rows)
+        page2 = q.agents_table(con, sort="followers", limit=10, offset=10)
+        assert page2 == sorted(rows, key=lambda r: (r.followers, r.agent_id))[10:20]
+        with pytest.raises(ValueError, match="not one of"):
+            q.agents_table(con, sort="agent_id; DROP TABLE posts")

@@ -76,17 +76,29 @@ def Timeline(run: RunView) -> Any:
 
 @solara.component
 def Agents(run: RunView) -> Any:
-    """Find an agent by id, username or name; each opens its page."""
+    """The agents, with stance (at the end of the run), activations, followers and actions; filtered by
+    id, username or name and sorted by any of those columns; each opens its page."""
     text, set_text = solara.use_state("")
+    sort, set_sort = solara.use_state("id")
+    descending, set_descending = solara.use_state(False)
     offset, set_offset = solara.use_state(0)
-    rows = run(q.find_agents, text or None, limit=ROWS + 1, offset=offset)
+    rows = run(q.agents_table, text or None, sort=sort, descending=descending, limit=ROWS + 1, offset=offset)
     with solara.Column() as main:
-        solara.InputText("id, username or name", value=text, on_value=rewinding(set_text, set_offset))
-        for agent_id, username, name in rows[:ROWS]:
-            with vue.Html(tag="div", class_="agent-row"):
-                Go(f"{run.base}/agent/{agent_id}", f"agent {agent_id}", "agent-link")
-                Plain(" · ")
-                Say(f"@{username} ({name})")
+        with solara.Row(style="gap: 1em; align-items: baseline"):
+            solara.InputText("id, username or name", value=text, on_value=rewinding(set_text, set_offset))
+            solara.Select("sort by", value=sort, values=list(q.AGENT_SORTS), on_value=rewinding(set_sort, set_offset))
+            solara.Checkbox(label="descending", value=descending, on_value=lambda v: (set_descending(v), set_offset(0)))
+        grid = "display: grid; grid-template-columns: 7em 1fr 6em 7em 6em 6em; gap: 2px 8px"
+        with vue.Html(tag="div", style_=grid, class_="agents-table"):
+            for head in ("agent", "username (name)", "stance", "activations", "followers", "actions"):
+                Plain(head, "font-weight: bold; color: #666")
+            for r in rows[:ROWS]:
+                Go(f"{run.base}/agent/{r.agent_id}", f"agent {r.agent_id}", "agent-link")
+                Say(f"@{r.username} ({r.name})")
+                Plain("–" if r.stance is None else f"{r.stance:+.2f}")
+                Plain(f"{r.activations:,}")
+                Plain(f"{r.followers:,}")
+                Plain(f"{r.n_actions:,}")
         with solara.Row():
             solara.Button("◀ previous", disabled=offset <= 0, on_click=lambda: set_offset(max(offset - ROWS, 0)))
             solara.Button("next ▶", disabled=len(rows) <= ROWS, on_click=lambda: set_offset(offset + ROWS))

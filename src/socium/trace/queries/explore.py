@@ -675,3 +675,61 @@ def neighbourhood(con: Con, agent_id: int, most: int = 40) -> tuple[list[int], l
         return [int(r[0]) for r in rows]
 
     return side("src", "dst"), side("dst", "src")
+
+
+AGENT_SORTS = {
+    "id": "agent_id",
+    "stance": "stance",
+    "activations": "activations",
+    "followers": "followers",
+    "actions": "n_actions",
+}
+"""The agents list's sort keys (label: column); nothing else reaches the ORDER BY."""
+
+
+@dataclass(frozen=True)
+class AgentRow:
+    """One agent in the agents list: who, its stance at the end of the run, steps it was activated (shown
+    a feed), followers at the end, actions taken (seed posts left out)."""
+
+    agent_id: int
+    username: str | None
+    name: str | None
+    stance: float | None
+    activations: int
+    followers: int
+    n_actions: int
+
+
+def agents_table(
+    con: Con,
+    text: str | None = None,
+    *,
+    sort: str = "id",
+    descending: bool = False,
+    limit: int = PAGE,
+    offset: int = 0,
+) -> list[AgentRow]:
+    """One page of agents with their stance, activations, followers and actions, filtered by id, username
+    or name (as :func:`find_agents`) and sorted by one of :data:`AGENT_SORTS` (ties by id)."""
+    col = AGENT_SORTS.get(sort)
+    if col is None:
+        raise ValueError(f"sort {sort!r} is not one of {', '.join(AGENT_SORTS)}")
+    t = _text_filter(text)
+    order = f"{col} {'DESC' if descending else 'ASC'} NULLS LAST, agent_id"
+    rows = con.execute(
+        "WITH st AS (SELECT agent_id, arg_max(stance, step) AS s FROM stances GROUP BY 1), "
+        "acts AS (SELECT agent_id, count(*) AS n FROM actions WHERE origin != 'seed' GROUP BY 1), "
+        "pairs AS (SELECT dst, arg_max(event, (step, seq)) AS ev FROM follow_events GROUP BY src, dst), "
+        "fol AS (SELECT dst AS agent_id, count(*) FILTER (WHERE ev = 1) AS n FROM pairs GROUP BY 1), "
+        "shown AS (SELECT agent_id, count(DISTINCT step) AS n FROM exposures GROUP BY 1), "
+        "t AS (SELECT a.agent_id, a.username, a.name, coalesce(st.s, a.stance) AS stance, "
+        "      coalesce(shown.n, 0) AS activations, coalesce(fol.n, 0) AS followers, coalesce(acts.n, 0) AS n_actions "
+        "      FROM agents a LEFT JOIN st USING (agent_id) LEFT JOIN acts USING (agent_id) "
+        "      LEFT JOIN fol USING (agent_id) LEFT JOIN shown USING (agent_id) "
+        "      WHERE ?::VARCHAR IS NULL OR CAST(a.agent_id AS VARCHAR) = ? OR contains(lower(a.username), ?) "
+        "      OR contains(lower(a.name), ?)) "
+        f"SELECT * FROM t ORDER BY {order} LIMIT ? OFFSET ?",  # noqa: S608 (order from AGENT_SORTS)
+        [t, t, t, t, int(limit), int(offset)],
+    ).fetchall()
+    return [AgentRow(int(r[0]), r[1], r[2], None if r[3] is None else float(r[3]), *map(int, r[4:])) for r in rows]
