@@ -144,3 +144,22 @@ def test_the_calls_page_shows_each_fate_and_filters_by_it(run: Path) -> None:
                     page.locator(".call").first.wait_for()
             page.screenshot(path=str(run.parent / "calls.png"), full_page=False)
             browser.close()
+
+
+def test_extra_exposure_columns_show_as_scores(run: Path, tmp_path: Path) -> None:
+    """A recommender that records scores in ``exposures`` (For You) gets them shown; none without them."""
+    import shutil
+
+    import duckdb
+
+    with open_run(run) as con:
+        agent, step = con.execute("SELECT agent_id, step FROM exposures ORDER BY 1, 2 LIMIT 1").fetchone()
+        assert all(it.scores == {} for it in q.feed(con, agent, step))
+    shutil.copytree(run, tmp_path / "r")
+    db = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"))
+    db.execute("ALTER TABLE exposures ADD COLUMN score DOUBLE")
+    db.execute("UPDATE exposures SET score = rank / 10.0")
+    db.close()
+    with open_run(tmp_path / "r") as con:
+        items = q.feed(con, agent, step)
+    assert items and all(it.scores == {"score": pytest.approx(it.rank / 10)} for it in items)

@@ -66,6 +66,10 @@ def Persona(run: RunView, agent_id: int) -> Any:
     return main
 
 
+def _score(name: str, value: Any) -> str:
+    return f"{name} {value:.3g}" if isinstance(value, float) else f"{name} {value}"
+
+
 @solara.component
 def Feed(run: RunView, agent_id: int, step: int) -> Any:
     """The agent's feed at ``step``: one item per exposures row, by rank, each shown as the text its prompt
@@ -97,6 +101,11 @@ def Feed(run: RunView, agent_id: int, step: int) -> Any:
                 Plain(" · ")
                 Go(f"{run.base}/agent/{it.author}", who(it.username, it.author, run.preset))
                 Plain(f" ({it.kind})" if it.kind and it.kind != "original" else "")
+                if it.scores:
+                    shown = " · ".join(
+                        f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in it.scores.items()
+                    )
+                    Plain(f" · {shown}", "color: #666", classes=["scores"])
                 if rendered is not None:
                     Say(rendered, limit=100_000, tag="pre", classes="seen")
                 else:

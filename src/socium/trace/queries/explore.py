@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 
 from socium.trace.queries.runs import table_names
+
+
+def _column_order(con: Con, table: str) -> list[str]:
+    """A table's columns in order (none when the table is absent); names with a quote are left out."""
+    if table not in table_names(con):
+        return []
+    return [str(r[0]) for r in con.execute(f"DESCRIBE {table}").fetchall() if '"' not in str(r[0])]  # noqa: S608
 
 
 def _columns(con: Con, table: str) -> set[str]:
@@ -61,6 +68,13 @@ class FeedItem:
     username: str | None
     kind: str | None
     content: str | None
+    scores: dict[str, Any] = field(default_factory=dict)
+    """The exposures row's columns beyond step, agent, post, rank and source (a recommender's scores,
+    when it records them; read from the table, so a trace without them has none)."""
+
+
+EXPOSURE_BASE = ("step", "agent_id", "post_id", "rank", "source")
+"""The exposures columns every trace has; any others are shown as the row's scores."""
 
 
 @dataclass(frozen=True)
@@ -361,13 +375,15 @@ def activation_steps(con: Con, agent_id: int, *, limit: int = PAGE, offset: int 
 
 def feed(con: Con, agent_id: int, step: int) -> list[FeedItem]:
     """The agent's feed at ``step``: exactly its exposures rows (a post shown twice is two items), by rank."""
+    extra = [c for c in _column_order(con, "exposures") if c not in EXPOSURE_BASE]
+    more = "".join(f', e."{c}"' for c in extra)  # names from the table's own catalogue, quoted
     rows = con.execute(
-        "SELECT e.rank, e.post_id, e.source, p.author, a.username, p.kind, p.content FROM exposures e "
+        f"SELECT e.rank, e.post_id, e.source, p.author, a.username, p.kind, p.content{more} FROM exposures e "  # noqa: S608
         "LEFT JOIN posts p USING (post_id) LEFT JOIN agents a ON a.agent_id = p.author "
         "WHERE e.agent_id = ? AND e.step = ? ORDER BY e.rank, e.post_id",
         [int(agent_id), int(step)],
     ).fetchall()
-    return [FeedItem(int(r[0]), int(r[1]), *r[2:]) for r in rows]
+    return [FeedItem(int(r[0]), int(r[1]), *r[2:7], dict(zip(extra, r[7:], strict=True))) for r in rows]
 
 
 def actions(con: Con, agent_id: int, step: int) -> list[ActionView]:
