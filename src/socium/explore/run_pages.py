@@ -42,6 +42,16 @@ def rewinding(setter: Callable[[str], None], set_offset: Callable[[int], None]) 
     return set_and_rewind
 
 
+def rewinding_bool(setter: Callable[[bool], None], set_offset: Callable[[int], None]) -> Callable[[bool], None]:
+    """A checkbox's setter that also goes back to the first page."""
+
+    def set_and_rewind(value: bool) -> None:
+        setter(value)
+        set_offset(0)
+
+    return set_and_rewind
+
+
 @solara.component
 def Timeline(run: RunView) -> Any:
     """Posts as the platform showed them, newest first, filtered by step, author and text."""
@@ -87,7 +97,7 @@ def Agents(run: RunView) -> Any:
         with solara.Row(style="gap: 1em; align-items: baseline"):
             solara.InputText("id, username or name", value=text, on_value=rewinding(set_text, set_offset))
             solara.Select("sort by", value=sort, values=list(q.AGENT_SORTS), on_value=rewinding(set_sort, set_offset))
-            solara.Checkbox(label="descending", value=descending, on_value=lambda v: (set_descending(v), set_offset(0)))
+            solara.Checkbox(label="descending", value=descending, on_value=rewinding_bool(set_descending, set_offset))
         grid = "display: grid; grid-template-columns: 7em 1fr 6em 7em 6em 6em; gap: 2px 8px"
         with vue.Html(tag="div", style_=grid, class_="agents-table"):
             for head in ("agent", "username (name)", "stance", "activations", "followers", "actions"):

@@ -383,7 +383,9 @@ def feed(con: Con, agent_id: int, step: int) -> list[FeedItem]:
         "WHERE e.agent_id = ? AND e.step = ? ORDER BY e.rank, e.post_id",
         [int(agent_id), int(step)],
     ).fetchall()
-    return [FeedItem(int(r[0]), int(r[1]), *r[2:7], dict(zip(extra, r[7:], strict=True))) for r in rows]
+    return [
+        FeedItem(int(r[0]), int(r[1]), r[2], r[3], r[4], r[5], r[6], dict(zip(extra, r[7:], strict=True))) for r in rows
+    ]
 
 
 def actions(con: Con, agent_id: int, step: int) -> list[ActionView]:
