@@ -51,6 +51,7 @@ def check_port(port: int, option: str = "--port", host: str = "127.0.0.1") -> so
     except OSError as exc:
         sock.close()
         raise UsageError(f"{option} {port}: cannot serve on {host}:{port} ({exc.strerror}); pick another") from None
+    sock.listen(128)  # a browser opening the announced URL before the server is up waits instead of being refused
     return sock
 
 
