@@ -117,7 +117,8 @@ def test_charts_tree_and_neighbourhood_are_drawn(run: Path) -> None:
             page.locator("label:has-text('descending')").first.click()
             want = [f"agent {r.agent_id}" for r in top_followed]
             deadline = time.monotonic() + 30
-            while [e.inner_text() for e in page.locator(".agents-table .agent-link").all()[:5]] != want:
+            js = "els => els.map(e => e.innerText)"
+            while page.eval_on_selector_all(".agents-table .agent-link", js)[:5] != want:
                 assert time.monotonic() < deadline
                 time.sleep(0.2)
             browser.close()
