@@ -189,12 +189,17 @@ def seeds(
 
 @app.command()
 def fit(
-    what: str = typer.Argument(..., help="What to fit: 'propagation' (the exposure-timing layer)."),
+    what: str = typer.Argument(
+        ...,
+        help="What to fit: 'propagation' (the exposure-timing layer) or 'foryou' (the foryou recommender's "
+        "value model, to a finished foryou run given as --train).",
+    ),
     train: list[str] = typer.Option(
         ...,
         "--train",
         help="Training cascades: a Ma et al. tree file, a folder of them, a cascade-format file (CSV, Parquet, "
-        "JSONL; docs/data.md) or a data set name ('twitter15', 'oasis', 'twitter15-not-oasis'). Repeatable.",
+        "JSONL; docs/data.md) or a data set name ('twitter15', 'oasis', 'twitter15-not-oasis'). Repeatable. "
+        "For 'foryou': one finished foryou run directory.",
     ),
     out: Path = typer.Option(
         Path("timing.json"),
@@ -219,9 +224,12 @@ def fit(
     from socium.experiments.propagation.fit import load_training_trees  # lazy: CLI start-up
     from socium.experiments.propagation.fit_file import fit_cascades, write_fit_file  # lazy: CLI start-up
 
+    if what == "foryou":
+        _fit_foryou(train, out)
+        return
     try:
         if what != "propagation":
-            raise SociumError(f"fit: unknown target {what!r}; supported: 'propagation'")
+            raise SociumError(f"fit: unknown target {what!r}; supported: 'propagation', 'foryou'")
         trees = load_training_trees(train)
         res = fit_cascades(
             trees,
@@ -246,6 +254,28 @@ def fit(
         est.add_row(k, f"{v:.4g}", "-" if ci is None else f"[{ci[0]:.4g}, {ci[1]:.4g}]")
     console.print(est)
     console.print(f"wrote {path}  (use it with timing: {{kind: exposure, params_file: {path}}})")
+
+
+def _fit_foryou(train: list[str], out: Path) -> None:
+    """``socium fit foryou --train RUN --out vm.json``: the value model calibrated to RUN's own agents."""
+    import json
+
+    from socium.recsys.foryou.fitting import fit_run  # lazy: CLI start-up
+    from socium.recsys.foryou.value_model import FEATURES, HEADS
+
+    try:
+        if len(train) != 1:
+            raise SociumError("fit foryou: give exactly one finished foryou run directory as --train")
+        model = fit_run(train[0])
+        out.write_text(json.dumps(model.to_json(), indent=1), encoding="utf-8")
+    except (SociumError, OSError) as exc:
+        _fail(exc if isinstance(exc, SociumError) else SociumError(f"fit foryou: cannot write {out}: {exc}"))
+        return
+    table = Table("head", *FEATURES, title=f"foryou value model fitted to {train[0]}")
+    for h, row in zip(HEADS, model.coef.tolist()):
+        table.add_row(h, *(f"{v:.3g}" for v in row))
+    console.print(table)
+    console.print(f"wrote {out}  (use it with recsys.params.value_model: {out})")
 
 
 @app.command()

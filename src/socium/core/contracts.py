@@ -82,6 +82,10 @@ class Observation:
     results: list[FeedItem] = field(default_factory=list)
     results_from: str = ""
     found_users: list[tuple[int, str]] = field(default_factory=list)  # search_user results: (user id, username)
+    # The platform's marks on the shown ids that the offered actions' rules read (the action table's
+    # ``requires`` / ``excludes``: liked, following, ...), mark -> ids carrying it, so the answer schema
+    # offers an action only on targets the platform would accept.
+    marks: dict[str, set[int]] = field(default_factory=dict)
 
     def shown_posts(self) -> set[int]:
         """Post ids this observation shows (feed, results, and the posts they share): the ids an agent may act on."""

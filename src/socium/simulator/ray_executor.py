@@ -119,6 +119,7 @@ def pack_observations(obs: Sequence[Observation]) -> list[tuple]:
             (o.groups, [_feed_tuple(i) for i in o.results], o.results_from, o.found_users)
             if (o.groups or o.results_from)
             else None,
+            o.marks or None,  # the platform's marks the answer schema narrows ids by (LLM agents only)
         )
         for o in obs
     ]
@@ -126,8 +127,10 @@ def pack_observations(obs: Sequence[Observation]) -> list[tuple]:
 
 def unpack_observations(packed: list[tuple]) -> list[Observation]:
     out = []
-    for a, s, t, h, feed, st, ex, more in packed:
+    for a, s, t, h, feed, st, ex, more, marks in packed:
         o = Observation(a, s, t, h, [FeedItem(*i) for i in feed], st, ex)
+        if marks is not None:
+            o.marks = marks
         if more is not None:
             o.groups, results, o.results_from, o.found_users = more
             o.results = [FeedItem(*i) for i in results]

@@ -39,11 +39,12 @@ from socium.errors import RunDirError, TraceError
 from socium.llm.base import event_loop_kind
 from socium.moderation.engine import ModerationLayer
 from socium.platform.state import PlatformState
-from socium.recsys.base import Recommender
+from socium.recsys.base import Recommender, served_hook
 from socium.simulator.inputs import changed_inputs, config_diff, inputs_json
 from socium.simulator.signups import SignUps
 from socium.simulator.step_agents import memory_line
 from socium.simulator.timing import ExposureTiming
+from socium.trace.queries import exposures
 from socium.trace.rundir import REPLACED_BY_FORCE, check_run_files, held_run_error, refuse_foreign, write_run_file
 from socium.trace.store import TraceStore, _schema_sql, open_trace, read_run_row
 
@@ -214,6 +215,7 @@ class RunSetUp:
         for step, agent in con.execute("SELECT step, agent_id FROM sign_ups ORDER BY step, agent_id").fetchall():
             joins.setdefault(step, []).append(agent)
         mod_events = moderation.recorded_events(con)
+        served = served_hook(recsys)
         for step in range(0, last + 1):
             state.begin_step(step, sim_time(step))
             for agent in joins.get(step, ()):
@@ -240,6 +242,9 @@ class RunSetUp:
                     if pending is not None:
                         pending_results[agent] = pending
             moderation.replay(state, step, mod_events.get(step, ()))
+            if served is not None:  # what it served, as recorded, before what was done (the live order)
+                agents, posts = exposures.served_at(con, step)
+                served(state, step, agents, posts)
             recsys.observe(state, range(state.events.first_post, len(state.posts)), step)
             if timing is not None:
                 timing.observe(state, range(state.events.first_post, len(state.posts)), step)

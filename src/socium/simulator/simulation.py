@@ -37,6 +37,7 @@ from socium.errors import ConfigError, UsageError
 from socium.llm.cache import llm_calls_ddl
 from socium.moderation.engine import ModerationLayer
 from socium.platform.state import PlatformState
+from socium.recsys.base import served_hook
 from socium.recsys.registry import make_recommender
 from socium.simulator import interviews as iv
 from socium.simulator import steering
@@ -169,6 +170,7 @@ class Simulation(mesa.Model):
         self.moderation = ModerationLayer(cfg.moderation, cfg.roles, self.n, self.key, cfg.perspective)
         self.moderation.apply_goals(self.population)
         self.recsys = self.moderation.wrap(make_recommender(cfg.recsys, self))  # removal/down-ranking in every feed
+        self._served = served_hook(self.recsys)  # foryou remembers what it served (None for the others)
         tc = cfg.timing
         self.timing = (
             None
@@ -369,6 +371,9 @@ class Simulation(mesa.Model):
             moderated = self.moderation.after_actions(
                 st, step, self.population.stance, st.events.first_post, observations
             )
+            if self._served is not None:
+                shown = rec.exposures
+                self._served(st, step, np.asarray(shown["agent_id"], np.int64), np.asarray(shown["post_id"], np.int64))
             self.recsys.observe(st, new_posts, step)
             if self.timing is not None:
                 self.timing.observe(st, new_posts, step)

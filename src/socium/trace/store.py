@@ -19,6 +19,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from socium.core.actions import vote_signs
+from socium.core.exposure import EXPLANATION_COLUMNS
 from socium.errors import ConfigError, TraceError
 
 TABLES = (
@@ -36,6 +38,7 @@ TABLES = (
     "sign_ups",
     "steps",
 )
+_EXPOSURE_BASE = ("step", "agent_id", "post_id", "rank", "source")  # schema.sql's exposures columns
 # Columns that hold wall-clock facts; excluded when comparing two runs for determinism.
 VOLATILE = {
     "runs": {"run_id", "created_at", "socium_version", "python_version", "duckdb_version", "event_loop"},
@@ -46,8 +49,26 @@ VOLATILE = {
 }
 
 
+def votes_view_sql() -> str:
+    """The ``votes`` view: every accepted vote and undo as a +1 / -1 delta on its target, its type list and
+    signs generated from the action table (:func:`socium.core.actions.vote_signs`)."""
+    rows = vote_signs()
+    case = "\n".join(f"            WHEN '{t}' THEN {v}" for t, v in rows)
+    types = ", ".join(f"'{t}'" for t, _ in rows)
+    return (
+        "CREATE OR REPLACE VIEW votes AS\n"
+        "SELECT step, agent_id, CAST(coalesce(json_extract(args, '$.post_id'), json_extract(args, '$.comment_id')) "
+        "AS BIGINT) AS target,\n"
+        f"       CASE type\n{case}\n       END AS delta,\n"
+        "       type, seq, origin\n"
+        "FROM actions\n"
+        f"WHERE outcome = 'ok' AND type IN ({types});\n"
+    )
+
+
 def _schema_sql() -> str:
-    return resources.files("socium.trace").joinpath("schema.sql").read_text(encoding="utf-8")
+    """schema.sql plus the views generated from the action table (``votes``)."""
+    return resources.files("socium.trace").joinpath("schema.sql").read_text(encoding="utf-8") + votes_view_sql()
 
 
 # DuckDB settings for a connection that runs SQL a user typed: the trace and nothing else. Without
@@ -173,6 +194,7 @@ class TraceStore:
                     raise write_error(self.path, "the trace's tables", exc, setup=True) from None
                 raise TraceError(f"{self.path}: not a usable socium trace: {str(exc).splitlines()[0]}") from None
         self._extra_tables: dict[str, str] = {}
+        self._explained = False  # exposures has its explanation columns (added on first use)
         #: Called (in order) before the connection closes: readers holding cursors of it (the live
         #: explorer) let go first, since DuckDB refuses to close a connection whose cursor is mid-query.
         self.before_close: list[Callable[[], None]] = []
@@ -221,7 +243,24 @@ class TraceStore:
         for table, batch in batches.items():
             tbl = batch if isinstance(batch, pa.Table) else pa.table(batch)
             if tbl.num_rows:
+                if table == "exposures" and tbl.num_columns > len(_EXPOSURE_BASE):
+                    self._add_explanation_columns(tbl.column_names)
                 _insert_arrow(self.con, table, tbl)
+
+    def _add_explanation_columns(self, names: list[str]) -> None:
+        """Add the ``exposures`` explanation columns a batch carries (core.exposure.EXPLANATION_COLUMNS),
+        the first time a recommender explains its feeds: runs that never do keep the original schema,
+        so their table digests are unchanged. Names and types come from that fixed table only."""
+        if self._explained:
+            return
+        types = dict(EXPLANATION_COLUMNS)
+        for name in names:
+            if name in _EXPOSURE_BASE:
+                continue
+            if name not in types:
+                raise TraceError(f"exposures: unknown column {name!r} (allowed: {', '.join(types)})")
+            self.con.execute(f'ALTER TABLE exposures ADD COLUMN IF NOT EXISTS "{name}" {types[name]}')
+        self._explained = True
 
     def append_rows(self, batches: Mapping[str, pa.Table | dict[str, list]]) -> None:
         """Rows that belong to no new step (an interview between steps), in one transaction."""
