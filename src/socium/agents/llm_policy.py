@@ -25,6 +25,7 @@ from socium.agents.llm_narrator import Narrator
 from socium.agents.llm_questions import Questions
 from socium.agents.perspectives import show_groups
 from socium.agents.profiles import AgentProfile
+from socium.agents.retry import repeats_note, retry_turns
 from socium.agents.survey_answers import SurveyAnswer
 from socium.config.experiment import ExperimentConfig
 from socium.core.contracts import Decision, Observation
@@ -360,6 +361,8 @@ class LLMPolicy:
                 )
             raw = res.text
             try:
+                if attempt and repeats_note(raw):  # the retry note pasted into the answer never reaches a post
+                    raise ValueError("the answer repeats the platform's note instead of answering")
                 actions, why = validate_answer(
                     parse_json_lenient(raw),
                     obs,
@@ -373,13 +376,7 @@ class LLMPolicy:
                 return Decision(obs.agent_id, actions, meta=meta)
             except (ValueError, ValidationError) as exc:
                 last_err = _short_error(exc)
-                msgs = msgs + [
-                    {"role": "assistant", "content": clean_text(raw, 2000).text},
-                    {
-                        "role": "user",
-                        "content": f"That answer was invalid: {last_err}. Reply with one valid JSON object.",
-                    },
-                ]
+                msgs = msgs + retry_turns(clean_text(raw, 2000).text, last_err)
         return Decision(obs.agent_id, [], invalid_reason=f"invalid output after re-ask: {last_err}", raw=raw)
 
     # ---- questions outside the turns (socium.agents.llm_questions; socium.core.policy protocols) ---
