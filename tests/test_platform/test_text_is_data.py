@@ -45,10 +45,10 @@ def test_population_text_is_cleaned_and_bounded_at_load(tmp_path):
     con.close()
     assert names[0] == "Ann ? Lee" and bios[0] == "bad ? surrogate"  # replaced, not a crash
     assert len(bios[1]) == MAX_BIO_CHARS and "\n" not in names[1]
-    assert len(sim.population.extra[1]["persona"]) <= 4000
+    assert len(sim.world.population.extra[1]["persona"]) <= 4000
     # persona fields and goals cannot open a prompt section
     for i in range(3):
-        block = persona_block(sim.population.profile(i))
+        block = persona_block(sim.world.population.profile(i))
         assert len(block.splitlines()) <= 5
         assert not any(line.lstrip().startswith("#") for line in block.splitlines()), block
 

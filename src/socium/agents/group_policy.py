@@ -236,7 +236,7 @@ class GroupLLMPolicy(LLMPolicy):
             },
         }
 
-    def restore(self, run: object) -> None:
+    def restore(self, last_step: int) -> None:
         """Resumed: the cluster assignment is already in the trace (written with the first step)."""
         self._cluster_rows_written = True
 

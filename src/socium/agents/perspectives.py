@@ -29,17 +29,50 @@ so the trace's ``exposures`` are what the prompts contained (search / trend resu
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 
 import numpy as np
 
 from socium.agents.groups import group_views
-from socium.agents.memory import MemoryStream
+from socium.agents.memory import MemoryStream, WindowMemory
+from socium.agents.profiles import Population
+from socium.config.experiment import ExperimentConfig
 from socium.core.contracts import FeedItem, Observation, SharedPost
 from socium.core.exposure import ExposureSink
 from socium.core.perspective import Perspective, perspective, perspective_names, sees_environment_facts
 from socium.core.perspective import for_episode_mode as for_episode_mode
 from socium.platform.posts import KIND_NAMES, QUOTE, REPOST
+from socium.platform.state import PlatformState
+
+
+class Dated(Protocol):
+    """The world's clock, as far as an observation shows it."""
+
+    def sim_datetime(self, step: int) -> datetime | None: ...
+
+
+class ObservedWorld(Protocol):
+    """What filling an LLM agent's observation reads of a run's world (``simulator.world.World`` is one).
+
+    Why a protocol: ``agents/`` sits below the simulator, so it names only what it reads, and a test or
+    another loop can hand it anything that has these parts.
+    """
+
+    @property
+    def cfg(self) -> ExperimentConfig: ...
+    @property
+    def population(self) -> Population: ...
+    @property
+    def state(self) -> PlatformState: ...
+    @property
+    def memory(self) -> WindowMemory | MemoryStream: ...
+    @property
+    def pending_results(self) -> dict[int, tuple[str, str, list[int]]]: ...
+    @property
+    def clock(self) -> Dated: ...
+    @property
+    def n(self) -> int: ...
 
 
 class _TableView(Mapping[str, Perspective]):
@@ -141,27 +174,27 @@ def private_of(population: Any, agent: int) -> dict[str, Any]:
     }
 
 
-def fill_observation(sim: Any, o: Observation, rec: ExposureSink) -> None:
-    """Add to an LLM agent's observation what ``sim.cfg.perspective`` allows, and nothing more.
+def fill_observation(world: ObservedWorld, o: Observation, rec: ExposureSink) -> None:
+    """Add to an LLM agent's observation what ``world.cfg.perspective`` allows, and nothing more.
 
     ``o.feed`` already holds the feed (its exposures recorded by the simulator); this adds the rest
     and records an exposure for every other post it puts in front of the agent.
     """
-    cfg, pop, st = sim.cfg, sim.population, sim.state
+    cfg, pop, st = world.cfg, world.population, world.state
     ac = cfg.llm_agents
     persp = perspective(cfg.perspective)
     o.extra["profile"] = pop.profile(o.agent_id)
-    if not isinstance(sim.memory, MemoryStream):  # a stream memory recalls for all observations at once
-        o.extra["memory"] = sim.memory.recall(o.agent_id, o.step)
+    if not isinstance(world.memory, MemoryStream):  # a stream memory recalls for all observations at once
+        o.extra["memory"] = world.memory.recall(o.agent_id, o.step)
     if cfg.platform.show_score:
         o.extra["show_score"] = True
-    if (when := sim.sim_datetime(o.step)) is not None:
+    if (when := world.clock.sim_datetime(o.step)) is not None:
         o.extra["datetime"] = when.strftime("%a %Y-%m-%d %H:%M")
     if st.groups:
         o.groups = group_views(
             st, o.agent_id, ac.group_messages, ac.groups_listed if "join_group" in ac.actions else 0, pop.usernames
         )
-    pending = sim.pending_results.pop(o.agent_id, None)
+    pending = world.pending_results.pop(o.agent_id, None)
     if pending is not None:
         kind, query, ids = pending
         if kind == "search_user":
@@ -200,7 +233,7 @@ def fill_observation(sim: Any, o: Observation, rec: ExposureSink) -> None:
             if it.kind in ("repost", "quote"):
                 it.shared, it.shared_more = shared_chain(st, pop.usernames, it.post_id, ac.quote_depth)
         o.extra["stats"] = (
-            f"{sim.n} users, {len(st.posts)} posts so far, step {o.step}, "
+            f"{world.n} users, {len(st.posts)} posts so far, step {o.step}, "
             f"{len(st.likes)} likes, {st.follows.n_edges} follows"
         )
 

@@ -149,7 +149,8 @@ def run(
 ) -> None:
     """Run (or resume) a simulation and write RUN_DIR/trace.duckdb."""
     from socium.config.loading import load_config
-    from socium.simulator.simulation import Simulation, load_run_config
+    from socium.simulator.run_setup import load_run_config
+    from socium.simulator.simulation import Simulation
 
     t0 = time.perf_counter()  # from here: the time printed is the wall time with set-up, as in the card
     try:

@@ -6,13 +6,15 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from socium.agents.llm_policy import LLMPolicy, call_rows
+from socium.agents.call_log import call_rows
+from socium.agents.llm_policy import LLMPolicy
 from socium.agents.routing import llm_route
 from socium.config.llm import LLMConfig
 from socium.errors import BudgetExceeded, ConfigError
 from socium.simulator import interviews as iv
 from socium.simulator.llm_health import spent_from_trace
-from socium.simulator.simulation import interview_table, load_run_config, memory_line
+from socium.simulator.run_setup import load_run_config
+from socium.simulator.step_agents import memory_line
 from socium.simulator.world import build_population
 from socium.trace.queries import calls as C
 from socium.trace.queries import population as Q
@@ -144,7 +146,7 @@ def _record(db: Path, calls: list[Any], answered: Any, last: int, question: str,
             batches["llm_calls"] = call_rows(calls, first)
             ids = dict(zip(batches["llm_calls"]["request_id"], batches["llm_calls"]["call_id"]))
         rid, text = answered
-        batches["interviews"] = interview_table([iv.rows(last, question, [(agent_id, rid, text)], ids, "cli")])
+        batches["interviews"] = iv.table([iv.rows(last, question, [(agent_id, rid, text)], ids, "cli")])
         store.append_rows(batches)
     finally:
         store.close()

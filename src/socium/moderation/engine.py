@@ -16,7 +16,7 @@ Resume calls :meth:`replay` per step with the recorded rows, which rebuilds the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -217,23 +217,15 @@ class ModerationLayer:
         return out
 
     # ---- resume -----------------------------------------------------------------------------
-    def recorded_events(self, con: Any) -> dict[int, list[tuple]]:
-        """The committed ``moderation_events`` rows by step, in order (resume)."""
-        out: dict[int, list[tuple]] = {}
-        for step, *row in con.execute(
-            "SELECT step, event, post_id, agent_id, source, detail FROM moderation_events ORDER BY step, seq"
-        ).fetchall():
-            out.setdefault(int(step), []).append(tuple(row))
-        return out
-
     def replay(self, state: Any, step: int, events: Any) -> None:
         """Re-apply one committed step's moderation events, after its actions, as the live run did."""
         for event, post_id, agent_id, source, detail in events:
             state.mod.apply(ModerationEvent(event, post_id, agent_id, source, detail or ""), step)
 
-    def restore_veracity(self, state: Any, con: Any) -> None:
-        """Posts' ground truth as recorded (only strategies' future verdicts and bots read it)."""
-        for pid, v in con.execute("SELECT post_id, veracity FROM post_veracity").fetchall():
+    def restore_veracity(self, state: Any, recorded: Iterable[tuple[int, str]]) -> None:
+        """Posts' ground truth as recorded, ``(post_id, veracity)`` rows (only strategies' future verdicts
+        and bots read it)."""
+        for pid, v in recorded:
             if 0 <= pid < len(state.posts):
                 state.posts.set("veracity", int(pid), VERACITY.index(v))
 
