@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -92,7 +93,7 @@ RUNS: dict[str, list[str]] = {
         "--quiet",
         "--no-report",
         "--set",
-        "base.steps=3",
+        "base.steps=4",
         "--set",
         "seeds=[0]",
     ],
@@ -136,15 +137,22 @@ def _hashes(db: Path) -> list[str]:
         con.close()
 
 
+#: Every run is made here, whatever --out is: the replay run's config names the recorded run's folder
+#: (``llm_agents.replay_from``), so the same path before and after keeps its config hash comparable.
+SCRATCH = Path("/tmp/socium-trace-digests")
+
+
 def record(out: Path, only: list[str]) -> dict[str, object]:
     out.mkdir(parents=True, exist_ok=True)
     old = out / "digests.json"
     got: dict[str, object] = json.loads(old.read_text())["runs"] if only and old.exists() else {}
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+    SCRATCH.mkdir(parents=True)
     for name, args in RUNS.items():
         if only and name not in only:
             continue
-        folder = out / name.replace(" ", "_")
-        argv = [a.format(out=folder, base=out) for a in args]
+        folder = SCRATCH / name.replace(" ", "_")
+        argv = [a.format(out=folder, base=SCRATCH) for a in args]
         t0 = time.perf_counter()
         env = dict(os.environ)
         if "SOCIUM_DATA_DIR" not in env and SHARED_DATA.is_dir():  # the studies' real data, read-only

@@ -279,9 +279,11 @@ def test_prebunking_marks_a_fraction_and_sets_the_prompt_line(tmp_path):
         sim.step()
         got = set(sim.world.state.mod.prebunked)
         assert 15 < len(got) < 45
-        obs = sim.agent_steps.observe(np.arange(100), 1, __import__("socium.simulator.recording", fromlist=["x"]).StepRecorder(1))
+        obs = sim.agent_steps.observe(
+            np.arange(100), 1, __import__("socium.simulator.recording", fromlist=["x"]).StepRecorder(1)
+        )
         sim.world.moderation.annotate(obs, sim.world.state)
-        assert {o.agent_id for o in obs if "platform_notice" in o.extra} == got
+        assert {o.agent_id for o in obs if o.platform_notice is not None} == got
 
 
 def test_resume_rebuilds_moderation_exactly(tmp_path):

@@ -55,7 +55,7 @@ def state_aware_ids(
     for it in items:  # the platform refuses both
         mine = {s.post_id for s in it.shared if s.author == obs.agent_id}
         own |= mine | ({it.post_id} if mine else set())
-    following = set(obs.extra.get("following", ())) & users
+    following = set(obs.following) & users
     return {
         k: sorted(v)
         for k, v in (

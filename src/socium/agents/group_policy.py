@@ -100,8 +100,7 @@ class GroupLLMPolicy(LLMPolicy):
         )
         parts = [f"## Posts in these users' feeds (hour {members[0].hour:02d}:00)\n{shared}"]
         for o in members:
-            prof = o.extra["profile"]
-            mem = o.extra.get("memory", ())
+            prof, mem = o.own_profile(), o.memory
             feed_ids = ", ".join(str(i.post_id) for i in o.feed) or "(empty feed)"
             asked = ""
             if o.results_from:
@@ -174,10 +173,9 @@ class GroupLLMPolicy(LLMPolicy):
                 actions, why = validate_answer(
                     data[key], o, self.allowed, self.ac.max_actions_per_activation, self.ac.record_reason
                 )
-                m: dict[str, Any] = {"origin": "llm", "cluster": int(self.labels[o.agent_id])}
-                if why is not None:
-                    m["reason"] = clean_text(why, self.ac.max_reason_chars).text
-                done.append(Decision(o.agent_id, actions, meta=m))
+                reason = None if why is None else clean_text(why, self.ac.max_reason_chars).text
+                m: dict[str, Any] = {"cluster": int(self.labels[o.agent_id])}
+                done.append(Decision(o.agent_id, actions, meta=m, origin="llm", reason=reason))
             except (ValueError, ValidationError) as exc:
                 o.extra["_group_error"] = _short_error(exc)
                 o.extra["_group_raw"] = clean_text(res.text, 2000).text
@@ -217,7 +215,7 @@ class GroupLLMPolicy(LLMPolicy):
         decisions = sorted((d for ds in decided for d in ds), key=lambda d: d.agent_id)
         calls = rendered_calls(self.drain_calls())
         if decisions:
-            decisions[0].meta.setdefault("llm_calls", []).extend(calls)
+            decisions[0].calls.extend(calls)
         return decisions
 
     # ---- the cluster assignment goes into the trace once ---------------------------------------

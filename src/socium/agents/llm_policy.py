@@ -209,7 +209,7 @@ class LLMPolicy:
             apply_allowance(self.ledger(name), share, where)
 
     def count_shard_calls(self, decisions: Sequence[Decision]) -> None:
-        count_calls(self._budgeted(), [c for d in decisions for c in d.meta.get("llm_calls", ())])
+        count_calls(self._budgeted(), [c for d in decisions for c in d.calls])
 
     def backend_for(self, name: str) -> Any:
         """The backend of one of ``llms`` (``default``: the ``llm`` section), sharing the run's call log."""
@@ -292,13 +292,13 @@ class LLMPolicy:
         return self._posts_memo
 
     def _messages(self, obs: Observation) -> list[dict[str, str]]:
-        profile: AgentProfile = obs.extra["profile"]
+        profile = obs.own_profile()
         seen = sees_environment_facts(self.cfg.perspective, self.ac.ground_truth_visible_to)  # perspective table
         gt = self.ac.ground_truth if seen else None
         return P.agent_messages(
             profile,
             obs,
-            obs.extra.get("memory", ()),
+            obs.memory,
             system=self.system,
             perspective=self.cfg.perspective,
             max_item_chars=self.ac.max_item_chars,
@@ -358,10 +358,8 @@ class LLMPolicy:
                     self.ac.max_actions_per_activation,
                     self.ac.record_reason,
                 )
-                meta: dict[str, Any] = {"origin": "llm"}
-                if why is not None:
-                    meta["reason"] = clean_text(why, self.ac.max_reason_chars).text
-                return Decision(obs.agent_id, actions, meta=meta)
+                reason = None if why is None else clean_text(why, self.ac.max_reason_chars).text
+                return Decision(obs.agent_id, actions, origin="llm", reason=reason)
             except (ValueError, ValidationError) as exc:
                 last_err = _short_error(exc)
                 msgs = msgs + [
@@ -456,7 +454,7 @@ class LLMPolicy:
             decisions = await started_in_slices(self.adecide, obs)
         calls = rendered_calls(self.drain_calls())
         if decisions:
-            decisions[0].meta.setdefault("llm_calls", []).extend(calls)
+            decisions[0].calls.extend(calls)
         return decisions
 
     def decide_batch(self, observations: Sequence[Observation]) -> list[Decision]:

@@ -183,13 +183,12 @@ def fill_observation(world: ObservedWorld, o: Observation, rec: ExposureSink) ->
     cfg, pop, st = world.cfg, world.population, world.state
     ac = cfg.llm_agents
     persp = perspective(cfg.perspective)
-    o.extra["profile"] = pop.profile(o.agent_id)
+    o.profile = pop.profile(o.agent_id)
     if not isinstance(world.memory, MemoryStream):  # a stream memory recalls for all observations at once
-        o.extra["memory"] = world.memory.recall(o.agent_id, o.step)
-    if cfg.platform.show_score:
-        o.extra["show_score"] = True
+        o.memory = world.memory.recall(o.agent_id, o.step)
+    o.show_score = cfg.platform.show_score
     if (when := world.clock.sim_datetime(o.step)) is not None:
-        o.extra["datetime"] = when.strftime("%a %Y-%m-%d %H:%M")
+        o.datetime = when.strftime("%a %Y-%m-%d %H:%M")
     if st.groups:
         o.groups = group_views(
             st, o.agent_id, ac.group_messages, ac.groups_listed if "join_group" in ac.actions else 0, pop.usernames
@@ -213,7 +212,7 @@ def fill_observation(world: ObservedWorld, o: Observation, rec: ExposureSink) ->
             latest = st.comments_of.get(it.post_id, [])[-ac.comments_per_post :]
             it.replies = [_linked(st, pop.usernames, c) for c in latest]
     # whom it already follows among the users shown: follow / unfollow are offered accordingly
-    o.extra["following"] = st.follows.following_among(o.agent_id, o.shown_users())
+    o.following = st.follows.following_among(o.agent_id, o.shown_users())
     if persp.others_private == "shown_authors":  # "everyone": its group's views, joined by the policy
         for it in (*o.feed, *o.results):
             if it.author != o.agent_id:
@@ -226,13 +225,13 @@ def fill_observation(world: ObservedWorld, o: Observation, rec: ExposureSink) ->
     if persp.global_view:
         top = st.trend(GLOBAL_FEED_SIZE)
         rec.exposure(o.agent_id, top, "global")
-        o.extra["global_feed"] = [
+        o.global_feed = [
             feed_item(st, pop.usernames, pop.stance, o.agent_id, pid, "global", r) for r, pid in enumerate(top)
         ]
-        for it in o.extra["global_feed"]:  # a trending repost shows what it shares, as in any feed
+        for it in o.global_feed:  # a trending repost shows what it shares, as in any feed
             if it.kind in ("repost", "quote"):
                 it.shared, it.shared_more = shared_chain(st, pop.usernames, it.post_id, ac.quote_depth)
-        o.extra["stats"] = (
+        o.stats = (
             f"{world.n} users, {len(st.posts)} posts so far, step {o.step}, "
             f"{len(st.likes)} likes, {st.follows.n_edges} follows"
         )
@@ -240,7 +239,7 @@ def fill_observation(world: ObservedWorld, o: Observation, rec: ExposureSink) ->
 
 def show_groups(observations: Sequence[Observation], size: int) -> None:
     """Show each agent its group, for a perspective that sees its group (``others_private: everyone``) but
-    is asked one agent at a time: the other members' observations go to ``extra['co_acting']``.
+    is asked one agent at a time: the other members' observations go to ``co_acting``.
 
     Groups are runs of ``size`` of the sorted active agents -- exactly a narrator's groups -- so such a
     perspective knows what the narrator knows and differs from it only in the call structure.
@@ -249,7 +248,7 @@ def show_groups(observations: Sequence[Observation], size: int) -> None:
     for i in range(0, len(obs), size):
         group = obs[i : i + size]
         for o in group:
-            o.extra["co_acting"] = [m for m in group if m is not o]
+            o.co_acting = [m for m in group if m is not o]
 
 
 def pending_from(action_type: str, query: str, results: tuple[int, ...]) -> tuple[str, str, list[int]] | None:

@@ -103,7 +103,7 @@ class ModerationLayer:
     def needed_after_actions(self, o: Observation) -> bool:
         """Whether :meth:`extra_decisions` or :meth:`after_actions` reads this observation (a step
         decided in chunks keeps only these: fact-checkers' views, prebunking shown)."""
-        return bool(self.roles[o.agent_id] == FACT_CHECKER) or o.extra.get("prebunk_shown") is not None
+        return bool(self.roles[o.agent_id] == FACT_CHECKER) or o.prebunk_shown is not None
 
     def annotate(self, obs: list[Observation], state: Any) -> None:
         """Add what a user would see: labels and notes (``platform`` shows them), ground truth only
@@ -112,16 +112,16 @@ class ModerationLayer:
         step = obs[0].step if obs else 0
         pb = self.cfg.prebunk
         for o in obs:
-            items = [*o.feed, *o.results, *(it for it in (o.extra.get("global_feed") or []) if hasattr(it, "post_id"))]
+            items = [*o.feed, *o.results, *o.global_feed]
             for it in items:
                 lines = self.lines(state, it.post_id, ver)
                 if lines and hasattr(it, "notes"):
                     it.notes.extend(x for x in lines if x not in it.notes)
             if pb.fraction > 0 and pb.mode == "prompt" and o.agent_id in m.prebunked:
-                o.extra["platform_notice"] = pb.text
+                o.platform_notice = pb.text
             if pb.fraction > 0 and pb.mode == "post" and o.agent_id in m.prebunked and o.agent_id not in m.pinned_done:
-                o.extra["platform_notice"] = pb.text
-                o.extra["prebunk_shown"] = step
+                o.platform_notice = pb.text
+                o.prebunk_shown = step
 
     def lines(self, state: Any, post: int, ver: np.ndarray) -> list[str]:
         """The lines shown under a post: its (or its root's) label and note, and the truth if allowed."""
@@ -176,7 +176,7 @@ class ModerationLayer:
         events += [
             ModerationEvent("prebunk", agent_id=o.agent_id, source="prebunk", detail="shown")
             for o in shown
-            if o.extra.get("prebunk_shown") is not None
+            if o.prebunk_shown is not None
         ]
         judged = self.moderator.moderate(ModerationContext(state, step, self.key, stance))
         events += judged

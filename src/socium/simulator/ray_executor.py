@@ -119,18 +119,40 @@ def pack_observations(obs: Sequence[Observation]) -> list[tuple]:
             (o.groups, [_feed_tuple(i) for i in o.results], o.results_from, o.found_users)
             if (o.groups or o.results_from)
             else None,
+            _pack_shown(o) if o.profile is not None or o.platform_notice is not None else None,
         )
         for o in obs
     ]
 
 
+def _pack_shown(o: Observation) -> tuple:
+    """What an LLM agent is shown besides its feed (the typed fields ``fill_observation`` sets)."""
+    return (
+        o.profile,
+        o.memory,
+        o.show_score,
+        o.datetime,
+        o.following,
+        [_feed_tuple(i) for i in o.global_feed],
+        o.stats,
+        None if o.co_acting is None else pack_observations(o.co_acting),
+        o.platform_notice,
+        o.prebunk_shown,
+    )
+
+
 def unpack_observations(packed: list[tuple]) -> list[Observation]:
     out = []
-    for a, s, t, h, feed, st, ex, more in packed:
+    for a, s, t, h, feed, st, ex, more, shown in packed:
         o = Observation(a, s, t, h, [FeedItem(*i) for i in feed], st, ex)
         if more is not None:
             o.groups, results, o.results_from, o.found_users = more
             o.results = [FeedItem(*i) for i in results]
+        if shown is not None:
+            o.profile, o.memory, o.show_score, o.datetime, o.following, top, o.stats, co, notice, pb = shown
+            o.global_feed = [FeedItem(*i) for i in top]
+            o.co_acting = None if co is None else unpack_observations(co)
+            o.platform_notice, o.prebunk_shown = notice, pb
         out.append(o)
     return out
 
@@ -149,14 +171,25 @@ def _unpack_action(cls: Any, state: Any) -> Any:
 
 def pack_decisions(decisions: Sequence[Decision]) -> list[tuple]:
     return [
-        (d.agent_id, [_pack_action(a) for a in d.actions], d.stance, d.invalid_reason, d.raw, d.meta) for d in decisions
+        (
+            d.agent_id,
+            [_pack_action(a) for a in d.actions],
+            d.stance,
+            d.invalid_reason,
+            d.raw,
+            d.meta,
+            d.origin,
+            d.reason,
+            d.calls,
+        )
+        for d in decisions
     ]
 
 
 def unpack_decisions(packed: list[tuple]) -> list[Decision]:
     return [
-        Decision(aid, [_unpack_action(c, a) for c, a in acts], st, inv, raw, meta)
-        for aid, acts, st, inv, raw, meta in packed
+        Decision(aid, [_unpack_action(c, a) for c, a in acts], st, inv, raw, meta, origin, reason, calls)
+        for aid, acts, st, inv, raw, meta, origin, reason, calls in packed
     ]
 
 

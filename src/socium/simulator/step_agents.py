@@ -64,9 +64,9 @@ class StepAgents:
             self.moderation.annotate(observations, st)  # labels, notes, ground truth, prebunking: as users see them
             got = self.executor.run(observations)
             for d in got:  # the calls leave the decisions now, as log rows only (RenderedRequest)
-                calls = d.meta.pop("llm_calls", None)
-                if calls:
-                    rec.calls.extend(calls)
+                if d.calls:
+                    rec.calls.extend(d.calls)
+                    d.calls = []
                 if unshown := d.meta.pop("unshown", None):  # trimmed to fit the context: not shown after all
                     rec.withdraw_exposures(d.agent_id, unshown)
             decisions += got
@@ -137,7 +137,7 @@ class StepAgents:
         mem.prime_queries(queries)
         hours = self.cfg.step_minutes / 60.0
         for o, q in zip(obs, queries):
-            o.extra["memory"] = mem.recall(o.agent_id, o.step, q, hours)
+            o.memory = mem.recall(o.agent_id, o.step, q, hours)
         if mem.cfg.observe_feed:
             names = self.population.usernames
             for o in obs:
@@ -192,9 +192,8 @@ class StepAgents:
         n = 0
         maxc = self.cfg.platform.max_post_chars
         for d in decisions:
-            calls = d.meta.get("llm_calls")
-            if calls:
-                rec.calls.extend(calls)
+            if d.calls:
+                rec.calls.extend(d.calls)
             if d.invalid_reason is not None:
                 rec.invalid_output(d.agent_id, "llm", d.invalid_reason, d.raw)
                 if self.needs_profile:
@@ -207,8 +206,8 @@ class StepAgents:
                     self.moderation.seed_veracity[out.post_id] = d.meta["veracity"]
                 if out.post_id is not None and (trunc or san):
                     rec.flags[out.post_id] = (trunc, san)
-                rec.action(d.agent_id, d.meta.get("origin", "policy"), action, out, d.meta.get("reason"))
-                if self.needs_profile and d.meta.get("origin") != "seed":
+                rec.action(d.agent_id, d.origin, action, out, d.reason)
+                if self.needs_profile and d.origin != "seed":
                     self.remember(
                         d.agent_id,
                         memory_line(self.state.step, action.type, action.model_dump(exclude={"type"}), out.status),
