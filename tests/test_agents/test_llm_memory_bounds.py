@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import small_config
-from socium.agents.llm_policy import RecordingCache
+from socium.agents.call_recording import RecordingCache
 from socium.agents.memory import WindowMemory
 from socium.errors import ConfigError
 from socium.llm.base import generate_sync

@@ -20,7 +20,7 @@ class RecordingCache(MemoryCache):
         super().__init__(max_entries=self.MAX_ENTRIES)
         self.pending: list[tuple[str, LLMRequest, LLMResult, str]] = []
 
-    def put(self, key, request, result, model, meta=None) -> None:  # type: ignore[override]
+    def put(self, key, request, result, model, meta=None) -> None:
         super().put(key, request, result, model, meta)
         self.pending.append((key, request, result, model))
 

@@ -29,9 +29,11 @@ from pydantic import ValidationError
 
 from socium.agents import action_prompts as AP
 from socium.agents import prompt_blocks as PB
+from socium.agents.answer_validation import _short_error, validate_answer
+from socium.agents.call_log import rendered_calls
 from socium.agents.clustering import cluster_population
 from socium.agents.llm_narrator import backend_failed
-from socium.agents.llm_policy import LLMPolicy, _short_error, rendered_calls, validate_answer
+from socium.agents.llm_policy import LLMPolicy
 from socium.agents.narrator_fit import FittedCall, collect_unshown, mark_unshown
 from socium.agents.profiles import Population
 from socium.config.experiment import ExperimentConfig

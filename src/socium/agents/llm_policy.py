@@ -18,8 +18,8 @@ from pydantic import ValidationError
 
 from socium.agents import action_prompts as AP
 from socium.agents import prompts as P
-from socium.agents.answer_validation import _short_error, state_aware_ids, validate_action, validate_answer
-from socium.agents.call_log import RenderedRequest, call_rows, rendered_calls
+from socium.agents.answer_validation import _short_error, state_aware_ids, validate_answer
+from socium.agents.call_log import rendered_calls
 from socium.agents.call_recording import RecordingCache, load_recorded, recorded_context, recorded_model
 from socium.agents.llm_narrator import Narrator
 from socium.agents.llm_questions import Questions
@@ -40,27 +40,6 @@ from socium.llm.replay import ReplayBackend
 from socium.llm.types import ChatMessage, LLMRequest, LLMResult
 from socium.llm.wrappers import BudgetLedger, find_wrapper
 from socium.platform.text import clean_text
-
-#: Names that moved to the modules above and are still imported from here.
-__all__ = [
-    "POSTS_MEMO_MAX",
-    "START_SLICE",
-    "LLMPolicy",
-    "RecordingCache",
-    "RenderedRequest",
-    "_short_error",
-    "call_rows",
-    "load_recorded",
-    "make_llm_policy",
-    "recorded_context",
-    "recorded_model",
-    "rendered_calls",
-    "started_in_slices",
-    "state_aware_ids",
-    "validate_action",
-    "validate_answer",
-]
-
 
 #: Rendered posts kept per step (~0.3-1 KB each): bounds the memo at ~10-40 MB in a huge step.
 POSTS_MEMO_MAX = 40_000

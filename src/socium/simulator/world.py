@@ -248,7 +248,7 @@ def assign_goals(pop: Population, goals: list[str] | dict[str, list[str]], issue
         out: list[str | None] = []
         for i in range(n):
             side = stance_side(float(pop.stance[i]))
-            lst = goals.get(side) or []  # type: ignore[call-overload]
+            lst = goals.get(side) or []
             out.append(lst[taken[side] % len(lst)] if lst else None)
             taken[side] += 1
         pop.goals = out
