@@ -25,13 +25,14 @@ from socium.agents.llm_narrator import Narrator
 from socium.agents.llm_questions import Questions
 from socium.agents.perspectives import show_groups
 from socium.agents.profiles import AgentProfile
+from socium.agents.sharding import partition_in_groups
 from socium.agents.survey_answers import SurveyAnswer
 from socium.config.experiment import ExperimentConfig
 from socium.core.contracts import Decision, Observation
 from socium.core.perspective import perspective, sees_environment_facts
 from socium.core.policy import ShardPlacement
 from socium.core.rng import LLM, component_rng
-from socium.errors import TraceError
+from socium.errors import ConfigError, TraceError
 from socium.llm.base import run_coro_sync
 from socium.llm.budget_shares import Allowance, apply_allowance, count_calls, shard_allowances
 from socium.llm.factory import build_backend
@@ -148,8 +149,6 @@ class LLMPolicy:
     def _build(self, llm: Any, name: str = "default") -> Any:
         if llm.backend == "replay":
             if not self.ac.replay_from:
-                from socium.errors import ConfigError
-
                 raise ConfigError("llm_agents.replay_from: required when llm.backend is 'replay'")
             if not llm.model:  # the model is part of every cache key: take the one the recording used
                 llm = llm.model_copy(update={"model": recorded_model(self.ac.replay_from)})
@@ -383,8 +382,6 @@ class LLMPolicy:
     # ---- Ray hooks (see socium.simulator.ray_executor) ------------------------------------------
     def partition(self, observations: Sequence[Observation], n: int) -> list[list[Observation]]:
         """Keep each narrator group on one shard so script mode gives the same trace on any actor count."""
-        from socium.agents.sharding import partition_in_groups
-
         if not perspective(self.cfg.perspective).grouped:
             out: list[list[Observation]] = [[] for _ in range(n)]
             for o in observations:

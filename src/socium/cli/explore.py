@@ -17,8 +17,8 @@ def explore(
 ) -> None:
     """Open a run or experiment in the browser, read-only: timeline, each agent's feeds, prompts and
     responses, each post's cascade and audience, the LLM call log. Needs the `explore` extra."""
-    from socium.explore import require_solara, serve
-    from socium.explore.source import open_source
+    from socium.explore import require_solara, serve  # lazy: CLI start-up
+    from socium.explore.source import open_source  # lazy: CLI start-up
 
     try:
         runs = open_source(path).runs  # a wrong folder says so whether or not the extra is installed

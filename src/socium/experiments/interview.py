@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from socium.agents.call_log import call_rows
 from socium.agents.llm_policy import LLMPolicy
+from socium.agents.memory import MemoryStream
 from socium.agents.routing import llm_route
 from socium.config.llm import LLMConfig
 from socium.errors import BudgetExceeded, ConfigError
@@ -30,8 +31,6 @@ def _memory(con: duckdb.DuckDBPyConnection, cfg: Any, agent_id: int, question: s
     """What the agent remembers at the end: its last actions (window), or the stream entries most
     relevant to the question (stream), so an answer can cite what the agent saw and concluded."""
     if cfg.llm_agents.memory.kind == "stream":
-        from socium.agents.memory import MemoryStream
-
         stream = MemoryStream(cfg.llm_agents.memory, cfg.llm_agents.memory_size)
         stream.restore(Q.memories(con, agent_id))
         last = R.last_step(con)

@@ -42,7 +42,7 @@ def server_command(port: int, host: str = "127.0.0.1") -> list[str]:
 
 def server_env(path: str | Path) -> dict[str, str]:
     """The environment the server runs in: the path to open (the app reads it on first request)."""
-    from socium.explore.app import ENV
+    from socium.explore.app import ENV  # lazy: solara (the explore extra): the app module imports it
 
     return {**os.environ, ENV: str(Path(path).resolve())}
 
@@ -54,6 +54,7 @@ def serve(path: str | Path, port: int = 8765, host: str = "127.0.0.1") -> None:
     browser. Replacing the process (rather than starting a child) means Ctrl-C and ``kill`` reach the
     server itself and no orphan keeps the port."""
     require_solara()
+    # lazy: duckdb, only when serving (socium.explore is imported by the CLI)
     from socium.explore.source import open_source
 
     open_source(path).close()
@@ -89,6 +90,7 @@ def prepare_live(port: int, host: str = "127.0.0.1") -> None:
     import solara.server.starlette  # noqa: F401
     from solara.server import settings
 
+    # lazy: solara, only in the server process
     import socium.explore.app  # noqa: F401 (the app Solara serves, imported now rather than on the first step)
 
     settings.main.mode = "production"
@@ -110,8 +112,8 @@ def serve_live(
     prepare_live(port, host)
     from solara.server.starlette import ServerStarlette
 
-    from socium.explore.app import use_source
-    from socium.explore.source import Source
+    from socium.explore.app import use_source  # lazy: solara (the explore extra), only when serving
+    from socium.explore.source import Source  # lazy: duckdb, only when serving
 
     src = Source.live(store.con, run_dir, steps)
     store.before_close.append(src.detach)

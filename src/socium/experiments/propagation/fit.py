@@ -473,6 +473,7 @@ def load_training_trees(sources: Sequence[str]) -> dict[str, CascadeTree]:
 
     Any real retweet-tree set in the Ma et al. format works; ids are file stems (Twitter15: tweet ids).
     """
+    # lazy: the real-data readers, only for fits from Twitter15
     from socium.experiments.propagation.realcascades import load_twitter15, oasis_cascade_ids, parse_tree
 
     out: dict[str, CascadeTree] = {}
