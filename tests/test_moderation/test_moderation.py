@@ -238,7 +238,7 @@ def test_label_lines_follow_reposts_and_truth_only_for_allowed_perspectives(tmp_
     sim2 = Simulation(cfg.model_copy(update={"perspective": "omniscient"}), tmp_path / "omni")
     with sim2:
         sim2.step()
-        lines = sim2.moderation.lines(sim2.state, 0, sim2.state.posts.col("veracity"))
+        lines = sim2.world.moderation.lines(sim2.world.state, 0, sim2.world.state.posts.col("veracity"))
         assert lines[-1].startswith("Ground truth") and lines[-1].endswith("false")
 
 
