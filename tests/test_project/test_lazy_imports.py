@@ -23,6 +23,7 @@ import socium
 SRC = Path(socium.__file__).parent
 MARK = "# lazy:"
 
+
 def _names_socium(node: ast.Import | ast.ImportFrom) -> bool:
     if isinstance(node, ast.ImportFrom):
         return node.level > 0 or (node.module or "").split(".")[0] == "socium"
