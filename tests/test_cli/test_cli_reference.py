@@ -198,10 +198,18 @@ def test_data_command_and_env_var(tmp_path, monkeypatch):
     (tmp_path / "sotopia").mkdir()
     monkeypatch.setenv("SOCIUM_DATA_DIR", str(tmp_path))
     assert data_dir() == tmp_path
+
+    def sotopia_found() -> bool:
+        r = runner.invoke(app, ["data"], env={"COLUMNS": "200", "SOCIUM_DATA_DIR": str(tmp_path)})
+        assert r.exit_code == 0 and str(tmp_path) in r.output
+        line = next(ln for ln in r.output.splitlines() if ln.strip("│ ").startswith("sotopia "))
+        return line.rstrip(" │").endswith("yes")
+
+    assert not sotopia_found()  # an empty folder (a failed fetch's) is not data (issue 36.8)
+    for name in ("environment_profiles", "agent_profiles", "relationship_profiles", "env_agent_combo_storages"):
+        (tmp_path / "sotopia" / f"{name}.jsonl").write_text("{}\n")
+    assert sotopia_found()
     r = runner.invoke(app, ["data"], env={"COLUMNS": "200", "SOCIUM_DATA_DIR": str(tmp_path)})
-    assert r.exit_code == 0 and str(tmp_path) in r.output
-    line = next(ln for ln in r.output.splitlines() if ln.strip("│ ").startswith("sotopia "))
-    assert line.rstrip(" │").endswith("yes")
     line = next(ln for ln in r.output.splitlines() if "twitter15" in ln)
     assert line.rstrip(" │").endswith("no")
     r = runner.invoke(app, ["data"], env={"COLUMNS": "100", "SOCIUM_DATA_DIR": str(tmp_path)})

@@ -171,7 +171,10 @@ def data(
     action: list[str] | None = typer.Argument(
         None,
         metavar="[fetch [NAME ...]]",
-        help="fetch NAME ...: download data sets (twitter15, oasis, ...; none = all).",
+        help="fetch NAME ...: download data sets (twitter15, oasis, ced, ...; none = all).",
+    ),
+    deadline: float = typer.Option(
+        3600.0, "--deadline", min=1.0, help="fetch: give up after this many seconds in all (what verified is kept)."
     ),
 ) -> None:
     """Where socium looks for the research data sets, what it finds, and the command that fetches each.
@@ -185,7 +188,7 @@ def data(
     if words:
         if words[0] != "fetch":
             _fail(SociumError(f"socium data: unknown action {words[0]!r}; use `socium data fetch [NAME ...]`"))
-        _data_fetch(words[1:])
+        _data_fetch(words[1:], deadline)
         return
     tried, used, entries = describe()
     console.print(f"data folder: {used}  ({'found' if used.is_dir() else 'MISSING'})", highlight=False)
@@ -200,10 +203,18 @@ def data(
         console.print("`socium data fetch` gets every missing data set (see docs/data.md).", highlight=False)
 
 
-def _data_fetch(names: list[str]) -> None:
-    from socium.data.fetch import fetch  # lazy: CLI start-up
+def _data_fetch(names: list[str], deadline: float) -> None:
+    from socium.data.fetch import FetchInterrupted, fetch  # lazy: CLI start-up
 
     try:
-        fetch(names, say=lambda s: console.print(plain(s), highlight=False), show_progress=console.is_terminal)
+        fetch(
+            names,
+            say=lambda s: console.print(plain(s), highlight=False),
+            show_progress=console.is_terminal,
+            deadline=deadline,
+        )
+    except FetchInterrupted as exc:
+        err_console.print(plain("error:", "bold red"), plain(exc))
+        raise typer.Exit(130) from None
     except SociumError as exc:
         _fail(exc)

@@ -18,6 +18,7 @@ from pathlib import Path
 import platformdirs
 
 from socium.data.registry import fetch_command as _cmd
+from socium.data.registry import required_files
 from socium.errors import InputFileError
 
 ENV_VAR = "SOCIUM_DATA_DIR"
@@ -31,6 +32,7 @@ DATASETS: dict[str, str] = {
     "oasis-reference/reddit": "OASIS Reddit counterfactual posts and personas (herding)",
     "sotopia": "SOTOPIA scenarios, characters and relationships (episodes)",
     "snap-ego-facebook": "SNAP ego-Facebook social graph (graph.kind: edgelist)",
+    "ced/ced.tar.gz": "CED Weibo rumour and non-rumour repost cascades (Weibo propagation)",
 }
 
 
@@ -99,10 +101,37 @@ def missing_data(path: Path | str) -> InputFileError:
     )
 
 
+def _has_file(folder: Path) -> bool:
+    """Whether ``folder`` holds a regular file (not only folders, sidecars or a fetch's temporary files)."""
+    try:
+        return any(
+            p.is_file() and not p.name.startswith((".", "tmp")) and not p.name.endswith(".sha256")
+            for p in folder.rglob("*")
+        )
+    except OSError:
+        return False
+
+
+def present(path: Path) -> bool:
+    """Whether ``path`` holds data: a file, or a folder with a file in it; under the data folder, also every
+    file the registry puts at or under it (a folder a failed fetch left, empty or half-filled, is absent)."""
+    if path.is_file():
+        return True
+    if not path.is_dir() or not _has_file(path):
+        return False
+    root = data_dir()
+    try:
+        rel = path.resolve().relative_to(root.resolve()).as_posix()
+    except (ValueError, OSError):
+        return True
+    return all((root / f).is_file() for f in required_files(rel))
+
+
 def require(path: Path | str) -> Path:
-    """``path`` if it exists, else :func:`missing_data`'s error (so a missing data set reads the same everywhere)."""
+    """``path`` if it holds data (:func:`present`), else :func:`missing_data`'s error (so a missing data set
+    reads the same everywhere, and an empty folder gets the fetch command rather than a raw ``[Errno 2]``)."""
     p = Path(path)
-    if not p.exists():
+    if not present(p):
         raise missing_data(p)
     return p
 
@@ -121,6 +150,6 @@ def describe() -> tuple[list[Path], Path, list[DataEntry]]:
     command that fetches each."""
     root = data_dir()
     entries = [
-        DataEntry(rel, why, root / rel, (root / rel).exists(), fetch_command(rel)) for rel, why in DATASETS.items()
+        DataEntry(rel, why, root / rel, present(root / rel), fetch_command(rel)) for rel, why in DATASETS.items()
     ]
     return candidates(), root, entries

@@ -4,9 +4,14 @@ Why pooch: it is the fetcher SciPy and scikit-image ship their data with; it str
 temporary name in the target folder, checks its sha256 and only then moves it into place, so a wrong
 checksum or a dropped or killed download never leaves a half-written file under the real name.
 What this module adds: the registry's metadata printed before anything is downloaded (source, version,
-size, licence, citation), one progress bar per data set, sha256 sidecars for files whose hash is
-recorded at the first fetch, the decompressed-content check for SNAP, and the Twitter15 trees packed
-into the tarball the propagation experiment reads (written to a temporary name, then renamed).
+size, licence, citation); one progress bar per data set; the downloader of :mod:`socium.data.download`
+(the registry's sizes enforced, one deadline for the whole fetch, Ctrl-C stopping every download at
+once, redirects only to http(s), each body checked to be the kind of file it should be before any hash
+is pinned to it); sha256 sidecars for files whose hash is recorded at the first fetch, written only
+after the body verified; a lock, so two fetches into one folder wait for each other instead of deleting
+each other's temporary files; the files of a data set that must be packed (Twitter15, CED) packed into
+one tarball, byte-identical on every fetch; and failures reported as one line per cause, with the
+folders a failed fetch created removed again so they are never listed as found.
 """
 
 from __future__ import annotations
@@ -15,32 +20,50 @@ import gzip
 import hashlib
 import io
 import os
+import queue
 import re
 import shutil
+import stat
 import tarfile
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import filelock
 import platformdirs
 import pooch
-import requests
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
 from socium.data.datadir import ENV_VAR
-from socium.data.registry import DataSet, RemoteFile, mirrored, select
-from socium.errors import SociumError
+from socium.data.download import DataFetchError, DownloadError, HttpDownload, Watch, check_mirror, redact
+from socium.data.formats import BodyError, check_body
+from socium.data.registry import MIRROR_ENV, DataSet, RemoteFile, mirrored, select
+
+__all__ = ["DataFetchError", "FetchInterrupted", "FetchReport", "fetch", "fetch_dataset", "fetch_file"]
 
 _TAR_MTIME = 1651881600  # 2022-05-07, the Twitter15 commit's date: the packed tarball is the same on every fetch
 _POOCH_TMP = re.compile(r"^tmp[a-z0-9_]{8}$")  # tempfile's names, which pooch downloads into
+DEFAULT_DEADLINE_S = 3600.0  #: the whole fetch; a resumed fetch downloads only what is missing
+LOCK_NAME = ".socium-fetch.lock"
+_CAUSE_WORDS = {
+    "notfound": "not found upstream",
+    "checksum": "with a wrong sha256",
+    "format": "not the expected kind of file",
+    "size": "not the registry's size",
+    "broken": "cut off mid-download",
+    "stalled": "stalled",
+    "http": "refused by the server",
+    "refused": "refused",
+    "write": "not writable",
+}
 
 
-class DataFetchError(SociumError):
-    """A file that could not be fetched or did not verify; nothing of it was kept under its name."""
+class FetchInterrupted(DataFetchError):
+    """Ctrl-C stopped the fetch; the files verified so far are kept."""
 
 
 def user_data_dir() -> Path:
@@ -65,7 +88,7 @@ def sha256_of(path: Path) -> str:
 
 def describe(ds: DataSet) -> list[str]:
     """What is printed before ``ds`` is downloaded: what it is, from where, which version, how big, terms."""
-    size = f"{ds.size / 1e6:.1f} MB in {len(ds.files)} files" if ds.files else "listed by all_topics.csv"
+    size = f"{ds.size / 1e6:.1f} MB in {len(ds.files):,} files" if ds.files else "listed by all_topics.csv"
     lines = [
         f"{ds.name}: {ds.title}",
         f"  source:   {ds.source}",
@@ -78,11 +101,10 @@ def describe(ds: DataSet) -> list[str]:
 
 
 class _Bar:
-    """The progress object pooch's HTTPDownloader drives (``total``, ``update``, ``reset``, ``close``),
-    adding one file's bytes to its data set's rich progress task."""
+    """One file's bytes added to its data set's rich progress task (and taken back if the file fails)."""
 
     def __init__(self, progress: Progress, task: Any) -> None:
-        self.progress, self.task, self.total, self._done = progress, task, 0, 0
+        self.progress, self.task, self._done = progress, task, 0
 
     def update(self, n: int) -> None:
         self._done += n
@@ -92,9 +114,6 @@ class _Bar:
         self.progress.advance(self.task, -self._done)
         self._done = 0
 
-    def close(self) -> None:
-        """Nothing to close: the data set's bar outlives its files."""
-
 
 @dataclass
 class FetchReport:
@@ -103,8 +122,9 @@ class FetchReport:
     name: str
     downloaded: int = 0
     present: int = 0
-    errors: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
+    errors: list[DownloadError] = field(default_factory=list)
+    skipped: list[DownloadError] = field(default_factory=list)
+    total: int = 0
 
 
 def _file_mode() -> int:
@@ -126,64 +146,103 @@ def _write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp.name, path)
 
 
-def _check_content(f: RemoteFile, path: Path) -> None:
-    if f.content_sha256 is None:
-        return
-    h = hashlib.sha256()
+def _body_ok(f: RemoteFile, path: Path) -> bool:
     try:
-        with gzip.open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-    except (OSError, EOFError) as exc:
-        path.unlink(missing_ok=True)
-        raise DataFetchError(f"{f.url}: not a readable gzip file ({exc}); nothing kept") from exc
-    if h.hexdigest() != f.content_sha256:
-        path.unlink(missing_ok=True)
-        _sidecar(path).unlink(missing_ok=True)
-        raise DataFetchError(
-            f"{f.url}: decompressed content has sha256 {h.hexdigest()}, expected {f.content_sha256}; nothing kept"
-        )
+        check_body(path, f.dest, columns=f.columns, content_sha256=f.content_sha256)
+    except (BodyError, OSError):
+        return False
+    return True
 
 
-def fetch_file(f: RemoteFile, root: Path, *, bar: _Bar | None = None, timeout: float = 60.0) -> bool:
+def _known_hash(f: RemoteFile, path: Path) -> str | None:
+    """The sha256 ``path`` must have: the registry's, else the one recorded at the first fetch (a sidecar).
+
+    A file whose decompressed content is pinned has no recorded hash to hold it to: its content decides
+    (a sidecar left by a corrupt download can then never refuse the genuine file). A file on disk that is
+    not the kind of file it should be (an HTML page pinned by an older socium) is removed with its sidecar.
+    """
+    if f.sha256 is not None:
+        return f.sha256
+    side = _sidecar(path)
+    if f.content_sha256 is not None:
+        return None
+    if path.is_file() and not _body_ok(f, path):
+        path.unlink(missing_ok=True)
+        side.unlink(missing_ok=True)
+        return None
+    return side.read_text(encoding="utf-8").strip() if side.is_file() else None
+
+
+def fetch_file(f: RemoteFile, root: Path, watch: Watch, *, bar: _Bar | None = None) -> bool:
     """Fetch one file into ``root`` unless a verified copy is there; True when it was downloaded.
 
-    The expected hash is the registry's, else the sidecar recorded at the first fetch; a file with
-    neither gets its sidecar now.
+    Raises :class:`DownloadError` (nothing of the failed body is kept under the file's name).
     """
     path = root / f.dest
-    side = _sidecar(path)
-    known = f.sha256 or (side.read_text(encoding="utf-8").strip() if side.is_file() else None)
-    existed = path.is_file() and (known is None or sha256_of(path) == known)
     url = mirrored(f.url)
+    watch.check()
     try:
-        pooch.retrieve(
-            url,
-            known_hash=f"sha256:{known}" if known else None,
-            fname=path.name,
-            path=path.parent,
-            downloader=pooch.HTTPDownloader(progressbar=bar if bar is not None else False, timeout=timeout),
+        known = _known_hash(f, path)
+        if path.is_file():
+            if known is not None and sha256_of(path) == known:
+                return False
+            if known is None and _body_ok(f, path):
+                _record(f, path)
+                return False
+            if known is None:
+                path.unlink()  # not the file it should be: pooch would keep a file it has no hash for
+        downloader = HttpDownload(
+            watch,
+            f.dest,
+            size=f.size,
+            max_size=f.max_size,
+            columns=f.columns,
+            content_sha256=f.content_sha256,
+            progress=bar.update if bar is not None else None,
         )
-    except ValueError as exc:  # pooch's hash mismatch: the temporary file is already gone
-        raise DataFetchError(f"{url}: sha256 does not match the registry ({known}); nothing kept") from exc
-    except requests.RequestException as exc:
-        raise DataFetchError(f"{url}: download failed ({type(exc).__name__}: {exc}); nothing kept") from exc
-    except OSError as exc:
-        raise DataFetchError(f"{path}: cannot write ({exc.strerror or exc}); nothing kept") from exc
-    if f.sha256 is None and not side.is_file():
-        _write_atomic(side, (sha256_of(path) + "\n").encode())
-    _check_content(f, path)
-    if not existed:
+        try:
+            pooch.retrieve(
+                url,
+                known_hash=f"sha256:{known}" if known else None,
+                fname=path.name,
+                path=path.parent,
+                downloader=downloader,
+            )
+        except ValueError as exc:  # pooch's hash mismatch (the downloader raises no ValueError)
+            if f.sha256:
+                where = "the registry's"
+            else:  # trust on first use: say how to accept a file that really changed upstream
+                where = f"the one recorded at the first fetch; delete {_sidecar(path)} to accept the new file"
+            raise DownloadError("checksum", f"{url}: sha256 does not match {where} ({known}); nothing kept") from exc
+        _record(f, path)
         os.chmod(path, _file_mode())
-    return not existed
+    except OSError as exc:
+        raise DownloadError("write", f"{path}: cannot write ({exc.strerror or exc}); nothing kept") from exc
+    except DownloadError:
+        if bar is not None:
+            bar.reset()
+        raise
+    return True
+
+
+def _record(f: RemoteFile, path: Path) -> None:
+    """Write (or correct) the sidecar of a file the registry gives no sha256 for, after it verified."""
+    if f.sha256 is not None:
+        return
+    side, digest = _sidecar(path), sha256_of(path)
+    if not side.is_file() or side.read_text(encoding="utf-8").strip() != digest:
+        _write_atomic(side, (digest + "\n").encode())
 
 
 def _clean_stale_parts(dirs: Iterable[Path]) -> None:
-    """Remove pooch's temporary files left by a download that was killed (never a finished file)."""
+    """Remove pooch's temporary files left by a download that was killed (never a finished file).
+
+    Only under the fetch lock: another fetch's temporary files are never touched while it runs.
+    """
     for d in dirs:
         if d.is_dir():
             for p in d.iterdir():
-                if p.is_file() and _POOCH_TMP.match(p.name):
+                if (p.name.startswith(".part-") or _POOCH_TMP.match(p.name)) and p.is_file():
                     p.unlink(missing_ok=True)
 
 
@@ -205,14 +264,18 @@ def pack_ok(ds: DataSet, root: Path) -> bool:
 
 
 def _pack(ds: DataSet, root: Path) -> None:
-    """Pack the fetched files into ``ds.pack`` in registry order (temporary name, then rename)."""
+    """Pack the fetched files into ``ds.pack`` in registry order (temporary name, then rename).
+
+    The same bytes on every fetch: fixed mtimes, modes and owner, GNU format, and the gzip header's file
+    name set to the tarball's own (gzip otherwise records the temporary file's random name).
+    """
     assert ds.pack is not None and ds.pack_root is not None
     base, out = root / ds.pack_root, root / ds.pack
     dirs: set[str] = set()
     with tempfile.NamedTemporaryFile(dir=out.parent, delete=False, prefix=".part-") as raw:
         try:
             with (
-                gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz,
+                gzip.GzipFile(filename=out.name, fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz,
                 tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tf,
             ):
                 for f in ds.files:
@@ -235,20 +298,86 @@ def _pack(ds: DataSet, root: Path) -> None:
     shutil.rmtree(base)
 
 
+def _new_dirs(root: Path, files: Iterable[RemoteFile], extra: Iterable[str] = ()) -> list[Path]:
+    """The folders a fetch of ``files`` would create under ``root`` that do not exist yet (deepest first)."""
+    out: set[Path] = set()
+    for rel in [f.dest for f in files] + list(extra):
+        for parent in Path(rel).parents[:-1]:
+            if not (root / parent).exists():
+                out.add(root / parent)
+    return sorted(out, key=lambda p: len(p.parts), reverse=True)
+
+
+def _remove_empty(dirs: Iterable[Path]) -> None:
+    """Remove the folders of ``dirs`` that are empty (deepest first), so none is listed as found."""
+    for d in dirs:
+        try:
+            d.rmdir()
+        except OSError:
+            pass  # not empty (or already gone): kept
+
+
+def _run_all(files: list[RemoteFile], work: Callable[[RemoteFile], None], workers: int, watch: Watch) -> None:
+    """Run ``work`` on every file in daemon threads; Ctrl-C cancels them all at once.
+
+    Why not ThreadPoolExecutor: its threads are joined at interpreter exit and each one sat in a blocked
+    read, so Ctrl-C left the fetch running for minutes. Here the main thread only waits; on Ctrl-C it
+    cancels the watch (which shuts the sockets being read), gives the workers a moment to remove their
+    temporary files, and returns; a worker still blocked is a daemon and dies with the process.
+    """
+    todo: queue.SimpleQueue[RemoteFile] = queue.SimpleQueue()
+    for f in files:
+        todo.put(f)
+
+    n = max(1, min(workers, len(files)))
+    done = threading.Semaphore(0)  # one release per finished worker
+
+    def loop() -> None:
+        try:
+            while True:
+                try:
+                    f = todo.get_nowait()
+                except queue.Empty:
+                    return
+                work(f)
+        finally:
+            watch.end_thread()
+            done.release()
+
+    # Waiting on a semaphore, not Thread.join: a join interrupted by Ctrl-C can mark a live thread as
+    # stopped (CPython 3.11's bpo-45274 handling), and the wait for the cancelled workers then returned at
+    # once, before they removed their temporary files.
+    for i in range(n):
+        threading.Thread(target=loop, name=f"socium-fetch-{i}", daemon=True).start()
+    finished = 0
+    try:
+        while finished < n:
+            if done.acquire(timeout=0.2):
+                finished += 1
+    except KeyboardInterrupt:
+        watch.cancel("interrupted")
+        end = time.monotonic() + 3.0
+        while finished < n and done.acquire(timeout=max(0.0, end - time.monotonic())):
+            finished += 1
+        raise
+
+
 def fetch_dataset(
     ds: DataSet,
     root: Path,
+    watch: Watch,
     *,
     progress: Progress | None = None,
     workers: int = 8,
-    timeout: float = 60.0,
 ) -> FetchReport:
     """Fetch every file of ``ds`` into ``root`` (several at a time), then pack it if the registry says so."""
     report = FetchReport(ds.name)
     if pack_ok(ds, root):
-        report.present = len(ds.files)
+        report.present = report.total = len(ds.files)
         return report
-    files = ds.all_files(root)
+    files = list(ds.all_files(root))
+    report.total = len(files)
+    made = _new_dirs(root, files, [ds.pack] if ds.pack else [])
     _clean_stale_parts({(root / f.dest).parent for f in files})
     task = progress.add_task(ds.name, total=ds.size or None) if progress is not None else None
     lock = threading.Lock()
@@ -256,10 +385,14 @@ def fetch_dataset(
     def one(f: RemoteFile) -> None:
         bar = _Bar(progress, task) if progress is not None else None
         try:
-            got = fetch_file(f, root, bar=bar, timeout=timeout)
-        except DataFetchError as exc:
+            got = fetch_file(f, root, watch, bar=bar)
+        except DownloadError as exc:
             with lock:
-                (report.skipped if ds.optional else report.errors).append(str(exc))
+                (report.skipped if ds.optional and exc.cause == "notfound" else report.errors).append(exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - a bug must fail its file, not silently end a worker thread
+            with lock:
+                report.errors.append(DownloadError("bug", f"{f.dest}: {type(exc).__name__}: {exc}"))
             return
         with lock:
             if got:
@@ -267,11 +400,69 @@ def fetch_dataset(
             else:
                 report.present += 1
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        list(pool.map(one, files))
-    if ds.pack is not None and not report.errors:
-        _pack(ds, root)
+    try:
+        _run_all(files, one, workers, watch)
+        if ds.pack is not None and not report.errors:
+            _pack(ds, root)
+    finally:
+        _remove_empty(made)
     return report
+
+
+def summarize(errors: list[DownloadError]) -> list[str]:
+    """One phrase per cause (and host, for an unreachable one): how many files, the first message."""
+    groups: dict[tuple[str, str | None], list[DownloadError]] = {}
+    for e in errors:
+        groups.setdefault((e.cause, e.host if e.cause == "unreachable" else None), []).append(e)
+    out = []
+    for (cause, _), errs in groups.items():
+        if cause in ("unreachable", "deadline", "interrupted"):
+            out.append(f"{errs[0]} ({len(errs):,} file(s) not fetched)")
+        elif len(errs) == 1:
+            out.append(str(errs[0]))
+        else:
+            words = _CAUSE_WORDS.get(cause, cause)
+            out.append(f"{len(errs):,} file(s) {words}, e.g. {errs[0]}")
+    return out
+
+
+def _check_target(target: Path) -> None:
+    """Refuse, in one line, a data folder that is a file, a device, or cannot be created or written."""
+    named = f" ({ENV_VAR})" if os.environ.get(ENV_VAR) else ""
+    try:
+        st = target.stat()
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise DataFetchError(f"{target}{named}: cannot use it as the data folder ({exc.strerror or exc})") from exc
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        kind = "a file" if stat.S_ISREG(st.st_mode) else "not a folder (a device, pipe or socket)"
+        raise DataFetchError(f"{target}{named}: is {kind}, not a folder; name a folder for the data")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataFetchError(f"{target}{named}: cannot create the data folder ({exc.strerror or exc})") from exc
+    if not os.access(target, os.W_OK | os.X_OK):
+        raise DataFetchError(f"{target}{named}: the data folder is not writable")
+
+
+def _lock(target: Path, watch: Watch, say: Callable[[str], None]) -> filelock.BaseFileLock:
+    """Hold the data folder's fetch lock, waiting (within the deadline) for a fetch already running there."""
+    lock = filelock.FileLock(str(target / LOCK_NAME))
+    try:
+        lock.acquire(timeout=0.05)
+        return lock
+    except filelock.Timeout:
+        say(f"waiting for another `socium data fetch` into {target} to finish ...")
+    except OSError as exc:
+        raise DataFetchError(f"{target}: cannot lock the data folder ({exc.strerror or exc})") from exc
+    try:
+        lock.acquire(timeout=max(0.0, watch.deadline - time.monotonic()))
+    except filelock.Timeout as exc:
+        raise DataFetchError(
+            f"{target}: another `socium data fetch` held the folder past the deadline ({watch.deadline_s:.0f} s)"
+        ) from exc
+    return lock
 
 
 def fetch(
@@ -281,19 +472,57 @@ def fetch(
     say: Callable[[str], None] = print,
     show_progress: bool = True,
     workers: int = 8,
-    timeout: float = 60.0,
+    deadline: float = DEFAULT_DEADLINE_S,
     sets: list[DataSet] | None = None,
 ) -> list[FetchReport]:
     """Fetch the named data sets (all when none) into ``root`` (default :func:`default_target`).
 
-    Raises :class:`DataFetchError` naming every file that failed, after trying all of them.
+    ``deadline`` bounds the whole fetch, in seconds. Raises :class:`DataFetchError` (one line: each cause
+    of failure, with how many files it hit) after trying every file, :class:`FetchInterrupted` on Ctrl-C.
     """
     chosen = sets if sets is not None else select(tuple(names))
+    mirror = os.environ.get(MIRROR_ENV, "")
+    if mirror:
+        check_mirror(mirror, MIRROR_ENV)
     target = (root or default_target()).expanduser()
-    target.mkdir(parents=True, exist_ok=True)
+    _check_target(target)
     pooch.get_logger().setLevel("WARNING")
-    say(f"data folder: {target}")
+    say(f"data folder: {target}" + (f"  (mirror: {redact(mirror)})" if mirror else ""))
+    watch = Watch(deadline, mirror=mirror or None)
     reports: list[FetchReport] = []
+    try:
+        lock = _lock(target, watch, say)
+        try:
+            _fetch_all(chosen, target, watch, reports, say=say, show_progress=show_progress, workers=workers)
+        finally:
+            lock.release()
+    except KeyboardInterrupt:
+        watch.cancel("interrupted")
+        raise FetchInterrupted(
+            "interrupted; the files verified so far are kept: `socium data fetch` again resumes"
+        ) from None
+    finally:
+        watch.close()
+    failed = [(r, r.errors) for r in reports if r.errors]
+    if failed:
+        parts = [
+            f"{r.name}: {len(errs):,} of {r.total:,} file(s) failed: " + "; ".join(summarize(errs))
+            for r, errs in failed
+        ]
+        raise DataFetchError(" | ".join(parts))
+    return reports
+
+
+def _fetch_all(
+    chosen: list[DataSet],
+    target: Path,
+    watch: Watch,
+    reports: list[FetchReport],
+    *,
+    say: Callable[[str], None],
+    show_progress: bool,
+    workers: int,
+) -> None:
     progress = (
         Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn())
         if show_progress
@@ -302,20 +531,26 @@ def fetch(
     for ds in chosen:
         for line in describe(ds):
             say(line)
-        if progress is not None:
-            with progress:
-                reports.append(fetch_dataset(ds, target, progress=progress, workers=workers, timeout=timeout))
-        else:
-            reports.append(fetch_dataset(ds, target, workers=workers, timeout=timeout))
+        try:
+            if progress is not None:
+                with progress:
+                    reports.append(fetch_dataset(ds, target, watch, progress=progress, workers=workers))
+            else:
+                reports.append(fetch_dataset(ds, target, watch, workers=workers))
+        except OSError as exc:  # packing: a full disk, a folder made read-only under us
+            raise DataFetchError(f"{ds.name}: cannot write in {target} ({exc.strerror or exc})") from exc
         r = reports[-1]
-        say(f"  -> {r.downloaded} downloaded, {r.present} already there and verified" + _tail(r))
-    errors = [e for r in reports for e in r.errors]
-    if errors:
-        more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
-        raise DataFetchError(f"{len(errors)} file(s) failed: " + "; ".join(errors[:5]) + more)
-    return reports
+        say(f"  -> {r.downloaded:,} downloaded, {r.present:,} already there and verified" + _tail(r))
+        for line in summarize(r.skipped):
+            say(f"     skipped: {line}")
+        for line in summarize(r.errors):
+            say(f"     FAILED: {line}")
+        if r.errors and ds.pack is not None:
+            say(f"     not packed into {ds.pack}: the verified files are kept for the next fetch to complete")
+        if watch.reason is not None:
+            break  # deadline or Ctrl-C: the other data sets are not started
 
 
 def _tail(r: FetchReport) -> str:
-    out = f", {len(r.skipped)} not available upstream (skipped)" if r.skipped else ""
-    return out + (f", {len(r.errors)} FAILED" if r.errors else "")
+    out = f", {len(r.skipped):,} not available upstream (skipped)" if r.skipped else ""
+    return out + (f", {len(r.errors):,} FAILED" if r.errors else "")

@@ -33,11 +33,17 @@ TWITTER15_REPO = "gszswork/Twitter15_16_dataset"
 TWITTER15_COMMIT = "6a33ebd91d4cafeb5a42eabc5727226fec7bb0e5"
 OASIS_REPO = "camel-ai/oasis"
 OASIS_COMMIT = "46cdc8d31496b93706ce3d95d7eddc637c0678e2"
-OASIS_HF_DATASET = "oasis-agent/oasis-dataset"
-OASIS_HF_REVISION = "main"  # not pinned: the dataset's commit could not be looked up offline
+#: OASIS's Hugging Face dataset; it moved from ``oasis-agent/oasis-dataset`` (camel-ai/oasis PR #188, README).
+OASIS_HF_DATASET = "echo-yiyiyi/oasis-dataset"
+#: Not pinned: Hugging Face resolves a commit hash as a revision, but the dataset's commits could not be
+#: looked up here (no network). Every body is checked to be a CSV with the columns socium reads before its
+#: sha256 is recorded; set a commit here once known.
+OASIS_HF_REVISION = "main"
 SOTOPIA_REPO = "sotopia-lab/sotopia-space"
 SOTOPIA_COMMIT = "12c13d807a62ce523ff87afefacb307b277b1604"
 SNAP_URL = "https://snap.stanford.edu/data/facebook_combined.txt.gz"
+CED_REPO = "thunlp/Chinese_Rumor_Dataset"
+CED_COMMIT = "c1178d8cfd4c245c296889a51fc252b17c9037c5"  # 2018-12-24
 
 
 class DataRegistryError(SociumError):
@@ -67,6 +73,8 @@ class RemoteFile:
     sha256: str | None  # None: recorded at the first fetch (a ``.sha256`` sidecar), checked afterwards
     size: int | None = None
     content_sha256: str | None = None  # for a .gz whose own bytes are not pinned: sha256 of its content
+    max_size: int | None = None  # the cap on a body whose size is not known (default download.MAX_UNSIZED)
+    columns: tuple[str, ...] = ()  # a CSV's columns socium reads: a body without them is refused
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,24 @@ def _twitter15_files() -> tuple[RemoteFile, ...]:
         raise DataRegistryError(f"{path}: cannot read the Twitter15 file list: {exc}") from exc
 
 
+@cache
+def _ced_files() -> tuple[RemoteFile, ...]:
+    """CED's 6,775 upstream files at the pinned commit, each with its size and sha256 (``ced_files.tsv``: the
+    manifest computed from that commit, the ``.DS_Store`` files left out)."""
+    path = Path(__file__).with_name("ced_files.tsv")
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh, delimiter="\t"))
+        return tuple(
+            RemoteFile(
+                f"ced/.download/{r['path']}", github_raw(CED_REPO, CED_COMMIT, r["path"]), r["sha256"], int(r["size"])
+            )
+            for r in rows
+        )
+    except (OSError, csv.Error, KeyError, TypeError, ValueError) as exc:
+        raise DataRegistryError(f"{path}: cannot read the CED file list: {exc}") from exc
+
+
 def _oasis(path: str, sha256: str, size: int, dest: str | None = None) -> RemoteFile:
     return RemoteFile(
         f"oasis-reference/{dest or path.removeprefix('data/')}",
@@ -121,8 +147,10 @@ def _oasis(path: str, sha256: str, size: int, dest: str | None = None) -> Remote
     )
 
 
+_CED_PACK = "ced/ced.tar.gz"
 _TOPICS_CSV = "oasis-reference/twitter_dataset/all_topics.csv"
 _TOPIC_DIR = "oasis-reference/twitter_dataset/anonymous_topic_200_1h"
+_TOPIC_COLUMNS = ("user_id",)  # what the propagation experiment reads a topic's users by
 
 
 def _oasis_topic_files(root: Path) -> tuple[RemoteFile, ...]:
@@ -136,7 +164,13 @@ def _oasis_topic_files(root: Path) -> tuple[RemoteFile, ...]:
     in_repo = {"False_Business_0"}
     hf = f"https://huggingface.co/datasets/{OASIS_HF_DATASET}/resolve/{OASIS_HF_REVISION}"
     return tuple(
-        RemoteFile(f"{_TOPIC_DIR}/{n}.csv", f"{hf}/twitter_dataset/anonymous_topic_200_1h/{n}.csv", None)
+        RemoteFile(
+            f"{_TOPIC_DIR}/{n}.csv",
+            f"{hf}/twitter_dataset/anonymous_topic_200_1h/{n}.csv",
+            None,
+            max_size=16 << 20,
+            columns=_TOPIC_COLUMNS,
+        )
         for n in dict.fromkeys(names)
         if n and n not in in_repo and n.replace("_", "").replace(" ", "").replace("&", "").isalnum()
     )
@@ -277,7 +311,26 @@ _SETS: tuple[DataSet, ...] = (
                 None,
                 None,
                 content_sha256="f41c026ed8af3cc3359f1ca5573d0605fb09ae0eefa34544b820fd8c6e2ef296",
+                max_size=16 << 20,  # the gzip is ~0.2 MB
             ),
+        ),
+    ),
+    DataSet(
+        name="ced",
+        title="CED: Weibo rumour and non-rumour repost cascades, 1,538 + 1,849 (Song et al. 2018)",
+        source=f"https://github.com/{CED_REPO}",
+        version=f"commit {CED_COMMIT} (2018-12-24)",
+        licence="none stated; research use; cite Song et al.; do not republish the texts",
+        citation=(
+            "Song, Tu, Yang, Liu & Sun, CED: Credible Early Detection of Social Media Rumors, arXiv:1811.04175 "
+            "(2018); IEEE TKDE 2021"
+        ),
+        provides=(_CED_PACK,),
+        pack=_CED_PACK,
+        pack_root="ced/.download",
+        notes=(
+            "Packed into ced/ced.tar.gz with the upstream paths (CED_Dataset/...); cascades posted on or after "
+            "2013-07-01 are socium's held-out evaluation set: fit, tune or select nothing on them.",
         ),
     ),
 )
@@ -287,6 +340,7 @@ def datasets() -> dict[str, DataSet]:
     """The registry by name, in the order ``socium data fetch`` (no names) fetches them."""
     out = {d.name: d for d in _SETS}
     out["twitter15"] = replace(out["twitter15"], files=_twitter15_files())
+    out["ced"] = replace(out["ced"], files=_ced_files())
     return out
 
 
@@ -313,3 +367,15 @@ def datasets_for(relpath: str) -> list[DataSet]:
 def fetch_command(relpath: str) -> str:
     """The exact command that fetches what ``relpath`` needs (for ``socium data`` and missing-data errors)."""
     return " ".join(["socium data fetch", *(d.name for d in datasets_for(relpath))])
+
+
+def required_files(relpath: str) -> list[str]:
+    """The files (relative to the data folder) that must all be there for ``relpath`` to count as found:
+    a packed data set's tarball, and every registered file at or under ``relpath`` (so a folder a failed
+    fetch left behind, empty or half-filled, is not reported as present)."""
+    out: list[str] = []
+    for d in _SETS:
+        if d.pack is not None and (d.pack == relpath or d.pack.startswith(relpath + "/")):
+            out.append(d.pack)
+        out += [f.dest for f in d.files if f.dest == relpath or f.dest.startswith(relpath + "/")]
+    return out
