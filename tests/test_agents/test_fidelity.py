@@ -230,7 +230,7 @@ def test_reddit_preset_does_not_offer_repost_or_quote_by_default(tmp_path):
     assert "repost" not in system and "quote_post" not in system
 
 
-def test_all_24_actions_can_be_offered_and_used(tmp_path):
+def test_every_action_can_be_offered_and_used(tmp_path):
     c = cfg(
         steps=3,
         population={"n_agents": 10, "mean_activity": 0.7},
@@ -255,7 +255,7 @@ def test_all_24_actions_can_be_offered_and_used(tmp_path):
     calls = run_scripted(c, tmp_path, answer)
     system = calls[0].messages[0].content
     offered = system.split("Actions: ", 1)[1].split(".", 1)[0].split(", ")
-    assert len(ACTION_TYPES) == 24 and offered == list(ACTION_TYPES)
+    assert offered == list(ACTION_TYPES)  # every row of the action table, in the table's order
     first = next(r for r in calls if r.metadata["agent_id"] == 6)
     assert "\n<<<comment 5 u5 @user5: zzreply>>>" in user_text(first)  # comments are shown to act on
     con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
@@ -414,3 +414,24 @@ def test_schema_offers_no_vote_follow_or_repost_the_platform_would_refuse(tmp_pa
     assert 0 not in enums["like_post"] and enums["unlike_post"] == [0]  # liked already: only un-liking is offered
     assert enums["repost"] == [0]  # neither its own post nor a repost of it
     assert "follow" not in enums and enums["unfollow"] == [0, 1]  # it follows everyone shown already
+
+
+def test_schema_never_offers_a_vote_the_platform_refuses_after_the_opposite_vote(tmp_path):
+    """Issue 41 item 5: like_post on a post the agent disliked (and dislike_post on one it liked) was
+    offered and then refused ("already disliked N; undo that first"); the undo is offered instead."""
+    c = cfg(
+        seed_posts=[{"author": a, "content": t} for a, t in ((0, "one"), (1, "two"), (2, "three"))],
+        seed_actions=[
+            {"agent": 5, "action": {"type": "dislike_post", "post_id": 0}},
+            {"agent": 5, "action": {"type": "like_post", "post_id": 1}},
+        ],
+        llm_agents={"actions": ["like_post", "unlike_post", "dislike_post", "undo_dislike_post", "do_nothing"]},
+    )
+    req = next(r for r in run_scripted(c, tmp_path) if r.metadata["agent_id"] == 5)
+    enums = {
+        v["properties"]["type"]["const"]: v["properties"].get("post_id", {}).get("enum")
+        for v in req.json_schema["anyOf"]
+    }
+    assert "\n<<<0 u0 " in user_text(req) and "\n<<<1 u1 " in user_text(req)
+    assert enums["like_post"] == enums["dislike_post"] == [2]  # only the post it has not voted on
+    assert enums["undo_dislike_post"] == [0] and enums["unlike_post"] == [1]

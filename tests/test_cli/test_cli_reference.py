@@ -56,7 +56,8 @@ def test_help_lists_commands_in_the_order_main_imports_them():
     listed = re.findall(r"^│ ([a-z][a-z-]*) ", r.output, re.M)
     assert listed == [
         *("run", "query", "card", "interview", "config-schema", "data", "sweep", "report", "experiment", "seeds"),
-        *("fit", "validate", "sensitivity", "episodes", "export-sft", "group-episodes", "explore", "population"),
+        *("fit", "validate", "sensitivity", "episodes", "export-sft", "group-episodes", "explore", "forecast"),
+        "population",
     ]
 
 

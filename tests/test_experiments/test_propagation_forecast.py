@@ -9,6 +9,7 @@ import pytest
 
 from socium.core.rng import component_rng
 from socium.experiments.propagation import forecast as F
+from socium.experiments.propagation.predictive import forecast_cascade
 from socium.experiments.propagation.study import PropagationSpec, run_propagation
 from socium.experiments.report import write_report
 from socium.simulator.timing import DelayDistribution, TimingParams
@@ -69,7 +70,7 @@ def test_forecast_beats_the_unconditioned_null_on_fast_and_slow_cascades():
     rows = []
     for s in range(10):
         c = _cascade(200, 0.9 if s % 2 else -0.9, 100 + s)
-        rows.append(F.forecast_cascade(c, TP, CASC_SD, 10, 30, 150, _real(c), component_rng(0, 41, s)))
+        rows.append(forecast_cascade(c, TP, CASC_SD, 10, 30, 150, _real(c), component_rng(0, 41, s)))
     fc = np.mean([r["forecast"]["scale"] for r in rows])
     null = np.mean([r["null"]["scale"] for r in rows])
     assert fc < 0.6 * null, (fc, null)

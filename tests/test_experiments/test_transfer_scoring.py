@@ -89,6 +89,11 @@ def test_population_differences_and_in_sample_scoring_are_warned(tmp_path, saved
     other = tmp_path / "t15fit.json"
     other.write_text(json.dumps(data))
     files = _write_trees(tmp_path / "other", range(300, 303), seed=2)
+    # a format-2 file: the cascades are compared (KS), so another label on a matched population is no warning
+    res = run_propagation(_spec(files, tmp_path, timing_file=str(other), cv={"runs": 2}), tmp_path / "o0")
+    assert res["population_warning"] is None and res["population_ks"]["size"]["n_train"] == 6
+    data.pop("training")  # a file from before format 2: only the recorded kinds can be compared
+    other.write_text(json.dumps(data))
     res = run_propagation(_spec(files, tmp_path, timing_file=str(other), cv={"runs": 2}), tmp_path / "o1")
     assert "trained on twitter15 trees" in res["population_warning"]
     assert "WARNING" in write_report(tmp_path / "o1").html.read_text()

@@ -7,21 +7,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from socium.core.actions import ACTION_TYPES
+from socium.core.actions import ACTION_CLASSES, ACTION_TYPES, BY_TYPE
 
 # The catalogue names the actions only: the JSON schema sent with every call already fixes each action's
 # arguments and the ids it may use (constrained decoding, then validation), so spelling them out again
-# would only cost tokens on every call. A few actions get a note because their effect is not obvious.
+# would only cost tokens on every call. A few actions get a note (the action table's ``note``) because
+# their effect is not obvious.
 ACTION_HELP = {a: a for a in ACTION_TYPES}
-ACTION_NOTES = {
-    "search_posts": "search / trend results are shown to you next time",
-    "search_user": "search / trend results are shown to you next time",
-    "trend": "search / trend results are shown to you next time",
-    "like_comment": "comments are shown under posts",
-    "dislike_comment": "comments are shown under posts",
-    "join_group": "groups: join those listed, post to those you are in",
-    "send_to_group": "groups: join those listed, post to those you are in",
-}
+ACTION_NOTES = {c.type_name: c.meta.note for c in ACTION_CLASSES if c.meta.note}
 
 
 def catalogue(actions: Sequence[str], narrated: bool = False) -> str:
@@ -34,33 +27,6 @@ def catalogue(actions: Sequence[str], narrated: bool = False) -> str:
             n.replace("shown to you", "shown to the character").replace("you are in", "they are in") for n in notes
         ]
     return "Actions: " + ", ".join(names) + "." + "".join(f"\nNote: {n}." for n in notes)
-
-
-_POST_IDS = {
-    "repost",
-    "quote_post",
-    "like_post",
-    "unlike_post",
-    "dislike_post",
-    "undo_dislike_post",
-    "create_comment",
-    "report_post",
-}
-_COMMENT_IDS = {"like_comment", "dislike_comment"}
-_USER_IDS = {"follow", "unfollow", "mute", "unmute"}
-_JOIN_IDS = {"join_group"}  # group ids the agent may join (listed, not a member)
-_MEMBER_IDS = {"leave_group", "send_to_group"}  # group ids the agent is a member of
-GROUP_ACTIONS = frozenset({"create_group", "join_group", "leave_group", "send_to_group"})
-_TEXT = {
-    "create_post": "content",
-    "quote_post": "content",
-    "create_comment": "content",
-    "report_post": "reason",
-    "search_posts": "query",
-    "search_user": "query",
-    "send_to_group": "content",
-    "create_group": "name",
-}
 
 
 #: How every prompt reads its quoted items (:func:`render_post`); in the system prompt, which each
@@ -108,32 +74,24 @@ def action_schema(
     id is not offered.
     """
     variants = []
+    ids_of = {
+        "post": post_ids,
+        "comment": comment_ids,
+        "user": user_ids,
+        "member_group": member_ids,
+        "joinable_group": join_ids,
+    }
     for a in actions:
+        cls = BY_TYPE[a]
         props: dict[str, Any] = {"type": {"const": a}}
-        if ids_for and a in ids_for and (a in _POST_IDS or a in _USER_IDS):
-            key = "post_id" if a in _POST_IDS else "user_id"
-            if not ids_for[a]:
+        key = cls.meta.id_field
+        if key is not None:
+            ids = ids_for[a] if ids_for and a in ids_for else ids_of[cls.meta.target]
+            if not ids:
                 continue
-            props[key] = {"enum": sorted(set(ids_for[a]))}
-        elif a in _POST_IDS:
-            if not post_ids:
-                continue
-            props["post_id"] = {"enum": sorted(set(post_ids))}
-        if a in _COMMENT_IDS:
-            if not comment_ids:
-                continue
-            props["comment_id"] = {"enum": sorted(set(comment_ids))}
-        elif a in _USER_IDS and "user_id" not in props:
-            if not user_ids:
-                continue
-            props["user_id"] = {"enum": sorted(set(user_ids))}
-        gids = join_ids if a in _JOIN_IDS else member_ids if a in _MEMBER_IDS else None
-        if gids is not None:
-            if not gids:
-                continue
-            props["group_id"] = {"enum": sorted(set(gids))}
-        if a in _TEXT:
-            props[_TEXT[a]] = {"type": "string", "maxLength": max_chars}
+            props[key] = {"enum": sorted(set(ids))}
+        if cls.text_field is not None:
+            props[cls.text_field] = {"type": "string", "maxLength": max_chars}
         variants.append({"type": "object", "properties": props, "required": list(props), "additionalProperties": False})
     return {"anyOf": variants}
 

@@ -7,11 +7,12 @@ read apart from the calls that produce the answers.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
 
-from socium.core.actions import parse_action
+from socium.core.actions import BY_TYPE, parse_action
 from socium.core.contracts import Observation
 from socium.platform.text import clean_text
 
@@ -34,40 +35,56 @@ def validate_action(data: Any, obs: Observation, allowed: Sequence[str]) -> Any:
         raise ValueError(f"user_id {uid} is not a user shown to you")
     gid = getattr(action, "group_id", None)
     if gid is not None:
-        member = action.type != "join_group"
+        member = action.meta.target != "joinable_group"
         if gid not in {g.group_id for g in obs.groups if g.member == member}:
             raise ValueError(f"group_id {gid} is not a group {'you are in' if member else 'you were offered to join'}")
     return action
 
 
+@lru_cache(maxsize=64)
+def _narrowed(allowed: tuple[str, ...]) -> tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...]:
+    """(action, target, requires, excludes) of the offered actions whose rows read marks."""
+    return tuple((a, m.target, m.requires, m.excludes) for a in allowed if (m := BY_TYPE[a].meta).marks)
+
+
 def state_aware_ids(
-    obs: Observation, posts: set[int] | None = None, users: set[int] | None = None
+    obs: Observation,
+    allowed: Sequence[str],
+    posts: set[int] | None = None,
+    users: set[int] | None = None,
+    comments: set[int] | None = None,
 ) -> dict[str, list[int]]:
-    """Ids each vote / share / follow action may take given what the agent already did, so the schema
-    never offers what the platform would reject (liking twice, following a followee, reposting oneself).
-    ``posts`` / ``users``: ``obs.shown_posts()`` / ``obs.shown_users()`` when the caller has them."""
-    posts = obs.shown_posts() if posts is None else posts
-    users = obs.shown_users() if users is None else users
-    items = (*obs.feed, *obs.results)
-    liked = {it.post_id for it in items if it.liked}
-    disliked = {it.post_id for it in items if it.disliked}
-    own = {it.post_id for it in items if it.author == obs.agent_id}  # and shares of its own posts:
-    for it in items:  # the platform refuses both
-        mine = {s.post_id for s in it.shared if s.author == obs.agent_id}
-        own |= mine | ({it.post_id} if mine else set())
-    following = set(obs.following) & users
-    return {
-        k: sorted(v)
-        for k, v in (
-            ("like_post", posts - liked),
-            ("unlike_post", liked),
-            ("dislike_post", posts - disliked),
-            ("undo_dislike_post", disliked),
-            ("repost", posts - own),
-            ("follow", users - following),
-            ("unfollow", following),
-        )
-    }
+    """The ids each offered action may take given what the agent already did (the action table's
+    ``requires`` / ``excludes`` marks, which the observation carries for its shown ids as the platform
+    answers them), so the schema never offers what the platform would reject: liking twice or what one
+    disliked, undoing what was not done, following a followee, reposting oneself. Actions without marks
+    are left out (they take every shown id). ``posts`` / ``users`` / ``comments``: ``obs.shown_posts()``
+    / ``obs.shown_users()`` / ``obs.shown_comments()`` when the caller has them."""
+    out: dict[str, list[int]] = {}
+    shown: dict[str, set[int] | None] = {"post": posts, "user": users, "comment": comments}
+    marks = obs.marks
+    for a, target, requires, excludes in _narrowed(tuple(allowed)):
+        ids = shown[target]
+        if ids is None:
+            ids = shown[target] = _shown(obs, target)
+        for m in requires:
+            ids = ids & marks.get(m, _NONE)
+        for m in excludes:
+            if m in marks:
+                ids = ids - marks[m]
+        out[a] = sorted(ids)
+    return out
+
+
+_NONE: frozenset[int] = frozenset()
+
+
+def _shown(obs: Observation, target: str) -> set[int]:
+    if target == "post":
+        return obs.shown_posts()
+    if target == "comment":
+        return obs.shown_comments()
+    return obs.shown_users()  # the only other target a row with marks may have (ActionMeta checks)
 
 
 def validate_answer(

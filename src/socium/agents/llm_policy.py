@@ -297,7 +297,8 @@ class LLMPolicy:
         character is offered exactly what the same agent would be offered alone (groups, state-aware ids)."""
         ac = self.ac
         posts, users = obs.shown_posts(), obs.shown_users()
-        ids_for: dict[str, Sequence[int]] = dict(state_aware_ids(obs, posts, users))
+        comments = obs.shown_comments()
+        ids_for: dict[str, Sequence[int]] = dict(state_aware_ids(obs, self.allowed, posts, users, comments))
         return AP.action_schema(
             self.allowed,
             sorted(posts),
@@ -305,7 +306,7 @@ class LLMPolicy:
             ac.max_content_chars,
             join_ids=[g.group_id for g in obs.groups if not g.member],
             member_ids=[g.group_id for g in obs.groups if g.member],
-            comment_ids=sorted(obs.shown_comments()),
+            comment_ids=sorted(comments),
             ids_for=ids_for,
         )
 

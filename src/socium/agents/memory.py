@@ -22,6 +22,7 @@ from typing import Any, Literal
 import numpy as np
 
 from socium.config.agents import MemoryConfig
+from socium.core.actions import ACTION_CLASSES
 from socium.platform.text import clean_text
 from socium.recsys.embeddings import make_embedder
 
@@ -29,30 +30,10 @@ MemoryKind = Literal["observation", "action", "message", "reflection"]
 KINDS: tuple[str, ...] = ("observation", "action", "message", "reflection")
 MAX_ENTRY_CHARS = 300
 
-# Heuristic importance on Generative Agents' 1..10 scale: what the agent did itself weighs more than
-# what it merely saw; writing weighs more than clicking; a reflection is a conclusion, so it is high.
-ACTION_IMPORTANCE = {
-    "create_post": 6.0,
-    "quote_post": 6.0,
-    "create_comment": 5.0,
-    "repost": 4.0,
-    "follow": 4.0,
-    "unfollow": 4.0,
-    "mute": 4.0,
-    "report_post": 5.0,
-    "send_to_group": 5.0,
-    "create_group": 5.0,
-    "join_group": 3.0,
-    "leave_group": 3.0,
-    "like_post": 2.0,
-    "dislike_post": 2.0,
-    "like_comment": 2.0,
-    "dislike_comment": 2.0,
-    "search_posts": 3.0,
-    "search_user": 3.0,
-    "trend": 2.0,
-    "do_nothing": 1.0,
-}
+# Heuristic importance on Generative Agents' 1..10 scale (the action table's ``importance``): what the
+# agent did itself weighs more than what it merely saw; writing weighs more than clicking; a reflection
+# is a conclusion, so it is high.
+ACTION_IMPORTANCE = {c.type_name: c.meta.importance for c in ACTION_CLASSES}
 REFLECTION_IMPORTANCE = 8.0
 MESSAGE_IMPORTANCE = 5.0
 

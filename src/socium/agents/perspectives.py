@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, Protocol
 
 import numpy as np
@@ -38,6 +39,7 @@ from socium.agents.groups import group_views
 from socium.agents.memory import MemoryStream, WindowMemory
 from socium.agents.profiles import Population
 from socium.config.experiment import ExperimentConfig
+from socium.core import actions as A
 from socium.core.contracts import FeedItem, Observation, SharedPost
 from socium.core.exposure import ExposureSink
 from socium.core.perspective import Perspective, perspective, perspective_names, sees_environment_facts
@@ -191,17 +193,22 @@ def fill_observation(world: ObservedWorld, o: Observation, rec: ExposureSink) ->
         o.datetime = when.strftime("%a %Y-%m-%d %H:%M")
     if st.groups:
         o.groups = group_views(
-            st, o.agent_id, ac.group_messages, ac.groups_listed if "join_group" in ac.actions else 0, pop.usernames
+            st,
+            o.agent_id,
+            ac.group_messages,
+            ac.groups_listed if any(A.meta_of(a).needs == "listed_groups" for a in ac.actions) else 0,
+            pop.usernames,
         )
     pending = world.pending_results.pop(o.agent_id, None)
     if pending is not None:
         kind, query, ids = pending
-        if kind == "search_user":
+        if kind == A.SearchUser.type_name:
             o.results_from = f'users matching "{query}"'
             o.found_users = [(u, pop.usernames[u]) for u in ids if u != o.agent_id]
         else:
-            o.results_from = "trending posts" if kind == "trend" else f'posts matching "{query}"'
-            src = "trend" if kind == "trend" else "search"
+            trend = kind == A.Trend.type_name
+            o.results_from = "trending posts" if trend else f'posts matching "{query}"'
+            src = "trend" if trend else "search"  # the exposure source
             ids = [pid for pid in ids if not st.hidden(pid)]  # removed by moderation since the request
             o.results = [feed_item(st, pop.usernames, pop.stance, o.agent_id, pid, src, r) for r, pid in enumerate(ids)]
             rec.exposure(o.agent_id, [it.post_id for it in o.results], src)
@@ -211,8 +218,7 @@ def fill_observation(world: ObservedWorld, o: Observation, rec: ExposureSink) ->
         if ac.comments_per_post:
             latest = st.comments_of.get(it.post_id, [])[-ac.comments_per_post :]
             it.replies = [_linked(st, pop.usernames, c) for c in latest]
-    # whom it already follows among the users shown: follow / unfollow are offered accordingly
-    o.following = st.follows.following_among(o.agent_id, o.shown_users())
+    o.marks = target_marks(st, o, ac.actions)
     if persp.others_private == "shown_authors":  # "everyone": its group's views, joined by the policy
         for it in (*o.feed, *o.results):
             if it.author != o.agent_id:
@@ -237,6 +243,38 @@ def fill_observation(world: ObservedWorld, o: Observation, rec: ExposureSink) ->
         )
 
 
+@lru_cache(maxsize=64)
+def mark_plan(offered: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(mark, target kinds whose shown ids it is asked about) for the marks the offered actions' rows read."""
+    plan: dict[str, list[str]] = {}
+    for a in offered:
+        meta = A.meta_of(a)
+        for m in meta.marks:
+            kinds = plan.setdefault(m, [])
+            if meta.target not in kinds:
+                kinds.append(meta.target)
+    return tuple((m, tuple(k)) for m, k in plan.items())
+
+
+_SHOWN = {"post": Observation.shown_posts, "comment": Observation.shown_comments, "user": Observation.shown_users}
+
+
+def target_marks(state: Any, o: Observation, offered: Sequence[str]) -> dict[str, set[int]]:
+    """The platform's marks (liked, following, ...) on the ids ``o`` shows that the ``offered`` actions'
+    rules read (the action table's ``requires`` / ``excludes``), so the schema offers each action only
+    where the platform would accept it. Marks no shown id carries are left out."""
+    shown: dict[str, set[int]] = {}
+    out: dict[str, set[int]] = {}
+    for m, kinds in mark_plan(tuple(offered)):
+        for k in kinds:
+            if k not in shown:
+                shown[k] = _SHOWN[k](o)
+        ids = shown[kinds[0]] if len(kinds) == 1 else set().union(*(shown[k] for k in kinds))
+        if ids and (got := state.marked(o.agent_id, m, ids)):
+            out[m] = got
+    return out
+
+
 def show_groups(observations: Sequence[Observation], size: int) -> None:
     """Show each agent its group, for a perspective that sees its group (``others_private: everyone``) but
     is asked one agent at a time: the other members' observations go to ``co_acting``.
@@ -253,7 +291,8 @@ def show_groups(observations: Sequence[Observation], size: int) -> None:
 
 def pending_from(action_type: str, query: str, results: tuple[int, ...]) -> tuple[str, str, list[int]] | None:
     """What a search / trend request leaves to show in the agent's next observation (None: nothing)."""
-    if action_type not in ("search_posts", "search_user", "trend"):
+    cls = A.BY_TYPE.get(action_type)
+    if cls is None or cls.meta.needs != "results":
         return None
     return action_type, query, list(results)
 

@@ -193,11 +193,14 @@ def fit(
     train: list[str] = typer.Option(
         ...,
         "--train",
-        help="Training trees: a Ma et al. tree file, a folder of them, "
-        "'twitter15' (all 1,490 trees) or 'oasis' (OASIS's 134 Twitter15 cascades). Repeatable.",
+        help="Training cascades: a Ma et al. tree file, a folder of them, a cascade-format file (CSV, Parquet, "
+        "JSONL; docs/data.md) or a data set name ('twitter15', 'oasis', 'twitter15-not-oasis'). Repeatable.",
     ),
     out: Path = typer.Option(
-        Path("timing.json"), "--out", help="Parameter file to write (load with timing.params_file)."
+        Path("timing.json"),
+        "--out",
+        help="Fit file to write: self-contained (timing, cascade_sigma, training ids and digest); "
+        "timing.params_file and `socium forecast --fit` read it.",
     ),
     bootstrap: int = typer.Option(
         100, "--bootstrap", min=0, help="Bootstrap resamples of cascades for the 95% CIs (0: none)."
@@ -206,20 +209,30 @@ def fit(
     root_effects: bool = typer.Option(
         True, "--root-effects/--no-root-effects", help="Fit each source author's audience speed (log-delay shift)."
     ),
+    calibrate_intervals: bool = typer.Option(
+        False,
+        "--calibrate-intervals",
+        help="Choose the forecast intervals' dispersion by 5-fold CV on the training cascades (five more fits).",
+    ),
 ) -> None:
     """Fit response delays, influence slopes and per-user activity to real retweet trees; write a parameter file."""
-    from socium.experiments.propagation.fit import fit_timing, load_training_trees, write_fit  # lazy: CLI start-up
-    from socium.experiments.propagation.transfer import training_population  # lazy: CLI start-up
+    from socium.experiments.propagation.fit import load_training_trees  # lazy: CLI start-up
+    from socium.experiments.propagation.fit_file import fit_cascades, write_fit_file  # lazy: CLI start-up
 
     try:
         if what != "propagation":
             raise SociumError(f"fit: unknown target {what!r}; supported: 'propagation'")
         trees = load_training_trees(train)
-        res = fit_timing(
-            list(trees.values()), bootstrap=bootstrap, seed=seed, sources=list(train), with_root_effects=root_effects
+        res = fit_cascades(
+            trees,
+            data=list(train),
+            bootstrap=bootstrap,
+            seed=seed,
+            root_effects=root_effects,
+            calibrate=calibrate_intervals,
+            log=lambda s: err_console.print(s, highlight=False),
         )
-        res["timing"]["meta"]["training"] = training_population(list(train), trees)  # checked when it is scored
-        path = write_fit(res, out)
+        path = write_fit_file(res, out)
     except SociumError as exc:
         _fail(exc)
         return

@@ -15,9 +15,10 @@ from socium.cli import experiments
 from socium.cli import episodes
 from socium.cli import population
 from socium.cli import explore
+from socium.cli import forecast
 # isort: on
 
-COMMAND_MODULES = (run, lookup, experiments, episodes, population, explore)
+COMMAND_MODULES = (run, lookup, experiments, episodes, population, explore, forecast)
 """Imported for what importing does: each registers its commands on :data:`app`, in this order."""
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from socium.config.base import InputFile, OmitWhenDefault, PerspectiveName, _Cfg
+from socium.core.actions import DEFAULT_LLM_ACTIONS, PRESET_ACTIONS, types_where
 
 
 class MemoryConfig(BaseModel):
@@ -109,20 +110,17 @@ class PolicyConfig(_Cfg):
     )
 
 
-DEFAULT_LLM_ACTIONS: dict[str, tuple[str, ...]] = {
-    "x": ("create_post", "repost", "quote_post", "like_post", "dislike_post", "create_comment", "follow", "do_nothing"),
-    "reddit": ("create_post", "like_post", "dislike_post", "create_comment", "follow", "do_nothing"),
-}
-
-
 class LLMAgentConfig(_Cfg):
     """How LLM agents are prompted; what each perspective is shown is fixed by ``perspective``."""
 
     actions: list[str] = Field(
         default_factory=lambda: list(DEFAULT_LLM_ACTIONS["x"]),
-        description="Actions offered to LLM agents: any of the platform preset's actions (all 24 on 'x'). "
-        "Default: " + ", ".join(DEFAULT_LLM_ACTIONS["x"]) + " on 'x'; on 'reddit' the same without repost and "
-        "quote_post.",
+        description="Actions offered to LLM agents: any of the platform preset's actions "
+        f"(all {len(PRESET_ACTIONS['x'])} on 'x'). Default: "
+        + ", ".join(DEFAULT_LLM_ACTIONS["x"])
+        + " on 'x'; on 'reddit': "
+        + ", ".join(DEFAULT_LLM_ACTIONS["reddit"])
+        + ".",
     )
     memory_size: int = Field(
         5,
@@ -155,7 +153,12 @@ class LLMAgentConfig(_Cfg):
     )
     group_messages: int = Field(5, ge=0, le=50, description="Recent messages shown of each group the agent belongs to.")
     groups_listed: int = Field(
-        5, ge=0, le=50, description="Other groups (newest first) shown as joinable when join_group is offered."
+        5,
+        ge=0,
+        le=50,
+        description="Other groups (newest first) shown as joinable when "
+        + " or ".join(types_where(needs="listed_groups"))
+        + " is offered.",
     )
     max_actions_per_activation: int = Field(
         1, ge=1, le=10, description="Actions an LLM agent may take per activation (>1: it answers {actions: [...]})."
@@ -172,7 +175,12 @@ class LLMAgentConfig(_Cfg):
         "what that one quotes, ...).",
     )
     comments_per_post: int = Field(
-        0, ge=0, le=20, description="Latest comments shown under each post (needed for like_comment / dislike_comment)."
+        0,
+        ge=0,
+        le=20,
+        description="Latest comments shown under each post (needed for "
+        + " / ".join(types_where(needs="comments"))
+        + ").",
     )
     persona_fields: list[Literal["bio", "persona", "age", "gender", "mbti", "country", "profession", "interests"]] = (
         Field(

@@ -10,7 +10,6 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from socium.config.agents import (
-    DEFAULT_LLM_ACTIONS,
     InterviewConfig,
     LLMAgentConfig,
     PolicyConfig,
@@ -29,7 +28,7 @@ from socium.config.world import (
     SeedAction,
     SeedPost,
 )
-from socium.core.actions import ACTION_TYPES, PRESET_ACTIONS
+from socium.core.actions import ACTION_TYPES, DEFAULT_LLM_ACTIONS, PRESET_ACTIONS, DoNothing, meta_of
 
 # Seeds and ids land in DuckDB BIGINT columns and numpy uint64 keys: both take any value below 2**63.
 MAX_SEED = 2**63 - 1
@@ -176,11 +175,12 @@ class ExperimentConfig(_Cfg):
                     f"allowed: {', '.join(PRESET_ACTIONS[preset])}"
                 )
         if not ac.actions:
-            raise ValueError("llm_agents.actions: offer at least one action (e.g. do_nothing)")
-        if {"like_comment", "dislike_comment"} & set(ac.actions) and not ac.comments_per_post:
+            raise ValueError(f"llm_agents.actions: offer at least one action (e.g. {DoNothing.type_name})")
+        on_comments = [a for a in ac.actions if a in ACTION_TYPES and meta_of(a).needs == "comments"]
+        if on_comments and not ac.comments_per_post:  # the action table's precondition
             raise ValueError(
-                "llm_agents.comments_per_post: must be at least 1 when like_comment or dislike_comment "
-                "is offered (agents can act only on comments they are shown)"
+                f"llm_agents.comments_per_post: must be at least 1 when {' or '.join(on_comments)} "
+                f"{'is' if len(on_comments) == 1 else 'are'} offered (agents can act only on comments they are shown)"
             )
         if len(set(ac.actions)) != len(ac.actions):
             raise ValueError("llm_agents.actions: lists an action twice")

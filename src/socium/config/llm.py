@@ -1,11 +1,12 @@
 """The ``llm`` section of a run config: which backend answers, and the guards around it.
 
-A leaf of the config tree (imports only pydantic and ``socium.errors``); :mod:`socium.llm.factory`
-turns it into a backend stack, so reading a config never imports a backend.
+A leaf of the config tree (imports only pydantic, ``socium.errors`` and the ground floor's action table);
+:mod:`socium.llm.factory` turns it into a backend stack, so reading a config never imports a backend.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -13,6 +14,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from socium.config.base import InputPath
+from socium.core.actions import DoNothing
 from socium.errors import ConfigError
 
 
@@ -166,7 +168,7 @@ class LLMConfig(BaseModel):
         None, description="embedded: llama.cpp built-in chat template name (chatml, ...); null uses the GGUF file's."
     )
     scripted_responses: list[str] = Field(
-        default_factory=lambda: ['{"action": "do_nothing"}'],
+        default_factory=lambda: [json.dumps({"action": DoNothing.type_name})],
         description="scripted: responses returned in turn, cycling.",
     )
     fake_delay_s: float = Field(0.0, ge=0.0, description="fake: seconds the fake server waits per request.")

@@ -9,7 +9,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from socium.config.base import InputFile, OmitWhenDefault, _Cfg
 from socium.config.moderation import Veracity
-from socium.core.actions import parse_action
+from socium.core.actions import LikePost, SearchPosts, SearchUser, parse_action
 
 
 class PlatformConfig(_Cfg):
@@ -20,7 +20,9 @@ class PlatformConfig(_Cfg):
         2000, ge=1, description="Agent text longer than this is truncated and the truncation recorded."
     )
     trend_window_steps: int = Field(24, ge=1, description="How many recent steps the `trend` action looks back.")
-    search_limit: int = Field(10, ge=1, description="Results returned by search_posts / search_user.")
+    search_limit: int = Field(
+        10, ge=1, description=f"Results returned by {SearchPosts.type_name} / {SearchUser.type_name}."
+    )
     allow_self_rating: bool = Field(
         True, description="Agents may like or dislike their own posts and comments (OASIS allow_self_rating)."
     )
@@ -209,7 +211,7 @@ class SeedAction(_Cfg):
 
     agent: int = Field(ge=0, description="Agent id that performs the action.")
     step: int = Field(0, ge=0, description="Step at whose start the action is applied.")
-    action: dict[str, Any] = Field(description="The action as JSON, e.g. {type: like_post, post_id: 3}.")
+    action: dict[str, Any] = Field(description=f"The action as JSON, e.g. {{type: {LikePost.type_name}, post_id: 3}}.")
 
     @model_validator(mode="after")
     def _valid_action(self) -> SeedAction:

@@ -93,12 +93,16 @@ class Observation:
     memory: list[str] = field(default_factory=list)  # its memory's lines for this prompt
     show_score: bool = False  # platform.show_score: posts show likes - dislikes as one score
     datetime: str | None = None  # the real date and time the step stands for (start_datetime), as shown
-    following: list[int] = field(default_factory=list)  # shown users it already follows (follow / unfollow)
     global_feed: list[FeedItem] = field(default_factory=list)  # perspectives with a global view: trending posts
     stats: str | None = None  # perspectives with a global view: platform-wide counts
     co_acting: list[Observation] | None = None  # grouped perspectives: the others acting with it, whose views it sees
     platform_notice: str | None = None  # moderation.prebunk: the inoculation text shown before the feed
     prebunk_shown: int | None = None  # the step the prebunk notice was shown (moderation reads it afterwards)
+
+    # The platform's marks on the shown ids that the offered actions' rules read (the action table's
+    # ``requires`` / ``excludes``: liked, following, ...), mark -> ids carrying it, so the answer schema
+    # offers an action only on targets the platform would accept.
+    marks: dict[str, set[int]] = field(default_factory=dict)
 
     def own_profile(self) -> AgentProfile:
         """The agent's own profile, which every LLM agent's observation carries (a rule-based one has none)."""

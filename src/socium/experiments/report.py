@@ -22,6 +22,7 @@ from socium.experiments.intervention.report import build as _intervention
 from socium.experiments.opinions.herding import herding_metrics
 from socium.experiments.opinions.polarisation import polarisation_metrics
 from socium.experiments.opinions.report import herding, herding_tables, polarisation, stance_section
+from socium.experiments.propagation.forecast_report import forecast_report
 from socium.experiments.propagation.report import propagation
 from socium.experiments.spec import RESULTS_FILE, connect, read_results
 from socium.reporting import plots as P
@@ -231,6 +232,7 @@ def write_report(path: str | Path) -> Report:
             "polarisation": polarisation,
             "compare": compare,
             "intervention": _intervention,
+            "forecast": forecast_report,
         }
         if res.get("experiment") not in builders:
             raise RunDirError(f"{path}: unknown experiment {res.get('experiment')!r} in {RESULTS_FILE}")

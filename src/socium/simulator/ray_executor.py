@@ -119,6 +119,7 @@ def pack_observations(obs: Sequence[Observation]) -> list[tuple]:
             (o.groups, [_feed_tuple(i) for i in o.results], o.results_from, o.found_users)
             if (o.groups or o.results_from)
             else None,
+            o.marks or None,  # the platform's marks the answer schema narrows ids by (LLM agents only)
             _pack_shown(o) if o.profile is not None or o.platform_notice is not None else None,
         )
         for o in obs
@@ -132,7 +133,6 @@ def _pack_shown(o: Observation) -> tuple:
         o.memory,
         o.show_score,
         o.datetime,
-        o.following,
         [_feed_tuple(i) for i in o.global_feed],
         o.stats,
         None if o.co_acting is None else pack_observations(o.co_acting),
@@ -143,13 +143,15 @@ def _pack_shown(o: Observation) -> tuple:
 
 def unpack_observations(packed: list[tuple]) -> list[Observation]:
     out = []
-    for a, s, t, h, feed, st, ex, more, shown in packed:
+    for a, s, t, h, feed, st, ex, more, marks, shown in packed:
         o = Observation(a, s, t, h, [FeedItem(*i) for i in feed], st, ex)
+        if marks is not None:
+            o.marks = marks
         if more is not None:
             o.groups, results, o.results_from, o.found_users = more
             o.results = [FeedItem(*i) for i in results]
         if shown is not None:
-            o.profile, o.memory, o.show_score, o.datetime, o.following, top, o.stats, co, notice, pb = shown
+            o.profile, o.memory, o.show_score, o.datetime, top, o.stats, co, notice, pb = shown
             o.global_feed = [FeedItem(*i) for i in top]
             o.co_acting = None if co is None else unpack_observations(co)
             o.platform_notice, o.prebunk_shown = notice, pb

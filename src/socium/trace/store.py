@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from socium.core.actions import vote_signs
 from socium.errors import ConfigError, TraceError
 
 TABLES = (
@@ -46,8 +47,26 @@ VOLATILE = {
 }
 
 
+def votes_view_sql() -> str:
+    """The ``votes`` view: every accepted vote and undo as a +1 / -1 delta on its target, its type list and
+    signs generated from the action table (:func:`socium.core.actions.vote_signs`)."""
+    rows = vote_signs()
+    case = "\n".join(f"            WHEN '{t}' THEN {v}" for t, v in rows)
+    types = ", ".join(f"'{t}'" for t, _ in rows)
+    return (
+        "CREATE OR REPLACE VIEW votes AS\n"
+        "SELECT step, agent_id, CAST(coalesce(json_extract(args, '$.post_id'), json_extract(args, '$.comment_id')) "
+        "AS BIGINT) AS target,\n"
+        f"       CASE type\n{case}\n       END AS delta,\n"
+        "       type, seq, origin\n"
+        "FROM actions\n"
+        f"WHERE outcome = 'ok' AND type IN ({types});\n"
+    )
+
+
 def _schema_sql() -> str:
-    return resources.files("socium.trace").joinpath("schema.sql").read_text(encoding="utf-8")
+    """schema.sql plus the views generated from the action table (``votes``)."""
+    return resources.files("socium.trace").joinpath("schema.sql").read_text(encoding="utf-8") + votes_view_sql()
 
 
 # DuckDB settings for a connection that runs SQL a user typed: the trace and nothing else. Without

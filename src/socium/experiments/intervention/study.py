@@ -28,6 +28,7 @@ from pydantic import Field, model_validator
 from socium.config.base import PerspectiveName
 from socium.config.experiment import ExperimentConfig
 from socium.config.loading import config_from_dict
+from socium.core import actions as A
 from socium.core.intervals import mean_interval, nonnegative_interval
 from socium.data.datadir import data_dir, require
 from socium.errors import ConfigError, InputFileError
@@ -55,7 +56,14 @@ DEFAULT_STRATEGIES: dict[str, dict[str, Any]] = {
     "removal+suspension": {"kind": "fact_check", "params": {"delay": 1}, "remove": True, "suspend_after": 2},
     "prebunk": {"prebunk": {"fraction": 0.5}},
 }
-DEFAULT_ACTIONS = ["repost", "quote_post", "like_post", "create_comment", "report_post", "do_nothing"]
+DEFAULT_ACTIONS = [
+    A.Repost.type_name,
+    A.QuotePost.type_name,
+    A.LikePost.type_name,
+    A.CreateComment.type_name,
+    A.ReportPost.type_name,
+    A.DoNothing.type_name,
+]
 
 
 class InterventionSpec(ExperimentSpec):

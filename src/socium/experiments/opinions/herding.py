@@ -30,6 +30,7 @@ import numpy as np
 from pydantic import Field
 
 from socium.config.loading import config_from_dict
+from socium.core import actions as A
 from socium.core.intervals import N_BOOT
 from socium.data.datadir import data_dir, require
 from socium.errors import ConfigError, InputFileError, TraceError
@@ -55,7 +56,7 @@ REFERENCE = {
     "up_final_mean_lift": 0.25,
     "down": "negative herding neutralised: the crowd corrects down-treated items",
 }
-DEFAULT_ACTIONS = ["like_post", "dislike_post", "create_comment", "do_nothing"]
+DEFAULT_ACTIONS = [A.LikePost.type_name, A.DislikePost.type_name, A.CreateComment.type_name, A.DoNothing.type_name]
 
 
 class HerdingSpec(ExperimentSpec):
@@ -166,7 +167,7 @@ def herding_configs(spec: HerdingSpec, out: Path) -> tuple[Any, list[str]]:
         {
             "agent": experimenter,
             "step": 0,
-            "action": {"type": "like_post" if g == "up" else "dislike_post", "post_id": i},
+            "action": {"type": (A.LikePost if g == "up" else A.DislikePost).type_name, "post_id": i},
         }
         for i, (_, g) in enumerate(items)
         if g != "control"

@@ -30,6 +30,7 @@ import numpy as np
 from pydantic import Field
 
 from socium.config.loading import config_from_dict
+from socium.core import actions as A
 from socium.data.datadir import data_dir, require
 from socium.errors import InputFileError
 from socium.experiments.spec import (
@@ -59,7 +60,14 @@ SEED_POST = (
 ISSUE = (
     "Whether Helen should give up her safe income to write a risky, ambitious novel (-1 safe path .. +1 take the risk)."
 )
-DEFAULT_ACTIONS = ["create_post", "repost", "quote_post", "like_post", "create_comment", "do_nothing"]
+DEFAULT_ACTIONS = [
+    A.CreatePost.type_name,
+    A.Repost.type_name,
+    A.QuotePost.type_name,
+    A.LikePost.type_name,
+    A.CreateComment.type_name,
+    A.DoNothing.type_name,
+]
 GROUPS = Q.CAMPS
 _SENT = re.compile(r"(?<=[.!?])\s+")
 

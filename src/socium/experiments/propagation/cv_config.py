@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from socium.errors import ConfigError
 from socium.experiments.propagation.population import run_defaults
@@ -49,6 +49,19 @@ class CVSpec(BaseModel):
     fit_bootstrap: int = Field(
         0, ge=0, description="Bootstrap resamples for the per-fold fit's CIs (0: point fit only)."
     )
+    split: Literal["random", "chronological"] = Field(
+        "random",
+        description="random: seeded folds; chronological: cascades ordered by posting time and cut into `folds` "
+        "blocks, block k scored by a fit on blocks 0..k-1 (train on earlier cascades, score later ones).",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_default_split(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave ``split`` out while it is 'random', so every spec written before the key dumps as it did."""
+        data = handler(self)
+        if data.get("split") == "random":
+            del data["split"]
+        return data
 
 
 def replicate_rows(rows: list[Any], copies: int) -> list[Any]:

@@ -31,6 +31,7 @@ kernel is the fold's fitted delay law and only the branching ratio comes from th
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +42,6 @@ from scipy import special
 
 from socium.core.intervals import mean_interval, nonnegative_interval, proportion_interval
 from socium.experiments.propagation.curves import nrmse
-from socium.experiments.propagation.hawkes import hawkes_scale, kernel_scale, powerlaw_scale
 from socium.experiments.propagation.realcascades import CascadeTree
 from socium.simulator.timing import MIN_DELAY_MIN, DelayDistribution, TimingParams
 from socium.trace.queries.curves import CURVE_NAMES, node_depths
@@ -98,7 +98,10 @@ def edge_shift(c: CascadeArrays, tp: TimingParams) -> NDArray[np.float64]:
 
 
 class _LogLaw:
-    """CDF, inverse CDF and log density of ``log D`` on a fine grid (every family, truncation included)."""
+    """CDF, inverse CDF and log density of ``log D`` on a fine grid (every family, truncation included).
+
+    Built through :func:`log_law`, which keeps the last few: one fit's law is the same for every cascade,
+    and building it (6,000 CDF evaluations) cost more than the replicas of a typical cascade."""
 
     def __init__(self, dist: DelayDistribution) -> None:
         self.y = np.linspace(_LOG_LO, _LOG_HI, _LOG_N)
@@ -116,6 +119,21 @@ class _LogLaw:
         return np.interp(u, self.F, self.y)
 
 
+_LAWS: dict[str, _LogLaw] = {}
+_LAWS_MAX = 8
+
+
+def log_law(dist: DelayDistribution) -> _LogLaw:
+    """The grid law of ``dist``, cached by its family and parameters (identical inputs, identical grid)."""
+    key = json.dumps([dist.family, dist.params], sort_keys=True, default=lambda o: repr(np.asarray(o).tolist()))
+    law = _LAWS.get(key)
+    if law is None:
+        if len(_LAWS) >= _LAWS_MAX:
+            _LAWS.pop(next(iter(_LAWS)))
+        law = _LAWS[key] = _LogLaw(dist)
+    return law
+
+
 def observed_mask(c: CascadeArrays, m: float) -> NDArray[np.bool_]:
     """Nodes seen by minute ``m`` (the source always); delays are clamped to parents, so this is a subtree."""
     return (c.delay <= m) | (c.parent < 0)
@@ -131,7 +149,7 @@ def speed_posterior(
     """
     if casc_sd <= 0:
         return np.zeros(1), np.ones(1)
-    law = _LogLaw(tp.delay.narrowed(casc_sd))
+    law = log_law(tp.delay.narrowed(casc_sd))
     g = np.linspace(-GRID_SD * casc_sd, GRID_SD * casc_sd, GRID_POINTS)
     obs = observed_mask(c, m)
     shift = edge_shift(c, tp)
@@ -169,10 +187,10 @@ def replica_times(
     if condition:
         grid, w = speed_posterior(c, tp, casc_sd, m)
         g = rng.choice(grid, size=runs, p=w)
-        law = _LogLaw(tp.delay.narrowed(casc_sd) if casc_sd > 0 else tp.delay)
+        law = log_law(tp.delay.narrowed(casc_sd) if casc_sd > 0 else tp.delay)
     else:
         g = np.zeros(runs)
-        law = _LogLaw(tp.delay)
+        law = log_law(tp.delay)
     shift = edge_shift(c, tp)
     t = np.zeros((runs, n))
     t[:, obs] = c.delay[obs]
@@ -269,48 +287,6 @@ def seismic_scale(
 def window_nrmse(sim: NDArray[np.float64], real: NDArray[np.float64], start: int, minutes: int) -> float:
     """NRMSE over minutes ``start .. minutes-1`` only, normalised by the real curve's maximum there."""
     return nrmse(np.asarray(sim, float)[start:minutes], np.asarray(real, float)[start:minutes], minutes - start)
-
-
-def forecast_cascade(
-    c: CascadeArrays,
-    tp: TimingParams,
-    casc_sd: float,
-    m: int,
-    runs: int,
-    minutes: int,
-    real: dict[str, NDArray],
-    rng: np.random.Generator,
-) -> dict[str, dict[str, float | None]]:
-    """NRMSE over minutes ``m..minutes-1`` of the forecast, the unconditioned null, SEISMIC and Hawkes
-    (the last two scale only).
-
-    Both simulated models use the same uniforms (common random numbers), so their difference is the
-    conditioning, not Monte-Carlo noise.
-    """
-    seed_state = rng.bit_generator.state
-    out: dict[str, dict[str, float | None]] = {}
-    for name, cond in (("forecast", True), ("null", False)):
-        rng.bit_generator.state = seed_state
-        sims = curves_from_times(c.parent, replica_times(c, tp, casc_sd, m, runs, rng, cond), minutes)
-        out[name] = {k: window_nrmse(sims[k].mean(0), real[k], m, minutes) for k in CURVE_NAMES}
-        out[name]["final_scale"] = float(sims["scale"].mean(0)[-1])
-    sz = seismic_scale(c, m, minutes, cap=len(c.parent))
-    out["seismic"] = {"scale": window_nrmse(sz, real["scale"], m, minutes), "depth": None, "max_breadth": None}
-    p, n_star = seismic_infectiousness(c, m)
-    out["seismic"].update(final_scale=float(sz[-1]), p_n_star=p * n_star)
-    sd = seismic_scale(c, m, minutes, cap=len(c.parent), self_exciting=False)
-    out["seismic_direct"] = {"scale": window_nrmse(sd, real["scale"], m, minutes), "depth": None, "max_breadth": None}
-    out["seismic_direct"]["final_scale"] = float(sd[-1])
-    hz, fit = hawkes_scale(c.delay, m, minutes, cap=len(c.parent))
-    out["hawkes"] = {"scale": window_nrmse(hz, real["scale"], m, minutes), "depth": None, "max_breadth": None}
-    out["hawkes"].update(final_scale=float(hz[-1]), kappa=fit.kappa, beta=fit.beta)
-    hp, pl = powerlaw_scale(c.delay, m, minutes, cap=len(c.parent))
-    out["hawkes_powerlaw"] = {"scale": window_nrmse(hp, real["scale"], m, minutes), "depth": None, "max_breadth": None}
-    out["hawkes_powerlaw"].update(final_scale=float(hp[-1]), kappa=pl.kappa, c=pl.c, theta=pl.theta)
-    hk, kappa = kernel_scale(c.delay, m, minutes, tp.delay.cdf, cap=len(c.parent))
-    out["hawkes_cv_kernel"] = {"scale": window_nrmse(hk, real["scale"], m, minutes), "depth": None, "max_breadth": None}
-    out["hawkes_cv_kernel"].update(final_scale=float(hk[-1]), kappa=kappa)
-    return out
 
 
 def forecast_summary(rows: list[dict[str, Any]], m: int, seed: int = 0) -> dict[str, Any]:

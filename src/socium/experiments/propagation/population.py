@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from socium.core import actions as A
 from socium.data.datadir import data_dir
 from socium.errors import ConfigError, InputFileError
 from socium.experiments.propagation.realcascades import CascadeTree
@@ -23,7 +24,13 @@ from socium.trace.queries.cascades import propagation_curves
 from socium.trace.queries.curves import cascade_curves_from_events
 from socium.trace.queries.runs import open_run
 
-DEFAULT_ACTIONS = ["repost", "quote_post", "like_post", "create_comment", "do_nothing"]
+DEFAULT_ACTIONS = [
+    A.Repost.type_name,
+    A.QuotePost.type_name,
+    A.LikePost.type_name,
+    A.CreateComment.type_name,
+    A.DoNothing.type_name,
+]
 
 
 class PopulationSpec(Protocol):

@@ -118,7 +118,10 @@ class CascadeNode:
 
 @dataclass(frozen=True)
 class CascadeTree:
-    """A cleaned cascade; ``nodes`` is in attachment order (source first, then by delay)."""
+    """A cleaned cascade; ``nodes`` is in attachment order (source first, then by delay).
+
+    Keys of ``nodes`` are user IDs for Ma et al. trees (one node per user there) and ``node_id`` for
+    cascade-format rows, whose users are in ``node_users``."""
 
     source: str
     root_user: str
@@ -126,12 +129,15 @@ class CascadeTree:
     nodes: dict[str, CascadeNode]
     defects: DefectReport
     horizon_min: float | None
+    node_users: dict[str, str] | None = None
+    """User of each node key when keys are not user IDs (cascade-format rows: a user may reshare twice)."""
 
     def events(self) -> tuple[list[str], NDArray[np.int64], NDArray[np.float64]]:
         """User IDs, parent indices (-1 = source) and delays in the form curves.py consumes."""
-        users = list(self.nodes)
-        index = {u: i for i, u in enumerate(users)}
+        keys = list(self.nodes)
+        index = {u: i for i, u in enumerate(keys)}
         parent = np.array([-1 if n.parent is None else index[n.parent] for n in self.nodes.values()], dtype=np.int64)
+        users = keys if self.node_users is None else [self.node_users[k] for k in keys]
         return users, parent, np.array([n.delay for n in self.nodes.values()], dtype=np.float64)
 
     @property

@@ -18,7 +18,11 @@ MAX_CASCADE_PLOTS = 24
 def propagation_cv(rep: Report, res: dict[str, Any]) -> list[Path]:
     """Cross-validated scores: only held-out cascades, mean NRMSE with bootstrap CIs per model."""
     cv = res["spec"]["cv"]
-    rep.heading(f"Propagation, {cv['folds']}-fold cross-validation")
+    if cv.get("split") == "chronological":  # the key is in the dumped spec only when not the default
+        rep.heading(f"Propagation, chronological cross-validation ({cv['folds']} blocks by posting time)")
+        rep.note("Each block is scored by a fit on the blocks posted before it; the first block is only trained on.")
+    else:
+        rep.heading(f"Propagation, {cv['folds']}-fold cross-validation")
     rep.note(
         f"{counted(len(res['cascades']), 'cascade')}; timing fitted on the train folds, every score on the held-out "
         "fold only "

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from socium.core import actions as A
 from socium.experiments.propagation.cv_config import CVSpec, cv_run_config, replicate_rows
 from socium.experiments.propagation.forecast import CascadeArrays, observed_mask, speed_posterior
 from socium.experiments.propagation.population import cascade_population, earliest_users
@@ -94,7 +95,7 @@ def seed_reposts(c: CascadeArrays, m: float, dt: float, runs: int) -> list[dict[
         par = int(c.parent[i])
         target = r if par == 0 else post[(r, par)]
         post[(r, i)] = runs + k
-        actions.append({"agent": r * n + i, "step": s, "action": {"type": "repost", "post_id": target}})
+        actions.append({"agent": r * n + i, "step": s, "action": {"type": A.Repost.type_name, "post_id": target}})
     return actions
 
 

@@ -136,8 +136,17 @@ class PropagationSpec(ExperimentSpec):
     @model_validator(mode="after")
     def _forecast_in_cv(self) -> PropagationSpec:
         if self.observe_minutes is not None:
-            if self.cv is None or fit_file(self):
-                raise ValueError("observe_minutes: forecasting is scored in cross-validation; add cv: (no saved fit)")
+            if fit_file(self):  # cv: without the fit would refit on the very cascades to be forecast
+                raise ValueError(
+                    f"observe_minutes: a saved fit ({fit_file(self)}) forecasts with `socium forecast --fit FILE "
+                    "--cascades ...` (never refitted); a spec's observe_minutes is the cross-validation's, which "
+                    "fits its own folds"
+                )
+            if self.cv is None:
+                raise ValueError(
+                    "observe_minutes: the forecast is scored in cross-validation here (add cv:); to apply a saved "
+                    "fit use `socium forecast`"
+                )
             if self.observe_minutes >= self.minutes:
                 raise ValueError(f"observe_minutes: {self.observe_minutes} leaves nothing of minutes={self.minutes}")
         if self.cv is not None and "forecast_sim" in self.cv.models:

@@ -9,8 +9,10 @@ per model exactly as a cross-validation fold scores its held-out cascades
 What the fit was trained on matters: fitting on all 1,490 Twitter15 trees instead of OASIS's 134 made
 held-out scale NRMSE worse by +0.040 (issue 28). So the fit file records its training population
 (:func:`training_population`: which data, which kind, how many trees, their sizes), results.json and the
-report print it beside the scored population, and a warning is raised when the two differ in kind or
-in typical size.
+report print it beside the scored population. A fit file of format 2 also records the training cascades'
+size, depth and early-share distributions; then the warning compares those with the scored cascades' by
+KS (:mod:`~socium.experiments.propagation.transfer_check`, issue 37: the kinds warned on a matched
+population). An older file falls back to the kinds and the median size.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ from socium.core.intervals import nonnegative_interval
 from socium.errors import ConfigError, InputFileError
 from socium.experiments.propagation.cv import score_cascade
 from socium.experiments.propagation.cv_config import CVSpec
+from socium.experiments.propagation.fit_file import population_stats
 from socium.experiments.propagation.population import oasis_topics
 from socium.experiments.propagation.realcascades import CascadeTree, oasis_cascade_ids
+from socium.experiments.propagation.transfer_check import ks_table, ks_warning
 from socium.experiments.spec import write_results
 from socium.simulator.timing import TimingParams
 from socium.trace.queries.curves import CURVE_NAMES
@@ -141,7 +145,13 @@ def run_propagation_transfer(
     cv = transfer_settings(spec)
     train = (timing.get("meta") or {}).get("training")
     scored = scored_population(spec, trees)
-    warning = population_warning(train, scored)
+    stats = (data.get("training") or {}).get("stats") if isinstance(data.get("training"), dict) else None
+    ks: dict[str, Any] = {}
+    if stats:  # a format-2 fit file: compare the cascades themselves (KS), not the one-word kinds
+        ks = ks_table(stats, population_stats(trees))
+        warning = ks_warning(ks)
+    else:
+        warning = population_warning(train, scored)
     overlap = sorted(set((train or {}).get("ids") or ()) & set(trees))
     if overlap:  # scoring a fit on its own training trees is not transfer: say so, loudly
         warning = f"{len(overlap)} scored cascades were in the fit's training trees (e.g. {overlap[0]}); " + (
@@ -180,6 +190,7 @@ def run_propagation_transfer(
         },
         "scored_population": {k: v for k, v in scored.items() if k != "ids"},
         "population_warning": warning,
+        "population_ks": ks,
         "in_training": overlap,
         "cascades": per_cascade,
         "summary": summary,

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import duckdb
 import numpy as np
 
+from socium.core import actions as A
 from socium.errors import ConfigError, TraceError
 from socium.trace.queries.curves import cascade_curves_from_events
 
@@ -120,8 +121,8 @@ def likes(con: Con, roots: Sequence[int]) -> dict[int, int]:
     """Post likes anywhere in each cascade of ``roots`` (only roots with a like appear)."""
     rows = con.execute(
         "SELECT p.root_id, count(*) FROM votes v JOIN posts p ON p.post_id = v.target "
-        "WHERE v.delta > 0 AND v.type = 'like_post' AND p.root_id IN (SELECT unnest(?::BIGINT[])) GROUP BY 1",
-        [[int(r) for r in roots]],
+        "WHERE v.delta > 0 AND v.type = ? AND p.root_id IN (SELECT unnest(?::BIGINT[])) GROUP BY 1",
+        [A.LikePost.type_name, [int(r) for r in roots]],
     ).fetchall()
     return {int(r): int(n) for r, n in rows}
 

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import duckdb
 
+from socium.core import actions as A
+
 Con = duckdb.DuckDBPyConnection
 
 
@@ -20,8 +22,9 @@ def seeded_claims(con: Con) -> list[tuple[int, int, str]]:
         "SELECT p.post_id, p.step, v.veracity FROM posts p JOIN post_veracity v USING (post_id) "
         "WHERE p.kind = 'original' AND v.veracity IN ('true', 'false') "
         "AND p.post_id IN (SELECT post_id FROM actions "
-        "WHERE origin = 'seed' AND type = 'create_post' AND outcome = 'ok') "
-        "ORDER BY p.post_id"
+        "WHERE origin = 'seed' AND type = ? AND outcome = 'ok') "
+        "ORDER BY p.post_id",
+        [A.CreatePost.type_name],
     ).fetchall()
     return [(int(p), int(s), str(v)) for p, s, v in rows]
 

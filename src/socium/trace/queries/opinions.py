@@ -26,6 +26,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from socium.core import actions as A
 from socium.core.intervals import MIN_N, N_BOOT, proportion_interval
 from socium.core.rng import component_rng
 from socium.errors import ConfigError, TraceError
@@ -111,8 +112,8 @@ def herding_votes(con: Con) -> HerdingVotes:
     items = [
         int(r[0])
         for r in con.execute(
-            "SELECT post_id FROM actions WHERE origin = 'seed' AND type = 'create_post' AND outcome = 'ok' "
-            "ORDER BY post_id"
+            "SELECT post_id FROM actions WHERE origin = 'seed' AND type = ? AND outcome = 'ok' ORDER BY post_id",
+            [A.CreatePost.type_name],
         ).fetchall()
     ]
     treat = {

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import duckdb
 
+from socium.core import actions as A
+
 Con = duckdb.DuckDBPyConnection
 
 
@@ -35,7 +37,7 @@ def crowd_votes(con: Con) -> tuple[int, float | None]:
 def seeded_votes(con: Con) -> int:
     """Post likes and dislikes the experiment seeded (a herding design's treatment)."""
     row = con.execute(
-        "SELECT count(*) FROM actions WHERE origin = 'seed' AND type IN ('like_post', 'dislike_post')"
+        "SELECT count(*) FROM actions WHERE origin = 'seed' AND list_contains(?, type)", [list(A.POST_VOTES)]
     ).fetchone()
     return int(row[0]) if row else 0
 

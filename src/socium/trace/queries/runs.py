@@ -15,6 +15,7 @@ from typing import Any
 
 import duckdb
 
+from socium.core import actions as A
 from socium.errors import TraceError
 from socium.trace.store import TABLES, open_trace, recorded_config, require_store
 
@@ -159,7 +160,8 @@ def own_posts(con: Con) -> int:
     """Posts the crowd wrote on its own (not seeded, not by bots, fact-checkers or a person)."""
     row = con.execute(
         "SELECT count(*) FROM actions WHERE origin NOT IN ('seed', 'bot', 'fact_checker', "
-        "'manual') AND type = 'create_post' AND outcome = 'ok'"
+        "'manual') AND type = ? AND outcome = 'ok'",
+        [A.CreatePost.type_name],
     ).fetchone()
     return int(row[0]) if row else 0
 

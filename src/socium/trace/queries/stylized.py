@@ -12,6 +12,8 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from socium.core import actions as A
+
 Con = duckdb.DuckDBPyConnection
 
 
@@ -37,7 +39,8 @@ def stylized_inputs(con: Con) -> dict[str, Any]:
     last = con.execute("SELECT agent_id, arg_max(stance, step) AS s FROM stances GROUP BY agent_id").fetchnumpy()
     eng = con.execute(
         "SELECT target, count(*) AS c FROM votes WHERE delta > 0 AND origin != 'seed' "
-        "AND type IN ('like_post', 'dislike_post') GROUP BY target"
+        "AND list_contains(?, type) GROUP BY target",
+        [list(A.POST_VOTES)],
     ).fetchnumpy()
     k = con.execute("SELECT json_extract(config, '$.recsys.k') FROM runs").fetchone()
     return {
