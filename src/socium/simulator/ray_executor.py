@@ -34,7 +34,7 @@ per policy by ``capabilities_of``):
 - ``partition(observations, n) -> list[list[Observation]]`` (``Partitioner``): how to split one step over ``n``
   shards when ``agent_id % n`` would change results (script mode's narrator groups are chunks
   of the *sorted active set*; a partition keeps each group on one shard).
-- Trace rows an actor produces must travel in ``Decision.meta`` (as ``llm_calls`` do). Rows a
+- Trace rows an actor produces must travel with its decisions (as LLM calls do, in ``Decision.calls``). Rows a
   policy returns from ``drain_rows()`` inside an actor are handed to the driver policy's
   ``absorb_rows(rows)``; without that hook the run stops rather than lose them.
 """
