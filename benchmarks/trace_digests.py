@@ -196,7 +196,8 @@ def compare(a_path: Path, b_path: Path) -> int:
     for name in a:
         fa, fb = a[name]["files"], b.get(name, {}).get("files", {})
         n_tab = sum(len(f["tables"]) for f in fa.values())
-        same = fa == fb and a[name]["rc"] == b.get(name, {}).get("rc")
+        tables_a = {rel: f["tables"] for rel, f in fa.items()}
+        same = tables_a == {rel: f["tables"] for rel, f in fb.items()} and a[name]["rc"] == b.get(name, {}).get("rc")
         only_inputs = {  # differs only in the recorded input file's sha256 (see record)
             rel: {t: d for t, d in f["tables"].items() if t != "runs"} | {"r": f.get("runs_without_input_digests")}
             for rel, f in fa.items()
