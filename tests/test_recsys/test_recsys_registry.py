@@ -46,9 +46,9 @@ class OnlyNewest:
 
 
 def test_builtins_by_name():
-    assert set(BUILTIN) == {"chronological", "random", "reddit_hot", "x", "global"}
+    assert set(BUILTIN) == {"chronological", "random", "reddit_hot", "x", "global", "foryou"}
     for name in BUILTIN:
-        params = {"embedder": "hashing"} if name == "x" else {}
+        params = {"embedder": "hashing"} if name in ("x", "foryou") else {}
         assert isinstance(make_recommender(RecsysConfig(kind=name, params=params)), Recommender)
 
 

@@ -257,6 +257,13 @@ class LLMPolicy:
         """Calls made but not yet handed to the driver (a step that failed midway still logs them)."""
         return self._cache.drain() if self._cache is not None else []
 
+    def keep_calls(self, calls: list[tuple[str, Any, LLMResult, str]]) -> None:
+        """Calls made elsewhere for this policy (a Ray actor's, salvaged when a signal cut its step off), to be
+        handed over by the next :meth:`drain_calls` with this process's own."""
+        if self._cache is None:
+            self._cache = RecordingCache()
+        self._cache.pending.extend(calls)
+
     def persona_kw(self) -> dict[str, Any]:
         """How an agent's own profile is shown in every prompt about it (turns, surveys, interviews)."""
         return {"persona_fields": self.ac.persona_fields, "issue": self.cfg.population.issue}

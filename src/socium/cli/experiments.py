@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import shlex
+import signal
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import typer
 from rich.table import Table
@@ -19,6 +21,7 @@ from socium.cli.app import (
     console,
     err_console,
 )
+from socium.cli.signals import Stopped, stop_on_signals
 from socium.core.console_text import plain
 from socium.errors import BudgetExceeded, SociumError
 from socium.reporting.progress import RichProgress, reporting
@@ -90,6 +93,12 @@ def sweep(
         raise typer.Exit(1)
 
 
+def _say_stopped(stop: Stopped, way_on: str) -> NoReturn:
+    """The last line of a command stopped by SIGTERM / SIGINT, then exit 128 + the signal (as a shell does)."""
+    err_console.print(plain(f"stopped by {signal.Signals(stop.signum).name}: {way_on}"))
+    raise typer.Exit(128 + stop.signum)
+
+
 @app.command()
 def report(
     run_dir: Path = typer.Argument(
@@ -101,7 +110,11 @@ def report(
     """Write RUN_DIR/report/index.html with PNG plots and series.json; print a summary table."""
     from socium.experiments.report import write_report  # lazy: CLI start-up
 
-    rep = _read_run(write_report, run_dir)
+    try:
+        with stop_on_signals():
+            rep = _read_run(write_report, run_dir)
+    except Stopped as stop:  # was exit -15 with no line
+        _say_stopped(stop, f"{run_dir / 'report'} may be incomplete; `socium report {shlex.quote(str(run_dir))}` again")
     _print_report_tables(rep)
     console.print(f"report: {rep.html}  ({len(rep.images)} plots, series in {rep.out_dir / 'series.json'})")
 
@@ -128,13 +141,16 @@ def experiment(
 
     try:
         spec, target = prepare_experiment(kind, spec_file, out, set_)  # a bad spec fails before any display
-        with RichProgress(f"{kind} experiment", "runs", console, disable=quiet) as prog, reporting(prog):
-            run_prepared(kind, spec, target, force=force, log=prog.note)
-        console.print(prog.summary(), highlight=False)
-        if not no_report:
-            rep = write_report(target)
-            _print_report_tables(rep)
-            console.print(f"report: {rep.html}")
+        with stop_on_signals():
+            with RichProgress(f"{kind} experiment", "runs", console, disable=quiet) as prog, reporting(prog):
+                run_prepared(kind, spec, target, force=force, log=prog.note)
+            console.print(prog.summary(), highlight=False)
+            if not no_report:
+                rep = write_report(target)
+                _print_report_tables(rep)
+                console.print(f"report: {rep.html}")
+    except Stopped as stop:  # was exit -15 with no line; each run closed its trace on the way out
+        _say_stopped(stop, "finished runs and committed steps are kept; rerun the same command to continue")
     except BudgetExceeded as exc:
         err_console.print(
             f"stopped: {exc}; committed steps are kept; rerun the same command to resume", highlight=False
@@ -189,12 +205,17 @@ def seeds(
 
 @app.command()
 def fit(
-    what: str = typer.Argument(..., help="What to fit: 'propagation' (the exposure-timing layer)."),
+    what: str = typer.Argument(
+        ...,
+        help="What to fit: 'propagation' (the exposure-timing layer) or 'foryou' (the foryou recommender's "
+        "value model, to a finished foryou run given as --train).",
+    ),
     train: list[str] = typer.Option(
         ...,
         "--train",
         help="Training cascades: a Ma et al. tree file, a folder of them, a cascade-format file (CSV, Parquet, "
-        "JSONL; docs/data.md) or a data set name ('twitter15', 'oasis', 'twitter15-not-oasis'). Repeatable.",
+        "JSONL; docs/data.md) or a data set name ('twitter15', 'oasis', 'twitter15-not-oasis'). Repeatable. "
+        "For 'foryou': one finished foryou run directory.",
     ),
     out: Path = typer.Option(
         Path("timing.json"),
@@ -219,9 +240,12 @@ def fit(
     from socium.experiments.propagation.fit import load_training_trees  # lazy: CLI start-up
     from socium.experiments.propagation.fit_file import fit_cascades, write_fit_file  # lazy: CLI start-up
 
+    if what == "foryou":
+        _fit_foryou(train, out)
+        return
     try:
         if what != "propagation":
-            raise SociumError(f"fit: unknown target {what!r}; supported: 'propagation'")
+            raise SociumError(f"fit: unknown target {what!r}; supported: 'propagation', 'foryou'")
         trees = load_training_trees(train)
         res = fit_cascades(
             trees,
@@ -248,6 +272,28 @@ def fit(
     console.print(f"wrote {path}  (use it with timing: {{kind: exposure, params_file: {path}}})")
 
 
+def _fit_foryou(train: list[str], out: Path) -> None:
+    """``socium fit foryou --train RUN --out vm.json``: the value model calibrated to RUN's own agents."""
+    import json
+
+    from socium.recsys.foryou.fitting import fit_run  # lazy: CLI start-up
+    from socium.recsys.foryou.value_model import FEATURES, HEADS
+
+    try:
+        if len(train) != 1:
+            raise SociumError("fit foryou: give exactly one finished foryou run directory as --train")
+        model = fit_run(train[0])
+        out.write_text(json.dumps(model.to_json(), indent=1), encoding="utf-8")
+    except (SociumError, OSError) as exc:
+        _fail(exc if isinstance(exc, SociumError) else SociumError(f"fit foryou: cannot write {out}: {exc}"))
+        return
+    table = Table("head", *FEATURES, title=f"foryou value model fitted to {train[0]}")
+    for h, row in zip(HEADS, model.coef.tolist()):
+        table.add_row(h, *(f"{v:.3g}" for v in row))
+    console.print(table)
+    console.print(f"wrote {out}  (use it with recsys.params.value_model: {out})")
+
+
 @app.command()
 def validate(
     target: Path = typer.Argument(
@@ -262,7 +308,7 @@ def validate(
 
     try:
         card = scorecard(target)
-        j, h = write_scorecard(card, out or target / "report")
+        j, h = write_scorecard(card, out or target / "report", named=out is not None)
     except SociumError as exc:
         _fail(exc)
         return

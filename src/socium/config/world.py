@@ -146,7 +146,7 @@ class GraphConfig(_Cfg):
 class RecsysConfig(_Cfg):
     kind: str = Field(
         "chronological",
-        description="Built-in recommender (chronological, random, reddit_hot, x, global) or a dotted path "
+        description="Built-in recommender (chronological, random, reddit_hot, x, global, foryou) or a dotted path "
         "'pkg.module:Class' (see docs/recsys.md).",
     )
     k: int = Field(5, ge=1, le=200, description="Posts per feed.")

@@ -46,9 +46,11 @@ class ModeratedRecommender:
         got = self.base.feeds(state, users, k * self.overfetch + len(state.mod.removed) + 4, step, rng)
         out = []
         for f in got:
-            kept = [(p, s) for p, s in zip(f.post_ids, f.sources) if not state.hidden(p)]
-            score = [self.factor(state, p) / (1.0 + r) for r, (p, _) in enumerate(kept)]
+            why = f.explain if f.explain is not None else (None,) * len(f.post_ids)
+            kept = [(p, s, w) for p, s, w in zip(f.post_ids, f.sources, why) if not state.hidden(p)]
+            score = [self.factor(state, p) / (1.0 + r) for r, (p, _, _) in enumerate(kept)]
             # factor 0 means "never shown" (moderation.downrank's contract), even in a feed with room to spare
             order = [i for i in sorted(range(len(kept)), key=lambda i: (-score[i], i)) if score[i] > 0][:k]
-            out.append(Feed(tuple(kept[i][0] for i in order), tuple(kept[i][1] for i in order)))
+            explain = tuple(kept[i][2] or () for i in order) if f.explain is not None else None  # the recommender's why
+            out.append(Feed(tuple(kept[i][0] for i in order), tuple(kept[i][1] for i in order), explain))
         return out

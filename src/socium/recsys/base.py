@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -18,10 +18,15 @@ SOURCES = ("in_network", "out_of_network", "global", "random", "search")
 
 @dataclass(frozen=True, slots=True)
 class Feed:
-    """Post ids in rank order, each with the channel it came through (logged to ``exposures``)."""
+    """Post ids in rank order, each with the channel it came through (logged to ``exposures``).
+
+    ``explain``: optionally, one tuple per post in ``core.exposure.EXPLANATION_COLUMNS`` order (why it
+    was shown); recorded as those ``exposures`` columns. None for every recommender but ``foryou``.
+    """
 
     post_ids: tuple[int, ...]
     sources: tuple[str, ...]
+    explain: tuple[tuple[Any, ...], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -57,3 +62,21 @@ class Recommender(Protocol):
 
     def feeds(self, state: PlatformState, users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
         """One feed of at most ``k`` posts per user, in the order of ``users``."""
+
+
+ServedHook = Callable[["PlatformState", int, np.ndarray, np.ndarray], None]
+
+
+def served_hook(rec: object) -> ServedHook | None:
+    """The ``served(state, step, agent_ids, post_ids)`` method of ``rec`` or of the recommender it wraps
+    (``.base``), or None. The simulator calls it once per step with that step's recorded exposures, and
+    again when a resumed run replays them, so a recommender that remembers what it served (``foryou``:
+    impressions, already-seen posts) rebuilds the same memory either way."""
+    seen: set[int] = set()
+    while rec is not None and id(rec) not in seen:
+        seen.add(id(rec))
+        fn = getattr(rec, "served", None)
+        if callable(fn):
+            return fn
+        rec = getattr(rec, "base", None)
+    return None

@@ -25,6 +25,7 @@ from socium.core.plugins import check_protocol_class, import_class
 from socium.errors import ConfigError
 from socium.recsys.base import Recommender, RecsysContext
 from socium.recsys.chronological import ChronologicalRecommender
+from socium.recsys.foryou import ForYouRecommender
 from socium.recsys.refresh import RefreshMix
 from socium.recsys.simple import GlobalRecommender, RandomRecommender, RedditHotRecommender
 from socium.recsys.x import XRecommender
@@ -35,6 +36,7 @@ BUILTIN: dict[str, Callable[..., Recommender]] = {
     "reddit_hot": RedditHotRecommender,
     "x": XRecommender,
     "global": GlobalRecommender,
+    "foryou": ForYouRecommender,
 }
 
 

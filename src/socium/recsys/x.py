@@ -255,6 +255,14 @@ class XRecommender:
             feeds.append(Feed(tuple(post_ids), tuple(sources)))
         return feeds
 
+    def out_of_network(self, state: PlatformState, users: np.ndarray, step: int, t: int) -> list[np.ndarray]:
+        """Each user's best ``t`` out-of-network post ids (about ``t - 16`` when many authors are
+        excluded), by this recommender's out-of-network score: the retrieval the ``foryou`` feed reuses."""
+        users = np.asarray(users, dtype=np.int64)
+        self._catch_up(state)
+        owner, fol = followee_pairs(state, users)
+        return self._out_of_network(state, users, owner, fol, step, t + _SLACK)
+
     # ---- introspection (tests, benchmarks, notebooks) -----------------------------------------
     def interest(self, user: int) -> np.ndarray:
         """The unit-norm interest vector of one user (creates it from the profile if needed)."""

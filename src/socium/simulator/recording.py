@@ -10,11 +10,18 @@ import pyarrow as pa
 
 from socium.agents.call_log import CallLog
 from socium.core.actions import Outcome, action_args
+from socium.core.exposure import EXPLANATION_COLUMNS, EXPLANATION_NAMES
 from socium.platform.posts import KIND_NAMES
 from socium.platform.state import PlatformState
 from socium.platform.text import clean_text
 
 TEXT_FIELDS = ("content", "name", "reason", "query")
+_ARROW = {
+    "DOUBLE": pa.float64(),
+    "BOOLEAN": pa.bool_(),
+    "INTEGER": pa.int32(),
+    "DOUBLE[]": pa.list_(pa.float64()),
+}  # Arrow type of each core.exposure.EXPLANATION_COLUMNS type
 
 
 def clean_action(action: Any, max_chars: int) -> tuple[Any, bool, bool]:
@@ -45,6 +52,7 @@ class StepRecorder:
     exposures: dict[str, list] = field(
         default_factory=lambda: {k: [] for k in ("step", "agent_id", "post_id", "rank", "source")}
     )
+    explained: dict[str, list] | None = None  # EXPLANATION_COLUMNS, once some feed explained itself
     stances: dict[str, list] = field(default_factory=lambda: {"step": [], "agent_id": [], "stance": []})
     extra: dict[str, dict[str, list]] = field(default_factory=dict)
     flags: dict[int, tuple[bool, bool]] = field(default_factory=dict)
@@ -84,14 +92,25 @@ class StepRecorder:
         ):
             a[k].append(v)
 
-    def exposure(self, agent: int, post_ids: tuple[int, ...] | list[int], source: str | tuple[str, ...]) -> None:
+    def exposure(
+        self,
+        agent: int,
+        post_ids: tuple[int, ...] | list[int],
+        source: str | tuple[str, ...],
+        explain: tuple[tuple[Any, ...], ...] | None = None,
+    ) -> None:
         e = self.exposures
         n = len(post_ids)
+        if explain is not None and self.explained is None:  # the first explained feed: earlier rows get NULLs
+            self.explained = {name: [None] * len(e["step"]) for name in EXPLANATION_NAMES}
         e["step"].extend([self.step] * n)
         e["agent_id"].extend([agent] * n)
         e["post_id"].extend(post_ids)
         e["rank"].extend(range(n))
         e["source"].extend([source] * n if isinstance(source, str) else source)
+        if self.explained is not None:
+            for j, name in enumerate(EXPLANATION_NAMES):
+                self.explained[name].extend([row[j] for row in explain] if explain is not None else [None] * n)
 
     def withdraw_exposures(self, agent: int, posts: list[tuple[int, str]] | list[list[Any]]) -> None:
         """Remove ``agent``'s exposure rows of these (post id, source) pairs: a policy dropped them from
@@ -106,6 +125,18 @@ class StepRecorder:
         if len(keep) < len(e["step"]):
             for k, col in e.items():
                 e[k] = [col[i] for i in keep]
+            if self.explained is not None:
+                for k, col in self.explained.items():
+                    self.explained[k] = [col[i] for i in keep]
+
+    def _exposure_batch(self) -> pa.Table:
+        """The step's exposures; with the explanation columns only if some feed explained itself."""
+        tbl = _typed(self.exposures, {"post_id": pa.int64(), "rank": pa.int16()})
+        if self.explained is None:
+            return tbl
+        for name, typ in EXPLANATION_COLUMNS:
+            tbl = tbl.append_column(name, pa.array(self.explained[name], type=_ARROW[typ]))
+        return tbl
 
     def stance(self, agent: int, value: float) -> None:
         self.stances["step"].append(self.step)
@@ -152,7 +183,7 @@ class StepRecorder:
         out: dict[str, Any] = {
             "posts": _typed(posts, {"parent_id": pa.int64(), "post_id": pa.int64(), "root_id": pa.int64()}),
             "actions": _typed(self.actions, {"post_id": pa.int64(), "reason": pa.string(), "rationale": pa.string()}),
-            "exposures": _typed(self.exposures, {"post_id": pa.int64(), "rank": pa.int16()}),
+            "exposures": self._exposure_batch(),
             "stances": self.stances,
             "follow_events": _typed(follows, {"event": pa.int8()}),
             "groups": groups,

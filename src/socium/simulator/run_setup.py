@@ -17,6 +17,7 @@ import shutil
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from socium.llm.base import event_loop_kind
 from socium.simulator.inputs import changed_inputs, config_diff, inputs_json
 from socium.simulator.step_agents import memory_line, remember
 from socium.simulator.world import World
+from socium.trace.queries import exposures
 from socium.trace.queries import restore as rq
 from socium.trace.rundir import REPLACED_BY_FORCE, check_run_files, held_run_error, refuse_foreign, write_run_file
 from socium.trace.store import TraceStore, read_run_row
@@ -201,7 +203,8 @@ class RunSetUp:
                     waiting = perspectives.pending_from(typ, getattr(action, "query", ""), got.results)
                     if waiting is not None:
                         pending[agent] = waiting
-            world.after_actions(step, recorded=mod_events.get(step, ()))
+            shown = partial(exposures.served_at, con, step)  # read only for a recommender that remembers
+            world.after_actions(step, recorded=mod_events.get(step, ()), shown=shown)
             if world.timing is not None and step < last:
                 world.timing.due(step + 1)  # that wake-up already happened before the interruption
         world.moderation.restore_veracity(state, rq.post_veracity(con))

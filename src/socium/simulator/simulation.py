@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -237,7 +238,7 @@ class Simulation(mesa.Model):
             decisions += w.moderation.extra_decisions(observations, st)  # fact-checkers' reports
             n_actions += apply(decisions, rec)
             n_posts = len(st.posts) - st.events.first_post
-            moderated = w.after_actions(step, observations)  # moderation, recsys.observe, timing.observe
+            moderated = w.after_actions(step, observations, shown=partial(_shown, rec))  # moderation, served, recsys...
             run_surveys(
                 self.cfg.surveys,
                 step,
@@ -355,6 +356,11 @@ class Simulation(mesa.Model):
                 self.store.close()
         finally:
             self._lock.release()
+
+
+def _shown(rec: StepRecorder) -> tuple[np.ndarray, np.ndarray]:
+    """The agent and post ids of the step's exposures, as recorded (what a remembering recommender is told)."""
+    return np.asarray(rec.exposures["agent_id"], np.int64), np.asarray(rec.exposures["post_id"], np.int64)
 
 
 def _naive(t: datetime | None) -> datetime | None:

@@ -113,7 +113,7 @@ class StepAgents:
         names = self.population.usernames
         obs = []
         for u, feed in zip(users.tolist(), feeds):
-            rec.exposure(u, feed.post_ids, feed.sources)
+            rec.exposure(u, feed.post_ids, feed.sources, getattr(feed, "explain", None))
             followees = set(st.follows.followees(u).tolist()) if need_adopt else None
             items = [
                 perspectives.feed_item(st, names, stance, u, pid, src, rank, followees)

@@ -12,6 +12,7 @@ a step's actions (moderation, then the recommender, then the timing), live and o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -35,7 +36,7 @@ from socium.errors import ConfigError
 from socium.moderation.engine import ModerationLayer
 from socium.platform.graph import FollowIndex, generate_edges, graph_from_following, graph_to_edges, read_edgelist
 from socium.platform.state import PlatformState
-from socium.recsys.base import Recommender, RecsysContext
+from socium.recsys.base import Recommender, RecsysContext, ServedHook, served_hook
 from socium.recsys.registry import make_recommender
 from socium.simulator.signups import SignUps
 from socium.simulator.timing import ExposureTiming, params_from_config
@@ -90,17 +91,25 @@ class World:
     #: the policy reads profiles, memory and perspectives (LLM agents): observations are filled for it
     needs_profile: bool
     pending_results: PendingResults = field(default_factory=dict)
+    #: a recommender that remembers what it served (``foryou``): told each step's exposures, live and on resume
+    served: ServedHook | None = None
 
     @property
     def n(self) -> int:
         return len(self.population)
 
     def after_actions(
-        self, step: int, observations: list[Observation] | None = None, recorded: Any = None
+        self,
+        step: int,
+        observations: list[Observation] | None = None,
+        recorded: Any = None,
+        shown: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None,
     ) -> dict[str, Any]:
         """What follows a step's actions, in the one order both a live step and a resume keep: moderation
         (live: its verdicts on ``observations``, returned as rows to commit; on resume: the ``recorded``
-        events re-applied), then the recommender and the timing learn the step's new posts."""
+        events re-applied), then a recommender that remembers what it served is told the step's exposures
+        (``shown``: their agent and post ids, read only when one does), then the recommender and the
+        timing learn the step's new posts."""
         st = self.state
         new_posts = range(st.events.first_post, len(st.posts))
         moderated: dict[str, Any] = {}
@@ -110,6 +119,9 @@ class World:
             )
         else:
             self.moderation.replay(st, step, recorded)
+        if self.served is not None and shown is not None:
+            agents, posts = shown()
+            self.served(st, step, agents, posts)
         self.recsys.observe(st, new_posts, step)
         if self.timing is not None:
             self.timing.observe(st, new_posts, step)
@@ -174,7 +186,18 @@ def build_world(cfg: ExperimentConfig, policy: Policy | None = None) -> Built:
     # one memory slot per agent up front where agents remember (window: 8 bytes each until used)
     memory = make_memory(ac.memory, ac.memory_size, n_agents=n if caps.needs_profile else 0)
     world = World(
-        cfg, key, Clock.of(cfg), population, state, signups, moderation, recsys, timing, memory, caps.needs_profile
+        cfg,
+        key,
+        Clock.of(cfg),
+        population,
+        state,
+        signups,
+        moderation,
+        recsys,
+        timing,
+        memory,
+        caps.needs_profile,
+        served=served_hook(recsys),  # foryou remembers what it served (None for the others)
     )
     return Built(world, policy, caps)
 

@@ -20,6 +20,7 @@ import duckdb
 import pyarrow as pa
 
 from socium.core.actions import vote_signs
+from socium.core.exposure import EXPLANATION_COLUMNS
 from socium.errors import ConfigError, TraceError
 
 TABLES = (
@@ -37,6 +38,7 @@ TABLES = (
     "sign_ups",
     "steps",
 )
+_EXPOSURE_BASE = ("step", "agent_id", "post_id", "rank", "source")  # schema.sql's exposures columns
 # Columns that hold wall-clock facts; excluded when comparing two runs for determinism.
 VOLATILE = {
     "runs": {"run_id", "created_at", "socium_version", "python_version", "duckdb_version", "event_loop"},
@@ -108,8 +110,11 @@ def open_trace(
         return duckdb.connect(str(db), read_only=read_only, config=config)
     except duckdb.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if _CANNOT_READ.search(first) or (_DENIED.search(first) and db.exists() and not os.access(db, os.R_OK)):
+            # a read error (an unreadable file, EIO) said "is the disk full" on resume: name what failed
+            raise TraceError(f"{db}: cannot be read (a file-system error or its permissions): {first}") from None
         if _CANNOT_WRITE.search(first):
-            raise TraceError(f"{db}: cannot be written (is the disk full, or the folder read-only?): {first}") from None
+            raise TraceError(f"{db}: cannot be written{_write_cause(first)}: {first}") from None
         if re.search(r"\block\b", first, re.IGNORECASE):  # the word: "block" in a corrupt file's error is not busy
             raise TraceError(f"{db}: in use by another process (a run still writing it?): {first}") from None
         raise TraceError(f"{db}: not a readable socium trace (corrupt or not a DuckDB file): {first}") from None
@@ -119,13 +124,29 @@ def open_trace(
 _CANNOT_WRITE = re.compile(
     r"no space left|file too large|read-only file system|permission denied|could not write|disk quota", re.IGNORECASE
 )
+_FULL = re.compile(r"no space left|file too large|disk quota", re.IGNORECASE)
+_DENIED = re.compile(r"read-only file system|permission denied", re.IGNORECASE)
+#: ... and for one it cannot read (EIO, a short read): not a full disk, whatever else the message says.
+_CANNOT_READ = re.compile(r"input/output error|could not read from file", re.IGNORECASE)
+
+
+def _write_cause(first: str) -> str:
+    """The likely cause of a failed write, from DuckDB's message: only ENOSPC/EFBIG/EDQUOT are a full disk."""
+    if _FULL.search(first):
+        return " (is the disk full?)"
+    if _DENIED.search(first):
+        return " (the folder or the file is read-only)"
+    return " (is the disk full, or the folder read-only?)"
 
 
 def write_error(db: Path, what: str, exc: BaseException, setup: bool = False) -> TraceError:
     """A failed write as one line naming the file and the likely cause, and what survives (not a traceback).
     ``setup``: the run's set-up failed, so its resume needs the CONFIG again (the trace holds none yet)."""
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    cause = " (is the disk full, or the folder read-only?)" if _CANNOT_WRITE.search(first) else ""
+    if _CANNOT_READ.search(first):
+        cause = " (a read error: a file-system or disk fault, not a full disk)"
+    else:
+        cause = _write_cause(first) if _CANNOT_WRITE.search(first) else ""
     return TraceError(
         f"{db}: could not write {what}{cause}: {first}; what was committed before is kept: make room, then "
         f"continue with: socium run {'CONFIG ' if setup else ''}--resume --out {shlex.quote(str(db.parent))}"
@@ -192,6 +213,7 @@ class TraceStore:
                     raise write_error(self.path, "the trace's tables", exc, setup=True) from None
                 raise TraceError(f"{self.path}: not a usable socium trace: {str(exc).splitlines()[0]}") from None
         self._extra_tables: dict[str, str] = {}
+        self._explained = False  # exposures has its explanation columns (added on first use)
         #: Called (in order) before the connection closes: readers holding cursors of it (the live
         #: explorer) let go first, since DuckDB refuses to close a connection whose cursor is mid-query.
         self.before_close: list[Callable[[], None]] = []
@@ -240,7 +262,24 @@ class TraceStore:
         for table, batch in batches.items():
             tbl = batch if isinstance(batch, pa.Table) else pa.table(batch)
             if tbl.num_rows:
+                if table == "exposures" and tbl.num_columns > len(_EXPOSURE_BASE):
+                    self._add_explanation_columns(tbl.column_names)
                 _insert_arrow(self.con, table, tbl)
+
+    def _add_explanation_columns(self, names: list[str]) -> None:
+        """Add the ``exposures`` explanation columns a batch carries (core.exposure.EXPLANATION_COLUMNS),
+        the first time a recommender explains its feeds: runs that never do keep the original schema,
+        so their table digests are unchanged. Names and types come from that fixed table only."""
+        if self._explained:
+            return
+        types = dict(EXPLANATION_COLUMNS)
+        for name in names:
+            if name in _EXPOSURE_BASE:
+                continue
+            if name not in types:
+                raise TraceError(f"exposures: unknown column {name!r} (allowed: {', '.join(types)})")
+            self.con.execute(f'ALTER TABLE exposures ADD COLUMN IF NOT EXISTS "{name}" {types[name]}')
+        self._explained = True
 
     def append_rows(self, batches: Mapping[str, pa.Table | dict[str, list]]) -> None:
         """Rows that belong to no new step (an interview between steps), in one transaction."""

