@@ -31,7 +31,9 @@ def test_the_after_action_sequence_is_written_once() -> None:
     for name in ("simulation.py", "run_setup.py", "step_agents.py"):
         text = (SRC / "simulator" / name).read_text(encoding="utf-8")
         assert ".recsys.observe(" not in text and "timing.observe(" not in text, name
-    assert "after_actions(step, observations)" in (SRC / "simulator" / "simulation.py").read_text(encoding="utf-8")
+    assert "after_actions(step, observations, shown=" in (SRC / "simulator" / "simulation.py").read_text(
+        encoding="utf-8"
+    )
     assert "after_actions(step, recorded=" in (SRC / "simulator" / "run_setup.py").read_text(encoding="utf-8")
 
 
