@@ -31,7 +31,7 @@ from socium.config.experiment import ExperimentConfig
 from socium.core.contracts import Decision, Observation
 from socium.core.perspective import perspective, sees_environment_facts
 from socium.core.policy import ShardPlacement
-from socium.core.rng import LLM, component_rng
+from socium.core.rng import LLM, component_seed31
 from socium.errors import ConfigError, TraceError
 from socium.llm.base import run_coro_sync
 from socium.llm.budget_shares import Allowance, apply_allowance, count_calls, shard_allowances
@@ -223,8 +223,9 @@ class LLMPolicy:
 
     def seed(self, *key: int) -> int:
         """A model call's sampling seed: one draw of the counter-based stream of (run seed, LLM, *key),
-        so a call's seed depends on its key only, whichever shard or order asks."""
-        return int(component_rng(self.cfg.seed, LLM, *key).integers(0, 2**31 - 1))
+        so a call's seed depends on its key only, whichever shard or order asks (computed without
+        building the Generator: :func:`socium.core.rng.component_seed31`)."""
+        return component_seed31(self.cfg.seed, LLM, *key)
 
     def request(
         self,

@@ -214,7 +214,7 @@ def fit(
         ...,
         "--train",
         help="Training cascades: a Ma et al. tree file, a folder of them, a cascade-format file (CSV, Parquet, "
-        "JSONL; docs/data.md) or a data set name ('twitter15', 'oasis', 'twitter15-not-oasis'). Repeatable. "
+        "JSONL; docs/data.md) or a data set name ('twitter15', 'oasis', 'twitter15-not-oasis', 'ced'). Repeatable. "
         "For 'foryou': one finished foryou run directory.",
     ),
     out: Path = typer.Option(
