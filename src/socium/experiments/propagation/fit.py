@@ -492,6 +492,7 @@ def load_training_trees(sources: Sequence[str]) -> dict[str, CascadeTree]:
         elif src == "oasis":
             out.update(load_twitter15(None, oasis_cascade_ids(), strict=False))
         elif src == "ced":  # Weibo (CED) cascades posted before 2013-07-01 only: the later ones are held back
+            # lazy: the CED reader, only for fits from Weibo cascades
             from socium.experiments.propagation.ced import load_ced
 
             out.update(load_ced()[0])
