@@ -22,7 +22,7 @@ from socium.trace.rundir import default_out, last_committed_step, out_dir_error
 
 if TYPE_CHECKING:  # lazy at run time: importing the simulator costs CLI start-up
     from socium.config.experiment import ExperimentConfig
-    from socium.simulator.simulation import Simulation
+    from socium.simulator.simulation import Simulation  # lazy: CLI start-up
 
 
 def _refuse_resume_overrides(set_: list[str]) -> None:
@@ -52,8 +52,8 @@ def _check_resume_seed(seed: int | None, recorded: int | None, run_dir: Path) ->
 
 
 def _recorded_seed(run_dir: Path) -> int | None:
-    from socium.errors import TraceError
-    from socium.trace.store import read_run_row
+    from socium.errors import TraceError  # lazy: CLI start-up
+    from socium.trace.store import read_run_row  # lazy: CLI start-up
 
     db = run_dir / "trace.duckdb"
     try:
@@ -108,8 +108,9 @@ def run(
     explore_port: int = typer.Option(8765, "--explore-port", help="Port for --explore (localhost only)."),
 ) -> None:
     """Run (or resume) a simulation and write RUN_DIR/trace.duckdb."""
-    from socium.config.loading import load_config
-    from socium.simulator.simulation import Simulation, load_run_config
+    from socium.config.loading import load_config  # lazy: CLI start-up
+    from socium.simulator.run_setup import load_run_config  # lazy: CLI start-up
+    from socium.simulator.simulation import Simulation
 
     t0 = time.perf_counter()  # from here: the time printed is the wall time with set-up, as in the card
     try:
@@ -128,7 +129,7 @@ def run(
             cfg = load_run_config(out)
             _check_resume_seed(seed, cfg.seed, out)
             if overrides:
-                from socium.config.loading import config_from_dict
+                from socium.config.loading import config_from_dict  # lazy: CLI start-up
 
                 cfg = config_from_dict(json.loads(cfg.canonical_json()), overrides, source=f"{out} (the run's config)")
         elif config is None:
@@ -138,10 +139,11 @@ def run(
         run_dir = Path(out or default_out(cfg.name, f"-seed{cfg.seed}"))
         if resume and config is not None:
             _check_resume_seed(seed, _recorded_seed(run_dir), run_dir)
+        explore_sock = None
         if explore:  # the extra and the port are checked, and the server imported, before the run starts
-            from socium.explore import prepare_live
+            from socium.explore import prepare_live  # lazy: solara (the explore extra), only with --explore
 
-            prepare_live(explore_port)
+            explore_sock = prepare_live(explore_port)
     except SociumError as exc:
         _fail(exc)
         return
@@ -159,9 +161,13 @@ def run(
             except SociumError as exc:
                 _fail(exc)
                 return
-            if explore:
-                _serve_explorer(sim, run_dir, cfg.steps, explore_port)
-            todo = _run_steps(sim, cfg, quiet)
+            live = None if explore_sock is None else _serve_explorer(sim, run_dir, cfg.steps, explore_sock)
+            try:
+                todo = _run_steps(sim, cfg, quiet)
+            except typer.Exit as ended:  # a budget or breaker stop: the committed steps stay readable
+                if live is not None:
+                    _linger(live, run_dir, int(ended.exit_code or 0))
+                raise
     except Stopped as stop:
         if sim is not None:
             sim.close()  # idempotent: run() closed it unless the signal came before the first step
@@ -173,21 +179,37 @@ def run(
         _say(f"ran {todo} steps in {time.perf_counter() - t0:.1f}s (wall time, set-up included)")
     _say(f"trace: {run_dir / 'trace.duckdb'}")
     _say(f"card:  socium card {shlex.quote(str(run_dir))}")
+    if live is not None:
+        _linger(live, run_dir, 0)
 
 
-def _serve_explorer(sim: Simulation, run_dir: Path, steps: int, port: int) -> None:
+def _serve_explorer(sim: Simulation, run_dir: Path, steps: int, sock: Any) -> Any:
     """``--explore``: the explorer in a daemon thread, reading through the run's own writer connection
-    (DuckDB admits one writing process); it ends with the run. A missing extra or a busy port stops
-    the run before its first step, with the reason."""
-    from socium.explore import serve_live
+    (DuckDB admits one writing process). A missing extra or a busy port stopped the run before its
+    folder was made (``prepare_live``); a server that does not start stops it before its first step."""
+    from socium.explore import serve_live  # lazy: solara (the explore extra), only with --explore
 
     try:
-        serve_live(sim.trace_store, run_dir, steps, port=port)
+        live = serve_live(sim.trace_store, run_dir, steps, sock)
     except SociumError as exc:
         sim.close()
         _fail(exc)
-    again = f"socium explore {shlex.quote(str(run_dir))}"
-    _say(f"explore: http://127.0.0.1:{port}/ (live while the run runs; `{again}` after it)")
+    _say(f"explore: {live.base_url} (live while the run runs, then the finished trace until Ctrl-C)")
+    return live
+
+
+def _linger(live: Any, run_dir: Path, status: int) -> None:
+    """After the run: its explorer reads the finished trace and says how the run ended, until the user
+    stops it (Ctrl-C or SIGTERM); the process then exits with the run's status."""
+    live.finish(f"exit status {status}")
+    _say(f"explore: run finished (exit status {status}); still at {live.base_url} until Ctrl-C")
+    try:
+        with stop_on_signals():
+            while live.serving():
+                time.sleep(0.5)
+    except Stopped:
+        pass
+    live.stop_serving()
 
 
 def _run_steps(sim: Simulation, cfg: ExperimentConfig, quiet: bool) -> int:
