@@ -39,6 +39,7 @@ def main() -> None:
     ap.add_argument("--observe-minutes", type=int, action="append", default=None)
     ap.add_argument("--baseline", action="append", default=None)
     ap.add_argument("--dispersion", type=float, default=None, help="override the fit file's dispersion")
+    ap.add_argument("--workers", type=int, default=1, help="processes (results do not depend on it)")
     ap.add_argument("--out", default="runs/forecast-bench")
     ap.add_argument("--json", default=None, help="also write the summary here")
     a = ap.parse_args()
@@ -54,7 +55,9 @@ def main() -> None:
     data = fc.load_cascades(a.cascades, a.limit)
     t.append(time.perf_counter())
     kw = {"baselines": a.baseline} if a.baseline else {}
-    res = fc.forecast(fit, data, observe_minutes=a.observe_minutes or [10], replicas=a.replicas, **kw)
+    res = fc.forecast(
+        fit, data, observe_minutes=a.observe_minutes or [10], replicas=a.replicas, workers=a.workers, **kw
+    )
     t.append(time.perf_counter())
     fc.write_forecast(res, a.out, force=True)
     t.append(time.perf_counter())
@@ -65,12 +68,15 @@ def main() -> None:
     for name, i in (("load fit", 1), ("load + check cascades", 2), ("forecast + score", 3), ("write", 4)):
         print(f"| {name} | {t[i] - t[i - 1]:.1f} |")
     cpu = time.process_time() - cpu0
-    print(f"| total ({len(data)} cascades, {nodes} nodes, {a.replicas} replicas) | {t[-1] - t[0]:.1f} |")
+    print(
+        f"| total ({len(data)} cascades, {nodes} nodes, {a.replicas} replicas, {a.workers} workers) | {t[-1] - t[0]:.1f} |"
+    )
     print(f"| CPU time of this process (user + sys) | {cpu:.1f} |")
     summary = {
         "cascades": len(data),
         "nodes": nodes,
         "replicas": a.replicas,
+        "workers": a.workers,
         "seconds": t[-1] - t[0],
         "cpu_s": cpu,
         "stages": [t[i] - t[i - 1] for i in range(1, len(t))],

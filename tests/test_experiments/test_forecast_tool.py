@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -191,6 +192,25 @@ def test_forecast_is_reproducible_and_dispersion_widens_only_intervals(world: di
         assert ra["nrmse_scale"] == rw["nrmse_scale"] and ra["sle"] == rw["sle"]  # the point forecast is kept
         if ra["model"] == "forecast":
             assert (rw["final_q95"] - rw["final_q05"]) >= (ra["final_q95"] - ra["final_q05"]) - 1e-9
+
+
+def test_forecast_results_do_not_depend_on_worker_count(world: dict) -> None:
+    f = load_fit(world["fit"])
+    s = ForecastSettings(observe_minutes=(5, 10), horizon_minutes=60, replicas=20, baselines=("null", "seismic"))
+    one = forecast_cascades(f, world["test"], s)
+    two = forecast_cascades(f, world["test"], replace(s, workers=2))
+    assert one.cascades.equals(two.cascades)
+    c1, c2 = one.curves.to_pydict(), two.curves.to_pydict()
+    assert c1.keys() == c2.keys() and len(c1["minute"]) > 0
+    for k in c1:  # quantile columns hold NaN before the observe minute: equal where both are NaN
+        a, b = np.asarray(c1[k]), np.asarray(c2[k])
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), k
+    drop = {"wall_s"}
+    assert {k: v for k, v in one.results.items() if k not in drop} == {
+        k: v for k, v in two.results.items() if k not in drop
+    }
+    with pytest.raises(ConfigError, match="--workers"):
+        forecast_cascades(f, world["test"], replace(s, workers=0))
 
 
 def test_transfer_check_compares_cascades(world: dict, tmp_path: Path) -> None:
