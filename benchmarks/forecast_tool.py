@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import time
 from pathlib import Path
 
@@ -68,10 +69,13 @@ def main() -> None:
     for name, i in (("load fit", 1), ("load + check cascades", 2), ("forecast + score", 3), ("write", 4)):
         print(f"| {name} | {t[i] - t[i - 1]:.1f} |")
     cpu = time.process_time() - cpu0
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_workers = kids.ru_utime + kids.ru_stime
     print(
         f"| total ({len(data)} cascades, {nodes} nodes, {a.replicas} replicas, {a.workers} workers) | {t[-1] - t[0]:.1f} |"
     )
     print(f"| CPU time of this process (user + sys) | {cpu:.1f} |")
+    print(f"| CPU time of its worker processes (user + sys) | {cpu_workers:.1f} |")
     summary = {
         "cascades": len(data),
         "nodes": nodes,
@@ -79,6 +83,7 @@ def main() -> None:
         "workers": a.workers,
         "seconds": t[-1] - t[0],
         "cpu_s": cpu,
+        "cpu_workers_s": cpu_workers,
         "stages": [t[i] - t[i - 1] for i in range(1, len(t))],
         "load_before": load0,
         "load_after": _load(),

@@ -158,7 +158,8 @@ class _CascadeJob:
 
     tp: Any
     sigma: float
-    dispersion: Any
+    dispersion: float
+    dispersion_sd: tuple[float, float]
     settings: ForecastSettings
 
     def __call__(
@@ -170,8 +171,8 @@ class _CascadeJob:
         rng = component_rng(st.seed, FORECAST_TOOL_PURPOSE, m, key)
         pred = predict_cascade(arrays, self.tp, self.sigma, m, st.replicas, H, rng, st.baselines)
         u = float(component_rng(st.seed, PIT_PURPOSE, m, key).random())
-        scores = score_cascade(pred, real, u, self.dispersion, caps)
-        wide = {k: widen(v, real, m, self.dispersion, caps) for k, v in pred.samples.items()}
+        scores = score_cascade(pred, real, u, self.dispersion, caps, self.dispersion_sd)
+        wide = {k: widen(v, real, m, self.dispersion, caps, self.dispersion_sd) for k, v in pred.samples.items()}
         cols: dict[str, list[np.ndarray]] = {k: [] for k in _CURVE_COLUMNS}
         _quantile_rows(cid, m, wide, pred.points, real, cols)
         cf = None
@@ -235,7 +236,7 @@ def forecast_cascades(
         users = earliest_users(tree, None)
         caps = {"scale": float(len(users)), "depth": float(tree.max_depth), "max_breadth": float(tree.max_breadth)}
         prepared.append((cid, cascade_arrays(tree, users), subtree_curves(tree, users, H), caps))
-    job = _CascadeJob(tp, sigma, fit.dispersion, settings)
+    job = _CascadeJob(tp, sigma, fit.dispersion, fit.dispersion_sd, settings)
     for m in settings.observe_minutes:
         items = [(m, cid, arrays, real, caps) for cid, arrays, real, caps in prepared]
         for (_, cid, arrays, real, _caps), (scores, cols, cf) in zip(items, _map(job, items, settings.workers)):
