@@ -246,10 +246,11 @@ def test_dispersion_is_chosen_in_cv_on_training_cascades(world: dict) -> None:
         grid=(1.0, 3.0, 10.0),
         floor_grid=(0.0, 0.2),
         per_node_grid=(0.0, 1.0),
+        extra_minutes=(2, 5),
     )
     assert cal["dispersion"] in (1.0, 3.0, 10.0)
     assert cal["dispersion_sd"]["floor"] in (0.0, 0.2) and cal["dispersion_sd"]["per_node"] in (0.0, 1.0)
-    assert cal["cv_minutes"] == [1, 2, 3, 5, 10] and cal["n"] == 16 * 5  # every training cascade from 5 minutes
+    assert cal["cv_minutes"] == [2, 5, 10] and cal["n"] == 16 * 3  # every training cascade from 3 minutes
     k_only = cal["coverage_k_only"]
     assert k_only["10"]["90"] >= k_only["1"]["90"] and k_only["10"]["50"] >= k_only["1"]["50"]
     gap = sum(abs(cal["coverage"][lv] - float(lv) / 100) for lv in ("50", "80", "90"))
