@@ -13,6 +13,7 @@ replicas, with ``k`` alone (the issue-37 calibrator) and with ``k`` plus the pre
 (:func:`socium.experiments.propagation.predictive.prefix_sd`), overall and by nodes observed at minute m.
 
     PYTHONPATH=src python benchmarks/forecast_calibration.py [--design oasis --design random] [--json out.json]
+        [--pool-minutes 1 --pool-minutes 2 --pool-minutes 3 --pool-minutes 5]
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ def main() -> None:
     ap.add_argument("--observe-minutes", type=int, default=10)
     ap.add_argument("--replicas", type=int, default=40)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--pool-minutes", type=int, action="append", default=[], help="e.g. 1 2 3 5 (repeat)")
     a = ap.parse_args()
     m, R, H = a.observe_minutes, a.replicas, 150
     others = fc.load_cascades("twitter15-not-oasis").trees
@@ -106,6 +108,12 @@ def main() -> None:
         cv, _ = cv_finals(train, minutes=(m,), replicas=R, horizon_minutes=H)
         k_only = pick(cv, (0.0,), (0.0,))
         full = pick(cv, FLOOR_GRID, PER_NODE_GRID)
+        choices = {"raw": (1.0, 0.0, 0.0), "k only": k_only, "k + prefix sd": full}
+        if a.pool_minutes:  # small prefixes from the same training cascades observed earlier
+            pooled, _ = cv_finals(train, minutes=(*a.pool_minutes, m), replicas=R, horizon_minutes=H)
+            choices[f"k + prefix sd, CV pooled over minutes {a.pool_minutes + [m]}"] = pick(
+                pooled, FLOOR_GRID, PER_NODE_GRID
+            )
         test = scored_finals(scored, train, m, R, H)
         print(f"\n## design {design}: train n = {len(train)}, scored n = {len(scored)}, m = {m}, R = {R}")
         print(f"train nodes at minute m: median {np.median(cv.observed):g}, min {cv.observed.min():g}")
@@ -113,9 +121,11 @@ def main() -> None:
             f"CV choice: k only -> k = {k_only[0]:g}; k + prefix sd -> k = {full[0]:g}, floor {full[1]:g}, "
             f"per_node {full[2]:g}"
         )
+        for name, (k, fl, pn) in choices.items():
+            print(f"CV choice, {name}: k = {k:g}, floor {fl:g}, per_node {pn:g}")
         print("| calibration | where | 50% | 80% | 90% |\n|---|---|---|---|---|")
         rows = {}
-        for name, (k, fl, pn) in (("raw", (1.0, 0.0, 0.0)), ("k only", k_only), ("k + prefix sd", full)):
+        for name, (k, fl, pn) in choices.items():
             print(f"| {name} | CV on training (n = {len(cv.y)}) | {cov_row(cv, k, (fl, pn))} |")
             print(f"| {name} | scored (n = {len(test.y)}) | {cov_row(test, k, (fl, pn))} |")
             rows[name] = {
