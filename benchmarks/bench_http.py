@@ -111,14 +111,45 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _start_server(delay: float) -> tuple[subprocess.Popen, str]:
+def _start_server(delay: float, batch_limit: int | None = None) -> tuple[subprocess.Popen, str]:
+    """The fake server, always from this tree's sources (so ``--src`` trees meet the same server)."""
     cmd = [sys.executable, "-m", "socium.testing.fault_server", "--port", "0", "--delay-s", str(delay)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    if batch_limit:
+        cmd += ["--batch-limit", str(batch_limit)]
+    env = {**os.environ, "PYTHONPATH": str(HERE.parent.parent / "src")}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     line = proc.stdout.readline()  # type: ignore[union-attr]
     if not line.startswith("serving "):
         proc.kill()
         raise RuntimeError(f"fake server did not start: {line!r}")
     return proc, line.split()[1]
+
+
+def _tree_cpu(exclude: int) -> float:
+    """CPU seconds of this process's descendants (Ray's raylet, GCS and actor workers), the fake server
+    left out: with the Ray executor the driver's own CPU misses the actors'. psutil comes with Ray."""
+    try:
+        import psutil
+    except ImportError:
+        return 0.0
+    total = 0.0
+    for child in psutil.Process().children(recursive=True):
+        if child.pid == exclude:
+            continue
+        try:
+            t = child.cpu_times()
+        except psutil.Error:  # ended meanwhile
+            continue
+        total += t.user + t.system
+    return total
+
+
+def _server_metrics(url: str) -> dict[str, float]:
+    """The fake server's counters (``GET /metrics``: busy slot-seconds, idle seconds, its clock)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{url}/metrics", timeout=30) as r:  # loopback only
+        return json.loads(r.read())
 
 
 def _sdk_backend() -> Any:
@@ -213,8 +244,8 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
     if spec.get("sdk"):
         _sdk_backend()
-    proc, url = _start_server(spec["delay"])
-    spy = None
+    proc, url = _start_server(spec["delay"], spec.get("batch_limit"))
+    spy = flame = None
     try:
         cfg = _config(
             spec["agents"], spec["steps"], url, spec.get("executor"), spec["concurrency"], spec.get("activity", 1.0)
@@ -223,11 +254,19 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             sim = Simulation(config_from_dict(cfg), d, force=True)
             inner = sim.executor.run
             phase: list[float] = []
+            idle: list[float] = []  # per LLM phase: the server's idle share (GET /metrics), GPU-like rows
+            occupied: list[float] = []  # per LLM phase: busy slot-time over batch x wall
 
             def timed(observations):  # type: ignore[no-untyped-def]
+                m0 = _server_metrics(url) if spec.get("batch_limit") else None
                 t = time.perf_counter()
                 out = inner(observations)
                 phase.append(time.perf_counter() - t)
+                if m0 is not None:
+                    m1 = _server_metrics(url)
+                    span = max(1e-9, m1["monotonic"] - m0["monotonic"])
+                    idle.append((m1["idle_s"] - m0["idle_s"]) / span)
+                    occupied.append((m1["busy_slot_s"] - m0["busy_slot_s"]) / (span * m1["batch_limit"]))
                 return out
 
             sim.executor.run = timed  # type: ignore[method-assign]
@@ -252,6 +291,10 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
                 spy = subprocess.Popen([pyspy, "record", "--pid", str(os.getpid()), "--nonblocking", "--format",
                                         "raw", "-r", "200", "-o", raw],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                if spec.get("flame"):  # a second sampler writes the flame graph of the same steps
+                    flame = subprocess.Popen([pyspy, "record", "--pid", str(os.getpid()), "--nonblocking", "-r", "100",
+                                              "--format", "flamegraph", "-o", spec["flame"]],
+                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
                 time.sleep(1.0)  # py-spy attaches
             acts = 0
             gc_start = [0.0]
@@ -266,11 +309,14 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
                     gc_n[info["generation"]] += 1
 
             gc.callbacks.append(gc_note)
+            ray = (spec.get("executor") or {}).get("kind") == "ray"
+            k0 = _tree_cpu(proc.pid) if ray else 0.0
             t0, c0, s0 = time.perf_counter(), time.process_time(), _cpu_s(proc.pid)
             p0 = len(phase)
             for _ in range(spec["steps"] - 1):
                 acts += sim.advance().n_active
             wall, cpu, scpu = time.perf_counter() - t0, time.process_time() - c0, _cpu_s(proc.pid) - s0
+            kids = _tree_cpu(proc.pid) - k0 if ray else 0.0
             gc.callbacks.remove(gc_note)
             phases: dict[str, float] = {}
             if spec.get("phases"):
@@ -282,6 +328,10 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
                 phases["LLM: the rest (wrappers, HTTP, event loop)"] = llm - inside
                 phases["driver total"] = 1e6 * cpu / acts
             samples: dict[str, int] = {}
+            if flame is not None:
+                flame.send_signal(signal.SIGINT)
+                flame.wait(timeout=60)
+                flame = None
             if spy is not None:
                 spy.send_signal(signal.SIGINT)
                 spy.wait(timeout=60)
@@ -290,12 +340,15 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
                     samples = classify(Path(raw).read_text())
             sim.close()
     finally:
-        if spy is not None:
-            spy.kill()
+        for sampler in (spy, flame):
+            if sampler is not None:
+                sampler.kill()
         proc.kill()
     llm_s = sum(phase[p0:])
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the driver's peak (server: own process)
-    return {"step": acts / wall, "phase": acts / llm_s, "cpu_ms": 1e3 * cpu / acts, "server_ms": 1e3 * scpu / acts,
+    idle = idle[len(idle) - (spec["steps"] - 1) :] if idle else []  # the timed steps'
+    occupied = occupied[len(occupied) - (spec["steps"] - 1) :] if occupied else []
+    return {"step": acts / wall, "phase": acts / llm_s, "idle": idle, "occupied": occupied, "all_cpu_ms": 1e3 * (cpu + kids) / acts, "cpu_ms": 1e3 * cpu / acts, "server_ms": 1e3 * scpu / acts,
             "rss_mb": rss_mb, "acts": acts, "samples": samples, "phases": phases, "loop": _loop_kind(),
             "gc_us": [1e6 * c / acts for c in gc_cpu], "gc_n": gc_n}  # fmt: skip
 
@@ -358,9 +411,17 @@ def interleaved(trees: list[tuple[str, str]], a: argparse.Namespace) -> None:
     for n in [int(x) for x in a.sizes.split(",") if x]:  # --sizes "": only the latency-bound rows
         configs.append((f"instant, {n:,} agents, concurrency 64", {"agents": n, "delay": 0.0, "concurrency": 64}, 0))
     for delay in [float(x) for x in a.delays.split(",") if x]:
-        conc = max(1, round(a.bound * delay))
+        conc = a.inflight or max(1, round(a.bound * delay))
         spec = {"agents": a.slow_agents, "delay": delay, "concurrency": conc}
-        configs.append((f"{delay * 1e3:g} ms server, {a.slow_agents:,} agents, concurrency {conc}", spec, conc / delay))
+        kind = "server"
+        if a.inflight:  # a GPU-like server: a batch of `inflight` decodes in `delay`
+            spec["batch_limit"] = a.inflight
+            kind = f"GPU-like server (batch {a.inflight})"
+        if a.ray_actors:  # the same in-flight total, split over the actors
+            spec["executor"] = {"kind": "ray", "actors": a.ray_actors,
+                                "concurrency_per_actor": max(1, conc // a.ray_actors)}  # fmt: skip
+            kind += f", Ray {a.ray_actors} actor(s)"
+        configs.append((f"{delay * 1e3:g} ms {kind}, {a.slow_agents:,} agents, concurrency {conc}", spec, conc / delay))
     for label, spec, bound in configs:
         got: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in trees}
         for rep in range(a.interleave):
@@ -368,11 +429,19 @@ def interleaved(trees: list[tuple[str, str]], a: argparse.Namespace) -> None:
                 m = run_child(src, {"steps": a.steps, **spec})
                 got[name].append(m)
                 share = f"; {m['phase'] / bound:.0%} of the {bound:,.0f}/s bound" if bound else ""
+                if m.get("idle"):
+                    share += "; server idle per LLM phase " + "/".join(f"{x:.0%}" for x in m["idle"])
+                    share += ", slots busy " + "/".join(f"{x:.0%}" for x in m["occupied"])
+                if spec.get("executor"):
+                    share += f"; driver + Ray processes CPU {m['all_cpu_ms']:.2f} ms/act"
                 print(f"  run {rep + 1} {name:<14} {label}: {m['step']:,.0f} act/s step, {m['phase']:,.0f} act/s "
                       f"LLM phase{share}, driver CPU {m['cpu_ms']:.2f} ms/act; load {load()}", flush=True)  # fmt: skip
         for name, ms in got.items():
             phase = statistics.median(m["phase"] for m in ms)
             share = f" = {phase / bound:.0%} of the {bound:,.0f}/s bound" if bound else ""
+            if ms[0].get("idle"):
+                share += f", server idle {statistics.median(x for m in ms for x in m['idle']):.0%} of the LLM phase"
+                share += f", slots busy {statistics.median(x for m in ms for x in m['occupied']):.0%}"
             print(f"median of {a.interleave}, {name:<14} {label}: {statistics.median(m['step'] for m in ms):,.0f} "
                   f"act/s step, {phase:,.0f} act/s LLM phase{share}, driver CPU "
                   f"{statistics.median(m['cpu_ms'] for m in ms):.2f} ms/act", flush=True)  # fmt: skip
@@ -395,9 +464,14 @@ def main() -> None:
     ap.add_argument("--slow-agents", type=int, default=2000)
     ap.add_argument("--delays", default="0.05,0.2", help="server delays (s) of the latency-bound rows")
     ap.add_argument("--bound", type=float, default=320.0, help="latency bound (act/s): concurrency = bound x delay")
+    ap.add_argument("--inflight", type=int, default=0, metavar="N",
+                    help="--interleave: the --delays rows at N in flight, GPU-like server (batch N)")  # fmt: skip
+    ap.add_argument("--ray-actors", type=int, default=0, metavar="K",
+                    help="--interleave: run the --delays rows on the Ray executor with K actors")  # fmt: skip
     ap.add_argument("--actors", default="1,2,4")
     ap.add_argument("--src", action="append", default=[], metavar="NAME=PATH", help="extra source tree to compare")
     ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--flame", metavar="SVG", help="also write py-spy's flame graph of the profiled run ({name}: tree)")
     ap.add_argument("--skip-ray", action="store_true")
     ap.add_argument("--sdk", action="store_true", help="also measure the official openai SDK client")
     ap.add_argument(
@@ -438,7 +512,8 @@ def main() -> None:
     base = {"steps": a.steps, "delay": 0.0, "concurrency": 64}
     for name, src in trees:
         for i, n in enumerate(sizes):
-            m = run_child(src, {**base, "agents": n, "profile": i == 0 and not a.no_profile})
+            flame = a.flame.replace("{name}", name.replace(" ", "_")) if a.flame and i == 0 else None
+            m = run_child(src, {**base, "agents": n, "profile": i == 0 and not a.no_profile, "flame": flame})
             rows.append([name, f"instant, in-process, {n:,} agents", f"{m['step']:,.0f}", f"{m['phase']:,.0f}",
                          f"{m['cpu_ms']:.2f}", f"{m['server_ms']:.2f}",
                          f"load {load()}; peak RSS {m['rss_mb']:,.0f} MB; {_gc_note(m)}"])  # fmt: skip

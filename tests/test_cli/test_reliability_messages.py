@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import subprocess
@@ -25,6 +26,10 @@ SRC = Path(__file__).resolve().parents[2] / "src"
     [
         ("IO Error: Failed to read block 12 of file: checksum mismatch", "not a readable socium trace"),
         ('IO Error: Could not set lock on file "t.duckdb": Conflicting lock is held', "in use by another process"),
+        # issue 36 item 15: a read error said "is the disk full" on resume
+        ('IO Error: Could not read from file "t.duckdb": Input/output error', "cannot be read"),
+        ('IO Error: Cannot open file "t.duckdb": No space left on device', r"cannot be written \(is the disk full\?\)"),
+        ('IO Error: Cannot open file "t.duckdb": Permission denied', r"\(the folder or the file is read-only\)"),
     ],
 )
 def test_busy_and_corrupt_traces_are_told_apart(monkeypatch, tmp_path, message, said) -> None:
@@ -32,8 +37,19 @@ def test_busy_and_corrupt_traces_are_told_apart(monkeypatch, tmp_path, message, 
         raise duckdb.IOException(message)
 
     monkeypatch.setattr(store.duckdb, "connect", fail)
-    with pytest.raises(TraceError, match=said):
-        store.open_trace(tmp_path / "t.duckdb")
+    with pytest.raises(TraceError, match=said) as info:
+        store.open_trace(tmp_path / "t.duckdb", read_only=False)
+    assert ("disk full" in str(info.value)) == ("No space" in message)
+
+
+def test_a_read_error_while_writing_is_not_called_a_full_disk(tmp_path) -> None:
+    exc = duckdb.IOException('IO Error: Could not read from file "t.duckdb": Input/output error')
+    said = str(store.write_error(tmp_path / "t.duckdb", "step 3", exc))
+    assert "disk full" not in said and "a read error" in said
+    full = str(
+        store.write_error(tmp_path / "t.duckdb", "step 3", duckdb.IOException("Could not write: File too large"))
+    )
+    assert "is the disk full" in full
 
 
 def _on_a_terminal(args: list[str]) -> bytes:
@@ -66,7 +82,7 @@ def test_query_shows_escape_sequences_inert_on_a_terminal(tmp_path, fmt) -> None
     assert b"\x1b" not in out and b"\x07" not in out, out
     assert b"evil" in out and (b"\\x1b" in out or b"\\u001b" in out)  # shown, as a visible escape
     piped = subprocess.run(
-        [sys.executable, "-m", "socium.cli", "query", str(run), sql, "--format", "csv"],
+        [sys.executable, "-m", "socium.cli", "query", str(run), sql, "--format", fmt],
         capture_output=True,
         env={**os.environ, "PYTHONPATH": str(SRC)},
     )
@@ -74,7 +90,11 @@ def test_query_shows_escape_sequences_inert_on_a_terminal(tmp_path, fmt) -> None
     con = duckdb.connect(str(run / "trace.duckdb"), read_only=True)
     stored = con.execute(sql).fetchone()[0]
     con.close()
-    assert "\x1b" in stored and stored.encode() in piped.stdout  # a pipe gets the stored value exactly
+    assert "\x1b" in stored and b"\x1b" not in piped.stdout and b"\x07" not in piped.stdout
+    if fmt == "json":  # a program's format: JSON's own escapes, the stored value exactly once decoded
+        assert json.loads(piped.stdout)[0]["content"] == stored
+    else:  # CSV is read by people too (issue 36): escaped in a pipe and a file as on a terminal
+        assert b"evil \\x1b]0;pwned\\x07 \\x1b[2J end" in piped.stdout
 
 
 @pytest.mark.parametrize("args", ["{not json", "[1, 2]", '{"content": 7, "extra": "x"}'])

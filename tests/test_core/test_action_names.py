@@ -29,6 +29,7 @@ HOMONYMS: dict[str, set[str]] = {
     "follow": {"explore/live.py"},  # the explorer's "follow the run live" checkbox
     "refresh": {"explore/live.py"},  # the explorer's reload button
     "block": {"platform/graph.py"},  # a stochastic block model's community attribute
+    "not_interested": {"recsys/foryou/value_model.py"},  # X's value-model head (NotInterestedWeight)
 }
 _COMPOUND = [t for t in ACTION_TYPES if "_" in t]
 _SINGLE = [t for t in ACTION_TYPES if "_" not in t]

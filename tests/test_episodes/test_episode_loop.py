@@ -127,7 +127,7 @@ def test_none_streak_and_invalid_turns_end_the_episode() -> None:
     assert not bad.valid and bad.raw == "not json at all" and "after re-ask" in (bad.error or "")
     # the re-ask showed the model its error; the next speaker saw the invalid turn as "did nothing"
     reask = [c for c in backend.calls if c.request_id == f"{spec.episode_id}-t2-1"][0]
-    assert "That answer was invalid" in reask.messages[-1].content
+    assert "could not be used" in reask.messages[-1].content
     assert (
         "(did nothing)"
         in [c for c in backend.calls if c.request_id == f"{spec.episode_id}-t3-0"][0].messages[1].content

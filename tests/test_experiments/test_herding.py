@@ -148,3 +148,19 @@ def test_llm_run_and_fitted_null(tmp_path):
     assert model["metrics"]["crowd_votes"] > 0
     fit = null["fit"]
     assert fit["trials"] > 0 and fit["p_like"] == pytest.approx(fit["ups"] / fit["trials"])
+
+
+@pytest.mark.parametrize("experiment", ["herding", "polarisation"])
+def test_a_refused_spec_leaves_no_population_file(tmp_path, experiment):
+    """Issue 36 item 15: a base key the config refuses left ``inputs/population.csv`` behind."""
+    out = tmp_path / "exp"
+    base = {"seed": 1, "steps": 2, "policy": {"kind": "random"}, "no_such_key": 1}
+    if experiment == "herding":
+        with pytest.raises(ConfigError, match="no_such_key"):
+            herding_configs(HerdingSpec(n_items=6, n_agents=4, **_files(tmp_path), base=base), out)
+    else:
+        from socium.experiments.opinions.polarisation import PolarisationSpec, run_polarisation
+
+        with pytest.raises(ConfigError, match="no_such_key"):
+            run_polarisation(PolarisationSpec(population="synthetic", n_agents=4, base=base), out)
+    assert not (out / "inputs" / "population.csv").exists()

@@ -8,9 +8,12 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from collections import Counter
@@ -26,8 +29,8 @@ from typer.testing import CliRunner
 from conftest import small_config
 from socium.cli.main import app
 from socium.errors import UsageError
-from socium.explore import require_solara, server_command
-from socium.explore.diff import peers, prompt_diff, prompt_text
+from socium.explore import require_solara
+from socium.explore.diff import pairing, peers, prompt_diff, prompt_text
 from socium.explore.export import file_bytes
 from socium.explore.source import open_source, overrides
 from socium.simulator.simulation import Simulation
@@ -159,7 +162,9 @@ def test_post_page_queries(con) -> None:
         assert len(q.cascade(con, root, until=step, limit=1000)) == size
         assert all(n[3] <= step for n in q.cascade(con, root, until=step, limit=1000))
     n_shown = con.execute("SELECT count(*) FROM exposures WHERE post_id = ?", [root]).fetchone()[0]
-    assert len(q.exposed_to(con, root, limit=10_000)) == sum(q.exposure_sources(con, root).values()) == n_shown
+    shown = q.exposed_to(con, root, limit=10_000)
+    assert len(shown) == sum(q.exposure_sources(con, root).values())
+    assert len([r for r in shown if r[4] is None]) == n_shown
     acted = {(s, a, t) for s, a, t, _ in q.acted_on(con, root, limit=1000)}
     reshares = con.execute(
         "SELECT a.step, a.agent_id, a.type FROM actions a JOIN posts p ON p.post_id = a.post_id "
@@ -167,6 +172,33 @@ def test_post_page_queries(con) -> None:
         [root],
     ).fetchall()
     assert set(reshares) <= acted
+
+
+def test_shown_to_counts_exposures_through_reposts_and_quotes(con) -> None:
+    """A post reaches whoever is shown one of its reposts or quotes (the prompt renders the original); the
+    post page counts those, labelled with the reshare they came through, beside the direct ones."""
+    rows = con.execute(
+        "SELECT p.parent_id, count(*) FROM exposures e JOIN posts p USING (post_id) "
+        "WHERE p.kind IN ('repost', 'quote') GROUP BY 1 ORDER BY 2 DESC, 1"
+    ).fetchall()
+    assert rows, "the fixture run has reshares that were shown"
+    for original, n_via in rows:
+        direct = con.execute("SELECT count(*) FROM exposures WHERE post_id = ?", [original]).fetchone()[0]
+        shown = q.exposed_to(con, original, limit=100_000)
+        via = [r for r in shown if r[4] is not None]
+        assert len(via) == n_via and len(shown) == direct + n_via
+        kinds = dict(con.execute("SELECT post_id, kind FROM posts WHERE parent_id = ?", [original]).fetchall())
+        assert all(kinds[r[4]] == r[5] for r in via)
+        want = sorted(
+            con.execute(
+                "SELECT e.step, e.agent_id, e.rank, e.post_id FROM exposures e JOIN posts p USING (post_id) "
+                "WHERE e.post_id = ? OR (p.parent_id = ? AND p.kind IN ('repost', 'quote'))",
+                [original, original],
+            ).fetchall()
+        )
+        assert sorted((r[0], r[1], r[2], r[4] if r[4] is not None else original) for r in shown) == want
+        sources = q.exposure_sources(con, original)
+        assert sum(v for k, v in sources.items() if k.startswith("via ")) == n_via
 
 
 def test_calls_filter_by_outcome_and_show_the_error(con) -> None:
@@ -195,7 +227,16 @@ def test_a_narrator_call_shows_on_every_member_of_its_group(experiment: Path) ->
 def test_peers_are_the_same_cell_under_other_arms() -> None:
     labels = ["local/runs/1/model", "local/runs/2/model", "mindreader/runs/1/model", "omniscient/runs/1/model"]
     assert peers(labels, labels[0]) == [labels[0], labels[2], labels[3]]
-    assert peers(["a", "b", "c", "d", "e"], "c") == ["c", "a", "b", "d"]
+    # a propagation experiment: a cascade's model run beside the same cascade's null, not another cascade's
+    prop = [f"runs/{c}/{arm}" for c in ("c01", "c02", "c03") for arm in ("model", "null")]
+    assert peers(prop, "runs/c02/model") == ["runs/c02/model", "runs/c02/null"]
+    assert peers(prop, "runs/c03/null") == ["runs/c03/null", "runs/c03/model"]
+    assert "differ only in folder level 3" in pairing(prop, "runs/c02/model")
+    # seeds of a design: the same cell under the other arms, not the other seeds
+    design = [f"{arm}/seed{s}" for arm in ("a", "b") for s in range(5)]
+    assert peers(design, "a/seed3") == ["a/seed3", "b/seed3"]
+    assert peers(["a", "b", "c", "d", "e"], "c") == ["c", "a", "b", "d"]  # one level: every other run differs there
+    assert peers(["x/1", "y/2/3"], "x/1") == ["x/1"] and "not paired" in pairing(["x/1", "y/2/3"], "x/1")
 
 
 def test_prompt_diff_shows_what_one_perspective_added(experiment: Path) -> None:
@@ -261,29 +302,43 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def explore_command(path: Path, *args: str) -> list[str]:
+    """``socium explore PATH --port 0`` (a free port, announced on its first line of output)."""
+    return [sys.executable, "-m", "socium.cli.main", "explore", str(path), "--port", "0", *args]
+
+
 @contextmanager
-def serving(path: Path) -> Iterator[str]:
-    """``socium explore``'s server over ``path`` on a free port (its URL), stopped on exit."""
+def serving(path: Path, env: dict[str, str] | None = None, *args: str) -> Iterator[str]:
+    """``socium explore``'s server over ``path`` on a free port (its URL), stopped (SIGINT) on exit."""
     pytest.importorskip("playwright.sync_api")
     pytest.importorskip("solara")
     if CHROMIUM is None:
         pytest.skip("chromium is not installed")
-    port = _free_port()
-    env = {**os.environ, "SOCIUM_EXPLORE_PATH": str(path)}
-    proc = subprocess.Popen(server_command(port), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        explore_command(path, *args), env=env or dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
     try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:\d+", line)
+        assert found, line + (proc.stderr.read() if proc.stderr else "")
+        url = found.group(0)
         for _ in range(120):
             try:
                 urllib.request.urlopen(url, timeout=1)
                 break
             except OSError:
-                assert proc.poll() is None, proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+                assert proc.poll() is None, proc.stderr.read()[-2000:] if proc.stderr else ""
                 time.sleep(0.5)
         yield url
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
 
 
 @pytest.fixture(scope="module")
@@ -351,6 +406,11 @@ def test_agent_page_shows_its_feed_and_prompt_and_clicks_through(page, server: s
             [agent_id, step],
         ).fetchone()[0]
     assert seen >= 2
+    # each item is the text its prompt gave it: joined, they are the prompt's feed section
+    texts = page.locator(f'.feed[data-step="{step}"] .feed-item pre.seen')
+    assert "\n".join(texts.nth(i).text_content() or "" for i in range(texts.count())) == _prompt_feed(
+        json.loads(prompt)
+    )
     call = page.locator(f'.calls[data-step="{step}"] .call[data-outcome=ok]').first
     messages = call.locator(".prompt-message")
     assert [messages.nth(i).text_content() for i in range(messages.count())] == [
@@ -423,7 +483,7 @@ def test_a_hundred_thousand_agent_run_opens_within_the_target(tmp_path: Path, br
     with serving(tmp_path / "big") as url:
         pg = browser.new_page()
         pg.goto(url + "/run/0/agents")  # the first visit pays for the page's scripts, not for the trace
-        pg.wait_for_selector(".agent-row")
+        pg.wait_for_selector(".agents-table .agent-link")
         took = {}
         for name, path, sel in [("timeline", "/run/0", ".timeline .post"), ("agent", "/run/0/agent/0", ".persona")]:
             t0 = time.perf_counter()
@@ -446,6 +506,7 @@ def test_one_agent_step_side_by_side_across_perspectives(page, server: str, expe
     page.wait_for_selector(".compare-run")
     columns = page.locator(".compare-run")
     assert columns.count() == 4  # flat labels: every run, up to MOST
+    assert page.locator(".pairing").inner_text().startswith("paired: the runs *, which differ only in folder level 1")
     for i, name in enumerate(["local", "mindreader", "omniscient", "rules"]):
         col = columns.nth(i)
         assert col.locator(".run-link").text_content() == name
@@ -456,3 +517,65 @@ def test_one_agent_step_side_by_side_across_perspectives(page, server: str, expe
             ).fetchall()
         items = col.locator(".feed-item")
         assert [int(items.nth(k).get_attribute("data-post")) for k in range(items.count())] == [p for (p,) in want]
+
+
+@pytest.mark.browser
+def test_post_page_shows_who_saw_it_through_reshares(page, server: str, experiment: Path) -> None:
+    with open_run(experiment / "local") as c:
+        original, n_via = c.execute(
+            "SELECT p.parent_id, count(*) FROM exposures e JOIN posts p USING (post_id) "
+            "WHERE p.kind IN ('repost', 'quote') GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1"
+        ).fetchone()
+        direct = c.execute("SELECT count(*) FROM exposures WHERE post_id = ?", [original]).fetchone()[0]
+        first = q.exposed_to(c, original, limit=20)
+    page.goto(f"{server}/run/0/post/{original}")
+    total = page.locator(".shown-total")
+    total.wait_for()
+    assert total.inner_text() == (
+        f"{direct + n_via:,} times in a feed: {direct:,} as itself, {n_via:,} through its reposts and quotes"
+    )
+    rows = page.locator(".exposure").all()
+    assert [(int(r.get_attribute("data-agent") or -1), r.get_attribute("data-via")) for r in rows] == [
+        (a, "" if via is None else str(via)) for _, a, _, _, via, _ in first
+    ]
+    via_rows = [r for r in rows if r.get_attribute("data-via")]
+    if via_rows:
+        assert "through a " in via_rows[0].inner_text()
+
+
+def _prompt_feed(messages: list[dict]) -> str | None:
+    """The feed section of a prompt, cut by hand here (not by the code under test)."""
+    for m in messages:
+        text = str(m.get("content", ""))
+        at = text.find("\n## Your feed (")
+        if m.get("role") == "user" and (at >= 0 or text.startswith("## Your feed (")):
+            body = text.index("\n", at + 1) + 1
+            end = text.find("\n\n## ", body)
+            return text[body : end if end >= 0 else None]
+    return None
+
+
+def test_the_feed_panel_is_the_prompts_feed_for_every_agent_step(con) -> None:
+    """For every (agent, step) decided by the agent's own call: the panel's items, in rank order, are the
+    exposures rows' posts, and their texts joined are exactly the prompt's feed section."""
+    from socium.explore.seen import paired, seen_feed
+
+    pairs = con.execute(
+        "SELECT DISTINCT agent_id, step FROM llm_calls WHERE agent_id IS NOT NULL AND outcome = 'ok' "
+        "AND NOT coalesce(TRY_CAST(json_extract(metadata, '$.survey') AS BOOLEAN), false) ORDER BY 1, 2"
+    ).fetchall()
+    assert len(pairs) > 10
+    checked = 0
+    for agent_id, step in pairs:
+        calls = q.calls_at(con, agent_id, step)
+        own = next(c for c in calls if c.agent_id == agent_id and _prompt_feed(c.messages) is not None)
+        section = _prompt_feed(own.messages)
+        rows = [it.post_id for it in q.feed(con, agent_id, step)]
+        texts = paired(rows, seen_feed(calls, agent_id))
+        if not rows:
+            assert section == "(your feed is empty)"
+            continue
+        assert None not in texts, (agent_id, step)
+        assert "\n".join(t for t in texts if t is not None) == section, (agent_id, step)
+        checked += 1
+    assert checked > 5

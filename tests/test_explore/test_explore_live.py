@@ -10,7 +10,9 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -23,7 +25,7 @@ import pytest
 
 from conftest import small_config
 from socium.errors import UsageError
-from socium.explore.export import rows_table, table_bytes
+from socium.explore.export import rows_bytes
 from socium.explore.page_rows import agent_exports, compare_exports, post_exports
 from socium.explore.source import Source, open_source
 from socium.simulator.simulation import Simulation
@@ -69,7 +71,7 @@ def _busiest(run: Path) -> tuple[int, int]:
 
 
 def _csv(rows: list[dict], columns: list[str]) -> list[dict[str, str]]:
-    return list(csv.DictReader(io.StringIO(table_bytes(rows_table(rows, columns), "csv").decode("utf-8"))))
+    return list(csv.DictReader(io.StringIO(rows_bytes([rows], columns, "csv").decode("utf-8"))))
 
 
 def test_agent_page_export_is_every_activations_rows(experiment: Path) -> None:
@@ -89,17 +91,17 @@ def test_agent_page_export_is_every_activations_rows(experiment: Path) -> None:
             "SELECT step, seq, type FROM actions WHERE agent_id = ? AND origin != 'seed' ORDER BY step, seq",
             [agent_id],
         ).fetchall()
-    rows = feed.fetch()
+    rows = feed.rows()
     assert [(r["step"], r["rank"], r["post_id"], r["source"]) for r in rows] == want_feed
     assert {r["agent_id"] for r in rows} == {agent_id} and rows[0]["run"] == "local"
-    got_calls = calls.fetch()
+    got_calls = calls.rows()
     assert set(want_calls) <= {r["call_id"] for r in got_calls} and want_calls
-    assert [(r["step"], r["seq"], r["type"]) for r in actions.fetch()] == want_actions
+    assert [(r["step"], r["seq"], r["type"]) for r in actions.rows()] == want_actions
     # the files hold the same rows, text intact (a cell starting with "=" stays text)
     back = _csv(rows, feed.columns)
     assert [int(r["post_id"]) for r in back] == [r["post_id"] for r in rows]
     assert list(back[0]) == feed.columns
-    parquet = pq.read_table(io.BytesIO(table_bytes(rows_table(got_calls, calls.columns), "parquet")))
+    parquet = pq.read_table(io.BytesIO(rows_bytes(calls.fetch(), calls.columns, "parquet")))
     assert parquet.column("call_id").to_pylist() == [r["call_id"] for r in got_calls]
 
 
@@ -115,14 +117,14 @@ def test_post_and_side_by_side_exports_are_the_pages_rows(experiment: Path) -> N
     p = run(q.post, post_id)
     assert p is not None
     exports = {e.name: e for e in post_exports(run, post_id, p.root_id, None)}
-    got = exports[f"post{post_id}-shown-to"].fetch()
-    assert [tuple(r.values()) for r in got] == [tuple(r) for r in shown]
-    assert len(exports) == 3 and [tuple(r.values()) for r in exports[f"cascade{p.root_id}"].fetch()] == [
+    got = exports[f"post{post_id}-shown-to"].rows()
+    assert [tuple(r.values())[:4] for r in got if r["via_post"] is None] == [tuple(r) for r in shown]
+    assert len(exports) == 3 and [tuple(r.values()) for r in exports[f"cascade{p.root_id}"].rows()] == [
         tuple(r) for r in run(q.cascade, p.root_id, limit=10**6)
     ]
     agent_id, step = _busiest(experiment / "local")
     views = [src.view(i) for i in range(len(src.labels()))]
-    feed = compare_exports(views, agent_id, step)[0].fetch()
+    feed = compare_exports(views, agent_id, step)[0].rows()
     for v in views:
         want = [(it.rank, it.post_id) for it in v(q.feed, agent_id, step)]
         assert [(r["rank"], r["post_id"]) for r in feed if r["run"] == v.label] == want
@@ -207,11 +209,9 @@ def test_agent_page_downloads_its_feed_rows(experiment: Path, tmp_path: Path) ->
         pytest.skip("chromium is not installed")
     from playwright.sync_api import sync_playwright
 
-    from socium.explore import server_command
-
     port = _free_port()
-    env = {**os.environ, "SOCIUM_EXPLORE_PATH": str(experiment)}
-    proc = subprocess.Popen(server_command(port), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cmd = [sys.executable, "-m", "socium.cli.main", "explore", str(experiment), "--port", str(port)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     agent_id, _ = _busiest(experiment / "local")
     try:
         with sync_playwright() as p:
@@ -256,6 +256,9 @@ def _socium(*args: str, out: Path) -> list[str]:
 
 @pytest.mark.browser
 def test_run_with_explore_is_watched_live_and_writes_the_same_trace(tmp_path: Path) -> None:
+    """Watched in Chromium while it runs: the marker's count grows through every committed step, the last
+    included; then "run finished (exit status 0)" over the finished trace, whose pages stay readable
+    until the run is stopped (SIGINT: exit 0, no traceback); the trace equals the run's without --explore."""
     pytest.importorskip("solara")
     pytest.importorskip("playwright.sync_api")
     if CHROMIUM is None:
@@ -263,39 +266,54 @@ def test_run_with_explore_is_watched_live_and_writes_the_same_trace(tmp_path: Pa
     from playwright.sync_api import sync_playwright
 
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
-    port = _free_port()
     proc = subprocess.Popen(
-        _socium("--explore", "--explore-port", str(port), out=tmp_path / "live"),
+        _socium("--explore", "--explore-port", "0", out=tmp_path / "live"),
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     counts: list[int] = []
     try:
         assert proc.stdout is not None
-        line = proc.stdout.readline()  # the explorer is up before the first step runs
-        assert f"http://127.0.0.1:{port}/" in line, line
+        line = proc.stdout.readline()  # the explorer is up before the first step runs, on the port really served
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert found and found.group(1) != "0", line
+        url = found.group(0)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             page = browser.new_page()
             page.set_default_timeout(30_000)
-            page.goto(f"http://127.0.0.1:{port}/")
+            page.goto(url)
             live = page.locator(".live").first
             live.wait_for()
-            deadline = time.monotonic() + 120
-            while proc.poll() is None and time.monotonic() < deadline:
-                try:
-                    counts.append(int(live.get_attribute("data-committed", timeout=2_000) or -1))
-                    planned = int(live.get_attribute("data-planned", timeout=2_000) or -1)
-                    assert planned == 5
-                except Exception:  # the run ended between two looks: the page lost its server
+            deadline = time.monotonic() + 180
+            state = ""
+            while time.monotonic() < deadline:
+                state = live.get_attribute("data-state") or ""
+                counts.append(int(live.get_attribute("data-committed") or -1))
+                assert int(live.get_attribute("data-planned") or -1) == 5
+                if state == "finished":
                     break
                 time.sleep(0.3)
+            assert state == "finished", counts
+            assert live.inner_text() == "steps 5 of 5 committed · run finished (exit status 0)"
+            # the timeline shows the last step's posts, and another page opens from the finished trace
+            with open_run(tmp_path / "live") as c:
+                last = c.execute("SELECT max(step) FROM posts").fetchone()[0]
+                agent = c.execute("SELECT agent_id FROM exposures ORDER BY step DESC, agent_id LIMIT 1").fetchone()[0]
+            page.locator(f".post-head:has-text('step {last}')").first.wait_for()
+            page.goto(f"{url}run/0/agent/{agent}")
+            page.locator(".activation").first.wait_for()
+            assert page.locator(".live").first.get_attribute("data-state") == "finished"
             browser.close()
-        out, _ = proc.communicate(timeout=120)
+        assert proc.poll() is None  # still serving until stopped
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, out
-    assert counts and counts == sorted(counts) and counts[-1] > counts[0], counts  # it grew while watched
+    assert "Traceback" not in out and "hooks" not in out, out
+    assert "run finished (exit status 0)" in out
+    assert counts == sorted(counts) and counts[-1] == 5 and counts[0] < 5, counts  # it grew while watched
     subprocess.run(_socium(out=tmp_path / "plain"), cwd=ROOT, env=env, check=True, capture_output=True)
     live_digest, plain_digest = (trace_digest(tmp_path / d / "trace.duckdb") for d in ("live", "plain"))
     live_digest.pop("runs"), plain_digest.pop("runs")

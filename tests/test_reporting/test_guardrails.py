@@ -98,7 +98,7 @@ def test_paper_scores_only_beside_like_measurements():
 
     rule = {"rows": [_row("agents", "bargaining"), _row("agents", "all")], "judge_model": None}
     assert not shows_paper(rule)
-    assert all(len(r) == 10 for r in table_rows(rule))  # no paper columns at all
+    assert all(len(r) == 11 for r in table_rows(rule))  # no paper columns at all
     md = markdown_table(rule)
     assert PAPER_HEADER[0] not in md and "6.95 / 7.49" not in md and "not measured the same way" in md
     small_judge = {**rule, "rows": [_row("agents", "sotopia")], "judge_model": "SmolLM2-135M-Instruct.Q4_1"}

@@ -27,7 +27,7 @@ from socium.llm.fake_server import FakeOpenAIServer
 BUDGET = 120
 
 
-def _config(tmp_path: Path, url: str) -> Path:
+def _config(tmp_path: Path, url: str, **extra: object) -> Path:
     cfg = {
         "name": "stopped",
         "seed": 3,
@@ -45,6 +45,7 @@ def _config(tmp_path: Path, url: str) -> Path:
             "call_budget": BUDGET,
         },
         "seed_posts": [{"author": i, "content": f"opening post {i}"} for i in range(4)],
+        **extra,
     }
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(cfg))

@@ -25,12 +25,13 @@ from socium.agents.llm_narrator import Narrator
 from socium.agents.llm_questions import Questions
 from socium.agents.perspectives import show_groups
 from socium.agents.profiles import AgentProfile
+from socium.agents.retry import repeats_note, retry_turns
 from socium.agents.survey_answers import SurveyAnswer
 from socium.config.experiment import ExperimentConfig
 from socium.core.contracts import Decision, Observation
 from socium.core.perspective import perspective, sees_environment_facts
 from socium.core.policy import ShardPlacement
-from socium.core.rng import LLM, component_rng
+from socium.core.rng import LLM, component_seed31
 from socium.errors import TraceError
 from socium.llm.base import run_coro_sync
 from socium.llm.budget_shares import Allowance, apply_allowance, count_calls, shard_allowances
@@ -245,8 +246,9 @@ class LLMPolicy:
 
     def seed(self, *key: int) -> int:
         """A model call's sampling seed: one draw of the counter-based stream of (run seed, LLM, *key),
-        so a call's seed depends on its key only, whichever shard or order asks."""
-        return int(component_rng(self.cfg.seed, LLM, *key).integers(0, 2**31 - 1))
+        so a call's seed depends on its key only, whichever shard or order asks (computed without
+        building the Generator: :func:`socium.core.rng.component_seed31`)."""
+        return component_seed31(self.cfg.seed, LLM, *key)
 
     def request(
         self,
@@ -278,6 +280,13 @@ class LLMPolicy:
     def drain_calls(self) -> list[tuple[str, LLMRequest, LLMResult, str]]:
         """Calls made but not yet handed to the driver (a step that failed midway still logs them)."""
         return self._cache.drain() if self._cache is not None else []
+
+    def keep_calls(self, calls: list[tuple[str, Any, LLMResult, str]]) -> None:
+        """Calls made elsewhere for this policy (a Ray actor's, salvaged when a signal cut its step off), to be
+        handed over by the next :meth:`drain_calls` with this process's own."""
+        if self._cache is None:
+            self._cache = RecordingCache()
+        self._cache.pending.extend(calls)
 
     def persona_kw(self) -> dict[str, Any]:
         """How an agent's own profile is shown in every prompt about it (turns, surveys, interviews)."""
@@ -352,6 +361,8 @@ class LLMPolicy:
                 )
             raw = res.text
             try:
+                if attempt and repeats_note(raw):  # the retry note pasted into the answer never reaches a post
+                    raise ValueError("the answer repeats the platform's note instead of answering")
                 actions, why = validate_answer(
                     parse_json_lenient(raw),
                     obs,
@@ -365,13 +376,7 @@ class LLMPolicy:
                 return Decision(obs.agent_id, actions, meta=meta)
             except (ValueError, ValidationError) as exc:
                 last_err = _short_error(exc)
-                msgs = msgs + [
-                    {"role": "assistant", "content": clean_text(raw, 2000).text},
-                    {
-                        "role": "user",
-                        "content": f"That answer was invalid: {last_err}. Reply with one valid JSON object.",
-                    },
-                ]
+                msgs = msgs + retry_turns(clean_text(raw, 2000).text, last_err)
         return Decision(obs.agent_id, [], invalid_reason=f"invalid output after re-ask: {last_err}", raw=raw)
 
     # ---- questions outside the turns (socium.agents.llm_questions; socium.core.policy protocols) ---

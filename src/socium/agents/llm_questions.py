@@ -17,6 +17,7 @@ from socium.agents.answer_validation import _short_error
 from socium.agents.memory import importance_schema, parse_insights, parse_ratings, reflection_schema
 from socium.agents.policy_calls import PolicyCalls
 from socium.agents.profiles import AgentProfile
+from socium.agents.retry import retry_message
 from socium.agents.survey_answers import SurveyAnswer, ask_llm_survey
 from socium.config.experiment import ExperimentConfig
 from socium.llm.base import run_coro_sync
@@ -76,11 +77,7 @@ class Questions:
                                 "messages": req.messages
                                 + [
                                     ChatMessage(role="assistant", content=clean_text(res.text, 2000).text),
-                                    ChatMessage(
-                                        role="user",
-                                        content=f"That answer was invalid: "
-                                        f"{_short_error(exc)}. Reply with one valid JSON object.",
-                                    ),
+                                    ChatMessage(role="user", content=retry_message(_short_error(exc))),
                                 ],
                             }
                         ),

@@ -4,6 +4,7 @@ chains, search results, group messages) quoted as bounded, defused ``<<<...>>>``
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -258,3 +259,36 @@ def groups_block(
             )
         )
     return "\n".join(out)
+
+
+FEED_HEADING = "## Your feed ("
+"""How an agent's prompt opens its feed section (:func:`socium.agents.prompts.agent_messages`)."""
+_POST_START = re.compile(r"^<<<(\d+) u")
+
+
+def feed_section(prompt_text: str) -> str | None:
+    """The feed section of an agent's prompt (the text :func:`feed_block` wrote), or None when the prompt
+    has none (a survey or interview, a narrator's prompt). The section runs to the next ``## `` heading:
+    quoted text cannot start a line (:func:`_item`), so no post can pose as a heading."""
+    start = prompt_text.find(FEED_HEADING)
+    if start < 0 or (start and prompt_text[start - 1] != "\n"):
+        return None
+    body = prompt_text.find("\n", start) + 1
+    end = prompt_text.find("\n\n## ", body)
+    return prompt_text[body : end if end >= 0 else len(prompt_text)]
+
+
+def split_feed(section: str) -> list[tuple[int, str]]:
+    """A feed section back into its posts, in order: (post id, the text :func:`render_post` gave it).
+
+    The inverse of :func:`feed_block`: each post starts a line with ``<<<ID u`` and the lines after it
+    (a reposted original, a private side, comments, notes) belong to it up to the next post; only
+    socium's own lines can start that way. An empty feed ("(your feed is empty)") has no posts."""
+    items: list[tuple[int, list[str]]] = []
+    for line in section.split("\n"):
+        m = _POST_START.match(line)
+        if m:
+            items.append((int(m.group(1)), [line]))
+        elif items:
+            items[-1][1].append(line)
+    return [(pid, "\n".join(lines)) for pid, lines in items]

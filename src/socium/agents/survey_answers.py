@@ -21,6 +21,7 @@ from typing import Any, Literal, NamedTuple
 
 from socium.agents import prompts as P
 from socium.agents.policy_calls import PolicyCalls
+from socium.agents.retry import retry_turns
 from socium.llm.base import run_coro_sync
 from socium.llm.parsing import parse_json_lenient
 from socium.platform.text import clean_text
@@ -185,10 +186,7 @@ async def _ask(
             answer, value = validate_survey(parse_json_lenient(res.text), scale)
         except ValueError as exc:
             last_err = clean_text(str(exc), 300).text
-            msgs = msgs + [
-                {"role": "assistant", "content": raw},
-                {"role": "user", "content": f"That answer was invalid: {last_err}. Reply with one valid JSON object."},
-            ]
+            msgs = msgs + retry_turns(raw, last_err)
             continue
         bad = check_answer(answer, value, scale)  # a valid value that its own words contradict is not re-asked
         if bad is not None:

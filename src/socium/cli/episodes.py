@@ -9,10 +9,19 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from socium.cli.app import _fail, _result_table, app, console
+from socium.cli.app import _fail, _result_table, app, console, err_console
 from socium.core.console_text import plain
-from socium.errors import SociumError
+from socium.errors import BudgetExceeded, LLMUnavailable, SociumError
 from socium.reporting.progress import RichProgress, reporting
+
+
+def _stopped_or_fail(exc: SociumError) -> None:
+    """The run-level guards of ``socium run``: a failing server or unusable model output stops the run with exit
+    4 (a spent budget 3), naming the cause; the episodes written before are kept and a rerun continues."""
+    if isinstance(exc, (LLMUnavailable, BudgetExceeded)):
+        err_console.print(plain("stopped:", "bold red"), plain(f"{exc}; the episodes written before are kept"))
+        raise typer.Exit(4 if isinstance(exc, LLMUnavailable) else 3)
+    _fail(exc)
 
 
 @app.command()
@@ -27,6 +36,7 @@ def episodes(
 ) -> None:
     """Run dyadic episodes (scenarios x modes x repeats), then print a table per mode and write plots."""
     from socium.episodes.config import load_episodes_config  # lazy: CLI start-up
+    from socium.episodes.health import invalid_turn_rate  # lazy: CLI start-up
     from socium.episodes.report import TABLE_HEADER, table_rows  # lazy: CLI start-up
     from socium.episodes.runner import run_episodes  # lazy: CLI start-up
 
@@ -42,7 +52,7 @@ def episodes(
         with RichProgress(f"episodes {cfg.name}", "episodes", console, disable=quiet) as prog, reporting(prog):
             rep = run_episodes(cfg, force=force)
     except SociumError as exc:
-        _fail(exc)
+        _stopped_or_fail(exc)
         return
     from socium.reporting.card import smoke_banner  # lazy: CLI start-up
 
@@ -57,6 +67,9 @@ def episodes(
         "paper (Zhou et al. 2024, SOTOPIA, GPT-4 judge): goal agents / mindreaders / script = "
         "GPT-3.5 6.95 / 7.45 / 8.44, Mixtral 7.49 / 8.30 / 8.40; words per turn agents 29.8, script 16.0"
     )
+    bad = invalid_turn_rate(rep.summary["rows"])
+    if bad is not None:
+        console.print(f"invalid turns: {bad:.1%} of all turns (unparseable or off-schema answers)", highlight=False)
     rate = rep.summary["this_invocation"]["episodes_per_min"]
     console.print(
         f"ran {rep.ran} episodes ({rep.skipped} already done) in {rep.wall_s:.1f}s"
@@ -133,7 +146,7 @@ def group_episodes(
 
             summary = run_group_episodes(cfg, force=force, on_done=on_done)
     except SociumError as exc:
-        _fail(exc)
+        _stopped_or_fail(exc)
         return
     table = Table(title=f"{summary['episodes']} group episodes ({cfg.parties} parties, {cfg.turn_taking})")
     table.add_column("mode", no_wrap=True)

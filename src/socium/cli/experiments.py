@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import shlex
+import signal
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import typer
 from rich.table import Table
@@ -19,6 +21,7 @@ from socium.cli.app import (
     console,
     err_console,
 )
+from socium.cli.signals import Stopped, stop_on_signals
 from socium.core.console_text import plain
 from socium.errors import BudgetExceeded, SociumError
 from socium.reporting.progress import RichProgress, reporting
@@ -90,6 +93,12 @@ def sweep(
         raise typer.Exit(1)
 
 
+def _say_stopped(stop: Stopped, way_on: str) -> NoReturn:
+    """The last line of a command stopped by SIGTERM / SIGINT, then exit 128 + the signal (as a shell does)."""
+    err_console.print(plain(f"stopped by {signal.Signals(stop.signum).name}: {way_on}"))
+    raise typer.Exit(128 + stop.signum)
+
+
 @app.command()
 def report(
     run_dir: Path = typer.Argument(
@@ -101,7 +110,11 @@ def report(
     """Write RUN_DIR/report/index.html with PNG plots and series.json; print a summary table."""
     from socium.experiments.report import write_report  # lazy: CLI start-up
 
-    rep = _read_run(write_report, run_dir)
+    try:
+        with stop_on_signals():
+            rep = _read_run(write_report, run_dir)
+    except Stopped as stop:  # was exit -15 with no line
+        _say_stopped(stop, f"{run_dir / 'report'} may be incomplete; `socium report {shlex.quote(str(run_dir))}` again")
     _print_report_tables(rep)
     console.print(f"report: {rep.html}  ({len(rep.images)} plots, series in {rep.out_dir / 'series.json'})")
 
@@ -128,13 +141,16 @@ def experiment(
 
     try:
         spec, target = prepare_experiment(kind, spec_file, out, set_)  # a bad spec fails before any display
-        with RichProgress(f"{kind} experiment", "runs", console, disable=quiet) as prog, reporting(prog):
-            run_prepared(kind, spec, target, force=force, log=prog.note)
-        console.print(prog.summary(), highlight=False)
-        if not no_report:
-            rep = write_report(target)
-            _print_report_tables(rep)
-            console.print(f"report: {rep.html}")
+        with stop_on_signals():
+            with RichProgress(f"{kind} experiment", "runs", console, disable=quiet) as prog, reporting(prog):
+                run_prepared(kind, spec, target, force=force, log=prog.note)
+            console.print(prog.summary(), highlight=False)
+            if not no_report:
+                rep = write_report(target)
+                _print_report_tables(rep)
+                console.print(f"report: {rep.html}")
+    except Stopped as stop:  # was exit -15 with no line; each run closed its trace on the way out
+        _say_stopped(stop, "finished runs and committed steps are kept; rerun the same command to continue")
     except BudgetExceeded as exc:
         err_console.print(
             f"stopped: {exc}; committed steps are kept; rerun the same command to resume", highlight=False
@@ -198,7 +214,7 @@ def fit(
         ...,
         "--train",
         help="Training cascades: a Ma et al. tree file, a folder of them, a cascade-format file (CSV, Parquet, "
-        "JSONL; docs/data.md) or a data set name ('twitter15', 'oasis', 'twitter15-not-oasis'). Repeatable. "
+        "JSONL; docs/data.md) or a data set name ('twitter15', 'oasis', 'twitter15-not-oasis', 'ced'). Repeatable. "
         "For 'foryou': one finished foryou run directory.",
     ),
     out: Path = typer.Option(
@@ -292,7 +308,7 @@ def validate(
 
     try:
         card = scorecard(target)
-        j, h = write_scorecard(card, out or target / "report")
+        j, h = write_scorecard(card, out or target / "report", named=out is not None)
     except SociumError as exc:
         _fail(exc)
         return

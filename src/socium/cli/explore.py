@@ -13,19 +13,31 @@ from socium.errors import SociumError
 @app.command()
 def explore(
     path: Path = typer.Argument(..., help="A run directory (holding trace.duckdb) or an experiment folder of runs."),
-    port: int = typer.Option(8765, "--port", help="Port to serve on (localhost only)."),
+    port: int = typer.Option(8765, "--port", help="Port to serve on (localhost only; 0 picks a free one)."),
+    allow_host: list[str] = typer.Option(
+        [],
+        "--allow-host",
+        help="A host name the browser may use besides localhost/127.0.0.1 (repeatable; e.g. an SSH tunnel's name).",
+    ),
 ) -> None:
     """Open a run or experiment in the browser, read-only: timeline, each agent's feeds, prompts and
     responses, each post's cascade and audience, the LLM call log. Needs the `explore` extra."""
-    from socium.explore import require_solara, serve
+    from socium.explore import check_port, require_solara, serve, url_of
     from socium.explore.source import open_source
 
     try:
-        runs = open_source(path).runs  # a wrong folder says so whether or not the extra is installed
+        src = open_source(path)  # a wrong folder says so whether or not the extra is installed
+        runs = src.runs
+        src.close()
         require_solara()
+        sock = check_port(port)
     except SociumError as exc:
         _fail(exc)
         return
     what = "1 run" if "." in runs else f"{len(runs)} runs"
-    console.print(f"socium explore: {path} ({what}) at http://127.0.0.1:{port}/ (Ctrl-C stops)")
-    serve(path, port=port)
+    console.print(f"socium explore: {path} ({what}) at {url_of(sock)} (Ctrl-C stops)", soft_wrap=True)
+    console.file.flush()
+    try:
+        serve(path, sock, allow_host)
+    except SociumError as exc:
+        _fail(exc)

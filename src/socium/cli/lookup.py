@@ -88,8 +88,9 @@ def query(
         from socium.trace.query_output import format_rows  # lazy: CLI start-up
 
         text = format_rows(cols, rows, fmt)
-        # On a terminal, escape sequences in trace data (agent text) are shown inert, never obeyed; a pipe or
-        # a file gets the values exactly (programs read them).
+        # On a terminal, escape sequences in trace data (agent text) are shown inert, never obeyed. CSV escapes
+        # control and bidi characters everywhere (format_rows: people read CSV too); JSON escapes C0 itself and
+        # gives a pipe the values exactly once decoded (programs read it).
         sys.stdout.write("\n".join(neutralise(line) for line in text.split("\n")) if sys.stdout.isatty() else text)
     if truncated:
         note = f"(output truncated to the first {limit} rows; raise --limit, or --out FILE writes every row)"

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 import shlex
-import signal
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from socium.cli.app import _fail, app, console, err_console
+from socium.cli.signals import Stopped, stop_on_signals
 from socium.errors import BudgetExceeded, LLMUnavailable, SociumError
 from socium.reporting.progress import StepProgress
 from socium.trace.rundir import default_out, last_committed_step, out_dir_error
@@ -65,52 +63,6 @@ def _recorded_seed(run_dir: Path) -> int | None:
     return None if row is None or row.get("seed") is None else int(row["seed"])
 
 
-class _Stopped(KeyboardInterrupt):
-    """SIGTERM or SIGINT arrived: unwind (the simulation closes its trace and lock), then say how to go on.
-
-    A :class:`KeyboardInterrupt`, not an ``Exception``: the handler runs wherever the main thread is, often
-    inside the event loop that waits for the model server, and both asyncio and uvloop log and swallow any
-    other exception raised in a loop callback (the stop was lost: the run went on to its end). These two
-    they re-raise, and the requests left in flight are cancelled on the way out and logged with the
-    aborted step (``socium.llm.interrupted``).
-    """
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-@contextmanager
-def _stop_on_signals() -> Iterator[None]:
-    """Turn the first SIGTERM or SIGINT into :class:`_Stopped`.
-
-    Why: SIGTERM's default ends Python at once, with nothing printed (a killed run left an empty log) and
-    no ``finally`` run. The handlers go back to the defaults when the first signal comes, so a second
-    Ctrl-C or kill stops at once. Outside the main thread (signals cannot be set there) nothing changes.
-    """
-    sigs = (signal.SIGTERM, signal.SIGINT)
-    old: dict[int, Any] = {}
-
-    def restore() -> None:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-    def handler(signum: int, frame: Any) -> None:
-        restore()
-        raise _Stopped(signum)
-
-    try:
-        for s in sigs:
-            old[s] = signal.signal(s, handler)
-    except ValueError:  # not the main thread
-        restore()
-        old.clear()
-    try:
-        yield
-    finally:
-        restore()
-
-
 def _stopped_line(run_dir: Path, config: Path | None) -> str:
     """What a stopped run says last: the last committed step, read from the trace, and the way on."""
     last = last_committed_step(run_dir)
@@ -122,6 +74,14 @@ def _stopped_line(run_dir: Path, config: Path | None) -> str:
     if last < 0:
         return f"stopped before step 0 was committed; {go_on}"
     return f"stopped after step {last} (steps 0..{last} are committed); {go_on}"
+
+
+def _kept(next_step: int) -> str:
+    """What a stopped run kept: "steps 0..N", or that no step was committed (a budget stop at step 0 said
+    "steps 0..-1 are committed")."""
+    if next_step <= 0:
+        return "no step is committed yet"
+    return "step 0 is committed and kept" if next_step == 1 else f"steps 0..{next_step - 1} are committed and kept"
 
 
 def _say(text: str) -> None:
@@ -178,16 +138,17 @@ def run(
         run_dir = Path(out or default_out(cfg.name, f"-seed{cfg.seed}"))
         if resume and config is not None:
             _check_resume_seed(seed, _recorded_seed(run_dir), run_dir)
+        explore_sock = None
         if explore:  # the extra and the port are checked, and the server imported, before the run starts
             from socium.explore import prepare_live
 
-            prepare_live(explore_port)
+            explore_sock = prepare_live(explore_port)
     except SociumError as exc:
         _fail(exc)
         return
     sim = None
     try:
-        with _stop_on_signals():
+        with stop_on_signals():
             try:
                 sim = Simulation(cfg, run_dir, resume=resume, force=force)
             except OSError as exc:  # the run directory cannot be made (--out /proc/x): one line, not a traceback
@@ -199,10 +160,14 @@ def run(
             except SociumError as exc:
                 _fail(exc)
                 return
-            if explore:
-                _serve_explorer(sim, run_dir, cfg.steps, explore_port)
-            todo = _run_steps(sim, cfg, quiet)
-    except _Stopped as stop:
+            live = None if explore_sock is None else _serve_explorer(sim, run_dir, cfg.steps, explore_sock)
+            try:
+                todo = _run_steps(sim, cfg, quiet)
+            except typer.Exit as ended:  # a budget or breaker stop: the committed steps stay readable
+                if live is not None:
+                    _linger(live, run_dir, int(ended.exit_code or 0))
+                raise
+    except Stopped as stop:
         if sim is not None:
             sim.close()  # idempotent: run() closed it unless the signal came before the first step
         _say(_stopped_line(run_dir, config))
@@ -213,21 +178,37 @@ def run(
         _say(f"ran {todo} steps in {time.perf_counter() - t0:.1f}s (wall time, set-up included)")
     _say(f"trace: {run_dir / 'trace.duckdb'}")
     _say(f"card:  socium card {shlex.quote(str(run_dir))}")
+    if live is not None:
+        _linger(live, run_dir, 0)
 
 
-def _serve_explorer(sim: Simulation, run_dir: Path, steps: int, port: int) -> None:
+def _serve_explorer(sim: Simulation, run_dir: Path, steps: int, sock: Any) -> Any:
     """``--explore``: the explorer in a daemon thread, reading through the run's own writer connection
-    (DuckDB admits one writing process); it ends with the run. A missing extra or a busy port stops
-    the run before its first step, with the reason."""
+    (DuckDB admits one writing process). A missing extra or a busy port stopped the run before its
+    folder was made (``prepare_live``); a server that does not start stops it before its first step."""
     from socium.explore import serve_live
 
     try:
-        serve_live(sim.trace_store, run_dir, steps, port=port)
+        live = serve_live(sim.trace_store, run_dir, steps, sock)
     except SociumError as exc:
         sim.close()
         _fail(exc)
-    again = f"socium explore {shlex.quote(str(run_dir))}"
-    _say(f"explore: http://127.0.0.1:{port}/ (live while the run runs; `{again}` after it)")
+    _say(f"explore: {live.base_url} (live while the run runs, then the finished trace until Ctrl-C)")
+    return live
+
+
+def _linger(live: Any, run_dir: Path, status: int) -> None:
+    """After the run: its explorer reads the finished trace and says how the run ended, until the user
+    stops it (Ctrl-C or SIGTERM); the process then exits with the run's status."""
+    live.finish(f"exit status {status}")
+    _say(f"explore: run finished (exit status {status}); still at {live.base_url} until Ctrl-C")
+    try:
+        with stop_on_signals():
+            while live.serving():
+                time.sleep(0.5)
+    except Stopped:
+        pass
+    live.stop_serving()
 
 
 def _run_steps(sim: Simulation, cfg: ExperimentConfig, quiet: bool) -> int:
@@ -251,13 +232,10 @@ def _run_steps(sim: Simulation, cfg: ExperimentConfig, quiet: bool) -> int:
         try:
             sim.run(on_step=on_step)
         except BudgetExceeded as exc:
-            err_console.print(f"stopped: {exc}; steps 0..{sim.next_step - 1} are committed and kept", highlight=False)
+            err_console.print(f"stopped: {exc}; {_kept(sim.next_step)}", markup=False, highlight=False, soft_wrap=True)
             raise typer.Exit(3) from None
         except LLMUnavailable as exc:
-            kept = (
-                f"steps 0..{sim.next_step - 1} are committed and kept" if sim.next_step else "no step is committed yet"
-            )
-            err_console.print(f"stopped: {exc}; {kept}", markup=False, highlight=False, soft_wrap=True)
+            err_console.print(f"stopped: {exc}; {_kept(sim.next_step)}", markup=False, highlight=False, soft_wrap=True)
             raise typer.Exit(4) from None
         except SociumError as exc:
             _fail(exc)

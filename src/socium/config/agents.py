@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
-from socium.config.base import InputFile, PerspectiveName, _Cfg
+from socium.config.base import InputFile, PerspectiveName, StrictNumbers, _Cfg
 from socium.core.actions import DEFAULT_LLM_ACTIONS, PRESET_ACTIONS, types_where
 
 
-class MemoryConfig(BaseModel):
+class MemoryConfig(StrictNumbers):
     """``llm_agents.memory``: which memory LLM agents have and how the stream scores and reflects."""
 
     model_config = ConfigDict(extra="forbid")
@@ -250,5 +250,10 @@ class TimingConfig(_Cfg):
         if self.kind == "exposure" and not (self.params or self.params_file):
             raise ValueError(
                 "timing.kind 'exposure' needs timing.params or timing.params_file (see `socium fit propagation`)"
+            )
+        if self.kind == "activation" and self.condition_minute is not None:  # it did nothing, and was hashed
+            raise ValueError(
+                "timing.condition_minute applies to timing.kind 'exposure' only (activation draws have no delays to "
+                "condition); remove it or set timing.kind: exposure"
             )
         return self

@@ -2,17 +2,51 @@
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from socium.core.perspective import perspective
 from socium.errors import ConfigError
 
 
-class _Cfg(BaseModel):
+def _leaf_types(annotation: Any) -> set[Any]:
+    """The plain types a field annotation admits (``Annotated``, ``Optional`` and unions unwrapped)."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _leaf_types(get_args(annotation)[0])
+    if origin is Union or origin is types.UnionType:
+        return set().union(*(_leaf_types(a) for a in get_args(annotation)))
+    return {annotation}
+
+
+def numbers_only(annotation: Any) -> bool:
+    """Whether a field takes an int or a float and never a boolean."""
+    leaves = _leaf_types(annotation)
+    return bool(leaves & {int, float}) and bool not in leaves
+
+
+class StrictNumbers(BaseModel):
+    """A model whose numeric keys refuse ``true`` / ``false``.
+
+    Why: pydantic's lax mode reads a YAML ``true`` as 1 for an int or float field, so ``cv.runs: true`` or
+    ``counterfactual.bootstrap: yes`` ran (and was hashed) as 1. A boolean where a number is asked for is a
+    slip, not a number; the error names the key like every config error."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, v: Any, info: ValidationInfo) -> Any:
+        if isinstance(v, bool) and info.field_name is not None:
+            field = cls.model_fields.get(info.field_name)
+            if field is not None and numbers_only(field.annotation):
+                raise ValueError(f"{str(v).lower()} is a boolean; this key takes a number")
+        return v
+
+
+class _Cfg(StrictNumbers):
     model_config = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=False)
 
 

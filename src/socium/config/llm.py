@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from socium.config.base import InputPath
+from socium.config.base import InputPath, StrictNumbers
 from socium.core.actions import DoNothing
 from socium.errors import ConfigError
 
@@ -34,7 +34,7 @@ def url_problem(url: str) -> str | None:
 BackendKind = Literal["embedded", "openai", "vllm", "replay", "scripted", "random", "fake"]
 
 
-class LLMConfig(BaseModel):
+class LLMConfig(StrictNumbers):
     """How agents' language model is reached and guarded."""
 
     model_config = ConfigDict(extra="forbid")

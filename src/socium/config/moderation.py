@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
-from socium.config.base import PerspectiveName
+from socium.config.base import PerspectiveName, StrictNumbers
 
 VERACITY = ("unknown", "true", "false", "unverified", "non-rumor")
 """Ground-truth labels a post may carry (Twitter15's four plus 'unknown'); index = the stored code."""
@@ -21,7 +21,7 @@ ROLES = ("ordinary", "spreader", "fact_checker", "bot")
 Role = Literal["ordinary", "spreader", "fact_checker", "bot"]
 
 
-class _Cfg(BaseModel):
+class _Cfg(StrictNumbers):
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
 

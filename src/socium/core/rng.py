@@ -57,3 +57,122 @@ def agent_rng(seed: int, purpose: int, agent_id: int, step: int) -> np.random.Ge
 def component_rng(seed: int, purpose: int, *extra: int) -> np.random.Generator:
     """A Generator for a non-agent component (graph generator, recommender, sampler)."""
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(purpose, *extra)))
+
+
+# ---- component_seed31: component_rng(...).integers(0, 2**31 - 1) without building a Generator ---------
+# numpy's SeedSequence (pool of 4 uint32 words), PCG64 seeding and the bounded 32-bit Lemire draw,
+# transcribed from numpy/random/bit_generator.pyx, pcg64.h and distributions.c. Why by hand: building a
+# SeedSequence, a PCG64 and a Generator for a single draw costs ~35-40 us on an idle core (numpy's
+# argument coercion and object set-up), once per LLM call; these few integer operations give the same
+# number in a fraction of that. tests/test_core/test_rng_seed31.py checks it against numpy on many keys.
+_MASK32 = 0xFFFFFFFF
+_MASK64 = (1 << 64) - 1
+_MASK128 = (1 << 128) - 1
+_INIT_A, _MULT_A, _INIT_B, _MULT_B = 0x43B0D7E5, 0x931E8875, 0x8B51F9DD, 0x58F38DED
+_MIX_L, _MIX_R = 0xCA01F9DD, 0x4973F715
+_PCG_MULT = 0x2360ED051FC65DA44385DF649FCCF645
+_BOUND31 = 2**31 - 1  # integers(0, 2**31 - 1): high exclusive, so numpy's rng is 2**31 - 2
+
+
+def _words(x: int) -> list[int]:
+    """numpy's ``_int_to_uint32_array``: little-endian 32-bit words, ``[0]`` for zero."""
+    if x == 0:
+        return [0]
+    out = []
+    while x:
+        out.append(x & _MASK32)
+        x >>= 32
+    return out
+
+
+def _hash_consts(init: int, mult: int, n: int) -> list[tuple[int, int]]:
+    """The (xor, multiply) constants of the n first hashmix calls: they depend on the call's index only."""
+    out, h = [], init
+    for _ in range(n):
+        nxt = (h * mult) & _MASK32
+        out.append((h, nxt))
+        h = nxt
+    return out
+
+
+_HASH_A = _hash_consts(_INIT_A, _MULT_A, 4 + 12 + 4 * 64)  # room for 64 spawn-key words
+_HASH_B = _hash_consts(_INIT_B, _MULT_B, 8)
+_PREFIX: dict[tuple[int, int], tuple[list[int], list[int]]] = {}  # (seed, purpose) -> (mixer, words so far)
+
+
+def _prefix(seed: int, purpose: int) -> tuple[list[int], list[int]]:
+    """The pool after mixing the seed's words (padded to 4) and ``purpose``: the same for every call
+    of one component, so kept (a handful of entries per run)."""
+    got = _PREFIX.get((seed, purpose))
+    if got is None:
+        run = _words(seed)
+        run = run + [0] * (4 - len(run)) if len(run) < 4 else run
+        got = _mix_in(_first_mix(run), run[4:] + _words(purpose), 16), run
+        _PREFIX[(seed, purpose)] = got
+    return got
+
+
+def _first_mix(entropy: list[int]) -> list[int]:
+    """SeedSequence.mix_entropy's first two loops (pool size 4; ``entropy`` holds >= 4 words)."""
+    hashes = iter(_HASH_A)
+    mixer = []
+    for i in range(4):
+        a, b = next(hashes)
+        v = ((entropy[i] ^ a) * b) & _MASK32
+        mixer.append(v ^ (v >> 16))
+    for i_src in range(4):
+        for i_dst in range(4):
+            if i_src != i_dst:
+                a, b = next(hashes)
+                v = ((mixer[i_src] ^ a) * b) & _MASK32
+                r = (_MIX_L * mixer[i_dst] - _MIX_R * (v ^ (v >> 16))) & _MASK32
+                mixer[i_dst] = r ^ (r >> 16)
+    return mixer
+
+
+def _mix_in(mixer: list[int], words: list[int], used: int) -> list[int]:
+    """SeedSequence.mix_entropy's last loop over ``words``, ``used`` hashmix calls already made."""
+    mixer = list(mixer)
+    for w in words:
+        for i_dst in range(4):
+            a, b = _HASH_A[used]
+            used += 1
+            v = ((w ^ a) * b) & _MASK32
+            r = (_MIX_L * mixer[i_dst] - _MIX_R * (v ^ (v >> 16))) & _MASK32
+            mixer[i_dst] = r ^ (r >> 16)
+    return mixer
+
+
+def component_seed31(seed: int, purpose: int, *extra: int) -> int:
+    """``int(component_rng(seed, purpose, *extra).integers(0, 2**31 - 1))``, computed directly."""
+    if (
+        not isinstance(seed, int)
+        or seed < 0
+        or not isinstance(purpose, int)
+        or purpose < 0
+        or any(not isinstance(k, int) or k < 0 or k > _MASK32 for k in extra)
+        or len(extra) > 32
+    ):
+        return int(component_rng(seed, purpose, *extra).integers(0, _BOUND31))  # numpy's own path
+    mixer, run = _prefix(seed, purpose)
+    used = 16 + 4 * (len(run) - 4 + len(_words(purpose)))
+    pool = _mix_in(mixer, list(extra), used)
+    w32 = []
+    for i, (a, b) in enumerate(_HASH_B):  # generate_state(4, uint64): 8 words cycling over the pool
+        v = ((pool[i & 3] ^ a) * b) & _MASK32
+        w32.append(v ^ (v >> 16))
+    initstate = (w32[0] | w32[1] << 32) << 64 | w32[2] | w32[3] << 32
+    initseq = (w32[4] | w32[5] << 32) << 64 | w32[6] | w32[7] << 32
+    inc = ((initseq << 1) | 1) & _MASK128  # pcg64_srandom_r: state 0, a step, add initstate, a step
+    state = (((inc + initstate) & _MASK128) * _PCG_MULT + inc) & _MASK128
+    words: list[int] = []
+    while True:
+        if not words:  # numpy's next_uint32: one 64-bit PCG64 (XSL RR) output, low word first
+            state = (state * _PCG_MULT + inc) & _MASK128
+            rot = state >> 122
+            x = ((state >> 64) ^ state) & _MASK64
+            out = ((x >> rot) | (x << ((-rot) & 63))) & _MASK64
+            words = [out >> 32, out & _MASK32]
+        m = words.pop() * _BOUND31  # Lemire's bounded draw; rejection threshold (2**32 - 1 - rng) % rng_excl = 2
+        if (m & _MASK32) >= 2:
+            return m >> 32

@@ -13,18 +13,24 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from socium.config.base import StrictNumbers
 from socium.config.llm import LLMConfig
 from socium.config.loading import read_yaml_mapping, validate_dict
 from socium.episodes.prompts import MAX_SCRIPT_TURNS
 from socium.trace.rundir import default_out
 
+#: The most instances / scenarios / repeats of one kind in an episodes config: each is an episode of model calls
+#: (tens of seconds with a real model), so 10^5 is already days; past it a typo (``repeats: 1e9``) was accepted
+#: and ran until killed.
+MAX_EPISODE_ITEMS = 100_000
+
 EpisodeMode = Literal["agents", "mindreaders", "script"]
 ALL_MODES: tuple[EpisodeMode, ...] = ("agents", "mindreaders", "script")
 
 
-class ExecutorConfig(BaseModel):
+class ExecutorConfig(StrictNumbers):
     """Where episodes run: in this process (default; tests) or spread over Ray actors."""
 
     model_config = ConfigDict(extra="forbid")
@@ -39,24 +45,30 @@ class ExecutorConfig(BaseModel):
     address: str | None = Field(None, description="ray: cluster address for ray.init; null starts Ray locally.")
 
 
-class TasksConfig(BaseModel):
+class TasksConfig(StrictNumbers):
     """Procedural tasks with rule-based goal scores (see :mod:`.tasks`)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    mutual_friend: int = Field(0, ge=0, description="Cooperative mutual-friend instances.")
-    bargaining: int = Field(0, ge=0, description="Competitive bargaining instances.")
+    # bounds (here, on repeats and sotopia.n): every instance is a generated task and an episode of model calls
+    mutual_friend: int = Field(0, ge=0, le=MAX_EPISODE_ITEMS, description="Cooperative mutual-friend instances.")
+    bargaining: int = Field(0, ge=0, le=MAX_EPISODE_ITEMS, description="Competitive bargaining instances.")
     n_friends: int = Field(5, ge=1, le=20, description="Friends per list in mutual-friend tasks.")
 
 
-class SotopiaConfig(BaseModel):
+class SotopiaConfig(StrictNumbers):
     """SOTOPIA scenarios, judged by the LLM judge only (they have no rule-based score)."""
 
     model_config = ConfigDict(extra="forbid")
 
     path: str | None = Field(None, description="Folder with SOTOPIA's JSONL exports; null: no SOTOPIA episodes.")
     env_ids: list[str] | None = Field(None, description="Scenarios to run; null: drawn from all (or hard ones).")
-    n: int = Field(0, ge=0, description="Number of scenarios (with env_ids: at most len(env_ids); 0 there means all).")
+    n: int = Field(
+        0,
+        ge=0,
+        le=MAX_EPISODE_ITEMS,
+        description="Number of scenarios (with env_ids: at most len(env_ids); 0 there means all).",
+    )
     hard_only: bool = Field(False, description="Draw only from hard_env_ids.txt when env_ids is null.")
 
     @model_validator(mode="after")
@@ -74,7 +86,7 @@ class SotopiaConfig(BaseModel):
         return self.n
 
 
-class EpisodesConfig(BaseModel):
+class EpisodesConfig(StrictNumbers):
     """Scenarios x modes x repeats of dyadic episodes, their models and their limits."""
 
     model_config = ConfigDict(extra="forbid")
@@ -91,7 +103,9 @@ class EpisodesConfig(BaseModel):
     modes: list[EpisodeMode] = Field(default_factory=lambda: list(ALL_MODES), min_length=1)
     tasks: TasksConfig = Field(default_factory=TasksConfig)
     sotopia: SotopiaConfig = Field(default_factory=SotopiaConfig)
-    repeats: int = Field(1, ge=1, description="Episodes per (scenario, mode), each with its own request seeds.")
+    repeats: int = Field(
+        1, ge=1, le=MAX_EPISODE_ITEMS, description="Episodes per (scenario, mode), each with its own request seeds."
+    )
     max_turns: int = Field(20, ge=1, le=MAX_SCRIPT_TURNS, description="Turn cap per episode (script length cap too).")
     max_none_streak: int = Field(2, ge=1, description="Consecutive 'none' (or invalid) turns that end an episode.")
     include_environment: bool = Field(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,11 +19,13 @@ from typing import Any, Literal
 import duckdb
 import numpy as np
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from socium.agents.llm_policy import call_rows
+from socium.config.base import StrictNumbers
 from socium.config.llm import LLMConfig
 from socium.config.loading import read_yaml_mapping, validate_dict
+from socium.episodes.health import EpisodeHealth
 from socium.episodes.loop import CallRecorder
 from socium.episodes.multiparty import GroupLimits, GroupResult, run_group_episode
 from socium.episodes.multiparty_prompts import group_access
@@ -35,13 +38,13 @@ from socium.llm.factory import build_backend
 from socium.llm.wrappers import CachingBackend
 from socium.platform.text import clean_text
 from socium.reporting import progress
-from socium.trace.rundir import default_out, locked_out_dir
+from socium.trace.rundir import default_out, locked_out_dir, replace_file
 from socium.trace.store import open_trace
 
 DB_NAME = "group_episodes.duckdb"
 
 
-class GroupEpisodesConfig(BaseModel):
+class GroupEpisodesConfig(StrictNumbers):
     """Deals x modes x repeats of N-party episodes."""
 
     model_config = ConfigDict(extra="forbid")
@@ -373,9 +376,14 @@ def _run_locked(
     try:
         done = store.done_ids()
         todo = [s for s in specs if s.episode_id not in done]
+        health = EpisodeHealth(cfg.llm, f"socium group-episodes CONFIG --out {shlex.quote(str(out))}")
         for k, spec in enumerate(todo):
             res = run_coro_sync(run_group_episode(spec, cfg.limits(), b, jb))
-            store.write(res, rec.drain(spec.episode_id))
+            calls = rec.drain(spec.episode_id)
+            problem = health.check(spec.episode_id, [c[2] for c in calls], res.turns)
+            if problem is not None:  # the run-level guards of `socium run`: stop, this episode unwritten
+                raise problem
+            store.write(res, calls)
             if on_done:
                 on_done(res, k + 1, len(todo))
         summary = summarize_groups(store.con)
@@ -390,6 +398,6 @@ def _run_locked(
         "skipped": len(specs) - len(todo),
         "wall_s": time.perf_counter() - t0,
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
-    (out / "config.json").write_text(cfg.model_dump_json(indent=2), encoding="utf-8")
+    replace_file(out / "summary.json", json.dumps(summary, indent=2, default=str))
+    replace_file(out / "config.json", cfg.model_dump_json(indent=2))
     return summary

@@ -23,6 +23,7 @@ import duckdb
 from socium.core.intervals import MIN_N
 from socium.episodes.judge import judge_vs_objective
 from socium.reporting.card import smoke_banner
+from socium.trace.rundir import own_folder, replace_file
 
 #: Zhou et al. 2024 (arXiv 2403.05020), goal completion 0-10 on SOTOPIA, judged by GPT-4. Shown only beside
 #: a like measurement (:func:`paper_comparable`): SOTOPIA scenarios judged by a GPT-4 model. Beside socium's
@@ -108,7 +109,19 @@ def _f(v: Any, digits: int = 2) -> str:
     return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
 
 
-TABLE_HEADER = ("mode", "task", "n", "goal [95% CI]", "judge", "words/turn", "turns", "agree", "leave", "valid")
+TABLE_HEADER = (
+    "mode",
+    "task",
+    "n",
+    "goal [95% CI]",
+    "judge",
+    "words/turn",
+    "turns",
+    "agree",
+    "leave",
+    "valid",
+    "invalid turns",  # a model answering junk shows here (an episode stays "valid" with every turn invalid)
+)
 PAPER_HEADER = ("paper goal GPT-3.5 / Mixtral (SOTOPIA, GPT-4 judge)", "paper words/turn")
 
 
@@ -166,6 +179,7 @@ def table_rows(summary: dict[str, Any], paper: bool = True) -> list[list[str]]:
             _f(r["agreement_rate"]),
             _f(r["leave_rate"]),
             _f(r["valid_rate"]),
+            "–" if r.get("invalid_turn_rate") is None else f"{r['invalid_turn_rate']:.0%}",
         ]
         out.append(row + ([paper_goal, words] if paper else []))
     return out
@@ -188,7 +202,7 @@ def write_plots(summary: dict[str, Any], out_dir: Path) -> list[Path]:
     from socium.reporting import plots as P  # lazy: matplotlib, for figures only
 
     plt = P.plt
-    out_dir.mkdir(parents=True, exist_ok=True)
+    own_folder(out_dir)  # `plots` is never a link socium writes through
     rows = [r for r in summary["rows"] if r["task"] != "all"]
     tasks = sorted({r["task"] for r in rows})
     modes = list(dict.fromkeys(r["mode"] for r in rows))
@@ -247,6 +261,6 @@ def write_plots(summary: dict[str, Any], out_dir: Path) -> list[Path]:
 
 def write_summary(summary: dict[str, Any], out_dir: Path) -> None:
     banner = smoke_banner(summary.get("llm_backend"))
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    replace_file(out_dir / "summary.json", json.dumps(summary, indent=2, default=str))
     head = f"**{banner}**\n\n" if banner else ""
-    (out_dir / "summary.md").write_text(head + markdown_table(summary) + "\n", encoding="utf-8")
+    replace_file(out_dir / "summary.md", head + markdown_table(summary) + "\n")

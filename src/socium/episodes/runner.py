@@ -10,6 +10,7 @@ Results are written in that order whatever the executor, so call ids are reprodu
 from __future__ import annotations
 
 import asyncio
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ import numpy as np
 
 from socium.core.rng import GENERATOR, component_rng
 from socium.episodes.config import EpisodesConfig
+from socium.episodes.health import EpisodeHealth
 from socium.episodes.loop import CallRecorder, EpisodeResult, EpisodeSpec, Models, run_episode
 from socium.episodes.report import summarize, write_plots, write_summary
 from socium.episodes.sotopia import CharacterProfile, RelationshipType, SotopiaData
@@ -33,7 +35,7 @@ from socium.llm.factory import build_backend
 from socium.llm.wrappers import CachingBackend, find_wrapper
 from socium.reporting import progress
 from socium.simulator.ray_start import start_ray
-from socium.trace.rundir import locked_out_dir, read_json_file
+from socium.trace.rundir import locked_out_dir, read_json_file, replace_file
 
 _KIND_CODE = {"mutual_friend": 1, "bargaining": 2, "sotopia": 3}
 
@@ -182,6 +184,7 @@ async def _inprocess(
     store: EpisodeStore,
     on_done: OnDone | None,
     deadline: float,
+    health: EpisodeHealth,
 ) -> None:
     step = cfg.executor.concurrency
     for k in range(0, len(specs), step):
@@ -189,9 +192,17 @@ async def _inprocess(
             return
         batch = await asyncio.gather(*(run_episode(s, cfg, models) for s in specs[k : k + step]))
         for j, res in enumerate(batch):  # in index order: call ids do not depend on timing
-            store.write(res)
+            _write_checked(store, res, health)
             if on_done:
                 on_done(res, k + j + 1, len(specs))
+
+
+def _write_checked(store: EpisodeStore, res: EpisodeResult, health: EpisodeHealth) -> None:
+    """Write ``res`` unless the run-level guards stop the run (then raise; the episode is redone by a rerun)."""
+    problem = health.check(res.spec.episode_id, [c[2] for c in res.calls], res.turns)
+    if problem is not None:
+        raise problem
+    store.write(res)
 
 
 class _EpisodeWorker:
@@ -207,7 +218,12 @@ class _EpisodeWorker:
 
 
 def _ray(
-    specs: Sequence[EpisodeSpec], cfg: EpisodesConfig, store: EpisodeStore, on_done: OnDone | None, deadline: float
+    specs: Sequence[EpisodeSpec],
+    cfg: EpisodesConfig,
+    store: EpisodeStore,
+    on_done: OnDone | None,
+    deadline: float,
+    health: EpisodeHealth,
 ) -> None:
     import ray
     from ray.util import ActorPool
@@ -227,7 +243,7 @@ def _ray(
         pool = ActorPool(actors)
         # map() yields in submission order, so writes follow episode order while actors run ahead
         for n, res in enumerate(pool.map(lambda a, s: a.run.remote(s.model_dump_json()), list(specs)), start=1):
-            store.write(res)
+            _write_checked(store, res, health)
             if on_done:
                 on_done(res, n, len(specs))
             if time.perf_counter() >= deadline:
@@ -291,16 +307,17 @@ def _run_locked(
             if on_done is not None:
                 on_done(res, n, total)
 
-        (out / "config.json").write_text(cfg.model_dump_json(indent=2), encoding="utf-8")
+        replace_file(out / "config.json", cfg.model_dump_json(indent=2))
         t0 = time.perf_counter()
         deadline = t0 + time_budget_s if time_budget_s is not None else float("inf")
+        health = EpisodeHealth(cfg.llm, f"socium episodes CONFIG --out {shlex.quote(str(out))}")
         if todo and cfg.executor.kind == "ray" and models is None:
-            _ray(todo, cfg, store, report_done, deadline)
+            _ray(todo, cfg, store, report_done, deadline, health)
         elif todo:
             own = models is None
             m = build_models(cfg) if models is None else models
             try:
-                run_coro_sync(_inprocess(todo, cfg, m, store, report_done, deadline))
+                run_coro_sync(_inprocess(todo, cfg, m, store, report_done, deadline, health))
             finally:
                 if own:
                     close_models(m)

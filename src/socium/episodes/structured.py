@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 from pydantic import ValidationError
 
+from socium.agents.retry import retry_turns
 from socium.llm.base import LLMBackend
 from socium.llm.parsing import parse_json_lenient
 from socium.llm.types import ChatMessage, LLMRequest
@@ -133,8 +134,5 @@ async def ask_structured(
             return Outcome(validate(parse_json_lenient(res.text)), raw, None, attempts)
         except (ValueError, ValidationError) as exc:
             last_err = _clean(short_error(exc), 300)
-            msgs = msgs + [
-                {"role": "assistant", "content": raw[:_REASK_ECHO_CHARS]},
-                {"role": "user", "content": f"That answer was invalid: {last_err}. Reply with one valid JSON object."},
-            ]
+            msgs = msgs + retry_turns(raw[:_REASK_ECHO_CHARS], last_err)
     return Outcome(None, raw, f"invalid output{' after re-ask' if reask else ''}: {last_err}", attempts)

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 from socium.agents.llm_policy import LLMPolicy, call_rows
 from socium.agents.routing import llm_route
 from socium.config.llm import LLMConfig
-from socium.errors import BudgetExceeded, ConfigError
+from socium.errors import BudgetExceeded, ConfigError, TraceError
 from socium.simulator import interviews as iv
+from socium.simulator.inputs import recorded_inputs
 from socium.simulator.llm_health import spent_from_trace
 from socium.simulator.simulation import interview_table, load_run_config, memory_line
 from socium.simulator.world import build_population
@@ -18,7 +19,7 @@ from socium.trace.queries import calls as C
 from socium.trace.queries import population as Q
 from socium.trace.queries import runs as R
 from socium.trace.rundir import INTERVIEW_LOG, RunDirLock, append_run_file
-from socium.trace.store import TraceStore, open_trace, require_store
+from socium.trace.store import TraceStore, open_trace, read_run_row, require_store
 
 if TYPE_CHECKING:
     import duckdb
@@ -49,6 +50,9 @@ def interview(
     made, and the run's budget counts it: before, such calls were in no trace and under no budget).
     """
     cfg = load_run_config(run_dir, allow_plugins=True)  # builds no recommender or moderator: imports nothing
+    # the input files the run read (by their recorded sha256), wherever this command is run from: never the
+    # persona of whatever people.csv the current folder holds
+    cfg = recorded_inputs(cfg, _recorded_digests(run_dir), Path(run_dir))
     budgets = cfg.llm  # the run's budgets hold whichever backend answers
     if llm is not None:
         LLMConfig.parse(llm)  # a typo in --backend: 'llm.backend: ...' (ConfigError), not pydantic's traceback
@@ -74,6 +78,22 @@ def interview(
     spent["default"] = (calls0 + logged[0], tokens0 + logged[1])
     if budgets is not None:
         _check_budget(budgets, spent.get("default", (0, 0)), run_dir)
+    if not record:
+        answered, calls = _ask(cfg, pop, spent, agent_id, memory, question, last)
+        _log_calls(Path(run_dir) / INTERVIEW_LOG, calls)
+        return str(answered[1])
+    db = require_store(Path(run_dir))
+    # a recorded interview writes the trace: never beside a live run, and the lock is taken before the model is
+    # asked (a refusal after the call lost a call that was made); the refusal names interview's own way out
+    with RunDirLock(db.parent, instead="or ask without --record (the call is then logged beside the trace)"):
+        answered, calls = _ask(cfg, pop, spent, agent_id, memory, question, last)
+        return _record(db, calls, answered, last, question, agent_id)
+
+
+def _ask(
+    cfg: Any, pop: Any, spent: dict[str, tuple[int, int]], agent_id: int, memory: list[str], question: str, last: int
+) -> tuple[Any, list[Any]]:
+    """One interview call: ((request id, answer text), the calls made)."""
     policy = LLMPolicy(cfg)
     policy.spent = spent  # its ledger goes on from what the run spent, as a resumed run's does
     policy.set_route(*llm_route(cfg, pop))
@@ -83,12 +103,16 @@ def interview(
         )
     finally:
         policy.close()
-    if not record:
-        _log_calls(Path(run_dir) / INTERVIEW_LOG, calls)
-        return answered[1]
-    db = require_store(Path(run_dir))
-    with RunDirLock(db.parent):  # a recorded interview writes the trace: never beside a live run
-        return _record(db, calls, answered, last, question, agent_id)
+    return answered, calls
+
+
+def _recorded_digests(run_dir: str | Path) -> dict[str, Any]:
+    row = read_run_row(require_store(Path(run_dir))) or {}
+    try:
+        digests = json.loads(row.get("input_digests") or "{}")
+    except ValueError:
+        raise TraceError(f"{run_dir}: runs.input_digests is not JSON") from None
+    return digests if isinstance(digests, dict) else {}
 
 
 def _check_budget(llm: LLMConfig, spent: tuple[int, int], run_dir: str | Path) -> None:

@@ -32,6 +32,7 @@ from socium.reporting.labels import source_labels
 from socium.reporting.page import Report, ReportTable, counted, fmt, render_html
 from socium.reporting.run_report import MEMORY_CHARS
 from socium.trace.queries import cascades, population, posts, runs
+from socium.trace.rundir import own_folder, replace_file
 
 # What other modules and users import from here: the page, its formatting and the legend names.
 __all__ = [
@@ -216,10 +217,11 @@ def _cards(rep: Report, dirs: list[Path], show: int = MAX_CARDS) -> None:
 def write_report(path: str | Path) -> Report:
     """Write ``PATH/report/{index.html, *.png, series.json}`` for an experiment or a single run."""
     path = Path(path)
-    out = path / REPORT_DIR
-    if out.exists() and not out.is_dir():  # was mkdir's FileExistsError traceback; the file is left alone
-        raise RunDirError(f"{out}: is a file; the report needs it to be a folder (move the file away)")
-    out.mkdir(parents=True, exist_ok=True)
+    if not path.is_dir():
+        raise RunDirError(f"{path}: no such folder")
+    # never through a `report` symlink (it wrote into the folder it named); a file there is left alone; a
+    # read-only folder is one error line
+    out = own_folder(path / REPORT_DIR)
     rep = Report(out, out / "index.html")
 
     show = MAX_CARDS
@@ -265,8 +267,8 @@ def write_report(path: str | Path) -> Report:
         )
     if dirs:
         _cards(rep, dirs, show)
-    (out / "series.json").write_text(
-        json.dumps(rep.series, default=lambda x: x.tolist() if hasattr(x, "tolist") else str(x)), encoding="utf-8"
+    replace_file(
+        out / "series.json", json.dumps(rep.series, default=lambda x: x.tolist() if hasattr(x, "tolist") else str(x))
     )
-    rep.html.write_text(render_html(rep, title), encoding="utf-8")
+    replace_file(rep.html, render_html(rep, title))
     return rep

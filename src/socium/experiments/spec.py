@@ -13,6 +13,7 @@ run's config names every input it used and the simulator needs no experiment-spe
 from __future__ import annotations
 
 import csv
+import io
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -24,8 +25,10 @@ import duckdb
 from pydantic import BaseModel, ConfigDict, Field
 
 from socium.agents.sources import OASIS_REQUIRED_COLUMNS
+from socium.config.base import StrictNumbers
 from socium.config.experiment import ExperimentConfig
 from socium.config.loading import apply_override, config_from_dict, read_yaml_mapping, validate_dict
+from socium.core.intervals import MAX_BOOT
 from socium.errors import ConfigError, InputFileError, RunDirError, SociumError
 from socium.reporting.progress import current
 from socium.simulator.inputs import config_diff
@@ -33,14 +36,19 @@ from socium.simulator.simulation import Simulation
 from socium.trace.queries import calls as C
 from socium.trace.queries import runs as R
 from socium.trace.queries.runs import config_hash, last_step
-from socium.trace.rundir import read_json_file
+from socium.trace.rundir import own_folder, read_json_file, replace_file
 from socium.trace.store import open_trace, read_run_row, require_store
+
+#: The most agents an experiment spec may build as rows of a population file (``n_agents`` of herding and
+#: polarisation): the rows are made in memory and written before the run's own memory check, which covers only
+#: synthetic populations. 10^6 rows of a few hundred bytes each is a few hundred MB.
+MAX_SPEC_AGENTS = 1_000_000
 
 RESULTS_FILE = "results.json"
 """Every experiment directory holds one; ``socium report`` reads it to know what it is looking at."""
 
 
-class ExperimentSpec(BaseModel):
+class ExperimentSpec(StrictNumbers):
     """Fields every experiment spec has; ``base`` holds ExperimentConfig keys shared by all its runs."""
 
     model_config = ConfigDict(extra="forbid")
@@ -53,7 +61,9 @@ class ExperimentSpec(BaseModel):
         "...).",
     )
     run_null: bool = Field(True, description="Also run the experiment's rule-based null model on the same platform.")
-    bootstrap: int = Field(1000, ge=0, description="Bootstrap resamples for confidence intervals (0: none).")
+    bootstrap: int = Field(
+        1000, ge=0, le=MAX_BOOT, description="Bootstrap resamples for confidence intervals (0: none)."
+    )
 
 
 def deep_merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -142,11 +152,12 @@ def write_population_csv(path: Path, rows: Sequence[PersonRow]) -> Path:
 
     Text from data files goes through :mod:`csv` quoting, never through a format string, so a bio
     with commas, quotes or newlines round-trips unchanged.
+    The file replaces the name (a link planted in an experiment's ``inputs/`` is never written through).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    own_folder(path.parent)
     with_stance = any(r.stance is not None for r in rows)
     cols = [*OASIS_REQUIRED_COLUMNS, "activity_level_frequency"] + (["stance"] if with_stance else [])
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    with io.StringIO(newline="") as fh:
         w = csv.writer(fh)
         w.writerow(cols)
         for r in rows:
@@ -164,6 +175,7 @@ def write_population_csv(path: Path, rows: Sequence[PersonRow]) -> Path:
             if with_stance:
                 rec.append("" if r.stance is None else f"{r.stance:.6f}")
             w.writerow(rec)
+        replace_file(path, fh.getvalue())
     return path
 
 
@@ -266,9 +278,9 @@ def llm_usage(run_dir: Path) -> dict[str, float]:
 
 def write_results(out: Path, results: dict[str, Any]) -> Path:
     """Write ``results.json`` (the experiment's numbers, spec and run directories)."""
-    out.mkdir(parents=True, exist_ok=True)
+    own_folder(out, named=True)
     path = out / RESULTS_FILE
-    path.write_text(json.dumps(results, indent=1, default=_jsonable), encoding="utf-8")
+    replace_file(path, json.dumps(results, indent=1, default=_jsonable))  # never through a planted link
     return path
 
 

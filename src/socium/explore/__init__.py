@@ -8,16 +8,20 @@ this module imports it only when the server starts, so the rest of socium never 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
-import os
-import sys
-import warnings
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, Any
 
 from socium.errors import UsageError
 
 if TYPE_CHECKING:
+    from socium.explore.source import Source
     from socium.trace.store import TraceStore
 
 EXTRA = "explore"
@@ -32,73 +36,151 @@ def require_solara() -> None:
         )
 
 
-def server_command(port: int, host: str = "127.0.0.1") -> list[str]:
-    """The command that serves the app (Solara's own server, production mode, no browser, no network)."""
-    return [
-        sys.executable, "-m", "solara", "run", "socium.explore.app", "--host", host, "--port", str(port),
-        "--production", "--no-open", "--no-check-version", "--no-ssg", "--log-level", "warning",
-    ]  # fmt: skip
+def check_port(port: int, option: str = "--port", host: str = "127.0.0.1") -> socket.socket:
+    """A socket bound to ``host:port`` (0: a free port the system picks), for the server to listen on;
+    a port out of range or in use is a UsageError naming ``option``.
+
+    Binding here, before the server starts, is what lets the caller announce the port really served
+    (``--port 0``) and fail with one line, not a traceback from inside the server thread."""
+    if not 0 <= port <= 65535:
+        raise UsageError(f"{option} {port}: not a port (0 to 65535; 0 picks a free one)")
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"{option} {port}: cannot serve on {host}:{port} ({exc.strerror}); pick another") from None
+    sock.listen(128)  # a browser opening the announced URL before the server is up waits instead of being refused
+    return sock
 
 
-def server_env(path: str | Path) -> dict[str, str]:
-    """The environment the server runs in: the path to open (the app reads it on first request)."""
-    from socium.explore.app import ENV
+def url_of(sock: socket.socket) -> str:
+    """The URL a bound socket serves (its real port, also when 0 was asked for)."""
+    host, port = sock.getsockname()[:2]
+    return f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
 
-    return {**os.environ, ENV: str(Path(path).resolve())}
+
+def asgi_app(allowed_hosts: Sequence[str] = ()) -> Any:
+    """Solara's Starlette app with its CDN route answered from local files (:mod:`.offline`) and the export
+    downloads streamed beside it (:mod:`.export`), all behind :class:`~socium.explore.guard.HostGuard`
+    (loopback Host and Origin only)."""
+    from socium.explore.app import current_root
+    from socium.explore.export import ExportRoute
+    from socium.explore.files import FolderFiles
+    from socium.explore.guard import HostGuard
+    from socium.explore.offline import local_assets, offline_solara
+
+    offline_solara()
+    import solara.server.starlette
+
+    return HostGuard(FolderFiles(ExportRoute(local_assets(solara.server.starlette.app)), current_root), allowed_hosts)
 
 
-def serve(path: str | Path, port: int = 8765, host: str = "127.0.0.1") -> None:
-    """Serve the explorer over ``path`` until interrupted; this process becomes the server.
+class Server:
+    """The explorer's HTTP server (uvicorn, as Solara's own) on a bound socket, in this thread or another."""
 
-    The path is opened once here first, so a wrong folder fails at once with a message, not in the
-    browser. Replacing the process (rather than starting a child) means Ctrl-C and ``kill`` reach the
-    server itself and no orphan keeps the port."""
+    def __init__(self, sock: socket.socket, allowed_hosts: Sequence[str] = ()) -> None:
+        import uvicorn
+
+        class Uvicorn(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Iterator[None]:
+                yield  # :meth:`run` handles SIGINT/SIGTERM itself: uvicorn re-raises them after, dying of them
+
+        self.sock = sock
+        self.base_url = url_of(sock)
+        config = uvicorn.Config(
+            asgi_app(allowed_hosts), log_level="warning", timeout_graceful_shutdown=2, server_header=False
+        )
+        self.server = Uvicorn(config)
+        self.thread: threading.Thread | None = None
+
+    def run(self) -> None:
+        """Serve in this thread until SIGINT or SIGTERM (a second one stops at once), then close the
+        socket and return: stopping the explorer is how it is meant to end, not an error."""
+        stops = (signal.SIGINT, signal.SIGTERM)
+
+        def stop(signum: int, frame: Any) -> None:
+            if self.server.should_exit:
+                self.server.force_exit = True
+            self.server.should_exit = True
+
+        main = threading.current_thread() is threading.main_thread()
+        old = {s: signal.signal(s, stop) for s in stops} if main else {}
+        try:
+            self.server.run(sockets=[self.sock])
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+            self.sock.close()
+
+    def start(self, timeout: float = 60) -> None:
+        """Serve from a daemon thread (no signal handlers: uvicorn sets them only in the main thread)."""
+        self.thread = threading.Thread(target=self.run, name="socium-explore", daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise UsageError(f"the explorer did not start serving at {self.base_url}")
+            time.sleep(0.05)
+
+    def serving(self) -> bool:
+        """Whether the server thread still serves (it stops when its socket fails)."""
+        return self.thread is not None and self.thread.is_alive()
+
+    def stop_serving(self) -> None:
+        self.server.should_exit = True
+        if self.thread is not None:
+            self.thread.join(timeout=10)
+
+
+class LiveServer(Server):
+    """The explorer of a running run: the server and the live source it reads."""
+
+    def __init__(self, sock: socket.socket, source: Source) -> None:
+        super().__init__(sock)
+        self.source = source
+
+    def finish(self, how: str) -> None:
+        """The run has ended (``how``: "exit status 0") and closed its trace: pages now read the finished
+        file and the live marker says how the run ended."""
+        self.source.finish(how)
+
+
+def serve(path: str | Path, sock: socket.socket, allowed_hosts: Sequence[str] = ()) -> None:
+    """Serve the explorer over ``path`` on ``sock`` (from :func:`check_port`) until interrupted.
+
+    In this process (not ``python -m solara run``): Solara's command line turns on telemetry and the CDN
+    proxy by default and checks PyPI for a newer version; here the server is built offline and behind the
+    Host/Origin guard."""
     require_solara()
+    from socium.explore.app import use_source
     from socium.explore.source import open_source
 
-    open_source(path).close()
-    os.execve(sys.executable, server_command(port, host), server_env(path))
+    src = open_source(path)
+    use_source(src)
+    try:
+        Server(sock, allowed_hosts).run()
+    finally:
+        src.close()
 
 
-class LiveServer(Protocol):
-    """The explorer served from a running process (Solara's threaded Starlette server)."""
-
-    base_url: str
-
-    def stop_serving(self) -> None: ...
-
-
-def prepare_live(port: int, host: str = "127.0.0.1") -> None:
+def prepare_live(port: int, host: str = "127.0.0.1") -> socket.socket:
     """What ``--explore`` can do before the run starts: check the extra and the port (a UsageError
     naming what is wrong, before any run folder is made) and import the server (about 2 s, which would
-    otherwise be counted in step 0's wall time). Calling it again repeats only the checks."""
+    otherwise be counted in step 0's wall time). Returns the bound socket the server will listen on."""
     require_solara()
-    import socket
+    sock = check_port(port, "--explore-port", host)
+    from socium.explore.offline import offline_solara
 
-    with socket.socket() as probe:
-        try:
-            probe.bind((host, port))
-        except OSError as exc:
-            raise UsageError(
-                f"--explore-port {port}: cannot serve on {host}:{port} ({exc.strerror}); pick another"
-            ) from None
-    warnings.filterwarnings("ignore", message="Cookies with samesite=none")  # plain http on localhost: lax is right
-    os.environ.setdefault("MPLBACKEND", "Agg")  # Solara would set the notebook backend, which a run has no use for
-    os.environ["SOLARA_APP"] = "socium.explore.app"
-    os.environ["SERVER_NAME"], os.environ["SERVER_PORT"] = host, str(port)
-    import solara.server.starlette  # noqa: F401
-    from solara.server import settings
-
+    offline_solara()
     import socium.explore.app  # noqa: F401 (the app Solara serves, imported now rather than on the first step)
 
-    settings.main.mode = "production"
-    settings.ssg.enabled = False
-    settings.telemetry.mixpanel_enable = False  # nothing leaves this machine
+    return sock
 
 
-def serve_live(
-    store: TraceStore, run_dir: str | Path, steps: int, port: int = 8765, host: str = "127.0.0.1"
-) -> LiveServer:
+def serve_live(store: TraceStore, run_dir: str | Path, steps: int, sock: socket.socket) -> LiveServer:
     """Serve the explorer over the run ``store`` writes, from a daemon thread of this process; call it
     in the writer's thread before the first step.
 
@@ -106,17 +188,13 @@ def serve_live(
     while it is written, so the explorer reads through a cursor of the writer's own connection. The
     server thread waits on its socket while nobody looks; a page costs the run only the queries it makes.
     ``store.before_close`` lets the explorer go first (DuckDB refuses to close a connection whose
-    cursor is mid-query). A port in use is a UsageError naming it (the run has not started yet)."""
-    prepare_live(port, host)
-    from solara.server.starlette import ServerStarlette
-
+    cursor is mid-query). When the run ends, :meth:`Source.finish` makes the pages read the finished file."""
     from socium.explore.app import use_source
     from socium.explore.source import Source
 
     src = Source.live(store.con, run_dir, steps)
     store.before_close.append(src.detach)
     use_source(src)
-    server = ServerStarlette(port=port, host=host, log_level="warning")
-    server.serve_threaded()
-    server.wait_until_serving(timeout=60)
-    return cast(LiveServer, server)
+    server = LiveServer(sock, src)
+    server.start()
+    return server

@@ -12,7 +12,9 @@ from typing import Any, cast
 import solara
 from solara import v as vue
 
+from socium.explore.charts import CascadeTree, Neighbourhood
 from socium.explore.page_rows import agent_exports, export_menu, post_exports
+from socium.explore.seen import paired, seen_feed
 from socium.explore.source import RunView
 from socium.explore.widgets import ROWS, Fold, Go, Pager, Plain, PostCard, Say, attrs, who
 from socium.trace.queries import explore as q
@@ -64,27 +66,54 @@ def Persona(run: RunView, agent_id: int) -> Any:
     return main
 
 
+def _score(name: str, value: Any) -> str:
+    return f"{name} {value:.3g}" if isinstance(value, float) else f"{name} {value}"
+
+
 @solara.component
 def Feed(run: RunView, agent_id: int, step: int) -> Any:
-    """The agent's feed at ``step``: one item per exposures row, by rank."""
+    """The agent's feed at ``step``: one item per exposures row, by rank, each shown as the text its prompt
+    gave it (:mod:`socium.explore.seen`), with the prompt's whole feed section one click away."""
     items = run(q.feed, agent_id, step)
-    with vue.Html(tag="div", class_="feed", attributes=attrs(step=step, n=len(items))) as main:
-        Plain(f"Feed ({len(items)} item{'' if len(items) == 1 else 's'})", style="font-weight: bold")
+    calls = run(q.calls_at, agent_id, step)
+    seen = seen_feed(calls, agent_id)
+    texts = paired([it.post_id for it in items], seen)
+    with vue.Html(tag="div", class_="feed", attributes=attrs(step=step, n=len(items), call=seen.call or "")) as main:
+        if not items and seen.section is None:
+            note = "no feed at this step: its calls asked something else" if calls else "no feed at this step"
+            Plain(note.capitalize(), style="font-weight: bold", classes=["feed-none"])
+            return main
+        where = f", as the prompt of call {seen.call} showed them" if seen.call is not None else ""
+        Plain(f"Feed ({len(items)} item{'' if len(items) == 1 else 's'}{where})", style="font-weight: bold")
         if not items:
-            Plain(" (empty)")
-        for it in items:
+            Plain(" (empty: the prompt said so)" if seen.section is not None else " (empty)")
+        elif seen.call is None:
+            Plain(" (no prompt: the trace's rows, not a rendering)", style="color: #666")
+        for it, rendered in zip(items, texts, strict=True):
             with vue.Html(
                 tag="div",
                 class_="feed-item",
                 style_="border-bottom: 1px solid #eee; padding: 2px 0",
-                attributes=attrs(rank=it.rank, post=it.post_id, source=it.source or ""),
+                attributes=attrs(rank=it.rank, post=it.post_id, source=it.source or "", rendered=rendered is not None),
             ):
                 Plain(f"#{it.rank} · {it.source or 'unknown source'} · ", style="color: #666")
                 Go(f"{run.base}/post/{it.post_id}", f"post {it.post_id}", "post-link")
                 Plain(" · ")
                 Go(f"{run.base}/agent/{it.author}", who(it.username, it.author, run.preset))
                 Plain(f" ({it.kind})" if it.kind and it.kind != "original" else "")
-                Say(it.content, tag="div", classes="content")
+                if it.scores:
+                    shown = " · ".join(
+                        f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in it.scores.items()
+                    )
+                    Plain(f" · {shown}", "color: #666", classes=["scores"])
+                if rendered is not None:
+                    Say(rendered, limit=100_000, tag="pre", classes="seen")
+                else:
+                    if seen.call is not None:
+                        Plain(" · not in the prompt at this place", style="color: #b91c1c")
+                    Say(it.content, tag="div", classes="content")
+        if seen.section is not None:
+            Fold("the feed section exactly as the prompt held it", seen.section, classes="feed-section")
     return main
 
 
@@ -104,15 +133,18 @@ def Calls(run: RunView, agent_id: int, step: int) -> Any:
 def CallBlock(c: q.CallView, run: RunView) -> Any:
     """One call: header line, the error if it failed, the prompt (folded), the raw response."""
     ok = c.outcome == "ok"
-    with vue.Html(tag="div", class_="call", attributes=attrs(call=c.call_id, outcome=c.outcome or "")) as main:
+    with vue.Html(
+        tag="div", class_="call", attributes=attrs(call=c.call_id, outcome=c.outcome or "", fate=c.fate)
+    ) as main:
         head = (
-            f"call {c.call_id} · step {c.step} · {c.model or 'no model'} · {c.outcome} · "
+            f"call {c.call_id} · step {c.step} · {c.model or 'no model'} · transport {c.outcome} · "
             f"{c.prompt_tokens or 0}+{c.completion_tokens or 0} tokens · {c.latency_s or 0:.2f} s"
         )
         with solara.Row(style="gap: 0.5em; align-items: baseline"):
             Plain(head, style="color: #666" if ok else "color: #b91c1c; font-weight: bold")
             if c.agent_id is not None:
                 Go(f"{run.base}/agent/{c.agent_id}", f"agent {c.agent_id}")
+        Fate(c, run)
         if c.error:
             Say(
                 f"error: {c.error}",
@@ -127,6 +159,23 @@ def CallBlock(c: q.CallView, run: RunView) -> Any:
                 vue.Html(tag="div", children=[role], style_="font-weight: bold; margin-top: 4px")
                 Say(m.get("content", ""), limit=100_000, tag="pre", classes="prompt-message", data=attrs(role=role))
         Fold("raw response", c.response, open_=True, classes="response")
+    return main
+
+
+FATE_COLOUR = {"accepted": "#15803d", "retried": "#b45309", "rejected": "#b91c1c", "failed": "#b91c1c"}
+
+
+def Fate(c: q.CallView, run: RunView) -> Any:
+    """What became of the answer: accepted; rejected (the parser's reason) and asked again; rejected with
+    no retry left; or no answer at all (the transport failed)."""
+    with vue.Html(tag="div", class_="fate", attributes=attrs(fate=c.fate)) as main:
+        Plain(f"answer {c.fate}", style=f"color: {FATE_COLOUR.get(c.fate, '#666')}; font-weight: bold")
+        if c.fate == "retried":
+            Say(f" (rejected: {c.fate_reason})", classes="fate-reason")
+            if c.retry_call is not None:
+                Go(f"{run.base}/call/{c.retry_call}", f" → asked again as call {c.retry_call}", "retry-link")
+        elif c.fate == "rejected":
+            Say(f" (rejected, no retry left: {c.fate_reason})", classes="fate-reason")
     return main
 
 
@@ -161,6 +210,8 @@ def AgentPage(run: RunView, agent_id: int) -> Any:
     steps = run(q.activation_steps, agent_id, limit=ACTIVATIONS + 1, offset=offset)
     with solara.Column() as main:
         Persona(run, agent_id)
+        with solara.Card(title="Follow neighbourhood", classes=["neighbours"]):
+            Neighbourhood(run, agent_id)
         export_menu(agent_exports(run, agent_id))
         with solara.Row(style="align-items: center"):
             solara.Button("◀ earlier", disabled=offset <= 0, on_click=lambda: set_offset(max(offset - ACTIVATIONS, 0)))
@@ -216,6 +267,7 @@ def PostPage(run: RunView, post_id: int) -> Any:
                     solara.SliderInt("as of step", value=at, min=first, max=last, on_value=as_of)
                 total = next((n for s, n in reversed(growth) if s <= at), 0)
                 Plain(f"as of step {at}: {total:,} posts in the cascade", "font-weight: bold")
+                CascadeTree(run, root, at, post_id)
                 Pager(total, node_off, set_node_off, page)
                 for nid, parent, author, step, depth in run(q.cascade, root, until=at, limit=page, offset=node_off):
                     here = "font-weight: bold;" if nid == post_id else ""
@@ -232,13 +284,24 @@ def PostPage(run: RunView, post_id: int) -> Any:
         with solara.Card(title="Shown to", classes=["exposed"]):
             sources = run(q.exposure_sources, post_id)
             n = sum(sources.values())
-            Plain(", ".join(f"{k}: {v}" for k, v in sources.items()) or "never shown in a feed")
+            direct = sum(v for k, v in sources.items() if not k.startswith("via "))
+            Plain(
+                f"{n:,} times in a feed: {direct:,} as itself, {n - direct:,} through its reposts and quotes"
+                if n
+                else "never shown in a feed",
+                "font-weight: bold",
+                classes=["shown-total"],
+            )
+            Plain(" (" + ", ".join(f"{k}: {v}" for k, v in sources.items()) + ")" if n else "")
             Pager(n, exp_off, set_exp_off, page)
-            for step, agent_id, rank, source in run(q.exposed_to, post_id, limit=page, offset=exp_off):
-                with vue.Html(tag="div", class_="exposure", attributes=attrs(agent=agent_id, step=step)):
+            for step, agent_id, rank, source, via, via_kind in run(q.exposed_to, post_id, limit=page, offset=exp_off):
+                with vue.Html(tag="div", class_="exposure", attributes=attrs(agent=agent_id, step=step, via=via or "")):
                     Plain(f"step {step} · ")
                     Go(f"{run.base}/agent/{agent_id}", f"agent {agent_id}", "agent-link")
                     Plain(f" · rank {rank} · {source or 'unknown source'}")
+                    if via is not None:
+                        Plain(f" · through a {via_kind}: ", "color: #b45309")
+                        Go(f"{run.base}/post/{via}", f"post {via}", "via-link")
         with solara.Card(title="Acted on it", classes=["acted"]):
             acted = run(q.acted_on, post_id, limit=page)
             if not acted:

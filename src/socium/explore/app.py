@@ -1,7 +1,8 @@
 """The explorer's Solara app: one ``Page`` that reads the URL and shows the page it names.
 
 URLs: ``/`` (an experiment's runs, or a lone run's timeline), ``/run/I`` (timeline of run I),
-``/run/I/agent/K``, ``/run/I/post/P``, ``/run/I/calls``, ``/run/I/agents``, ``/run/I/compare/K/S``
+``/run/I/agent/K``, ``/run/I/post/P``, ``/run/I/calls``, ``/run/I/call/C``, ``/run/I/charts``,
+``/run/I/agents``, ``/run/I/compare/K/S``
 (agent K at step S in run I and its peers, side by side). Every page is a URL, so
 a view can be bookmarked or sent to a colleague. The path opened comes from ``SOCIUM_EXPLORE_PATH``
 (``socium explore`` sets it): Solara imports this module by name in its own server. A live run
@@ -12,6 +13,7 @@ carries a "live: step N of M" marker (:class:`~socium.explore.live.Live`).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -19,7 +21,8 @@ import solara
 from solara import v as vue
 
 from socium.errors import SociumError, UsageError
-from socium.explore.agent_page import AgentPage, PostPage
+from socium.explore.agent_page import AgentPage, CallBlock, PostPage
+from socium.explore.charts import RunCharts
 from socium.explore.compare_page import ComparePage
 from socium.explore.live import Live, refreshed
 from socium.explore.run_pages import Agents, CallsPage, Experiment, Timeline, as_int
@@ -56,6 +59,11 @@ def source() -> Source:
     return _source
 
 
+def current_root() -> Path | None:
+    """The folder being served (None before a source is set): whose report files may be served."""
+    return None if _source is None else _source.root
+
+
 @solara.component
 def Nav(run: RunView | None, src: Source) -> Any:
     """The header: what is open, and links to the run's pages."""
@@ -72,6 +80,7 @@ def Nav(run: RunView | None, src: Source) -> Any:
                 style="color: #666",
             )
             Go(run.base, "timeline", "nav-timeline")
+            Go(f"{run.base}/charts", "charts", "nav-charts")
             Go(f"{run.base}/agents", "agents", "nav-agents")
             Go(f"{run.base}/calls", f"calls ({info['calls']:,})", "nav-calls")
             if src.is_live:
@@ -111,6 +120,9 @@ def Page() -> Any:
             elif rest == ["calls"]:
                 solara.Title("calls")
                 CallsPage(run).key(f"c{index}")
+            elif rest == ["charts"]:
+                solara.Title(f"charts · {run.label}")
+                RunCharts(run).key(f"ch{index}")
             elif rest == ["agents"]:
                 solara.Title("agents")
                 Agents(run).key(f"a{index}")
@@ -118,6 +130,12 @@ def Page() -> Any:
                 agent_id, step = int(rest[1]), int(rest[2])
                 solara.Title(f"agent {agent_id} at step {step}, compared")
                 ComparePage(src, index, agent_id, step).key(f"cmp{index}/{agent_id}/{step}")
+            elif len(rest) == 2 and rest[0] == "call" and as_int(rest[1]) is not None:
+                solara.Title(f"call {rest[1]}")
+                one = run(q.call, int(rest[1]))
+                if one is None:
+                    raise UsageError(f"no call {rest[1]} in this run")
+                CallBlock(one, run).key(f"call{index}/{rest[1]}")
             elif len(rest) == 2 and rest[0] in ("agent", "post") and as_int(rest[1]) is not None:
                 ident = as_int(rest[1])
                 assert ident is not None

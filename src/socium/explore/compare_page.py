@@ -15,7 +15,7 @@ import solara
 from solara import v as vue
 
 from socium.explore.agent_page import Actions, Calls, Feed
-from socium.explore.diff import MOST, peers, prompt_diff
+from socium.explore.diff import MOST, pairing, peers, prompt_diff
 from socium.explore.page_rows import compare_exports, export_menu
 from socium.explore.source import Source
 from socium.explore.widgets import Fold, Go, Plain
@@ -30,6 +30,7 @@ def ComparePage(src: Source, ref: int, agent_id: int, step: int) -> Any:
     views = [src.view(labels.index(label)) for label in chosen if label in labels][:MOST]
     with solara.Column() as main:
         Plain(f"Agent {agent_id} at step {step}, side by side", "font-weight: bold; font-size: 18px")
+        Plain(pairing(labels, labels[ref]), "color: #666", classes=["pairing"])
         solara.SelectMultiple(f"runs (at most {MOST})", values=chosen, all_values=labels, on_value=set_chosen)
         export_menu(compare_exports(views, agent_id, step))
         grid = f"display: grid; grid-template-columns: repeat({max(len(views), 1)}, minmax(0, 1fr)); gap: 12px"

@@ -32,37 +32,50 @@ following = solara.reactive(True)
 
 @solara.component
 def Live(run: RunView) -> Any:
-    """``live: step N of M`` (N committed steps of the M planned), refreshed every :data:`POLL_S`."""
+    """``live: step N of M`` (N committed steps of the M planned), refreshed every :data:`POLL_S`; once the
+    run has ended, ``run finished (exit status S)`` over the finished trace.
+
+    Every hook is called on every render, in the same order, before anything may return: Reacton
+    refuses a render whose hooks differ from the previous one ("conditional hooks"), which is what a
+    return between two hooks did when the run closed its trace."""
     tick, set_tick = solara.use_state(0)
+    finished = run.source.finished
 
     def wait(cancel: threading.Event) -> None:
-        if not cancel.wait(POLL_S):
+        if finished is None and not cancel.wait(POLL_S):
             set_tick(lambda t: t + 1)
 
-    solara.use_thread(wait, dependencies=[tick])
+    solara.use_thread(wait, dependencies=[tick, finished])
     try:
-        done = run(q.committed_steps)
-    except SociumError as exc:  # the run ended and closed its trace
-        return Plain(str(exc), classes=["live", "live-ended"], style="color: #b91c1c")
+        done: int | None = run(q.committed_steps)
+        problem = None
+    except SociumError as exc:  # between the run closing its trace and the explorer opening the file
+        done, problem = None, str(exc)
     seen = solara.use_ref(done)
 
     def on_commit() -> None:
-        if seen.current != done:
+        if done is not None and seen.current != done:
             seen.current = done
             if following.value:
                 refreshed.set(refreshed.value + 1)
 
-    solara.use_effect(on_commit, [done])
+    solara.use_effect(on_commit, [done, finished])
     total = run.source.live_steps or 0
-    state = "finished" if done >= total else "running"
+    if done is None:
+        return Plain(problem or "", classes=["live", "live-ended"], style="color: #b91c1c")
+    state = "running" if finished is None else "finished"
+    text = f"live: step {done} of {total}"
+    if finished is not None:
+        text = f"steps {done} of {total} committed · run finished ({finished})"
     with solara.Row(style="gap: 0.5em; align-items: center") as main:
         vue.Html(
             tag="span",
             class_="live",
-            style_="color: #15803d; font-weight: bold; white-space: nowrap",
-            attributes=attrs(committed=done, planned=total, state=state),
-            children=[f"live: step {done} of {total}" + (" (finished)" if state == "finished" else "")],
+            style_=f"color: {'#15803d' if finished is None else '#1d4ed8'}; font-weight: bold; white-space: nowrap",
+            attributes=attrs(committed=done, planned=total, state=state, ended=finished or ""),
+            children=[text],
         )
-        solara.Checkbox(label="follow", value=following)
+        if finished is None:
+            solara.Checkbox(label="follow", value=following)
         solara.Button("refresh", on_click=lambda: refreshed.set(refreshed.value + 1), text=True)
     return main

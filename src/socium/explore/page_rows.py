@@ -8,15 +8,15 @@ activation's step, the side-by-side column's run) in columns of its own, first.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from socium.explore.export import MAX_ROWS, Rows, fields_of, records, tuples
+from socium.explore.export import Batches, Rows, capped, fields_of, flatten, paged, records, tuples
 from socium.explore.source import RunView
 from socium.trace.queries import explore as q
 
-EXPOSED = ["step", "agent_id", "rank", "source"]
+EXPOSED = ["step", "agent_id", "rank", "source", "via_post", "via_kind"]
 ACTED = ["step", "agent_id", "type", "outcome"]
 NODES = ["post_id", "parent_id", "author", "step", "depth"]
 
@@ -26,24 +26,33 @@ class Export:
     """One downloadable table of a page: its file name, how to fetch its rows, its columns."""
 
     name: str
-    fetch: Callable[[], Rows]
+    fetch: Callable[[], Batches]
     columns: list[str]
 
+    def rows(self) -> Rows:
+        """Every row at once (tests and small views; the download streams :attr:`fetch`'s batches)."""
+        return flatten(self.fetch())
 
-def _activation_rows(views: Sequence[RunView], agent_id: int, steps: Callable[[RunView], list[int]], kind: str) -> Rows:
-    out: Rows = []
+
+def _activation_rows(
+    views: Sequence[RunView], agent_id: int, steps: Callable[[RunView], list[int]], kind: str
+) -> Iterator[Rows]:
+    """One batch per (run, activation step): an activation's rows are what its page section shows."""
     for v in views:
         where = {"run": v.label} if len(views) > 1 or v.source.is_experiment else {}
         for s in steps(v):
             if kind == "feed":
-                out += records(v(q.feed, agent_id, s), q.FeedItem, **where, agent_id=agent_id, step=s)
+                yield records(v(q.feed, agent_id, s), q.FeedItem, **where, agent_id=agent_id, step=s)
             elif kind == "calls":
-                out += records(v(q.calls_at, agent_id, s), q.CallView, **where, shown_for=agent_id)
+                yield records(v(q.calls_at, agent_id, s), q.CallView, **where, shown_for=agent_id)
             else:
-                out += records(v(q.actions, agent_id, s), q.ActionView, **where, agent_id=agent_id, step=s)
-            if len(out) >= MAX_ROWS:
-                return out[:MAX_ROWS]
-    return out
+                yield records(v(q.actions, agent_id, s), q.ActionView, **where, agent_id=agent_id, step=s)
+
+
+def _capped_rows(
+    views: Sequence[RunView], agent_id: int, steps: Callable[[RunView], list[int]], kind: str
+) -> Iterator[Rows]:
+    return capped(_activation_rows(views, agent_id, steps, kind))
 
 
 def _columns(kind: str, run_column: bool) -> list[str]:
@@ -62,13 +71,13 @@ def agent_exports(run: RunView, agent_id: int) -> list[Export]:
     """An agent's page: its feed items, calls and actions over every activation (not only the page shown)."""
 
     def steps(v: RunView) -> list[int]:
-        return v(q.activation_steps, agent_id, limit=MAX_ROWS)
+        return v(q.activation_steps, agent_id, limit=10**6)
 
     run_col = run.source.is_experiment
     return [
         Export(
             f"agent{agent_id}-{kind}",
-            partial(_activation_rows, [run], agent_id, steps, kind),
+            partial(_capped_rows, [run], agent_id, steps, kind),
             _columns(kind, run_col),
         )
         for kind in KINDS
@@ -80,7 +89,7 @@ def compare_exports(views: Sequence[RunView], agent_id: int, step: int) -> list[
     return [
         Export(
             f"agent{agent_id}-step{step}-{kind}",
-            partial(_activation_rows, views, agent_id, lambda _v: [step], kind),
+            partial(_capped_rows, views, agent_id, lambda _v: [step], kind),
             _columns(kind, True),
         )
         for kind in KINDS
@@ -90,14 +99,24 @@ def compare_exports(views: Sequence[RunView], agent_id: int, step: int) -> list[
 def post_exports(run: RunView, post_id: int, root: int | None, until: int | None) -> list[Export]:
     """A post's page: who was shown it, who acted on it, and its cascade as of the step the slider shows."""
     out = [
-        Export(f"post{post_id}-shown-to", lambda: tuples(run(q.exposed_to, post_id, limit=MAX_ROWS), EXPOSED), EXPOSED),
-        Export(f"post{post_id}-acted-on", lambda: tuples(run(q.acted_on, post_id, limit=MAX_ROWS), ACTED), ACTED),
+        Export(
+            f"post{post_id}-shown-to",
+            lambda: paged(lambda n, o: run(q.exposed_to, post_id, limit=n, offset=o), partial(tuples, columns=EXPOSED)),
+            EXPOSED,
+        ),
+        Export(
+            f"post{post_id}-acted-on",
+            lambda: paged(lambda n, o: run(q.acted_on, post_id, limit=n, offset=o), partial(tuples, columns=ACTED)),
+            ACTED,
+        ),
     ]
     if root is not None:
         out.append(
             Export(
                 f"cascade{root}" + ("" if until is None else f"-step{until}"),
-                lambda: tuples(run(q.cascade, root, until=until, limit=MAX_ROWS), NODES),
+                lambda: paged(
+                    lambda n, o: run(q.cascade, root, until=until, limit=n, offset=o), partial(tuples, columns=NODES)
+                ),
                 NODES,
             )
         )

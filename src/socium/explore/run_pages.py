@@ -7,13 +7,15 @@ so it costs the same on a 30-agent run and a 10^5-agent one.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import solara
 from solara import v as vue
 
 from socium.explore.agent_page import CallBlock
-from socium.explore.export import MAX_ROWS, export_buttons
+from socium.explore.export import export_rows, fields_of, paged, records
+from socium.explore.files import file_link
 from socium.explore.source import RunView, Source, overrides
 from socium.explore.widgets import ROWS, Go, Pager, Plain, PostCard, Say, attrs
 from socium.trace.queries import explore as q
@@ -40,6 +42,16 @@ def rewinding(setter: Callable[[str], None], set_offset: Callable[[int], None]) 
     return set_and_rewind
 
 
+def rewinding_bool(setter: Callable[[bool], None], set_offset: Callable[[int], None]) -> Callable[[bool], None]:
+    """A checkbox's setter that also goes back to the first page."""
+
+    def set_and_rewind(value: bool) -> None:
+        setter(value)
+        set_offset(0)
+
+    return set_and_rewind
+
+
 @solara.component
 def Timeline(run: RunView) -> Any:
     """Posts as the platform showed them, newest first, filtered by step, author and text."""
@@ -61,7 +73,11 @@ def Timeline(run: RunView) -> Any:
             solara.InputText("text contains", value=text, on_value=on(set_text), continuous_update=False)
         with solara.Row(style="align-items: center; gap: 2em"):
             Pager(total, offset, set_offset, ROWS)
-            export_buttons("timeline", lambda: run(q.timeline, **flt, limit=min(total, MAX_ROWS)), q.PostView)
+            export_rows(
+                "timeline",
+                lambda: paged(lambda n, o: run(q.timeline, **flt, limit=n, offset=o), partial(records, cls=q.PostView)),
+                fields_of(q.PostView),
+            )
         with vue.Html(tag="div", class_="timeline", attributes=attrs(total=total)):
             for p in posts:
                 PostCard(p, run)
@@ -70,17 +86,29 @@ def Timeline(run: RunView) -> Any:
 
 @solara.component
 def Agents(run: RunView) -> Any:
-    """Find an agent by id, username or name; each opens its page."""
+    """The agents, with stance (at the end of the run), activations, followers and actions; filtered by
+    id, username or name and sorted by any of those columns; each opens its page."""
     text, set_text = solara.use_state("")
+    sort, set_sort = solara.use_state("id")
+    descending, set_descending = solara.use_state(False)
     offset, set_offset = solara.use_state(0)
-    rows = run(q.find_agents, text or None, limit=ROWS + 1, offset=offset)
+    rows = run(q.agents_table, text or None, sort=sort, descending=descending, limit=ROWS + 1, offset=offset)
     with solara.Column() as main:
-        solara.InputText("id, username or name", value=text, on_value=rewinding(set_text, set_offset))
-        for agent_id, username, name in rows[:ROWS]:
-            with vue.Html(tag="div", class_="agent-row"):
-                Go(f"{run.base}/agent/{agent_id}", f"agent {agent_id}", "agent-link")
-                Plain(" · ")
-                Say(f"@{username} ({name})")
+        with solara.Row(style="gap: 1em; align-items: baseline"):
+            solara.InputText("id, username or name", value=text, on_value=rewinding(set_text, set_offset))
+            solara.Select("sort by", value=sort, values=list(q.AGENT_SORTS), on_value=rewinding(set_sort, set_offset))
+            solara.Checkbox(label="descending", value=descending, on_value=rewinding_bool(set_descending, set_offset))
+        grid = "display: grid; grid-template-columns: 7em 1fr 6em 7em 6em 6em; gap: 2px 8px"
+        with vue.Html(tag="div", style_=grid, class_="agents-table"):
+            for head in ("agent", "username (name)", "stance", "activations", "followers", "actions"):
+                Plain(head, "font-weight: bold; color: #666")
+            for r in rows[:ROWS]:
+                Go(f"{run.base}/agent/{r.agent_id}", f"agent {r.agent_id}", "agent-link")
+                Say(f"@{r.username} ({r.name})")
+                Plain("–" if r.stance is None else f"{r.stance:+.2f}")
+                Plain(f"{r.activations:,}")
+                Plain(f"{r.followers:,}")
+                Plain(f"{r.n_actions:,}")
         with solara.Row():
             solara.Button("◀ previous", disabled=offset <= 0, on_click=lambda: set_offset(max(offset - ROWS, 0)))
             solara.Button("next ▶", disabled=len(rows) <= ROWS, on_click=lambda: set_offset(offset + ROWS))
@@ -98,6 +126,7 @@ def as_float(text: str) -> float | None:
 @solara.component
 def CallsPage(run: RunView) -> Any:
     """The LLM call log, filtered by outcome, model, latency and tokens; a failed call shows its error."""
+    fate, set_fate = solara.use_state(ALL)
     outcome, set_outcome = solara.use_state(ALL)
     model, set_model = solara.use_state(ALL)
     latency, set_latency = solara.use_state("")
@@ -105,6 +134,7 @@ def CallsPage(run: RunView) -> Any:
     offset, set_offset = solara.use_state(0)
     outcomes, models = run(q.call_facets)
     flt = q.CallFilter(
+        fate=None if fate == ALL else fate,
         outcome=None if outcome == ALL else outcome,
         model=None if model == ALL else model,
         min_latency_s=as_float(latency),
@@ -116,15 +146,20 @@ def CallsPage(run: RunView) -> Any:
             solara.Info("This run made no LLM calls (its agents follow rules).")
             return main
         with solara.Row(style="gap: 1em"):
+            solara.Select("answer", value=fate, values=[ALL, *q.FATES], on_value=rewinding(set_fate, set_offset))
             solara.Select(
-                "outcome", value=outcome, values=[ALL, *outcomes], on_value=rewinding(set_outcome, set_offset)
+                "transport", value=outcome, values=[ALL, *outcomes], on_value=rewinding(set_outcome, set_offset)
             )
             solara.Select("model", value=model, values=[ALL, *models], on_value=rewinding(set_model, set_offset))
             solara.InputText("latency ≥ (s)", value=latency, on_value=rewinding(set_latency, set_offset))
             solara.InputText("tokens ≥", value=tokens, on_value=rewinding(set_tokens, set_offset))
         with solara.Row(style="align-items: center; gap: 2em"):
             Pager(total, offset, set_offset, ROWS)
-            export_buttons("calls", lambda: run(q.calls, flt, limit=min(total, MAX_ROWS)), q.CallView)
+            export_rows(
+                "calls",
+                lambda: paged(lambda n, o: run(q.calls, flt, limit=n, offset=o), partial(records, cls=q.CallView)),
+                fields_of(q.CallView),
+            )
         for c in run(q.calls, flt, limit=ROWS, offset=offset):
             with solara.Card(margin=1):
                 CallBlock(c, run)
@@ -136,9 +171,21 @@ def Experiment(source: Source) -> Any:
     """The runs of an experiment folder with their seed, perspective and overrides; each opens."""
     offset, set_offset = solara.use_state(0)
     labels = source.labels()
-    base_cfg = RunView(source, labels[0], 0)(run_config)
+    base_cfg = RunView(source, labels[0], 0)(run_config) if labels else {}
     with solara.Column() as main:
-        Plain(f"{len(labels)} runs under {source.root}", style="font-weight: bold")
+        if source.files:
+            with solara.Row(style="gap: 1em; flex-wrap: wrap; align-items: baseline", classes=["experiment-files"]):
+                Plain("the experiment's report and results:", "color: #666")
+                for rel in source.files:
+                    vue.Html(tag="a", attributes={"href": file_link(rel), "target": "_blank", "rel": "noopener"},
+                             class_="experiment-file", children=[rel])  # fmt: skip
+        if not labels:
+            solara.Info(
+                "This experiment simulated no run (an emulator study: forecasts or counterfactuals); "
+                "its numbers and figures are in the files above."
+            )
+            return main
+        Plain(f"{len(labels)} runs under {source.root.name}/", style="font-weight: bold")
         Pager(len(labels), offset, set_offset, ROWS)
         for i, label in list(enumerate(labels))[offset : offset + ROWS]:
             info = RunView(source, label, i)(q.overview)

@@ -3,6 +3,9 @@
 Why a class of its own: the web app renders in one thread per browser tab, and a DuckDB connection is
 not to be shared across threads; each query takes a cursor (a thread-safe duplicate) of the run's one
 read-only connection, opened on first use, so a folder of 500 runs opens none until one is viewed.
+A connection nobody has queried for :data:`IDLE_S` seconds is closed again: a read-only connection
+holds DuckDB's file lock, so an explorer left open (or whose tab was closed) would otherwise keep
+``socium run --resume`` from writing the run.
 
 A live source (:meth:`Source.live`, ``socium run --explore``) reads through a cursor of the running
 simulation's own writer connection instead: DuckDB admits one writing process, so the explorer never
@@ -13,7 +16,9 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,6 +28,7 @@ from typing import Any, TypeVar
 import duckdb
 
 from socium.errors import UsageError
+from socium.explore.files import experiment_files
 from socium.trace.queries.explore import overview
 from socium.trace.store import open_trace
 
@@ -33,6 +39,22 @@ MAX_RUNS = 10_000
 """Runs an experiment folder may hold before the explorer refuses it (a wrong folder, e.g. ``/``)."""
 MAX_DEPTH = 6
 """Folder levels searched below an experiment folder (designs nest runs/<cell>/<seed>/)."""
+IDLE_S = 3.0
+"""Seconds a run's read-only connection stays open after its last query (then closed: DuckDB's file
+lock would refuse ``socium run --resume`` while it is open; reopening costs milliseconds)."""
+
+
+FINISH_WAIT_S = 30.0
+"""Seconds a live run's page waits, between the writer letting go and the file being opened, for the latter."""
+
+
+def is_trace_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file (a symlink to one counts): a FIFO or device named ``trace.duckdb``
+    is not a run, and opening one would block the explorer forever."""
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False
 
 
 @dataclass
@@ -46,6 +68,14 @@ class Source:
     live_steps: int | None = None
     """A live run's planned steps (None: a finished run, opened read-only)."""
     _reader: duckdb.DuckDBPyConnection | None = None
+    _busy: dict[str, int] = field(default_factory=dict)
+    _last: dict[str, float] = field(default_factory=dict)
+    _reaper: threading.Thread | None = None
+    files: list[str] = field(default_factory=list)
+    """The experiment's own report and results files (:func:`socium.explore.files.experiment_files`)."""
+    finished: str | None = None
+    """A live run that has ended: how ("exit status 0"); its pages then read the finished trace."""
+    _finished: threading.Event = field(default_factory=threading.Event)
 
     @classmethod
     def live(cls, con: duckdb.DuckDBPyConnection, run_dir: str | Path, steps: int) -> Source:
@@ -77,7 +107,10 @@ class Source:
         milliseconds), so :meth:`detach` can wait for the one in flight and the writer can then close."""
         if label not in self.runs:
             raise UsageError(f"{self.root}: no run {label!r} here")
-        if self.is_live:
+        if self.is_live and self.finished is None:
+            if self._reader is None:  # the run is closing its trace: its file opens in a moment (:meth:`finish`)
+                self._finished.wait(FINISH_WAIT_S)
+        if self.is_live and self.finished is None:
             with self._lock:
                 if self._reader is None:
                     raise UsageError(
@@ -91,10 +124,46 @@ class Source:
             if con is None:
                 con = self._cons[label] = open_trace(self.runs[label] / TRACE, read_only=True)
             cur = con.cursor()
+            self._busy[label] = self._busy.get(label, 0) + 1
+            self._start_reaper()
         try:
             yield cur
         finally:
             cur.close()
+            with self._lock:
+                self._busy[label] -= 1
+                self._last[label] = time.monotonic()
+
+    def _start_reaper(self) -> None:
+        if self._reaper is None or not self._reaper.is_alive():
+            self._reaper = threading.Thread(target=self._reap, name="socium-explore-idle", daemon=True)
+            self._reaper.start()
+
+    def _reap(self) -> None:
+        """Close connections idle for :data:`IDLE_S` (none in use); the thread ends when none is open."""
+        while True:
+            time.sleep(IDLE_S / 3)
+            with self._lock:
+                self.close_idle(IDLE_S)
+                if not self._cons:
+                    self._reaper = None
+                    return
+
+    def close_idle(self, idle_s: float) -> None:
+        """Close every connection no query holds that was last used ``idle_s`` seconds ago or more
+        (call with the lock held)."""
+        now = time.monotonic()
+        for label in [k for k, c in self._cons.items() if not self._busy.get(k)]:
+            if now - self._last.get(label, 0.0) >= idle_s:
+                self._cons.pop(label).close()
+
+    def finish(self, how: str) -> None:
+        """A live run has ended (``how``: "exit status 0") and closed its trace: let go of the writer's
+        connection and read the finished file from now on, so open pages stay readable."""
+        self.detach()
+        with self._lock:
+            self.finished = how
+        self._finished.set()
 
     def detach(self) -> None:
         """A live source lets go of the writer's connection (after the query in flight, if any): its pages
@@ -122,13 +191,13 @@ class Source:
 
 def find_runs(root: Path) -> dict[str, Path]:
     """Run directories (holding ``trace.duckdb``) at or under ``root``, sorted by relative path."""
-    if (root / TRACE).is_file():
+    if is_trace_file(root / TRACE):
         return {".": root}
     found: dict[str, Path] = {}
     base = len(root.parts)
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
-        if TRACE in filenames:
+        if TRACE in filenames and is_trace_file(here / TRACE):
             found[here.relative_to(root).as_posix()] = here
             dirnames.clear()  # a run holds no runs
         elif len(here.parts) - base >= MAX_DEPTH:
@@ -142,14 +211,19 @@ def find_runs(root: Path) -> dict[str, Path]:
 def open_source(path: str | Path) -> Source:
     """The runs at ``path`` (a run directory, its ``trace.duckdb``, or an experiment folder)."""
     root = Path(path).expanduser().resolve()
-    if root.is_file() and root.name == TRACE:
+    if root.name == TRACE and root.exists() and not root.is_dir():
+        if not is_trace_file(root):
+            raise UsageError(f"{path}: not a regular file (a FIFO or device is not a trace)")
         root = root.parent
     if not root.is_dir():
         raise UsageError(f"{path}: no such run or experiment folder")
     runs = find_runs(root)
-    if not runs:
-        raise UsageError(f"{path}: no run here (no {TRACE} at or below it, {MAX_DEPTH} levels deep)")
-    return Source(root, runs)
+    files = experiment_files(root)
+    if not runs and not files:
+        raise UsageError(
+            f"{path}: no run here (no {TRACE} at or below it, {MAX_DEPTH} levels deep) and no experiment results"
+        )
+    return Source(root, runs, files=files)
 
 
 def flat(config: Any, prefix: str = "") -> dict[str, Any]:

@@ -16,6 +16,7 @@ import concurrent.futures
 import hashlib
 import itertools
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -116,7 +117,18 @@ class FakeOpenAIServer:
         port: int = 0,
         hang_s: float = 3600.0,
         record: bool = True,
+        batch_limit: int | None = None,
     ) -> None:
+        """``batch_limit``: a GPU-like server (see :meth:`_decode`); None: every request answers after
+        ``delay_s`` however many are in flight (unbounded parallelism, the instant-server default)."""
+        if batch_limit is not None and batch_limit < 1:
+            raise ValueError(f"batch_limit: must be at least 1, got {batch_limit}")
+        self.batch_limit = batch_limit
+        self._slots: asyncio.Semaphore | None = None  # made on the server's loop
+        self._decoding = 0  # requests being answered now (holding a slot)
+        self._since = time.monotonic()  # last change of _decoding
+        self.busy_slot_s = 0.0  # integral of _decoding over time
+        self.idle_s = 0.0  # time with nothing being answered, since start
         self.responder: FakeResponder = responder or default_responder
         # Tests read ``requests``; a simulation on ``llm.backend: fake`` must not keep every body
         # (measured: the largest Python growth per step at 10^3 LLM agents in bench_scale.py).
@@ -185,6 +197,9 @@ class FakeOpenAIServer:
             ready.set_exception(exc)
             return
         self._loop, self._server = loop, server
+        if self.batch_limit is not None:
+            self._slots = asyncio.Semaphore(self.batch_limit)
+        self._since = time.monotonic()
         ready.set_result(int(server.sockets[0].getsockname()[1]))
         try:
             loop.run_forever()
@@ -235,7 +250,48 @@ class FakeOpenAIServer:
         self.stop()
 
     # ---- HTTP/1.1 --------------------------------------------------------------------------------
+    def _note(self, change: int) -> None:
+        """Account the time since the last change at the old number decoding (server loop only)."""
+        now = time.monotonic()
+        dt, self._since = now - self._since, now
+        if self._decoding == 0:
+            self.idle_s += dt
+        self.busy_slot_s += self._decoding * dt
+        self._decoding += change
+
+    def utilisation(self) -> dict[str, float]:
+        """Counters read over ``GET /metrics`` (JSON): requests, slot-seconds busy, seconds idle, now
+        decoding. The difference of two readings gives a window's idle share (``idle_s / wall``) and
+        occupancy (``busy_slot_s / (batch_limit x wall)``), measured where the work is done."""
+        self._note(0)
+        return {
+            "requests": float(self.n_requests),
+            "busy_slot_s": self.busy_slot_s,
+            "idle_s": self.idle_s,
+            "decoding": float(self._decoding),
+            "batch_limit": float(self.batch_limit or 0),
+            "monotonic": self._since,
+        }
+
+    async def _decode(self, delay: float) -> None:
+        """Hold a slot while a request is answered. With ``batch_limit`` B, like a GPU server's
+        continuous batching, up to B requests decode together in ``delay`` each (throughput grows with
+        what is in flight: k / delay for k <= B), the rest queue in arrival order for a slot (B / delay)."""
+        if self._slots is not None:
+            await self._slots.acquire()
+        self._note(+1)
+        try:
+            if delay > 0:
+                await self._sleep(delay)
+        finally:
+            self._note(-1)
+            if self._slots is not None:
+                self._slots.release()
+
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        if sock is not None:  # asyncio already does this for TCP; stated so a change there cannot add Nagle's ~40 ms
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         task = asyncio.current_task()
         assert task is not None
         self._handlers.add(task)
@@ -285,6 +341,8 @@ class FakeOpenAIServer:
         if method == "GET":
             if route.endswith("/models"):
                 self._send(writer, 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]})
+            elif route.endswith("/metrics"):
+                self._send(writer, 200, self.utilisation())
             else:
                 self._send(writer, 404, {"error": {"message": "not found", "type": "not_found"}})
             return True
@@ -298,9 +356,7 @@ class FakeOpenAIServer:
             return True
         self._record(body, headers)
         reply = self.reply_for(body)
-        delay = self.delay_s + reply.delay_s
-        if delay > 0:
-            await self._sleep(delay)
+        await self._decode(self.delay_s + reply.delay_s)
         if self._stopping:
             return False
         if reply.fault == "hang":

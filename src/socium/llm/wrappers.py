@@ -19,6 +19,7 @@ from socium.llm.base import BackendWrapper, LLMBackend, LoopLocal, check_results
 from socium.llm.breaker import CircuitBreaker
 from socium.llm.cache import ResultCache, get_many, put_many
 from socium.llm.interrupted import note_finished, recording_interruptions, sending
+from socium.llm.priority_gate import RETRYING, PriorityGate
 from socium.llm.types import LLMRequest, LLMResult
 
 __all__ = [
@@ -146,7 +147,11 @@ class RetryingBackend(BackendWrapper):
                 await self._sleep(delay)
                 attempt += 1
                 self.retries += 1
-                result = check_results([req], await self.inner.generate([req]), self.inner)[0]
+                token = RETRYING.set(True)  # served before first attempts at the connection limit (priority_gate)
+                try:
+                    result = check_results([req], await self.inner.generate([req]), self.inner)[0]
+                finally:
+                    RETRYING.reset(token)
                 made += result.attempts
         except BaseException:  # stopped mid-retry: the finished attempts still count (socium.llm.interrupted)
             note_finished(req, made)
@@ -193,7 +198,9 @@ class ConcurrencyLimit(BackendWrapper):
     """At most ``max_concurrency`` requests in flight at once, across all concurrent callers.
 
     Requests are sent one per inner call so a slow one does not hold a whole chunk's slots; meant
-    for HTTP backends where batching happens on the server.
+    for HTTP backends where batching happens on the server. A retry waiting for a slot goes before the first
+    attempts waiting (:class:`~socium.llm.priority_gate.PriorityGate`): in one queue it could wait past its
+    ``request_deadline_s`` behind requests never tried.
     """
 
     def __init__(self, inner: LLMBackend, max_concurrency: int) -> None:
@@ -201,9 +208,9 @@ class ConcurrencyLimit(BackendWrapper):
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
         self.max_concurrency = max_concurrency
-        self._sem = LoopLocal(lambda: asyncio.Semaphore(self.max_concurrency))
+        self._sem = LoopLocal(lambda: PriorityGate(self.max_concurrency))
 
-    async def _one(self, sem: asyncio.Semaphore, req: LLMRequest) -> LLMResult:
+    async def _one(self, sem: PriorityGate, req: LLMRequest) -> LLMResult:
         async with sem:
             with sending(req):  # past the limit: on the wire, so cut off it still counts (socium.llm.interrupted)
                 return check_results([req], await self.inner.generate([req]), self.inner)[0]

@@ -15,6 +15,7 @@ from typing import Any
 
 import duckdb
 
+from socium.agents.retry import NOTE_MARKERS
 from socium.trace.queries import quality
 
 
@@ -46,6 +47,7 @@ LEAK_MARKERS = (
     "answer with one json",
     "that answer was invalid",
     "action is {",
+    *NOTE_MARKERS,  # the retry note since issue 40 (socium.agents.retry)
 )
 
 #: Survey outcomes that mean the stored number does not measure the answer (agents/survey_answers.py).

@@ -12,6 +12,7 @@ and bars of height zero drawn as a visible zero with their value printed.
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,6 +26,7 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 from socium.core.intervals import MIN_N, mean_interval, nonnegative_interval
+from socium.trace.rundir import replace_file
 
 CURVE_TITLES = {"scale": "scale (users reached)", "depth": "depth", "max_breadth": "max breadth"}
 CURVE_YLABELS = {
@@ -93,8 +95,10 @@ def _save(fig: Any, path: Path, legend_from: Any = None, ncol: int | None = None
         if seen:
             bottom = _legend_strip(fig, list(seen.values()), list(seen), ncol or min(len(seen), 4))
     fig.tight_layout(rect=(0, bottom, 1, 1))
-    fig.savefig(path, dpi=110)
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=110, format=path.suffix.lstrip(".") or "png")
     plt.close(fig)
+    replace_file(path, buf.getvalue())  # a link planted at the name is replaced, never written through
     return path
 
 

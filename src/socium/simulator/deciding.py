@@ -15,7 +15,11 @@ from socium.core.policy import AsyncDecider, PolicyCapabilities
 
 
 async def adecide_all(
-    policy: AsyncDecider, observations: Sequence[Observation], concurrency: int, limit: asyncio.Semaphore | None = None
+    policy: AsyncDecider,
+    observations: Sequence[Observation],
+    concurrency: int,
+    limit: asyncio.Semaphore | None = None,
+    finished: list[Decision] | None = None,
 ) -> list[Decision]:
     """``policy.adecide`` over all observations with at most ``concurrency`` in flight.
 
@@ -23,7 +27,8 @@ async def adecide_all(
     observation: 10^5 pending coroutines would cost hundreds of MB, a pool costs ``concurrency``.
     ``limit``, when given, is shared by several concurrent calls (a Ray actor receiving a shard in
     chunks) so that all of them together stay within ``concurrency``. Results keep the
-    observations' order; the first exception cancels the rest and propagates.
+    observations' order; the first exception cancels the rest and propagates. ``finished``, when given, gets
+    each decision as it is made, so a caller cut off mid-batch still holds the calls of those made.
     """
     obs = list(observations)
     out: list[Decision | None] = [None] * len(obs)
@@ -39,6 +44,8 @@ async def adecide_all(
             else:
                 async with limit:
                     out[i] = await policy.adecide(obs[i])
+            if finished is not None:
+                finished.append(out[i])  # type: ignore[arg-type]
 
     tasks = [asyncio.ensure_future(worker()) for _ in range(max(1, min(concurrency, len(obs))))]
     try:

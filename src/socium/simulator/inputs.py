@@ -122,6 +122,62 @@ def changed_inputs(recorded: dict[str, dict[str, Any]], current: dict[str, dict[
     return lines
 
 
+def recorded_inputs(cfg: ExperimentConfig, recorded: dict[str, dict[str, Any]], run_dir: Path) -> ExperimentConfig:
+    """``cfg`` (a finished run's recorded config) with each input file it reads found as the run read it.
+
+    Why: a run records its input paths as written (``people.csv``) and reads them from the folder it was
+    started in, which the trace does not record. ``socium interview`` rebuilt the persona from whatever
+    ``people.csv`` the *current* folder held, and ``--record`` stored that impostor's answer. The recorded
+    sha256 says which file the run read: a relative path is looked for in the current folder, then beside
+    the run folder and in each folder above it (``runs/<name>`` is started two folders up); the first with
+    the recorded content is used (as an absolute path). None matching is a :class:`RunDirError` naming the
+    key, as ``--resume`` refuses a changed input. A run from before digests were recorded is taken as is.
+    """
+    from socium.errors import RunDirError  # lazy: errors is cheap, but keep the import beside its use
+
+    data = cfg.model_dump(mode="json")
+    changed = False
+    for key, path in input_paths(cfg).items():
+        rec = recorded.get(key)
+        if not isinstance(rec, dict) or not rec.get("sha256"):
+            continue
+        given = Path(str(rec.get("path") or path))
+        bases = [Path.cwd(), *Path(os.path.abspath(run_dir)).parents] if not given.is_absolute() else [Path("/")]
+        found = next((c for b in bases if _has_digest(c := b / given, rec["sha256"])), None)
+        if found is None:
+            raise RunDirError(
+                f"{run_dir}: {key}: {given} is not the file the run read (sha256 {str(rec['sha256'])[:12]}: "
+                "changed, removed, or relative to another folder); run the command from the folder the run was "
+                "started in, or restore the file"
+            )
+        if str(found) != path:
+            _set_key(data, key, str(found.parent if key.endswith("replay_from") else found))
+            changed = True
+    return type(cfg).model_validate(data) if changed else cfg
+
+
+def _has_digest(path: Path, sha256: str) -> bool:
+    try:
+        return path.is_file() and file_digest(path) == sha256
+    except OSError:
+        return False
+
+
+def _set_key(data: dict[str, Any], key: str, value: str) -> None:
+    """Set ``a.b[2].c`` (a key of :func:`input_paths`) in a dumped config."""
+    import re
+
+    parts = [p for p in re.split(r"\.|\[(\d+)\]", key) if p]
+    node: Any = data
+    for p in parts[:-1]:
+        node = node[int(p)] if isinstance(node, list) else node[p]
+    last = parts[-1]
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+
+
 def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
     if isinstance(value, dict) and value:
         for k, v in value.items():

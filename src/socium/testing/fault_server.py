@@ -142,6 +142,9 @@ def server_from_args(argv: list[str] | None = None) -> FaultyOpenAIServer:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--delay-s", type=float, default=0.0)
     ap.add_argument("--hang-s", type=float, default=3600.0, help="how long a 'hang' fault holds its connection")
+    ap.add_argument(
+        "--batch-limit", type=int, default=None, help="GPU-like: at most this many decode at once; the rest queue"
+    )
     ap.add_argument("--slow-s", type=float, default=0.5, help="how late a 'slow' fault answers")
     a = ap.parse_args(argv)
     return FaultyOpenAIServer(
@@ -152,6 +155,7 @@ def server_from_args(argv: list[str] | None = None) -> FaultyOpenAIServer:
         hang_s=a.hang_s,
         slow_s=a.slow_s,
         record=False,
+        batch_limit=a.batch_limit,
     )
 
 

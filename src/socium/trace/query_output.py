@@ -17,8 +17,9 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-from socium.errors import ConfigError
-from socium.trace.rundir import refuse_run_file
+from socium.core.console_text import neutralise
+from socium.errors import ConfigError, RunDirError
+from socium.trace.rundir import refuse_run_file, replace_file
 
 FileFormat = Literal["csv", "json", "parquet"]
 
@@ -47,33 +48,50 @@ def write_table(table: pa.Table, path: str | Path, fmt: FileFormat) -> int:
     refuse_run_file(path)  # `query RUN ... --out RUN/trace.duckdb` overwrote the trace it was querying
     try:  # an unwritable --out was an OSError traceback
         path.parent.mkdir(parents=True, exist_ok=True)
-        if fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            pq.write_table(table, path)
-        elif fmt == "csv":
-            path.write_text(
-                format_rows(table.column_names, [tuple(r.values()) for r in table.to_pylist()], "csv"), encoding="utf-8"
-            )
-        else:
-            path.write_text(
-                json.dumps([_jsonable(r) for r in table.to_pylist()], ensure_ascii=False, indent=1) + "\n",
-                encoding="utf-8",
-            )
     except OSError as exc:
         raise ConfigError(f"--out {path}: cannot write: {exc.strerror or exc}") from None
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        buf = pa.BufferOutputStream()
+        pq.write_table(table, buf)
+        data: str | bytes = buf.getvalue().to_pybytes()
+    elif fmt == "csv":
+        data = format_rows(table.column_names, [tuple(r.values()) for r in table.to_pylist()], "csv")
+    else:
+        data = json.dumps([_jsonable(r) for r in table.to_pylist()], ensure_ascii=False, indent=1) + "\n"
+    try:
+        # a new file renamed over the name: --out naming a hard link to a trace (or a symlink) replaces the
+        # name only, the trace keeps its bytes (writing through it truncated the trace)
+        replace_file(path, data)
+    except RunDirError as exc:
+        raise ConfigError(f"--out {exc}") from None
     return table.num_rows
 
 
+def _csv_cell(v: Any) -> Any:
+    """A CSV field: control and bidi characters in text shown as ``\\xNN`` / ``\\uNNNN`` escapes.
+
+    Why: agent text is hostile, and a CSV is read by people (``cat``, ``less``, a spreadsheet) as much as by
+    programs; a raw ESC moved the cursor, a U+202E reversed what a cell appeared to say. Tab and newline stay
+    (the writer quotes them); JSON keeps every character exactly (its readers are programs)."""
+    if v is None:
+        return ""
+    if isinstance(v, (list, dict)):
+        v = json.dumps(_jsonable(v))
+    return neutralise(v) if isinstance(v, str) else v
+
+
 def format_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str) -> str:
-    """Rows as CSV (header first; NULL as an empty field) or as a JSON array of records."""
+    """Rows as CSV (header first; NULL as an empty field; control characters escaped) or as a JSON array of
+    records."""
     if fmt == "json":
         return json.dumps([_jsonable(dict(zip(columns, r))) for r in rows], ensure_ascii=False, indent=1) + "\n"
     if fmt != "csv":
         raise ConfigError(f"format {fmt!r} is not one of csv, json")
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(columns)
+    w.writerow([_csv_cell(c) for c in columns])
     for r in rows:
-        w.writerow(["" if v is None else (json.dumps(_jsonable(v)) if isinstance(v, (list, dict)) else v) for v in r])
+        w.writerow([_csv_cell(v) for v in r])
     return buf.getvalue()

@@ -18,6 +18,7 @@ import os
 import socket
 import stat
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -44,8 +45,9 @@ except ImportError:  # pragma: no cover
 class RunDirLock:
     """An exclusive, process-wide lock on one run directory (``RUN_DIR/.socium.lock``)."""
 
-    def __init__(self, run_dir: str | Path) -> None:
+    def __init__(self, run_dir: str | Path, instead: str = "or choose another --out") -> None:
         self.run_dir = Path(run_dir)
+        self.instead = instead  # what the refusal suggests beside waiting (a command without --out says its own)
         self.path = self.run_dir / LOCK_NAME
         self._fh: Any = None
         self.stale_owner: dict[str, Any] | None = None
@@ -71,7 +73,7 @@ class RunDirLock:
                 fh.close()
                 raise RunDirError(
                     f"{self.run_dir} is in use by {describe_owner(owner)}; wait for it to finish, "
-                    "or stop it, or choose another --out"
+                    f"or stop it, {self.instead}"
                 ) from None
             if _same_file(fh, self.path):
                 break
@@ -195,6 +197,72 @@ def append_run_file(path: Path, text: str) -> None:
     """Append to a run-directory file (``interview_calls.jsonl``), creating it, without following a link."""
     with os.fdopen(_open_fd(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND), "a", encoding="utf-8") as fh:
         fh.write(text)
+
+
+def replace_file(path: Path, data: str | bytes) -> Path:
+    """Write ``data`` as the file ``path`` by writing a new file beside it and renaming it over the name.
+
+    Why: ``path.write_text`` opens the name and so writes through whatever it is. A planted symlink
+    (``RUN/report/index.html -> ~/.bashrc``) had its target overwritten, and ``query --out`` naming a hard
+    link to a trace truncated the trace. A rename replaces the directory entry only: a link there is
+    replaced, its target (or the other names of a hard-linked file) keeps its bytes. It is also atomic: a
+    reader never sees half a file, and a failed write leaves the old one. An unwritable place is one
+    :class:`RunDirError` naming it.
+    """
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            os.fchmod(fd, 0o644 & ~_UMASK)  # what write_text would have made
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(raw)
+            os.replace(name, path)
+        except BaseException:
+            Path(name).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise RunDirError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    return path
+
+
+def _read_umask() -> int:
+    mask = os.umask(0o022)  # read once, at import (umask can only be read by setting it; not thread-safe later)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
+def own_folder(folder: Path, named: bool = False) -> Path:
+    """Create (or reuse) a folder socium fills itself (``report/``, ``plots/``, ``inputs/``), never a link.
+
+    A ``report`` symlink planted in a run folder made ``socium report`` write its pages into the folder
+    it named; a link is refused by name (socium does not delete what it did not make), and every file
+    written inside goes through :func:`replace_file`. A read-only parent is one ``error:`` line. ``named``: the
+    user named this folder (``--out``), so a link there is theirs to follow."""
+    try:
+        st = folder.lstat()
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise RunDirError(f"{folder}: cannot read: {exc.strerror or exc}") from None
+    if st is not None and named and stat.S_ISLNK(st.st_mode) and folder.is_dir():
+        return folder
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            raise RunDirError(
+                f"{folder}: is a symbolic link; socium never writes through a link "
+                "(remove the link, and socium makes the folder)"
+            )
+        if not stat.S_ISDIR(st.st_mode):
+            raise RunDirError(f"{folder}: is a file; socium needs it to be a folder (move the file away)")
+        return folder
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunDirError(f"{folder}: cannot create the folder: {exc.strerror or exc}") from None
+    return folder
 
 
 def check_run_files(run_dir: Path, names: tuple[str, ...] = REPLACED_BY_FORCE) -> None:

@@ -110,8 +110,11 @@ def open_trace(
         return duckdb.connect(str(db), read_only=read_only, config=config)
     except duckdb.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if _CANNOT_READ.search(first) or (_DENIED.search(first) and db.exists() and not os.access(db, os.R_OK)):
+            # a read error (an unreadable file, EIO) said "is the disk full" on resume: name what failed
+            raise TraceError(f"{db}: cannot be read (a file-system error or its permissions): {first}") from None
         if _CANNOT_WRITE.search(first):
-            raise TraceError(f"{db}: cannot be written (is the disk full, or the folder read-only?): {first}") from None
+            raise TraceError(f"{db}: cannot be written{_write_cause(first)}: {first}") from None
         if re.search(r"\block\b", first, re.IGNORECASE):  # the word: "block" in a corrupt file's error is not busy
             raise TraceError(f"{db}: in use by another process (a run still writing it?): {first}") from None
         raise TraceError(f"{db}: not a readable socium trace (corrupt or not a DuckDB file): {first}") from None
@@ -121,13 +124,29 @@ def open_trace(
 _CANNOT_WRITE = re.compile(
     r"no space left|file too large|read-only file system|permission denied|could not write|disk quota", re.IGNORECASE
 )
+_FULL = re.compile(r"no space left|file too large|disk quota", re.IGNORECASE)
+_DENIED = re.compile(r"read-only file system|permission denied", re.IGNORECASE)
+#: ... and for one it cannot read (EIO, a short read): not a full disk, whatever else the message says.
+_CANNOT_READ = re.compile(r"input/output error|could not read from file", re.IGNORECASE)
+
+
+def _write_cause(first: str) -> str:
+    """The likely cause of a failed write, from DuckDB's message: only ENOSPC/EFBIG/EDQUOT are a full disk."""
+    if _FULL.search(first):
+        return " (is the disk full?)"
+    if _DENIED.search(first):
+        return " (the folder or the file is read-only)"
+    return " (is the disk full, or the folder read-only?)"
 
 
 def write_error(db: Path, what: str, exc: BaseException, setup: bool = False) -> TraceError:
     """A failed write as one line naming the file and the likely cause, and what survives (not a traceback).
     ``setup``: the run's set-up failed, so its resume needs the CONFIG again (the trace holds none yet)."""
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    cause = " (is the disk full, or the folder read-only?)" if _CANNOT_WRITE.search(first) else ""
+    if _CANNOT_READ.search(first):
+        cause = " (a read error: a file-system or disk fault, not a full disk)"
+    else:
+        cause = _write_cause(first) if _CANNOT_WRITE.search(first) else ""
     return TraceError(
         f"{db}: could not write {what}{cause}: {first}; what was committed before is kept: make room, then "
         f"continue with: socium run {'CONFIG ' if setup else ''}--resume --out {shlex.quote(str(db.parent))}"

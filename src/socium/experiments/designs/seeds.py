@@ -29,7 +29,7 @@ from socium.errors import ConfigError
 from socium.experiments.spec import read_results
 from socium.reporting.card import run_smoke_banner
 from socium.reporting.page import ReportTable, counted
-from socium.trace.rundir import read_json_file
+from socium.trace.rundir import own_folder, read_json_file, replace_file
 
 SEED_FIELDS = ("seed", "item_seed", "split_seed", "sample_seed")
 """Spec fields (top level or in ``base``) that make a replicate; every other field must agree."""
@@ -322,12 +322,10 @@ def write_pooled(pooled: dict[str, Any], folder: str | Path, only: Sequence[str]
     """``folder/seeds.json``: the pooled numbers, the ``--only`` filter and the smoke banners, which
     ``socium report folder`` turns into a page."""
     folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise ConfigError(f"{folder}: is a file; the seeds report needs a folder here")
-    folder.mkdir(parents=True, exist_ok=True)
+    own_folder(folder, named=True)  # a file there is refused by name, a symlink is never written through
     body = {**pooled, "only": list(only), "smoke": smoke_banners([Path(d) for d in pooled["dirs"]])}
     path = folder / SEEDS_FILE
-    path.write_text(json.dumps(body, indent=1), encoding="utf-8")
+    replace_file(path, json.dumps(body, indent=1))
     return path
 
 

@@ -35,18 +35,20 @@ from typing import Any, Literal
 
 import duckdb
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from socium.config.base import StrictNumbers
 from socium.config.loading import apply_override, config_from_dict, read_yaml_mapping, validate_dict
+from socium.core.intervals import MAX_BOOT
 from socium.errors import ConfigError, SociumError
 from socium.experiments.designs.sweep import RunSpec, SweepSpec, run_one, run_sweep
 from socium.experiments.opinions.polarisation import bimodality_coefficient
 from socium.trace.queries import cascades, population, posts
 from socium.trace.queries import runs as run_q
-from socium.trace.rundir import check_out_path, default_out
+from socium.trace.rundir import check_out_path, default_out, own_folder, replace_file
 
 
-class ParamRange(BaseModel):
+class ParamRange(StrictNumbers):
     model_config = ConfigDict(extra="forbid")
     low: float = Field(description="Lower bound.")
     high: float = Field(description="Upper bound.")
@@ -54,22 +56,23 @@ class ParamRange(BaseModel):
     log: bool = Field(False, description="Sample uniformly in log space (both bounds > 0).")
 
 
-class SensitivitySpec(BaseModel):
+class SensitivitySpec(StrictNumbers):
     model_config = ConfigDict(extra="forbid")
     name: str = Field("sensitivity", description="Label and default output folder name.")
     out: str | None = Field(None, description="Output directory (default runs/<name>).")
     method: Literal["morris", "sobol"] = Field("morris", description="SALib design and analysis.")
-    n: int = Field(8, ge=2, description="Morris trajectories or Sobol base samples.")
-    levels: int = Field(4, ge=2, description="Morris grid levels.")
+    # bounds: every design point is a whole run (Morris n*(k+1), Sobol n*(2k+2), times replicates)
+    n: int = Field(8, ge=2, le=10_000, description="Morris trajectories or Sobol base samples.")
+    levels: int = Field(4, ge=2, le=1000, description="Morris grid levels.")
     seed: int = Field(0, ge=0, description="Seed of the design (runs use base.seed + replicate).")
-    replicates: int = Field(1, ge=1, description="Seeds per design point; outcomes are averaged over them.")
+    replicates: int = Field(1, ge=1, le=1000, description="Seeds per design point; outcomes are averaged over them.")
     parameters: dict[str, ParamRange] = Field(description="Config key path -> range.")
     outcomes: list[str] = Field(description="Outcome names (see OUTCOMES).")
     executor: Literal["ray", "inprocess"] = Field(
         "ray", description="Run design points as Ray tasks or in this process."
     )
     parallel: int = Field(2, ge=1, description="Ray tasks in flight.")
-    bootstrap: int = Field(1000, ge=0, description="Resamples for SALib's confidence intervals.")
+    bootstrap: int = Field(1000, ge=0, le=MAX_BOOT, description="Resamples for SALib's confidence intervals.")
     base: dict[str, Any] = Field(default_factory=dict, description="The run config every design point starts from.")
 
 
@@ -240,8 +243,8 @@ def run_sensitivity(
         else:
             entry.update(_analyse(spec, problem, X, y))
         results["outcomes"][name] = entry
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "sensitivity.json").write_text(json.dumps(results, indent=1, default=float), encoding="utf-8")
+    own_folder(out, named=True)
+    replace_file(out / "sensitivity.json", json.dumps(results, indent=1, default=float))
     return results
 
 

@@ -39,7 +39,7 @@ from socium.simulator.ray_start import start_ray
 from socium.simulator.simulation import Simulation
 from socium.trace.queries import cascades, posts
 from socium.trace.queries import runs as run_q
-from socium.trace.rundir import check_out_path
+from socium.trace.rundir import check_out_path, own_folder, replace_file
 
 
 @dataclass
@@ -191,9 +191,9 @@ def run_sweep(
     called about twice a second with the progress of the cells in flight."""
     import ray
 
-    spec.out.mkdir(parents=True, exist_ok=True)
+    own_folder(spec.out, named=True)
     manifest = {"base": spec.base, "grid": spec.grid, "seeds": spec.seeds, "runs": [asdict(r) for r in spec.runs]}
-    (spec.out / "sweep.json").write_text(json.dumps(manifest, indent=2, default=str), encoding="utf-8")
+    replace_file(spec.out / "sweep.json", json.dumps(manifest, indent=2, default=str))
     owns = False
     if not ray.is_initialized():
         kw: dict[str, Any] = (
@@ -226,7 +226,7 @@ def run_sweep(
     finally:
         if owns:
             ray.shutdown()
-    (spec.out / "status.json").write_text(json.dumps(status, indent=2, default=str), encoding="utf-8")
+    replace_file(spec.out / "status.json", json.dumps(status, indent=2, default=str))
     return summarize(spec.out)
 
 

@@ -36,6 +36,7 @@ from socium.data.datadir import data_dir, require
 from socium.errors import ConfigError, InputFileError, TraceError
 from socium.experiments.nullfit import fit_random_voting
 from socium.experiments.spec import (
+    MAX_SPEC_AGENTS,
     PATH_FIELD,
     ExperimentSpec,
     PersonRow,
@@ -70,9 +71,9 @@ class HerdingSpec(ExperimentSpec):
     personas: str | None = Field(
         None, json_schema_extra=PATH_FIELD, description="Reddit persona JSON (default: OASIS's user_data_36.json)."
     )
-    n_items: int = Field(30, ge=3, description="Items used, stratified over the file's groups.")
-    n_agents: int | None = Field(
-        None, ge=1, description="Voters (personas reused cyclically if more than the file has)."
+    n_items: int = Field(30, ge=3, le=100_000, description="Items used, stratified over the file's groups.")
+    n_agents: int | None = Field(  # bounded: the population is built in memory before any run's own checks
+        None, ge=1, le=MAX_SPEC_AGENTS, description="Voters (personas reused cyclically if more than the file has)."
     )
     item_seed: int = Field(0, ge=0, description="Seed of the item sample.")
     activation: float = Field(0.2, gt=0, le=1, description="Probability that a voter is active in a step.")
@@ -162,7 +163,7 @@ def herding_configs(spec: HerdingSpec, out: Path) -> tuple[Any, list[str]]:
         Path(spec.personas) if spec.personas else data / "user_data_36.json", spec.n_agents, spec.activation
     )
     poster, experimenter = len(rows) - 2, len(rows) - 1
-    pop_csv = write_population_csv(out / "inputs" / "population.csv", rows)
+    pop_csv = out / "inputs" / "population.csv"  # written once the config is accepted (a refusal left it behind)
     seed_actions = [
         {
             "agent": experimenter,
@@ -188,7 +189,9 @@ def herding_configs(spec: HerdingSpec, out: Path) -> tuple[Any, list[str]]:
         "recsys": {"kind": "random", "k": 5},
         "llm_agents": {"actions": DEFAULT_ACTIONS},
     }
-    return build_config(defaults, spec.base, owned, "herding"), [g for _, g in items]
+    cfg = build_config(defaults, spec.base, owned, "herding")
+    write_population_csv(pop_csv, rows)
+    return cfg, [g for _, g in items]
 
 
 # ---- metrics -----------------------------------------------------------------------------------

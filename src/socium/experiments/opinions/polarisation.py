@@ -34,6 +34,7 @@ from socium.core import actions as A
 from socium.data.datadir import data_dir, require
 from socium.errors import InputFileError
 from socium.experiments.spec import (
+    MAX_SPEC_AGENTS,
     PATH_FIELD,
     ExperimentSpec,
     PersonRow,
@@ -83,8 +84,11 @@ class PolarisationSpec(ExperimentSpec):
         json_schema_extra=PATH_FIELD,
         description="Folder with 197_baoshou.csv and 197_progressive.csv (default: shared data).",
     )
-    n_agents: int | None = Field(
-        None, ge=4, description="Seeded subset of the core users, or the synthetic size (default 196)."
+    n_agents: int | None = Field(  # bounded: the population is built in memory before any run's own checks
+        None,
+        ge=4,
+        le=MAX_SPEC_AGENTS,
+        description="Seeded subset of the core users, or the synthetic size (default 196).",
     )
     split_seed: int = Field(0, ge=0, description="Seed of the subset, the group split and the stance noise.")
     stance0: float = Field(
@@ -223,7 +227,7 @@ def run_polarisation(
 ) -> dict[str, Any]:
     """Run the model population and the bounded-confidence null; write results.json."""
     rows = polarisation_population(spec)
-    pop_csv = write_population_csv(out / "inputs" / "population.csv", rows)
+    pop_csv = out / "inputs" / "population.csv"  # written once the config is accepted (a refusal left it behind)
     owned = {
         "population": {"source": "oasis_csv", "path": str(pop_csv.resolve())},
         "graph": {"kind": "profiles"},
@@ -240,6 +244,7 @@ def run_polarisation(
         "llm_agents": {"actions": DEFAULT_ACTIONS},
     }
     cfg = build_config(defaults, spec.base, owned, "polarisation")
+    write_population_csv(pop_csv, rows)
     log(f"polarisation: {len(rows)} agents, model run ({cfg.policy.kind})")
     runs: dict[str, Any] = {}
     progress.current().expect(1 + int(spec.run_null))

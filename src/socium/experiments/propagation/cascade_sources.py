@@ -52,6 +52,10 @@ BUILTIN: dict[str, tuple[str, str]] = {
         "socium.experiments.propagation.cascade_sources:read_twitter15_not_oasis",
         "the Twitter15 cascades outside OASIS's 134 (transfer tests of an OASIS fit)",
     ),
+    "ced": (
+        "socium.experiments.propagation.ced:read_ced_source",
+        "Weibo repost/comment cascades of CED (Song et al. 2018) posted before 2013-07-01, rumour / non-rumour",
+    ),
 }
 """Data-set name -> (``module:function`` of its reader, one line on what it is)."""
 _REGISTERED: dict[str, tuple[Reader, str]] = {}

@@ -47,9 +47,10 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
-from socium.core.intervals import MIN_N, N_BOOT, Interval, mean_interval, nonnegative_interval
+from socium.config.base import StrictNumbers
+from socium.core.intervals import MAX_BOOT, MIN_N, N_BOOT, Interval, mean_interval, nonnegative_interval
 from socium.core.rng import component_rng
 from socium.experiments.propagation.forecast import CascadeArrays, curves_from_times, replica_times
 from socium.simulator.timing import TimingParams
@@ -65,7 +66,7 @@ CF_BOOT_PURPOSE = 43
 """socium.core.rng stream of the two-level bootstrap (apart from rng.py's 1..7, intervals' 29, forecast's 41)."""
 
 
-class _Cfg(BaseModel):
+class _Cfg(StrictNumbers):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -108,7 +109,9 @@ class CounterfactualSpec(_Cfg):
     prebunk_effect: float = Field(
         PREBUNK_EFFECT, ge=0, le=1, description="Relative drop in an inoculated user's reshares (Lu et al. 2023)."
     )
-    bootstrap: int = Field(N_BOOT, ge=0, description="Resamples of the two-level bootstrap (0: no intervals).")
+    bootstrap: int = Field(
+        N_BOOT, ge=0, le=MAX_BOOT, description="Resamples of the two-level bootstrap (0: no intervals)."
+    )
 
     @model_validator(mode="after")
     def _arms(self) -> CounterfactualSpec:

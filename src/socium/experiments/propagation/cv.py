@@ -110,12 +110,16 @@ def chronological_split(
     return [([c for b in blocks[:k] for c in b], blocks[k]) for k in range(1, folds)]
 
 
-def cv_pairs(ids: list[str], cv: CVSpec) -> list[tuple[list[str], list[str]]]:
-    """The (train, held) pairs of ``cv.split``: seeded random folds, or chronological blocks."""
+def cv_pairs(
+    ids: list[str], cv: CVSpec, posted: Mapping[str, datetime.datetime] | None = None
+) -> list[tuple[list[str], list[str]]]:
+    """The (train, held) pairs of ``cv.split``: seeded random folds, or chronological blocks (by ``posted``
+    where given, e.g. CED's original times, else the Twitter snowflake ids)."""
     if cv.split == "chronological":
         from socium.experiments.propagation.cascade_sources import snowflake_time
 
-        return chronological_split(ids, cv.folds, {i: snowflake_time(i) for i in ids})
+        when = posted if posted is not None else {i: snowflake_time(i) for i in ids}
+        return chronological_split(ids, cv.folds, when)
     return train_and_held(ids, cv.folds, cv.seed)
 
 
@@ -176,8 +180,10 @@ def score_cascade(
     (:mod:`~socium.experiments.propagation.forecast`; ``casc_sd``: the fold's fitted cascade_sigma).
     """
     users = earliest_users(tree, spec.max_users)
-    rows, _ = cascade_population(tree, users, spec, None, cv.seed)
-    pop_csv = write_population_csv(out / "inputs" / f"{cid}.csv", replicate_rows(rows, cv.runs))
+    sim_models = [m for m in cv.models if m != "forecast_sim"]
+    if sim_models:  # a forecast-only run (cv.models: []) simulates nothing: no population file to write
+        rows, _ = cascade_population(tree, users, spec, None, cv.seed)
+        pop_csv = write_population_csv(out / "inputs" / f"{cid}.csv", replicate_rows(rows, cv.runs))
     text = spec.source_texts.get(cid) or topics.get(cid, {}).get("text") or "(source text not available)"
     real = subtree_curves(tree, users, spec.minutes)
     row: dict[str, Any] = {
@@ -186,9 +192,7 @@ def score_cascade(
         "models": {},
     }
     runs_dir = out / "transfer" if fold is None else out / "cv" / f"fold{fold}"
-    for model in cv.models:
-        if model == "forecast_sim":  # the prefix-conditioned forecast in the simulator: below, with the forecast
-            continue
+    for model in sim_models:  # forecast_sim, the prefix-conditioned forecast in the simulator: below
         acc = {c: np.zeros(spec.minutes) for c in CURVE_NAMES}
         cfg = cv_run_config(model, spec, cid, pop_csv, text, timing, cv.seed, len(rows))
         info = run_config(cfg, runs_dir / model / cid, force=force)
@@ -232,13 +236,23 @@ def score_cascade(
 
 
 def run_propagation_cv(
-    spec: Any, out: Path, trees: dict[str, Any], *, force: bool = False, log: Callable[[str], None] = lambda s: None
+    spec: Any,
+    out: Path,
+    trees: dict[str, Any],
+    *,
+    force: bool = False,
+    log: Callable[[str], None] = lambda s: None,
+    info: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Fit per fold, run every model on held-out cascades, write and return results.json's dict."""
+    """Fit per fold, run every model on held-out cascades, write and return results.json's dict.
+
+    ``info``: per-cascade facts of a data set other than OASIS's list (CED: label, posted_at); with it every
+    row carries its label and the forecast is also summarised per label."""
     cv: CVSpec = spec.cv
     ids = list(trees)
-    folds = cv_pairs(ids, cv)
-    topics = oasis_topics(Path(spec.topics_csv) if spec.topics_csv else None)
+    posted = {c: datetime.datetime.fromisoformat(v["posted_at"]) for c, v in (info or {}).items() if v.get("posted_at")}
+    folds = cv_pairs(ids, cv, posted or None)
+    topics = {**oasis_topics(Path(spec.topics_csv) if spec.topics_csv else None), **(info or {})}
     per_cascade: list[dict[str, Any]] = []
     fold_fits: list[dict[str, Any]] = []
     for k, (train, held) in enumerate(folds):
@@ -273,6 +287,8 @@ def run_propagation_cv(
                     spec, cv, cid, trees[cid], fit["timing"], out, k, topics, force, fit["estimates"]["cascade_sigma"]
                 ),
             }
+            if info and cid in info:
+                row["label"] = info[cid].get("label") or "unknown"
             per_cascade.append(row)
             log(
                 f"  {cid}: "
@@ -310,6 +326,14 @@ def run_propagation_cv(
         summary[model] = entry
     if getattr(spec, "observe_minutes", None):
         summary["forecast"] = forecast_summary(per_cascade, spec.observe_minutes, cv.seed)
+        if info:  # side by side per label (CED: rumour vs non-rumour), each on its own held-out cascades
+            labels = sorted({str(p.get("label")) for p in per_cascade})
+            summary["forecast_by_label"] = {
+                lab: forecast_summary(
+                    [p for p in per_cascade if str(p.get("label")) == lab], spec.observe_minutes, cv.seed
+                )
+                for lab in labels
+            }
     if getattr(spec, "counterfactual", None) is not None:
         summary["counterfactual"] = counterfactual_summary(
             per_cascade, spec.counterfactual, spec.observe_minutes, cv.seed

@@ -470,7 +470,7 @@ def fit_timing(
 
 def load_training_trees(sources: Sequence[str]) -> dict[str, CascadeTree]:
     """Trees named by ``--train`` values: a tree file, a folder of ``*.txt`` trees, a cascade-format file
-    (CSV/Parquet/JSONL, docs/data.md) or a registered data set name ('twitter15', 'oasis', ...).
+    (CSV/Parquet/JSONL, docs/data.md) or a registered data set name ('twitter15', 'oasis', 'ced', ...).
 
     Any real retweet-tree set in the Ma et al. format works; ids are file stems (Twitter15: tweet ids).
     'twitter15' and 'oasis' load the trees directly (as every earlier fit did, so refits are unchanged).
@@ -486,6 +486,10 @@ def load_training_trees(sources: Sequence[str]) -> dict[str, CascadeTree]:
             out.update(load_twitter15(None, strict=False))
         elif src == "oasis":
             out.update(load_twitter15(None, oasis_cascade_ids(), strict=False))
+        elif src == "ced":  # Weibo (CED) cascades posted before 2013-07-01 only: the later ones are held back
+            from socium.experiments.propagation.ced import load_ced
+
+            out.update(load_ced()[0])
         elif src in source_names() or (p.is_file() and p.suffix.lower() in FILE_SUFFIXES):
             out.update(cascade_trees(load_cascade_table(src), source=src))
         elif p.is_dir():

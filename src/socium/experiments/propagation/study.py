@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from socium.config.loading import config_from_dict
 from socium.data.datadir import data_dir
 from socium.errors import ConfigError, InputFileError
 from socium.experiments.nullfit import fit_independent_cascade
+from socium.experiments.propagation.ced import CUTOFF, load_ced
 from socium.experiments.propagation.counterfactual import CounterfactualSpec
 from socium.experiments.propagation.curves import nrmse_curves
 from socium.experiments.propagation.cv import run_propagation_cv
@@ -84,8 +85,23 @@ class PropagationSpec(ExperimentSpec):
     source_texts: dict[str, str] = Field(
         default_factory=dict, description="Source tweet text per cascade id (else OASIS's list)."
     )
+    dataset: Literal["twitter15", "ced"] = Field(
+        "twitter15",
+        description="Where `cascades` ids and the sample come from: Twitter15 (OASIS's list) or CED's Weibo repost "
+        "cascades posted before 2013-07-01 (socium.experiments.propagation.ced; sampled from all of them).",
+    )
+    min_observed: int | None = Field(
+        None,
+        ge=1,
+        description="dataset: ced only: keep cascades with at least this many reshares within observe_minutes (a "
+        "selection on the observed prefix only, as SEISMIC's evaluation does: the window NRMSE of a cascade that has "
+        "not started is normalised by almost nothing).",
+    )
     tarball: str | None = Field(
-        None, json_schema_extra=PATH_FIELD, description="Twitter15 trees tarball (default: shared data)."
+        None,
+        json_schema_extra=PATH_FIELD,
+        description="The data set's archive (Twitter15 trees tarball; CED: its tarball or CED_Dataset folder); "
+        "default: the data folder.",
     )
     topics_csv: str | None = Field(
         None, json_schema_extra=PATH_FIELD, description="OASIS all_topics.csv (default: shared data)."
@@ -125,12 +141,30 @@ class PropagationSpec(ExperimentSpec):
         "bootstrap intervals (cascades, replicas).",
     )
 
+    @model_serializer(mode="wrap")
+    def _omit_default_dataset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave ``dataset`` out while it is Twitter15, so every spec written before it existed dumps as before."""
+        data = handler(self)
+        if data.get("dataset") == "twitter15":
+            del data["dataset"]
+        if data.get("min_observed", 0) is None:
+            del data["min_observed"]
+        return data
+
     @model_validator(mode="after")
     def _sample_only_without_explicit_trees(self) -> PropagationSpec:
         given = [k for k in ("sample", "sample_seed", "sample_max_users") if k in self.model_fields_set]
         if given and (self.cascades or self.tree_files):
             which = "cascades" if self.cascades else "tree_files"
             raise ValueError(f"{', '.join(given)}: sampling applies only when no trees are named; remove it or {which}")
+        return self
+
+    @model_validator(mode="after")
+    def _min_observed_on_ced(self) -> PropagationSpec:
+        if self.min_observed is not None and (self.dataset != "ced" or self.observe_minutes is None):
+            raise ValueError(
+                "min_observed: selects CED cascades by their observed prefix; needs dataset: ced and observe_minutes"
+            )
         return self
 
     @model_validator(mode="after")
@@ -175,8 +209,31 @@ class PropagationSpec(ExperimentSpec):
 
 
 # ---- inputs ------------------------------------------------------------------------------------
+def load_ced_trees(spec: PropagationSpec) -> tuple[dict[str, CascadeTree], dict[str, dict[str, Any]]]:
+    """CED cascades posted before 2013-07-01 (explicit ids, or all of them sampled with a seed, in posting
+    order) and their facts (label, posted_at, ...); the reader's repair counts are under ``"_ced"``."""
+    trees, info, rep = load_ced(spec.tarball, spec.cascades or None, posted_before=CUTOFF, horizon_min=spec.horizon_min)
+    if not spec.cascades:
+        pool = [i for i, t in trees.items() if not spec.sample_max_users or len(t.nodes) <= spec.sample_max_users]
+        if spec.min_observed:  # judged on the first observe_minutes only: what a forecaster has at that time
+            m = spec.observe_minutes or 0
+            pool = [i for i in pool if sum(n.delay <= m for n in trees[i].nodes.values()) - 1 >= spec.min_observed]
+        if len(pool) < spec.sample:
+            raise ConfigError(f"sample: only {len(pool)} CED cascades qualify, asked for {spec.sample}")
+        picked = sorted(np.random.default_rng(spec.sample_seed).choice(len(pool), spec.sample, replace=False).tolist())
+        n_pool = len(pool)
+        trees = {pool[i]: trees[pool[i]] for i in picked}
+    else:
+        n_pool = len(trees)
+    info = {c: info[c] for c in trees}
+    info["_ced"] = {"repairs": rep.as_dict(), "balanced": rep.balanced(), "pool": n_pool}
+    return trees, info
+
+
 def load_trees(spec: PropagationSpec) -> dict[str, CascadeTree]:
     """The trees the spec asks for (explicit ids, own files, or OASIS's list sampled with a seed)."""
+    if spec.dataset == "ced":
+        return load_ced_trees(spec)[0]
     trees: dict[str, CascadeTree] = {}
     tar = Path(spec.tarball) if spec.tarball else None
     for f in spec.tree_files:  # the user's own files: a malformed line is an error naming file and line
@@ -204,6 +261,16 @@ def run_propagation(
     spec: PropagationSpec, out: Path, *, force: bool = False, log: Callable[[str], None] = lambda s: None
 ) -> dict[str, Any]:
     """Run every cascade of ``spec`` (model + IC null), score against the real curves, write results.json."""
+    if spec.dataset == "ced":
+        if spec.cv is None or fit_file(spec) or spec.tree_files:
+            raise ConfigError("dataset: ced is scored in cross-validation only; add cv: (no timing_file, tree_files)")
+        trees, ced_info = load_ced_trees(spec)
+        repairs = ced_info.pop("_ced")
+        log(f"CED: {len(trees)} cascades (of {repairs['pool']} qualifying); reader repairs: {repairs['repairs']}")
+        res = run_propagation_cv(spec, out, trees, force=force, log=log, info=ced_info)
+        res["ced_repairs"] = repairs
+        write_results(out, res)
+        return res
     trees = load_trees(spec)
     if fit_file(spec):
         return run_propagation_transfer(spec, out, trees, force=force, log=log)

@@ -24,11 +24,12 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from socium.errors import ConfigError, RunDirError
+from socium.errors import RunDirError
 from socium.experiments.validation import stylized as S
 from socium.reporting.page import counted
 from socium.trace.queries.runs import open_run
 from socium.trace.queries.stylized import stylized_inputs
+from socium.trace.rundir import own_folder, replace_file
 
 BIG_CASCADE = 100
 """Twitter15's trees are all of roughly this size or more, so shapes are compared at this size."""
@@ -481,17 +482,16 @@ def _fmt_band(b: Any) -> str:
     return "-" if b is None else f"[{b[0]:.2f}, {b[1]:.2f}]"
 
 
-def write_scorecard(card: dict[str, Any], out_dir: str | Path) -> tuple[Path, Path]:
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"{out}: is a file; expected a folder for stylized_facts.json and .html")
-    out.mkdir(parents=True, exist_ok=True)
+def write_scorecard(card: dict[str, Any], out_dir: str | Path, named: bool = False) -> tuple[Path, Path]:
+    """``stylized_facts.{json,html}`` in ``out_dir``: ``RUN/report`` unless the user ``named`` a folder (``--out``);
+    never through a planted ``report`` symlink, and a file there is refused by name."""
+    out = own_folder(Path(out_dir), named=named)
     from socium.reporting.card import simulation_card
 
     # a smoke run's scorecard says so, like every report page: its facts are not a model's
     card["smoke_runs"] = sorted({b for r in card["runs"] if (b := simulation_card(r).get("smoke_run"))})
     j = out / "stylized_facts.json"
     h = out / "stylized_facts.html"
-    j.write_text(json.dumps(card, indent=1), encoding="utf-8")
-    h.write_text(render_html(card), encoding="utf-8")
+    replace_file(j, json.dumps(card, indent=1))
+    replace_file(h, render_html(card))
     return j, h

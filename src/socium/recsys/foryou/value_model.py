@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from socium.core import actions as A
 from socium.errors import ConfigError
 from socium.recsys.foryou.params import ForYouParams
 
@@ -50,15 +51,15 @@ HEADS = (
 )
 #: socium action type each head predicts (the fit's labels).
 HEAD_ACTIONS = {
-    "favorite": "like_post",
-    "reply": "create_comment",
-    "retweet": "repost",
-    "quote": "quote_post",
-    "follow_author": "follow",
-    "not_interested": "not_interested",
-    "block_author": "block",
-    "mute_author": "mute",
-    "report": "report_post",
+    "favorite": A.LikePost.type_name,
+    "reply": A.CreateComment.type_name,
+    "retweet": A.Repost.type_name,
+    "quote": A.QuotePost.type_name,
+    "follow_author": A.Follow.type_name,
+    "not_interested": A.NotInterested.type_name,
+    "block_author": A.Block.type_name,
+    "mute_author": A.Mute.type_name,
+    "report": A.ReportPost.type_name,
 }
 
 # Default coefficients (logit scale), one row per head, columns in FEATURES order. Chosen by socium,

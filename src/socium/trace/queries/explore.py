@@ -10,12 +10,25 @@ text, never as markup. Optional tables (``llm_calls``, ``memories``, ``moderatio
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 
 from socium.trace.queries.runs import table_names
+
+
+def _column_order(con: Con, table: str) -> list[str]:
+    """A table's columns in order (none when the table is absent); names with a quote are left out."""
+    if table not in table_names(con):
+        return []
+    return [str(r[0]) for r in con.execute(f"DESCRIBE {table}").fetchall() if '"' not in str(r[0])]  # noqa: S608
+
+
+def _columns(con: Con, table: str) -> set[str]:
+    return {str(r[0]) for r in con.execute(f"DESCRIBE {table}").fetchall()} if table in table_names(con) else set()  # noqa: S608 (our table names)
+
 
 Con = duckdb.DuckDBPyConnection
 
@@ -55,6 +68,13 @@ class FeedItem:
     username: str | None
     kind: str | None
     content: str | None
+    scores: dict[str, Any] = field(default_factory=dict)
+    """The exposures row's columns beyond step, agent, post, rank and source (a recommender's scores,
+    when it records them; read from the table, so a trace without them has none)."""
+
+
+EXPOSURE_BASE = ("step", "agent_id", "post_id", "rank", "source")
+"""The exposures columns every trace has; any others are shown as the row's scores."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +92,17 @@ class CallView:
     prompt_tokens: int | None
     completion_tokens: int | None
     latency_s: float | None
+    fate: str = "accepted"
+    """What became of the answer (:data:`FATES`): ``accepted``; ``retried`` (rejected by the parser, asked
+    again); ``rejected`` (rejected with no retry left); ``failed`` (no answer: the transport's outcome)."""
+    fate_reason: str | None = None
+    """The parser's reason for a rejected answer (or the transport's error for a failed call)."""
+    retry_call: int | None = None
+    """The call that asked again after this one was rejected."""
+
+
+FATES = ("accepted", "retried", "rejected", "failed")
+"""An answer's fate, as the call pages label and filter it."""
 
 
 @dataclass(frozen=True)
@@ -247,20 +278,43 @@ def replies(con: Con, post_id: int, *, limit: int = PAGE, offset: int = 0) -> li
     return _decorate(con, rows)
 
 
-def exposed_to(con: Con, post_id: int, *, limit: int = PAGE, offset: int = 0) -> list[tuple[int, int, int, str | None]]:
-    """(step, agent, rank, feed source) of every time the post was in someone's feed, in step order."""
+RESHARES = ("repost", "quote")
+"""Post kinds that show the original they reshare (the prompt renders a repost as its original)."""
+
+
+def reshares(con: Con, post_id: int) -> list[int]:
+    """Ids of the reposts and quotes of a post: each shows the post to whoever is shown it."""
+    rows = con.execute(
+        "SELECT post_id FROM posts WHERE parent_id = ? AND kind IN (SELECT unnest(?::VARCHAR[])) ORDER BY post_id",
+        [int(post_id), list(RESHARES)],
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def exposed_to(
+    con: Con, post_id: int, *, limit: int = PAGE, offset: int = 0
+) -> list[tuple[int, int, int, str | None, int | None, str | None]]:
+    """(step, agent, rank, feed source, via post, via kind) of every time the post was in someone's feed,
+    in step order: directly (via None) or through one of its reposts or quotes (via that post's id and kind)."""
+    ids = [int(post_id), *reshares(con, post_id)]
     return con.execute(
-        "SELECT step, agent_id, rank, source FROM exposures WHERE post_id = ? ORDER BY step, agent_id, rank "
-        "LIMIT ? OFFSET ?",
-        [int(post_id), int(limit), int(offset)],
+        "SELECT e.step, e.agent_id, e.rank, e.source, CASE WHEN e.post_id = ? THEN NULL ELSE e.post_id END, "
+        "CASE WHEN e.post_id = ? THEN NULL ELSE p.kind END FROM exposures e JOIN posts p USING (post_id) "
+        "WHERE e.post_id IN (SELECT unnest(?::BIGINT[])) "
+        "ORDER BY e.step, e.agent_id, e.rank, e.post_id LIMIT ? OFFSET ?",
+        [int(post_id), int(post_id), ids, int(limit), int(offset)],
     ).fetchall()
 
 
 def exposure_sources(con: Con, post_id: int) -> dict[str, int]:
-    """Times the post was shown, by feed source ('unknown' where none was recorded)."""
+    """Times the post was shown, by feed source ('unknown' where none was recorded); times it was shown
+    through a repost or quote are counted apart, as ``via repost`` / ``via quote``."""
+    ids = [int(post_id), *reshares(con, post_id)]
     rows = con.execute(
-        "SELECT coalesce(source, 'unknown'), count(*) FROM exposures WHERE post_id = ? GROUP BY 1 ORDER BY 2 DESC, 1",
-        [int(post_id)],
+        "SELECT CASE WHEN e.post_id = ? THEN coalesce(e.source, 'unknown') ELSE 'via ' || p.kind END, count(*) "
+        "FROM exposures e JOIN posts p USING (post_id) WHERE e.post_id IN (SELECT unnest(?::BIGINT[])) "
+        "GROUP BY 1 ORDER BY 2 DESC, 1",
+        [int(post_id), ids],
     ).fetchall()
     return {str(s): int(n) for s, n in rows}
 
@@ -321,13 +375,17 @@ def activation_steps(con: Con, agent_id: int, *, limit: int = PAGE, offset: int 
 
 def feed(con: Con, agent_id: int, step: int) -> list[FeedItem]:
     """The agent's feed at ``step``: exactly its exposures rows (a post shown twice is two items), by rank."""
+    extra = [c for c in _column_order(con, "exposures") if c not in EXPOSURE_BASE]
+    more = "".join(f', e."{c}"' for c in extra)  # names from the table's own catalogue, quoted
     rows = con.execute(
-        "SELECT e.rank, e.post_id, e.source, p.author, a.username, p.kind, p.content FROM exposures e "
+        f"SELECT e.rank, e.post_id, e.source, p.author, a.username, p.kind, p.content{more} FROM exposures e "  # noqa: S608
         "LEFT JOIN posts p USING (post_id) LEFT JOIN agents a ON a.agent_id = p.author "
         "WHERE e.agent_id = ? AND e.step = ? ORDER BY e.rank, e.post_id",
         [int(agent_id), int(step)],
     ).fetchall()
-    return [FeedItem(int(r[0]), int(r[1]), *r[2:]) for r in rows]
+    return [
+        FeedItem(int(r[0]), int(r[1]), r[2], r[3], r[4], r[5], r[6], dict(zip(extra, r[7:], strict=True))) for r in rows
+    ]
 
 
 def actions(con: Con, agent_id: int, step: int) -> list[ActionView]:
@@ -341,15 +399,89 @@ def actions(con: Con, agent_id: int, step: int) -> list[ActionView]:
 
 
 _CALL_COLS = (
-    "call_id, step, agent_id, model, prompt, response, outcome, error, prompt_tokens, completion_tokens, latency_s"
+    "call_id, step, agent_id, model, prompt, response, outcome, error, prompt_tokens, completion_tokens, latency_s, "
+    "fate, fate_reason, retry_call"
 )
+
+RETRY_REASON = re.compile(
+    r"^(?:That answer was invalid: (?P<old>.*?)\. Reply with one valid JSON object\."
+    r"|.*?could not be used: (?P<new>.*?)\. Answer again)",
+    re.DOTALL,
+)
+"""The parser's reason inside a retry message: the old wording ("That answer was invalid: R. Reply with one
+valid JSON object.") and the new one (:func:`socium.agents.retry.retry_message`)."""
+
+
+def _fates(con: Con) -> str:
+    """SQL of every call with its answer's fate (a CTE body: ``llm_calls`` columns plus fate, fate_reason, retry_call).
+
+    Derived from what the trace already holds, so traces written before it are labelled too: a call was
+    **retried** when a later call for the same step and agent sends its prompt again plus an assistant
+    turn (its answer) and a retry message (the parser's reason); **rejected** when it is the last answered
+    call of an agent-step whose decision (an ``invalid_llm_output`` action) or survey answer (outcome
+    ``invalid``) was refused; **failed** when no answer came (the transport's outcome, not ``ok``)."""
+    survey_bad = (
+        "SELECT step, agent_id, reason FROM surveys WHERE outcome = 'invalid'"
+        if "outcome" in _columns(con, "surveys")
+        else "SELECT NULL::INTEGER step, NULL::BIGINT agent_id, NULL::VARCHAR reason WHERE false"
+    )
+    return f"""
+    c AS (
+        SELECT *, json_array_length(prompt) AS n_msgs, coalesce(agent_id, -1) AS who,
+            coalesce(TRY_CAST(json_extract(metadata, '$.survey') AS BOOLEAN), false) AS is_survey
+        FROM llm_calls
+    ),
+    retry AS (
+        SELECT a.call_id, min(b.call_id) AS retry_call, arg_min(json_extract_string(b.prompt, '$[' || (a.n_msgs + 1)
+            || '].content'), b.call_id) AS retry_text
+        FROM c a JOIN c b ON b.step = a.step AND b.who = a.who AND b.call_id > a.call_id AND b.n_msgs = a.n_msgs + 2
+        WHERE json_extract_string(b.prompt, '$[' || a.n_msgs || '].role') = 'assistant'
+            AND json_extract(b.prompt, '$[' || (a.n_msgs - 1) || ']')
+                = json_extract(a.prompt, '$[' || (a.n_msgs - 1) || ']')
+        GROUP BY a.call_id
+    ),
+    last_answered AS (
+        SELECT step, who, is_survey, max(call_id) AS call_id FROM c WHERE outcome = 'ok' GROUP BY ALL
+    ),
+    refused AS (
+        SELECT step, agent_id AS who, false AS is_survey, any_value(reason) AS reason FROM actions
+        WHERE type = 'invalid_llm_output' GROUP BY ALL
+        UNION ALL
+        SELECT step, agent_id, true, any_value(reason) FROM ({survey_bad}) GROUP BY ALL
+    ),
+    fated AS (
+        SELECT c.*, r.retry_call,
+            CASE WHEN coalesce(c.outcome, '') != 'ok' THEN 'failed'
+                 WHEN r.retry_call IS NOT NULL THEN 'retried'
+                 WHEN l.call_id IS NOT NULL AND f.step IS NOT NULL THEN 'rejected'
+                 ELSE 'accepted' END AS fate,
+            CASE WHEN coalesce(c.outcome, '') != 'ok' THEN c.error
+                 WHEN r.retry_call IS NOT NULL THEN r.retry_text
+                 WHEN l.call_id IS NOT NULL THEN f.reason END AS fate_reason
+        FROM c LEFT JOIN retry r USING (call_id)
+        LEFT JOIN last_answered l ON l.call_id = c.call_id
+        LEFT JOIN refused f ON f.step = c.step AND f.who = c.who AND f.is_survey = c.is_survey
+    )"""
+
+
+def _reason(fate: str, text: str | None) -> str | None:
+    """The parser's reason out of a retry message (the message itself if its wording is unknown)."""
+    if fate != "retried" or text is None:
+        return text
+    m = RETRY_REASON.match(text)
+    return (m.group("old") or m.group("new")) if m else text
 
 
 def _call(r: tuple[Any, ...]) -> CallView:
     messages = _json_any(r[4])
     if not isinstance(messages, list):
         messages = [{"role": "prompt", "content": "" if r[4] is None else str(r[4])}]
-    return CallView(int(r[0]), r[1], r[2], r[3], messages, *r[5:])
+    fate = str(r[11] or "accepted")
+    response, outcome, error, p_tok, c_tok, latency = r[5:11]
+    return CallView(
+        int(r[0]), r[1], r[2], r[3], messages, response, outcome, error, p_tok, c_tok, latency,
+        fate, _reason(fate, r[12]), r[13],
+    )  # fmt: skip
 
 
 def calls_at(con: Con, agent_id: int, step: int) -> list[CallView]:
@@ -358,7 +490,7 @@ def calls_at(con: Con, agent_id: int, step: int) -> list[CallView]:
     if not _has(con, "llm_calls"):
         return []
     rows = con.execute(
-        f"SELECT {_CALL_COLS} FROM llm_calls WHERE step = ? AND (agent_id = ? "
+        f"WITH {_fates(con)} SELECT {_CALL_COLS} FROM fated WHERE step = ? AND (agent_id = ? "
         "OR list_contains(TRY_CAST(json_extract(metadata, '$.group') AS BIGINT[]), ?)) ORDER BY call_id",
         [int(step), int(agent_id), int(agent_id)],
     ).fetchall()
@@ -374,8 +506,10 @@ _CALLS_WHERE = (
 
 @dataclass(frozen=True)
 class CallFilter:
-    """What the call log is narrowed to: outcome, model, agent, at least this latency (s) or tokens."""
+    """What the call log is narrowed to: the answer's fate, outcome, model, agent, at least this latency (s)
+    or tokens."""
 
+    fate: str | None = None
     outcome: str | None = None
     model: str | None = None
     agent_id: int | None = None
@@ -386,23 +520,43 @@ class CallFilter:
         vals = [self.outcome, self.model, self.agent_id, self.min_latency_s, self.min_tokens]
         return [v for v in vals for _ in (0, 1)]
 
+    def where(self) -> str:
+        """The WHERE clause over ``fated`` (or ``llm_calls`` when no fate is asked for) for :meth:`args`."""
+        return _CALLS_WHERE + (" AND fate = ?" if self.fate is not None else "")
+
+    def all_args(self) -> list[Any]:
+        return self.args() + ([self.fate] if self.fate is not None else [])
+
 
 def calls(con: Con, flt: CallFilter | None = None, *, limit: int = PAGE, offset: int = 0) -> list[CallView]:
-    """One page of the call log in call order, narrowed by ``flt``."""
+    """One page of the call log in call order, narrowed by ``flt``, each call with its answer's fate."""
     if not _has(con, "llm_calls"):
         return []
+    f = flt or CallFilter()
     rows = con.execute(
-        f"SELECT {_CALL_COLS} FROM llm_calls WHERE {_CALLS_WHERE} ORDER BY call_id LIMIT ? OFFSET ?",
-        [*(flt or CallFilter()).args(), int(limit), int(offset)],
+        f"WITH {_fates(con)} SELECT {_CALL_COLS} FROM fated WHERE {f.where()} ORDER BY call_id LIMIT ? OFFSET ?",
+        [*f.all_args(), int(limit), int(offset)],
     ).fetchall()
     return [_call(r) for r in rows]
+
+
+def call(con: Con, call_id: int) -> CallView | None:
+    """One call with its answer's fate (None: no such call)."""
+    if not _has(con, "llm_calls"):
+        return None
+    rows = con.execute(
+        f"WITH {_fates(con)} SELECT {_CALL_COLS} FROM fated WHERE call_id = ?", [int(call_id)]
+    ).fetchall()
+    return _call(rows[0]) if rows else None
 
 
 def count_calls(con: Con, flt: CallFilter | None = None) -> int:
     """How many calls :func:`calls` pages through with ``flt`` (0 without a call log)."""
     if not _has(con, "llm_calls"):
         return 0
-    row = con.execute(f"SELECT count(*) FROM llm_calls WHERE {_CALLS_WHERE}", (flt or CallFilter()).args()).fetchone()
+    f = flt or CallFilter()
+    sql = f"WITH {_fates(con)} SELECT count(*) FROM fated" if f.fate is not None else "SELECT count(*) FROM llm_calls"
+    row = con.execute(f"{sql} WHERE {f.where()}", f.all_args()).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -491,3 +645,109 @@ def _json_any(text: Any) -> Any:
 def _json_obj(text: Any) -> dict[str, Any]:
     got = _json_any(text)
     return got if isinstance(got, dict) else {}
+
+
+def activity_by_step(con: Con) -> list[tuple[int, float, int, int, int]]:
+    """(step, simulated time in hours at which it ran, active agents, actions, posts) of every committed step."""
+    rows = con.execute(
+        "SELECT step, sim_time_s, n_active, n_actions, n_posts FROM steps WHERE step >= 0 ORDER BY step"
+    ).fetchall()
+    return [(int(s), float(t or 0) / 3600, int(a or 0), int(n or 0), int(p or 0)) for s, t, a, n, p in rows]
+
+
+def stance_by_step(con: Con) -> list[tuple[int, list[float], float]]:
+    """(step, [10th, 25th, 50th, 75th, 90th percentile], mean) of every agent's stance as it stood at the end
+    of each committed step (its set-up stance until its first change): the distribution over time."""
+    rows = con.execute(
+        "WITH s AS (SELECT step FROM steps WHERE step >= 0), "
+        "ch AS (SELECT agent_id, step, stance FROM stances UNION ALL "
+        "       SELECT agent_id, -1, stance FROM agents WHERE stance IS NOT NULL), "
+        "latest AS (SELECT s.step, c.agent_id, arg_max(c.stance, c.step) AS st FROM s JOIN ch c ON c.step <= s.step "
+        "           GROUP BY ALL) "
+        "SELECT step, quantile_cont(st, [0.1, 0.25, 0.5, 0.75, 0.9]), avg(st) FROM latest GROUP BY step ORDER BY step"
+    ).fetchall()
+    return [(int(s), [float(v) for v in qs], float(m)) for s, qs, m in rows]
+
+
+def top_cascades_by_step(con: Con, n: int = 5) -> dict[int, list[tuple[int, int]]]:
+    """The ``n`` largest cascades' (step, nodes so far), by root post: how the biggest ones grew."""
+    roots = [
+        int(r[0])
+        for r in con.execute(
+            "SELECT root_id FROM cascade_nodes GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT ?", [int(n)]
+        ).fetchall()
+    ]
+    return {r: cascade_size_by_step(con, r) for r in roots}
+
+
+def neighbourhood(con: Con, agent_id: int, most: int = 40) -> tuple[list[int], list[int]]:
+    """(followees, followers) of an agent at the end of the run (follow events replayed: the last event of
+    each pair wins; 1 follows, else unfollows), at most ``most`` of each, by id."""
+
+    def side(mine: str, theirs: str) -> list[int]:
+        rows = con.execute(
+            f"SELECT {theirs} FROM follow_events WHERE {mine} = ? GROUP BY {theirs} "  # noqa: S608 (our column names)
+            f"HAVING arg_max(event, (step, seq)) = 1 ORDER BY {theirs} LIMIT ?",
+            [int(agent_id), int(most)],
+        ).fetchall()
+        return [int(r[0]) for r in rows]
+
+    return side("src", "dst"), side("dst", "src")
+
+
+AGENT_SORTS = {
+    "id": "agent_id",
+    "stance": "stance",
+    "activations": "activations",
+    "followers": "followers",
+    "actions": "n_actions",
+}
+"""The agents list's sort keys (label: column); nothing else reaches the ORDER BY."""
+
+
+@dataclass(frozen=True)
+class AgentRow:
+    """One agent in the agents list: who, its stance at the end of the run, steps it was activated (shown
+    a feed), followers at the end, actions taken (seed posts left out)."""
+
+    agent_id: int
+    username: str | None
+    name: str | None
+    stance: float | None
+    activations: int
+    followers: int
+    n_actions: int
+
+
+def agents_table(
+    con: Con,
+    text: str | None = None,
+    *,
+    sort: str = "id",
+    descending: bool = False,
+    limit: int = PAGE,
+    offset: int = 0,
+) -> list[AgentRow]:
+    """One page of agents with their stance, activations, followers and actions, filtered by id, username
+    or name (as :func:`find_agents`) and sorted by one of :data:`AGENT_SORTS` (ties by id)."""
+    col = AGENT_SORTS.get(sort)
+    if col is None:
+        raise ValueError(f"sort {sort!r} is not one of {', '.join(AGENT_SORTS)}")
+    t = _text_filter(text)
+    order = f"{col} {'DESC' if descending else 'ASC'} NULLS LAST, agent_id"
+    rows = con.execute(
+        "WITH st AS (SELECT agent_id, arg_max(stance, step) AS s FROM stances GROUP BY 1), "
+        "acts AS (SELECT agent_id, count(*) AS n FROM actions WHERE origin != 'seed' GROUP BY 1), "
+        "pairs AS (SELECT dst, arg_max(event, (step, seq)) AS ev FROM follow_events GROUP BY src, dst), "
+        "fol AS (SELECT dst AS agent_id, count(*) FILTER (WHERE ev = 1) AS n FROM pairs GROUP BY 1), "
+        "shown AS (SELECT agent_id, count(DISTINCT step) AS n FROM exposures GROUP BY 1), "
+        "t AS (SELECT a.agent_id, a.username, a.name, coalesce(st.s, a.stance) AS stance, "
+        "      coalesce(shown.n, 0) AS activations, coalesce(fol.n, 0) AS followers, coalesce(acts.n, 0) AS n_actions "
+        "      FROM agents a LEFT JOIN st USING (agent_id) LEFT JOIN acts USING (agent_id) "
+        "      LEFT JOIN fol USING (agent_id) LEFT JOIN shown USING (agent_id) "
+        "      WHERE ?::VARCHAR IS NULL OR CAST(a.agent_id AS VARCHAR) = ? OR contains(lower(a.username), ?) "
+        "      OR contains(lower(a.name), ?)) "
+        f"SELECT * FROM t ORDER BY {order} LIMIT ? OFFSET ?",  # noqa: S608 (order from AGENT_SORTS)
+        [t, t, t, t, int(limit), int(offset)],
+    ).fetchall()
+    return [AgentRow(int(r[0]), r[1], r[2], None if r[3] is None else float(r[3]), *map(int, r[4:])) for r in rows]

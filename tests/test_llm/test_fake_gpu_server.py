@@ -1,0 +1,84 @@
+"""The GPU-like fake server (issue 41.4): throughput grows with what is in flight up to its batch
+limit, then requests queue; its /metrics counters give busy slot-time and idle time; TCP_NODELAY on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+from typing import Any
+
+import aiohttp
+import pytest
+
+from socium.llm.fake_server import FakeOpenAIServer
+
+BODY = {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}
+
+
+async def _burst(url: str, n: int) -> tuple[float, dict[str, Any], dict[str, Any]]:
+    async with aiohttp.ClientSession() as s:
+        async with s.get(f"{url}/metrics") as r:
+            before = await r.json()
+        t0 = time.perf_counter()
+
+        async def one() -> None:
+            async with s.post(f"{url}/chat/completions", data=json.dumps(BODY)) as r:
+                assert r.status == 200
+                await r.read()
+
+        await asyncio.gather(*(one() for _ in range(n)))
+        wall = time.perf_counter() - t0
+        async with s.get(f"{url}/metrics") as r:
+            after = await r.json()
+    return wall, before, after
+
+
+def test_batch_limit_queues_what_exceeds_it() -> None:
+    """8 requests at 0.3 s on 4 slots take two rounds; on an unbounded server one."""
+    with FakeOpenAIServer(delay_s=0.3, batch_limit=4, record=False) as gpu:
+        wall, before, after = asyncio.run(_burst(gpu.base_url, 8))
+    assert wall >= 0.58  # two waves of 0.3 s: the second four waited for slots
+    busy = after["busy_slot_s"] - before["busy_slot_s"]
+    assert 8 * 0.3 - 0.05 <= busy <= 8 * 0.3 + 1.0  # each held a slot for its 0.3 s (plus scheduling)
+    assert after["requests"] - before["requests"] == 8
+    assert after["batch_limit"] == 4
+    with FakeOpenAIServer(delay_s=0.3, record=False) as flat:
+        wall_flat, _, _ = asyncio.run(_burst(flat.base_url, 8))
+    assert wall_flat < wall - 0.15  # one wave
+
+
+def test_idle_time_counts_only_time_with_nothing_decoding() -> None:
+    with FakeOpenAIServer(delay_s=0.2, batch_limit=2, record=False) as srv:
+
+        async def go() -> tuple[dict[str, Any], dict[str, Any], float]:
+            _, before, _ = await _burst(srv.base_url, 0)
+            t0 = time.perf_counter()
+            await asyncio.sleep(0.3)  # idle
+            _, _, after = await _burst(srv.base_url, 2)  # 0.2 s busy
+            return before, after, time.perf_counter() - t0
+
+        before, after, wall = asyncio.run(go())
+    idle = after["idle_s"] - before["idle_s"]
+    assert 0.25 <= idle <= wall - 0.19  # the sleep was idle, the two requests' 0.2 s were not
+
+
+def test_server_sockets_have_nodelay() -> None:
+    """Without TCP_NODELAY, Nagle plus delayed ACK can add ~40 ms to a reply on loopback."""
+    with FakeOpenAIServer(record=False) as srv:
+
+        async def go() -> list[int]:
+            async with aiohttp.ClientSession() as s:
+                async with s.post(f"{srv.base_url}/chat/completions", data=json.dumps(BODY)) as r:
+                    await r.read()
+                return [w.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+                        for w in list(srv._writers)]  # fmt: skip
+
+        flags = asyncio.run(go())
+    assert flags and all(flags)
+
+
+def test_batch_limit_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="batch_limit"):
+        FakeOpenAIServer(batch_limit=0)
