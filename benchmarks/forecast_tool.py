@@ -65,14 +65,15 @@ def main() -> None:
     nodes = data.table.num_rows
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cpus, Python {platform.python_version()}")
     print(f"load average before: {load0}   after: {_load()}")
-    print(f"| stage | s |\n|---|---|")
+    print("| stage | s |\n|---|---|")
     for name, i in (("load fit", 1), ("load + check cascades", 2), ("forecast + score", 3), ("write", 4)):
         print(f"| {name} | {t[i] - t[i - 1]:.1f} |")
     cpu = time.process_time() - cpu0
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_workers = kids.ru_utime + kids.ru_stime
     print(
-        f"| total ({len(data)} cascades, {nodes} nodes, {a.replicas} replicas, {a.workers} workers) | {t[-1] - t[0]:.1f} |"
+        f"| total ({len(data)} cascades, {nodes} nodes, {a.replicas} replicas, {a.workers} workers) "
+        f"| {t[-1] - t[0]:.1f} |"
     )
     print(f"| CPU time of this process (user + sys) | {cpu:.1f} |")
     print(f"| CPU time of its worker processes (user + sys) | {cpu_workers:.1f} |")
