@@ -65,13 +65,13 @@ def checked(sim: Any, o: Any, rec: Any) -> None:
     _fill(sim, o, rec)
     offered = sim.cfg.llm_agents.actions
     now = state_aware_ids(o, offered)
-    for a, before in previous_rule(o, offered, sim.state).items():
+    for a, before in previous_rule(o, offered, sim.world.state).items():
         after = set(now.get(a, before))
         STATS["ids before"] += len(before)
         for i in before - after:
-            STATS[("dropped", a, "refused" if not _accepted(sim.state, o.agent_id, a, i) else "ACCEPTED")] += 1
+            STATS[("dropped", a, "refused" if not _accepted(sim.world.state, o.agent_id, a, i) else "ACCEPTED")] += 1
         for i in after - before:
-            STATS[("added", a, "accepted" if _accepted(sim.state, o.agent_id, a, i) else "REFUSED")] += 1
+            STATS[("added", a, "accepted" if _accepted(sim.world.state, o.agent_id, a, i) else "REFUSED")] += 1
 
 
 def main() -> None:

@@ -93,17 +93,18 @@ def classify(raw: str) -> dict[str, int]:
 
 
 # ---- child process: one measurement ----------------------------------------------------------------
-def _config(n: int, steps: int, url: str, executor: dict | None, concurrency: int, activity: float = 1.0) -> dict:
-    return {"name": "bench-http", "seed": 1, "steps": steps,
-            "population": {"n_agents": n, "activity": "uniform", "mean_activity": activity},
-            "graph": {"kind": "random_out", "params": {"out_degree": min(20, n - 1)}},
-            "recsys": {"kind": "chronological", "k": 5}, "policy": {"kind": "llm"},
-            "llm": {"backend": "openai", "base_urls": [url], "model": "fake-model", "max_concurrency": concurrency,
-                    "retries": 0},
-            "executor": executor or {"kind": "inprocess"},
-            "seed_posts": [{"author": i, "content": f"Opening post number {i} about the city's new bike lanes and "
-                                                   "what they mean for parking on Main Street."}
-                           for i in range(min(n, 500))]}  # fmt: skip
+def _workloads() -> Any:
+    """``socium.testing.workloads`` of THIS tree, loaded by path: the workload (which tests pin) stays the same
+    when ``--src before=OLD_SRC`` runs an older tree that lacks the module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_workloads", HERE.parent.parent / "src/socium/testing/workloads.py")
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+_config = _workloads().bench_http_config
 
 
 def _cpu_s(pid: int) -> float:

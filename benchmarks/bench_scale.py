@@ -195,9 +195,9 @@ def deep_size(root: Any) -> int:
 
 def structures(sim: Simulation) -> dict[str, int]:
     """Deep sizes of the structures that may grow per agent or per step (what grew, by name)."""
-    st = sim.state
-    named = {"agent memory": sim.memory, "response cache": getattr(sim.policy, "_cache", None),
-             "pending search results": sim.pending_results, "posts": st.posts,
+    st = sim.world.state
+    named = {"agent memory": sim.world.memory, "response cache": getattr(sim.policy, "_cache", None),
+             "pending search results": sim.world.pending_results, "posts": st.posts,
              "search index": getattr(st, "_index", None), "adopters": getattr(st.adopters, "_more", st.adopters),
              "by_author": getattr(st, "by_author", None), "comments_of": st.comments_of,
              "likes, dislikes, reposts, reports": [st.likes, st.dislikes, st.reposted, st.reported]}

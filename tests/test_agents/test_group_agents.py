@@ -114,7 +114,9 @@ def test_prompt_shows_each_member_and_quotes_shared_posts_once(tmp_path):
 
 def test_member_cannot_act_on_a_post_outside_its_own_feed(tmp_path):
     sim = Simulation(cfg(steps=1), tmp_path / "r")
-    obs = sim.observe(sim.active_agents(0), 0, __import__("socium.simulator.recording", fromlist=["x"]).StepRecorder(0))
+    obs = sim.agent_steps.observe(
+        sim.active_agents(0), 0, __import__("socium.simulator.recording", fromlist=["x"]).StepRecorder(0)
+    )
     pol = sim.policy
     chunk = pol.chunks(obs)[0]
     schema = pol.group_schema(chunk)
@@ -141,7 +143,9 @@ def test_group_run_resumes_to_the_same_trace(tmp_path):
 
 def test_ray_partition_keeps_a_cluster_on_one_shard(tmp_path):
     sim = Simulation(cfg(steps=1), tmp_path / "r")
-    obs = sim.observe(np.arange(N), 0, __import__("socium.simulator.recording", fromlist=["x"]).StepRecorder(0))
+    obs = sim.agent_steps.observe(
+        np.arange(N), 0, __import__("socium.simulator.recording", fromlist=["x"]).StepRecorder(0)
+    )
     shards = sim.policy.partition(obs, 3)
     where = {}
     for k, sh in enumerate(shards):

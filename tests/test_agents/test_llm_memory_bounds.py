@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import small_config
-from socium.agents.llm_policy import RecordingCache
+from socium.agents.call_recording import RecordingCache
 from socium.agents.memory import WindowMemory
 from socium.errors import ConfigError
 from socium.llm.base import generate_sync
@@ -174,9 +174,9 @@ def test_llm_run_structures_stay_bounded_over_steps(tmp_path: Path, monkeypatch:
             sim.step()
             cache = sim.policy._cache
             assert len(cache) <= 8 and cache.pending == []
-            assert all(len(sim.memory.get(a)) <= 2 for a in range(n))
-            assert len(sim.memory._slots) == n
+            assert all(len(sim.world.memory.get(a)) <= 2 for a in range(n))
+            assert len(sim.world.memory._slots) == n
         assert cache.puts > 8  # more answers passed through than the cache keeps
-        assert max(len(sim.memory.get(a)) for a in range(n)) == 2  # the window bound was reached
+        assert max(len(sim.world.memory.get(a)) for a in range(n)) == 2  # the window bound was reached
     finally:
         sim.close()

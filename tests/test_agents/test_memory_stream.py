@@ -190,7 +190,7 @@ def test_llm_rated_importance_replaces_the_heuristic(tmp_path):
 
 def test_post_run_interview_cites_the_stream(tmp_path):
     from socium.experiments.interview import _memory
-    from socium.simulator.simulation import load_run_config
+    from socium.simulator.run_setup import load_run_config
 
     Simulation(_cfg(reflect_threshold=8.0), tmp_path / "r").run()
     agent = _q(tmp_path / "r", "SELECT agent_id FROM memories GROUP BY 1 ORDER BY count(*) DESC LIMIT 1")[0][0]

@@ -129,13 +129,13 @@ def test_fitting_stops_when_nothing_is_left_to_drop():
     from socium.core.contracts import FeedItem, Observation
 
     item = FeedItem(1, 2, "original", "text", 1, 0, 0, 0, 0, "chrono", 0)
-    o = Observation(0, 0, 0.0, 0, [item], extra={"memory": ["a", "b"]})
-    render = lambda g: [{"role": "user", "content": "x" * (100 + 50 * len(g[0].feed) + 10 * len(g[0].extra["memory"]))}]
+    o = Observation(0, 0, 0.0, 0, [item], memory=["a", "b"])
+    render = lambda g: [{"role": "user", "content": "x" * (100 + 50 * len(g[0].feed) + 10 * len(g[0].memory))}]
     count = lambda msgs: len(msgs[0]["content"])
     (call,) = fit_calls([o], render, count, budget=50, reserve_per_member=0)
     assert call.trimmed[0]["still_over"] and call.trimmed[0]["feed"] == [1] and call.trimmed[0]["memory_lines"] == 2
     assert call.unshown == {0: [(1, "chrono")]}
-    assert o.feed == [item] and o.extra["memory"] == ["a", "b"]  # the caller's observation is left as it was
+    assert o.feed == [item] and o.memory == ["a", "b"]  # the caller's observation is left as it was
     (call,) = fit_calls([o], render, count, budget=160, reserve_per_member=0)
     assert call.trimmed[0]["feed"] == [1] and "memory_lines" not in call.trimmed[0] and call.tokens == 120
 

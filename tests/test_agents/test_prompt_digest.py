@@ -12,7 +12,6 @@ digests here change with it, in the same commit, with the reason.
 from __future__ import annotations
 
 import hashlib
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +20,9 @@ import pytest
 
 from socium.config.loading import config_from_dict, load_config
 from socium.simulator.simulation import Simulation
+from socium.testing.workloads import bench_http_config
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 #: Computed with the code of main alone (first at 7c470c3; re-pinned at 30c352d, where the action-table
 #: rewrite and the state-aware schema, issue 41.5, changed the schemas), before this branch's changes.
@@ -35,9 +34,7 @@ DIGESTS = {
 
 
 def _bench_http(n: int, reddit: bool) -> dict[str, Any]:
-    from bench_http import _config
-
-    cfg = _config(n, 3, "http://127.0.0.1:9", None, 8)
+    cfg = bench_http_config(n, 3, "http://127.0.0.1:9", None, 8)
     cfg["llm"] = {"backend": "random"}
     if reddit:
         cfg["platform"] = {"preset": "reddit"}

@@ -94,8 +94,8 @@ def check_row(row: Perspective, seen, calls):
         assert others, "the test world must show posts by others"
         shown_private = [it.author_private is not None for it in others]
         assert all(shown_private) if row.others_private == "shown_authors" else not any(shown_private)
-        assert ("global_feed" in o.extra) == row.global_view and ("stats" in o.extra) == row.global_view
-        co = o.extra.get("co_acting")
+        assert (o.stats is not None) == row.global_view and (bool(o.global_feed) or not row.global_view)
+        co = o.co_acting
         assert (co is not None) == (row.grouped and not row.narrated)
     for req in calls:
         system, user = req.messages[0].content, req.messages[1].content

@@ -79,7 +79,7 @@ def test_a_policy_with_only_the_core_runs_a_small_simulation(tmp_path):
     caps = capabilities_of(OnlyDecide())
     assert caps.names() == [] and caps.policy_class == "OnlyDecide"
     with Simulation(small_config(steps=3), tmp_path / "r", policy=OnlyDecide()) as sim:
-        assert sim.caps.names() == [] and not sim.needs_profile
+        assert sim.caps.names() == [] and not sim.world.needs_profile
         stats = sim.run()
     assert len(stats) == 3 and sum(s.n_active for s in stats) > 0
     con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
@@ -138,4 +138,4 @@ def test_capabilities_of_the_llm_and_group_policies():
 def test_a_built_llm_run_holds_its_capabilities(tmp_path):
     with Simulation(_llm_cfg("group_llm"), tmp_path / "g") as sim:
         assert isinstance(sim.policy, GroupLLMPolicy)
-        assert sim.caps.policy is sim.policy and sim.caps.restorer is sim.policy and sim.needs_profile
+        assert sim.caps.policy is sim.policy and sim.caps.restorer is sim.policy and sim.world.needs_profile

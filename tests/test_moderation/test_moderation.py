@@ -142,9 +142,9 @@ def test_suspended_account_cannot_act(tmp_path):
     sim = Simulation(cfg, tmp_path)
     with sim:
         sim.step()  # step 0: the false seed post by agent 0 is judged at once -> strike -> suspension
-        assert 0 in sim.state.mod.suspended
+        assert 0 in sim.world.state.mod.suspended
         sim.step(actions={0: [CreatePost(content="I am back")]})
-        out = sim.state.apply(0, Repost(post_id=1))
+        out = sim.world.state.apply(0, Repost(post_id=1))
         assert out.status == "invalid" and out.code == "suspended"
     con = duckdb.connect(str(tmp_path / "trace.duckdb"), read_only=True)
     rows = con.execute("SELECT origin, outcome, reason FROM actions WHERE step = 1 AND agent_id = 0").fetchall()
@@ -228,17 +228,17 @@ def test_label_lines_follow_reposts_and_truth_only_for_allowed_perspectives(tmp_
     sim = Simulation(cfg, tmp_path)
     with sim:
         sim.step(actions={5: [Repost(post_id=0)]})
-        st = sim.state
+        st = sim.world.state
         ver = st.posts.col("veracity")
         repost = [i for i in range(len(st.posts)) if st.posts.get("kind", i) == 1][0]
         assert ver[repost] == FALSE  # a repost carries its root's ground truth
-        assert sim.moderation.lines(st, repost, ver) == [
+        assert sim.world.moderation.lines(st, repost, ver) == [
             "Label: False information. Checked by independent fact-checkers."
         ]
     sim2 = Simulation(cfg.model_copy(update={"perspective": "omniscient"}), tmp_path / "omni")
     with sim2:
         sim2.step()
-        lines = sim2.moderation.lines(sim2.state, 0, sim2.state.posts.col("veracity"))
+        lines = sim2.world.moderation.lines(sim2.world.state, 0, sim2.world.state.posts.col("veracity"))
         assert lines[-1].startswith("Ground truth") and lines[-1].endswith("false")
 
 
@@ -257,7 +257,7 @@ def test_roles_drawn_by_fraction_pinned_by_id_and_bots_skip_the_policy(tmp_path)
         roles={"spreader": 0.1, "bot": 0.2, "agents": {"fact_checker": [5]}},
     )
     sim = Simulation(cfg, tmp_path, policy=Spy())
-    roles = sim.moderation.roles
+    roles = sim.world.moderation.roles
     assert roles[5] == 2 and abs((roles == 3).mean() - 0.2) < 0.07 and abs((roles == 1).mean() - 0.1) < 0.06
     sim.run()
     assert calls and not any(roles[a] == 3 for a in calls)
@@ -277,11 +277,13 @@ def test_prebunking_marks_a_fraction_and_sets_the_prompt_line(tmp_path):
     sim = Simulation(cfg, tmp_path)
     with sim:
         sim.step()
-        got = set(sim.state.mod.prebunked)
+        got = set(sim.world.state.mod.prebunked)
         assert 15 < len(got) < 45
-        obs = sim.observe(np.arange(100), 1, __import__("socium.simulator.recording", fromlist=["x"]).StepRecorder(1))
-        sim.moderation.annotate(obs, sim.state)
-        assert {o.agent_id for o in obs if "platform_notice" in o.extra} == got
+        obs = sim.agent_steps.observe(
+            np.arange(100), 1, __import__("socium.simulator.recording", fromlist=["x"]).StepRecorder(1)
+        )
+        sim.world.moderation.annotate(obs, sim.world.state)
+        assert {o.agent_id for o in obs if o.platform_notice is not None} == got
 
 
 def test_resume_rebuilds_moderation_exactly(tmp_path):
@@ -334,7 +336,7 @@ def test_no_moderation_leaves_a_run_unchanged(tmp_path):
     """kind none without roles: the wrapper is not installed and the run is what it always was."""
     cfg = _cfg()
     sim = Simulation(cfg, tmp_path)
-    assert not isinstance(sim.recsys, ModeratedRecommender)
+    assert not isinstance(sim.world.recsys, ModeratedRecommender)
     sim.run()
     assert _events(tmp_path) == []
 

@@ -23,24 +23,6 @@ import socium
 SRC = Path(socium.__file__).parent
 MARK = "# lazy:"
 
-# Being edited in this session by other engineers: their function-local imports are left for now and
-# are checked once these files are free again (drop an entry when its file's imports carry a reason).
-BEING_EDITED_IN_THIS_SESSION = frozenset(
-    {
-        "agents/call_recording.py",
-        "agents/llm_policy.py",
-        "cli/explore.py",
-        "cli/run.py",
-        "experiments/interview.py",
-        "experiments/propagation/",
-        "experiments/validation/",
-        "explore/",
-        "simulator/llm_health.py",
-        "trace/queries/explore.py",
-        "trace/store.py",
-    }
-)
-
 
 def _names_socium(node: ast.Import | ast.ImportFrom) -> bool:
     if isinstance(node, ast.ImportFrom):
@@ -89,16 +71,11 @@ def unexplained_lazy_imports(source: str, name: str) -> list[str]:
     return out
 
 
-def _being_edited(rel: str) -> bool:
-    return any(rel == e or (e.endswith("/") and rel.startswith(e)) for e in BEING_EDITED_IN_THIS_SESSION)
-
-
 def test_every_function_local_socium_import_says_why_it_is_lazy():
     missing = []
     for path in sorted(SRC.rglob("*.py")):
         rel = path.relative_to(SRC).as_posix()
-        if not _being_edited(rel):
-            missing += unexplained_lazy_imports(path.read_text(encoding="utf-8"), f"src/socium/{rel}")
+        missing += unexplained_lazy_imports(path.read_text(encoding="utf-8"), f"src/socium/{rel}")
     assert missing == [], "function-local imports without '# lazy: <reason>' (lift them or say why):\n" + "\n".join(
         missing
     )
@@ -127,11 +104,6 @@ def test_the_check_names_file_and_line_and_accepts_stated_reasons():
         "pkg/mod.py:14: from . import sibling",
         "pkg/mod.py:15: from socium import errors",
     ]
-
-
-def test_allow_list_names_files_that_exist():
-    for entry in BEING_EDITED_IN_THIS_SESSION:
-        assert (SRC / entry).exists(), f"BEING_EDITED_IN_THIS_SESSION: {entry} is not in src/socium"
 
 
 def test_cli_start_up_leaves_the_heavy_libraries_unloaded():

@@ -17,8 +17,8 @@ from socium.trace.store import trace_digest
 class RecordingRecommender:
     """A user's recommender: wraps the X-like one and remembers every feed it hands out."""
 
-    def __init__(self, window_steps: int = 48, sim=None, **params) -> None:
-        self.inner = XRecommender(window_steps, sim, **params)
+    def __init__(self, window_steps: int = 48, context=None, **params) -> None:
+        self.inner = XRecommender(window_steps, context, **params)
         self.shown: list[tuple[int, int, int, int, str]] = []
         self.observed_steps: list[int] = []
 
@@ -75,7 +75,7 @@ def test_custom_recommender_by_dotted_path_is_used_and_exposures_match(tmp_path)
         },
     )
     sim = Simulation(cfg, tmp_path / "run")
-    rec = sim.recsys
+    rec = sim.world.recsys
     assert isinstance(rec, RecordingRecommender) and rec.inner.window_steps == cfg.recsys.window_steps
     sim.run()
     assert rec.observed_steps == list(range(5)) and rec.shown
@@ -94,7 +94,7 @@ def test_custom_recommender_by_dotted_path_is_used_and_exposures_match(tmp_path)
 def test_custom_recommender_without_arguments(tmp_path):
     cfg = small_config(steps=2, recsys={"kind": "test_recsys_registry.OnlyNewest"})
     sim = Simulation(cfg, tmp_path / "run")
-    assert isinstance(sim.recsys, OnlyNewest)
+    assert isinstance(sim.world.recsys, OnlyNewest)
     sim.run()
 
 
@@ -123,7 +123,44 @@ def test_docs_example_recommender_runs(tmp_path, monkeypatch):
         steps=4, recsys={"kind": "mypkg.recs:MostCommented", "k": 10, "window_steps": 24, "params": {"min_comments": 0}}
     )
     sim = Simulation(cfg, tmp_path / "run")
-    assert type(sim.recsys).__name__ == "MostCommented" and sim.recsys.min_comments == 0
+    assert type(sim.world.recsys).__name__ == "MostCommented" and sim.world.recsys.min_comments == 0
     sim.run()
     con = duckdb.connect(str(tmp_path / "run" / "trace.duckdb"), read_only=True)
     assert con.execute("SELECT count(*) FROM exposures WHERE source = 'global'").fetchone()[0] > 0
+
+
+class OldStyle:
+    """A plugin written before issue 35: it asks for the whole simulation."""
+
+    def __init__(self, window_steps: int = 48, sim=None) -> None:
+        self.sim = sim
+
+    def observe(self, state, new_posts, step):
+        pass
+
+    def feeds(self, state, users, k, step, rng):
+        return [Feed((), ()) for _ in users]
+
+
+class SeesContext(OldStyle):
+    def __init__(self, window_steps: int = 48, context=None) -> None:
+        self.context = context
+
+
+def test_recommender_gets_a_typed_context_and_an_old_sim_plugin_one_clear_error(tmp_path):
+    """A recommender is told the run through ``RecsysContext`` (agents, seed, profiles), never the simulation;
+    a class still taking ``sim`` is refused before the run directory is made, naming the change."""
+    from socium.recsys.base import RecsysContext
+
+    cfg = small_config(steps=1, recsys={"kind": "test_recsys_registry:SeesContext"})
+    sim = Simulation(cfg, tmp_path / "run")
+    ctx = sim.world.recsys.context
+    pop = sim.world.population
+    assert isinstance(ctx, RecsysContext) and ctx.n_agents == len(pop) and ctx.seed == cfg.seed
+    assert list(ctx.bios) == list(pop.bios) and list(ctx.usernames) == list(pop.usernames)
+    assert ctx.profile_texts()[0].startswith(pop.bios[0])
+    sim.close()
+    old = small_config(steps=1, recsys={"kind": "test_recsys_registry:OldStyle"})
+    with pytest.raises(ConfigError, match=r"takes 'sim'.*no longer passes.*rename the parameter to 'context'"):
+        Simulation(old, tmp_path / "old")
+    assert not (tmp_path / "old").exists()

@@ -184,7 +184,7 @@ def test_x_without_torch_and_resume_rebuilds_the_same_state(tmp_path):
         sim = Simulation(cfg, {str(tmp_path / "cut")!r}, resume=True)
         clean_rec = Simulation(cfg, {str(tmp_path / "clean2")!r}); clean_rec.run(steps=3)
         import numpy as np
-        a, b = sim.recsys, clean_rec.recsys
+        a, b = sim.world.recsys, clean_rec.world.recsys
         assert np.array_equal(a.posts.m.data, b.posts.m.data)
         assert np.array_equal(a.interests.vectors(np.arange(120)), b.interests.vectors(np.arange(120)))
         assert np.array_equal(a.clusters, b.clusters) and a.centroids is not None

@@ -234,7 +234,7 @@ def test_manual_steps_resume_to_the_same_trace(tmp_path):
     with Simulation(c, tmp_path / "b") as sim:
         _driven(sim, 2)
     with Simulation(c, tmp_path / "b", resume=True) as sim:
-        assert sim.next_step == 2 and sim.memory[4][-1].startswith("step 1: create_post content=manual two")
+        assert sim.next_step == 2 and sim.world.memory[4][-1].startswith("step 1: create_post content=manual two")
         _driven(sim, 3)
     da, db = trace_digest(tmp_path / "a" / "trace.duckdb"), trace_digest(tmp_path / "b" / "trace.duckdb")
     for t in ("posts", "actions", "exposures", "llm_calls", "steps"):
@@ -282,7 +282,7 @@ def test_agents_sign_up_mid_run_with_their_follows_and_resume_replays_it(tmp_pat
         sim.step(sign_up=[3])
     with Simulation(c, tmp_path / "b", resume=True) as sim:
         initial = sim.store.con.execute("SELECT count(*) FROM follow_events WHERE step = -1").fetchone()[0]
-        assert sim.state.joined.all() and sim.state.follows.n_edges == initial + held
+        assert sim.world.state.joined.all() and sim.world.state.follows.n_edges == initial + held
         sim.step()
     da, db = trace_digest(r / "trace.duckdb"), trace_digest(tmp_path / "b" / "trace.duckdb")
     for t in ("posts", "actions", "follow_events", "sign_ups", "steps"):
@@ -407,7 +407,7 @@ def test_start_datetime_and_time_magnification_drive_clock_prompts_and_trace(tmp
     c = cfg(steps=3, step_minutes=30, time_magnification=2.0, start_datetime="2024-03-01T09:30:00")
     pol, backend = scripted(c, lambda req: json.dumps({"type": "do_nothing"}))
     with Simulation(c, tmp_path / "r", policy=pol) as sim:
-        assert [sim.hour(s) for s in range(4)] == [9, 10, 11, 12] and c.start_hour == 9
+        assert [sim.world.clock.hour(s) for s in range(4)] == [9, 10, 11, 12] and c.start_hour == 9
         sim.run()
     heads = {r.metadata["step"]: user_text(r).split("## Your feed (")[1].split(")")[0] for r in backend.calls}
     assert heads == {0: "Fri 2024-03-01 09:30", 1: "Fri 2024-03-01 10:30", 2: "Fri 2024-03-01 11:30"}
@@ -420,7 +420,7 @@ def test_start_datetime_and_time_magnification_drive_clock_prompts_and_trace(tmp
 
 def test_magnification_alone_scales_the_hour_of_activation(tmp_path):
     with Simulation(cfg(steps=1, step_minutes=60, time_magnification=3.0, start_hour=22), tmp_path / "r") as sim:
-        assert [sim.hour(s) for s in range(3)] == [22, 1, 4] and sim.sim_time(1) == 3 * 3600.0
+        assert [sim.world.clock.hour(s) for s in range(3)] == [22, 1, 4] and sim.world.clock.sim_time(1) == 3 * 3600.0
 
 
 def _feeds(tmp_path, name, **recsys):

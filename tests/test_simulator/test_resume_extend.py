@@ -86,7 +86,7 @@ def test_resume_cannot_shorten_a_run(tmp_path):
 
 
 def test_wall_time_includes_set_up(tmp_path, monkeypatch):
-    import socium.simulator.simulation as simmod
+    import socium.simulator.world as simmod
 
     real = simmod.build_population
 

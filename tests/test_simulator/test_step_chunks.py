@@ -67,7 +67,7 @@ def test_chunks_hold_whole_narrator_groups_and_skip_bots(tmp_path: Path) -> None
     sim = Simulation(cfg, tmp_path / "r")
     try:
         active = sim.active_agents(0)
-        bound = sim.moderation.policy_bound(active)
+        bound = sim.world.moderation.policy_bound(active)
         chunks = sim.agent_steps.chunks(active)
         assert chunks[0][0] == 0 and chunks[-1][1] == len(active)
         assert all(a[1] == b[0] for a, b in zip(chunks, chunks[1:]))

@@ -39,16 +39,16 @@ def test_cascade_metrics_on_hand_built_tree(tmp_path):
     )
     pol = PlanPolicy()
     sim = Simulation(cfg, tmp_path / "r", policy=pol)
-    orig = sim.state.apply
+    orig = sim.world.state.apply
 
     def apply(agent, action):
         out = orig(agent, action)
-        key = (sim.state.step, agent)
+        key = (sim.world.state.step, agent)
         if key in NAMES and out.post_id is not None:
             pol.ids[NAMES[key]] = out.post_id
         return out
 
-    sim.state.apply = apply
+    sim.world.state.apply = apply
     sim.run()
     con = duckdb.connect(str(tmp_path / "r" / "trace.duckdb"), read_only=True)
     a = pol.ids["A"]

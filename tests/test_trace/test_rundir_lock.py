@@ -27,7 +27,7 @@ runner = CliRunner()
 class SlowRecommender:
     """Chronological feeds, slowed by $SOCIUM_TEST_FEED_DELAY seconds per step (not part of the config hash)."""
 
-    def __init__(self, window_steps: int = 48, sim=None) -> None:
+    def __init__(self, window_steps: int = 48, context=None) -> None:
         from socium.recsys.chronological import ChronologicalRecommender
 
         self.inner = ChronologicalRecommender(window_steps)

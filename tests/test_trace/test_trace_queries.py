@@ -169,12 +169,6 @@ ALLOWED = {
     "episodes/",
     # `socium query`: the SQL is what the user typed, run in a sandboxed read-only connection.
     "cli/lookup.py",
-    # Resume reads back the recorded world row for row (not measures): the loop's and moderation's own
-    # restore code, being restructured with socium.simulator now. To move into socium.trace once that settles.
-    "simulator/run_setup.py",
-    "moderation/engine.py",
-    # The memories table's DDL, added by the memory stream through TraceStore.ensure_table (also in schema.sql).
-    "agents/memory.py",
 }
 
 

@@ -6,8 +6,13 @@ the policy itself.
 
 from __future__ import annotations
 
+from socium.errors import ConfigError
 from socium.llm.cache import MemoryCache
 from socium.llm.types import LLMRequest, LLMResult
+from socium.trace.queries.calls import recorded_answers, recorded_models
+from socium.trace.queries.calls import recorded_context as context_of
+from socium.trace.queries.runs import open_run
+from socium.trace.store import open_trace, require_store
 
 
 class RecordingCache(MemoryCache):
@@ -20,7 +25,7 @@ class RecordingCache(MemoryCache):
         super().__init__(max_entries=self.MAX_ENTRIES)
         self.pending: list[tuple[str, LLMRequest, LLMResult, str]] = []
 
-    def put(self, key, request, result, model, meta=None) -> None:  # type: ignore[override]
+    def put(self, key, request, result, model, meta=None) -> None:
         super().put(key, request, result, model, meta)
         self.pending.append((key, request, result, model))
 
@@ -32,9 +37,6 @@ class RecordingCache(MemoryCache):
 def load_recorded(trace_path: str) -> MemoryCache:
     """The successful calls of a recorded run, as a cache the replay backend answers from."""
     from pathlib import Path
-
-    from socium.trace.queries.calls import recorded_answers
-    from socium.trace.store import open_trace, require_store
 
     con = open_trace(require_store(Path(trace_path)))
     cache = MemoryCache()
@@ -61,19 +63,12 @@ def load_recorded(trace_path: str) -> MemoryCache:
 def recorded_context(trace_path: str) -> int | None:
     """The context window that bounded a recorded run's narrator prompts (None: none did), so its replay
     splits and trims them the same way and asks exactly the recorded requests."""
-    from socium.trace.queries.calls import recorded_context as context_of
-    from socium.trace.queries.runs import open_run
-
     with open_run(trace_path) as con:
         return context_of(con)
 
 
 def recorded_model(trace_path: str) -> str:
     """The model a recorded run called (read from its ``llm_calls``), so replay needs no ``llm.model``."""
-    from socium.errors import ConfigError
-    from socium.trace.queries.calls import recorded_models
-    from socium.trace.queries.runs import open_run
-
     with open_run(trace_path) as con:
         models = recorded_models(con)
     if len(models) != 1:

@@ -29,9 +29,11 @@ from pydantic import ValidationError
 
 from socium.agents import action_prompts as AP
 from socium.agents import prompt_blocks as PB
+from socium.agents.answer_validation import _short_error, validate_answer
+from socium.agents.call_log import rendered_calls
 from socium.agents.clustering import cluster_population
 from socium.agents.llm_narrator import backend_failed
-from socium.agents.llm_policy import LLMPolicy, _short_error, rendered_calls, validate_answer
+from socium.agents.llm_policy import LLMPolicy
 from socium.agents.narrator_fit import FittedCall, collect_unshown, mark_unshown
 from socium.agents.profiles import Population
 from socium.config.experiment import ExperimentConfig
@@ -100,8 +102,7 @@ class GroupLLMPolicy(LLMPolicy):
         )
         parts = [f"## Posts in these users' feeds (hour {members[0].hour:02d}:00)\n{shared}"]
         for o in members:
-            prof = o.extra["profile"]
-            mem = o.extra.get("memory", ())
+            prof, mem = o.own_profile(), o.memory
             feed_ids = ", ".join(str(i.post_id) for i in o.feed) or "(empty feed)"
             asked = ""
             if o.results_from:
@@ -174,10 +175,9 @@ class GroupLLMPolicy(LLMPolicy):
                 actions, why = validate_answer(
                     data[key], o, self.allowed, self.ac.max_actions_per_activation, self.ac.record_reason
                 )
-                m: dict[str, Any] = {"origin": "llm", "cluster": int(self.labels[o.agent_id])}
-                if why is not None:
-                    m["reason"] = clean_text(why, self.ac.max_reason_chars).text
-                done.append(Decision(o.agent_id, actions, meta=m))
+                reason = None if why is None else clean_text(why, self.ac.max_reason_chars).text
+                m: dict[str, Any] = {"cluster": int(self.labels[o.agent_id])}
+                done.append(Decision(o.agent_id, actions, meta=m, origin="llm", reason=reason))
             except (ValueError, ValidationError) as exc:
                 o.extra["_group_error"] = _short_error(exc)
                 o.extra["_group_raw"] = clean_text(res.text, 2000).text
@@ -217,7 +217,7 @@ class GroupLLMPolicy(LLMPolicy):
         decisions = sorted((d for ds in decided for d in ds), key=lambda d: d.agent_id)
         calls = rendered_calls(self.drain_calls())
         if decisions:
-            decisions[0].meta.setdefault("llm_calls", []).extend(calls)
+            decisions[0].calls.extend(calls)
         return decisions
 
     # ---- the cluster assignment goes into the trace once ---------------------------------------
@@ -236,7 +236,7 @@ class GroupLLMPolicy(LLMPolicy):
             },
         }
 
-    def restore(self, run: object) -> None:
+    def restore(self, last_step: int) -> None:
         """Resumed: the cluster assignment is already in the trace (written with the first step)."""
         self._cluster_rows_written = True
 

@@ -91,13 +91,13 @@ class Narrator:
         return fit_calls(group, render, prompt_counter(backend), context_window(backend), llm.max_tokens)
 
     def _narrator_messages(self, group: list[Observation], errors: dict[int, str]) -> list[dict[str, str]]:
-        members = [(o.extra["profile"], o, o.extra.get("memory", ())) for o in group]
+        members = [(o.own_profile(), o, o.memory) for o in group]
         seen = sees_environment_facts(self.cfg.perspective, self.ac.ground_truth_visible_to)  # perspective table
         gt = self.ac.ground_truth if seen else None
         msgs = P.narrator_messages(
             members,
-            group[0].extra.get("global_feed", ()),
-            group[0].extra.get("stats", ""),
+            group[0].global_feed,
+            group[0].stats or "",
             actions=self.allowed,
             platform=self.cfg.platform.preset,
             ground_truth=gt,
@@ -159,7 +159,7 @@ class Narrator:
                 key = f"agent_{o.agent_id}"
                 if key not in data:
                     raise ValueError(missing)
-                done.append(Decision(o.agent_id, [validate_action(data[key], o, self.allowed)], meta={"origin": "llm"}))
+                done.append(Decision(o.agent_id, [validate_action(data[key], o, self.allowed)], origin="llm"))
             except (ValueError, ValidationError) as exc:
                 retry.append((o, _short_error(exc), raw))
         return done, retry

@@ -18,21 +18,22 @@ from pydantic import ValidationError
 
 from socium.agents import action_prompts as AP
 from socium.agents import prompts as P
-from socium.agents.answer_validation import _short_error, state_aware_ids, validate_action, validate_answer
-from socium.agents.call_log import RenderedRequest, call_rows, rendered_calls
+from socium.agents.answer_validation import _short_error, state_aware_ids, validate_answer
+from socium.agents.call_log import rendered_calls
 from socium.agents.call_recording import RecordingCache, load_recorded, recorded_context, recorded_model
 from socium.agents.llm_narrator import Narrator
 from socium.agents.llm_questions import Questions
 from socium.agents.perspectives import show_groups
 from socium.agents.profiles import AgentProfile
 from socium.agents.retry import repeats_note, retry_turns
+from socium.agents.sharding import partition_in_groups
 from socium.agents.survey_answers import SurveyAnswer
 from socium.config.experiment import ExperimentConfig
 from socium.core.contracts import Decision, Observation
 from socium.core.perspective import perspective, sees_environment_facts
 from socium.core.policy import ShardPlacement
 from socium.core.rng import LLM, component_seed31
-from socium.errors import TraceError
+from socium.errors import ConfigError, TraceError
 from socium.llm.base import run_coro_sync
 from socium.llm.budget_shares import Allowance, apply_allowance, count_calls, shard_allowances
 from socium.llm.factory import build_backend
@@ -41,27 +42,6 @@ from socium.llm.replay import ReplayBackend
 from socium.llm.types import ChatMessage, LLMRequest, LLMResult
 from socium.llm.wrappers import BudgetLedger, find_wrapper
 from socium.platform.text import clean_text
-
-#: Names that moved to the modules above and are still imported from here.
-__all__ = [
-    "POSTS_MEMO_MAX",
-    "START_SLICE",
-    "LLMPolicy",
-    "RecordingCache",
-    "RenderedRequest",
-    "_short_error",
-    "call_rows",
-    "load_recorded",
-    "make_llm_policy",
-    "recorded_context",
-    "recorded_model",
-    "rendered_calls",
-    "started_in_slices",
-    "state_aware_ids",
-    "validate_action",
-    "validate_answer",
-]
-
 
 #: Rendered posts kept per step (~0.3-1 KB each): bounds the memo at ~10-40 MB in a huge step.
 POSTS_MEMO_MAX = 40_000
@@ -170,8 +150,6 @@ class LLMPolicy:
     def _build(self, llm: Any, name: str = "default") -> Any:
         if llm.backend == "replay":
             if not self.ac.replay_from:
-                from socium.errors import ConfigError
-
                 raise ConfigError("llm_agents.replay_from: required when llm.backend is 'replay'")
             if not llm.model:  # the model is part of every cache key: take the one the recording used
                 llm = llm.model_copy(update={"model": recorded_model(self.ac.replay_from)})
@@ -210,7 +188,7 @@ class LLMPolicy:
             apply_allowance(self.ledger(name), share, where)
 
     def count_shard_calls(self, decisions: Sequence[Decision]) -> None:
-        count_calls(self._budgeted(), [c for d in decisions for c in d.meta.get("llm_calls", ())])
+        count_calls(self._budgeted(), [c for d in decisions for c in d.calls])
 
     def backend_for(self, name: str) -> Any:
         """The backend of one of ``llms`` (``default``: the ``llm`` section), sharing the run's call log."""
@@ -301,13 +279,13 @@ class LLMPolicy:
         return self._posts_memo
 
     def _messages(self, obs: Observation) -> list[dict[str, str]]:
-        profile: AgentProfile = obs.extra["profile"]
+        profile = obs.own_profile()
         seen = sees_environment_facts(self.cfg.perspective, self.ac.ground_truth_visible_to)  # perspective table
         gt = self.ac.ground_truth if seen else None
         return P.agent_messages(
             profile,
             obs,
-            obs.extra.get("memory", ()),
+            obs.memory,
             system=self.system,
             perspective=self.cfg.perspective,
             max_item_chars=self.ac.max_item_chars,
@@ -370,10 +348,8 @@ class LLMPolicy:
                     self.ac.max_actions_per_activation,
                     self.ac.record_reason,
                 )
-                meta: dict[str, Any] = {"origin": "llm"}
-                if why is not None:
-                    meta["reason"] = clean_text(why, self.ac.max_reason_chars).text
-                return Decision(obs.agent_id, actions, meta=meta)
+                reason = None if why is None else clean_text(why, self.ac.max_reason_chars).text
+                return Decision(obs.agent_id, actions, origin="llm", reason=reason)
             except (ValueError, ValidationError) as exc:
                 last_err = _short_error(exc)
                 msgs = msgs + retry_turns(clean_text(raw, 2000).text, last_err)
@@ -412,8 +388,6 @@ class LLMPolicy:
     # ---- Ray hooks (see socium.simulator.ray_executor) ------------------------------------------
     def partition(self, observations: Sequence[Observation], n: int) -> list[list[Observation]]:
         """Keep each narrator group on one shard so script mode gives the same trace on any actor count."""
-        from socium.agents.sharding import partition_in_groups
-
         if not perspective(self.cfg.perspective).grouped:
             out: list[list[Observation]] = [[] for _ in range(n)]
             for o in observations:
@@ -462,7 +436,7 @@ class LLMPolicy:
             decisions = await started_in_slices(self.adecide, obs)
         calls = rendered_calls(self.drain_calls())
         if decisions:
-            decisions[0].meta.setdefault("llm_calls", []).extend(calls)
+            decisions[0].calls.extend(calls)
         return decisions
 
     def decide_batch(self, observations: Sequence[Observation]) -> list[Decision]:

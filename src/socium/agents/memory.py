@@ -336,11 +336,6 @@ def _empty_rows() -> dict[str, list]:
     return {k: [] for k in ("step", "agent_id", "seq", "kind", "text", "importance", "ref_post_id")}
 
 
-MEMORIES_DDL = (
-    "CREATE TABLE IF NOT EXISTS memories (step INTEGER, agent_id BIGINT, seq INTEGER, kind VARCHAR, "
-    "text VARCHAR, importance DOUBLE, ref_post_id BIGINT)"
-)
-
 REFLECTION_SCHEMA_MAX = 200
 
 

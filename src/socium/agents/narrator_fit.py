@@ -108,11 +108,8 @@ def _trimmed(o: Observation, render: Render, count: Count, budget: int) -> Fitte
         results=list(o.results),
         found_users=list(o.found_users),
         groups=[replace(g, messages=list(g.messages)) for g in o.groups],
-        extra={
-            **o.extra,
-            "memory": list(o.extra.get("memory", ())),
-            "global_feed": list(o.extra.get("global_feed", ())),
-        },
+        memory=list(o.memory),
+        global_feed=list(o.global_feed),
     )
     dropped: dict[str, Any] = {}
     unshown: list[tuple[int, str]] = []
@@ -126,7 +123,7 @@ def _trimmed(o: Observation, render: Render, count: Count, budget: int) -> Fitte
         return True
 
     def drop_memory() -> bool:
-        mem = o.extra["memory"]
+        mem = o.memory
         if not mem:
             return False
         mem.pop(0)
@@ -134,7 +131,7 @@ def _trimmed(o: Observation, render: Render, count: Count, budget: int) -> Fitte
         return True
 
     def drop_global() -> bool:
-        top = o.extra["global_feed"]
+        top = o.global_feed
         if not top:
             return False
         it = top.pop()

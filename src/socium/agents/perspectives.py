@@ -29,19 +29,52 @@ so the trace's ``exposures`` are what the prompts contained (search / trend resu
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from socium.agents.groups import group_views
-from socium.agents.memory import MemoryStream
+from socium.agents.memory import MemoryStream, WindowMemory
+from socium.agents.profiles import Population
+from socium.config.experiment import ExperimentConfig
 from socium.core import actions as A
 from socium.core.contracts import FeedItem, Observation, SharedPost
 from socium.core.exposure import ExposureSink
 from socium.core.perspective import Perspective, perspective, perspective_names, sees_environment_facts
 from socium.core.perspective import for_episode_mode as for_episode_mode
 from socium.platform.posts import KIND_NAMES, QUOTE, REPOST
+from socium.platform.state import PlatformState
+
+
+class Dated(Protocol):
+    """The world's clock, as far as an observation shows it."""
+
+    def sim_datetime(self, step: int) -> datetime | None: ...
+
+
+class ObservedWorld(Protocol):
+    """What filling an LLM agent's observation reads of a run's world (``simulator.world.World`` is one).
+
+    Why a protocol: ``agents/`` sits below the simulator, so it names only what it reads, and a test or
+    another loop can hand it anything that has these parts.
+    """
+
+    @property
+    def cfg(self) -> ExperimentConfig: ...
+    @property
+    def population(self) -> Population: ...
+    @property
+    def state(self) -> PlatformState: ...
+    @property
+    def memory(self) -> WindowMemory | MemoryStream: ...
+    @property
+    def pending_results(self) -> dict[int, tuple[str, str, list[int]]]: ...
+    @property
+    def clock(self) -> Dated: ...
+    @property
+    def n(self) -> int: ...
 
 
 class _TableView(Mapping[str, Perspective]):
@@ -143,22 +176,21 @@ def private_of(population: Any, agent: int) -> dict[str, Any]:
     }
 
 
-def fill_observation(sim: Any, o: Observation, rec: ExposureSink) -> None:
-    """Add to an LLM agent's observation what ``sim.cfg.perspective`` allows, and nothing more.
+def fill_observation(world: ObservedWorld, o: Observation, rec: ExposureSink) -> None:
+    """Add to an LLM agent's observation what ``world.cfg.perspective`` allows, and nothing more.
 
     ``o.feed`` already holds the feed (its exposures recorded by the simulator); this adds the rest
     and records an exposure for every other post it puts in front of the agent.
     """
-    cfg, pop, st = sim.cfg, sim.population, sim.state
+    cfg, pop, st = world.cfg, world.population, world.state
     ac = cfg.llm_agents
     persp = perspective(cfg.perspective)
-    o.extra["profile"] = pop.profile(o.agent_id)
-    if not isinstance(sim.memory, MemoryStream):  # a stream memory recalls for all observations at once
-        o.extra["memory"] = sim.memory.recall(o.agent_id, o.step)
-    if cfg.platform.show_score:
-        o.extra["show_score"] = True
-    if (when := sim.sim_datetime(o.step)) is not None:
-        o.extra["datetime"] = when.strftime("%a %Y-%m-%d %H:%M")
+    o.profile = pop.profile(o.agent_id)
+    if not isinstance(world.memory, MemoryStream):  # a stream memory recalls for all observations at once
+        o.memory = world.memory.recall(o.agent_id, o.step)
+    o.show_score = cfg.platform.show_score
+    if (when := world.clock.sim_datetime(o.step)) is not None:
+        o.datetime = when.strftime("%a %Y-%m-%d %H:%M")
     if st.groups:
         o.groups = group_views(
             st,
@@ -167,7 +199,7 @@ def fill_observation(sim: Any, o: Observation, rec: ExposureSink) -> None:
             ac.groups_listed if any(A.meta_of(a).needs == "listed_groups" for a in ac.actions) else 0,
             pop.usernames,
         )
-    pending = sim.pending_results.pop(o.agent_id, None)
+    pending = world.pending_results.pop(o.agent_id, None)
     if pending is not None:
         kind, query, ids = pending
         if kind == A.SearchUser.type_name:
@@ -199,14 +231,14 @@ def fill_observation(sim: Any, o: Observation, rec: ExposureSink) -> None:
     if persp.global_view:
         top = st.trend(GLOBAL_FEED_SIZE)
         rec.exposure(o.agent_id, top, "global")
-        o.extra["global_feed"] = [
+        o.global_feed = [
             feed_item(st, pop.usernames, pop.stance, o.agent_id, pid, "global", r) for r, pid in enumerate(top)
         ]
-        for it in o.extra["global_feed"]:  # a trending repost shows what it shares, as in any feed
+        for it in o.global_feed:  # a trending repost shows what it shares, as in any feed
             if it.kind in ("repost", "quote"):
                 it.shared, it.shared_more = shared_chain(st, pop.usernames, it.post_id, ac.quote_depth)
-        o.extra["stats"] = (
-            f"{sim.n} users, {len(st.posts)} posts so far, step {o.step}, "
+        o.stats = (
+            f"{world.n} users, {len(st.posts)} posts so far, step {o.step}, "
             f"{len(st.likes)} likes, {st.follows.n_edges} follows"
         )
 
@@ -245,7 +277,7 @@ def target_marks(state: Any, o: Observation, offered: Sequence[str]) -> dict[str
 
 def show_groups(observations: Sequence[Observation], size: int) -> None:
     """Show each agent its group, for a perspective that sees its group (``others_private: everyone``) but
-    is asked one agent at a time: the other members' observations go to ``extra['co_acting']``.
+    is asked one agent at a time: the other members' observations go to ``co_acting``.
 
     Groups are runs of ``size`` of the sorted active agents -- exactly a narrator's groups -- so such a
     perspective knows what the narrator knows and differs from it only in the call structure.
@@ -254,7 +286,7 @@ def show_groups(observations: Sequence[Observation], size: int) -> None:
     for i in range(0, len(obs), size):
         group = obs[i : i + size]
         for o in group:
-            o.extra["co_acting"] = [m for m in group if m is not o]
+            o.co_acting = [m for m in group if m is not o]
 
 
 def pending_from(action_type: str, query: str, results: tuple[int, ...]) -> tuple[str, str, list[int]] | None:

@@ -11,9 +11,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-HOURS = 24
+from socium.core.profile import HOURS, AgentProfile
+
 SIDE_THRESHOLD = 0.2  # |stance| below this is undecided, for goals and personas alike
 
 
@@ -32,35 +32,6 @@ def goal_for(stance: float | None, issue: str) -> str:
     if side == "against":
         return f"Convince others to oppose {issue}."
     return f"Understand the arguments on both sides of {issue} before taking a side."
-
-
-class AgentProfile(BaseModel):
-    """One agent as a researcher writes or reads it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: int = Field(ge=0, description="Dense agent index 0..N-1; the id used everywhere in the trace.")
-    name: str = Field("", description="Display name.")
-    username: str = Field("", description="Handle, unique within a population.")
-    bio: str = Field("", description="Self-description / persona text shown to the agent itself.")
-    interests: list[str] = Field(default_factory=list, description="Topics the agent cares about.")
-    stance: float | None = Field(None, description="Optional numeric opinion, conventionally in [-1, 1].")
-    goal: str | None = Field(None, description="Optional private goal; only some perspectives reveal it to others.")
-    activity: list[float] = Field(
-        default_factory=lambda: [0.1] * HOURS,
-        description="24 probabilities of being active in a step that falls in each hour of the day.",
-    )
-    extra: dict[str, Any] = Field(default_factory=dict, description="Source-specific attributes (age, mbti, ...).")
-
-    @field_validator("activity")
-    @classmethod
-    def _activity_24(cls, v: list[float]) -> list[float]:
-        if len(v) != HOURS:
-            raise ValueError(f"activity must have {HOURS} hourly probabilities, got {len(v)}")
-        bad = [p for p in v if not (0.0 <= p <= 1.0)]
-        if bad:
-            raise ValueError(f"activity probabilities must lie in [0, 1], got {bad[0]!r}")
-        return v
 
 
 class Population:

@@ -159,7 +159,7 @@ def feed_block(
     is what an empty feed reads as (third person where the narrator describes another agent's view)."""
     if not obs.feed:
         return empty
-    show_score = bool(obs.extra.get("show_score"))
+    show_score = obs.show_score
     if memo is None or mindreader:  # a mindreader's render depends on the prompt (``told``): not shared
         return "\n".join(render_post(it, max_item_chars, mindreader, show_score, told) for it in obs.feed)
     return "\n".join(render_post_memo(memo, it, max_item_chars, show_score) for it in obs.feed)
@@ -210,10 +210,7 @@ def results_block(
         body = "\n".join(f"- @{quote_inline(name, 60)} (user_id={u})" for u, name in obs.found_users)
     else:
         body = (
-            "\n".join(
-                render_post(it, max_item_chars, mindreader, obs.extra.get("show_score", False), told)
-                for it in obs.results
-            )
+            "\n".join(render_post(it, max_item_chars, mindreader, obs.show_score, told) for it in obs.results)
             or "(nothing found)"
         )
     head = "They asked for" if narrated else "## You asked for"

@@ -51,9 +51,9 @@ def agent_messages(
         parts.append(f"## What you did recently\n{memory_block(memory)}")
     if ground_truth:
         parts.append(f"## A fact you know to be true\n{quote_untrusted(ground_truth, 600)}")
-    if notice := obs.extra.get("platform_notice"):  # moderation.prebunk: inoculation before the feed
+    if notice := obs.platform_notice:  # moderation.prebunk: inoculation before the feed
         parts.append(f"## Notice from the platform\n{quote_untrusted(notice, 1000)}")
-    when = obs.extra.get("datetime") or f"hour {obs.hour:02d}:00"
+    when = obs.datetime or f"hour {obs.hour:02d}:00"
     parts.append(f"## Your feed ({when})\n{feed_block(obs, max_item_chars, mindreader, told, memo)}")
     results = results_block(obs, max_item_chars, mindreader, told)
     if results:
@@ -110,7 +110,7 @@ def character_block(
     memory, feed, results, notice, groups. The narrator's character section; an ``omniscient_agents``
     agent's view of each other member of its group."""
     extra = results_block(obs, 160, False, narrated=True)
-    if notice := obs.extra.get("platform_notice"):
+    if notice := obs.platform_notice:
         extra = f"Platform notice shown to them: {quote_untrusted(notice, 1000)}" + (f"\n{extra}" if extra else "")
     if obs.groups:
         extra = (f"{extra}\n" if extra else "") + f"Their groups:\n{groups_block(obs, 160, narrated=True)}"
@@ -123,14 +123,14 @@ def _global_sections(obs: Observation, persona_fields: Sequence[str], issue: str
     """What a non-narrated perspective that sees the whole platform and its group adds to its prompt
     (the table's ``global_view`` and ``others_private: everyone``), in the narrator's words."""
     parts = []
-    if "stats" in obs.extra or "global_feed" in obs.extra:
-        shown = "\n".join(render_post(it, 160) for it in obs.extra.get("global_feed", ())) or "(empty)"
+    if obs.stats is not None or obs.global_feed:
+        shown = "\n".join(render_post(it, 160) for it in obs.global_feed) or "(empty)"
         parts += [
-            f"## Platform\n{obs.extra.get('stats', '')}",
+            f"## Platform\n{obs.stats or ''}",
             f"## Most engaging recent posts (everyone's view)\n{shown}",
         ]
-    for other in obs.extra.get("co_acting", ()):
-        body = character_block(other.extra["profile"], other, other.extra.get("memory", ()), persona_fields, issue)
+    for other in obs.co_acting or ():
+        body = character_block(other.own_profile(), other, other.memory, persona_fields, issue)
         parts.append(f"## Also acting now: agent_{other.agent_id}\n{body}")
     return parts
 

@@ -22,8 +22,13 @@ def explore(
 ) -> None:
     """Open a run or experiment in the browser, read-only: timeline, each agent's feeds, prompts and
     responses, each post's cascade and audience, the LLM call log. Needs the `explore` extra."""
-    from socium.explore import check_port, require_solara, serve, url_of
-    from socium.explore.source import open_source
+    from socium.explore import (
+        check_port,
+        require_solara,
+        serve,
+        url_of,
+    )  # lazy: solara (the explore extra) loads only for this command
+    from socium.explore.source import open_source  # lazy: solara (the explore extra) loads only for this command
 
     try:
         src = open_source(path)  # a wrong folder says so whether or not the extra is installed

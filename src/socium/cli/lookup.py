@@ -136,7 +136,7 @@ def interview(
     """Ask one agent of a finished run a question (its persona and memory at the end of the run)."""
     from socium.experiments.interview import interview as ask  # lazy: CLI start-up
     from socium.reporting.card import smoke_banner  # lazy: CLI start-up
-    from socium.simulator.simulation import load_run_config  # lazy: CLI start-up
+    from socium.simulator.run_setup import load_run_config  # lazy: CLI start-up
 
     try:
         answer = ask(run_dir, agent, question, {"backend": backend} if backend else None, record=record)

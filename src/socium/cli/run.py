@@ -22,7 +22,7 @@ from socium.trace.rundir import default_out, last_committed_step, out_dir_error
 
 if TYPE_CHECKING:  # lazy at run time: importing the simulator costs CLI start-up
     from socium.config.experiment import ExperimentConfig
-    from socium.simulator.simulation import Simulation
+    from socium.simulator.simulation import Simulation  # lazy: CLI start-up
 
 
 def _refuse_resume_overrides(set_: list[str]) -> None:
@@ -52,8 +52,8 @@ def _check_resume_seed(seed: int | None, recorded: int | None, run_dir: Path) ->
 
 
 def _recorded_seed(run_dir: Path) -> int | None:
-    from socium.errors import TraceError
-    from socium.trace.store import read_run_row
+    from socium.errors import TraceError  # lazy: CLI start-up
+    from socium.trace.store import read_run_row  # lazy: CLI start-up
 
     db = run_dir / "trace.duckdb"
     try:
@@ -108,8 +108,9 @@ def run(
     explore_port: int = typer.Option(8765, "--explore-port", help="Port for --explore (localhost only)."),
 ) -> None:
     """Run (or resume) a simulation and write RUN_DIR/trace.duckdb."""
-    from socium.config.loading import load_config
-    from socium.simulator.simulation import Simulation, load_run_config
+    from socium.config.loading import load_config  # lazy: CLI start-up
+    from socium.simulator.run_setup import load_run_config  # lazy: CLI start-up
+    from socium.simulator.simulation import Simulation
 
     t0 = time.perf_counter()  # from here: the time printed is the wall time with set-up, as in the card
     try:
@@ -128,7 +129,7 @@ def run(
             cfg = load_run_config(out)
             _check_resume_seed(seed, cfg.seed, out)
             if overrides:
-                from socium.config.loading import config_from_dict
+                from socium.config.loading import config_from_dict  # lazy: CLI start-up
 
                 cfg = config_from_dict(json.loads(cfg.canonical_json()), overrides, source=f"{out} (the run's config)")
         elif config is None:
@@ -140,7 +141,7 @@ def run(
             _check_resume_seed(seed, _recorded_seed(run_dir), run_dir)
         explore_sock = None
         if explore:  # the extra and the port are checked, and the server imported, before the run starts
-            from socium.explore import prepare_live
+            from socium.explore import prepare_live  # lazy: solara (the explore extra), only with --explore
 
             explore_sock = prepare_live(explore_port)
     except SociumError as exc:
@@ -186,7 +187,7 @@ def _serve_explorer(sim: Simulation, run_dir: Path, steps: int, sock: Any) -> An
     """``--explore``: the explorer in a daemon thread, reading through the run's own writer connection
     (DuckDB admits one writing process). A missing extra or a busy port stopped the run before its
     folder was made (``prepare_live``); a server that does not start stops it before its first step."""
-    from socium.explore import serve_live
+    from socium.explore import serve_live  # lazy: solara (the explore extra), only with --explore
 
     try:
         live = serve_live(sim.trace_store, run_dir, steps, sock)

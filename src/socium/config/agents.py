@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
-from socium.config.base import InputFile, PerspectiveName, StrictNumbers, _Cfg
+from socium.config.base import InputFile, OmitWhenDefault, PerspectiveName, StrictNumbers, _Cfg
 from socium.core.actions import DEFAULT_LLM_ACTIONS, PRESET_ACTIONS, types_where
 
 
@@ -228,22 +228,13 @@ class TimingConfig(_Cfg):
     max_delay_min: float | None = Field(
         None, gt=0, description="exposure: ignore reactions later than this many minutes (bounds the schedule)."
     )
-    condition_minute: float | None = Field(
+    condition_minute: Annotated[float | None, OmitWhenDefault()] = Field(
         None,
         gt=0,
         description="exposure: treat minutes before this as an observed prefix (replayed by seed_actions): a post "
         "made before it wakes each follower only after it, the delay drawn from the follower's law truncated to "
         "'after this minute' (forecasting a cascade from its first minutes).",
     )
-
-    @model_serializer(mode="wrap")
-    def _omit_unset_condition(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Leave ``condition_minute`` out while it is None, so every config without it keeps its hash
-        (and every existing run its recorded config: resume and skip-if-done still recognise it)."""
-        data = handler(self)
-        if data.get("condition_minute", 0) is None:
-            del data["condition_minute"]
-        return data
 
     @model_validator(mode="after")
     def _params_needed(self) -> TimingConfig:

@@ -5,12 +5,55 @@ from __future__ import annotations
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+)
 
 from socium.core.perspective import perspective
 from socium.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class OmitWhenDefault:
+    """Field metadata: while the field holds its default it is left out of the dumped config, hence out of
+    the recorded config and the config hash (``Annotated[float, OmitWhenDefault()]``).
+
+    Why: a key added to the config must not change any existing run's hash or recorded config (resume and
+    skip-if-done recognise a run by them). Each such key once carried its own hand-written serializer; this
+    one marker, read by every section's serializer (:class:`_Cfg`), is the single rule.
+    ``tests/test_config/test_hash_rule.py`` toggles every field and checks the hash follows.
+    """
+
+
+@dataclass(frozen=True)
+class NotHashed:
+    """Field metadata: the field does not change the world, so the config hash leaves it out
+    (``executor``: where a run runs; ``steps``: a stopping rule). Read by ``ExperimentConfig.config_hash``."""
+
+
+def _marked(model: type[BaseModel], marker: type) -> tuple[str, ...]:
+    return tuple(n for n, f in model.model_fields.items() if any(isinstance(m, marker) for m in f.metadata))
+
+
+@cache
+def omitted_when_default(model: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of a config section marked :class:`OmitWhenDefault`."""
+    return _marked(model, OmitWhenDefault)
+
+
+@cache
+def not_hashed(model: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of a config section marked :class:`NotHashed`."""
+    return _marked(model, NotHashed)
 
 
 def _leaf_types(annotation: Any) -> set[Any]:
@@ -48,6 +91,20 @@ class StrictNumbers(BaseModel):
 
 class _Cfg(StrictNumbers):
     model_config = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=False)
+
+    @model_serializer(mode="wrap")
+    def _omit_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave out each :class:`OmitWhenDefault` field while it equals its default."""
+        data = handler(self)
+        for name in omitted_when_default(type(self)):
+            field = type(self).model_fields[name]
+            if (
+                isinstance(data, dict)
+                and name in data
+                and getattr(self, name) == field.get_default(call_default_factory=True)
+            ):
+                del data[name]
+        return data
 
 
 def _known_perspective(name: str) -> str:

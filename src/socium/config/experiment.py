@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime, timedelta
+from typing import Annotated
 
 from pydantic import Field, model_validator
 
@@ -15,7 +16,7 @@ from socium.config.agents import (
     SurveyConfig,
     TimingConfig,
 )
-from socium.config.base import PerspectiveName, _Cfg
+from socium.config.base import NotHashed, PerspectiveName, _Cfg, not_hashed
 from socium.config.executor import ExecutorConfig
 from socium.config.llm import LLMConfig
 from socium.config.moderation import ModerationConfig, RolesConfig
@@ -31,8 +32,6 @@ from socium.core.actions import ACTION_TYPES, DEFAULT_LLM_ACTIONS, PRESET_ACTION
 
 # Seeds and ids land in DuckDB BIGINT columns and numpy uint64 keys: both take any value below 2**63.
 MAX_SEED = 2**63 - 1
-# Top-level keys that do not change the world, so not the config hash (see ExperimentConfig.config_hash).
-HASH_EXCLUDED = ("executor", "steps")
 
 
 #: The longest simulated span a run may cover (10,000 years): past it dates and hours overflow.
@@ -44,7 +43,7 @@ class ExperimentConfig(_Cfg):
     seed: int = Field(
         0, ge=0, le=MAX_SEED, description="Root seed (below 2**63); every random stream is derived from it."
     )
-    steps: int = Field(
+    steps: Annotated[int, NotHashed()] = Field(
         10,
         ge=1,
         le=2**31 - 1,
@@ -80,7 +79,9 @@ class ExperimentConfig(_Cfg):
         description="Actions injected at given steps, after that step's seed posts (interventions such as herding "
         "treatments).",
     )
-    executor: ExecutorConfig = Field(default_factory=ExecutorConfig, description="Where policies run (not hashed).")
+    executor: Annotated[ExecutorConfig, NotHashed()] = Field(
+        default_factory=ExecutorConfig, description="Where policies run (not hashed)."
+    )
     llm: LLMConfig | None = Field(
         None,
         description="LLM backend settings (needed when policy.kind is 'llm'); with `llms` and no `llm`, the first of "
@@ -193,5 +194,10 @@ class ExperimentConfig(_Cfg):
         """Hash of what determines the world; where it runs (``executor``) is left out, so a run can be
         resumed on a different number of Ray actors and still count as the same run, and so is ``steps``
         (a stopping rule: the first N steps of a longer run are the run to N), so a run can be extended."""
-        data = self.model_dump(mode="json", exclude=set(HASH_EXCLUDED))
+        data = self.model_dump(mode="json", exclude=set(not_hashed(type(self))))
         return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+#: Top-level keys that do not change the world (marked :class:`~socium.config.base.NotHashed`), so not the
+#: config hash (see ExperimentConfig.config_hash).
+HASH_EXCLUDED = not_hashed(ExperimentConfig)

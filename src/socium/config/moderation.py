@@ -11,7 +11,8 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from socium.config.base import PerspectiveName, StrictNumbers
+from socium.config.base import PerspectiveName
+from socium.config.base import _Cfg as _BaseCfg
 
 VERACITY = ("unknown", "true", "false", "unverified", "non-rumor")
 """Ground-truth labels a post may carry (Twitter15's four plus 'unknown'); index = the stored code."""
@@ -21,8 +22,10 @@ ROLES = ("ordinary", "spreader", "fact_checker", "bot")
 Role = Literal["ordinary", "spreader", "fact_checker", "bot"]
 
 
-class _Cfg(StrictNumbers):
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+class _Cfg(_BaseCfg):
+    """The base's rules (and its hash rule, ``OmitWhenDefault``), non-finite numbers allowed as before."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=True)
 
 
 class RolesConfig(_Cfg):

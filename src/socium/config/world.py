@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, ValidationError, model_serializer, model_validator
+from pydantic import Field, ValidationError, model_validator
 
-from socium.config.base import InputFile, _Cfg
+from socium.config.base import InputFile, OmitWhenDefault, _Cfg
 from socium.config.moderation import Veracity
 from socium.core.actions import LikePost, SearchPosts, SearchUser, parse_action
 
@@ -62,7 +62,7 @@ class PopulationConfig(_Cfg):
         "wide per-agent factor (top 10% of agents ~half the activations).",
     )
     mean_activity: float = Field(0.1, gt=0, le=1, description="Mean hourly activation probability (synthetic).")
-    activity_follower_corr: float = Field(
+    activity_follower_corr: Annotated[float, OmitWhenDefault()] = Field(
         0.0,
         ge=-1,
         le=1,
@@ -71,15 +71,6 @@ class PopulationConfig(_Cfg):
         "that active accounts are the big ones (> 0) or the small ones (< 0). 0 (default) keeps the rows as drawn, "
         "independent of the graph.",
     )
-
-    @model_serializer(mode="wrap")
-    def _omit_default_coupling(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Leave ``activity_follower_corr`` out while it is 0, so every config without it keeps its hash (and
-        every run written before the key existed can still be resumed and recognised as done)."""
-        data = handler(self)
-        if data.get("activity_follower_corr", 1.0) == 0.0:
-            del data["activity_follower_corr"]
-        return data
 
     goals: list[str] | dict[Literal["for", "against", "undecided"], list[str]] = Field(
         default_factory=list,

@@ -45,5 +45,5 @@ class SafeConsole(Console):
             # at the time of output decides, as for a console made just then
             self._width = None
 
-    def render_str(self, text: str, **kwargs: Any) -> Text:  # type: ignore[override]
+    def render_str(self, text: str, **kwargs: Any) -> Text:
         return super().render_str(neutralise(text), **kwargs)

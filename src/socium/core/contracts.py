@@ -4,7 +4,10 @@ Ray actors, and the only channel through which a policy learns about the world."
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+from socium.core.actions import Action
+from socium.core.profile import AgentProfile
 
 
 @dataclass(slots=True)
@@ -75,6 +78,8 @@ class Observation:
     hour: int
     feed: list[FeedItem]
     stance: float | None = None
+    #: anything a policy plugin or a policy's own bookkeeping keeps with an observation; what prompts read is
+    #: in the typed fields below
     extra: dict[str, Any] = field(default_factory=dict)
     groups: list[GroupView] = field(default_factory=list)  # filled for LLM agents (see agents.groups)
     # Results of the agent's last search / trend request, shown in its next observation (exposures are
@@ -82,10 +87,28 @@ class Observation:
     results: list[FeedItem] = field(default_factory=list)
     results_from: str = ""
     found_users: list[tuple[int, str]] = field(default_factory=list)  # search_user results: (user id, username)
+    # ---- what an LLM agent is shown besides its feed (agents.perspectives.fill_observation; None / empty
+    # for rule-based agents, which read only the feed) ----
+    profile: AgentProfile | None = None  # its own profile
+    memory: list[str] = field(default_factory=list)  # its memory's lines for this prompt
+    show_score: bool = False  # platform.show_score: posts show likes - dislikes as one score
+    datetime: str | None = None  # the real date and time the step stands for (start_datetime), as shown
+    global_feed: list[FeedItem] = field(default_factory=list)  # perspectives with a global view: trending posts
+    stats: str | None = None  # perspectives with a global view: platform-wide counts
+    co_acting: list[Observation] | None = None  # grouped perspectives: the others acting with it, whose views it sees
+    platform_notice: str | None = None  # moderation.prebunk: the inoculation text shown before the feed
+    prebunk_shown: int | None = None  # the step the prebunk notice was shown (moderation reads it afterwards)
+
     # The platform's marks on the shown ids that the offered actions' rules read (the action table's
     # ``requires`` / ``excludes``: liked, following, ...), mark -> ids carrying it, so the answer schema
     # offers an action only on targets the platform would accept.
     marks: dict[str, set[int]] = field(default_factory=dict)
+
+    def own_profile(self) -> AgentProfile:
+        """The agent's own profile, which every LLM agent's observation carries (a rule-based one has none)."""
+        if self.profile is None:
+            raise ValueError(f"agent {self.agent_id}: this observation carries no profile (not an LLM agent's)")
+        return self.profile
 
     def shown_posts(self) -> set[int]:
         """Post ids this observation shows (feed, results, and the posts they share): the ids an agent may act on."""
@@ -113,13 +136,28 @@ class Observation:
         return out
 
 
+#: One LLM call as a step's call log keeps it until the commit: ``(cache key, request, result, model)``,
+#: the request an ``agents.call_log.RenderedRequest`` (or an ``llm.types.LLMRequest``), the result an
+#: ``llm.types.LLMResult`` (both named by their module: they live above this floor).
+LLMCall = tuple[str, Any, Any, str]
+
+#: Who made a decision: recorded as ``actions.origin`` ('policy': a rule-based policy).
+Origin = Literal["policy", "llm", "seed", "manual", "bot", "fact_checker"]
+
+
 @dataclass(slots=True)
 class Decision:
     """A policy's answer: actions in the order the agent wants them applied, plus own-state updates."""
 
     agent_id: int
-    actions: list[Any]
+    actions: list[Action]
     stance: float | None = None
     invalid_reason: str | None = None  # set when an LLM's output could not be turned into an action
     raw: str | None = None
+    #: anything else a policy reports with it (e.g. ``unshown``: posts trimmed from the prompt, ``veracity``:
+    #: a seed post's configured ground truth); the recorded parts are the typed fields
     meta: dict[str, Any] = field(default_factory=dict)
+    origin: Origin = "policy"
+    reason: str | None = None  # the agent's own short reason (llm_agents.ask_reason), recorded with each action
+    #: the LLM calls made for it, as ``agents.call_log.RenderedRequest`` rows (written in the step's transaction)
+    calls: list[LLMCall] = field(default_factory=list)

@@ -118,9 +118,9 @@ class Closable(Protocol):
 
 @runtime_checkable
 class Restorable(Protocol):
-    """Rebuilds its own state when a run is resumed; ``run`` is the resumed ``Simulation``."""
+    """Rebuilds its own state when a run is resumed, after the trace up to ``last_step`` was replayed."""
 
-    def restore(self, run: object) -> None: ...
+    def restore(self, last_step: int) -> None: ...
 
 
 # ---- how a step is split ---------------------------------------------------------------------

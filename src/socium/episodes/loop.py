@@ -83,11 +83,11 @@ class TurnRecord:
     def as_turn(self) -> Turn:
         """What the characters (and the judge) see: an invalid turn is a turn where nothing happened."""
         if not self.valid:
-            return Turn(turn=self.turn, speaker=self.speaker, action_type="none", argument="")  # type: ignore[arg-type]
+            return Turn(turn=self.turn, speaker=self.speaker, action_type="none", argument="")
         return Turn(
             turn=self.turn,
             speaker=self.speaker,
-            action_type=self.action_type,  # type: ignore[arg-type]
+            action_type=self.action_type,
             argument=self.argument,
         )
 
@@ -133,7 +133,7 @@ class CallRecorder(MemoryCache):
         key: str,
         request: LLMRequest,
         result: LLMResult,
-        model: str,  # type: ignore[override]
+        model: str,
         meta: Mapping[str, Any] | None = None,
     ) -> None:
         super().put(key, request, result, model, meta)
@@ -199,7 +199,7 @@ async def _dialogue(spec: EpisodeSpec, cfg: EpisodesConfig, backend: LLMBackend)
             spec.env,
             spec.agents[speaker],
             spec.agents[1 - speaker],
-            speaker,  # type: ignore[arg-type]
+            speaker,
             spec.relationship,
             [x.as_turn() for x in turns],
             include_environment=cfg.include_environment,
@@ -279,7 +279,7 @@ def _answer_messages(spec: EpisodeSpec, cfg: EpisodesConfig, i: int, transcript:
         spec.agents[1 - i],
         i,
         spec.relationship,
-        transcript,  # type: ignore[arg-type]
+        transcript,
         include_environment=cfg.include_environment,
         max_turn_chars=cfg.max_turn_chars,
     )

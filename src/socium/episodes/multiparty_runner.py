@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import ConfigDict, Field, field_validator
 
-from socium.agents.llm_policy import call_rows
+from socium.agents.call_log import call_rows
 from socium.config.base import StrictNumbers
 from socium.config.llm import LLMConfig
 from socium.config.loading import read_yaml_mapping, validate_dict
@@ -333,7 +333,7 @@ def summarize_groups(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
             "tokens_per_episode": float(np.mean([(r[9] or 0) + (r[10] or 0) for r in rs])),
             "judge_goal_mean": float(np.mean(judge)) if judge else None,
         }
-        out["access"][mode] = group_access(mode)  # type: ignore[arg-type]
+        out["access"][mode] = group_access(mode)
     out["episodes"] = len(rows)
     return out
 

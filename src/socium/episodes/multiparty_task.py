@@ -179,7 +179,7 @@ class GroupTurnRecord:
         return GroupTurn(
             turn=self.turn,
             speaker=self.speaker,
-            action_type=self.action_type,  # type: ignore[arg-type]
+            action_type=self.action_type,
             argument=self.argument,
             next_speaker=self.next_speaker,
         )

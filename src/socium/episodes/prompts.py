@@ -65,7 +65,7 @@ class Turn(BaseModel):
     def from_untrusted(cls, turn: int, speaker: int, action_type: str, argument: object) -> Turn:
         """Build from model output: the argument is cleaned and cut to the bound instead of rejected."""
         text = clean_text(argument, MAX_ARGUMENT_CHARS).text
-        return cls(turn=turn, speaker=speaker, action_type=action_type, argument=text)  # type: ignore[arg-type]
+        return cls(turn=turn, speaker=speaker, action_type=action_type, argument=text)
 
 
 class ScriptTurn(BaseModel):

@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from socium.agents.llm_policy import call_rows
+from socium.agents.call_log import call_rows
 from socium.episodes.config import EpisodesConfig
 from socium.episodes.loop import EpisodeResult
 from socium.errors import RunDirError, TraceError

@@ -119,7 +119,7 @@ async def ask_structured(
         attempts += 1
         req = LLMRequest(
             request_id=f"{request_id}-{attempt}",
-            messages=[ChatMessage(**m) for m in msgs],  # type: ignore[arg-type]
+            messages=[ChatMessage(**m) for m in msgs],
             json_schema=schema,
             max_tokens=max_tokens,
             temperature=temperature,

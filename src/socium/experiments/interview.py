@@ -6,14 +6,17 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from socium.agents.llm_policy import LLMPolicy, call_rows
+from socium.agents.call_log import call_rows
+from socium.agents.llm_policy import LLMPolicy
+from socium.agents.memory import MemoryStream
 from socium.agents.routing import llm_route
 from socium.config.llm import LLMConfig
 from socium.errors import BudgetExceeded, ConfigError, TraceError
 from socium.simulator import interviews as iv
 from socium.simulator.inputs import recorded_inputs
 from socium.simulator.llm_health import spent_from_trace
-from socium.simulator.simulation import interview_table, load_run_config, memory_line
+from socium.simulator.run_setup import load_run_config
+from socium.simulator.step_agents import memory_line
 from socium.simulator.world import build_population
 from socium.trace.queries import calls as C
 from socium.trace.queries import population as Q
@@ -29,8 +32,6 @@ def _memory(con: duckdb.DuckDBPyConnection, cfg: Any, agent_id: int, question: s
     """What the agent remembers at the end: its last actions (window), or the stream entries most
     relevant to the question (stream), so an answer can cite what the agent saw and concluded."""
     if cfg.llm_agents.memory.kind == "stream":
-        from socium.agents.memory import MemoryStream
-
         stream = MemoryStream(cfg.llm_agents.memory, cfg.llm_agents.memory_size)
         stream.restore(Q.memories(con, agent_id))
         last = R.last_step(con)
@@ -168,7 +169,7 @@ def _record(db: Path, calls: list[Any], answered: Any, last: int, question: str,
             batches["llm_calls"] = call_rows(calls, first)
             ids = dict(zip(batches["llm_calls"]["request_id"], batches["llm_calls"]["call_id"]))
         rid, text = answered
-        batches["interviews"] = interview_table([iv.rows(last, question, [(agent_id, rid, text)], ids, "cli")])
+        batches["interviews"] = iv.table([iv.rows(last, question, [(agent_id, rid, text)], ids, "cli")])
         store.append_rows(batches)
     finally:
         store.close()

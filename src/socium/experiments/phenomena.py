@@ -17,7 +17,7 @@ from socium.experiments.intervention.study import InterventionSpec, run_interven
 from socium.experiments.opinions.herding import HerdingSpec, run_herding
 from socium.experiments.opinions.polarisation import PolarisationSpec, run_polarisation
 from socium.experiments.propagation.study import PropagationSpec, run_propagation
-from socium.experiments.spec import load_spec_data, parse_spec
+from socium.experiments.spec import ExperimentSpec, load_spec_data, parse_spec
 from socium.trace.rundir import check_out_path, default_out
 
 SPECS: dict[str, type] = {
@@ -35,7 +35,7 @@ RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
 KINDS = (*SPECS, "compare")
 
 
-def load_experiment(path: str | Path, overrides: Sequence[str] = (), kind: str | None = None) -> Any:
+def load_experiment(path: str | Path, overrides: Sequence[str] = (), kind: str | None = None) -> ExperimentSpec:
     """The typed spec in ``path``; ``kind`` (if given) must match its ``experiment`` key (or fills it in)."""
     raw = read_yaml_mapping(path)
     name = raw.get("experiment") or (kind if kind in SPECS else None)
@@ -55,7 +55,7 @@ def load_experiment(path: str | Path, overrides: Sequence[str] = (), kind: str |
 
 def prepare_experiment(
     kind: str, path: str | Path, out: Path | None = None, overrides: Sequence[str] = ()
-) -> tuple[Any, Path]:
+) -> tuple[ExperimentSpec, Path]:
     """The validated spec and its experiment directory, before anything runs (the CLI shows a bad spec
     as an error alone, not after an empty progress display)."""
     if kind not in KINDS:
@@ -68,7 +68,7 @@ def prepare_experiment(
 
 
 def run_prepared(
-    kind: str, spec: Any, target: Path, *, force: bool = False, log: Callable[[str], None] = lambda s: None
+    kind: str, spec: ExperimentSpec, target: Path, *, force: bool = False, log: Callable[[str], None] = lambda s: None
 ) -> dict[str, Any]:
     """Run a spec from :func:`prepare_experiment` into ``target``."""
     if kind == "compare":

@@ -53,6 +53,7 @@ class ExperimentSpec(StrictNumbers):
 
     model_config = ConfigDict(extra="forbid")
 
+    experiment: str = Field("", description="The study this spec is for (each study's spec fixes its own name).")
     name: str = Field("experiment", description="Label used in reports and default output paths.")
     out: str | None = Field(None, description="Output directory (the CLI's --out wins).")
     base: dict[str, Any] = Field(

@@ -65,11 +65,22 @@ def asgi_app(allowed_hosts: Sequence[str] = ()) -> Any:
     """Solara's Starlette app with its CDN route answered from local files (:mod:`.offline`) and the export
     downloads streamed beside it (:mod:`.export`), all behind :class:`~socium.explore.guard.HostGuard`
     (loopback Host and Origin only)."""
-    from socium.explore.app import current_root
-    from socium.explore.export import ExportRoute
-    from socium.explore.files import FolderFiles
-    from socium.explore.guard import HostGuard
-    from socium.explore.offline import local_assets, offline_solara
+    from socium.explore.app import (
+        current_root,
+    )  # lazy: solara (the explore extra), only when serving; the CLI imports this package
+    from socium.explore.export import (
+        ExportRoute,
+    )  # lazy: solara (the explore extra), only when serving; the CLI imports this package
+    from socium.explore.files import (
+        FolderFiles,
+    )  # lazy: solara (the explore extra), only when serving; the CLI imports this package
+    from socium.explore.guard import (
+        HostGuard,
+    )  # lazy: solara (the explore extra), only when serving; the CLI imports this package
+    from socium.explore.offline import (
+        local_assets,
+        offline_solara,
+    )  # lazy: solara (the explore extra), only when serving; the CLI imports this package
 
     offline_solara()
     import solara.server.starlette
@@ -155,8 +166,12 @@ def serve(path: str | Path, sock: socket.socket, allowed_hosts: Sequence[str] = 
     proxy by default and checks PyPI for a newer version; here the server is built offline and behind the
     Host/Origin guard."""
     require_solara()
-    from socium.explore.app import use_source
-    from socium.explore.source import open_source
+    from socium.explore.app import (
+        use_source,
+    )  # lazy: solara (the explore extra), only when serving; the CLI imports this package
+    from socium.explore.source import (
+        open_source,
+    )  # lazy: solara (the explore extra), only when serving; the CLI imports this package
 
     src = open_source(path)
     use_source(src)
@@ -172,10 +187,13 @@ def prepare_live(port: int, host: str = "127.0.0.1") -> socket.socket:
     otherwise be counted in step 0's wall time). Returns the bound socket the server will listen on."""
     require_solara()
     sock = check_port(port, "--explore-port", host)
-    from socium.explore.offline import offline_solara
+    from socium.explore.offline import (
+        offline_solara,
+    )  # lazy: solara (the explore extra), only when serving; the CLI imports this package
 
     offline_solara()
-    import socium.explore.app  # noqa: F401 (the app Solara serves, imported now rather than on the first step)
+    # lazy: solara; the app Solara serves, imported now rather than on the first step
+    import socium.explore.app  # noqa: F401
 
     return sock
 
@@ -189,8 +207,12 @@ def serve_live(store: TraceStore, run_dir: str | Path, steps: int, sock: socket.
     server thread waits on its socket while nobody looks; a page costs the run only the queries it makes.
     ``store.before_close`` lets the explorer go first (DuckDB refuses to close a connection whose
     cursor is mid-query). When the run ends, :meth:`Source.finish` makes the pages read the finished file."""
-    from socium.explore.app import use_source
-    from socium.explore.source import Source
+    from socium.explore.app import (
+        use_source,
+    )  # lazy: solara (the explore extra), only when serving; the CLI imports this package
+    from socium.explore.source import (
+        Source,
+    )  # lazy: solara (the explore extra), only when serving; the CLI imports this package
 
     src = Source.live(store.con, run_dir, steps)
     store.before_close.append(src.detach)

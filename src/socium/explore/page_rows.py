@@ -127,7 +127,7 @@ def export_menu(exports: Sequence[Export]) -> None:
     """A row of CSV and Parquet downloads, one pair per table of the page (each fetched only when clicked)."""
     import solara
 
-    from socium.explore.export import export_rows
+    from socium.explore.export import export_rows  # lazy: pyarrow.parquet, only when a page offers downloads
 
     with solara.Row(style="gap: 0.5em 1.5em; flex-wrap: wrap; align-items: center", classes=["export"]):
         solara.Text("export", style="color: #666")

@@ -16,7 +16,7 @@ Resume calls :meth:`replay` per step with the recorded rows, which rebuilds the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -103,7 +103,7 @@ class ModerationLayer:
     def needed_after_actions(self, o: Observation) -> bool:
         """Whether :meth:`extra_decisions` or :meth:`after_actions` reads this observation (a step
         decided in chunks keeps only these: fact-checkers' views, prebunking shown)."""
-        return bool(self.roles[o.agent_id] == FACT_CHECKER) or o.extra.get("prebunk_shown") is not None
+        return bool(self.roles[o.agent_id] == FACT_CHECKER) or o.prebunk_shown is not None
 
     def annotate(self, obs: list[Observation], state: Any) -> None:
         """Add what a user would see: labels and notes (``platform`` shows them), ground truth only
@@ -112,16 +112,16 @@ class ModerationLayer:
         step = obs[0].step if obs else 0
         pb = self.cfg.prebunk
         for o in obs:
-            items = [*o.feed, *o.results, *(it for it in (o.extra.get("global_feed") or []) if hasattr(it, "post_id"))]
+            items = [*o.feed, *o.results, *o.global_feed]
             for it in items:
                 lines = self.lines(state, it.post_id, ver)
                 if lines and hasattr(it, "notes"):
                     it.notes.extend(x for x in lines if x not in it.notes)
             if pb.fraction > 0 and pb.mode == "prompt" and o.agent_id in m.prebunked:
-                o.extra["platform_notice"] = pb.text
+                o.platform_notice = pb.text
             if pb.fraction > 0 and pb.mode == "post" and o.agent_id in m.prebunked and o.agent_id not in m.pinned_done:
-                o.extra["platform_notice"] = pb.text
-                o.extra["prebunk_shown"] = step
+                o.platform_notice = pb.text
+                o.prebunk_shown = step
 
     def lines(self, state: Any, post: int, ver: np.ndarray) -> list[str]:
         """The lines shown under a post: its (or its root's) label and note, and the truth if allowed."""
@@ -176,7 +176,7 @@ class ModerationLayer:
         events += [
             ModerationEvent("prebunk", agent_id=o.agent_id, source="prebunk", detail="shown")
             for o in shown
-            if o.extra.get("prebunk_shown") is not None
+            if o.prebunk_shown is not None
         ]
         judged = self.moderator.moderate(ModerationContext(state, step, self.key, stance))
         events += judged
@@ -217,23 +217,15 @@ class ModerationLayer:
         return out
 
     # ---- resume -----------------------------------------------------------------------------
-    def recorded_events(self, con: Any) -> dict[int, list[tuple]]:
-        """The committed ``moderation_events`` rows by step, in order (resume)."""
-        out: dict[int, list[tuple]] = {}
-        for step, *row in con.execute(
-            "SELECT step, event, post_id, agent_id, source, detail FROM moderation_events ORDER BY step, seq"
-        ).fetchall():
-            out.setdefault(int(step), []).append(tuple(row))
-        return out
-
     def replay(self, state: Any, step: int, events: Any) -> None:
         """Re-apply one committed step's moderation events, after its actions, as the live run did."""
         for event, post_id, agent_id, source, detail in events:
             state.mod.apply(ModerationEvent(event, post_id, agent_id, source, detail or ""), step)
 
-    def restore_veracity(self, state: Any, con: Any) -> None:
-        """Posts' ground truth as recorded (only strategies' future verdicts and bots read it)."""
-        for pid, v in con.execute("SELECT post_id, veracity FROM post_veracity").fetchall():
+    def restore_veracity(self, state: Any, recorded: Iterable[tuple[int, str]]) -> None:
+        """Posts' ground truth as recorded, ``(post_id, veracity)`` rows (only strategies' future verdicts
+        and bots read it)."""
+        for pid, v in recorded:
             if 0 <= pid < len(state.posts):
                 state.posts.set("veracity", int(pid), VERACITY.index(v))
 

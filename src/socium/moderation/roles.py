@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from socium.config.moderation import ROLES, VERACITY, RolesConfig
-from socium.core.actions import ReportPost, Repost
+from socium.core.actions import Action, ReportPost, Repost
 from socium.core.contracts import Decision, Observation
 from socium.core.rng import uniform
 from socium.errors import ConfigError
@@ -50,7 +50,7 @@ def post_veracity(kind: int, author_role: int, root_veracity: int) -> int:
 
 def bot_decision(obs: Observation, veracity: np.ndarray, max_reposts: int) -> Decision:
     """A bot's fixed behaviour: repost the first false posts in its feed it has not shared yet."""
-    acts: list[ReportPost | Repost] = []
+    acts: list[Action] = []
     roots: set[int] = set()
     for it in obs.feed:
         if len(acts) >= max_reposts:
@@ -59,14 +59,14 @@ def bot_decision(obs: Observation, veracity: np.ndarray, max_reposts: int) -> De
             continue
         roots.add(it.root_id)
         acts.append(Repost(post_id=it.post_id))
-    return Decision(obs.agent_id, acts, meta={"origin": "bot"})
+    return Decision(obs.agent_id, acts, origin="bot")
 
 
 def fact_checker_reports(obs: Observation, veracity: np.ndarray, reported: set[tuple[int, int]]) -> Decision | None:
     """A fact-checker reports every false post in its feed it has not reported yet."""
-    acts = [
+    acts: list[Action] = [
         ReportPost(post_id=it.post_id, reason="false information")
         for it in obs.feed
         if veracity[it.post_id] == FALSE and (obs.agent_id, it.post_id) not in reported
     ]
-    return Decision(obs.agent_id, acts, meta={"origin": "fact_checker"}) if acts else None
+    return Decision(obs.agent_id, acts, origin="fact_checker") if acts else None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -29,6 +29,30 @@ class Feed:
     explain: tuple[tuple[Any, ...], ...] | None = None
 
 
+@dataclass(frozen=True)
+class RecsysContext:
+    """What a recommender is told about the run when it is built (``context=`` of its constructor).
+
+    Why a small typed value and not the simulation: a plugin written against it keeps working when the
+    loop is re-arranged, and it cannot reach (or change) parts of the world a recommender has no
+    business with. ``bios`` / ``interests`` / ``usernames``: one entry per agent (profile-based ranking).
+    """
+
+    n_agents: int
+    seed: int
+    step_minutes: float
+    bios: Sequence[str] = ()
+    interests: Sequence[Sequence[str]] = ()
+    usernames: Sequence[str] = ()
+
+    def profile_texts(self) -> list[str] | None:
+        """'bio. Interests: a, b' per agent, or None when the run gave no profiles."""
+        if not self.bios:
+            return None
+        ints = self.interests or [()] * len(self.bios)
+        return [f"{bio}. Interests: {', '.join(i)}" if i else str(bio) for bio, i in zip(self.bios, ints)]
+
+
 @runtime_checkable
 class Recommender(Protocol):
     """Two methods: learn from new events incrementally, then rank for a batch of users."""
@@ -53,6 +77,6 @@ def served_hook(rec: object) -> ServedHook | None:
         seen.add(id(rec))
         fn = getattr(rec, "served", None)
         if callable(fn):
-            return fn  # type: ignore[no-any-return]
+            return fn
         rec = getattr(rec, "base", None)
     return None

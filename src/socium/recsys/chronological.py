@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from socium.recsys.base import Feed
+from socium.recsys.base import Feed, RecsysContext
 from socium.recsys.candidates import TIMELINE_KINDS, followee_pairs, in_network, window_posts
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ class ChronologicalRecommender:
     Stateless: everything it needs is in the platform state, so resume needs nothing replayed.
     """
 
-    def __init__(self, window_steps: int = 48, sim: object = None) -> None:
+    def __init__(self, window_steps: int = 48, context: RecsysContext | None = None) -> None:
         self.window_steps = window_steps
 
     def observe(self, state: PlatformState, new_posts: range, step: int) -> None:

@@ -7,8 +7,10 @@ So a dotted path may name only a **class** whose ``observe`` and ``feeds`` are m
 other callables are refused. Installed packages can also register classes under the
 ``socium.recommenders`` entry-point group and be named by their entry-point name.
 
-Every factory is called as ``factory(window_steps=..., sim=..., **recsys.params)``; ``window_steps``
-and ``sim`` are passed only if its signature accepts them, so a user's class may take neither.
+Every factory is called as ``factory(window_steps=..., context=..., **recsys.params)``; ``window_steps``
+and ``context`` (a :class:`~socium.recsys.base.RecsysContext`: agent count, seed, step length, profiles)
+are passed only if its signature accepts them, so a user's class may take neither. A class that still
+takes ``sim`` (the whole simulation, passed before issue 35) is refused with one error saying what changed.
 Unknown keys in ``recsys.params`` are config errors that list the accepted ones.
 """
 
@@ -21,7 +23,7 @@ from typing import Any
 from socium.config.world import RecsysConfig
 from socium.core.plugins import check_protocol_class, import_class
 from socium.errors import ConfigError
-from socium.recsys.base import Recommender
+from socium.recsys.base import Recommender, RecsysContext
 from socium.recsys.chronological import ChronologicalRecommender
 from socium.recsys.foryou import ForYouRecommender
 from socium.recsys.refresh import RefreshMix
@@ -80,22 +82,33 @@ def resolve_recommender(kind: str) -> Callable[..., Recommender]:
     )
 
 
-def _call(factory: Callable[..., Any], kind: str, window_steps: int, sim: Any, params: dict[str, Any]) -> Any:
+OLD_SIM_PARAMETER = (
+    "takes 'sim' (the whole simulation), which socium no longer passes: a recommender is now built with "
+    "'context', a socium.recsys.base.RecsysContext (n_agents, seed, step_minutes, bios, interests, usernames); "
+    "rename the parameter to 'context' (docs/recsys.md, 'Your own recommender')"
+)
+
+
+def _call(
+    factory: Callable[..., Any], kind: str, window_steps: int, context: RecsysContext | None, params: dict[str, Any]
+) -> Any:
     try:
         sig = inspect.signature(factory)
     except (TypeError, ValueError):  # some builtins have no signature: just call
-        return factory(window_steps=window_steps, sim=sim, **params)
+        return factory(window_steps=window_steps, context=context, **params)
     ps = sig.parameters
     var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in ps.values())
     accepted = {n for n, p in ps.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    if "sim" in accepted and "sim" not in params:
+        raise ConfigError(f"recsys.kind: {kind!r} {OLD_SIM_PARAMETER}")
     unknown = sorted(set(params) - accepted) if not var_kw else []
     if unknown:
-        allowed = ", ".join(sorted(accepted - {"window_steps", "sim", "self"})) or "(none)"
+        allowed = ", ".join(sorted(accepted - {"window_steps", "context", "self"})) or "(none)"
         raise ConfigError(
             f"recsys.params: unknown key(s) {', '.join(unknown)} for recommender {kind!r}; allowed: {allowed}"
         )
     kwargs = dict(params)
-    for name, value in (("window_steps", window_steps), ("sim", sim)):
+    for name, value in (("window_steps", window_steps), ("context", context)):
         if var_kw or name in accepted:
             kwargs[name] = value
     try:
@@ -104,11 +117,12 @@ def _call(factory: Callable[..., Any], kind: str, window_steps: int, sim: Any, p
         raise ConfigError(f"recsys: cannot build recommender {kind!r} with params {params}: {exc}") from None
 
 
-def make_recommender(cfg: RecsysConfig, sim: Any = None) -> Recommender:
-    """Build the recommender named by ``cfg.kind`` (a built-in or ``pkg.module:Class``)."""
+def make_recommender(cfg: RecsysConfig, context: RecsysContext | None = None) -> Recommender:
+    """Build the recommender named by ``cfg.kind`` (a built-in or ``pkg.module:Class``); ``context``: what it
+    is told about the run (None outside a run, e.g. in tests)."""
     kind = cfg.kind
     factory = resolve_recommender(kind)
-    rec = _call(factory, kind, cfg.window_steps, sim, dict(cfg.params))
+    rec = _call(factory, kind, cfg.window_steps, context, dict(cfg.params))
     if not isinstance(rec, Recommender):
         raise ConfigError(f"recsys.kind: {kind!r} does not implement observe() and feeds()")
     if cfg.following_k is not None:  # OASIS-style refresh counts (see recsys.refresh)

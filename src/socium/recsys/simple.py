@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from socium.recsys.base import Feed
+from socium.recsys.base import Feed, RecsysContext
 from socium.recsys.candidates import RANKED_KINDS, engagement, hot_score, rank_desc, shared_feeds, window_posts
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 class _Stateless:
-    def __init__(self, window_steps: int = 48, sim: object = None) -> None:
+    def __init__(self, window_steps: int = 48, context: RecsysContext | None = None) -> None:
         if window_steps < 1:
             raise ValueError(f"window_steps must be >= 1, got {window_steps}")
         self.window_steps = window_steps
@@ -82,8 +82,8 @@ class RedditHotRecommender(_Stateless):
     seconds; ``t0`` (default 0, the start of the run) only shifts every score equally.
     """
 
-    def __init__(self, window_steps: int = 48, sim: object = None, t0: float = 0.0) -> None:
-        super().__init__(window_steps, sim)
+    def __init__(self, window_steps: int = 48, context: RecsysContext | None = None, t0: float = 0.0) -> None:
+        super().__init__(window_steps, context)
         self.t0 = float(t0)
 
     def feeds(self, state: PlatformState, users: np.ndarray, k: int, step: int, rng: np.random.Generator) -> list[Feed]:

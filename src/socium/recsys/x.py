@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from socium.errors import ConfigError
 from socium.recsys.ann import assign, exact_top, ivf_top, train_centroids
-from socium.recsys.base import Feed
+from socium.recsys.base import Feed, RecsysContext
 from socium.recsys.candidates import (
     RANKED_KINDS,
     TIMELINE_KINDS,
@@ -51,21 +51,13 @@ if TYPE_CHECKING:
 _SLACK = 16  # extra out-of-network candidates fetched so that excluded authors rarely leave a feed short
 
 
-def profile_texts_of(sim: Any) -> Sequence[str] | None:
-    """'bio. Interests: a, b' per agent from a Simulation's population, or None without one."""
-    pop = getattr(sim, "population", None)
-    if pop is None:
-        return None
-    return [f"{bio}. Interests: {', '.join(ints)}" if ints else str(bio) for bio, ints in zip(pop.bios, pop.interests)]
-
-
 class XRecommender:
     """In-network + out-of-network mix with incrementally learned interest vectors (see module doc)."""
 
     def __init__(
         self,
         window_steps: int = 48,
-        sim: Any = None,
+        context: RecsysContext | None = None,
         *,
         embedder: str | Embedder = "minilm",
         in_network: int = 3,
@@ -99,7 +91,7 @@ class XRecommender:
         self.ann, self.nprobe = ann, int(ivf_nprobe)
         self.ivf_min_posts, self.exact_budget = int(ivf_min_posts), int(exact_budget)
         self.embedder = make_embedder(embedder, dim=hashing_dim, device=embed_device, batch_size=embed_batch_size)
-        texts = profile_texts if profile_texts is not None else profile_texts_of(sim)
+        texts = profile_texts if profile_texts is not None else context.profile_texts() if context else None
         self.posts = PostVectors(self.embedder)
         profile = lambda u: texts[u] if texts is not None and u < len(texts) else ""
         self.interests = InterestTable(self.embedder, profile, interest_lr)

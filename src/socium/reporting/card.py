@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import duckdb
 
-from socium.agents.llm_policy import recorded_model
+from socium.agents.call_recording import recorded_model
 from socium.agents.perspectives import who_saw_what
 from socium.core.perspective import perspective, perspective_names
 from socium.errors import SociumError, TraceError

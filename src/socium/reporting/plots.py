@@ -335,7 +335,7 @@ def group_bars(
         for g, y in zip(groups, ys):
             ci = cis.get(run, {}).get(g)
             ok = y is not None and ci and ci[0] is not None and ci[1] is not None
-            err.append([y - ci[0], ci[1] - y] if ok else [np.nan, np.nan])  # type: ignore[index,operator]  # no cap
+            err.append([y - ci[0], ci[1] - y] if ok else [np.nan, np.nan])  # type: ignore[index]  # no cap
             if ok:
                 ends += [ci[0], ci[1]]  # type: ignore[index]
         bars = ax.bar(

@@ -34,7 +34,7 @@ per policy by ``capabilities_of``):
 - ``partition(observations, n) -> list[list[Observation]]`` (``Partitioner``): how to split one step over ``n``
   shards when ``agent_id % n`` would change results (script mode's narrator groups are chunks
   of the *sorted active set*; a partition keeps each group on one shard).
-- Trace rows an actor produces must travel in ``Decision.meta`` (as ``llm_calls`` do). Rows a
+- Trace rows an actor produces must travel with its decisions (as LLM calls do, in ``Decision.calls``). Rows a
   policy returns from ``drain_rows()`` inside an actor are handed to the driver policy's
   ``absorb_rows(rows)``; without that hook the run stops rather than lose them.
 """
@@ -124,20 +124,41 @@ def pack_observations(obs: Sequence[Observation]) -> list[tuple]:
             if (o.groups or o.results_from)
             else None,
             o.marks or None,  # the platform's marks the answer schema narrows ids by (LLM agents only)
+            _pack_shown(o) if o.profile is not None or o.platform_notice is not None else None,
         )
         for o in obs
     ]
 
 
+def _pack_shown(o: Observation) -> tuple:
+    """What an LLM agent is shown besides its feed (the typed fields ``fill_observation`` sets)."""
+    return (
+        o.profile,
+        o.memory,
+        o.show_score,
+        o.datetime,
+        [_feed_tuple(i) for i in o.global_feed],
+        o.stats,
+        None if o.co_acting is None else pack_observations(o.co_acting),
+        o.platform_notice,
+        o.prebunk_shown,
+    )
+
+
 def unpack_observations(packed: list[tuple]) -> list[Observation]:
     out = []
-    for a, s, t, h, feed, st, ex, more, marks in packed:
+    for a, s, t, h, feed, st, ex, more, marks, shown in packed:
         o = Observation(a, s, t, h, [FeedItem(*i) for i in feed], st, ex)
         if marks is not None:
             o.marks = marks
         if more is not None:
             o.groups, results, o.results_from, o.found_users = more
             o.results = [FeedItem(*i) for i in results]
+        if shown is not None:
+            o.profile, o.memory, o.show_score, o.datetime, top, o.stats, co, notice, pb = shown
+            o.global_feed = [FeedItem(*i) for i in top]
+            o.co_acting = None if co is None else unpack_observations(co)
+            o.platform_notice, o.prebunk_shown = notice, pb
         out.append(o)
     return out
 
@@ -156,14 +177,25 @@ def _unpack_action(cls: Any, state: Any) -> Any:
 
 def pack_decisions(decisions: Sequence[Decision]) -> list[tuple]:
     return [
-        (d.agent_id, [_pack_action(a) for a in d.actions], d.stance, d.invalid_reason, d.raw, d.meta) for d in decisions
+        (
+            d.agent_id,
+            [_pack_action(a) for a in d.actions],
+            d.stance,
+            d.invalid_reason,
+            d.raw,
+            d.meta,
+            d.origin,
+            d.reason,
+            d.calls,
+        )
+        for d in decisions
     ]
 
 
 def unpack_decisions(packed: list[tuple]) -> list[Decision]:
     return [
-        Decision(aid, [_unpack_action(c, a) for c, a in acts], st, inv, raw, meta)
-        for aid, acts, st, inv, raw, meta in packed
+        Decision(aid, [_unpack_action(c, a) for c, a in acts], st, inv, raw, meta, origin, reason, calls)
+        for aid, acts, st, inv, raw, meta, origin, reason, calls in packed
     ]
 
 

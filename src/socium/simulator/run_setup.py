@@ -3,19 +3,21 @@ lock, the world written as step -1, or a committed trace replayed to resume it.
 
 A part the simulation is composed of (``Simulation.setup``), so set-up and resume read apart from
 stepping. It holds only what it is built with (run directory, config, input digests, the notes for the
-caller); the world its methods write or restore (made by the simulation's ``_build``) and the trace
-store are handed to each method explicitly, never the simulation itself, which imports this module.
+caller); the :class:`~socium.simulator.world.World` its methods write or restore (made by
+``world.build_world``) and the trace store are handed to each method explicitly, never the simulation
+itself, which imports this module. It reads the trace only through the named restore queries
+(:mod:`socium.trace.queries.restore`).
 """
 
 from __future__ import annotations
 
 import json
 import platform as _stdlib_platform  # the standard library module; socium never shadows it
-import re
 import shutil
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,28 +27,20 @@ import pyarrow as pa
 
 import socium
 from socium.agents import perspectives
-from socium.agents.group_policy import make_group_policy
-from socium.agents.llm_policy import make_llm_policy
-from socium.agents.memory import MemoryStream, WindowMemory
-from socium.agents.profiles import Population
-from socium.agents.rules import RULE_POLICIES
+from socium.agents.memory import MemoryStream
 from socium.config.experiment import ExperimentConfig
 from socium.config.loading import config_from_dict
 from socium.core.actions import Action, parse_action
 from socium.core.plugins import recorded_plugins
-from socium.core.policy import Policy
 from socium.errors import RunDirError, TraceError
 from socium.llm.base import event_loop_kind
-from socium.moderation.engine import ModerationLayer
-from socium.platform.state import PlatformState
-from socium.recsys.base import Recommender, served_hook
 from socium.simulator.inputs import changed_inputs, config_diff, inputs_json
-from socium.simulator.signups import SignUps
-from socium.simulator.step_agents import memory_line
-from socium.simulator.timing import ExposureTiming
+from socium.simulator.step_agents import memory_line, remember
+from socium.simulator.world import World
 from socium.trace.queries import exposures
+from socium.trace.queries import restore as rq
 from socium.trace.rundir import REPLACED_BY_FORCE, check_run_files, held_run_error, refuse_foreign, write_run_file
-from socium.trace.store import TraceStore, _schema_sql, open_trace, read_run_row
+from socium.trace.store import TraceStore, read_run_row
 
 
 class RunSetUp:
@@ -69,7 +63,7 @@ class RunSetUp:
         db = self.run_dir / "trace.duckdb"
         check_run_files(self.run_dir)  # a linked or special trace/config is refused, never followed
         if resume:
-            if _has_setup(db):
+            if rq.has_setup(db):
                 self.check_same_world(db)
                 return True
             self.notes.append(f"{self.run_dir}: no committed set-up to resume, so the run starts from step 0")
@@ -111,21 +105,10 @@ class RunSetUp:
             if changed:
                 raise RunDirError(f"{self.run_dir}: cannot resume into a different world: " + "; ".join(changed))
 
-    def make_policy(self, population: Population) -> Policy:
-        """The policy ``policy.kind`` names, built for this run's world (LLM kinds import lazily)."""
-        kind = self.cfg.policy.kind
-        if kind == "llm":
-            return make_llm_policy(self.cfg)
-        if kind == "group_llm":
-            return make_group_policy(self.cfg, population)
-        return RULE_POLICIES[kind](self.cfg.policy, self.cfg.seed)
-
-    def write_setup(
-        self, store: TraceStore, pop: Population, state: PlatformState, wall_s: Callable[[], float]
-    ) -> None:
-        """Commit step -1: the run row, the agents and the initial follow graph of ``state``; ``wall_s``
+    def write_setup(self, store: TraceStore, world: World, wall_s: Callable[[], float]) -> None:
+        """Commit step -1: the run row, the agents and the initial follow graph of the world; ``wall_s``
         gives the real seconds since the previous commit (read when the row is written)."""
-        cfg = self.cfg
+        cfg, pop, state = self.cfg, world.population, world.state
         write_run_file(self.run_dir / "config.json", cfg.canonical_json())
         runs = {
             "run_id": [uuid.uuid4().hex],
@@ -178,25 +161,9 @@ class RunSetUp:
             },
         )
 
-    def restore(
-        self,
-        store: TraceStore,
-        *,
-        state: PlatformState,
-        signups: SignUps,
-        moderation: ModerationLayer,
-        recsys: Recommender,
-        timing: ExposureTiming | None,
-        population: Population,
-        memory: WindowMemory | MemoryStream,
-        pending_results: dict[int, tuple[str, str, list[int]]],
-        needs_profile: bool,
-        sim_time: Callable[[int], float],
-        remember: Callable[[int, str], None],
-    ) -> tuple[int, int] | None:
-        """Rebuild platform, recommender and agent state by replaying the committed trace; returns the next
-        ``call_id`` and the last committed step, or None when there is no committed step to replay.
-        ``sim_time``: a step's simulated seconds; ``remember``: puts a line in an agent's window memory."""
+    def restore(self, store: TraceStore, world: World) -> tuple[int, int] | None:
+        """Rebuild platform, recommender and agent state of ``world`` by replaying the committed trace;
+        returns the next ``call_id`` and the last committed step, or None when there is no committed step."""
         last = store.last_step()
         if last is None:  # cannot happen under the lock (checked by check_run_dir); kept for safety
             return None
@@ -211,23 +178,18 @@ class RunSetUp:
         con = store.con
         if json.loads(row["config"]).get("steps") != self.cfg.steps:
             self.extend_to(store, self.cfg.steps)
-        joins: dict[int, list[int]] = {}
-        for step, agent in con.execute("SELECT step, agent_id FROM sign_ups ORDER BY step, agent_id").fetchall():
-            joins.setdefault(step, []).append(agent)
-        mod_events = moderation.recorded_events(con)
-        served = served_hook(recsys)
+        state, pending, needs_profile = world.state, world.pending_results, world.needs_profile
+        joins = rq.sign_ups_by_step(con)
+        mod_events = rq.moderation_events_by_step(con)
         for step in range(0, last + 1):
-            state.begin_step(step, sim_time(step))
+            state.begin_step(step, world.clock.sim_time(step))
             for agent in joins.get(step, ()):
-                signups.join(state, agent, record=False)
-            rows = con.execute(
-                "SELECT agent_id, type, args, outcome, post_id, origin FROM actions WHERE step = ? ORDER BY seq", [step]
-            ).fetchall()
+                world.signups.join(state, agent, record=False)
             acted: set[int] = set()
-            for agent, typ, args, outcome, post_id, origin in rows:
+            for agent, typ, args, outcome, post_id, origin in rq.step_actions(con, step):
                 if origin != "seed" and agent not in acted:  # it was observed this step: its pending
                     acted.add(agent)  # results were shown (and consumed) then
-                    pending_results.pop(agent, None)
+                    pending.pop(agent, None)
                 if typ == "invalid_llm_output":
                     continue
                 action = _recorded_action(step, agent, typ, args)
@@ -238,56 +200,29 @@ class RunSetUp:
                         f"recorded {outcome}/{post_id}, replayed {got.status}/{got.post_id}"
                     )
                 if needs_profile and origin != "seed":
-                    pending = perspectives.pending_from(typ, getattr(action, "query", ""), got.results)
-                    if pending is not None:
-                        pending_results[agent] = pending
-            moderation.replay(state, step, mod_events.get(step, ()))
-            if served is not None:  # what it served, as recorded, before what was done (the live order)
-                agents, posts = exposures.served_at(con, step)
-                served(state, step, agents, posts)
-            recsys.observe(state, range(state.events.first_post, len(state.posts)), step)
-            if timing is not None:
-                timing.observe(state, range(state.events.first_post, len(state.posts)), step)
-                if step < last:
-                    timing.due(step + 1)  # that wake-up already happened before the interruption
-        moderation.restore_veracity(state, con)
-        for agent, stance in con.execute(
-            "SELECT agent_id, arg_max(stance, step) FROM stances GROUP BY agent_id"
-        ).fetchall():
-            population.stance[agent] = stance
+                    waiting = perspectives.pending_from(typ, getattr(action, "query", ""), got.results)
+                    if waiting is not None:
+                        pending[agent] = waiting
+            shown = partial(exposures.served_at, con, step)  # read only for a recommender that remembers
+            world.after_actions(step, recorded=mod_events.get(step, ()), shown=shown)
+            if world.timing is not None and step < last:
+                world.timing.due(step + 1)  # that wake-up already happened before the interruption
+        world.moderation.restore_veracity(state, rq.post_veracity(con))
+        for agent, stance in rq.latest_stances(con):
+            world.population.stance[agent] = stance
+        memory = world.memory
         if needs_profile and isinstance(memory, MemoryStream):
-            memory.restore(
-                con.execute("SELECT step, agent_id, kind, text, importance FROM memories ORDER BY step, seq").fetchall()
-            )
-            memory.active_steps = {
-                int(a): int(n)
-                for a, n in con.execute(
-                    "SELECT agent_id, count(DISTINCT step) FROM actions WHERE origin = 'llm' GROUP BY 1"
-                ).fetchall()
-            }
+            memory.restore(rq.memory_entries(con))
+            memory.active_steps = rq.llm_active_steps(con)
         elif needs_profile and self.cfg.llm_agents.memory_size:
-            rows = con.execute(
-                "SELECT step, agent_id, type, args, outcome FROM (SELECT *, row_number() OVER "
-                "(PARTITION BY agent_id ORDER BY step DESC, seq DESC) AS r FROM actions WHERE origin != 'seed') "
-                "WHERE r <= ? ORDER BY step, seq",
-                [self.cfg.llm_agents.memory_size],
-            ).fetchall()
-            for step, agent, typ, args, outcome in rows:
-                remember(agent, memory_line(step, typ, json.loads(args), outcome))
-        (next_id,) = con.execute("SELECT coalesce(max(call_id), -1) + 1 FROM llm_calls").fetchone() or (0,)
-        return int(next_id), last
+            for step, agent, typ, args, outcome in rq.recent_own_actions(con, self.cfg.llm_agents.memory_size):
+                remember(world, agent, memory_line(step, typ, json.loads(args), outcome))
+        return rq.next_call_id(con), last
 
     def extend_to(self, store: TraceStore, steps: int) -> None:
         """Record a new stopping point: ``steps`` is not part of the world (it is left out of the config
         hash), so the run row and config.json are updated to say how far the run now goes."""
-        con = store.con
-        con.begin()
-        try:
-            con.execute("UPDATE runs SET config = ?", [self.cfg.canonical_json()])
-            con.commit()
-        except Exception:
-            con.rollback()
-            raise
+        rq.set_run_config(store.con, self.cfg.canonical_json())
         write_run_file(self.run_dir / "config.json", self.cfg.canonical_json())
 
 
@@ -309,57 +244,6 @@ def _recorded_action(step: int, agent: int, typ: str, args: str) -> Action:
 
 def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
-
-
-NOT_REPLACED = "; --resume never replaces a file it cannot read: move it away, or pass --force (without --resume)"
-
-
-def _has_setup(db: Path) -> bool:
-    """Whether a trace holds the committed set-up (the ``steps`` row of step -1); a file that is not a
-    readable socium trace raises :class:`TraceError` (so it is never deleted as "no set-up")."""
-    if not db.exists():
-        return False
-    try:
-        return _peek_last_step(db, strict=True) is not None
-    except TraceError as exc:
-        if NOT_REPLACED in str(exc) or "in use by another process" in str(exc):
-            raise
-        raise TraceError(f"{exc}{NOT_REPLACED}") from None
-
-
-def _peek_last_step(db: Path, strict: bool = False) -> int | None:
-    """The last committed step; with ``strict`` a corrupt trace raises :class:`TraceError` instead of None."""
-    try:
-        con = open_trace(db)
-    except TraceError:
-        if strict:
-            raise
-        return None
-    try:
-        row = con.execute("SELECT max(step) FROM steps").fetchone()
-        return None if row is None or row[0] is None else int(row[0])
-    except duckdb.CatalogException:
-        # No ``steps`` table. A run killed while its schema was being created leaves some of socium's tables,
-        # all empty (nothing to lose); anything else is a user's own DuckDB file or a damaged trace, which
-        # --resume must never replace.
-        if strict and not _unfinished_schema(con):
-            raise TraceError(f"{db}: not a socium trace (no steps table){NOT_REPLACED}") from None
-        return None
-    except duckdb.Error as exc:
-        if strict:
-            raise TraceError(f"{db}: not a readable socium trace: {str(exc).splitlines()[0]}{NOT_REPLACED}") from None
-        return None
-    finally:
-        con.close()
-
-
-def _unfinished_schema(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether every table is one socium's schema creates, and empty (a start killed mid-schema)."""
-    ours = set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _schema_sql())) | {"llm_calls"}
-    names = [str(r[0]) for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
-    if not set(names) <= ours:
-        return False
-    return all(con.execute(f'SELECT count(*) FROM "{n}"').fetchone() == (0,) for n in names)  # our names only
 
 
 def load_run_config(run_dir: str | Path, *, allow_plugins: bool = False) -> ExperimentConfig:

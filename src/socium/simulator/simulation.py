@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -24,48 +24,25 @@ from typing import Any
 import mesa
 import numpy as np
 
-from socium.agents import perspectives
-from socium.agents.call_log import CallLog
-from socium.agents.llm_policy import call_rows
-from socium.agents.memory import make_memory
-from socium.agents.routing import llm_route
+from socium.agents.call_log import CallLog, call_rows
 from socium.config.experiment import ExperimentConfig
-from socium.core.contracts import Decision, Observation
-from socium.core.policy import Policy, PolicyCapabilities, capabilities_of
-from socium.core.rng import ACTIVATION, root_key, uniform
-from socium.errors import ConfigError, UsageError
+from socium.core.policy import Policy
+from socium.core.rng import ACTIVATION, uniform
+from socium.errors import UsageError
 from socium.llm.cache import llm_calls_ddl
-from socium.moderation.engine import ModerationLayer
-from socium.platform.state import PlatformState
-from socium.recsys.base import served_hook
-from socium.recsys.registry import make_recommender
 from socium.simulator import interviews as iv
 from socium.simulator import steering
 from socium.simulator.executors import Executor, make_executor
 from socium.simulator.inputs import preflight
-from socium.simulator.interviews import table as interview_table
 from socium.simulator.llm_health import OutputHealth, log_aborted_calls, spent_from_trace, step_committed, step_problem
 from socium.simulator.recording import StepRecorder
-from socium.simulator.run_setup import RunSetUp, _now, load_run_config
-from socium.simulator.signups import SignUps
-from socium.simulator.steering import seed_truth
-from socium.simulator.step_agents import StepAgents, memory_line
+from socium.simulator.run_setup import RunSetUp, _now
+from socium.simulator.step_agents import StepAgents
 from socium.simulator.step_gc import step_gc
 from socium.simulator.surveys import run_surveys
-from socium.simulator.timing import ExposureTiming, params_from_config
-from socium.simulator.world import build_follows, build_population, couple_to_followers
+from socium.simulator.world import World, build_world
 from socium.trace.rundir import RunDirLock, check_out_path, describe_owner
 from socium.trace.store import TraceStore
-
-#: Names that moved to run_setup / step_agents / interviews and are still imported from here.
-__all__ = [
-    "Simulation",
-    "StepStats",
-    "interview_table",
-    "load_run_config",
-    "memory_line",
-    "seed_truth",
-]
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +79,6 @@ class Simulation(mesa.Model):
         self._last_commit = time.perf_counter()
         self.cfg = cfg
         self.run_dir = Path(run_dir)
-        self.key = root_key(cfg.seed)
         self.notes: list[str] = []  # things the caller should tell the user (e.g. a resume that started fresh)
         # Everything that can be checked without the run directory is checked before it is created.
         check_out_path(self.run_dir)
@@ -122,7 +98,7 @@ class Simulation(mesa.Model):
             self.store = TraceStore(self.run_dir / "trace.duckdb")
             self.store.ensure_table("llm_calls", llm_calls_ddl())
             if not (resume and self._restore()):
-                self.setup.write_setup(self.store, self.population, self.state, self._since_last_commit)
+                self.setup.write_setup(self.store, self.world, self._since_last_commit)
             if self.caps.budgets is not None:  # budgets continue from what the trace already holds
                 self.caps.budgets.spent = spent_from_trace(self.store.con)
         except BaseException:
@@ -134,109 +110,29 @@ class Simulation(mesa.Model):
         gc.freeze()
 
     def _build(self, policy: Policy | None, executor: Executor | None) -> None:
-        """Population, graph, platform, recommender, policy and executor (nothing is written)."""
-        cfg = self.cfg
-        self.population, following = build_population(cfg)
-        if cfg.policy.kind == "bounded_confidence" and np.isnan(self.population.stance).all():
-            raise ConfigError(
-                "policy.kind 'bounded_confidence' needs stances: set population.stance to 'uniform' or 'bimodal'"
-            )
-        self.n = len(self.population)
-        for sp in cfg.seed_posts:
-            if sp.author >= self.n:
-                raise ConfigError(f"seed_posts: author {sp.author} is not an agent id (population has {self.n})")
-        for sa in cfg.seed_actions:
-            if sa.agent >= self.n:
-                raise ConfigError(f"seed_actions: agent {sa.agent} is not an agent id (population has {self.n})")
-        for i, q in enumerate(cfg.interviews):
-            if bad := [a for a in q.agents if not 0 <= a < self.n]:
-                raise ConfigError(f"interviews[{i}].agents: {bad} are not agent ids (population has {self.n})")
-        self.signups = SignUps(cfg.population.join_schedule, self.n)
-        follows = build_follows(cfg, self.n, following)
-        couple_to_followers(cfg, self.population, follows)  # population.activity_follower_corr
-        follows = self.signups.withhold(follows)
-        pc = cfg.platform
-        self.state = PlatformState(
-            self.n,
-            follows,
-            pc.preset,
-            pc.max_post_chars,
-            pc.trend_window_steps,
-            pc.search_limit,
-            usernames=self.population.usernames,
-            allow_self_rating=pc.allow_self_rating,
-        )
-        self.state.joined = self.signups.initial_joined()
-        self.moderation = ModerationLayer(cfg.moderation, cfg.roles, self.n, self.key, cfg.perspective)
-        self.moderation.apply_goals(self.population)
-        self.recsys = self.moderation.wrap(make_recommender(cfg.recsys, self))  # removal/down-ranking in every feed
-        self._served = served_hook(self.recsys)  # foryou remembers what it served (None for the others)
-        tc = cfg.timing
-        self.timing = (
-            None
-            if tc.kind == "activation"
-            else ExposureTiming(
-                params_from_config(tc),
-                self.key,
-                self.n,
-                cfg.step_minutes * cfg.time_magnification,
-                tc.max_delay_min,
-                [x.get("user_id") for x in self.population.extra] if self.population.extra else None,
-                tc.condition_minute,
-            )
-        )
-        self.policy: Policy = policy if policy is not None else self.setup.make_policy(self.population)
-        # what the policy can do, found once (a policy without the required core is refused here)
-        self.caps: PolicyCapabilities = capabilities_of(self.policy)
-        if self.caps.route is not None:  # before the executor ships the policy to workers
-            self.caps.route.set_route(*llm_route(cfg, self.population))
+        """The world (``world.build_world``, the one place it is made), the executor and the agents' part of
+        a step; nothing is written."""
+        built = build_world(self.cfg, policy)
+        self.world: World = built.world
+        self.policy, self.caps = built.policy, built.caps
         self.executor = (
-            executor if executor is not None else make_executor(cfg.executor, self.policy, cfg.seed, self.caps)
+            executor
+            if executor is not None
+            else make_executor(self.cfg.executor, self.policy, self.cfg.seed, self.caps)
         )
-        ac = cfg.llm_agents
-        self.needs_profile = self.caps.needs_profile
-        # one memory slot per agent up front where agents remember (window: 8 bytes each until used)
-        self.memory = make_memory(ac.memory, ac.memory_size, n_agents=self.n if self.needs_profile else 0)
-        # search / trend results waiting for the agent's next observation: (action type, query, ids)
-        self.pending_results: dict[int, tuple[str, str, list[int]]] = {}
         self.next_call_id = self.next_step = 0
-        self.health = OutputHealth(getattr(cfg.llm, "min_valid_fraction", None))  # llm.min_valid_fraction
-        self.agent_steps = StepAgents(
-            cfg,
-            state=self.state,
-            population=self.population,
-            recsys=self.recsys,
-            moderation=self.moderation,
-            executor=self.executor,
-            caps=self.caps,
-            memory=self.memory,
-            pending_results=self.pending_results,
-            hour=self.hour,
-            fill=partial(perspectives.fill_observation, self),
-        )
+        self.health = OutputHealth(getattr(self.cfg.llm, "min_valid_fraction", None))  # llm.min_valid_fraction
+        self.agent_steps = StepAgents(self.world, self.executor, self.caps)
 
     def _restore(self) -> bool:
-        """Resume: replay the committed trace (``RunSetUp.restore``), then let the policy restore its own
-        state; False when the trace holds no committed step to replay."""
-        got = self.setup.restore(
-            self.trace_store,
-            state=self.state,
-            signups=self.signups,
-            moderation=self.moderation,
-            recsys=self.recsys,
-            timing=self.timing,
-            population=self.population,
-            memory=self.memory,
-            pending_results=self.pending_results,
-            needs_profile=self.needs_profile,
-            sim_time=self.sim_time,
-            remember=self.agent_steps.remember,
-        )
+        """Resume: replay the committed trace into the world (``RunSetUp.restore``), then let the policy
+        restore its own state; False when the trace holds no committed step to replay."""
+        got = self.setup.restore(self.trace_store, self.world)
         if got is None:
             return False
         self.next_call_id, last = got
         if self.caps.restorer is not None:
-            self.caps.restorer.restore(self)
+            self.caps.restorer.restore(last)
         self.next_step = last + 1
         return True
 
@@ -266,48 +162,22 @@ class Simulation(mesa.Model):
         dt, self._last_commit = now - self._last_commit, now
         return dt
 
-    # ---- the clock --------------------------------------------------------------------------
-    def sim_time(self, step: int) -> float:
-        """Simulated seconds since step 0: ``step_minutes`` x ``time_magnification`` per step."""
-        return step * self.cfg.step_minutes * self.cfg.time_magnification * 60.0
-
-    def hour(self, step: int) -> int:
-        start = self.cfg.start_datetime
-        minutes = (start.minute + start.second / 60.0) if start is not None else 0.0
-        elapsed_min = step * self.cfg.step_minutes * self.cfg.time_magnification  # not via seconds: no rounding drift
-        return int(self.cfg.start_hour + (minutes + elapsed_min) // 60) % 24
-
-    def sim_datetime(self, step: int) -> datetime | None:
-        """The real date and time a step stands for (``start_datetime``), or None without one."""
-        start = self.cfg.start_datetime
-        return None if start is None else start + timedelta(seconds=self.sim_time(step))
-
     def active_agents(self, step: int) -> np.ndarray:
         """Agents active this step: one per-agent draw against that agent's probability for the hour,
         plus (``timing.kind: exposure``) the agents whose response delay to a post ends this step."""
-        if self.timing is not None and not self.cfg.timing.background:
-            on = np.zeros(self.n, dtype=bool)
+        w, n = self.world, self.world.n
+        if w.timing is not None and not self.cfg.timing.background:
+            on = np.zeros(n, dtype=bool)
         else:
-            p = self.population.activity[:, self.hour(step)]
-            on = uniform(self.key, ACTIVATION, step, np.arange(self.n)) < p
-        if self.timing is not None:
-            on[self.timing.due(step)] = True
-        if self.state.joined is not None:
-            on &= self.state.joined
-        if self.state.mod.suspended:  # a suspended account is never woken (and could not act if it were)
-            on[list(self.state.mod.suspended)] = False
+            p = w.population.activity[:, w.clock.hour(step)]
+            on = uniform(w.key, ACTIVATION, step, np.arange(n)) < p
+        if w.timing is not None:
+            on[w.timing.due(step)] = True
+        if w.state.joined is not None:
+            on &= w.state.joined
+        if w.state.mod.suspended:  # a suspended account is never woken (and could not act if it were)
+            on[list(w.state.mod.suspended)] = False
         return np.flatnonzero(on)
-
-    # ---- the agents' part of a step (socium.simulator.step_agents) ---------------------------
-    def observe(
-        self, users: np.ndarray, step: int, rec: StepRecorder, feeds: Sequence[Any] | None = None
-    ) -> list[Observation]:
-        """Observations of ``users``; ``feeds``: their feeds, already ranked (else ranked here)."""
-        return self.agent_steps.observe(users, step, rec, feeds)
-
-    def apply_decisions(self, decisions: list[Decision], rec: StepRecorder) -> int:
-        """Apply decisions in order to the platform, record them, and let the agents remember them."""
-        return self.agent_steps.apply_decisions(decisions, rec)
 
     def _wrapped_step(self, *args: Any, **kwargs: Any) -> StepStats:
         """Mesa wraps :meth:`step` to count steps and drops its value; keep the count, return the stats."""
@@ -350,49 +220,39 @@ class Simulation(mesa.Model):
         sign_up: Sequence[int] | None,
     ) -> StepStats:
         t0 = time.perf_counter()
-        step = self.next_step
-        st = self.state
-        manual = steering.manual_decisions(actions, self.n)  # checked first: a bad call leaves the world as it was
-        chosen = None if active is None else steering.chosen_agents(active, self.n)
+        step, w = self.next_step, self.world
+        st, n = w.state, w.n
+        manual = steering.manual_decisions(actions, n)  # checked first: a bad call leaves the world as it was
+        chosen = None if active is None else steering.chosen_agents(active, n)
         asked = sorted({int(a) for a in sign_up or ()})
-        self.signups.check(st, asked)
-        steering.check_signed_up(chosen, st, self.signups, step, asked)
-        st.begin_step(step, self.sim_time(step))
+        w.signups.check(st, asked)
+        steering.check_signed_up(chosen, st, w.signups, step, asked)
+        st.begin_step(step, w.clock.sim_time(step))
         rec = StepRecorder(step)
-        steering.sign_up_agents(self.signups, st, step, asked, rec)
-        n_actions = self.apply_decisions(steering.seed_decisions(self.cfg, step), rec)
-        n_actions += self.apply_decisions(manual, rec)
+        steering.sign_up_agents(w.signups, st, step, asked, rec)
+        apply = self.agent_steps.apply_decisions
+        n_actions = apply(steering.seed_decisions(self.cfg, step), rec) + apply(manual, rec)
         who = self.active_agents(step) if chosen is None else chosen
         try:
             decisions, observations = self.agent_steps.decide(who, step, rec)
-            decisions += self.moderation.extra_decisions(observations, st)  # fact-checkers' reports
-            n_actions += self.apply_decisions(decisions, rec)
-            new_posts = range(st.events.first_post, len(st.posts))
-            moderated = self.moderation.after_actions(
-                st, step, self.population.stance, st.events.first_post, observations
-            )
-            if self._served is not None:
-                shown = rec.exposures
-                self._served(st, step, np.asarray(shown["agent_id"], np.int64), np.asarray(shown["post_id"], np.int64))
-            self.recsys.observe(st, new_posts, step)
-            if self.timing is not None:
-                self.timing.observe(st, new_posts, step)
+            decisions += w.moderation.extra_decisions(observations, st)  # fact-checkers' reports
+            n_actions += apply(decisions, rec)
+            n_posts = len(st.posts) - st.events.first_post
+            moderated = w.after_actions(step, observations, shown=partial(_shown, rec))  # moderation, served, recsys...
             run_surveys(
                 self.cfg.surveys,
                 step,
                 rec,
                 asker=self.caps.surveys,
-                population=self.population,
-                memory=self.memory,
+                population=w.population,
+                memory=w.memory,
                 joined=st.joined,
-                key=self.key,
+                key=w.key,
             )
             asked_q = []
             for q in self.cfg.interviews:
                 if q.step == step:
-                    answered, calls = iv.ask(
-                        self.caps.interviews, self.population, self.memory, q.agents, q.question, step
-                    )
+                    answered, calls = iv.ask(self.caps.interviews, w.population, w.memory, q.agents, q.question, step)
                     rec.calls.extend(calls)
                     asked_q.append((q.question, answered))
             memories = self.agent_steps.memory_step(who, rec)
@@ -418,7 +278,7 @@ class Simulation(mesa.Model):
                 if asked_q:
                     ids = dict(zip(calls["request_id"].to_pylist(), calls["call_id"].to_pylist()))
             if asked_q:
-                batches["interviews"] = interview_table([iv.rows(step, q, a, ids, "config") for q, a in asked_q])
+                batches["interviews"] = iv.table([iv.rows(step, q, a, ids, "config") for q, a in asked_q])
             if self.caps.rows is not None:
                 for name, extra in self.caps.rows.drain_rows().items():
                     batches[name] = extra
@@ -430,11 +290,11 @@ class Simulation(mesa.Model):
                     "sim_time_s": st.time,
                     "n_active": len(who),
                     "n_actions": n_actions,
-                    "n_posts": len(new_posts),
+                    "n_posts": n_posts,
                     "n_exposures": len(rec.exposures["step"]),
                     "wall_s": self._since_last_commit(),
                     "committed_at": _now(),
-                    "sim_datetime": _naive(self.sim_datetime(step)),
+                    "sim_datetime": _naive(w.clock.sim_datetime(step)),
                 },
             )
         except BaseException:  # a signal or a failed write before the commit: its calls were still made
@@ -443,21 +303,19 @@ class Simulation(mesa.Model):
                 self._log_aborted_calls(step, rec.calls)
             raise
         self.next_step = step + 1
-        return StepStats(step, st.time, len(who), n_actions, len(new_posts), wall, len(rec.calls), rec.calls.tokens)
+        return StepStats(step, st.time, len(who), n_actions, n_posts, wall, len(rec.calls), rec.calls.tokens)
 
     def interview(self, agents: Sequence[int], question: str) -> dict[int, str]:
         """Ask agents a question now, with their memory as of the last committed step; the answers are
         stored in ``interviews`` (origin 'python') with their ``llm_calls`` rows, in one transaction."""
-        step = self.next_step - 1
-        answered, calls = iv.ask(
-            self.caps.interviews, self.population, self.memory, [int(a) for a in agents], question, step
-        )
+        step, w = self.next_step - 1, self.world
+        answered, calls = iv.ask(self.caps.interviews, w.population, w.memory, [int(a) for a in agents], question, step)
         batches: dict[str, Any] = {}
         ids: dict[str, int] = {}
         if calls:
             batches["llm_calls"] = call_rows(calls, self.next_call_id)
             ids = dict(zip(batches["llm_calls"]["request_id"], batches["llm_calls"]["call_id"]))
-        batches["interviews"] = interview_table([iv.rows(step, question, answered, ids, "python")])
+        batches["interviews"] = iv.table([iv.rows(step, question, answered, ids, "python")])
         self.trace_store.append_rows(batches)
         self.next_call_id += len(calls)
         return {a: text for a, _rid, text in answered}
@@ -498,6 +356,11 @@ class Simulation(mesa.Model):
                 self.store.close()
         finally:
             self._lock.release()
+
+
+def _shown(rec: StepRecorder) -> tuple[np.ndarray, np.ndarray]:
+    """The agent and post ids of the step's exposures, as recorded (what a remembering recommender is told)."""
+    return np.asarray(rec.exposures["agent_id"], np.int64), np.asarray(rec.exposures["post_id"], np.int64)
 
 
 def _naive(t: datetime | None) -> datetime | None:

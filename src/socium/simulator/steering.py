@@ -35,7 +35,7 @@ def manual_decisions(actions: Mapping[int, Sequence[Any]] | None, n: int) -> lis
                 parsed.append(parse_action(a.model_dump() if hasattr(a, "model_dump") else a))
             except ValueError as exc:
                 raise UsageError(f"actions[{agent}]: {a!r} is not a valid action: {exc}") from None
-        out.append(Decision(agent, parsed, meta={"origin": "manual"}))
+        out.append(Decision(agent, parsed, origin="manual"))
     return out
 
 
@@ -76,14 +76,12 @@ def sign_up_agents(signups: SignUps, state: PlatformState, step: int, asked: Seq
 def seed_decisions(cfg: ExperimentConfig, step: int) -> list[Decision]:
     """The configured seed posts, then seed actions, of ``step`` (``origin = 'seed'``)."""
     seeds = [
-        Decision(sp.author, [CreatePost(content=sp.content)], meta={"origin": "seed", **seed_truth(sp)})
+        Decision(sp.author, [CreatePost(content=sp.content)], meta=seed_truth(sp), origin="seed")
         for sp in cfg.seed_posts
         if sp.step == step
     ]
     seeds += [
-        Decision(sa.agent, [parse_action(sa.action)], meta={"origin": "seed"})
-        for sa in cfg.seed_actions
-        if sa.step == step
+        Decision(sa.agent, [parse_action(sa.action)], origin="seed") for sa in cfg.seed_actions if sa.step == step
     ]
     return seeds
 

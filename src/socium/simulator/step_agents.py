@@ -3,69 +3,44 @@
 to the platform, and remember.
 
 A part the simulation is composed of (``Simulation.agent_steps``), so the agents' part of a step reads
-apart from the step's commit; it holds no state of its own, only the parts of the world it works on,
-given to it explicitly when the world is built (never the simulation itself, which imports this
-module), and asks the policy only through its :class:`~socium.core.policy.PolicyCapabilities`.
+apart from the step's commit; it holds no state of its own, only the run's
+:class:`~socium.simulator.world.World` (never the simulation itself, which imports this module), and
+asks the policy only through its :class:`~socium.core.policy.PolicyCapabilities`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
 from socium.agents import perspectives
-from socium.agents.memory import MemoryStream, WindowMemory, feed_query
-from socium.agents.profiles import Population
-from socium.config.experiment import ExperimentConfig
+from socium.agents.memory import MemoryStream, feed_query
 from socium.core.contracts import Decision, Observation
 from socium.core.policy import PolicyCapabilities
 from socium.core.rng import RECSYS, component_rng
-from socium.moderation.engine import ModerationLayer
-from socium.platform.state import PlatformState
 from socium.platform.text import quote_inline
-from socium.recsys.base import Recommender
+from socium.recsys.base import Feed
 from socium.simulator.executors import Executor
 from socium.simulator.recording import StepRecorder, clean_action
-
-#: What a perspective adds to an LLM agent's observation (``perspectives.fill_observation`` of the run).
-Fill = Callable[[Observation, StepRecorder], None]
+from socium.simulator.world import World
 
 
 class StepAgents:
     """Observation, decisions, actions and memory of a step (see the module docstring)."""
 
-    def __init__(
-        self,
-        cfg: ExperimentConfig,
-        *,
-        state: PlatformState,
-        population: Population,
-        recsys: Recommender,
-        moderation: ModerationLayer,
-        executor: Executor,
-        caps: PolicyCapabilities,
-        memory: WindowMemory | MemoryStream,
-        pending_results: dict[int, tuple[str, str, list[int]]],
-        hour: Callable[[int], int],
-        fill: Fill,
-    ) -> None:
-        """``pending_results``: search / trend results waiting for an agent's next observation (shared with
-        the run, which replays them on resume); ``hour``: the hour of day of a step; ``fill``: what the
-        run's perspective adds to an LLM agent's observation."""
-        self.cfg = cfg
-        self.state = state
-        self.population = population
-        self.recsys = recsys
-        self.moderation = moderation
+    def __init__(self, world: World, executor: Executor, caps: PolicyCapabilities) -> None:
+        self.world = world
+        self.cfg = world.cfg
+        self.state = world.state
+        self.population = world.population
+        self.recsys = world.recsys
+        self.moderation = world.moderation
+        self.memory = world.memory
+        self.pending_results = world.pending_results
+        self.needs_profile = world.needs_profile
         self.executor = executor
         self.caps = caps
-        self.needs_profile = caps.needs_profile
-        self.memory = memory
-        self.pending_results = pending_results
-        self.hour = hour
-        self.fill = fill
 
     # ---- one step ---------------------------------------------------------------------------
     def decide(self, active: np.ndarray, step: int, rec: StepRecorder) -> tuple[list[Decision], list[Observation]]:
@@ -89,9 +64,9 @@ class StepAgents:
             self.moderation.annotate(observations, st)  # labels, notes, ground truth, prebunking: as users see them
             got = self.executor.run(observations)
             for d in got:  # the calls leave the decisions now, as log rows only (RenderedRequest)
-                calls = d.meta.pop("llm_calls", None)
-                if calls:
-                    rec.calls.extend(calls)
+                if d.calls:
+                    rec.calls.extend(d.calls)
+                    d.calls = []
                 if unshown := d.meta.pop("unshown", None):  # trimmed to fit the context: not shown after all
                     rec.withdraw_exposures(d.agent_id, unshown)
             decisions += got
@@ -127,7 +102,7 @@ class StepAgents:
         return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
 
     def observe(
-        self, users: np.ndarray, step: int, rec: StepRecorder, feeds: Sequence[Any] | None = None
+        self, users: np.ndarray, step: int, rec: StepRecorder, feeds: Sequence[Feed] | None = None
     ) -> list[Observation]:
         """Observations of ``users``; ``feeds``: their feeds, already ranked (else ranked here)."""
         st = self.state
@@ -145,9 +120,9 @@ class StepAgents:
                 for rank, (pid, src) in enumerate(zip(feed.post_ids, feed.sources))
             ]
             s_u = float(stance[u])
-            o = Observation(u, step, st.time, self.hour(step), items, None if np.isnan(s_u) else s_u)
+            o = Observation(u, step, st.time, self.world.clock.hour(step), items, None if np.isnan(s_u) else s_u)
             if self.needs_profile:  # what the perspective shows an LLM agent: agents/perspectives.py
-                self.fill(o, rec)
+                perspectives.fill_observation(self.world, o, rec)
             obs.append(o)
         if self.needs_profile and isinstance(self.memory, MemoryStream):
             self.recall_stream(obs)
@@ -162,7 +137,7 @@ class StepAgents:
         mem.prime_queries(queries)
         hours = self.cfg.step_minutes / 60.0
         for o, q in zip(obs, queries):
-            o.extra["memory"] = mem.recall(o.agent_id, o.step, q, hours)
+            o.memory = mem.recall(o.agent_id, o.step, q, hours)
         if mem.cfg.observe_feed:
             names = self.population.usernames
             for o in obs:
@@ -183,10 +158,7 @@ class StepAgents:
 
     def remember(self, agent: int, line: str, action_type: str | None = None) -> None:
         """An own action (or an invalid answer) goes into the agent's memory."""
-        step = self.state.step
-        if isinstance(self.memory, MemoryStream):
-            line = line.split(": ", 1)[1] if line.startswith(f"step {step}: ") else line
-        self.memory.add(agent, step, "action", line, action_type=action_type or "invalid")
+        remember(self.world, agent, line, action_type)
 
     def memory_step(self, active: np.ndarray, rec: StepRecorder) -> dict[str, list] | None:
         """Stream memory only: LLM-rated importance, reflections due, and the step's ``memories`` rows."""
@@ -220,9 +192,8 @@ class StepAgents:
         n = 0
         maxc = self.cfg.platform.max_post_chars
         for d in decisions:
-            calls = d.meta.get("llm_calls")
-            if calls:
-                rec.calls.extend(calls)
+            if d.calls:
+                rec.calls.extend(d.calls)
             if d.invalid_reason is not None:
                 rec.invalid_output(d.agent_id, "llm", d.invalid_reason, d.raw)
                 if self.needs_profile:
@@ -235,8 +206,8 @@ class StepAgents:
                     self.moderation.seed_veracity[out.post_id] = d.meta["veracity"]
                 if out.post_id is not None and (trunc or san):
                     rec.flags[out.post_id] = (trunc, san)
-                rec.action(d.agent_id, d.meta.get("origin", "policy"), action, out, d.meta.get("reason"))
-                if self.needs_profile and d.meta.get("origin") != "seed":
+                rec.action(d.agent_id, d.origin, action, out, d.reason)
+                if self.needs_profile and d.origin != "seed":
                     self.remember(
                         d.agent_id,
                         memory_line(self.state.step, action.type, action.model_dump(exclude={"type"}), out.status),
@@ -251,6 +222,14 @@ class StepAgents:
                 self.population.stance[d.agent_id] = d.stance
                 rec.stance(d.agent_id, d.stance)
         return n
+
+
+def remember(world: World, agent: int, line: str, action_type: str | None = None) -> None:
+    """An own action (or an invalid answer) goes into the agent's memory (live, and replayed on resume)."""
+    step = world.state.step
+    if isinstance(world.memory, MemoryStream):
+        line = line.split(": ", 1)[1] if line.startswith(f"step {step}: ") else line
+    world.memory.add(agent, step, "action", line, action_type=action_type or "invalid")
 
 
 def memory_line(step: int, typ: str, args: dict, outcome: str) -> str:

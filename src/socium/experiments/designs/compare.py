@@ -19,7 +19,7 @@ from typing import Any
 
 from socium.core.perspective import differences, perspective, perspective_names
 from socium.errors import ConfigError
-from socium.experiments.spec import deep_merge, llm_usage, write_results
+from socium.experiments.spec import ExperimentSpec, deep_merge, llm_usage, write_results
 from socium.trace.queries import cascades, population, posts, runs
 
 
@@ -115,7 +115,7 @@ def aggregate(stats: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run_compare(
-    spec: Any,
+    spec: ExperimentSpec,
     out: Path,
     runner: Callable[..., dict[str, Any]],
     *,

@@ -355,13 +355,13 @@ def seeds_figure(path: Path, items: Sequence[tuple[str, dict[str, Any]]]) -> Pat
         iv = interval_from_dict(s)
         x = len(vals) + 0.5
         if iv is not None and iv.has_bounds:
-            err = [[s["mean"] - iv.low], [iv.high - s["mean"]]]  # type: ignore[operator]
+            err = [[s["mean"] - iv.low], [iv.high - s["mean"]]]
             ax.errorbar(
                 [x], [s["mean"]], yerr=err, fmt="D", color="black", capsize=4, label="pooled mean, 95% interval"
             )
             ends = [iv.low, iv.high, *(vals[i] for i in xs)]
-            span = (max(ends) - min(ends)) or 1.0  # type: ignore[type-var,operator]
-            ax.set_ylim(min(ends) - 0.08 * span, max(ends) + 0.08 * span)  # type: ignore[type-var,operator]
+            span = (max(ends) - min(ends)) or 1.0
+            ax.set_ylim(min(ends) - 0.08 * span, max(ends) + 0.08 * span)
         else:
             ax.plot([x], [s["mean"]], "D", color="black", label="pooled mean, 95% interval")
             ax.annotate(

@@ -116,7 +116,9 @@ def cv_pairs(
     """The (train, held) pairs of ``cv.split``: seeded random folds, or chronological blocks (by ``posted``
     where given, e.g. CED's original times, else the Twitter snowflake ids)."""
     if cv.split == "chronological":
-        from socium.experiments.propagation.cascade_sources import snowflake_time
+        from socium.experiments.propagation.cascade_sources import (
+            snowflake_time,
+        )  # lazy: only for a chronological split
 
         when = posted if posted is not None else {i: snowflake_time(i) for i in ids}
         return chronological_split(ids, cv.folds, when)

@@ -475,8 +475,13 @@ def load_training_trees(sources: Sequence[str]) -> dict[str, CascadeTree]:
     Any real retweet-tree set in the Ma et al. format works; ids are file stems (Twitter15: tweet ids).
     'twitter15' and 'oasis' load the trees directly (as every earlier fit did, so refits are unchanged).
     """
+    # lazy: the cascade readers, only for fits from files or data set names
     from socium.experiments.propagation.cascade_format import FILE_SUFFIXES, cascade_trees
+
+    # lazy: the cascade readers, only for fits from files or data set names
     from socium.experiments.propagation.cascade_sources import load_cascade_table, source_names
+
+    # lazy: the real-data readers, only for fits from Twitter15
     from socium.experiments.propagation.realcascades import load_twitter15, oasis_cascade_ids, parse_tree
 
     out: dict[str, CascadeTree] = {}
@@ -487,6 +492,7 @@ def load_training_trees(sources: Sequence[str]) -> dict[str, CascadeTree]:
         elif src == "oasis":
             out.update(load_twitter15(None, oasis_cascade_ids(), strict=False))
         elif src == "ced":  # Weibo (CED) cascades posted before 2013-07-01 only: the later ones are held back
+            # lazy: the CED reader, only for fits from Weibo cascades
             from socium.experiments.propagation.ced import load_ced
 
             out.update(load_ced()[0])

@@ -38,6 +38,7 @@ import socium
 from socium.errors import ConfigError, InputFileError
 from socium.experiments.propagation.fit import fit_timing, write_fit
 from socium.experiments.propagation.realcascades import CascadeTree
+from socium.experiments.propagation.trained_on import training_population
 from socium.simulator.timing import FAMILIES, TimingParams
 
 FIT_FORMAT = "socium-propagation-fit"
@@ -100,8 +101,6 @@ def fit_cascades(
 
     ``calibrate``: also choose the intervals' dispersion by 5-fold CV on these same training cascades
     (:func:`~socium.experiments.propagation.dispersion.calibrate_dispersion`; five more fits); else 1."""
-    from socium.experiments.propagation.transfer import training_population  # transfer imports this module
-
     res = fit_timing(
         list(trees.values()),
         families=families,
@@ -130,7 +129,9 @@ def fit_cascades(
         },
     }
     if calibrate:
-        from socium.experiments.propagation.dispersion import calibrate_dispersion  # imports the CV: only when asked
+        from socium.experiments.propagation.dispersion import (
+            calibrate_dispersion,
+        )  # lazy: imports the CV, only when asked
 
         cal = calibrate_dispersion(trees, seed=seed, families=families, root_effects=root_effects, log=log)
         head["dispersion"], head["dispersion_cv"] = cal["dispersion"], cal

@@ -19,19 +19,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from socium.core.intervals import nonnegative_interval
-from socium.errors import ConfigError, InputFileError
+from socium.errors import ConfigError
 from socium.experiments.propagation.cv import score_cascade
 from socium.experiments.propagation.cv_config import CVSpec
 from socium.experiments.propagation.fit_file import population_stats
 from socium.experiments.propagation.population import oasis_topics
-from socium.experiments.propagation.realcascades import CascadeTree, oasis_cascade_ids
+from socium.experiments.propagation.realcascades import CascadeTree
+from socium.experiments.propagation.trained_on import population_kind, training_population
 from socium.experiments.propagation.transfer_check import ks_table, ks_warning
 from socium.experiments.spec import write_results
 from socium.simulator.timing import TimingParams
@@ -42,42 +41,6 @@ TRANSFER_RUNS = 40
 SIZE_RATIO_WARN = 2.0
 """Median tree sizes further apart than this factor are a different population even of the same kind."""
 _FIT_ONLY = ("folds", "families", "root_effects", "fit_bootstrap")
-
-
-def _oasis_ids() -> set[str]:
-    try:
-        return set(oasis_cascade_ids())
-    except InputFileError:  # no research data here: nothing is known to be OASIS's
-        return set()
-
-
-def population_kind(train_args: Sequence[str] = (), ids: Sequence[str] = (), files: bool = False) -> str:
-    """One word for a tree population: 'oasis' (OASIS's 134 Twitter15 cascades), 'twitter15', 'tree files'
-    or 'mixed'. From ``socium fit propagation --train`` values, or from a spec's cascade ids / own files."""
-    kinds = set()
-    for a in train_args:
-        kinds.add(a if a in ("oasis", "twitter15") else "tree files")
-    if ids:
-        kinds.add("oasis" if set(ids) <= _oasis_ids() else "twitter15")
-    if files:
-        kinds.add("tree files")
-    return kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "unknown")
-
-
-def training_population(
-    train_args: Sequence[str], trees: Mapping[str, CascadeTree], kind: str | None = None
-) -> dict[str, Any]:
-    """What a fit was trained on, for its parameter file's ``meta.training``: data, kind, tree count,
-    sizes and ids."""
-    sizes = np.array([len(t.nodes) for t in trees.values()], float)
-    return {
-        "data": [str(a) for a in train_args],
-        "kind": kind or population_kind(train_args),
-        "n_trees": len(trees),
-        "users_median": float(np.median(sizes)) if len(sizes) else 0.0,
-        "users_p10_p90": [float(x) for x in np.percentile(sizes, [10, 90])] if len(sizes) else [],
-        "ids": list(trees),
-    }
 
 
 def scored_population(spec: Any, trees: Mapping[str, CascadeTree]) -> dict[str, Any]:

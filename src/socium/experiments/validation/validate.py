@@ -26,6 +26,7 @@ import numpy as np
 
 from socium.errors import RunDirError
 from socium.experiments.validation import stylized as S
+from socium.reporting.card import simulation_card
 from socium.reporting.page import counted
 from socium.trace.queries.runs import open_run
 from socium.trace.queries.stylized import stylized_inputs
@@ -424,6 +425,7 @@ def _t15_size_sample() -> np.ndarray:
 
 def twitter15_reference(tar_path: str | Path | None = None) -> dict[str, Any]:
     """Recompute :data:`T15` from the Twitter15 tarball (research data; not needed at run time)."""
+    # lazy: the real-data readers, only when the spec compares to Twitter15
     from socium.experiments.propagation.realcascades import load_twitter15
 
     trees = load_twitter15(tar_path, strict=False)
@@ -486,8 +488,6 @@ def write_scorecard(card: dict[str, Any], out_dir: str | Path, named: bool = Fal
     """``stylized_facts.{json,html}`` in ``out_dir``: ``RUN/report`` unless the user ``named`` a folder (``--out``);
     never through a planted ``report`` symlink, and a file there is refused by name."""
     out = own_folder(Path(out_dir), named=named)
-    from socium.reporting.card import simulation_card
-
     # a smoke run's scorecard says so, like every report page: its facts are not a model's
     card["smoke_runs"] = sorted({b for r in card["runs"] if (b := simulation_card(r).get("smoke_run"))})
     j = out / "stylized_facts.json"

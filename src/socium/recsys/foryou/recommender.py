@@ -14,8 +14,8 @@ Stages, each its own module so each is tested alone (numbers and their sources i
 Embeddings: ``embedder: auto`` (the default) uses MiniLM where the ``embeddings`` extra is installed
 and otherwise the torch-free hashing embedder (lexical similarity), the stated fallback; name one to pin it.
 
-What it uses of the simulation is one call (:func:`profile_texts_of`, the agents' bios for their first
-interest vectors), so moving to a typed recommender context changes one line.
+What it is told of the run is the typed :class:`~socium.recsys.base.RecsysContext` (the agents' bios for their
+first interest vectors).
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from socium.platform.posts import REPOST
-from socium.recsys.base import Feed
+from socium.recsys.base import Feed, RecsysContext
 from socium.recsys.embeddings import Embedder
 from socium.recsys.foryou import factors, filters, rerank
 from socium.recsys.foryou.features import History, author_engagement, feature_matrix, follow_keys, similarity
 from socium.recsys.foryou.params import ForYouParams
 from socium.recsys.foryou.sources import Candidates, in_network_source, out_of_network_source
 from socium.recsys.foryou.value_model import ValueModel, weighted_score
-from socium.recsys.x import XRecommender, profile_texts_of
+from socium.recsys.x import XRecommender
 
 if TYPE_CHECKING:
     from socium.platform.state import PlatformState
@@ -57,7 +57,7 @@ class ForYouRecommender:
     def __init__(
         self,
         window_steps: int = 48,
-        sim: Any = None,
+        context: RecsysContext | None = None,
         *,
         embedder: str | Embedder = "auto",
         value_model: str | dict[str, Any] | None = None,
@@ -69,7 +69,7 @@ class ForYouRecommender:
         self.p = ForYouParams.from_params(params)
         self.window_steps = int(window_steps)
         self.embedder_spec = resolve_embedder(embedder)
-        texts = profile_texts if profile_texts is not None else profile_texts_of(sim)  # the one use of `sim`
+        texts = profile_texts if profile_texts is not None else context.profile_texts() if context else None
         self.retrieval = XRecommender(
             window_steps,
             None,

@@ -74,7 +74,7 @@ def usage_per_step(con: Con) -> list[tuple[int, int, int, int, float | None, flo
         "quantile_cont(latency_s, 0.5), quantile_cont(latency_s, 0.9) FROM llm_calls "
         "GROUP BY step ORDER BY step"
     ).fetchall()
-    return [tuple(r) for r in rows]  # type: ignore[misc]
+    return [tuple(r) for r in rows]
 
 
 def engines(con: Con) -> list[tuple[int | None, str, dict[str, Any]]]:

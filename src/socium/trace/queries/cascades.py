@@ -161,7 +161,7 @@ def retelling_chains(con: Con) -> list[tuple[int, int, int, str, str, str]]:
     ).fetchall()[0][0]
     veracity = "post_veracity" if has_veracity else "(SELECT NULL::BIGINT AS post_id, NULL::VARCHAR AS veracity)"
     rows = con.execute(_RETELLING_SQL.format(veracity=veracity)).fetchall()
-    return [tuple(r) for r in rows]  # type: ignore[misc]
+    return [tuple(r) for r in rows]
 
 
 _IC_SQL = """
