@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import time
 from pathlib import Path
 
@@ -39,6 +40,7 @@ def main() -> None:
     ap.add_argument("--observe-minutes", type=int, action="append", default=None)
     ap.add_argument("--baseline", action="append", default=None)
     ap.add_argument("--dispersion", type=float, default=None, help="override the fit file's dispersion")
+    ap.add_argument("--workers", type=int, default=1, help="processes (results do not depend on it)")
     ap.add_argument("--out", default="runs/forecast-bench")
     ap.add_argument("--json", default=None, help="also write the summary here")
     a = ap.parse_args()
@@ -54,25 +56,35 @@ def main() -> None:
     data = fc.load_cascades(a.cascades, a.limit)
     t.append(time.perf_counter())
     kw = {"baselines": a.baseline} if a.baseline else {}
-    res = fc.forecast(fit, data, observe_minutes=a.observe_minutes or [10], replicas=a.replicas, **kw)
+    res = fc.forecast(
+        fit, data, observe_minutes=a.observe_minutes or [10], replicas=a.replicas, workers=a.workers, **kw
+    )
     t.append(time.perf_counter())
     fc.write_forecast(res, a.out, force=True)
     t.append(time.perf_counter())
     nodes = data.table.num_rows
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cpus, Python {platform.python_version()}")
     print(f"load average before: {load0}   after: {_load()}")
-    print(f"| stage | s |\n|---|---|")
+    print("| stage | s |\n|---|---|")
     for name, i in (("load fit", 1), ("load + check cascades", 2), ("forecast + score", 3), ("write", 4)):
         print(f"| {name} | {t[i] - t[i - 1]:.1f} |")
     cpu = time.process_time() - cpu0
-    print(f"| total ({len(data)} cascades, {nodes} nodes, {a.replicas} replicas) | {t[-1] - t[0]:.1f} |")
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_workers = kids.ru_utime + kids.ru_stime
+    print(
+        f"| total ({len(data)} cascades, {nodes} nodes, {a.replicas} replicas, {a.workers} workers) "
+        f"| {t[-1] - t[0]:.1f} |"
+    )
     print(f"| CPU time of this process (user + sys) | {cpu:.1f} |")
+    print(f"| CPU time of its worker processes (user + sys) | {cpu_workers:.1f} |")
     summary = {
         "cascades": len(data),
         "nodes": nodes,
         "replicas": a.replicas,
+        "workers": a.workers,
         "seconds": t[-1] - t[0],
         "cpu_s": cpu,
+        "cpu_workers_s": cpu_workers,
         "stages": [t[i] - t[i - 1] for i in range(1, len(t))],
         "load_before": load0,
         "load_after": _load(),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,11 +15,12 @@ from conftest import SHARED_DATA as DATA
 from socium.cli.main import app
 from socium.errors import ConfigError, InputFileError, RunDirError
 from socium.experiments.propagation.cascade_format import cascade_trees, read_csv
-from socium.experiments.propagation.dispersion import calibrate_dispersion
+from socium.experiments.propagation.dispersion import Finals, calibrate_dispersion
 from socium.experiments.propagation.fit_file import fit_cascades, load_fit, write_fit_file
 from socium.experiments.propagation.forecast_run import ForecastSettings, forecast_cascades, write_forecast
 from socium.experiments.propagation.predictive import (
     Prediction,
+    prefix_sd,
     quantile_interval,
     randomised_pit,
     sample_crps,
@@ -193,6 +195,25 @@ def test_forecast_is_reproducible_and_dispersion_widens_only_intervals(world: di
             assert (rw["final_q95"] - rw["final_q05"]) >= (ra["final_q95"] - ra["final_q05"]) - 1e-9
 
 
+def test_forecast_results_do_not_depend_on_worker_count(world: dict) -> None:
+    f = load_fit(world["fit"])
+    s = ForecastSettings(observe_minutes=(5, 10), horizon_minutes=60, replicas=20, baselines=("null", "seismic"))
+    one = forecast_cascades(f, world["test"], s)
+    two = forecast_cascades(f, world["test"], replace(s, workers=2))
+    assert one.cascades.equals(two.cascades)
+    c1, c2 = one.curves.to_pydict(), two.curves.to_pydict()
+    assert c1.keys() == c2.keys() and len(c1["minute"]) > 0
+    for k in c1:  # quantile columns hold NaN before the observe minute: equal where both are NaN
+        a, b = np.asarray(c1[k]), np.asarray(c2[k])
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), k
+    drop = {"wall_s"}
+    assert {k: v for k, v in one.results.items() if k not in drop} == {
+        k: v for k, v in two.results.items() if k not in drop
+    }
+    with pytest.raises(ConfigError, match="--workers"):
+        forecast_cascades(f, world["test"], replace(s, workers=0))
+
+
 def test_transfer_check_compares_cascades(world: dict, tmp_path: Path) -> None:
     f = load_fit(world["fit"])
     same = compare_populations(f, world["test"])
@@ -217,11 +238,43 @@ def test_bad_settings_are_named(world: dict) -> None:
 
 def test_dispersion_is_chosen_in_cv_on_training_cascades(world: dict) -> None:
     cal = calibrate_dispersion(
-        world["train"], folds=2, replicas=20, horizon_minutes=60, families=["lognormal"], grid=(1.0, 3.0, 10.0)
+        world["train"],
+        folds=2,
+        replicas=20,
+        horizon_minutes=60,
+        families=["lognormal"],
+        grid=(1.0, 3.0, 10.0),
+        floor_grid=(0.0, 0.2),
+        per_node_grid=(0.0, 1.0),
+        extra_minutes=(2, 5),
     )
-    assert cal["dispersion"] in (1.0, 3.0, 10.0) and cal["n"] == 16
-    cov = cal["coverage"]
-    assert cov["10"]["90"] >= cov["1"]["90"] and cov["10"]["50"] >= cov["1"]["50"]
+    assert cal["dispersion"] in (1.0, 3.0, 10.0)
+    assert cal["dispersion_sd"]["floor"] in (0.0, 0.2) and cal["dispersion_sd"]["per_node"] in (0.0, 1.0)
+    assert cal["cv_minutes"] == [2, 5, 10] and cal["n"] == 16 * 3  # every training cascade from 3 minutes
+    k_only = cal["coverage_k_only"]
+    assert k_only["10"]["90"] >= k_only["1"]["90"] and k_only["10"]["50"] >= k_only["1"]["50"]
+    gap = sum(abs(cal["coverage"][lv] - float(lv) / 100) for lv in ("50", "80", "90"))
+    assert gap <= min(sum(abs(c[lv] - float(lv) / 100) for lv in ("50", "80", "90")) for c in k_only.values()) + 1e-12
+
+
+def test_added_sd_widens_agreeing_replicas_and_matches_the_cv(world: dict) -> None:
+    """Replicas that all agree (a small tree every replica completes) get an interval only from the added sd;
+    the CV's vectorised widening is the tool's :func:`widen` at the final minute."""
+    x = np.full((40, 30), 50.0)
+    x[:, :10] = 5.0
+    real = {"scale": np.r_[np.full(11, 5.0), np.full(19, 40.0)]}
+    caps = {"scale": 80.0}
+    same = widen({"scale": x}, real, 10, 3.0, caps)["scale"][:, -1]
+    assert np.ptp(same) == 0  # k alone cannot widen agreeing replicas
+    wide = widen({"scale": x}, real, 10, 1.0, caps, (0.0, 1.0))["scale"]
+    assert np.ptp(wide[:, -1]) > 20 and wide[:, -1].max() <= 80 and (wide[:, :10] == 5).all()
+    assert prefix_sd(4.0, (0.0, 1.0)) == pytest.approx(0.5) and prefix_sd(100.0, (0.3, 1.0)) > 0.3
+    rng = np.random.default_rng(1)
+    xs = 5 + rng.integers(0, 60, size=(40, 30)).cumsum(axis=1).astype(float) / 20
+    fin = Finals(xs[None, :, -1], np.array([40.0]), np.array([real["scale"][10]]), np.array([80.0]))
+    for k, sd in ((1.0, (0.0, 0.0)), (2.5, (0.1, 1.5))):
+        ref = widen({"scale": xs}, real, 10, k, caps, sd)["scale"][:, -1]
+        np.testing.assert_allclose(fin.widened(k, sd)[0], ref)
 
 
 # ---- the command line -----------------------------------------------------------------------------------

@@ -40,6 +40,9 @@ def forecast(
         None, "--counterfactual", help="YAML of intervention arms (a propagation spec's counterfactual: block)."
     ),
     force: bool = typer.Option(False, "--force", help="Replace a forecast already in --out."),
+    workers: int = typer.Option(
+        1, "--workers", min=1, help="Processes to forecast the cascades in (results do not depend on it)."
+    ),
 ) -> None:
     """Forecast size, depth and breadth of each cascade from its first minutes with a saved fit; score it."""
     from socium import forecast as fc  # lazy: CLI start-up
@@ -65,6 +68,7 @@ def forecast(
             seed=seed,
             baselines=baselines,
             counterfactual=arms,
+            workers=workers,
             log=log,
         )
         path = fc.write_forecast(result, out, force=force)

@@ -85,12 +85,21 @@ def forecast(
     seed: int = 0,
     baselines: Sequence[str] = TOOL_BASELINES,
     counterfactual: CounterfactualSpec | None = None,
+    workers: int = 1,
     log: Callable[[str], None] = lambda s: None,
 ) -> ForecastResult:
     """Forecast every cascade from each observe minute with ``fit`` (never refitted), scored against the data;
-    ``counterfactual``: intervention arms on the same path (:func:`load_counterfactual` reads them from YAML)."""
+    ``counterfactual``: intervention arms on the same path (:func:`load_counterfactual` reads them from YAML);
+    ``workers``: processes to forecast the cascades in (every cascade has its own seeded streams, so the
+    results are the same for any number)."""
     settings = ForecastSettings(
-        tuple(dict.fromkeys(observe_minutes)), horizon_minutes, replicas, seed, tuple(baselines), counterfactual
+        tuple(dict.fromkeys(observe_minutes)),
+        horizon_minutes,
+        replicas,
+        seed,
+        tuple(baselines),
+        counterfactual,
+        workers,
     )
     return forecast_cascades(fit, cascades.trees, settings, source=cascades.source, info=cascades.info, log=log)
 

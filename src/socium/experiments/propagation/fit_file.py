@@ -12,6 +12,7 @@ Layout (``format_version`` 2)::
      "timing": {...},            # what timing.params_file reads (root_effects = per-account speeds)
      "cascade_sigma": 0.65,      # prior sd of a cascade's log-delay shift
      "dispersion": 1.0,          # widening of the predictive intervals (predictive.widen), CV-calibrated
+     "dispersion_sd": {"floor": 0.0, "per_node": 0.0},  # added log-growth sd (predictive.prefix_sd); optional
      "training": {"ids": [...], "digest": "sha256:...", "n": 134, "data": [...], "kind": "...",
                   "stats": {"size": [...], "depth": [...], "early_share": [...]}},
      "estimates": {...}, "ci95": {...}, "families": [...]}
@@ -134,6 +135,7 @@ def fit_cascades(
 
         cal = calibrate_dispersion(trees, seed=seed, families=families, root_effects=root_effects, log=log)
         head["dispersion"], head["dispersion_cv"] = cal["dispersion"], cal
+        head["dispersion_sd"] = cal["dispersion_sd"]
     return {**head, **{k: v for k, v in res.items() if k != "timing"}}
 
 
@@ -145,6 +147,8 @@ class Fit:
     timing: dict[str, Any]
     cascade_sigma: float
     dispersion: float = 1.0
+    dispersion_sd: tuple[float, float] = (0.0, 0.0)
+    """(floor, per_node) of the log-growth sd added to the intervals (:func:`predictive.prefix_sd`)."""
     training_ids: list[str] = field(default_factory=list)
     training_digest: str | None = None
     training_stats: dict[str, list[float]] | None = None
@@ -169,6 +173,7 @@ class Fit:
             "family": self.timing["delay"]["family"],
             "cascade_sigma": self.cascade_sigma,
             "dispersion": self.dispersion,
+            "dispersion_sd": {"floor": self.dispersion_sd[0], "per_node": self.dispersion_sd[1]},
             "n_root_effects": len(self.timing.get("root_effects") or {}),
             "training": {"n": len(self.training_ids), "kind": self.training_kind, "digest": self.training_digest},
             "note": self.note,
@@ -218,6 +223,13 @@ def load_fit(path: str | Path, *, cascade_sigma: float | None = None) -> Fit:
             "needs the prior sd of a cascade's speed; refit with `socium fit propagation`, or state it with "
             "--cascade-sigma S (0: no speed conditioning)"
         )
+    sd = data.get("dispersion_sd") or {}  # absent before it existed: no added sd, the file's old meaning
+    if not isinstance(sd, dict):
+        raise ConfigError(f"{p}: dispersion_sd: expected {{floor: S, per_node: C}}, got {sd!r}")
+    dispersion_sd = (
+        _number(sd.get("floor", 0.0), f"{p}: dispersion_sd.floor"),
+        _number(sd.get("per_node", 0.0), f"{p}: dispersion_sd.per_node"),
+    )
     training: dict[str, Any] = data["training"] if isinstance(data.get("training"), dict) else {}
     legacy = (timing.get("meta") or {}).get("training") or {}
     return Fit(
@@ -225,6 +237,7 @@ def load_fit(path: str | Path, *, cascade_sigma: float | None = None) -> Fit:
         timing=timing,
         cascade_sigma=sigma,
         dispersion=_number(data.get("dispersion", 1.0), f"{p}: dispersion"),
+        dispersion_sd=dispersion_sd,
         training_ids=[str(i) for i in training.get("ids") or legacy.get("ids") or []],
         training_digest=training.get("digest"),
         training_stats=training.get("stats"),

@@ -22,9 +22,11 @@ names and renamed, so a failure leaves no half result.
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import time
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,6 +82,8 @@ class ForecastSettings:
     baselines: tuple[str, ...] = TOOL_BASELINES
     counterfactual: CounterfactualSpec | None = None
     """Intervention arms run on the same replicas' path (``counterfactual.py``), per observe minute."""
+    workers: int = 1
+    """Processes the cascades are forecast in; results do not depend on it (per-cascade streams)."""
 
     def check(self) -> None:
         """One :class:`ConfigError` naming the option for a setting that cannot be run."""
@@ -90,6 +94,8 @@ class ForecastSettings:
         for m in self.observe_minutes:
             if not 0 <= m < self.horizon_minutes:
                 raise ConfigError(f"--observe-minutes: {m} must lie in [0, --horizon-minutes={self.horizon_minutes})")
+        if self.workers < 1:
+            raise ConfigError(f"--workers: {self.workers}; at least 1")
         if self.replicas < 2:
             raise ConfigError(f"--replicas: {self.replicas}; a predictive distribution needs at least 2")
         if self.counterfactual is not None:
@@ -142,6 +148,64 @@ def _quantile_rows(
                 out[f"q{int(qq * 100):02d}"].append(q[j])
 
 
+@dataclass(frozen=True)
+class _CascadeJob:
+    """One cascade's forecast, scores and curve rows at one observe minute: a picklable unit of work.
+
+    Why a unit: every cascade draws from its own ``component_rng`` streams keyed by (seed, minute, cascade
+    id), so the cascades can run in any order and in any number of worker processes with identical results.
+    """
+
+    tp: Any
+    sigma: float
+    dispersion: float
+    dispersion_sd: tuple[float, float]
+    settings: ForecastSettings
+
+    def __call__(
+        self, item: tuple[int, str, Any, dict[str, np.ndarray], dict[str, float]]
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, list[np.ndarray]], Any]:
+        m, cid, arrays, real, caps = item
+        st, H = self.settings, self.settings.horizon_minutes
+        key = zlib.crc32(cid.encode())
+        rng = component_rng(st.seed, FORECAST_TOOL_PURPOSE, m, key)
+        pred = predict_cascade(arrays, self.tp, self.sigma, m, st.replicas, H, rng, st.baselines)
+        u = float(component_rng(st.seed, PIT_PURPOSE, m, key).random())
+        scores = score_cascade(pred, real, u, self.dispersion, caps, self.dispersion_sd)
+        wide = {k: widen(v, real, m, self.dispersion, caps, self.dispersion_sd) for k, v in pred.samples.items()}
+        cols: dict[str, list[np.ndarray]] = {k: [] for k in _CURVE_COLUMNS}
+        _quantile_rows(cid, m, wide, pred.points, real, cols)
+        cf = None
+        if st.counterfactual is not None:
+            cf_rng = component_rng(st.seed, COUNTERFACTUAL_TOOL_PURPOSE, m, key)
+            cf = counterfactual_cascade(
+                arrays, self.tp, self.sigma, m, st.replicas, H, st.counterfactual, cf_rng, real["scale"]
+            )
+        return scores, cols, cf
+
+
+_CURVE_COLUMNS = (
+    "cascade_id",
+    "observe_minutes",
+    "model",
+    "curve",
+    "minute",
+    "mean",
+    *(f"q{int(q * 100):02d}" for q in QUANTILES),
+    "real",
+)
+
+
+def _map(job: _CascadeJob, items: list[Any], workers: int) -> Iterator[Any]:
+    """``job`` over ``items`` in order, in ``workers`` processes (1: in this one)."""
+    if workers <= 1 or len(items) < 2:
+        yield from map(job, items)
+        return
+    chunk = max(1, len(items) // (workers * 8))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork")) as pool:
+        yield from pool.map(job, items, chunksize=chunk)
+
+
 def forecast_cascades(
     fit: Fit,
     trees: Mapping[str, CascadeTree],
@@ -163,9 +227,7 @@ def forecast_cascades(
     if check["warning"]:
         log(f"WARNING: {check['warning']}")
     qcols = [f"q{int(q * 100):02d}" for q in QUANTILES]
-    curve_cols: dict[str, list[np.ndarray]] = {
-        k: [] for k in ("cascade_id", "observe_minutes", "model", "curve", "minute", "mean", *qcols, "real")
-    }
+    curve_cols: dict[str, list[np.ndarray]] = {k: [] for k in _CURVE_COLUMNS}
     table_rows: list[dict[str, Any]] = []
     rows: dict[int, list[dict[str, Any]]] = {m: [] for m in settings.observe_minutes}
     cf_rows: dict[int, list[dict[str, Any]]] = {m: [] for m in settings.observe_minutes}
@@ -174,22 +236,15 @@ def forecast_cascades(
         users = earliest_users(tree, None)
         caps = {"scale": float(len(users)), "depth": float(tree.max_depth), "max_breadth": float(tree.max_breadth)}
         prepared.append((cid, cascade_arrays(tree, users), subtree_curves(tree, users, H), caps))
+    job = _CascadeJob(tp, sigma, fit.dispersion, fit.dispersion_sd, settings)
     for m in settings.observe_minutes:
-        for cid, arrays, real, caps in prepared:
-            key = zlib.crc32(cid.encode())
-            rng = component_rng(settings.seed, FORECAST_TOOL_PURPOSE, m, key)
-            pred = predict_cascade(arrays, tp, sigma, m, settings.replicas, H, rng, settings.baselines)
-            u = float(component_rng(settings.seed, PIT_PURPOSE, m, key).random())
-            scores = score_cascade(pred, real, u, fit.dispersion, caps)
+        items = [(m, cid, arrays, real, caps) for cid, arrays, real, caps in prepared]
+        for (_, cid, arrays, real, _caps), (scores, cols, cf) in zip(items, _map(job, items, settings.workers)):
             rows[m].append(scores)
-            wide = {k: widen(v, real, m, fit.dispersion, caps) for k, v in pred.samples.items()}
-            _quantile_rows(cid, m, wide, pred.points, real, curve_cols)
+            for k, v in cols.items():
+                curve_cols[k].extend(v)
             meta = (info or {}).get(cid, {})
-            if settings.counterfactual is not None:
-                cf_rng = component_rng(settings.seed, COUNTERFACTUAL_TOOL_PURPOSE, m, key)
-                cf = counterfactual_cascade(
-                    arrays, tp, sigma, m, settings.replicas, H, settings.counterfactual, cf_rng, real["scale"]
-                )
+            if cf is not None:
                 cf_rows[m].append(
                     {
                         "id": cid,
