@@ -35,7 +35,9 @@ CED_TAR = SHARED_DATA / "ced" / "ced_before_2013-07.tar.gz"
 
 # ---- what the server serves ---------------------------------------------------------------------
 def _fixture_source(root: Path) -> None:
-    """A tiny stand-in for the research data, in the same folder layout (used only without the real data)."""
+    """A small stand-in for the research data, in the same folder layout (used only without the real data); the
+    OASIS topic list and the SOTOPIA files are tens of KB, as the tests that cut, stall or trickle a body
+    half-way need a body with a middle."""
     tree = "['ROOT', 'ROOT', '0.0']->['1', '100', '0.0']\n['1', '100', '0.0']->['2', '100', '1.5']\n"
     members = {"twitter15/label.txt": b"true:100\nfalse:200\n", "twitter15/tree/100.txt": tree.encode()}
     members["twitter15/tree/200.txt"] = tree.replace("100", "200").encode()
@@ -47,7 +49,8 @@ def _fixture_source(root: Path) -> None:
             tf.addfile(info, io.BytesIO(data))
     header = "label,id,source,num_users,source_tweet,topic_name\n"
     texts = {
-        "twitter_dataset/all_topics.csv": header + "True,100,twitter15,2,a post,True_Business_0\n",
+        "twitter_dataset/all_topics.csv": header
+        + "".join(f"True,{100 + i},twitter15,2,a post,True_Business_{i}\n" for i in range(2000)),
         "twitter_dataset/anonymous_topic_200_1h/False_Business_0.csv": ",user_id,name\n0,1,user_0\n",
         "twitter_dataset/group_polarization/197_baoshou.csv": "user_id\n1\n",
         "twitter_dataset/group_polarization/197_progressive.csv": "user_id\n2\n",
@@ -60,7 +63,7 @@ def _fixture_source(root: Path) -> None:
         (root / "oasis-reference" / rel).write_text(text, encoding="utf-8")
     (root / "sotopia").mkdir()
     for f in registry.datasets()["sotopia"].files:
-        (root / f.dest).write_text('{"x": 1}\n', encoding="utf-8")
+        (root / f.dest).write_text("".join(f'{{"x": {i}}}\n' for i in range(5000)), encoding="utf-8")
     (root / "snap-ego-facebook").mkdir()
     (root / "snap-ego-facebook" / "facebook_combined.txt.gz").write_bytes(gzip.compress(b"0 1\n1 2\n", mtime=0))
 
