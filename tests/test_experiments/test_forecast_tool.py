@@ -298,6 +298,12 @@ def test_cli_forecast_and_report(world: dict, tmp_path: Path) -> None:
     r = runner.invoke(app, args)
     assert r.exit_code == 0, r.output
     assert json.loads((out / "results.json").read_text())["cascades"]["n"] == 3
+    assert "intervals are not calibrated" in " ".join(r.output.split())  # the fixture's fit has dispersion 1
+    raw = json.loads(world["fit"].read_text())
+    (tmp_path / "calibrated.json").write_text(json.dumps({**raw, "dispersion": 3.5}))
+    wide = [a if a != str(world["fit"]) else str(tmp_path / "calibrated.json") for a in args]
+    r2 = runner.invoke(app, [a if a != str(out) else str(tmp_path / "cli2") for a in wide])
+    assert r2.exit_code == 0 and "not calibrated" not in r2.output, r2.output
     before = (out / "results.json").read_bytes()
     r = runner.invoke(app, args)
     assert r.exit_code == 2 and "already holds results.json" in r.output
