@@ -220,7 +220,7 @@ def test_transfer_check_compares_cascades(world: dict, tmp_path: Path) -> None:
     assert same["warning"] is None and same["ks"]["size"]["D"] is not None
     big = cascade_trees(read_csv(synth_csv(tmp_path / "big.csv", 30, 5, size=(300, 400))))
     diff = compare_populations(f, big)
-    assert "size by 150 min (KS D = 1.00" in diff["warning"]
+    assert "size at minute 150 (KS D = 1.00" in diff["warning"]
     inside = compare_populations(f, {k: world["train"][k] for k in list(world["train"])[:3]})
     assert inside["in_training"] and "in the fit's training cascades" in inside["warning"]
 

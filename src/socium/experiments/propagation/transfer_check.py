@@ -22,7 +22,7 @@ from socium.experiments.propagation.realcascades import CascadeTree
 KS_D_WARN = 0.2
 """A KS distance above this (a fifth of the cascades on the wrong side of some threshold) is a different population."""
 KS_P_WARN = 0.01
-STAT_WORDS = {"size": "size by 150 min", "depth": "depth by 150 min", "early_share": "share reached by minute 10"}
+STAT_WORDS = {"size": "size at minute 150", "depth": "depth at minute 150", "early_share": "share reached by minute 10"}
 
 
 def ks_table(train: Mapping[str, list[float]], scored: Mapping[str, list[float]]) -> dict[str, dict[str, Any]]:
