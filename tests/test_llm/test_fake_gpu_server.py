@@ -50,18 +50,33 @@ def test_batch_limit_queues_what_exceeds_it() -> None:
 
 
 def test_idle_time_counts_only_time_with_nothing_decoding() -> None:
+    """Idle time between two /metrics reads covers the sleep but not the 0.2 s two requests decode.
+
+    The wall clock spans both metrics reads (one session, read before the first and after the second),
+    so everything the server could count as idle lies inside it, however slow the machine."""
     with FakeOpenAIServer(delay_s=0.2, batch_limit=2, record=False) as srv:
 
         async def go() -> tuple[dict[str, Any], dict[str, Any], float]:
-            _, before, _ = await _burst(srv.base_url, 0)
-            t0 = time.perf_counter()
-            await asyncio.sleep(0.3)  # idle
-            _, _, after = await _burst(srv.base_url, 2)  # 0.2 s busy
-            return before, after, time.perf_counter() - t0
+            async with aiohttp.ClientSession() as s:
+                t0 = time.perf_counter()
+                async with s.get(f"{srv.base_url}/metrics") as r:
+                    before = await r.json()
+                await asyncio.sleep(0.3)  # idle
+
+                async def one() -> None:
+                    async with s.post(f"{srv.base_url}/chat/completions", data=json.dumps(BODY)) as r:
+                        assert r.status == 200
+                        await r.read()
+
+                await asyncio.gather(one(), one())  # 0.2 s busy
+                async with s.get(f"{srv.base_url}/metrics") as r:
+                    after = await r.json()
+                return before, after, time.perf_counter() - t0
 
         before, after, wall = asyncio.run(go())
     idle = after["idle_s"] - before["idle_s"]
-    assert 0.25 <= idle <= wall - 0.19  # the sleep was idle, the two requests' 0.2 s were not
+    assert idle >= 0.25  # the sleep was idle
+    assert idle <= wall - 0.19  # the two requests' 0.2 s were not
 
 
 def test_server_sockets_have_nodelay() -> None:
