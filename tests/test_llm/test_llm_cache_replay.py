@@ -199,3 +199,45 @@ def test_cache_keys_are_the_ones_json_gives() -> None:
             # the call log's params column: json's sorted compact ASCII text, whichever path wrote it
             want = json.dumps(req.params(), sort_keys=True, separators=(",", ":"))
             assert req.params_json() == want, (schema, temperature, seed)
+
+
+def test_cache_keys_with_a_shared_head_are_the_ones_json_gives() -> None:
+    """The key hashes a run's shared first message once and copies that sha256 state per call
+    (``types._fast_key_hash``): keys must still be json's, whether the head was hashed before (a
+    second agent), by another ``max_tokens`` or model, with one message, three, or text orjson refuses."""
+    from socium.llm import types as T
+
+    schema = {"anyOf": [{"type": "object", "properties": {"post_id": {"enum": [1, 2]}}}]}
+    heads = ["You are on a platform.\n" * 50, "", "lone \ud800 head", "é \u2028 <<<END>>>"]
+    tails: list[list[tuple[str, str]]] = [
+        [],
+        [("user", "feed 1")],
+        [("user", "feed 2")],
+        [("user", "x"), ("assistant", "{}"), ("user", "again \udc00")],
+    ]
+    T._HEADS.clear()
+    for _ in range(2):  # the second pass finds every head hashed already
+        for head in heads:
+            for tail in tails:
+                for max_tokens, model in ((7, "m"), (300, "other")):
+                    msgs = [ChatMessage(role="system", content=head)] + [
+                        ChatMessage(role=r, content=c)  # type: ignore[arg-type]
+                        for r, c in tail
+                    ]
+                    req = LLMRequest(request_id="r", messages=msgs, json_schema=schema, max_tokens=max_tokens, seed=3)
+                    assert req.cache_key(model) == _reference_key(req, model), (head[:20], tail, max_tokens)
+    assert 0 < len(T._HEADS) <= T._HEADS_MAX
+    bare = LLMRequest(request_id="r", messages=[], json_schema=None)
+    assert bare.cache_key("m") == _reference_key(bare, "m")
+
+
+def test_a_keyed_request_equals_an_unkeyed_one_and_a_new_schema_is_rewritten() -> None:
+    """The schema's bytes are kept on the request for its key and its ``params`` column: a cache, so
+    it changes no equality, and a copy with another schema is written anew."""
+    a = LLMRequest(request_id="r", messages=[ChatMessage(role="user", content="q")], json_schema={"enum": [1]})
+    b = a.model_copy()
+    a.cache_key("m")
+    assert a == b and b == a
+    c = a.model_copy(update={"json_schema": {"enum": [2]}})
+    assert c.cache_key("m") == _reference_key(c, "m") != a.cache_key("m")
+    assert c.params_json() == json.dumps(c.params(), sort_keys=True, separators=(",", ":"))
