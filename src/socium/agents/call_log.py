@@ -29,31 +29,16 @@ class RenderedRequest:
         self.request_id = req.request_id
         self.metadata = req.metadata
         self.params_json = req.params_json()  # compact, keys sorted (LLMRequest.params_json)
-        self.prompt_json = "[" + ", ".join(map(_message_json, req.messages)) + "]"  # always valid UTF-8 JSON
+        self.prompt_json = json.dumps(
+            [{"role": m.role, "content": clean_text(m.content, 200_000).text} for m in req.messages],
+            ensure_ascii=False,
+        )  # always valid UTF-8 JSON
 
     def __getstate__(self) -> tuple[str, dict[str, Any], str, str]:
         return self.request_id, self.metadata, self.params_json, self.prompt_json
 
     def __setstate__(self, state: tuple[str, dict[str, Any], str, str]) -> None:
         self.request_id, self.metadata, self.params_json, self.prompt_json = state
-
-
-#: The JSON of recent first messages (a run's system prompt is the same for every call), bounded.
-_HEADS: dict[tuple[str, str], str] = {}
-
-
-def _message_json(m: Any) -> str:
-    """One message of the ``prompt`` column: ``json.dumps`` of the list is ``"[" + ", ".join(these) + "]"``,
-    so each message is written on its own and a run's shared system prompt once, not per call."""
-    key = (m.role, m.content)
-    got = _HEADS.get(key)
-    if got is None:
-        got = json.dumps({"role": m.role, "content": clean_text(m.content, 200_000).text}, ensure_ascii=False)
-        if m.role == "system":
-            if len(_HEADS) >= 64:
-                _HEADS.clear()
-            _HEADS[key] = got
-    return got
 
 
 def rendered_calls(calls: list[tuple[str, Any, LLMResult, str]]) -> list[tuple[str, Any, LLMResult, str]]:

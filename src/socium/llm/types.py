@@ -11,7 +11,7 @@ import json
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field
 
 try:
     import orjson as _orjson
@@ -47,22 +47,6 @@ class ChatMessage(BaseModel):
     content: str = Field(description="The turn's text.")
 
 
-class _SchemaText:
-    """A request's schema (the object) and its sorted orjson bytes, kept by :meth:`LLMRequest.schema_text`
-    (the schema object is held to tell a replaced schema from the one written). A cache, so equal to
-    any other or none: two requests compare equal whether or not either was keyed."""
-
-    __slots__ = ("schema", "text")
-
-    def __init__(self, schema: Any, text: bytes | None) -> None:
-        self.schema, self.text = schema, text
-
-    def __eq__(self, other: object) -> bool:
-        return other is None or isinstance(other, _SchemaText)
-
-    __hash__ = None  # type: ignore[assignment]
-
-
 class LLMRequest(BaseModel):
     """One generation asked of a backend."""
 
@@ -80,7 +64,6 @@ class LLMRequest(BaseModel):
         default_factory=dict,
         description="Trace context (step, agent_id, perspective, ...); never part of the cache key.",
     )
-    _schema_text: _SchemaText | None = PrivateAttr(None)  # a cache, not part of the request's value
 
     def cache_key(self, model: str = "") -> str:
         """Hash of everything that determines the answer, so reruns and replays find the same entry.
@@ -88,10 +71,6 @@ class LLMRequest(BaseModel):
         ``request_id`` and ``metadata`` are left out on purpose: the same prompt asked by another
         agent or at another step is the same question to the model.
         """
-        if _orjson is not None:
-            fast = _fast_key_hash(model, self)
-            if fast is not None:
-                return fast
         text = _fast_key_text(model, self) if _orjson is not None else None
         if text is None:
             payload = {
@@ -124,7 +103,7 @@ class LLMRequest(BaseModel):
         writes them. Before, the column had json's default ``", "`` and ``": "`` separators: read it as
         JSON, not as text.
         """
-        schema = self.schema_text() if _orjson is not None else None
+        schema = _fast_schema(self.json_schema) if _orjson is not None else None
         if schema is None or not schema.isascii() or b"\x7f" in schema:  # json escapes DEL too
             return json.dumps(self.params(), sort_keys=True, separators=(",", ":"))
         return b"".join(
@@ -140,14 +119,6 @@ class LLMRequest(BaseModel):
                 b"}",
             )
         ).decode("ascii")
-
-    def schema_text(self) -> bytes | None:
-        """:func:`_fast_schema` of this request's schema, written once (the cache key and the call log's
-        ``params`` both need it: ~10 us per action schema each time)."""
-        memo = self._schema_text
-        if memo is None or memo.schema is not self.json_schema:
-            memo = self._schema_text = _SchemaText(self.json_schema, _fast_schema(self.json_schema))
-        return memo.text
 
 
 _ORJSON_STRICT = (
@@ -170,7 +141,7 @@ def _scalar(v: Any) -> bytes:
         return b"%d" % v
     if v is None:
         return b"null"
-    if type(v) is float and math.isfinite(v):  # json writes float.__repr__ (8 us through json.dumps)
+    if type(v) is float and math.isfinite(v):  # json writes float.__repr__; json.dumps took ~7 us of a key
         return float.__repr__(v).encode("ascii")
     return json.dumps(v).encode("ascii")  # floats as Python's repr writes them, as json does
 
@@ -202,7 +173,7 @@ def _fast_key_text(model: str, req: LLMRequest) -> bytes | None:
     The top-level scalars are written here as json writes them. tests/test_llm/test_llm_cache_replay.py
     compares the two on hostile text and thousands of floats.
     """
-    schema = req.schema_text()
+    schema = _fast_schema(req.json_schema)
     if schema is None:
         return None
     try:
@@ -227,60 +198,6 @@ def _fast_key_text(model: str, req: LLMRequest) -> bytes | None:
             b"}",
         )
     )
-
-
-#: sha256 states after a cache key's text up to and including its first message, per (max_tokens, role,
-#: content): the shared system prompt is hashed once, not once per call (see :func:`_fast_key_hash`).
-_HEADS: dict[tuple[int, str, str], Any] = {}
-_HEADS_MAX = 64
-
-
-def _fast_key_hash(model: str, req: LLMRequest) -> str | None:
-    """``sha256(_fast_key_text(model, req)).hexdigest()`` without hashing the first message again.
-
-    Why: the key's text opens with ``max_tokens`` and the system prompt, the same for every agent of
-    a run (a few KB); sha256 of it was ~half a key's cost. SHA-256 reads its input in order, so the
-    state after that shared head is kept and copied per call; the bytes hashed are the same (the
-    first message is written by orjson alone, as inside the list). None where the fast text is.
-    """
-    if not req.messages or type(req.max_tokens) is not int:
-        return None
-    schema = req.schema_text()
-    if schema is None:
-        return None
-    first = req.messages[0]
-    try:
-        head_key = (req.max_tokens, first.role, first.content)
-        head = _HEADS.get(head_key)
-        if head is None:
-            head = hashlib.sha256(
-                b'{"max_tokens":%d,"messages":[' % req.max_tokens + _orjson.dumps([first.role, first.content])
-            )
-            if len(_HEADS) >= _HEADS_MAX:
-                _HEADS.clear()
-            _HEADS[head_key] = head
-        rest = _orjson.dumps([[m.role, m.content] for m in req.messages[1:]])
-        name = _orjson.dumps(model)
-    except TypeError:
-        return None
-    h = head.copy()
-    h.update(
-        b"".join(
-            (
-                b"," + rest[1:] if len(rest) > 2 else b"]",
-                b',"model":',
-                name,
-                b',"schema":',
-                schema,
-                b',"seed":',
-                _scalar(req.seed),
-                b',"temperature":',
-                _scalar(req.temperature),
-                b"}",
-            )
-        )
-    )
-    return h.hexdigest()
 
 
 class LLMResult(BaseModel):
