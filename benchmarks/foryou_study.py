@@ -24,9 +24,9 @@ every original), the share of exposures to others' posts whose author the viewer
 from the follow graph, not the recommender's label), the share of exposures between the two camps
 (cross-stance; polarisation only), the Gini of impressions per author (and per post), and each world's
 own outcome (polarisation: change of the camp gap; herding: crowd score of up-treated minus control
-items). Intervals: the seed is the unit; 95% t interval over seeds (none below 3 seeds), clipped to the
-measure's range (shares and Gini to [0, 1], sizes to >= 1): clipping keeps every true value the
-unclipped interval covered, so coverage is not reduced.
+items). Intervals: the seed is the unit (each seed is its own world and run); 95% intervals by the
+project's one policy (:mod:`socium.core.intervals`): percentile bootstrap of the mean over seeds for a
+non-negative measure (shares and Gini stay in [0, 1]), t for a signed one, none below 3 seeds.
 
     nice -n 19 python benchmarks/foryou_study.py --out runs/results/foryou-study          # run + tables
     python benchmarks/foryou_study.py --from-json runs/results/foryou-study/study.json --figures docs/img
@@ -46,9 +46,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from socium.config.loading import load_config
+from socium.core.intervals import mean_interval, nonnegative_interval
 from socium.experiments.designs.scale import herding_effects, herding_items, polarisation_effects, stances
 from socium.experiments.opinions.herding import HerdingSpec, herding_configs
 from socium.experiments.opinions.polarisation import PolarisationSpec, run_polarisation
@@ -66,7 +66,7 @@ EMBEDDED = {"x", "foryou"}  # recommenders that take an embedder: hashing here
 HERD_RULE = {"kind": "random", "p_like": 0.18, "p_dislike": 0.01, "p_post": 0.0, "p_repost": 0.0}
 POL_RULE = {"kind": "bounded_confidence", "epsilon": 0.3, "mu": 0.3, "p_post": 0.1}
 MINUTES = 150
-# measure -> (label, lower bound, upper bound): the range an interval is clipped to
+# measure -> (label, lower bound, upper bound): its range; a negative lower bound makes it signed (t interval)
 MEASURES: dict[str, tuple[str, float, float]] = {
     "cascade_mean": ("mean cascade size", 1.0, math.inf),
     "cascade_max": ("largest cascade", 1.0, math.inf),
@@ -79,12 +79,13 @@ MEASURES: dict[str, tuple[str, float, float]] = {
     "herd_up": ("crowd score, up - control", -math.inf, math.inf),
     "votes_per_item": ("crowd votes per item", 0.0, math.inf),
     "depth_mean": ("mean cascade depth", 0.0, math.inf),
+    "t_half": ("minutes to half the final size", 0.0, math.inf),
 }
 TABLE = {  # the columns each world's table shows (every measure is in study.json)
     "quickstart": ["cascade_mean", "cascade_max", "oon", "gini_author", "gini_post"],
     "polarisation": ["oon", "cross", "gini_author", "pol_gap", "exposures"],
     "herding": ["oon", "gini_post", "herd_up", "votes_per_item", "exposures"],
-    "propagation": ["cascade_mean", "depth_mean", "cascade_max", "oon", "gini_author"],
+    "propagation": ["cascade_mean", "depth_mean", "t_half", "oon", "gini_author"],
 }
 
 
@@ -219,8 +220,12 @@ def propagation(kind: str, seed: int, out: Path, a: argparse.Namespace) -> dict[
     }
     owned = {"population": {"source": "oasis_csv", "path": str(pop.resolve())}, "graph": {"kind": "profiles"}}
     cfg = build_config(run_defaults("foryou-study-propagation"), base, {**owned, "seed_posts": roots}, "study")
-    m = measure(run_config(cfg, out / "run").run_dir)
+    run = run_config(cfg, out / "run").run_dir
+    m = measure(run)
     m["cascades"], m["agents"] = picked, len(rows)
+    with open_run(run) as con:  # seed posts are applied first: source r is post r
+        halves = [float(np.median(C.cascade_events(con, r)[1])) for r in range(len(picked))]
+    m["t_half"] = float(np.mean(halves))  # minutes until half of a source's final cascade had reshared
     return m
 
 
@@ -250,16 +255,12 @@ RUNNERS = {"quickstart": quickstart, "polarisation": polarisation, "herding": he
 
 
 # ---- intervals and tables --------------------------------------------------------------------------
-def interval(values: Sequence[float | None], lo: float, hi: float) -> dict[str, Any]:
-    """Mean over seeds with a 95% t interval (n >= 3), clipped to [lo, hi]; None values are left out."""
-    v = np.array([float(x) for x in values if x is not None and not math.isnan(float(x))])
-    if len(v) == 0:
-        return {"mean": None, "lo": None, "hi": None, "n": 0}
-    m = float(v.mean())
-    if len(v) < 3:
-        return {"mean": m, "lo": None, "hi": None, "n": len(v)}
-    half = float(stats.t.ppf(0.975, len(v) - 1)) * float(v.std(ddof=1)) / math.sqrt(len(v))
-    return {"mean": m, "lo": max(lo, m - half), "hi": min(hi, m + half), "n": len(v)}
+def interval(values: Sequence[float | None], signed: bool) -> dict[str, Any]:
+    """Mean over seeds with its 95% interval by the project's one policy (socium.core.intervals): a t
+    interval for a signed quantity, a percentile bootstrap of the mean (never outside the values' range,
+    so shares stay in [0, 1]) for a non-negative one; none below 3 seeds; None values are left out."""
+    iv = mean_interval(values) if signed else nonnegative_interval(values)
+    return {"mean": iv.estimate, "lo": iv.low, "hi": iv.high, "n": iv.n, "method": iv.method}
 
 
 def summarise(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
@@ -270,9 +271,9 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, dict[
     for world, cells in out.items():
         for kind in cells:
             rs = [r for r in runs if r["world"] == world and r["kind"] == kind]
-            for key, (_, lo, hi) in MEASURES.items():
-                cells[kind][key] = interval([r["m"].get(key) for r in rs], lo, hi)
-            cells[kind]["wall_s"] = interval([r["wall_s"] for r in rs], 0, math.inf)
+            for key, (_, lo, _hi) in MEASURES.items():
+                cells[kind][key] = interval([r["m"].get(key) for r in rs], signed=lo < 0)
+            cells[kind]["wall_s"] = interval([r["wall_s"] for r in rs], signed=False)
     return out
 
 
@@ -292,12 +293,51 @@ def print_tables(study: dict[str, Any]) -> None:
     for world in (w for w in WORLDS if w in summary):
         cols = TABLE[world]
         seeds = sorted({r["seed"] for r in study["runs"] if r["world"] == world})
-        print(f"\n**{world}** (n = {len(seeds)} seeds: {seeds}; mean [95% t interval over seeds, clipped to range])\n")
+        print(
+            f"\n**{world}** (n = {len(seeds)} seeds: {seeds}; mean [95% interval over seeds: bootstrap, "
+            "signed measures t])\n"
+        )
         print("| recsys | " + " | ".join(MEASURES[c][0] for c in cols) + " | wall s per run |")
         print("|---" * (len(cols) + 2) + "|")
         for kind, cell in summary[world].items():
             wall = cell["wall_s"]["mean"]
             print(f"| {kind} | " + " | ".join(fmt(cell[c], c) for c in cols) + f" | {wall:.1f} |")
+        rs = [r for r in study["runs"] if r["world"] == world]
+        print(
+            f"\nload average over these runs: {min(r['load'][0] for r in rs):.1f}-{max(r['load'][1] for r in rs):.1f}"
+        )
+        print_paired(study["runs"], world, [c for c in cols if c != "exposures"])
+
+
+PAIRS = tuple((a, b) for b in ("x", "chronological", "random") for a in ("foryou", "x", "reddit_hot") if a != b)
+
+
+def paired(runs: list[dict[str, Any]], world: str, a: str, b: str, key: str) -> dict[str, Any]:
+    """Mean of (a - b) over the seeds both ran, with a t interval: the same seed is the same world."""
+    by = {(r["kind"], r["seed"]): r["m"].get(key) for r in runs if r["world"] == world}
+    seeds = sorted({s for k, s in by if k == a} & {s for k, s in by if k == b})
+    d = [by[(a, s)] - by[(b, s)] for s in seeds if by[(a, s)] is not None and by[(b, s)] is not None]
+    return interval(d, signed=True)
+
+
+def print_paired(runs: list[dict[str, Any]], world: str, cols: list[str]) -> None:
+    kinds = {r["kind"] for r in runs if r["world"] == world}
+    pairs = [(a, b) for a, b in PAIRS if a in kinds and b in kinds]
+    print("\n| paired by seed (t) | " + " | ".join(MEASURES[c][0] for c in cols) + " |")
+    print("|---" * (len(cols) + 1) + "|")
+    for a, b in pairs:
+        cells = []
+        for c in cols:
+            ci = paired(runs, world, a, b, c)
+            f = "{:+.1f}" if ci["mean"] is not None and abs(ci["mean"]) >= 10 else "{:+.3f}"
+            if ci["mean"] is None:
+                cells.append("n/a")
+            elif ci["lo"] is None:
+                cells.append(f.format(ci["mean"]) + f" (n={ci['n']}, no CI)")
+            else:
+                cells.append(f"{f.format(ci['mean'])} [{f.format(ci['lo'])}, {f.format(ci['hi'])}]")
+        if any(c != "n/a" for c in cells):  # chronological in a world without follows showed nothing
+            print(f"| {a} - {b} | " + " | ".join(cells) + " |")
 
 
 # ---- main ------------------------------------------------------------------------------------------
@@ -317,7 +357,6 @@ def run_study(a: argparse.Namespace) -> dict[str, Any]:
         args={k: v for k, v in vars(a).items() if k not in ("from_json", "figures")},
     )
     study.setdefault("load", []).append(load())
-    t_all = time.perf_counter()
     for world in a.worlds:
         kinds = [*a.kinds, *(["random"] if world == "herding" and "random" not in a.kinds else [])]
         for seed in a.seeds:
@@ -333,7 +372,7 @@ def run_study(a: argparse.Namespace) -> dict[str, Any]:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps(study, indent=1))  # after every run: an interrupted study resumes
     study["load"].append(load())
-    study["wall_s"] = study.get("wall_s", 0.0) + time.perf_counter() - t_all
+    study["wall_s"] = sum(r["wall_s"] for r in study["runs"])  # the runs' own time, not a re-measure's
     path.write_text(json.dumps(study, indent=1))
     return study
 
@@ -352,7 +391,7 @@ def main() -> None:
     ap.add_argument("--figures", help="folder to write the study's PNG figures to")
     a = ap.parse_args()
     study = json.loads(Path(a.from_json).read_text()) if a.from_json else run_study(a)
-    print(f"\nforyou study: {study['machine']}; load {study['load']}; wall {study.get('wall_s', 0):.0f} s")
+    print(f"\nforyou study: {study['machine']}; {study.get('wall_s', 0):.0f} s of runs (sum of per-run wall times)")
     print_tables(study)
     if a.figures:
         from foryou_study_plots import draw  # lazy: matplotlib only when figures are asked for

@@ -71,6 +71,8 @@ def _panel(ax: Any, runs: list[dict[str, Any]], summary: dict[str, Any], world: 
     ax.grid(axis="x", alpha=0.3)
     if key in UNIT_RANGE:
         ax.set_xlim(-0.03, 1.03)
+    if key == "cross":  # two equal camps mixed at random: half of all exposures cross
+        ax.axvline(0.5, color="0.5", ls="--", lw=0.8)
     return None
 
 
