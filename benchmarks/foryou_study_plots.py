@@ -92,7 +92,7 @@ def measures_figure(study: dict[str, Any], summary: dict[str, Any], path: Path) 
             elif ax.get_yticks().size:
                 ax.tick_params(axis="y", labelsize=8)
     fig.suptitle(
-        "The same worlds under four feeds: mean (tick), 95% t interval over seeds (bar), each seed (dots); "
+        "The same worlds under four feeds: mean (tick), 95% bootstrap interval over seeds (bar), each seed (dots); "
         "rule-based agents",
         fontsize=11,
     )
@@ -129,7 +129,7 @@ def ccdf_figure(study: dict[str, Any], path: Path) -> Path:
 
 
 def outcomes_figure(study: dict[str, Any], summary: dict[str, Any], path: Path) -> Path:
-    """Each opinion world's own outcome per recommender, against 0 (no effect)."""
+    """Each opinion world's own outcome per recommender (95% t interval over seeds), against 0 (no effect)."""
     gap = "change of the camp gap (mean of the + camp minus mean of the\n- camp), last survey minus assigned stances"
     herd = "crowd score of up-treated minus control items\n(score-blind voters: no herding in the agents)"
     panels = [("polarisation", "pol_gap", gap), ("herding", "herd_up", herd)]
