@@ -5,11 +5,11 @@ the driver in :mod:`socium.simulator.ray_executor`); what it promises the driver
 
 The stop protocol (issue 36 item 16). A step's LLM calls reach the trace only through the driver, and a
 stopped driver (SIGTERM, Ctrl-C, an error in another shard) used to lose those made inside actors: 48 of
-1,419 requests a server received were in no trace, and a first salvage (``ray.cancel`` the shards, then
-ask each actor for its calls) still lost 6-16 of ~16 per stop. Measured why: ``ray.cancel`` drops the
-result of a ``decide`` that had already finished when the cancel reached it (its decisions carried the
-calls), and a shard that finished while the driver was unwinding was never read. Now each ``decide``
-carries its batch number and nothing is cancelled from outside:
+1,419 requests a server received were in no trace, and a first salvage (``ray.cancel`` the shards, then ask
+each actor for its calls) still lost 6-18 requests in each of 10 drill stops (``benchmarks/drill_ray_signal.py``).
+Measured why: the calls of shards already read were looked for in ``Decision.meta`` (they travel in
+``Decision.calls``), and ``ray.cancel`` drops the result of a ``decide`` that finished before the cancel
+reached it, calls included. Now each ``decide`` carries its batch number and nothing is cancelled from outside:
 
 - the driver sends :meth:`ShardActor.stop` with the batch number to every actor still deciding, then
   reads every pending ``decide`` (a bounded wait);
