@@ -16,7 +16,8 @@ from socium.experiments.designs.compare import run_compare
 from socium.experiments.intervention.study import InterventionSpec, run_intervention
 from socium.experiments.opinions.herding import HerdingSpec, run_herding
 from socium.experiments.opinions.polarisation import PolarisationSpec, run_polarisation
-from socium.experiments.propagation.study import PropagationSpec, run_propagation
+from socium.experiments.propagation.spec import PropagationSpec
+from socium.experiments.propagation.study import run_propagation
 from socium.experiments.spec import ExperimentSpec, load_spec_data, parse_spec
 from socium.trace.rundir import check_out_path, default_out
 
