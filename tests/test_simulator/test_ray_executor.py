@@ -20,7 +20,7 @@ from socium.config.loading import config_from_dict
 from socium.core.contracts import Observation
 from socium.llm.fake_server import FakeOpenAIServer, FakeReply, default_responder
 from socium.simulator.executors import InProcessExecutor, make_executor
-from socium.simulator.ray_executor import shard_urls
+from socium.simulator.ray_actor import shard_urls
 from socium.simulator.simulation import Simulation
 from socium.testing.fake_policies import SleepyPolicy
 from socium.trace.store import VOLATILE, check_no_duplicates, trace_digest

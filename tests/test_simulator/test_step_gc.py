@@ -97,7 +97,8 @@ def test_middle_collection_waits_for_the_end_of_the_step(thresholds):
 
 def test_ray_actor_decides_with_raised_thresholds(thresholds):
     pytest.importorskip("ray")
-    from socium.simulator.ray_executor import ActorContext, ShardActor, pack_observations, unpack_decisions
+    from socium.simulator.ray_actor import ActorContext, ShardActor
+    from socium.simulator.ray_wire import pack_observations, unpack_decisions
 
     seen: list[tuple[int, int, int]] = []
 

@@ -57,9 +57,9 @@ from socium.config.executor import ExecutorConfig
 from socium.core.contracts import Decision, Observation
 from socium.core.policy import Policy, PolicyCapabilities, capabilities_of
 from socium.simulator.executors import ExecutorError
-from socium.simulator.ray_actor import ActorContext, RemoteShardActor, ShardActor, ShardAnswer, shard_urls
+from socium.simulator.ray_actor import ActorContext, RemoteShardActor, ShardAnswer, shard_urls
 from socium.simulator.ray_start import start_ray
-from socium.simulator.ray_wire import pack_decisions, pack_observations, unpack_decisions, unpack_observations
+from socium.simulator.ray_wire import pack_observations, unpack_decisions
 
 log = logging.getLogger(__name__)
 
@@ -316,16 +316,4 @@ def _concat(batches: list[Any]) -> Any:
     return pa.concat_tables(tables, promote_options="default")
 
 
-__all__ = [
-    "ActorContext",
-    "ExecutorError",
-    "RayExecutor",
-    "ShardActor",
-    "ShardAnswer",
-    "connect",
-    "pack_decisions",
-    "pack_observations",
-    "shard_urls",
-    "unpack_decisions",
-    "unpack_observations",
-]
+__all__ = ["RayExecutor", "connect"]
