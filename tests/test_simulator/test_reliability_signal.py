@@ -10,13 +10,16 @@ request it receives, is stopped mid-step, and is resumed until its call budget s
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -58,20 +61,38 @@ def _socium(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
 
 
-def _stop_mid_step(proc: subprocess.Popen[str], srv: FakeOpenAIServer, sig: int, after: int) -> str:
-    """Send ``sig`` just after a request arrived (its answer is 0.3 s away: the step is in flight)."""
+class HoldingServer(FakeOpenAIServer):
+    """Answers as usual until ``hold_after`` requests came, then holds every later answer until ``release``
+    is set: a signal sent while it holds lands mid-step by construction. (Sent "just after a request
+    arrived, its answer 0.3 s away", a loaded machine could let the step finish before the signal.)"""
+
+    def __init__(self, hold_after: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.hold_after = hold_after
+        self.release = threading.Event()
+        self.held = 0  # answers being held now (server loop only)
+
+    async def _decode(self, delay: float) -> None:
+        if self.n_requests > self.hold_after:
+            self.held += 1
+            while not self.release.is_set() and not self._stopping:
+                await asyncio.sleep(0.01)
+            self.held -= 1
+        await super()._decode(delay)
+
+
+def _stop_mid_step(proc: subprocess.Popen[str], srv: HoldingServer, sig: int) -> str:
+    """Send ``sig`` while the server holds answers (the step is in flight), then let the server answer again."""
     deadline = time.monotonic() + 240
     try:
-        while True:
+        while srv.held == 0:
             assert proc.poll() is None, proc.communicate()[0]
             assert time.monotonic() < deadline, "the run never reached the server"
-            before = srv.n_requests
             time.sleep(0.02)
-            if before >= after and srv.n_requests > before:
-                break
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=120)
     finally:
+        srv.release.set()
         if proc.poll() is None:
             proc.kill()
             proc.wait()
@@ -93,9 +114,9 @@ def _calls(run_dir: Path) -> tuple[int, int, list[dict], int]:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_mid_step_leaves_every_request_in_the_trace_and_the_budget(tmp_path, sig):
     out = tmp_path / "run"
-    with FakeOpenAIServer(delay_s=0.3) as srv:
+    with HoldingServer(hold_after=30, delay_s=0.3) as srv:
         cfg = _config(tmp_path, srv.base_url)
-        log = _stop_mid_step(_socium(str(cfg), "--out", str(out)), srv, sig, after=30)
+        log = _stop_mid_step(_socium(str(cfg), "--out", str(out)), srv, sig)
         received = srv.n_requests
         attempts, cut, meta, last = _calls(out)
         assert "stopped after step" in log and "Traceback" not in log, log
