@@ -80,6 +80,14 @@ class HoldingServer(FakeOpenAIServer):
             self.held -= 1
         await super()._decode(delay)
 
+    def received(self, limit_s: float = 60.0) -> int:
+        """Requests received, once every connection has ended: a request the stopped run wrote just before
+        it died may still be in the socket, read later by this (loaded) server thread."""
+        end = time.monotonic() + limit_s
+        while self._handlers and time.monotonic() < end:
+            time.sleep(0.02)
+        return self.n_requests
+
 
 def _stop_mid_step(proc: subprocess.Popen[str], srv: HoldingServer, sig: int) -> str:
     """Send ``sig`` while the server holds answers (the step is in flight), then let the server answer again."""
@@ -117,19 +125,21 @@ def test_a_signal_mid_step_leaves_every_request_in_the_trace_and_the_budget(tmp_
     with HoldingServer(hold_after=30, delay_s=0.3) as srv:
         cfg = _config(tmp_path, srv.base_url)
         log = _stop_mid_step(_socium(str(cfg), "--out", str(out)), srv, sig)
-        received = srv.n_requests
+        received = srv.received()
         attempts, cut, meta, last = _calls(out)
         assert "stopped after step" in log and "Traceback" not in log, log
         assert received < BUDGET  # stopped by the signal, not the budget
-        # every request the server received is a call-log row: the answered ones and those cut off
-        assert attempts == received, log
+        # every request the server received is a call-log row: the answered ones and those cut off. A call cut
+        # while it was still being sent is logged (and budgeted) though the server never read it, so the log
+        # may hold more than the server saw, but only among the cut calls (the signal lands mid-burst here)
+        assert received <= attempts <= received + cut, log
         assert cut > 0  # the signal came while requests were in flight
         assert {m["aborted_step"] for m in meta} == {last + 1}  # logged as the uncommitted step's calls
         # the resumed run's budget starts from the trace: the server never answers more than the budget
         resumed = _socium("--resume", "--out", str(out))
         rest, _ = resumed.communicate(timeout=300)
         assert resumed.returncode == 3 and "call budget" in rest, rest
-        assert srv.n_requests <= BUDGET, rest
+        assert srv.received() <= BUDGET, rest
         assert _calls(out)[0] == srv.n_requests
 
 
