@@ -140,7 +140,8 @@ def test_a_signal_mid_step_leaves_every_request_in_the_trace_and_the_budget(tmp_
         rest, _ = resumed.communicate(timeout=300)
         assert resumed.returncode == 3 and "call budget" in rest, rest
         assert srv.received() <= BUDGET, rest
-        assert _calls(out)[0] == srv.n_requests
+        # the resumed run's calls all reached the server: the only excess is the cut calls the first run never sent
+        assert _calls(out)[0] - srv.n_requests == attempts - received
 
 
 def test_unrecorded_interviews_go_to_the_side_log_and_count_against_the_budget(tmp_path) -> None:
