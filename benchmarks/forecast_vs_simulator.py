@@ -33,8 +33,8 @@ The cascades, the fit and its speed prior come through the public :mod:`socium.f
 of the registered ``oasis`` set, the CV's 134 in the CV's order; ``fit``; a fit file read back with
 ``load_fit``, so ``cascade_sigma`` is the fit file's and never a silent 0); ``--cascades`` is the quick
 look's limit. What it compares lies below that API on purpose: the forecast's numpy sampler
-(``propagation.forecast``) against the simulator (``propagation.simcheck`` / ``simforecast``), on the CV's
-own fold split (``cv.train_and_held``).
+(``propagation.forecast.forecast``) against the simulator (``propagation.sim.simcheck`` / ``simforecast``), on
+the CV's own fold split (``propagation.cv.cv.train_and_held``).
 """
 
 from __future__ import annotations
@@ -50,15 +50,15 @@ import yaml
 
 from socium import forecast as fc
 from socium.core.rng import component_rng
-from socium.experiments.propagation import forecast as F
 from socium.experiments.propagation.counterfactual import apply_arm
-from socium.experiments.propagation.curves import nrmse
-from socium.experiments.propagation.cv import train_and_held
-from socium.experiments.propagation.forecast import window_nrmse
-from socium.experiments.propagation.population import earliest_users, subtree_curves
-from socium.experiments.propagation.realcascades import CascadeTree
-from socium.experiments.propagation.simcheck import Events, events_curves, max_z, on_step_grid, simulate_calibrated
-from socium.experiments.propagation.simforecast import draw_shifts, grid_prefix, simulate_forecast
+from socium.experiments.propagation.cv.cv import train_and_held
+from socium.experiments.propagation.data.curves import nrmse
+from socium.experiments.propagation.data.realcascades import CascadeTree
+from socium.experiments.propagation.forecast import forecast as F
+from socium.experiments.propagation.forecast.forecast import window_nrmse
+from socium.experiments.propagation.sim.population import earliest_users, subtree_curves
+from socium.experiments.propagation.sim.simcheck import Events, events_curves, max_z, on_step_grid, simulate_calibrated
+from socium.experiments.propagation.sim.simforecast import draw_shifts, grid_prefix, simulate_forecast
 from socium.simulator.timing import TimingParams
 from socium.trace.queries.curves import cascade_curves_from_events, node_depths
 
