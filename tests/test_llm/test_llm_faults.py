@@ -80,9 +80,11 @@ def test_every_fault_mixed_behind_retries_every_request_gets_its_answer() -> Non
     assert all(r.ok and r.text == "This is a fake completion." for r in results), [r.error for r in results if not r.ok]
     injected = sum(srv.injected.values())
     assert set(srv.injected) == set(FAULT_KINDS)  # every kind was served at least once
-    # every attempt reached the server; each fault cost one (a slow answer none, unless the loaded
-    # machine made it miss the deadline: then it was retried too)
-    assert sum(r.attempts for r in results) == len(srv.requests) >= n + injected - srv.injected["slow"]
+    # every fault the server served cost one more attempt (a slow answer none, unless the loaded machine
+    # made it miss the deadline: then it was retried too), and the client sent no attempt it did not count.
+    # Not "==": at load 23 an attempt whose deadline passed before the starved server thread read it was
+    # counted by the client and never received (392 attempts, 386 received)
+    assert sum(r.attempts for r in results) >= len(srv.requests) >= n + injected - srv.injected["slow"]
     # Retry-After: 86400 was capped at max_delay_s: the whole batch took minutes at most, not a day (seconds
     # on a quiet machine; the bound is loose so that a loaded one passes too)
     assert elapsed < 120
