@@ -131,3 +131,21 @@ def test_a_stop_lost_in_a_callback_that_cannot_raise_still_ends_the_loop(capsys)
         loop.close()
     assert info.value.signum == signal.SIGTERM
     assert "Exception ignored" not in capsys.readouterr().err
+
+
+def test_the_traceback_cython_prints_before_losing_a_stop_is_quiet(capsys) -> None:
+    """uvloop's callbacks are Cython ``noexcept``: a stop raised there is first printed through
+    ``sys.excepthook`` (a traceback in the run's log, seen under load), then handed to the unraisable hook."""
+    import sys
+
+    from socium.cli.signals import Stopped, stop_on_signals
+
+    with stop_on_signals():
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        except Stopped as exc:
+            sys.excepthook(type(exc), exc, exc.__traceback__)  # what Cython's PyErr_PrintEx does with it
+        sys.excepthook(ValueError, ValueError("real"), None)  # anything else is printed as always
+    err = capsys.readouterr().err
+    assert "Stopped" not in err and "SIGINT" not in err and "ValueError: real" in err

@@ -54,7 +54,7 @@ def stop_on_signals() -> Iterator[None]:
         got.append(signum)
         raise Stopped(signum)
 
-    previous_hook = sys.unraisablehook
+    previous_hook, previous_excepthook = sys.unraisablehook, sys.excepthook
 
     def unraisable(args: Any) -> None:
         """A stop raised where no exception can leave (uvloop's C callbacks, such as the one that hands
@@ -70,6 +70,12 @@ def stop_on_signals() -> Iterator[None]:
         except RuntimeError:  # no loop here: the stop is lost where it was raised; say so as before
             previous_hook(args)
 
+    def excepthook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        """Cython prints such a stop's traceback (``sys.excepthook``) before it hands it to the unraisable
+        hook: quiet after a signal, since the run ends with its own line."""
+        if not (got and isinstance(value, KeyboardInterrupt)):
+            previous_excepthook(kind, value, tb)
+
     try:
         for s in sigs:
             old[s] = signal.signal(s, handler)
@@ -77,7 +83,7 @@ def stop_on_signals() -> Iterator[None]:
         restore()
         old.clear()
     if old:
-        sys.unraisablehook = unraisable
+        sys.unraisablehook, sys.excepthook = unraisable, excepthook
     try:
         yield
     except Stopped:
@@ -89,4 +95,4 @@ def stop_on_signals() -> Iterator[None]:
     finally:
         restore()
         if old:
-            sys.unraisablehook = previous_hook
+            sys.unraisablehook, sys.excepthook = previous_hook, previous_excepthook
