@@ -34,7 +34,7 @@ of the registered ``oasis`` set, the CV's 134 in the CV's order; ``fit``; a fit 
 ``load_fit``, so ``cascade_sigma`` is the fit file's and never a silent 0); ``--cascades`` is the quick
 look's limit. What it compares lies below that API on purpose: the forecast's numpy sampler
 (``propagation.forecast.forecast``) against the simulator (``propagation.sim.simcheck`` / ``simforecast``), on
-the CV's own fold split (``propagation.cv.cv.train_and_held``).
+the CV's own fold split (``propagation.data.folds.train_and_held``).
 """
 
 from __future__ import annotations
@@ -51,12 +51,11 @@ import yaml
 from socium import forecast as fc
 from socium.core.rng import component_rng
 from socium.experiments.propagation.counterfactual import apply_arm
-from socium.experiments.propagation.cv.cv import train_and_held
 from socium.experiments.propagation.data.curves import nrmse
-from socium.experiments.propagation.data.realcascades import CascadeTree
+from socium.experiments.propagation.data.folds import train_and_held
+from socium.experiments.propagation.data.realcascades import CascadeTree, earliest_users, subtree_curves
 from socium.experiments.propagation.forecast import forecast as F
 from socium.experiments.propagation.forecast.forecast import window_nrmse
-from socium.experiments.propagation.sim.population import earliest_users, subtree_curves
 from socium.experiments.propagation.sim.simcheck import Events, events_curves, max_z, on_step_grid, simulate_calibrated
 from socium.experiments.propagation.sim.simforecast import draw_shifts, grid_prefix, simulate_forecast
 from socium.simulator.timing import TimingParams
