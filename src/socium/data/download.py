@@ -167,7 +167,7 @@ class Watch:
         self.deadline = time.monotonic() + deadline_s
         self.mirror = mirror
         self.reason: str | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: Ctrl-C's handler cancels from the main thread
         self._active: set[requests.Response] = set()
         self._dead: dict[str, DownloadError] = {}
         self._stalls: Counter[str] = Counter()

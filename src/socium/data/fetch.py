@@ -22,12 +22,15 @@ from __future__ import annotations
 import os
 import queue
 import re
+import signal
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import filelock
 import platformdirs
@@ -160,17 +163,22 @@ def _run_all(files: list[RemoteFile], work: Callable[[RemoteFile], None], worker
     # Waiting on a semaphore, not Thread.join: a join interrupted by Ctrl-C can mark a live thread as
     # stopped (CPython 3.11's bpo-45274 handling), and the wait for the cancelled workers then returned at
     # once, before they removed their temporary files.
-    for i in range(n):
-        threading.Thread(target=loop, name=f"socium-fetch-{i}", daemon=True).start()
-    finished = 0
+    # The threads are started inside the try: a Ctrl-C while they start (a loaded machine takes a while)
+    # must wait for those already downloading too, or the process ended with their temporary files left.
+    started = finished = 0
     try:
-        while finished < n:
+        for i in range(n):
+            started += 1
+            threading.Thread(target=loop, name=f"socium-fetch-{i}", daemon=True).start()
+        while finished < started:
             if done.acquire(timeout=0.2):
                 finished += 1
+            elif watch.reason == "interrupted":
+                raise KeyboardInterrupt  # the handler's own exception was lost (see _cancel_on_sigint)
     except KeyboardInterrupt:
         watch.cancel("interrupted")
         end = time.monotonic() + 3.0
-        while finished < n and done.acquire(timeout=max(0.0, end - time.monotonic())):
+        while finished < started and done.acquire(timeout=max(0.0, end - time.monotonic())):
             finished += 1
         raise
 
@@ -269,13 +277,18 @@ def _lock(target: Path, watch: Watch, say: Callable[[str], None]) -> filelock.Ba
         say(f"waiting for another `socium data fetch` into {target} to finish ...")
     except OSError as exc:
         raise DataFetchError(f"{target}: cannot lock the data folder ({exc.strerror or exc})") from exc
-    try:
-        lock.acquire(timeout=max(0.0, watch.deadline - time.monotonic()))
-    except filelock.Timeout as exc:
-        raise DataFetchError(
-            f"{target}: another `socium data fetch` held the folder past the deadline ({watch.deadline_s:.0f} s)"
-        ) from exc
-    return lock
+    while True:  # in slices, so that a Ctrl-C whose exception was lost still ends the wait
+        if watch.reason == "interrupted":
+            raise KeyboardInterrupt
+        try:
+            lock.acquire(timeout=min(0.2, max(0.0, watch.deadline - time.monotonic())))
+            return lock
+        except filelock.Timeout as exc:
+            if time.monotonic() >= watch.deadline:
+                raise DataFetchError(
+                    f"{target}: another `socium data fetch` held the folder past the deadline "
+                    f"({watch.deadline_s:.0f} s)"
+                ) from exc
 
 
 def fetch(
@@ -304,11 +317,14 @@ def fetch(
     watch = Watch(deadline, mirror=mirror or None)
     reports: list[FetchReport] = []
     try:
-        lock = _lock(target, watch, say)
-        try:
-            _fetch_all(chosen, target, watch, reports, say=say, show_progress=show_progress, workers=workers)
-        finally:
-            lock.release()
+        with _cancel_on_sigint(watch):
+            lock = _lock(target, watch, say)
+            try:
+                _fetch_all(chosen, target, watch, reports, say=say, show_progress=show_progress, workers=workers)
+            finally:
+                lock.release()
+        if watch.reason == "interrupted":  # Ctrl-C came, but its KeyboardInterrupt was lost on the way
+            raise KeyboardInterrupt
     except KeyboardInterrupt:
         watch.cancel("interrupted")
         raise FetchInterrupted(
@@ -324,6 +340,39 @@ def fetch(
         ]
         raise DataFetchError(" | ".join(parts))
     return reports
+
+
+@contextmanager
+def _cancel_on_sigint(watch: Watch) -> Iterator[None]:
+    """While the fetch runs, Ctrl-C cancels the watch itself, then raises ``KeyboardInterrupt`` as usual.
+
+    Why: Python's default handler only raises, in the main thread, wherever it happens to be; everything
+    else hung on that exception reaching ``_run_all``. Raised inside a finalizer (e.g. ``SocketIO.close``
+    of a worker's dropped response, run by a garbage collection the main thread's wait happened to trigger)
+    it is printed as "Exception ignored" and lost: nothing was cancelled and the fetch waited out the
+    stalled read (once in 7 runs under load 12: 31 s). Cancelling in the handler first means a lost
+    exception loses nothing: the workers stop at once and the main thread's waits poll ``watch.reason``.
+    The previous handler is put back at the first Ctrl-C, so a second one stops at once. Outside the main
+    thread nothing changes.
+    """
+
+    def handler(signum: int, frame: Any) -> None:
+        try:
+            watch.cancel("interrupted")
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGINT, handler) or signal.default_int_handler  # None: set from C
+    except ValueError:  # not the main thread: signals cannot be handled here
+        yield
+        return
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGINT) is handler:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _fetch_all(
