@@ -167,6 +167,9 @@ class Watch:
         self.deadline = time.monotonic() + deadline_s
         self.mirror = mirror
         self.reason: str | None = None
+        #: the main thread is in a wait that polls ``reason``: Ctrl-C then only cancels, raising nothing inside
+        #: threading's own lock handling (an exception landing there can leave a lock held for good)
+        self.polled = False
         self._lock = threading.RLock()  # re-entrant: Ctrl-C's handler cancels from the main thread
         self._active: set[requests.Response] = set()
         self._dead: dict[str, DownloadError] = {}

@@ -166,6 +166,7 @@ def _run_all(files: list[RemoteFile], work: Callable[[RemoteFile], None], worker
     # The threads are started inside the try: a Ctrl-C while they start (a loaded machine takes a while)
     # must wait for those already downloading too, or the process ended with their temporary files left.
     started = finished = 0
+    watch.polled = True
     try:
         for i in range(n):
             started += 1
@@ -174,13 +175,15 @@ def _run_all(files: list[RemoteFile], work: Callable[[RemoteFile], None], worker
             if done.acquire(timeout=0.2):
                 finished += 1
             elif watch.reason == "interrupted":
-                raise KeyboardInterrupt  # the handler's own exception was lost (see _cancel_on_sigint)
+                raise KeyboardInterrupt  # Ctrl-C, raised here rather than wherever the signal landed
     except KeyboardInterrupt:
         watch.cancel("interrupted")
         end = time.monotonic() + 3.0
         while finished < started and done.acquire(timeout=max(0.0, end - time.monotonic())):
             finished += 1
         raise
+    finally:
+        watch.polled = False
 
 
 def fetch_dataset(
@@ -352,8 +355,9 @@ def _cancel_on_sigint(watch: Watch) -> Iterator[None]:
     it is printed as "Exception ignored" and lost: nothing was cancelled and the fetch waited out the
     stalled read (once in 7 runs under load 12: 31 s). Cancelling in the handler first means a lost
     exception loses nothing: the workers stop at once and the main thread's waits poll ``watch.reason``.
-    The previous handler is put back at the first Ctrl-C, so a second one stops at once. Outside the main
-    thread nothing changes.
+    While the workers run (``watch.polled``) it raises nothing: the wait raises the KeyboardInterrupt
+    itself, never from inside a lock's acquire or release. The previous handler is put back at the first
+    Ctrl-C, so a second one stops at once. Outside the main thread nothing changes.
     """
 
     def handler(signum: int, frame: Any) -> None:
@@ -361,7 +365,8 @@ def _cancel_on_sigint(watch: Watch) -> Iterator[None]:
             watch.cancel("interrupted")
         finally:
             signal.signal(signal.SIGINT, previous)
-        raise KeyboardInterrupt
+        if not watch.polled:
+            raise KeyboardInterrupt
 
     try:
         previous = signal.signal(signal.SIGINT, handler) or signal.default_int_handler  # None: set from C
