@@ -105,7 +105,7 @@ def exact_top(
         s += bias
         return _top_keys(sort_keys(s, pos), t)
 
-    with _single_threaded_blas():  # one chunk per thread: no BLAS thread team spinning on a busy machine
+    with single_threaded_blas():  # one chunk per thread: no BLAS thread team spinning on a busy machine
         workers = min(_cpus(), len(starts), 8)
         if workers <= 1:
             parts = [one(lo) for lo in starts]
@@ -194,7 +194,7 @@ def ivf_top(
 
     todo = np.flatnonzero((np.diff(u_lo) > 0) & (np.diff(p_lo) > 0)).tolist()
     workers = max(1, min(_cpus(), len(todo) // 8, 8)) if threads is None else max(1, threads)
-    with _single_threaded_blas():  # many small products: a BLAS thread team per product only spins
+    with single_threaded_blas():  # many small products: a BLAS thread team per product only spins
         if workers == 1:
             run(todo)
         else:
@@ -210,7 +210,7 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _single_threaded_blas() -> Any:
+def single_threaded_blas() -> Any:
     """Limit BLAS to one thread per call (threadpoolctl); parallelism comes from our own threads."""
     try:
         from threadpoolctl import threadpool_limits

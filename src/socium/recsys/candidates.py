@@ -118,9 +118,12 @@ def in_network(
     by_rank = cand[best_first]
     authors = state.posts.col("author")[cand]
     order = np.argsort(authors * m + rank)  # by author, best first within
-    a_s, r_s = authors[order], rank[order]
-    lo = np.searchsorted(a_s, fol, "left")
-    c = np.minimum(np.searchsorted(a_s, fol, "right") - lo, quota)
+    r_s = rank[order]
+    # each followee's block of posts, from per-author counts: a table lookup per follow where two
+    # binary searches of random followees over the sorted authors cost ~10x more (cache misses)
+    per_author = np.bincount(authors, minlength=max(state.n_users, int(fol.max()) + 1))
+    lo = (np.cumsum(per_author) - per_author)[fol]
+    c = np.minimum(per_author[fol], quota)
     pos = np.repeat(lo - (np.cumsum(c) - c), c) + np.arange(int(c.sum()))
     key = np.sort(np.repeat(owner, c) * m + r_s[pos])
     own, rk = np.divmod(key, m)
