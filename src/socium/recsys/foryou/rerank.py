@@ -21,7 +21,8 @@ import numpy as np
 
 from socium.recsys.foryou.factors import by_row_then_score
 
-_CHUNK_ELEMS = 1 << 22  # floats per gathered batch of (users x candidates x dims): 16 MiB
+_CHUNK_ELEMS = 1 << 20  # floats per gathered batch of (users x candidates x dims): 4 MiB, so the k
+# passes over it run from cache (16 MiB measured ~30% slower at 10^4 users)
 
 
 def _padded(
