@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from socium.recsys.candidates import TIMELINE_KINDS, followee_pairs, in_network, window_posts
+from socium.recsys.candidates import TIMELINE_KINDS, followee_pairs, in_network_flat, window_posts
 
 if TYPE_CHECKING:
     from socium.platform.state import PlatformState
@@ -78,8 +78,9 @@ def in_network_source(
     ``pairs``: its result for ``users`` when the caller already has it)."""
     owner, fol = followee_pairs(state, users) if pairs is None else pairs
     tl = window_posts(state, step, window_steps, TIMELINE_KINDS)
-    lists = in_network(state, owner, fol, tl, tl.astype(np.float64), quota, len(users))
-    return Candidates.from_lists(users, lists, True)
+    post, counts = in_network_flat(state, owner, fol, tl, tl.astype(np.float64), quota, len(users))
+    row = np.repeat(np.arange(len(users), dtype=np.int64), counts)
+    return Candidates(users, row, post.astype(np.int64), np.ones(len(post), bool))
 
 
 def out_of_network_source(
