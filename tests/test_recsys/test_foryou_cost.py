@@ -95,3 +95,20 @@ def test_sources_given_the_followee_pairs_equal_the_sources_that_walk_them():
         assert len(a) > 0
         assert np.array_equal(a.row, b.row) and np.array_equal(a.post, b.post)
         assert np.array_equal(a.in_network, b.in_network)
+
+
+@pytest.mark.parametrize("grouped", [True, False])
+def test_first_of_each_equals_unique_return_index(grouped):
+    from socium.recsys.foryou.filters import first_of_each, pair_keys
+
+    rng = np.random.default_rng(2)
+    row = rng.integers(0, 30, 800)
+    row = np.sort(row) if grouped else row
+    key = rng.integers(0, 25, 800)  # many repeats within a row
+    _, first = np.unique(pair_keys(row, key), return_index=True)
+    want = np.zeros(800, bool)
+    want[first] = True
+    got = first_of_each(row, key)
+    assert 0 < got.sum() < 800
+    assert np.array_equal(got, want)
+    assert first_of_each(row[:0], key[:0]).shape == (0,)
