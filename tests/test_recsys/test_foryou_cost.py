@@ -112,3 +112,19 @@ def test_first_of_each_equals_unique_return_index(grouped):
     assert 0 < got.sum() < 800
     assert np.array_equal(got, want)
     assert first_of_each(row[:0], key[:0]).shape == (0,)
+
+
+def test_is_edge_equals_a_set_lookup():
+    from socium.recsys.foryou.features import is_edge
+
+    rng = np.random.default_rng(4)
+    n = 60
+    src, dst = rng.integers(0, n, 500), rng.integers(0, n, 500)
+    keys = np.unique(src * n + dst)
+    qs, qd = rng.integers(0, n, 3000), rng.integers(0, n, 3000)
+    edges = set(zip(src.tolist(), dst.tolist()))
+    want = [(a, b) in edges for a, b in zip(qs.tolist(), qd.tolist())]
+    got = is_edge(keys, n, qs, qd)
+    assert 0 < got.sum() < len(got)
+    assert got.tolist() == want
+    assert is_edge(keys[:0], n, qs, qd).sum() == 0
