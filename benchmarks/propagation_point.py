@@ -48,9 +48,15 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from socium.experiments.propagation.curves import CURVE_NAMES, nrmse_curves
-from socium.experiments.propagation.cv import train_and_held
-from socium.experiments.propagation.emulator import (
+from socium.experiments.propagation.data.curves import CURVE_NAMES, nrmse_curves
+from socium.experiments.propagation.data.folds import train_and_held
+from socium.experiments.propagation.data.realcascades import (
+    CascadeTree,
+    load_twitter15,
+    oasis_cascade_ids,
+    subtree_curves,
+)
+from socium.experiments.propagation.fit.emulator import (
     MINUTES,
     bias_summary,
     fast_weight_regression,
@@ -62,9 +68,7 @@ from socium.experiments.propagation.emulator import (
     tree_features,
     weighted_geomedian,
 )
-from socium.experiments.propagation.fit import fit_timing
-from socium.experiments.propagation.population import subtree_curves
-from socium.experiments.propagation.realcascades import CascadeTree, load_twitter15, oasis_cascade_ids
+from socium.experiments.propagation.fit.fit import fit_timing
 from socium.simulator.timing import TimingParams
 
 
@@ -244,7 +248,8 @@ def main() -> None:
     if a.check_134:
         import yaml
 
-        from socium.experiments.propagation.study import PropagationSpec, load_trees
+        from socium.experiments.propagation.spec import PropagationSpec
+        from socium.experiments.propagation.study import load_trees
 
         spec_file = Path(__file__).resolve().parents[1] / "examples" / "results" / "propagation-cv.yaml"
         spec = PropagationSpec.model_validate(yaml.safe_load(spec_file.read_text(encoding="utf-8")))

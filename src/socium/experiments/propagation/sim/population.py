@@ -1,7 +1,7 @@
 """What the propagation study and its cross-validation share: OASIS's inputs, a cascade's agents, its curves.
 
 Why a module of its own: both :mod:`~socium.experiments.propagation.study` (one run per cascade) and
-:mod:`~socium.experiments.propagation.cv` (fit on train folds, score held-out cascades) build the same
+:mod:`~socium.experiments.propagation.cv.cv` (fit on train folds, score held-out cascades) build the same
 population from a real tree and score against the same real curves; keeping those pieces here lets the
 study call cross-validation without the two importing each other.
 """
@@ -18,10 +18,9 @@ import numpy as np
 from socium.core import actions as A
 from socium.data.datadir import data_dir
 from socium.errors import ConfigError, InputFileError
-from socium.experiments.propagation.realcascades import CascadeTree
+from socium.experiments.propagation.data.realcascades import CascadeTree
 from socium.experiments.spec import PersonRow
 from socium.trace.queries.cascades import propagation_curves
-from socium.trace.queries.curves import cascade_curves_from_events
 from socium.trace.queries.runs import open_run
 
 DEFAULT_ACTIONS = [
@@ -95,24 +94,6 @@ def oasis_topic_users(path: Path) -> dict[str, dict[str, Any]] | None:
 
 
 # ---- a cascade's agents and real curves --------------------------------------------------------
-def earliest_users(tree: CascadeTree, max_users: int | None) -> list[str]:
-    """Users ordered by (delay, attachment order); a prefix is always a connected subtree."""
-    users = list(tree.nodes)
-    delays = [tree.nodes[u].delay for u in users]
-    order = sorted(range(len(users)), key=lambda i: (delays[i], i))
-    ranked = [users[i] for i in order]
-    return ranked if max_users is None else ranked[:max_users]
-
-
-def subtree_curves(tree: CascadeTree, users: list[str], minutes: int) -> dict[str, np.ndarray]:
-    """Real curves of the cascade restricted to ``users`` (a prefix from :func:`earliest_users`)."""
-    idx = {u: i for i, u in enumerate(users)}
-    parent = [-1 if (p := tree.nodes[u].parent) is None else idx[p] for u in users]
-    return cascade_curves_from_events(
-        np.array(parent, dtype=np.int64), np.array([tree.nodes[u].delay for u in users]), minutes
-    )
-
-
 def cascade_population(
     tree: CascadeTree, users: list[str], spec: PopulationSpec, real: dict[str, dict] | None, seed: int
 ) -> tuple[list[PersonRow], dict[str, int]]:
