@@ -165,6 +165,11 @@ def lines(b: dict) -> list[tuple[str, str]]:
     ]  # fmt: skip
 
 
+def _span(loads: list[str]) -> str:
+    nums = sorted(float(v) for v in loads if v != "?")
+    return f"{nums[0]:.1f}-{nums[-1]:.1f}" if nums else "?"
+
+
 def table(results: list[dict]) -> str:
     """The summary: per size, medians, each repetition's ratio as min / median / max, memory, load."""
     head = (
@@ -182,7 +187,7 @@ def table(results: list[dict]) -> str:
             f"| {statistics.median(x):.2f} ({min(x):.2f}-{max(x):.2f}) "
             f"| {statistics.median(f):.2f} ({min(f):.2f}-{max(f):.2f}) "
             f"| **{statistics.median(r):.2f}** ({min(r):.2f}-{max(r):.2f}), n = {len(r)} "
-            f"| {rss} | {b['state']:,.0f} B | {min(b['loads'])}-{max(b['loads'])} |"
+            f"| {rss} | {b['state']:,.0f} B | {_span(b['loads'])} |"
         )
     return "\n".join(out)
 
