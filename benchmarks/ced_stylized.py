@@ -8,10 +8,10 @@ every cascade posted before 2013-07-01 (30-day horizon, as the propagation study
 two-sample KS p-values. Activity facts (burstiness, top-10% share) and graph facts do not apply: CED has no
 follow graph, and a user's actions outside the 2,721 cascades are not in it.
 
-``--forecast DIR`` (a ``socium forecast`` output on CED cascades) adds real vs forecast for what the study
-simulates on Weibo: the timing of a known tree's members, so the size reached by the horizon.
+Real vs simulated: on Weibo the study simulates only the timing of a known tree's members, so the one fact a
+simulation changes is the size reached by the horizon; ``benchmarks/ced_forecast_summary.py`` compares it.
 
-    PYTHONPATH=src python benchmarks/ced_stylized.py [--json out.json] [--forecast runs/.../forecast]
+    PYTHONPATH=src python benchmarks/ced_stylized.py [--json out.json]
 """
 
 from __future__ import annotations
@@ -144,30 +144,9 @@ def subset(m: dict[str, np.ndarray], keep: np.ndarray, trees: Mapping[str, Casca
     return sub
 
 
-def real_vs_forecast(forecast_dir: Path) -> dict[str, Any]:
-    """Size reached by the horizon: the real one and the forecast's median, over the scored cascades."""
-    import pyarrow.parquet as pq  # lazy: only with --forecast
-
-    t = pq.read_table(forecast_dir / "cascades.parquet").to_pylist()
-    rows = [r for r in t if r.get("model") == "forecast" and r.get("curve") == "scale"]
-    real = np.array([r["real_final"] for r in rows], float)
-    pred = np.array([r["q50"] for r in rows], float)
-    ks = stats.ks_2samp(real, pred)
-    return {
-        "n": len(rows),
-        "real_p10_50_90": _q(real, (10, 50, 90)),
-        "forecast_median_p10_50_90": _q(pred, (10, 50, 90)),
-        "ks_d": round(float(ks.statistic), 3),
-        "ks_p": float(f"{ks.pvalue:.3g}"),
-        "tail_alpha_ks_real": list(_fit_tail(real, lowest=2)),
-        "tail_alpha_ks_forecast": list(_fit_tail(pred, lowest=2)),
-    }
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path, default=None)
-    ap.add_argument("--forecast", type=Path, default=None, help="a socium forecast output folder on CED cascades")
     args = ap.parse_args()
     t0 = time.perf_counter()
     ced, info, _ = load_ced()
@@ -193,8 +172,6 @@ def main() -> None:
         groups["twitter15 rumour (false/true/unverified)"], groups["twitter15 non-rumour"], 1
     )
     res["contrasts"]["weibo - twitter15"] = contrast(m_ced, m_t15, 2)
-    if args.forecast:
-        res["real_vs_forecast"] = real_vs_forecast(args.forecast)
     load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else ["?"]
     res["machine"] = {"cpus": os.cpu_count(), "load": " ".join(load), "read_s": round(t_load, 1)}
     res["wall_s"] = round(time.perf_counter() - t0, 1)
@@ -207,8 +184,6 @@ def main() -> None:
         print(f"\n{name} (median difference, bootstrap 95% CI, KS D and p)")
         for k, v in c.items():
             print(f"  {k:24} {v}")
-    if "real_vs_forecast" in res:
-        print("\nreal vs forecast:", res["real_vs_forecast"])
     print(f"\nwall {res['wall_s']} s (read {t_load:.1f} s), load {res['machine']['load']}")
     if args.json:
         args.json.write_text(json.dumps(res, indent=1))
