@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from socium.experiments.propagation.cascade_format import write_parquet
-from socium.experiments.propagation.ced import CEDCascade, cascade_rows, read_ced_cascades
+from socium.experiments.propagation.data.cascade_format import write_parquet
+from socium.experiments.propagation.data.ced import CEDCascade, cascade_rows, read_ced_cascades
 
 
 def main() -> None:

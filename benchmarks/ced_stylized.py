@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from socium.experiments.propagation.ced import load_ced
-from socium.experiments.propagation.realcascades import CascadeTree, load_labels, load_twitter15
+from socium.experiments.propagation.data.ced import load_ced
+from socium.experiments.propagation.data.realcascades import CascadeTree, load_labels, load_twitter15
 from socium.experiments.validation import stylized as S
 from socium.experiments.validation.validate import BIG_CASCADE, _fit_tail
 
