@@ -245,8 +245,8 @@ def load_fit(path: str | Path, *, cascade_sigma: float | None = None) -> Fit:
         _number(sd.get("per_node", 0.0), f"{p}: dispersion_sd.per_node"),
     )
     training: dict[str, Any] = data["training"] if isinstance(data.get("training"), dict) else {}
-    cal = data.get("dispersion_cv") if isinstance(data.get("dispersion_cv"), dict) else {}
-    window = (cal.get("observe_minutes"), cal.get("horizon_minutes"))
+    cal: dict[str, Any] = data["dispersion_cv"] if isinstance(data.get("dispersion_cv"), dict) else {}
+    m, horizon = cal.get("observe_minutes"), cal.get("horizon_minutes")
     legacy = (timing.get("meta") or {}).get("training") or {}
     return Fit(
         path=str(p),
@@ -254,7 +254,7 @@ def load_fit(path: str | Path, *, cascade_sigma: float | None = None) -> Fit:
         cascade_sigma=sigma,
         dispersion=_number(data.get("dispersion", 1.0), f"{p}: dispersion"),
         dispersion_sd=dispersion_sd,
-        dispersion_window=(int(window[0]), int(window[1])) if all(isinstance(w, int) for w in window) else None,
+        dispersion_window=(m, horizon) if isinstance(m, int) and isinstance(horizon, int) else None,
         training_ids=[str(i) for i in training.get("ids") or legacy.get("ids") or []],
         training_digest=training.get("digest"),
         training_stats=training.get("stats"),
