@@ -15,13 +15,15 @@ from solara import v as vue
 
 from socium.explore.agent_page import CallBlock
 from socium.explore.export import export_rows, fields_of, paged, records
-from socium.explore.files import file_link
+from socium.explore.files import FIGURES, file_link, shown_path
 from socium.explore.source import RunView, Source, overrides
 from socium.explore.widgets import ROWS, Go, Pager, Plain, PostCard, Say, attrs
 from socium.trace.queries import explore as q
 from socium.trace.queries.runs import run_config
 
 ALL = "all"
+MAX_FIGURES = 12
+"""The experiment's own figures drawn on its page at most (the rest are linked)."""
 SHOWN_OVERRIDES = 16
 """Config differences listed per run of an experiment (the rest are counted)."""
 
@@ -179,10 +181,23 @@ def Experiment(source: Source) -> Any:
                 for rel in source.files:
                     vue.Html(tag="a", attributes={"href": file_link(rel), "target": "_blank", "rel": "noopener"},
                              class_="experiment-file", children=[rel])  # fmt: skip
+        figures = [rel for rel in source.files if rel.lower().endswith(FIGURES)]
+        for rel in figures[:MAX_FIGURES]:
+            with vue.Html(tag="figure", class_="experiment-figure", style_="margin: 8px 0"):
+                vue.Html(tag="img", attributes={"src": file_link(rel), "alt": rel, "loading": "lazy"},
+                         style_="max-width: 100%; border: 1px solid #eee")  # fmt: skip
+                vue.Html(tag="figcaption", style_="color: #666; font-size: 13px", children=[rel])
+        if len(figures) > MAX_FIGURES:
+            Plain(f"{len(figures) - MAX_FIGURES} more figures are linked above", "color: #666")
+        if source.study is not None:
+            n = len(source.study.cascades())
+            Go("/study", f"its {n:,} cascades, one page each (observed prefix, forecast, real future, arms)",
+               "study-link")  # fmt: skip
         if not labels:
             solara.Info(
                 "This experiment simulated no run (an emulator study: forecasts or counterfactuals); "
-                "its numbers and figures are in the files above."
+                "its numbers and figures are in the files above"
+                + (" and on its cascades' pages." if source.study else ".")
             )
             return main
         Plain(f"{len(labels)} runs under {source.root.name}/", style="font-weight: bold")
@@ -198,7 +213,9 @@ def Experiment(source: Source) -> Any:
                     style="color: #666",
                 )
                 if i:
-                    shown = "; ".join(f"{k}={v}" for k, v in list(diff.items())[:SHOWN_OVERRIDES])
+                    shown = "; ".join(
+                        f"{k}={shown_path(v, source.root)}" for k, v in list(diff.items())[:SHOWN_OVERRIDES]
+                    )
                     more = len(diff) - SHOWN_OVERRIDES
                     shown = (shown + (f"; and {more} more" if more > 0 else "")) or "same config as the first run"
                     Say(f"differs from the first run: {shown}", tag="div", classes="overrides")

@@ -29,6 +29,7 @@ import duckdb
 
 from socium.errors import UsageError
 from socium.explore.files import experiment_files
+from socium.explore.studies import Study, open_study
 from socium.trace.queries.explore import overview
 from socium.trace.store import open_trace
 
@@ -73,6 +74,8 @@ class Source:
     _reaper: threading.Thread | None = None
     files: list[str] = field(default_factory=list)
     """The experiment's own report and results files (:func:`socium.explore.files.experiment_files`)."""
+    study: Study | None = None
+    """An emulator-only study (a forecast folder, a counterfactual experiment): its cascades have pages."""
     finished: str | None = None
     """A live run that has ended: how ("exit status 0"); its pages then read the finished trace."""
     _finished: threading.Event = field(default_factory=threading.Event)
@@ -223,7 +226,7 @@ def open_source(path: str | Path) -> Source:
         raise UsageError(
             f"{path}: no run here (no {TRACE} at or below it, {MAX_DEPTH} levels deep) and no experiment results"
         )
-    return Source(root, runs, files=files)
+    return Source(root, runs, files=files, study=open_study(root))
 
 
 def flat(config: Any, prefix: str = "") -> dict[str, Any]:
