@@ -39,6 +39,7 @@ CSS = """
 details > summary { cursor: pointer; color: #1d4ed8; }
 .post .content { margin: 4px 0; font-size: 15px; }
 .v-card__title { font-size: 16px !important; padding: 8px 12px !important; }
+.nowrap { white-space: nowrap; }
 """
 
 _source: Source | None = None
@@ -70,9 +71,9 @@ def current_root() -> Path | None:
 def Nav(run: RunView | None, src: Source) -> Any:
     """The header: what is open, and links to the run's pages."""
     with solara.Row(style="gap: 1.5em; align-items: baseline; border-bottom: 1px solid #ddd; padding: 4px 8px") as main:
-        solara.Text("socium explore", style="font-weight: bold")
+        solara.Text("socium explore", style="font-weight: bold; white-space: nowrap")
         if src.is_experiment:
-            Go("/", "all runs" if src.runs else "the study", "nav-runs")
+            Go("/", "all runs" if src.runs else "the study", "nav-runs nowrap")
         if src.study is not None:
             Go("/study", "cascades", "nav-study")
         if run is not None:

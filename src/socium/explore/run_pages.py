@@ -181,18 +181,21 @@ def Experiment(source: Source) -> Any:
                 for rel in source.files:
                     vue.Html(tag="a", attributes={"href": file_link(rel), "target": "_blank", "rel": "noopener"},
                              class_="experiment-file", children=[rel])  # fmt: skip
-        figures = [rel for rel in source.files if rel.lower().endswith(FIGURES)]
-        for rel in figures[:MAX_FIGURES]:
-            with vue.Html(tag="figure", class_="experiment-figure", style_="margin: 8px 0"):
-                vue.Html(tag="img", attributes={"src": file_link(rel), "alt": rel, "loading": "lazy"},
-                         style_="max-width: 100%; border: 1px solid #eee")  # fmt: skip
-                vue.Html(tag="figcaption", style_="color: #666; font-size: 13px", children=[rel])
-        if len(figures) > MAX_FIGURES:
-            Plain(f"{len(figures) - MAX_FIGURES} more figures are linked above", "color: #666")
         if source.study is not None:
             n = len(source.study.cascades())
             Go("/study", f"its {n:,} cascades, one page each (observed prefix, forecast, real future, arms)",
                "study-link")  # fmt: skip
+        figures = [rel for rel in source.files if rel.lower().endswith(FIGURES)]
+        if figures:  # open where they are all there is; folded above a list of runs
+            with vue.Html(tag="details", attributes={} if labels else {"open": "open"}, class_="experiment-figures"):
+                vue.Html(tag="summary", children=[f"the experiment's figures ({len(figures)})"])
+                for rel in figures[:MAX_FIGURES]:
+                    with vue.Html(tag="figure", class_="experiment-figure", style_="margin: 8px 0"):
+                        vue.Html(tag="img", attributes={"src": file_link(rel), "alt": rel, "loading": "lazy"},
+                                 style_="max-width: 100%; border: 1px solid #eee")  # fmt: skip
+                        vue.Html(tag="figcaption", style_="color: #666; font-size: 13px", children=[rel])
+                if len(figures) > MAX_FIGURES:
+                    Plain(f"{len(figures) - MAX_FIGURES} more figures are linked above", "color: #666")
         if not labels:
             solara.Info(
                 "This experiment simulated no run (an emulator study: forecasts or counterfactuals); "

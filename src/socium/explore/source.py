@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import duckdb
 
 from socium.errors import UsageError
+from socium.explore.clock import StepClock
 from socium.explore.files import experiment_files
 from socium.explore.studies import Study, open_study
 from socium.trace.queries.explore import overview
@@ -182,7 +183,8 @@ class Source:
         if not 0 <= index < len(labels):
             raise UsageError(f"no run {index} here: runs are numbered 0 to {len(labels) - 1}")
         bare = RunView(self, labels[index], index)
-        return RunView(self, labels[index], index, bare(overview)["preset"])
+        info = bare(overview)
+        return RunView(self, labels[index], index, info["preset"], StepClock.of(info["config"]))
 
     def close(self) -> None:
         self.detach()
@@ -256,10 +258,16 @@ class RunView:
     label: str
     index: int
     preset: str | None = None
+    clock: StepClock = field(default_factory=StepClock)
+    """When each step happened (:meth:`when` labels a step with it)."""
 
     @property
     def base(self) -> str:
         return f"/run/{self.index}"
+
+    def when(self, step: int | None) -> str:
+        """A step as the pages label it: ``step 3 · day 1 12:00`` (simulated time)."""
+        return self.clock.label(step)
 
     def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         with self.source.cursor(self.label) as cur:

@@ -23,7 +23,7 @@ from socium.explore.studies import ARM, QCOLS, ForecastCurves, Study, StudyCasca
 from socium.explore.widgets import ROWS, Go, Pager, Plain, Say, attrs
 
 GREY = "color: #666"
-ARM_COLOURS = ("#b45309", "#15803d", "#7c3aed", "#be185d", "#0e7490", "#4d7c0f", "#9f1239", "#1e40af")
+ARM_COLOURS = ("tab:orange", "tab:green", "tab:purple", "tab:pink", "tab:brown", "tab:olive", "tab:cyan", "tab:red")
 
 
 def _num(x: Any, digits: int = 1) -> str:
