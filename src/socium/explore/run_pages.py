@@ -94,7 +94,12 @@ def Agents(run: RunView) -> Any:
     sort, set_sort = solara.use_state("id")
     descending, set_descending = solara.use_state(False)
     offset, set_offset = solara.use_state(0)
-    rows = run(q.agents_table, text or None, sort=sort, descending=descending, limit=ROWS + 1, offset=offset)
+    if sort == "id":  # the default: one page of ids, no scan
+        rows = run(q.agents_table, text or None, sort=sort, descending=descending, limit=ROWS + 1, offset=offset)
+    else:  # sorted by a measure: the order costs a scan, so it is built once and paged through
+        order = run.memo(("agent_order", text, sort, descending),
+                         lambda: run(q.agent_order, text or None, sort=sort, descending=descending))  # fmt: skip
+        rows = run(q.agent_rows, order[offset : offset + ROWS + 1])
     with solara.Column() as main:
         with solara.Row(style="gap: 1em; align-items: baseline"):
             solara.InputText("id, username or name", value=text, on_value=rewinding(set_text, set_offset))

@@ -23,6 +23,8 @@ from socium.trace.queries.explore.agents import (
     actions,
     activation_steps,
     agent,
+    agent_order,
+    agent_rows,
     agents_table,
     feed,
     find_agents,
@@ -67,10 +69,10 @@ from socium.trace.queries.explore.posts import (
 )
 
 __all__ = [
-    "AGENT_SORTS", "EXPOSURE_BASE", "FATES", "PAGE", "RESHARES", "RETRY_REASON", "ActionView", "AgentRow", "CallFilter",
-    "CallView", "Con", "FeedItem", "PostView", "acted_on", "actions", "activation_steps", "activity_by_step", "agent",
-    "agents_table", "call", "call_facets", "calls", "calls_at", "cascade", "cascade_size_by_step", "committed_steps",
-    "count_calls", "count_timeline", "exposed_to", "exposure_sources", "feed", "find_agents", "interviews",
-    "memories_at", "neighbourhood", "overview", "post", "replies", "reshares", "stance_by_step", "stance_over_time",
-    "surveys", "timeline", "top_cascades_by_step",
+    "AGENT_SORTS", "EXPOSURE_BASE", "FATES", "PAGE", "RESHARES", "RETRY_REASON", "ActionView", "AgentRow",
+    "CallFilter", "CallView", "Con", "FeedItem", "PostView", "acted_on", "actions", "activation_steps",
+    "activity_by_step", "agent", "agent_order", "agent_rows", "agents_table", "call", "call_facets", "calls",
+    "calls_at", "cascade", "cascade_size_by_step", "committed_steps", "count_calls", "count_timeline", "exposed_to",
+    "exposure_sources", "feed", "find_agents", "interviews", "memories_at", "neighbourhood", "overview", "post",
+    "replies", "reshares", "stance_by_step", "stance_over_time", "surveys", "timeline", "top_cascades_by_step",
 ]  # fmt: skip
