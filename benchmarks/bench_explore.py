@@ -145,7 +145,7 @@ def main() -> None:
             with sync_playwright() as p:
                 cold: list[float] = []
                 browser = None
-                for i in range(a.cold):
+                for _ in range(a.cold):
                     if browser is not None:
                         browser.close()
                     browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
