@@ -25,11 +25,11 @@ import yaml
 from bench_ray import _timed  # the same wrapper (benchmarks/ is on sys.path when run as a script)
 
 import socium
-from socium.experiments.propagation.curves import CURVE_NAMES, nrmse_curves
-from socium.experiments.propagation.cv import train_and_held
-from socium.experiments.propagation.cv_config import cv_run_config, replicate_rows
-from socium.experiments.propagation.fit import fit_timing
-from socium.experiments.propagation.population import (
+from socium.experiments.propagation.cv.cv import train_and_held
+from socium.experiments.propagation.data.curves import CURVE_NAMES, nrmse_curves
+from socium.experiments.propagation.fit.fit import fit_timing
+from socium.experiments.propagation.sim.cv_config import cv_run_config, replicate_rows
+from socium.experiments.propagation.sim.population import (
     cascade_population,
     earliest_users,
     oasis_topics,

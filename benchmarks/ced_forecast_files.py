@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from socium.experiments.propagation.cascade_format import write_parquet
-from socium.experiments.propagation.ced import cascade_rows, read_ced_cascades
+from socium.experiments.propagation.data.cascade_format import write_parquet
+from socium.experiments.propagation.data.ced import cascade_rows, read_ced_cascades
 
 
 def main() -> None:

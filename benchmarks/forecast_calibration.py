@@ -10,7 +10,7 @@ calibration chosen in CV on training cascades only and the scored trees never us
 
 and for each, coverage of the final size's central 50 / 80 / 90% intervals (Wilson 95%) with the raw
 replicas, with ``k`` alone (the issue-37 calibrator) and with ``k`` plus the prefix-size sd
-(:func:`socium.experiments.propagation.predictive.prefix_sd`), overall and by nodes observed at minute m.
+(:func:`socium.experiments.propagation.forecast.predictive.prefix_sd`), overall and by nodes observed at minute m.
 
     PYTHONPATH=src python benchmarks/forecast_calibration.py [--design oasis --design random] [--json out.json]
         [--pool-minutes 1 --pool-minutes 2 --pool-minutes 3 --pool-minutes 5]
@@ -29,12 +29,12 @@ import numpy as np
 from socium import forecast as fc
 from socium.core.intervals import proportion_interval
 from socium.core.rng import component_rng
-from socium.experiments.propagation.dispersion import FLOOR_GRID, GRID, PER_NODE_GRID, Finals, cv_finals
-from socium.experiments.propagation.fit import fit_timing
-from socium.experiments.propagation.forecast import cascade_arrays
+from socium.experiments.propagation.fit.dispersion import FLOOR_GRID, GRID, PER_NODE_GRID, Finals, cv_finals
+from socium.experiments.propagation.fit.fit import fit_timing
+from socium.experiments.propagation.forecast.forecast import cascade_arrays
+from socium.experiments.propagation.forecast.predictive import LEVELS, predict_cascade
 from socium.experiments.propagation.forecast_run import FORECAST_TOOL_PURPOSE
-from socium.experiments.propagation.population import earliest_users, subtree_curves
-from socium.experiments.propagation.predictive import LEVELS, predict_cascade
+from socium.experiments.propagation.sim.population import earliest_users, subtree_curves
 from socium.simulator.timing import TimingParams
 
 NOMINAL = {f"{int(lv * 100)}": lv for lv in LEVELS}

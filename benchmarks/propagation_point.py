@@ -48,9 +48,10 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from socium.experiments.propagation.curves import CURVE_NAMES, nrmse_curves
-from socium.experiments.propagation.cv import train_and_held
-from socium.experiments.propagation.emulator import (
+from socium.experiments.propagation.cv.cv import train_and_held
+from socium.experiments.propagation.data.curves import CURVE_NAMES, nrmse_curves
+from socium.experiments.propagation.data.realcascades import CascadeTree, load_twitter15, oasis_cascade_ids
+from socium.experiments.propagation.fit.emulator import (
     MINUTES,
     bias_summary,
     fast_weight_regression,
@@ -62,9 +63,8 @@ from socium.experiments.propagation.emulator import (
     tree_features,
     weighted_geomedian,
 )
-from socium.experiments.propagation.fit import fit_timing
-from socium.experiments.propagation.population import subtree_curves
-from socium.experiments.propagation.realcascades import CascadeTree, load_twitter15, oasis_cascade_ids
+from socium.experiments.propagation.fit.fit import fit_timing
+from socium.experiments.propagation.sim.population import subtree_curves
 from socium.simulator.timing import TimingParams
 
 

@@ -24,7 +24,7 @@ __all__ = ["mirror", "no_network", "served", "sink"]  # fixtures, imported for p
 
 # ---- tests --------------------------------------------------------------------------------------
 def test_fetched_files_are_the_upstream_bytes_and_the_experiments_read_them(mirror) -> None:
-    from socium.experiments.propagation.realcascades import load_labels, load_twitter15, oasis_cascade_ids
+    from socium.experiments.propagation.data.realcascades import load_labels, load_twitter15, oasis_cascade_ids
 
     source, reg, root = mirror
     reports = fetch(NAMES, root, say=lambda s: None, show_progress=False)
@@ -164,7 +164,7 @@ def test_a_killed_download_leaves_no_file_under_its_name_and_is_cleaned_up(mirro
 
 
 def test_missing_data_is_one_line_naming_the_fetch_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from socium.experiments.propagation.realcascades import load_twitter15
+    from socium.experiments.propagation.data.realcascades import load_twitter15
 
     monkeypatch.setenv("SOCIUM_DATA_DIR", str(tmp_path))
     with pytest.raises(InputFileError, match="socium data fetch sotopia"):

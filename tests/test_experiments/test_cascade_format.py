@@ -12,7 +12,7 @@ import pytest
 
 from conftest import SHARED_DATA as DATA
 from socium.errors import ConfigError, InputFileError
-from socium.experiments.propagation.cascade_format import (
+from socium.experiments.propagation.data.cascade_format import (
     SCHEMA,
     cascade_info,
     cascade_table,
@@ -23,13 +23,13 @@ from socium.experiments.propagation.cascade_format import (
     table_from_trees,
     write_parquet,
 )
-from socium.experiments.propagation.cascade_sources import (
+from socium.experiments.propagation.data.cascade_sources import (
     load_cascade_table,
     register_source,
     snowflake_time,
     source_names,
 )
-from socium.experiments.propagation.realcascades import load_twitter15, real_curves
+from socium.experiments.propagation.data.realcascades import load_twitter15, real_curves
 
 TAR = DATA / "twitter15" / "twitter15_trees.tar.gz"
 needs_data = pytest.mark.skipif(not TAR.exists(), reason="shared Twitter15 data not present")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from socium.data.datadir import data_dir
-from socium.experiments.propagation.cascade_format import cascade_table, cascade_trees
-from socium.experiments.propagation.ced import (
+from socium.experiments.propagation.data.cascade_format import cascade_table, cascade_trees
+from socium.experiments.propagation.data.ced import (
     CUTOFF,
     load_ced,
     read_ced,
@@ -154,8 +154,8 @@ def test_real_folder_reads_whole_with_counted_repairs() -> None:
 
 
 def test_chronological_split_orders_ced_cascades_by_their_posting_time() -> None:
-    from socium.experiments.propagation.cv import cv_pairs
-    from socium.experiments.propagation.cv_config import CVSpec
+    from socium.experiments.propagation.cv.cv import cv_pairs
+    from socium.experiments.propagation.sim.cv_config import CVSpec
 
     ids = ["c", "a", "b", "d"]  # mids carry no time: the split must take it from posted_at
     posted = {i: datetime(2012, 1, 1 + k, tzinfo=UTC) for k, i in enumerate(["a", "b", "c", "d"])}

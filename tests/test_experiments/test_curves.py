@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from socium.errors import SociumError
-from socium.experiments.propagation import curves, realcascades
-from socium.experiments.propagation.curves import (
+from socium.experiments.propagation.data import curves, realcascades
+from socium.experiments.propagation.data.curves import (
     CURVE_NAMES,
     CascadeDataError,
     cascade_curves_from_events,

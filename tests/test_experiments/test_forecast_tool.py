@@ -14,11 +14,11 @@ from typer.testing import CliRunner
 from conftest import SHARED_DATA as DATA
 from socium.cli.main import app
 from socium.errors import ConfigError, InputFileError, RunDirError
-from socium.experiments.propagation.cascade_format import cascade_trees, read_csv
-from socium.experiments.propagation.dispersion import Finals, calibrate_dispersion
-from socium.experiments.propagation.fit_file import fit_cascades, load_fit, write_fit_file
-from socium.experiments.propagation.forecast_run import ForecastSettings, forecast_cascades, write_forecast
-from socium.experiments.propagation.predictive import (
+from socium.experiments.propagation.data.cascade_format import cascade_trees, read_csv
+from socium.experiments.propagation.fit.dispersion import Finals, calibrate_dispersion
+from socium.experiments.propagation.fit.fit_file import fit_cascades, load_fit, write_fit_file
+from socium.experiments.propagation.fit.transfer_check import compare_populations
+from socium.experiments.propagation.forecast.predictive import (
     Prediction,
     prefix_sd,
     quantile_interval,
@@ -27,7 +27,7 @@ from socium.experiments.propagation.predictive import (
     score_cascade,
     widen,
 )
-from socium.experiments.propagation.transfer_check import compare_populations
+from socium.experiments.propagation.forecast_run import ForecastSettings, forecast_cascades, write_forecast
 from socium.experiments.report import write_report
 
 TAR = DATA / "twitter15" / "twitter15_trees.tar.gz"
@@ -344,7 +344,7 @@ def test_cli_bare_timing_file_is_refused(world: dict, tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not TAR.exists(), reason="shared Twitter15 data not present")
 def test_twitter15_transfer_without_overlap(world: dict) -> None:
-    from socium.experiments.propagation.cascade_sources import load_cascade_table
+    from socium.experiments.propagation.data.cascade_sources import load_cascade_table
 
     oasis = cascade_trees(load_cascade_table("oasis", limit=12))
     fit = write_fit_file(
@@ -360,8 +360,8 @@ def test_twitter15_transfer_without_overlap(world: dict) -> None:
 def test_chronological_split_trains_on_earlier_cascades() -> None:
     import datetime as dt
 
-    from socium.experiments.propagation.cv import chronological_split
-    from socium.experiments.propagation.cv_config import CVSpec
+    from socium.experiments.propagation.cv.cv import chronological_split
+    from socium.experiments.propagation.sim.cv_config import CVSpec
 
     t0 = dt.datetime(2015, 1, 1, tzinfo=dt.timezone.utc)
     ids = [f"c{i}" for i in range(10)]

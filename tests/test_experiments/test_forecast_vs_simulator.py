@@ -28,11 +28,11 @@ import pytest
 
 from conftest import needs_data
 from socium.core.rng import component_rng
-from socium.experiments.propagation import forecast as F
 from socium.experiments.propagation.counterfactual import apply_arm
-from socium.experiments.propagation.population import earliest_users
-from socium.experiments.propagation.realcascades import CascadeTree, parse_tree
-from socium.experiments.propagation.simcheck import events_curves, max_z, on_step_grid, simulate_calibrated
+from socium.experiments.propagation.data.realcascades import CascadeTree, parse_tree
+from socium.experiments.propagation.forecast import forecast as F
+from socium.experiments.propagation.sim.population import earliest_users
+from socium.experiments.propagation.sim.simcheck import events_curves, max_z, on_step_grid, simulate_calibrated
 from socium.simulator.timing import DelayDistribution, TimingParams
 from socium.trace.queries.curves import cascade_curves_from_events
 
@@ -131,7 +131,7 @@ REAL = ["520338188213444608", "551123464640536576", "568905632998412288"]
 @needs_data("twitter15/twitter15_trees.tar.gz")
 @pytest.mark.parametrize("cid", REAL)
 def test_null_sampler_draws_the_simulators_curves_on_real_cascades(tmp_path, cid):
-    from socium.experiments.propagation.realcascades import load_twitter15
+    from socium.experiments.propagation.data.realcascades import load_twitter15
 
     tree = load_twitter15(ids=[cid])[cid]
     sim = events_curves(simulate_calibrated(tree, FOLD0, 60, tmp_path))

@@ -7,7 +7,7 @@ import pytest
 
 from socium.core.rng import component_rng
 from socium.errors import SociumError
-from socium.experiments.propagation import hawkes as H
+from socium.experiments.propagation.forecast import hawkes as H
 
 
 @pytest.mark.parametrize(("kappa", "beta"), [(0.7, 0.5), (0.9, 0.1)])

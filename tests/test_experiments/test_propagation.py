@@ -6,9 +6,9 @@ import pytest
 from conftest import small_config
 from socium.core.actions import QuotePost, Repost
 from socium.core.contracts import Decision
-from socium.experiments.propagation.curves import nrmse_curves
-from socium.experiments.propagation.population import earliest_users, simulated_curves
-from socium.experiments.propagation.realcascades import parse_tree
+from socium.experiments.propagation.data.curves import nrmse_curves
+from socium.experiments.propagation.data.realcascades import parse_tree
+from socium.experiments.propagation.sim.population import earliest_users, simulated_curves
 from socium.experiments.propagation.study import PropagationSpec, run_propagation
 from socium.simulator.simulation import Simulation
 

@@ -10,7 +10,7 @@ from tests.test_experiments.test_propagation_forecast import _cascade, _trees
 
 from socium.errors import ConfigError
 from socium.experiments.propagation import counterfactual as CF
-from socium.experiments.propagation import forecast as F
+from socium.experiments.propagation.forecast import forecast as F
 from socium.experiments.propagation.study import PropagationSpec, run_propagation
 from socium.experiments.report import write_report
 from socium.simulator.timing import DelayDistribution, TimingParams

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from socium.core.rng import component_rng
-from socium.experiments.propagation import forecast as F
-from socium.experiments.propagation.predictive import forecast_cascade
+from socium.experiments.propagation.forecast import forecast as F
+from socium.experiments.propagation.forecast.predictive import forecast_cascade
 from socium.experiments.propagation.study import PropagationSpec, run_propagation
 from socium.experiments.report import write_report
 from socium.simulator.timing import DelayDistribution, TimingParams

@@ -1,4 +1,4 @@
-"""socium.experiments.propagation.emulator: the vectorised emulator and the point predictors it compares.
+"""socium.experiments.propagation.fit.emulator: the vectorised emulator and the point predictors it compares.
 
 The choice of ``cv.runs`` for the 134-cascade CV rests on this emulator (docs/results.md), so its
 curves must be the curves the reference functions give for the same reshare times, and a per-replica
@@ -12,8 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from socium.experiments.propagation import emulator as point
-from socium.experiments.propagation.realcascades import parse_tree
+from socium.experiments.propagation.data.realcascades import parse_tree
+from socium.experiments.propagation.fit import emulator as point
 from socium.simulator.timing import MIN_DELAY_MIN, DelayDistribution, TimingParams
 from socium.trace.queries.cascades import RESHARE_AT
 from socium.trace.queries.curves import CURVE_NAMES, cascade_curves_from_events

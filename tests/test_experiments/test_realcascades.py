@@ -13,7 +13,7 @@ import pytest
 
 from conftest import SHARED_DATA as DATA
 from socium.errors import InputFileError
-from socium.experiments.propagation.realcascades import (
+from socium.experiments.propagation.data.realcascades import (
     CascadeTree,
     DefectReport,
     defect_summary,

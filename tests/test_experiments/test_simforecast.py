@@ -18,10 +18,10 @@ from test_propagation_forecast import _trees
 
 from conftest import needs_data
 from socium.core.rng import component_rng
-from socium.experiments.propagation import forecast as F
-from socium.experiments.propagation.population import earliest_users
-from socium.experiments.propagation.simcheck import events_curves, max_z, on_step_grid
-from socium.experiments.propagation.simforecast import draw_shifts, grid_prefix, seed_reposts, simulate_forecast
+from socium.experiments.propagation.forecast import forecast as F
+from socium.experiments.propagation.sim.population import earliest_users
+from socium.experiments.propagation.sim.simcheck import events_curves, max_z, on_step_grid
+from socium.experiments.propagation.sim.simforecast import draw_shifts, grid_prefix, seed_reposts, simulate_forecast
 from socium.experiments.propagation.study import PropagationSpec, run_propagation
 from socium.simulator.timing import DelayDistribution, TimingParams
 
@@ -128,7 +128,7 @@ def test_each_copy_gets_its_own_speed(tmp_path):
 @pytest.mark.parametrize("cid", REAL[:2])
 def test_simulated_forecast_on_real_cascades(tmp_path, cid):
     """Fold 0's fitted law (cascade_sigma 0.667 measured by the benchmark's fit), minute 10 observed."""
-    from socium.experiments.propagation.realcascades import load_twitter15
+    from socium.experiments.propagation.data.realcascades import load_twitter15
 
     tree = load_twitter15(ids=[cid])[cid]
     c = grid_prefix(F.cascade_arrays(tree, earliest_users(tree, None)), 10, 1.0)

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from socium.cli.main import app
 from socium.errors import ConfigError
-from socium.experiments.propagation import cv as cv_mod
-from socium.experiments.propagation import fit as fit_mod
+from socium.experiments.propagation.cv import cv as cv_mod
+from socium.experiments.propagation.fit import fit as fit_mod
 from socium.experiments.propagation.study import PropagationSpec, run_propagation
 from socium.experiments.report import write_report
 

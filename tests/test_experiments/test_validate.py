@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from conftest import small_config
 from socium.cli.main import app
-from socium.experiments.propagation.curves import node_depths
+from socium.experiments.propagation.data.curves import node_depths
 from socium.experiments.validation import stylized as S
 from socium.experiments.validation.validate import T15, _fit_tail, scorecard, twitter15_reference
 from socium.simulator.simulation import Simulation

@@ -265,7 +265,7 @@ def test_herding_figures_follow_the_conventions(tmp_path, figures):
 
 
 def test_labels_are_normalised():
-    from socium.experiments.propagation.realcascades import normalise_label
+    from socium.experiments.propagation.data.realcascades import normalise_label
 
     assert normalise_label("False") == normalise_label(" false ") == "false"
     assert normalise_label("non-rumour") == normalise_label("Non_Rumor") == "non-rumor"

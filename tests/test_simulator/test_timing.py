@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 from conftest import small_config
 from socium.cli.main import app
 from socium.errors import ConfigError
-from socium.experiments.propagation.cv import fold_split, train_and_held
-from socium.experiments.propagation.fit import (
+from socium.experiments.propagation.cv.cv import fold_split, train_and_held
+from socium.experiments.propagation.data.realcascades import parse_tree
+from socium.experiments.propagation.fit.fit import (
     EdgeData,
     cascade_sigma,
     fit_family,
@@ -23,7 +24,6 @@ from socium.experiments.propagation.fit import (
     root_effects,
     user_sigma,
 )
-from socium.experiments.propagation.realcascades import parse_tree
 from socium.experiments.propagation.study import PropagationSpec, run_propagation
 from socium.experiments.report import write_report
 from socium.reporting.page import fmt

@@ -237,8 +237,8 @@ def fit(
     ),
 ) -> None:
     """Fit response delays, influence slopes and per-user activity to real retweet trees; write a parameter file."""
-    from socium.experiments.propagation.fit import load_training_trees  # lazy: CLI start-up
-    from socium.experiments.propagation.fit_file import fit_cascades, write_fit_file  # lazy: CLI start-up
+    from socium.experiments.propagation.fit.fit import load_training_trees  # lazy: CLI start-up
+    from socium.experiments.propagation.fit.fit_file import fit_cascades, write_fit_file  # lazy: CLI start-up
 
     if what == "foryou":
         _fit_foryou(train, out)

@@ -22,8 +22,8 @@ from socium.experiments.intervention.report import build as _intervention
 from socium.experiments.opinions.herding import herding_metrics
 from socium.experiments.opinions.polarisation import polarisation_metrics
 from socium.experiments.opinions.report import herding, herding_tables, polarisation, stance_section
-from socium.experiments.propagation.forecast_report import forecast_report
-from socium.experiments.propagation.report import propagation
+from socium.experiments.propagation.report.forecast_report import forecast_report
+from socium.experiments.propagation.report.report import propagation
 from socium.experiments.spec import RESULTS_FILE, connect, read_results
 from socium.reporting import plots as P
 from socium.reporting import run_report as R

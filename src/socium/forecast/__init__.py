@@ -17,7 +17,7 @@ The cascade row format is in docs/data.md; the method and the measures in docs/v
 
 from __future__ import annotations
 
-from socium.experiments.propagation.cascade_format import (
+from socium.experiments.propagation.data.cascade_format import (
     COLUMNS,
     SCHEMA,
     cascade_info,
@@ -29,10 +29,10 @@ from socium.experiments.propagation.cascade_format import (
     table_from_trees,
     write_parquet,
 )
-from socium.experiments.propagation.cascade_sources import load_cascade_table, register_source, source_names
-from socium.experiments.propagation.fit_file import FIT_FORMAT_VERSION, Fit, load_fit, write_fit_file
+from socium.experiments.propagation.data.cascade_sources import load_cascade_table, register_source, source_names
+from socium.experiments.propagation.fit.fit_file import FIT_FORMAT_VERSION, Fit, load_fit, write_fit_file
+from socium.experiments.propagation.forecast.predictive import LEVELS, QUANTILES, Prediction, predict_cascade, summarise
 from socium.experiments.propagation.forecast_run import ForecastResult, ForecastSettings, write_forecast
-from socium.experiments.propagation.predictive import LEVELS, QUANTILES, Prediction, predict_cascade, summarise
 from socium.forecast.api import Cascades, fit, forecast, load_cascades, load_counterfactual, score
 
 __all__ = [

@@ -4,7 +4,7 @@ Why a separate layer: with one flat activation probability per step, a cascade's
 artefact of the step grid (OASIS-style runs lag real Twitter cascades by many minutes, whatever the
 agents decide). Here a post entering an agent's network schedules that agent to wake after a
 response delay drawn from a heavy-tailed distribution fitted to real retweet delays
-(:mod:`socium.experiments.propagation.fit`). At its wake-up the agent sees its feed as usual and its policy
+(:mod:`socium.experiments.propagation.fit.fit`). At its wake-up the agent sees its feed as usual and its policy
 (independent cascade, LLM, ...) decides; so two policies on the same timing differ only in the
 decision.
 
@@ -210,7 +210,7 @@ class TimingParams:
 
         A ``#k`` suffix marks a replica copy of a user (``propcv.replicate_rows``): a key with the suffix
         (``"uid#3"``) wins when present, so each copy can carry its own cascade speed (the forecast's
-        per-replica shift, ``propagation/simforecast.py``); otherwise the bare id's effect is used, so
+        per-replica shift, ``propagation/sim/simforecast.py``); otherwise the bare id's effect is used, so
         every copy of a source author gets that author's fitted effect (fitted files have no ``#`` keys).
         """
         out = np.zeros(n)

@@ -3,7 +3,7 @@
 Why: the question platforms and policy people ask of a propagation model is not "how big will this
 cascade get" but "how much smaller would it have been had we removed it, down-ranked it, labelled it or
 prebunked its audience at minute 10". Here the conditioned forecast of
-:mod:`~socium.experiments.propagation.forecast` (the first ``observe_minutes`` of a held-out real cascade
+:mod:`~socium.experiments.propagation.forecast.forecast` (the first ``observe_minutes`` of a held-out real cascade
 observed, its speed inferred from them, the rest simulated with replicas) is the no-intervention arm,
 and every strategy is applied to the *same* replicas (common random numbers), so a difference between
 arms is the intervention, not Monte-Carlo noise.
@@ -52,7 +52,7 @@ from pydantic import ConfigDict, Field, model_validator
 from socium.config.base import StrictNumbers
 from socium.core.intervals import MAX_BOOT, MIN_N, N_BOOT, Interval, mean_interval, nonnegative_interval
 from socium.core.rng import component_rng
-from socium.experiments.propagation.forecast import CascadeArrays, curves_from_times, replica_times
+from socium.experiments.propagation.forecast.forecast import CascadeArrays, curves_from_times, replica_times
 from socium.simulator.timing import TimingParams
 from socium.trace.queries.curves import node_depths
 

@@ -2,9 +2,9 @@
 
 Why a tool of its own: the cross-validation refits on the cascades it scores, and a propagation spec with a
 saved fit scores no forecast, so "forecast these cascades with this fit" needed code against socium's
-internals. Here the fit file (:mod:`~socium.experiments.propagation.fit_file`) is read once, every cascade
-of the table (:mod:`~socium.experiments.propagation.cascade_format`) is forecast from its first ``m``
-minutes for each requested ``m`` with :func:`~socium.experiments.propagation.predictive.predict_cascade`
+internals. Here the fit file (:mod:`~socium.experiments.propagation.fit.fit_file`) is read once, every cascade
+of the table (:mod:`~socium.experiments.propagation.data.cascade_format`) is forecast from its first ``m``
+minutes for each requested ``m`` with :func:`~socium.experiments.propagation.forecast.predictive.predict_cascade`
 (the cross-validation's own function), scored with the literature's measures, and nothing is fitted.
 
 What the model can and cannot forecast: it is the calibrated null of the cross-validation conditioned on a
@@ -44,10 +44,11 @@ from socium.experiments.propagation.counterfactual import (
     counterfactual_cascade,
     counterfactual_summary,
 )
-from socium.experiments.propagation.fit_file import Fit, cascades_digest
-from socium.experiments.propagation.forecast import cascade_arrays
-from socium.experiments.propagation.population import earliest_users, subtree_curves
-from socium.experiments.propagation.predictive import (
+from socium.experiments.propagation.data.realcascades import CascadeTree
+from socium.experiments.propagation.fit.fit_file import Fit, cascades_digest
+from socium.experiments.propagation.fit.transfer_check import compare_populations
+from socium.experiments.propagation.forecast.forecast import cascade_arrays
+from socium.experiments.propagation.forecast.predictive import (
     POINT,
     QUANTILES,
     SAMPLED,
@@ -58,8 +59,7 @@ from socium.experiments.propagation.predictive import (
     summarise,
     widen,
 )
-from socium.experiments.propagation.realcascades import CascadeTree
-from socium.experiments.propagation.transfer_check import compare_populations
+from socium.experiments.propagation.sim.population import earliest_users, subtree_curves
 from socium.experiments.spec import write_results
 from socium.trace.queries.curves import CURVE_NAMES
 

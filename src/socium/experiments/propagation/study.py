@@ -25,21 +25,12 @@ from socium.config.loading import config_from_dict
 from socium.data.datadir import data_dir
 from socium.errors import ConfigError, InputFileError
 from socium.experiments.nullfit import fit_independent_cascade
-from socium.experiments.propagation.ced import CUTOFF, load_ced
 from socium.experiments.propagation.counterfactual import CounterfactualSpec
-from socium.experiments.propagation.curves import nrmse_curves
-from socium.experiments.propagation.cv import run_propagation_cv
-from socium.experiments.propagation.cv_config import CVSpec
-from socium.experiments.propagation.population import (
-    cascade_population,
-    earliest_users,
-    oasis_topic_users,
-    oasis_topics,
-    run_defaults,
-    simulated_curves,
-    subtree_curves,
-)
-from socium.experiments.propagation.realcascades import (
+from socium.experiments.propagation.cv.cv import run_propagation_cv
+from socium.experiments.propagation.cv.transfer import fit_file, run_propagation_transfer
+from socium.experiments.propagation.data.ced import CUTOFF, load_ced
+from socium.experiments.propagation.data.curves import nrmse_curves
+from socium.experiments.propagation.data.realcascades import (
     DEFAULT_HORIZON_MIN,
     CascadeTree,
     DefectReport,
@@ -49,7 +40,16 @@ from socium.experiments.propagation.realcascades import (
     oasis_cascade_ids,
     parse_tree,
 )
-from socium.experiments.propagation.transfer import fit_file, run_propagation_transfer
+from socium.experiments.propagation.sim.cv_config import CVSpec
+from socium.experiments.propagation.sim.population import (
+    cascade_population,
+    earliest_users,
+    oasis_topic_users,
+    oasis_topics,
+    run_defaults,
+    simulated_curves,
+    subtree_curves,
+)
 from socium.experiments.spec import (
     PATH_FIELD,
     ExperimentSpec,
@@ -88,7 +88,7 @@ class PropagationSpec(ExperimentSpec):
     dataset: Literal["twitter15", "ced"] = Field(
         "twitter15",
         description="Where `cascades` ids and the sample come from: Twitter15 (OASIS's list) or CED's Weibo repost "
-        "cascades posted before 2013-07-01 (socium.experiments.propagation.ced; sampled from all of them).",
+        "cascades posted before 2013-07-01 (socium.experiments.propagation.data.ced; sampled from all of them).",
     )
     min_observed: int | None = Field(
         None,

@@ -426,7 +426,7 @@ def _t15_size_sample() -> np.ndarray:
 def twitter15_reference(tar_path: str | Path | None = None) -> dict[str, Any]:
     """Recompute :data:`T15` from the Twitter15 tarball (research data; not needed at run time)."""
     # lazy: the real-data readers, only when the spec compares to Twitter15
-    from socium.experiments.propagation.realcascades import load_twitter15
+    from socium.experiments.propagation.data.realcascades import load_twitter15
 
     trees = load_twitter15(tar_path, strict=False)
     par, root, off = [], [], 0

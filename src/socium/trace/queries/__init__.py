@@ -10,6 +10,8 @@ Convention: each function takes an open DuckDB connection to one run's trace as 
 Arrow values. Modules are named for what they measure: ``runs`` (run row, steps, totals, activity),
 ``cascades`` (trees, shapes, per-minute curves, reshare trials), ``curves`` (the curve arithmetic
 shared with real cascades), ``posts`` (kinds, votes), ``population`` (stances, surveys, memories),
-``calls`` (LLM call log), ``exposures`` (feeds), ``interventions`` (claims, reach, moderation),
-``stylized`` (``socium validate``'s inputs), ``opinions`` (herding, polarisation), ``quality``.
+``calls`` (LLM call log), ``exposures`` (feeds), ``attention`` (out-of-network and cross-stance
+exposure, concentration of impressions, cascade size counts: recommender comparisons),
+``interventions`` (claims, reach, moderation), ``stylized`` (``socium validate``'s inputs),
+``opinions`` (herding, polarisation), ``quality``.
 """

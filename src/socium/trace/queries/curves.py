@@ -1,7 +1,7 @@
 """Per-minute propagation curves (scale, depth, max breadth) of a cascade given as parent links and times.
 
 Part of the metrics layer because simulated cascades (:func:`socium.trace.queries.cascades.propagation_curves`)
-and real Twitter trees (``socium.experiments.propagation.realcascades``) must go through one
+and real Twitter trees (``socium.experiments.propagation.data.realcascades``) must go through one
 implementation: a difference between two curves can then only come from the cascades themselves.
 
 Conventions (they match OASIS's shipped real curves for ``False_Business_0``):

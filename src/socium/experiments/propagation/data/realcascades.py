@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 
 from socium.data.datadir import data_dir, require
 from socium.errors import InputFileError
-from socium.experiments.propagation.curves import DEFAULT_MINUTES, cascade_curves_from_events
+from socium.experiments.propagation.data.curves import DEFAULT_MINUTES, cascade_curves_from_events
 
 DEFAULT_HORIZON_MIN: float = 30 * 24 * 60.0
 """Thirty days: far beyond the 150-minute comparison window, yet cuts the multi-year outliers."""

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from socium.errors import InputFileError
-from socium.experiments.propagation.realcascades import CascadeTree, oasis_cascade_ids
+from socium.experiments.propagation.data.realcascades import CascadeTree, oasis_cascade_ids
 
 
 def _oasis_ids() -> set[str]:

@@ -1,6 +1,6 @@
 """The counterfactual section of a propagation report: each strategy's effect on reach, with its assumptions.
 
-Why a module of its own: the propagation report (:mod:`~socium.experiments.propagation.report`) already
+Why a module of its own: the propagation report (:mod:`~socium.experiments.propagation.report.report`) already
 holds the NRMSE and forecast tables; the counterfactual adds a table, a per-veracity table and a figure.
 """
 

@@ -1,8 +1,8 @@
 """What a cross-validated propagation run is made of: its spec (``cv:``), the replica copies of a tree
 population, and the simulator config of one model on one cascade.
 
-Why apart from :mod:`~socium.experiments.propagation.cv`: the simulator-side checks of the forecast
-(:mod:`~socium.experiments.propagation.simcheck`, :mod:`~socium.experiments.propagation.simforecast`) must
+Why apart from :mod:`~socium.experiments.propagation.cv.cv`: the simulator-side checks of the forecast
+(:mod:`~socium.experiments.propagation.sim.simcheck`, :mod:`~socium.experiments.propagation.sim.simforecast`) must
 build exactly the config the cross-validation runs, and the cross-validation runs the simulator forecast as
 one of its models; with these pieces here neither imports the other.
 """
@@ -17,7 +17,7 @@ from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_ser
 
 from socium.config.base import StrictNumbers
 from socium.errors import ConfigError
-from socium.experiments.propagation.population import run_defaults
+from socium.experiments.propagation.sim.population import run_defaults
 from socium.experiments.spec import build_config
 
 #: The most replicas per cascade (``cv.runs``). Why: the replicas are disjoint copies of the cascade's population
@@ -106,7 +106,7 @@ def cv_run_config(
     """The run config of ``model`` on one cascade (``cv.runs`` replica copies in one population file): the IC
     baseline on the spec's clock, or the fold's fitted timing on ``cv.step_minutes`` steps with the calibrated
     IC null or the spec's LLM policy. The simulator forecast (``forecast_sim``) is the calibrated config plus
-    the replayed prefix (:mod:`~socium.experiments.propagation.simforecast`)."""
+    the replayed prefix (:mod:`~socium.experiments.propagation.sim.simforecast`)."""
     cv: CVSpec = spec.cv
     base = dict(spec.base)
     base["seed"] = seed

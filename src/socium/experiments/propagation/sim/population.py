@@ -1,7 +1,7 @@
 """What the propagation study and its cross-validation share: OASIS's inputs, a cascade's agents, its curves.
 
 Why a module of its own: both :mod:`~socium.experiments.propagation.study` (one run per cascade) and
-:mod:`~socium.experiments.propagation.cv` (fit on train folds, score held-out cascades) build the same
+:mod:`~socium.experiments.propagation.cv.cv` (fit on train folds, score held-out cascades) build the same
 population from a real tree and score against the same real curves; keeping those pieces here lets the
 study call cross-validation without the two importing each other.
 """
@@ -18,7 +18,7 @@ import numpy as np
 from socium.core import actions as A
 from socium.data.datadir import data_dir
 from socium.errors import ConfigError, InputFileError
-from socium.experiments.propagation.realcascades import CascadeTree
+from socium.experiments.propagation.data.realcascades import CascadeTree
 from socium.experiments.spec import PersonRow
 from socium.trace.queries.cascades import propagation_curves
 from socium.trace.queries.curves import cascade_curves_from_events

@@ -23,7 +23,7 @@ cascade_sigma^2)`` that the fit estimates but the unconditioned null does not dr
 
 Baselines on the same cascades and window: ``null`` (the same code with nothing observed and ``g = 0``:
 the unconditioned calibrated null), SEISMIC (:func:`seismic_scale`) and a Hawkes process fitted to the
-prefix's reshare times (:mod:`~socium.experiments.propagation.hawkes`: ``hawkes`` with an exponential
+prefix's reshare times (:mod:`~socium.experiments.propagation.forecast.hawkes`: ``hawkes`` with an exponential
 kernel, ``hawkes_powerlaw`` with the power-law (Omori) kernel of cascade studies; ``hawkes_cv_kernel``: its
 kernel is the fold's fitted delay law and only the branching ratio comes from the prefix). Scores are NRMSE over minutes
 ``m .. minutes-1`` only (:func:`window_nrmse`), normalised by the real curve's maximum in that window.
@@ -41,8 +41,8 @@ from numpy.typing import NDArray
 from scipy import special
 
 from socium.core.intervals import mean_interval, nonnegative_interval, proportion_interval
-from socium.experiments.propagation.curves import nrmse
-from socium.experiments.propagation.realcascades import CascadeTree
+from socium.experiments.propagation.data.curves import nrmse
+from socium.experiments.propagation.data.realcascades import CascadeTree
 from socium.simulator.timing import MIN_DELAY_MIN, DelayDistribution, TimingParams
 from socium.trace.queries.curves import CURVE_NAMES, node_depths
 

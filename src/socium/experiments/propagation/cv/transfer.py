@@ -4,14 +4,14 @@ Why: cross-validation refits the timing on every train split, so it cannot answe
 *this* fit (the one a study ships) do on another data set?". Here the parameter file written by
 ``socium fit propagation`` is loaded once, every cascade of the spec is run with ``cv.runs`` replicas
 per model exactly as a cross-validation fold scores its held-out cascades
-(:func:`~socium.experiments.propagation.cv.score_cascade`), and nothing is fitted.
+(:func:`~socium.experiments.propagation.cv.cv.score_cascade`), and nothing is fitted.
 
 What the fit was trained on matters: fitting on all 1,490 Twitter15 trees instead of OASIS's 134 made
 held-out scale NRMSE worse by +0.040 (issue 28). So the fit file records its training population
 (:func:`training_population`: which data, which kind, how many trees, their sizes), results.json and the
 report print it beside the scored population. A fit file of format 2 also records the training cascades'
 size, depth and early-share distributions; then the warning compares those with the scored cascades' by
-KS (:mod:`~socium.experiments.propagation.transfer_check`, issue 37: the kinds warned on a matched
+KS (:mod:`~socium.experiments.propagation.fit.transfer_check`, issue 37: the kinds warned on a matched
 population). An older file falls back to the kinds and the median size.
 """
 
@@ -25,13 +25,13 @@ from typing import Any
 
 from socium.core.intervals import nonnegative_interval
 from socium.errors import ConfigError
-from socium.experiments.propagation.cv import score_cascade
-from socium.experiments.propagation.cv_config import CVSpec
-from socium.experiments.propagation.fit_file import population_stats
-from socium.experiments.propagation.population import oasis_topics
-from socium.experiments.propagation.realcascades import CascadeTree
-from socium.experiments.propagation.trained_on import population_kind, training_population
-from socium.experiments.propagation.transfer_check import ks_table, ks_warning
+from socium.experiments.propagation.cv.cv import score_cascade
+from socium.experiments.propagation.data.realcascades import CascadeTree
+from socium.experiments.propagation.data.trained_on import population_kind, training_population
+from socium.experiments.propagation.fit.fit_file import population_stats
+from socium.experiments.propagation.fit.transfer_check import ks_table, ks_warning
+from socium.experiments.propagation.sim.cv_config import CVSpec
+from socium.experiments.propagation.sim.population import oasis_topics
 from socium.experiments.spec import write_results
 from socium.simulator.timing import TimingParams
 from socium.trace.queries.curves import CURVE_NAMES

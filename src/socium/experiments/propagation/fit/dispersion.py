@@ -2,7 +2,7 @@
 
 Why: the replicas of one cascade share its tree and a speed read off the prefix, so they agree more than
 the real future does, and the forecast's 80% interval covers far less than 80% (docs/results.md). The
-intervals are widened on the log-growth scale (:func:`~socium.experiments.propagation.predictive.widen`):
+intervals are widened on the log-growth scale (:func:`~socium.experiments.propagation.forecast.predictive.widen`):
 ``k`` scales the replicas' own spread, and an added sd ``sqrt(floor^2 + per_node^2 / n)`` (``n`` the
 nodes observed at minute ``m``) widens even replicas that all agree. These must not be chosen on the
 cascades they are then scored on, so they are chosen here by K-fold CV on the fit's own training cascades:
@@ -21,12 +21,12 @@ import numpy as np
 from scipy import stats
 
 from socium.core.rng import component_rng
-from socium.experiments.propagation.cv import train_and_held
-from socium.experiments.propagation.fit import fit_timing
-from socium.experiments.propagation.forecast import cascade_arrays
-from socium.experiments.propagation.population import earliest_users, subtree_curves
-from socium.experiments.propagation.predictive import LEVELS, predict_cascade
-from socium.experiments.propagation.realcascades import CascadeTree
+from socium.experiments.propagation.cv.cv import train_and_held
+from socium.experiments.propagation.data.realcascades import CascadeTree
+from socium.experiments.propagation.fit.fit import fit_timing
+from socium.experiments.propagation.forecast.forecast import cascade_arrays
+from socium.experiments.propagation.forecast.predictive import LEVELS, predict_cascade
+from socium.experiments.propagation.sim.population import earliest_users, subtree_curves
 from socium.simulator.timing import FAMILIES, TimingParams
 
 DISPERSION_PURPOSE = 47
@@ -34,7 +34,7 @@ DISPERSION_PURPOSE = 47
 GRID = (1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 15.0, 20.0)
 """Values of ``k``, the scale of the replicas' own log-growth spread."""
 FLOOR_GRID = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4)
-"""Values of the added sd's floor (:func:`~socium.experiments.propagation.predictive.prefix_sd`)."""
+"""Values of the added sd's floor (:func:`~socium.experiments.propagation.forecast.predictive.prefix_sd`)."""
 PER_NODE_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0)
 """Values of the added sd's ``1 / sqrt(n)`` term."""
 NO_SD = (0.0,)
@@ -58,7 +58,7 @@ class Finals:
     """The tree's size (no replica exceeds it)."""
 
     def widened(self, k: float, sd: tuple[float, float]) -> np.ndarray:
-        """:func:`~socium.experiments.propagation.predictive.widen` of the final minute, every row at once."""
+        """:func:`~socium.experiments.propagation.forecast.predictive.widen` of the final minute, every row at once."""
         if k == 1.0 and not any(sd):  # untouched, as widen: a log round trip would move integer sizes off ties
             return self.x
         z = np.log1p(np.maximum(self.x - self.observed[:, None], 0.0))
@@ -73,7 +73,7 @@ class Finals:
 
     def coverage(self, k: float, sd: tuple[float, float] = (0.0, 0.0)) -> dict[str, float]:
         """Share of rows whose real final size lies in the central interval of the widened replicas
-        (inclusive, the quantiles :func:`~socium.experiments.propagation.predictive.score_cascade` uses)."""
+        (inclusive, the quantiles :func:`~socium.experiments.propagation.forecast.predictive.score_cascade` uses)."""
         x = self.widened(k, sd)
         out = {}
         for lv in LEVELS:

@@ -52,7 +52,7 @@ import pyarrow as pa
 
 from socium.data.datadir import data_dir, require
 from socium.errors import InputFileError
-from socium.experiments.propagation.realcascades import (
+from socium.experiments.propagation.data.realcascades import (
     DEFAULT_HORIZON_MIN,
     CascadeNode,
     CascadeTree,

@@ -1,6 +1,6 @@
 """The forecast's numpy sampler checked against socium's simulator: the pieces both sides need.
 
-Why: the forecast (:mod:`~socium.experiments.propagation.forecast`), its unconditioned null and the
+Why: the forecast (:mod:`~socium.experiments.propagation.forecast.forecast`), its unconditioned null and the
 counterfactual arms draw replicas in numpy, in continuous minutes; the cross-validation's ``calibrated``
 model is the simulator on 1-minute steps. A claim that they are one model is checked by running the
 simulator with the CV's own config (:func:`simulate_calibrated`), putting the numpy times on the
@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from socium.experiments.propagation.cv_config import CVSpec, cv_run_config, replicate_rows
-from socium.experiments.propagation.population import cascade_population, earliest_users
-from socium.experiments.propagation.realcascades import CascadeTree
+from socium.experiments.propagation.data.realcascades import CascadeTree
+from socium.experiments.propagation.sim.cv_config import CVSpec, cv_run_config, replicate_rows
+from socium.experiments.propagation.sim.population import cascade_population, earliest_users
 from socium.experiments.spec import run_config, write_population_csv
 from socium.simulator.timing import MIN_DELAY_MIN, TimingParams
 from socium.trace.queries.cascades import RESHARE_AT, cascade_events

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from socium.experiments.propagation.fit import tree_edges
-from socium.experiments.propagation.realcascades import CascadeTree
+from socium.experiments.propagation.data.realcascades import CascadeTree
+from socium.experiments.propagation.fit.fit import tree_edges
 from socium.simulator.timing import MIN_DELAY_MIN, DelayDistribution, TimingParams
 from socium.trace.queries.cascades import RESHARE_AT
 from socium.trace.queries.curves import DEFAULT_MINUTES, node_depths

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from socium.core.intervals import interval_from_dict, nonnegative_interval
-from socium.experiments.propagation.counterfactual_report import counterfactual_section
-from socium.experiments.propagation.forecast import BASELINES
+from socium.experiments.propagation.forecast.forecast import BASELINES
+from socium.experiments.propagation.report.counterfactual_report import counterfactual_section
 from socium.reporting import plots as P
 from socium.reporting.labels import real_label, source_labels
 from socium.reporting.page import Report, ReportTable, counted, fmt

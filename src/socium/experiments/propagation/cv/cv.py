@@ -2,7 +2,7 @@
 
 Why: a null whose timing is fitted to the very cascades it is scored on proves nothing. Here the
 cascades are split into ``cv.folds`` folds (seeded); for each fold the timing parameters are fitted
-(:func:`socium.experiments.propagation.fit.fit_timing`) on the *other* folds' trees, and every model is run
+(:func:`socium.experiments.propagation.fit.fit.fit_timing`) on the *other* folds' trees, and every model is run
 on the held-out fold's cascades only. A check refuses any overlap between fitted and scored ids.
 
 Models (``cv.models``):
@@ -38,25 +38,25 @@ import numpy as np
 from socium.core.rng import component_rng
 from socium.errors import ConfigError
 from socium.experiments.propagation.counterfactual import counterfactual_cascade, counterfactual_summary
-from socium.experiments.propagation.curves import nrmse_curves
-from socium.experiments.propagation.cv_config import CVSpec, cv_run_config, replicate_rows
-from socium.experiments.propagation.fit import fit_timing, write_fit
-from socium.experiments.propagation.forecast import (
+from socium.experiments.propagation.data.curves import nrmse_curves
+from socium.experiments.propagation.fit.fit import fit_timing, write_fit
+from socium.experiments.propagation.forecast.forecast import (
     CascadeArrays,
     cascade_arrays,
     forecast_summary,
     window_nrmse,
 )
-from socium.experiments.propagation.population import (
+from socium.experiments.propagation.forecast.predictive import forecast_cascade
+from socium.experiments.propagation.sim.cv_config import CVSpec, cv_run_config, replicate_rows
+from socium.experiments.propagation.sim.population import (
     cascade_population,
     earliest_users,
     oasis_topics,
     simulated_curves,
     subtree_curves,
 )
-from socium.experiments.propagation.predictive import forecast_cascade
-from socium.experiments.propagation.simcheck import events_curves
-from socium.experiments.propagation.simforecast import draw_shifts, grid_prefix, simulate_forecast
+from socium.experiments.propagation.sim.simcheck import events_curves
+from socium.experiments.propagation.sim.simforecast import draw_shifts, grid_prefix, simulate_forecast
 from socium.experiments.spec import run_config, write_population_csv, write_results
 from socium.simulator.timing import TimingParams
 from socium.trace.queries.curves import CURVE_NAMES
@@ -116,7 +116,7 @@ def cv_pairs(
     """The (train, held) pairs of ``cv.split``: seeded random folds, or chronological blocks (by ``posted``
     where given, e.g. CED's original times, else the Twitter snowflake ids)."""
     if cv.split == "chronological":
-        from socium.experiments.propagation.cascade_sources import (
+        from socium.experiments.propagation.data.cascade_sources import (
             snowflake_time,
         )  # lazy: only for a chronological split
 
@@ -150,7 +150,7 @@ def simulator_forecast(
 
     The observed reshares are replayed as seed actions, each replica copy draws its cascade speed from the
     posterior of the prefix as the simulator holds it (on its step grid), and followers of observed users
-    wake only after minute ``m`` (:mod:`~socium.experiments.propagation.simforecast`).
+    wake only after minute ``m`` (:mod:`~socium.experiments.propagation.sim.simforecast`).
     """
     m, dt = spec.observe_minutes, cv.step_minutes
     g = draw_shifts(grid_prefix(arrays, m, dt), tp, casc_sd, m, cv.runs, rng)
@@ -179,7 +179,7 @@ def score_cascade(
     (``fold`` None: runs under ``transfer``), so both score exactly the same way. With the spec's
     ``observe_minutes`` (cross-validation only) the models are also scored on the window after the
     observed prefix, and the prefix-conditioned forecast and its baselines are added
-    (:mod:`~socium.experiments.propagation.forecast`; ``casc_sd``: the fold's fitted cascade_sigma).
+    (:mod:`~socium.experiments.propagation.forecast.forecast`; ``casc_sd``: the fold's fitted cascade_sigma).
     """
     users = earliest_users(tree, spec.max_users)
     sim_models = [m for m in cv.models if m != "forecast_sim"]

@@ -1,13 +1,13 @@
 """Where cascades come from: registered data-set names and the user's files, all as one cascade table.
 
 Why a registry: ``socium forecast --cascades twitter15`` and ``--cascades my.csv`` must reach the same
-:data:`~socium.experiments.propagation.cascade_format.SCHEMA` table, and a new data set (CED's Weibo
+:data:`~socium.experiments.propagation.data.cascade_format.SCHEMA` table, and a new data set (CED's Weibo
 reposts) must be one line here plus its reader, not a new branch in every command. Built-in readers are
 named as ``module:function`` and imported only when asked for, so the registry costs nothing at start-up
 and a reader may live in any module the experiments layer can import.
 
 A reader is ``reader(limit) -> pa.Table``: the first ``limit`` cascades (all when None), already passed
-through :func:`~socium.experiments.propagation.cascade_format.cascade_table` or built from cleaned trees.
+through :func:`~socium.experiments.propagation.data.cascade_format.cascade_table` or built from cleaned trees.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from socium.errors import ConfigError, InputFileError
-from socium.experiments.propagation.cascade_format import (
+from socium.experiments.propagation.data.cascade_format import (
     FILE_SUFFIXES,
     cascade_ids,
     limit_cascades,
@@ -29,7 +29,7 @@ from socium.experiments.propagation.cascade_format import (
     read_parquet,
     table_from_trees,
 )
-from socium.experiments.propagation.realcascades import (
+from socium.experiments.propagation.data.realcascades import (
     load_labels,
     load_twitter15,
     oasis_cascade_ids,
@@ -41,19 +41,19 @@ Reader = Callable[[int | None], pa.Table]
 
 BUILTIN: dict[str, tuple[str, str]] = {
     "twitter15": (
-        "socium.experiments.propagation.cascade_sources:read_twitter15",
+        "socium.experiments.propagation.data.cascade_sources:read_twitter15",
         "Twitter15 retweet trees (Ma et al. 2017), 1,490 cascades with veracity labels",
     ),
     "oasis": (
-        "socium.experiments.propagation.cascade_sources:read_oasis",
+        "socium.experiments.propagation.data.cascade_sources:read_oasis",
         "the 134 Twitter15 cascades among OASIS's 198",
     ),
     "twitter15-not-oasis": (
-        "socium.experiments.propagation.cascade_sources:read_twitter15_not_oasis",
+        "socium.experiments.propagation.data.cascade_sources:read_twitter15_not_oasis",
         "the Twitter15 cascades outside OASIS's 134 (transfer tests of an OASIS fit)",
     ),
     "ced": (
-        "socium.experiments.propagation.ced:read_ced_source",
+        "socium.experiments.propagation.data.ced:read_ced_source",
         "Weibo repost/comment cascades of CED (Song et al. 2018) posted before 2013-07-01, rumour / non-rumour",
     ),
 }

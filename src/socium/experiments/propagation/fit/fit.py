@@ -50,7 +50,7 @@ from numpy.typing import NDArray
 from scipy import optimize, special, stats
 
 from socium.errors import ConfigError
-from socium.experiments.propagation.realcascades import CascadeTree
+from socium.experiments.propagation.data.realcascades import CascadeTree
 from socium.simulator.timing import FAMILIES, MIN_DELAY_MIN, DelayDistribution, TimingParams
 from socium.trace.rundir import write_out_file
 
@@ -476,13 +476,13 @@ def load_training_trees(sources: Sequence[str]) -> dict[str, CascadeTree]:
     'twitter15' and 'oasis' load the trees directly (as every earlier fit did, so refits are unchanged).
     """
     # lazy: the cascade readers, only for fits from files or data set names
-    from socium.experiments.propagation.cascade_format import FILE_SUFFIXES, cascade_trees
+    from socium.experiments.propagation.data.cascade_format import FILE_SUFFIXES, cascade_trees
 
     # lazy: the cascade readers, only for fits from files or data set names
-    from socium.experiments.propagation.cascade_sources import load_cascade_table, source_names
+    from socium.experiments.propagation.data.cascade_sources import load_cascade_table, source_names
 
     # lazy: the real-data readers, only for fits from Twitter15
-    from socium.experiments.propagation.realcascades import load_twitter15, oasis_cascade_ids, parse_tree
+    from socium.experiments.propagation.data.realcascades import load_twitter15, oasis_cascade_ids, parse_tree
 
     out: dict[str, CascadeTree] = {}
     for src in sources:
@@ -493,7 +493,7 @@ def load_training_trees(sources: Sequence[str]) -> dict[str, CascadeTree]:
             out.update(load_twitter15(None, oasis_cascade_ids(), strict=False))
         elif src == "ced":  # Weibo (CED) cascades posted before 2013-07-01 only: the later ones are held back
             # lazy: the CED reader, only for fits from Weibo cascades
-            from socium.experiments.propagation.ced import load_ced
+            from socium.experiments.propagation.data.ced import load_ced
 
             out.update(load_ced()[0])
         elif src in source_names() or (p.is_file() and p.suffix.lower() in FILE_SUFFIXES):

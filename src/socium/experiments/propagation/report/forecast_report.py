@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from socium.core.intervals import interval_from_dict
 from socium.errors import RunDirError
-from socium.experiments.propagation.counterfactual_report import counterfactual_section
+from socium.experiments.propagation.report.counterfactual_report import counterfactual_section
 from socium.reporting import plots as P
 from socium.reporting.page import Report, ReportTable, counted
 

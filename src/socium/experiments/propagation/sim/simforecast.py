@@ -1,10 +1,10 @@
 """The prefix-conditioned forecast run in socium's simulator (issue 28, tier 2 of the forecast check).
 
-Why: the forecast (:func:`~socium.experiments.propagation.forecast.replica_times` with ``condition=True``)
+Why: the forecast (:func:`~socium.experiments.propagation.forecast.forecast.replica_times` with ``condition=True``)
 replays a cascade's first ``m`` minutes, draws a per-replica cascade speed from the prefix's posterior and
 truncates the delays of observed users' children to "after minute m" -- all in numpy, in continuous
 minutes. Here the same forecast is a simulator run of the CV's ``calibrated`` config
-(``cv_config.cv_run_config``, as :func:`~socium.experiments.propagation.simcheck.simulate_calibrated` builds it),
+(``cv_config.cv_run_config``, as :func:`~socium.experiments.propagation.sim.simcheck.simulate_calibrated` builds it),
 so a claim that the numpy forecast is the simulator's model can be tested:
 
 * ``R`` disjoint replica copies of the tree population; copy ``r``'s source is post ``r`` (seed posts come
@@ -35,11 +35,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from socium.core import actions as A
-from socium.experiments.propagation.cv_config import CVSpec, cv_run_config, replicate_rows
-from socium.experiments.propagation.forecast import CascadeArrays, observed_mask, speed_posterior
-from socium.experiments.propagation.population import cascade_population, earliest_users
-from socium.experiments.propagation.realcascades import CascadeTree
-from socium.experiments.propagation.simcheck import TREE_POPULATION, Events
+from socium.experiments.propagation.data.realcascades import CascadeTree
+from socium.experiments.propagation.forecast.forecast import CascadeArrays, observed_mask, speed_posterior
+from socium.experiments.propagation.sim.cv_config import CVSpec, cv_run_config, replicate_rows
+from socium.experiments.propagation.sim.population import cascade_population, earliest_users
+from socium.experiments.propagation.sim.simcheck import TREE_POPULATION, Events
 from socium.experiments.spec import run_config, write_population_csv
 from socium.simulator.timing import TimingParams
 from socium.trace.queries.cascades import RESHARE_AT, cascade_events

@@ -4,7 +4,7 @@ Why: a forecast needs more than the timing law the simulator reads. It needs ``c
 sd of a cascade's speed; without it the posterior collapses to ``g = 0`` with weight 1, a forecast with
 no speed conditioning), the per-account speeds (``timing.root_effects``), and, to be trusted on other
 cascades, the training cascades' ids, a content digest and their size / depth / early-share
-distributions (compared with the scored cascades by KS, :mod:`~socium.experiments.propagation.transfer`).
+distributions (compared with the scored cascades by KS, :mod:`~socium.experiments.propagation.cv.transfer`).
 
 Layout (``format_version`` 2)::
 
@@ -36,9 +36,9 @@ import numpy as np
 
 import socium
 from socium.errors import ConfigError, InputFileError
-from socium.experiments.propagation.fit import fit_timing, write_fit
-from socium.experiments.propagation.realcascades import CascadeTree
-from socium.experiments.propagation.trained_on import training_population
+from socium.experiments.propagation.data.realcascades import CascadeTree
+from socium.experiments.propagation.data.trained_on import training_population
+from socium.experiments.propagation.fit.fit import fit_timing, write_fit
 from socium.simulator.timing import FAMILIES, TimingParams
 
 FIT_FORMAT = "socium-propagation-fit"
@@ -100,7 +100,7 @@ def fit_cascades(
     """Fit the timing layer on ``trees`` and return the self-contained fit file's dict (format 2).
 
     ``calibrate``: also choose the intervals' dispersion by 5-fold CV on these same training cascades
-    (:func:`~socium.experiments.propagation.dispersion.calibrate_dispersion`; five more fits); else 1."""
+    (:func:`~socium.experiments.propagation.fit.dispersion.calibrate_dispersion`; five more fits); else 1."""
     res = fit_timing(
         list(trees.values()),
         families=families,
@@ -129,7 +129,7 @@ def fit_cascades(
         },
     }
     if calibrate:
-        from socium.experiments.propagation.dispersion import (
+        from socium.experiments.propagation.fit.dispersion import (
             calibrate_dispersion,
         )  # lazy: imports the CV, only when asked
 

@@ -4,7 +4,7 @@ Why: transfer scoring used to compare one-word population kinds ("oasis" vs "tre
 matched population that transferred well (issue 37: an OASIS fit on 64 other Twitter15 trees forecast as
 well as in cross-validation). What the forecast's error depends on is the cascades' size, depth and how
 much of a cascade its first minutes show, so those distributions (recorded in the fit file,
-:func:`~socium.experiments.propagation.fit_file.population_stats`) are compared with the scored cascades'
+:func:`~socium.experiments.propagation.fit.fit_file.population_stats`) are compared with the scored cascades'
 by two-sample Kolmogorov-Smirnov tests. A warning needs both a large difference (``D > KS_D_WARN``) and one
 that is not noise (``p < KS_P_WARN``): with thousands of cascades a negligible difference is significant.
 """
@@ -16,8 +16,8 @@ from typing import Any
 
 from scipy import stats
 
-from socium.experiments.propagation.fit_file import Fit, population_stats
-from socium.experiments.propagation.realcascades import CascadeTree
+from socium.experiments.propagation.data.realcascades import CascadeTree
+from socium.experiments.propagation.fit.fit_file import Fit, population_stats
 
 KS_D_WARN = 0.2
 """A KS distance above this (a fifth of the cascades on the wrong side of some threshold) is a different population."""

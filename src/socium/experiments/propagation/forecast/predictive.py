@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from socium.core.intervals import MIN_N, mean_interval, nonnegative_interval, proportion_interval
-from socium.experiments.propagation.forecast import (
+from socium.experiments.propagation.forecast.forecast import (
     CascadeArrays,
     curves_from_times,
     replica_times,
@@ -42,7 +42,7 @@ from socium.experiments.propagation.forecast import (
     seismic_scale,
     window_nrmse,
 )
-from socium.experiments.propagation.hawkes import hawkes_scale, kernel_scale, powerlaw_scale
+from socium.experiments.propagation.forecast.hawkes import hawkes_scale, kernel_scale, powerlaw_scale
 from socium.simulator.timing import TimingParams
 from socium.trace.queries.curves import CURVE_NAMES
 

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from socium.errors import InputFileError
-from socium.experiments.propagation.realcascades import CascadeNode, CascadeTree, DefectReport
+from socium.experiments.propagation.data.realcascades import CascadeNode, CascadeTree, DefectReport
 
 REQUIRED = ("cascade_id", "node_id", "parent_id", "user_id", "time_s")
 OPTIONAL = ("label", "source_user", "posted_at")
@@ -292,7 +292,7 @@ def table_from_trees(
     labels: Mapping[str, str] | None = None,
     posted_at: Mapping[str, dt.datetime] | None = None,
 ) -> pa.Table:
-    """Cleaned trees (e.g. :func:`~socium.experiments.propagation.realcascades.load_twitter15`'s) as rows.
+    """Cleaned trees (e.g. :func:`~socium.experiments.propagation.data.realcascades.load_twitter15`'s) as rows.
 
     Trees from the Ma et al. reader are already repaired (children clamped to their parent), so the rows
     always pass :func:`cascade_table`; delays in minutes become ``time_s``.

@@ -1,0 +1,1 @@
+"""Propagation reports: the study, its cross-validation and transfer, the forecast tool, counterfactuals."""
