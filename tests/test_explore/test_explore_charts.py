@@ -183,3 +183,19 @@ def test_a_sorted_agents_order_is_kept_until_the_trace_changes(run: Path, tmp_pa
     con.close()
     again = view.memo(("order",), order)
     assert len(calls) == 2 and again[0] == last and sorted(again) == sorted(first)
+
+
+def test_warm_up_queries_the_first_page_and_survives_a_bad_trace(run: Path, tmp_path: Path) -> None:
+    from socium.explore.source import open_source
+
+    src = open_source(run)
+    assert src._last == {}
+    src.warm()  # what `socium explore` runs in a thread while the browser loads Solara
+    assert set(src._last) == {"."}
+    src.close()
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "trace.duckdb").write_bytes(b"not a duckdb file")
+    broken = open_source(bad)
+    broken.warm()  # nothing raised: the page says what is wrong when it is opened
+    broken.close()
