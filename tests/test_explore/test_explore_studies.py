@@ -190,9 +190,10 @@ def test_a_forecast_folder_opens_per_cascade(forecast_dir: Path) -> None:
             page.locator(".v-select:has-text('observed for')").first.click()
             page.locator(".v-menu__content .v-list-item:has-text('10')").first.click()
             w10 = _horizon(forecast_dir, cids[1], 10)
-            page.wait_for_function(
-                "v => document.querySelector('.horizon-table .arm-row').dataset.mean === v",
-                arg=str(round(w10["forecast"]["mean"], 3)),
+            order = ["forecast", "null", "arm:none", "arm:remove@10", "arm:label@10", "arm:remove@20", "arm:label@20"]
+            page.wait_for_function(  # every row redrawn (a page updates its widgets one message at a time)
+                "v => [...document.querySelectorAll('.horizon-table .arm-row')].map(e => e.dataset.mean).join() === v",
+                arg=",".join(str(round(w10[m]["mean"], 3)) for m in order),
             )
             check(w10)
             page.locator(".study-next").click()
