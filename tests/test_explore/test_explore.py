@@ -173,6 +173,8 @@ def test_post_page_queries(con) -> None:
         [root],
     ).fetchall()
     assert set(reshares) <= acted
+    every = con.execute("SELECT step, agent_id, type, args FROM actions").fetchall()  # every action, parsed here
+    assert acted == {(s, a, t) for s, a, t, args in every if json.loads(args or "{}").get("post_id") == root}
 
 
 def test_shown_to_counts_exposures_through_reposts_and_quotes(con) -> None:

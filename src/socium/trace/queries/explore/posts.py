@@ -223,7 +223,7 @@ def exposure_sources(con: Con, post_id: int) -> dict[str, int]:
 def acted_on(con: Con, post_id: int, *, limit: int = PAGE, offset: int = 0) -> list[tuple[int, int, str, str | None]]:
     """(step, agent, action type, outcome) of every action that targeted the post, in order."""
     return con.execute(
-        "SELECT step, agent_id, type, outcome FROM actions "
-        "WHERE TRY_CAST(json_extract(args, '$.post_id') AS BIGINT) = ? ORDER BY step, seq LIMIT ? OFFSET ?",
-        [int(post_id), int(limit), int(offset)],
+        "SELECT step, agent_id, type, outcome FROM actions WHERE contains(args, ?) "  # the id's digits: a cheap
+        "AND TRY_CAST(json_extract(args, '$.post_id') AS BIGINT) = ? ORDER BY step, seq LIMIT ? OFFSET ?",  # pre-filter
+        [str(int(post_id)), int(post_id), int(limit), int(offset)],
     ).fetchall()
