@@ -25,18 +25,14 @@ import yaml
 from bench_ray import _timed  # the same wrapper (benchmarks/ is on sys.path when run as a script)
 
 import socium
-from socium.experiments.propagation.cv.cv import train_and_held
 from socium.experiments.propagation.data.curves import CURVE_NAMES, nrmse_curves
+from socium.experiments.propagation.data.folds import train_and_held
+from socium.experiments.propagation.data.realcascades import earliest_users, subtree_curves
 from socium.experiments.propagation.fit.fit import fit_timing
 from socium.experiments.propagation.sim.cv_config import cv_run_config, replicate_rows
-from socium.experiments.propagation.sim.population import (
-    cascade_population,
-    earliest_users,
-    oasis_topics,
-    simulated_curves,
-    subtree_curves,
-)
-from socium.experiments.propagation.study import PropagationSpec, load_trees
+from socium.experiments.propagation.sim.population import cascade_population, oasis_topics, simulated_curves
+from socium.experiments.propagation.spec import PropagationSpec
+from socium.experiments.propagation.study import load_trees
 from socium.experiments.spec import run_config, write_population_csv
 from socium.simulator.simulation import Simulation
 from socium.trace.store import TraceStore
@@ -78,7 +74,7 @@ def main() -> None:
         text = topics.get(cid, {}).get("text") or "(source text not available)"
         real = subtree_curves(trees[cid], users, spec.minutes)
         for model in cv.models:
-            cfg = cv_run_config(model, spec, cid, pop_csv, text, fit["timing"], cv.seed, len(rows))
+            cfg = cv_run_config(model, spec, cv, cid, pop_csv, text, fit["timing"], cv.seed, len(rows))
             walls, commits, inits = [], [], []
             for _ in range(a.repeat):
                 spent.clear()

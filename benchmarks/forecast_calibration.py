@@ -29,12 +29,12 @@ import numpy as np
 from socium import forecast as fc
 from socium.core.intervals import proportion_interval
 from socium.core.rng import component_rng
+from socium.experiments.propagation.data.realcascades import earliest_users, subtree_curves
 from socium.experiments.propagation.fit.dispersion import FLOOR_GRID, GRID, PER_NODE_GRID, Finals, cv_finals
 from socium.experiments.propagation.fit.fit import fit_timing
 from socium.experiments.propagation.forecast.forecast import cascade_arrays
 from socium.experiments.propagation.forecast.predictive import LEVELS, predict_cascade
 from socium.experiments.propagation.forecast_run import FORECAST_TOOL_PURPOSE
-from socium.experiments.propagation.sim.population import earliest_users, subtree_curves
 from socium.simulator.timing import TimingParams
 
 NOMINAL = {f"{int(lv * 100)}": lv for lv in LEVELS}

@@ -43,16 +43,16 @@ import yaml
 
 from socium.core.rng import component_rng
 from socium.experiments.propagation.counterfactual import apply_arm
-from socium.experiments.propagation.cv.cv import train_and_held
 from socium.experiments.propagation.data.curves import nrmse
-from socium.experiments.propagation.data.realcascades import CascadeTree
+from socium.experiments.propagation.data.folds import train_and_held
+from socium.experiments.propagation.data.realcascades import CascadeTree, earliest_users, subtree_curves
 from socium.experiments.propagation.fit.fit import fit_timing
 from socium.experiments.propagation.forecast import forecast as F
 from socium.experiments.propagation.forecast.forecast import window_nrmse
-from socium.experiments.propagation.sim.population import earliest_users, subtree_curves
 from socium.experiments.propagation.sim.simcheck import Events, events_curves, max_z, on_step_grid, simulate_calibrated
 from socium.experiments.propagation.sim.simforecast import draw_shifts, grid_prefix, simulate_forecast
-from socium.experiments.propagation.study import PropagationSpec, load_trees
+from socium.experiments.propagation.spec import PropagationSpec
+from socium.experiments.propagation.study import load_trees
 from socium.simulator.timing import TimingParams
 from socium.trace.queries.curves import cascade_curves_from_events, node_depths
 

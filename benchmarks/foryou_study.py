@@ -52,7 +52,8 @@ from socium.core.intervals import mean_interval, nonnegative_interval
 from socium.experiments.designs.scale import herding_effects, herding_items, polarisation_effects, stances
 from socium.experiments.opinions.herding import HerdingSpec, herding_configs
 from socium.experiments.opinions.polarisation import PolarisationSpec, run_polarisation
-from socium.experiments.propagation.sim.population import cascade_population, earliest_users, oasis_topics, run_defaults
+from socium.experiments.propagation.data.realcascades import earliest_users
+from socium.experiments.propagation.sim.population import cascade_population, oasis_topics, run_defaults
 from socium.experiments.spec import build_config, run_config, write_population_csv
 from socium.trace.queries import attention as A
 from socium.trace.queries import cascades as C

@@ -39,7 +39,12 @@ import numpy as np
 from socium.core.intervals import mean_interval, nonnegative_interval
 from socium.core.rng import component_rng
 from socium.experiments.propagation.data.ced import load_ced
-from socium.experiments.propagation.data.realcascades import load_twitter15, oasis_cascade_ids
+from socium.experiments.propagation.data.realcascades import (
+    earliest_users,
+    load_twitter15,
+    oasis_cascade_ids,
+    subtree_curves,
+)
 from socium.experiments.propagation.fit.fit import fit_timing
 from socium.experiments.propagation.forecast.forecast import (
     cascade_arrays,
@@ -47,7 +52,6 @@ from socium.experiments.propagation.forecast.forecast import (
     replica_times,
     window_nrmse,
 )
-from socium.experiments.propagation.sim.population import earliest_users, subtree_curves
 from socium.simulator.timing import TimingParams
 from socium.trace.queries.curves import CURVE_NAMES
 

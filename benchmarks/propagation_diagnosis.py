@@ -38,16 +38,17 @@ from typing import Any
 import numpy as np
 import yaml
 
-from socium.experiments.propagation.cv.cv import train_and_held
 from socium.experiments.propagation.data.curves import (
     CURVE_NAMES,
     cascade_curves_from_events,
     node_depths,
     nrmse_curves,
 )
+from socium.experiments.propagation.data.folds import train_and_held
+from socium.experiments.propagation.data.realcascades import earliest_users, subtree_curves
 from socium.experiments.propagation.fit.fit import fit_timing, tree_edges
-from socium.experiments.propagation.sim.population import earliest_users, subtree_curves
-from socium.experiments.propagation.study import PropagationSpec, load_trees
+from socium.experiments.propagation.spec import PropagationSpec
+from socium.experiments.propagation.study import load_trees
 from socium.simulator.timing import MIN_DELAY_MIN, TimingParams
 from socium.trace.queries.cascades import RESHARE_AT
 

@@ -48,9 +48,14 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from socium.experiments.propagation.cv.cv import train_and_held
 from socium.experiments.propagation.data.curves import CURVE_NAMES, nrmse_curves
-from socium.experiments.propagation.data.realcascades import CascadeTree, load_twitter15, oasis_cascade_ids
+from socium.experiments.propagation.data.folds import train_and_held
+from socium.experiments.propagation.data.realcascades import (
+    CascadeTree,
+    load_twitter15,
+    oasis_cascade_ids,
+    subtree_curves,
+)
 from socium.experiments.propagation.fit.emulator import (
     MINUTES,
     bias_summary,
@@ -64,7 +69,6 @@ from socium.experiments.propagation.fit.emulator import (
     weighted_geomedian,
 )
 from socium.experiments.propagation.fit.fit import fit_timing
-from socium.experiments.propagation.sim.population import subtree_curves
 from socium.simulator.timing import TimingParams
 
 
@@ -244,7 +248,8 @@ def main() -> None:
     if a.check_134:
         import yaml
 
-        from socium.experiments.propagation.study import PropagationSpec, load_trees
+        from socium.experiments.propagation.spec import PropagationSpec
+        from socium.experiments.propagation.study import load_trees
 
         spec_file = Path(__file__).resolve().parents[1] / "examples" / "results" / "propagation-cv.yaml"
         spec = PropagationSpec.model_validate(yaml.safe_load(spec_file.read_text(encoding="utf-8")))

@@ -62,7 +62,7 @@ def test_help_lists_commands_in_the_order_main_imports_them():
 
 
 def test_choices_are_listed_and_validated(tmp_path):
-    from socium.experiments.phenomena import KINDS
+    from socium.experiments.studies import EXPERIMENT_KINDS as KINDS
 
     r = runner.invoke(app, ["experiment", "--help"], env={"COLUMNS": "200"})
     listed = re.search(r"<([a-z|]+)>", r.output.split("kind", 1)[1]).group(1).split("|")

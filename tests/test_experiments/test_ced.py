@@ -17,7 +17,7 @@ from socium.experiments.propagation.data.ced import (
     read_ced_cascades,
     to_tree,
 )
-from socium.experiments.propagation.study import PropagationSpec
+from socium.experiments.propagation.spec import PropagationSpec
 
 UTC = timezone.utc
 T0 = int(datetime(2012, 9, 11, 3, 34, 22, tzinfo=UTC).timestamp())  # the original's Unix time
@@ -155,7 +155,7 @@ def test_real_folder_reads_whole_with_counted_repairs() -> None:
 
 def test_chronological_split_orders_ced_cascades_by_their_posting_time() -> None:
     from socium.experiments.propagation.cv.cv import cv_pairs
-    from socium.experiments.propagation.sim.cv_config import CVSpec
+    from socium.experiments.propagation.spec import CVSpec
 
     ids = ["c", "a", "b", "d"]  # mids carry no time: the split must take it from posted_at
     posted = {i: datetime(2012, 1, 1 + k, tzinfo=UTC) for k, i in enumerate(["a", "b", "c", "d"])}

@@ -361,7 +361,7 @@ def test_chronological_split_trains_on_earlier_cascades() -> None:
     import datetime as dt
 
     from socium.experiments.propagation.cv.cv import chronological_split
-    from socium.experiments.propagation.sim.cv_config import CVSpec
+    from socium.experiments.propagation.spec import CVSpec
 
     t0 = dt.datetime(2015, 1, 1, tzinfo=dt.timezone.utc)
     ids = [f"c{i}" for i in range(10)]
@@ -415,7 +415,7 @@ def test_cli_counterfactual_arms_and_bad_arms_file(world: dict, tmp_path: Path) 
 def test_spec_with_a_saved_fit_and_observe_minutes_points_to_socium_forecast(world: dict) -> None:
     from pydantic import ValidationError
 
-    from socium.experiments.propagation.study import PropagationSpec
+    from socium.experiments.propagation.spec import PropagationSpec
 
     with pytest.raises(ValidationError, match="socium forecast --fit FILE"):
         PropagationSpec(timing_file=str(world["fit"]), observe_minutes=10, cv={"runs": 2})
@@ -423,7 +423,8 @@ def test_spec_with_a_saved_fit_and_observe_minutes_points_to_socium_forecast(wor
 
 def test_chronological_cv_end_to_end(tmp_path: Path) -> None:
     """cv.split: chronological on tree files named by snowflake-like ids: later blocks scored by earlier fits."""
-    from socium.experiments.propagation.study import PropagationSpec, run_propagation
+    from socium.experiments.propagation.spec import PropagationSpec
+    from socium.experiments.propagation.study import run_propagation
 
     rng = np.random.default_rng(7)
     folder = tmp_path / "trees"

@@ -29,9 +29,8 @@ import pytest
 from conftest import needs_data
 from socium.core.rng import component_rng
 from socium.experiments.propagation.counterfactual import apply_arm
-from socium.experiments.propagation.data.realcascades import CascadeTree, parse_tree
+from socium.experiments.propagation.data.realcascades import CascadeTree, earliest_users, parse_tree
 from socium.experiments.propagation.forecast import forecast as F
-from socium.experiments.propagation.sim.population import earliest_users
 from socium.experiments.propagation.sim.simcheck import events_curves, max_z, on_step_grid, simulate_calibrated
 from socium.simulator.timing import DelayDistribution, TimingParams
 from socium.trace.queries.curves import cascade_curves_from_events

@@ -7,9 +7,10 @@ from conftest import small_config
 from socium.core.actions import QuotePost, Repost
 from socium.core.contracts import Decision
 from socium.experiments.propagation.data.curves import nrmse_curves
-from socium.experiments.propagation.data.realcascades import parse_tree
-from socium.experiments.propagation.sim.population import earliest_users, simulated_curves
-from socium.experiments.propagation.study import PropagationSpec, run_propagation
+from socium.experiments.propagation.data.realcascades import earliest_users, parse_tree
+from socium.experiments.propagation.sim.population import simulated_curves
+from socium.experiments.propagation.spec import PropagationSpec
+from socium.experiments.propagation.study import run_propagation
 from socium.simulator.simulation import Simulation
 
 # root 10 at 0; 11, 12, 13 retweet the root; 14 retweets 11; 15 retweets 14 (depth 3).

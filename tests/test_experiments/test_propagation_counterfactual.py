@@ -10,8 +10,10 @@ from tests.test_experiments.test_propagation_forecast import _cascade, _trees
 
 from socium.errors import ConfigError
 from socium.experiments.propagation import counterfactual as CF
+from socium.experiments.propagation import spec as S
 from socium.experiments.propagation.forecast import forecast as F
-from socium.experiments.propagation.study import PropagationSpec, run_propagation
+from socium.experiments.propagation.spec import PropagationSpec
+from socium.experiments.propagation.study import run_propagation
 from socium.experiments.report import write_report
 from socium.simulator.timing import DelayDistribution, TimingParams
 
@@ -20,7 +22,7 @@ TP = TimingParams(DelayDistribution("lognormal", {"mu": 1.5, "sigma": 1.0}))
 
 
 def _spec(**kw):
-    return CF.CounterfactualSpec(**kw)
+    return S.CounterfactualSpec(**kw)
 
 
 def _cv_spec(tmp_path, files, seed: int, runs: int, counterfactual: dict) -> PropagationSpec:
@@ -39,10 +41,10 @@ def _cv_spec(tmp_path, files, seed: int, runs: int, counterfactual: dict) -> Pro
 
 def test_keep_probability_composes_the_strategy_keys():
     inoc = np.array([False, True])
-    assert CF.keep_probability(CF.StrategySpec(remove=True, downrank=0.9), 0.25, 0.2, inoc).tolist() == [0.0, 0.0]
-    k = CF.keep_probability(CF.StrategySpec(label=True, downrank=0.5, prebunk=1.0), 0.25, 0.2, inoc)
+    assert CF.keep_probability(S.StrategySpec(remove=True, downrank=0.9), 0.25, 0.2, inoc).tolist() == [0.0, 0.0]
+    k = CF.keep_probability(S.StrategySpec(label=True, downrank=0.5, prebunk=1.0), 0.25, 0.2, inoc)
     assert k == pytest.approx([0.5 * 0.75, 0.5 * 0.75 * 0.8])
-    assert CF.keep_probability(CF.StrategySpec(), 0.25, 0.2, inoc).tolist() == [1.0, 0.8]  # inoculation alone
+    assert CF.keep_probability(S.StrategySpec(), 0.25, 0.2, inoc).tolist() == [1.0, 0.8]  # inoculation alone
 
 
 def test_a_lost_reshare_takes_its_subtree_and_the_past_never_changes():
@@ -79,7 +81,7 @@ def test_label_effect_on_a_star_and_compounding_on_a_chain():
 
 def test_arms_share_the_forecasts_replicas():
     c = _cascade(120, 0.3, seed=4)
-    spec = _spec(act_minutes=[10, 40], strategies={**CF.default_strategies(), "nothing": {"downrank": 1.0}})
+    spec = _spec(act_minutes=[10, 40], strategies={**S.default_strategies(), "nothing": {"downrank": 1.0}})
     out = CF.counterfactual_cascade(c, TP, 0.7, 10, 30, 150, spec, np.random.default_rng(0), real_scale=np.ones(150))
     none = np.array(out["arms"]["none"]["reach"])
     assert out["arms"]["nothing@10"]["reach"] == out["arms"]["none"]["reach"]  # a no-op arm is the forecast itself
@@ -119,9 +121,9 @@ def test_spec_rules_name_the_key():
     with pytest.raises(ValueError, match="counterfactual.act_minutes: 5"):
         PropagationSpec(tree_files=["x.txt"], cv={"folds": 2}, observe_minutes=10, counterfactual={"act_minutes": [5]})
     with pytest.raises(ValueError, match="arm name"):
-        CF.CounterfactualSpec(strategies={"a@b": {"remove": True}})
+        S.CounterfactualSpec(strategies={"a@b": {"remove": True}})
     with pytest.raises(ValueError, match="extra"):
-        CF.CounterfactualSpec(strategies={"x": {"delete": True}})
+        S.CounterfactualSpec(strategies={"x": {"delete": True}})
 
 
 def test_cv_counterfactual_end_to_end(tmp_path):
@@ -129,7 +131,7 @@ def test_cv_counterfactual_end_to_end(tmp_path):
     spec = _cv_spec(tmp_path, files, 0, 8, {"act_minutes": [10, 20], "bootstrap": 200})
     res = run_propagation(spec, tmp_path / "out")
     cf = res["summary"]["counterfactual"]
-    assert cf["n"] == 6 and set(cf["arms"]) == {f"{s}@{a}" for s in CF.default_strategies() for a in (10, 20)}
+    assert cf["n"] == 6 and set(cf["arms"]) == {f"{s}@{a}" for s in S.default_strategies() for a in (10, 20)}
     rem = cf["arms"]["remove@10"]
     assert rem["averted_share"]["estimate"] == pytest.approx(1.0)
     assert (
@@ -143,7 +145,7 @@ def test_cv_counterfactual_end_to_end(tmp_path):
     assert rem["oracle_relative"]["estimate"] < 0
     assert "curve" not in res["cascades"][0]["counterfactual"]["arms"]["none"]  # folded into the pooled curves
     assert len(cf["curves"]["none"]) == 60 and len(cf["real_curve"]) == 60
-    assert cf["assumptions"]["label_effect"] == CF.LABEL_EFFECT
+    assert cf["assumptions"]["label_effect"] == S.LABEL_EFFECT
     json.dumps(res)
     rep = write_report(tmp_path / "out")
     html = rep.html.read_text()

@@ -10,7 +10,8 @@ import pytest
 from socium.core.rng import component_rng
 from socium.experiments.propagation.forecast import forecast as F
 from socium.experiments.propagation.forecast.predictive import forecast_cascade
-from socium.experiments.propagation.study import PropagationSpec, run_propagation
+from socium.experiments.propagation.spec import PropagationSpec
+from socium.experiments.propagation.study import run_propagation
 from socium.experiments.report import write_report
 from socium.simulator.timing import DelayDistribution, TimingParams
 from socium.trace.queries.curves import cascade_curves_from_events

@@ -18,11 +18,12 @@ from test_propagation_forecast import _trees
 
 from conftest import needs_data
 from socium.core.rng import component_rng
+from socium.experiments.propagation.data.realcascades import earliest_users
 from socium.experiments.propagation.forecast import forecast as F
-from socium.experiments.propagation.sim.population import earliest_users
 from socium.experiments.propagation.sim.simcheck import events_curves, max_z, on_step_grid
 from socium.experiments.propagation.sim.simforecast import draw_shifts, grid_prefix, seed_reposts, simulate_forecast
-from socium.experiments.propagation.study import PropagationSpec, run_propagation
+from socium.experiments.propagation.spec import PropagationSpec
+from socium.experiments.propagation.study import run_propagation
 from socium.simulator.timing import DelayDistribution, TimingParams
 
 LAWS = {

@@ -11,8 +11,10 @@ from typer.testing import CliRunner
 from socium.cli.main import app
 from socium.errors import ConfigError
 from socium.experiments.propagation.cv import cv as cv_mod
+from socium.experiments.propagation.cv.transfer import TRANSFER_RUNS
 from socium.experiments.propagation.fit import fit as fit_mod
-from socium.experiments.propagation.study import PropagationSpec, run_propagation
+from socium.experiments.propagation.spec import PropagationSpec
+from socium.experiments.propagation.study import run_propagation
 from socium.experiments.report import write_report
 
 
@@ -81,6 +83,16 @@ def test_saved_fit_is_scored_with_replicas_and_never_refitted(tmp_path, saved_fi
     assert len(cfg["seed_posts"]) == 3 and cfg["timing"]["params"]["meta"]["training"]["n_trees"] == 6
     html = write_report(tmp_path / "out").html.read_text()
     assert "no refit" in html and "tree files (6 trees" in html and "WARNING" not in html
+
+
+def test_a_saved_fit_without_a_cv_block_is_scored_with_the_default_replicas(tmp_path, saved_fit):
+    # the simulator config read the spec's cv: block, which a spec naming only timing_file lacks (AttributeError);
+    # transfer scoring's own settings (calibrated, TRANSFER_RUNS replicas) now reach every run it builds
+    files = _write_trees(tmp_path / "other", [400], seed=3)
+    res = run_propagation(_spec(files, tmp_path, timing_file=str(saved_fit), minutes=20), tmp_path / "out")
+    assert res["mode"] == "transfer" and list(res["summary"]) == ["note", "calibrated"]
+    cfg = json.loads((tmp_path / "out" / "transfer" / "calibrated" / "400" / "config.json").read_text())
+    assert len(cfg["seed_posts"]) == TRANSFER_RUNS
 
 
 def test_population_differences_and_in_sample_scoring_are_warned(tmp_path, saved_fit):

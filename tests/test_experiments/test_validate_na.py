@@ -7,7 +7,8 @@ from typer.testing import CliRunner
 
 from conftest import small_config
 from socium.cli.main import app
-from socium.experiments.propagation.study import PropagationSpec, run_propagation
+from socium.experiments.propagation.spec import PropagationSpec
+from socium.experiments.propagation.study import run_propagation
 from socium.experiments.validation import stylized as S
 from socium.experiments.validation.validate import TREE_REPLAY, scorecard
 from socium.simulator.simulation import Simulation

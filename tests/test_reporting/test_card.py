@@ -72,7 +72,8 @@ def test_rule_based_card_has_no_perspective_or_llm(tmp_path):
 def test_card_names_input_files_with_digests(tmp_path):
     import hashlib
 
-    from socium.experiments.propagation.study import PropagationSpec, run_propagation
+    from socium.experiments.propagation.spec import PropagationSpec
+    from socium.experiments.propagation.study import run_propagation
 
     tree = tmp_path / "7.txt"
     tree.write_text("['ROOT', 'ROOT', '0.0']->['1', '7', '0.0']\n['1', '7', '0.0']->['2', '7', '1.0']\n")

@@ -65,7 +65,8 @@ def test_cli_experiment_and_report_for_herding(tmp_path):
 
 
 def test_propagation_report_series_match_results(tmp_path):
-    from socium.experiments.propagation.study import PropagationSpec, run_propagation
+    from socium.experiments.propagation.spec import PropagationSpec
+    from socium.experiments.propagation.study import run_propagation
 
     tree = tmp_path / "7.txt"
     tree.write_text(

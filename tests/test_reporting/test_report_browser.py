@@ -84,7 +84,7 @@ def _run(root: Path, name: str, cfg: dict) -> Path:
 
 
 def _propagation(root: Path):
-    from socium.experiments.propagation.study import PropagationSpec
+    from socium.experiments.propagation.spec import PropagationSpec
 
     return PropagationSpec(
         tree_files=[_tree(root, "7.txt"), _tree(root, "8.txt")],

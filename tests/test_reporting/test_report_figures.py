@@ -210,7 +210,8 @@ def test_relative_spec_paths_resolve_against_the_spec_file(tmp_path, monkeypatch
 
 
 def test_missing_source_text_is_reported_and_ic_model_shows_configured_p(tmp_path, figures):
-    from socium.experiments.propagation.study import PropagationSpec, run_propagation
+    from socium.experiments.propagation.spec import PropagationSpec
+    from socium.experiments.propagation.study import run_propagation
 
     lines = []
     spec = PropagationSpec(

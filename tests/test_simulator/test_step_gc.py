@@ -97,7 +97,8 @@ def test_middle_collection_waits_for_the_end_of_the_step(thresholds):
 
 def test_ray_actor_decides_with_raised_thresholds(thresholds):
     pytest.importorskip("ray")
-    from socium.simulator.ray_executor import ActorContext, ShardActor, pack_observations, unpack_decisions
+    from socium.simulator.ray_actor import ActorContext, ShardActor
+    from socium.simulator.ray_wire import pack_observations, unpack_decisions
 
     seen: list[tuple[int, int, int]] = []
 
@@ -109,7 +110,8 @@ def test_ray_actor_decides_with_raised_thresholds(thresholds):
     gc.set_threshold(700, 10, 10)
     actor = ShardActor(Policy(), ActorContext(shard=0, n_shards=1, seed=1, concurrency=4))
     obs = Observation(agent_id=3, step=0, time_s=0.0, hour=0, feed=[])
-    packed, _ = asyncio.run(actor.decide(pack_observations([obs])))
+    packed, _rows, stopped = asyncio.run(actor.decide(pack_observations([obs])))
+    assert stopped is None  # decided in full
     assert [d.agent_id for d in unpack_decisions(packed)] == [3]
     assert seen == [_raised((700, 10, 10))]
     assert gc.get_threshold() == (700, 10, 10)

@@ -13,18 +13,19 @@ from typer.testing import CliRunner
 from conftest import small_config
 from socium.cli.main import app
 from socium.errors import ConfigError
-from socium.experiments.propagation.cv.cv import fold_split, train_and_held
+from socium.experiments.propagation.data.folds import fold_split, train_and_held
 from socium.experiments.propagation.data.realcascades import parse_tree
+from socium.experiments.propagation.data.training import load_training_trees
 from socium.experiments.propagation.fit.fit import (
     EdgeData,
     cascade_sigma,
     fit_family,
     fit_timing,
-    load_training_trees,
     root_effects,
     user_sigma,
 )
-from socium.experiments.propagation.study import PropagationSpec, run_propagation
+from socium.experiments.propagation.spec import PropagationSpec
+from socium.experiments.propagation.study import run_propagation
 from socium.experiments.report import write_report
 from socium.reporting.page import fmt
 from socium.simulator.simulation import Simulation

@@ -3,7 +3,7 @@ exactly the ids it would be offered in process (the schema narrows them by these
 
 from socium.agents.answer_validation import state_aware_ids
 from socium.core.contracts import FeedItem, Observation
-from socium.simulator.ray_executor import pack_observations, unpack_observations
+from socium.simulator.ray_wire import pack_observations, unpack_observations
 
 
 def _item(pid: int, author: int) -> FeedItem:

@@ -469,6 +469,9 @@ async def started_in_slices(fn: Any, items: Sequence[Any], size: int = START_SLI
     except BaseException:  # cancelled (or a task failed): leave no task of this batch running
         for t in tasks:
             t.cancel()
+        # and wait for them to unwind: each notes its request cut off on the wire (socium.llm.interrupted)
+        # before the caller drains the call log (a Ray actor stopped mid-step hands it over at once)
+        await asyncio.gather(*tasks, return_exceptions=True)
         raise
 
 

@@ -7,7 +7,7 @@ import shlex
 import signal
 import sys
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import typer
 from rich.table import Table
@@ -24,8 +24,14 @@ from socium.cli.app import (
 from socium.cli.signals import Stopped, stop_on_signals
 from socium.core.console_text import plain
 from socium.errors import BudgetExceeded, SociumError
+from socium.experiments.studies import EXPERIMENT_KINDS
 from socium.reporting.progress import RichProgress, reporting
 from socium.trace.rundir import default_out, write_out_file
+
+if TYPE_CHECKING:
+    ExperimentKind = str
+else:  # the choices typer lists and checks: every study `socium experiment` starts, from the study registry
+    ExperimentKind = Literal[EXPERIMENT_KINDS]
 
 
 @app.command()
@@ -121,7 +127,7 @@ def report(
 
 @app.command()
 def experiment(
-    kind: Literal["propagation", "herding", "polarisation", "intervention", "compare"] = typer.Argument(
+    kind: ExperimentKind = typer.Argument(
         ..., help="The phenomenon, or compare: the spec's experiment under every registered perspective."
     ),
     spec_file: Path = typer.Argument(..., help="Experiment spec YAML (see examples/propagation.yaml)."),
@@ -237,7 +243,7 @@ def fit(
     ),
 ) -> None:
     """Fit response delays, influence slopes and per-user activity to real retweet trees; write a parameter file."""
-    from socium.experiments.propagation.fit.fit import load_training_trees  # lazy: CLI start-up
+    from socium.experiments.propagation.data.training import load_training_trees  # lazy: CLI start-up
     from socium.experiments.propagation.fit.fit_file import fit_cascades, write_fit_file  # lazy: CLI start-up
 
     if what == "foryou":

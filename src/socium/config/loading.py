@@ -263,6 +263,7 @@ _OTHER_SPECS: tuple[tuple[frozenset[str], str, str], ...] = (
     (frozenset({"parties", "deals", "pot", "turn_taking"}), "a group-episodes config", "socium group-episodes FILE"),
     (frozenset({"tasks", "sotopia", "judge_llm", "modes"}), "an episodes config", "socium episodes FILE"),
 )
+# socium.experiments.studies.EXPERIMENT_KINDS, which config (below experiments) cannot import; a test holds them equal.
 _EXPERIMENT_KINDS = ("propagation", "herding", "polarisation", "intervention", "compare")
 
 

@@ -133,7 +133,7 @@ class StepChunker(Protocol):
 
 @runtime_checkable
 class ShardPlacement(Protocol):
-    """Where a Ray actor runs, as told to its policy (``socium.simulator.ray_executor.ActorContext``)."""
+    """Where a Ray actor runs, as told to its policy (``socium.simulator.ray_actor.ActorContext``)."""
 
     @property
     def shard(self) -> int: ...

@@ -1,9 +1,10 @@
 """``socium report RUN_DIR``: an HTML page, PNG plots, ``series.json`` and a terminal summary.
 
-Works on an experiment directory (``results.json`` from propagation / herding / polarisation /
-compare) and on a single run directory (``trace.duckdb``), where it recomputes what it can from the
-trace: cascades, herding groups (if the run has seeded treatments), stance surveys. Every plotted
-series is also written to ``report/series.json``, so a figure can be checked against numbers.
+Works on an experiment directory (``results.json`` of a study: its report is the study registry's,
+:mod:`socium.experiments.studies`) and on a single run directory (``trace.duckdb``), where it
+recomputes what it can from the trace: cascades, herding groups (if the run has seeded treatments),
+stance surveys. Every plotted series is also written to ``report/series.json``, so a figure can be
+checked against numbers.
 All text that reaches the HTML is escaped: topics, tweet texts and agent output are data.
 """
 
@@ -17,14 +18,11 @@ from socium.errors import RunDirError, SociumError
 from socium.experiments import report_more as M
 from socium.experiments.designs import seeds as SD
 from socium.experiments.designs import sweep as SW
-from socium.experiments.designs.compare_report import compare
-from socium.experiments.intervention.report import build as _intervention
 from socium.experiments.opinions.herding import herding_metrics
 from socium.experiments.opinions.polarisation import polarisation_metrics
-from socium.experiments.opinions.report import herding, herding_tables, polarisation, stance_section
-from socium.experiments.propagation.report.forecast_report import forecast_report
-from socium.experiments.propagation.report.report import propagation
+from socium.experiments.opinions.report import herding_tables, stance_section
 from socium.experiments.spec import RESULTS_FILE, connect, read_results
+from socium.experiments.studies import STUDIES
 from socium.reporting import plots as P
 from socium.reporting import run_report as R
 from socium.reporting.card import card_value, simulation_card
@@ -228,17 +226,11 @@ def write_report(path: str | Path) -> Report:
     if (path / RESULTS_FILE).is_file():
         res = read_results(path)
 
-        builders = {
-            "propagation": propagation,
-            "herding": herding,
-            "polarisation": polarisation,
-            "compare": compare,
-            "intervention": _intervention,
-            "forecast": forecast_report,
-        }
-        if res.get("experiment") not in builders:
+        name = res.get("experiment")
+        known = STUDIES.get(name) if isinstance(name, str) else None
+        if known is None:
             raise RunDirError(f"{path}: unknown experiment {res.get('experiment')!r} in {RESULTS_FILE}")
-        dirs = builders[res["experiment"]](rep, res)
+        dirs = known.build_report(rep, res)
         title = f"socium {res['experiment']} report: {path.name}"
     elif (path / "trace.duckdb").is_file():
         dirs = _single_run(rep, path)

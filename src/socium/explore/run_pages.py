@@ -13,6 +13,7 @@ from typing import Any
 import solara
 from solara import v as vue
 
+from socium.experiments.studies import study_in
 from socium.explore.agent_page import CallBlock
 from socium.explore.export import export_rows, fields_of, paged, records
 from socium.explore.files import FIGURES, file_link, shown_path
@@ -202,8 +203,10 @@ def Experiment(source: Source) -> Any:
                 if len(figures) > MAX_FIGURES:
                     Plain(f"{len(figures) - MAX_FIGURES} more figures are linked above", "color: #666")
         if not labels:
+            known = study_in(source.root)
+            what = f"This {known.name} experiment ({known.about})" if known else "This experiment"
             solara.Info(
-                "This experiment simulated no run (an emulator study: forecasts or counterfactuals); "
+                f"{what} simulated no run (an emulator study: forecasts or counterfactuals); "
                 "its numbers and figures are in the files above"
                 + (" and on its cascades' pages." if source.study else ".")
             )

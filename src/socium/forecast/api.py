@@ -18,13 +18,13 @@ from pydantic import ValidationError
 
 from socium.config.loading import read_yaml_mapping
 from socium.errors import ConfigError
-from socium.experiments.propagation.counterfactual import CounterfactualSpec
 from socium.experiments.propagation.data.cascade_format import cascade_info, cascade_trees
 from socium.experiments.propagation.data.cascade_sources import load_cascade_table
 from socium.experiments.propagation.data.realcascades import CascadeTree
 from socium.experiments.propagation.fit.fit_file import Fit, fit_cascades
 from socium.experiments.propagation.forecast.predictive import TOOL_BASELINES, Prediction, score_cascade
 from socium.experiments.propagation.forecast_run import ForecastResult, ForecastSettings, forecast_cascades
+from socium.experiments.propagation.spec import CounterfactualSpec
 from socium.simulator.timing import FAMILIES
 
 

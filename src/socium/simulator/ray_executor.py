@@ -16,7 +16,9 @@ re-creates the actor and re-submits; because nothing of the step was applied or 
 yet, the trace gets exactly one copy of every row. (Ray's own ``max_restarts`` is not used: an
 explicit restart keeps the count per step, lets the driver log it, and works the same for async
 actors.) A killed *driver* takes its actors with it (they are owned by the driver) and the run
-resumes from the trace with ``socium run --resume``.
+resumes from the trace with ``socium run --resume``. A *stopped* driver (a signal, or an error in one
+shard) first has every shard still deciding stop and hand over the calls it made, so they reach the
+aborted step's log (the stop protocol: :mod:`socium.simulator.ray_actor`).
 
 Concurrency inside an actor. The actor calls, in this order of preference: the policy's own
 ``async adecide_batch(observations)`` (an LLM policy: it groups agents for script mode and
@@ -41,237 +43,31 @@ per policy by ``capabilities_of``):
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-import gc
 import logging
-import operator
 import os
-import socket
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 import ray
-from pydantic import BaseModel
 from ray.exceptions import RayActorError
 
 from socium.config.executor import ExecutorConfig
-from socium.core.contracts import Decision, FeedItem, Observation
+from socium.core.contracts import Decision, Observation
 from socium.core.policy import Policy, PolicyCapabilities, capabilities_of
-from socium.errors import SociumError
-from socium.simulator.deciding import adecide_all, decide_sync
+from socium.simulator.executors import ExecutorError
+from socium.simulator.ray_actor import ActorContext, RemoteShardActor, ShardAnswer, shard_urls
 from socium.simulator.ray_start import start_ray
-from socium.simulator.step_gc import step_gc
+from socium.simulator.ray_wire import pack_observations, unpack_decisions
 
 log = logging.getLogger(__name__)
 
 
-#: Seconds a stopped driver waits for its actors' cancelled steps and their calls (each of two waits).
-SALVAGE_WAIT_S = 5.0
-
-
-class ExecutorError(SociumError):
-    """A shard could not be computed even after re-creating its actor."""
-
-
-@dataclass(frozen=True)
-class ActorContext:
-    """What an actor tells its policy about where it runs (passed to ``policy.for_actor``)."""
-
-    shard: int
-    n_shards: int
-    seed: int
-    concurrency: int
-    base_urls: list[str] = field(default_factory=list)
-    num_gpus: float = 0.0
-
-
-def shard_urls(urls: Sequence[str], shard: int, n_shards: int) -> list[str]:
-    """The servers one actor talks to: with more servers than actors each actor gets every
-    ``n_shards``-th URL (its own disjoint share, round-robined by the backend); with fewer, actors
-    are spread over the servers ``shard mod len(urls)`` so load stays balanced."""
-    if not urls:
-        return []
-    if len(urls) >= n_shards:
-        return list(urls[shard::n_shards])
-    return [urls[shard % len(urls)]]
-
-
-# ---- wire format -----------------------------------------------------------------------------
-# Pickling a slotted dataclass goes through Python-level __reduce_ex__ per object; for 10^5
-# observations of 5 feed items that dominated a rule-based step. Observations travel as nested
-# tuples (half the bytes, about half the time). Actions (pydantic models) travel as (class, state)
-# and are rebuilt through pydantic's own ``__setstate__``, without re-validation: they were
-# validated where they were made; this saves the reduce machinery on the actor's side.
-_FEED_FIELDS = [f.name for f in dataclasses.fields(FeedItem)]
-_feed_tuple = operator.attrgetter(*_FEED_FIELDS)
-
-
-def pack_observations(obs: Sequence[Observation]) -> list[tuple]:
-    """LLM agents' views (groups, search results) travel only when present, keeping rule-based packing lean."""
-    return [
-        (
-            o.agent_id,
-            o.step,
-            o.time_s,
-            o.hour,
-            [_feed_tuple(i) for i in o.feed],
-            o.stance,
-            o.extra,
-            (o.groups, [_feed_tuple(i) for i in o.results], o.results_from, o.found_users)
-            if (o.groups or o.results_from)
-            else None,
-            o.marks or None,  # the platform's marks the answer schema narrows ids by (LLM agents only)
-            _pack_shown(o) if o.profile is not None or o.platform_notice is not None else None,
-        )
-        for o in obs
-    ]
-
-
-def _pack_shown(o: Observation) -> tuple:
-    """What an LLM agent is shown besides its feed (the typed fields ``fill_observation`` sets)."""
-    return (
-        o.profile,
-        o.memory,
-        o.show_score,
-        o.datetime,
-        [_feed_tuple(i) for i in o.global_feed],
-        o.stats,
-        None if o.co_acting is None else pack_observations(o.co_acting),
-        o.platform_notice,
-        o.prebunk_shown,
-    )
-
-
-def unpack_observations(packed: list[tuple]) -> list[Observation]:
-    out = []
-    for a, s, t, h, feed, st, ex, more, marks, shown in packed:
-        o = Observation(a, s, t, h, [FeedItem(*i) for i in feed], st, ex)
-        if marks is not None:
-            o.marks = marks
-        if more is not None:
-            o.groups, results, o.results_from, o.found_users = more
-            o.results = [FeedItem(*i) for i in results]
-        if shown is not None:
-            o.profile, o.memory, o.show_score, o.datetime, top, o.stats, co, notice, pb = shown
-            o.global_feed = [FeedItem(*i) for i in top]
-            o.co_acting = None if co is None else unpack_observations(co)
-            o.platform_notice, o.prebunk_shown = notice, pb
-        out.append(o)
-    return out
-
-
-def _pack_action(a: Any) -> tuple[Any, Any]:
-    return (type(a), a.__getstate__()) if isinstance(a, BaseModel) else (None, a)
-
-
-def _unpack_action(cls: Any, state: Any) -> Any:
-    if cls is None:
-        return state
-    obj = cls.__new__(cls)
-    obj.__setstate__(state)
-    return obj
-
-
-def pack_decisions(decisions: Sequence[Decision]) -> list[tuple]:
-    return [
-        (
-            d.agent_id,
-            [_pack_action(a) for a in d.actions],
-            d.stance,
-            d.invalid_reason,
-            d.raw,
-            d.meta,
-            d.origin,
-            d.reason,
-            d.calls,
-        )
-        for d in decisions
-    ]
-
-
-def unpack_decisions(packed: list[tuple]) -> list[Decision]:
-    return [
-        Decision(aid, [_unpack_action(c, a) for c, a in acts], st, inv, raw, meta, origin, reason, calls)
-        for aid, acts, st, inv, raw, meta, origin, reason, calls in packed
-    ]
-
-
-class ShardActor:
-    """Holds one shard's policy; runs its observations. Created through ``ray.remote`` below."""
-
-    def __init__(self, policy: Policy, ctx: ActorContext) -> None:
-        shipped = capabilities_of(policy)
-        self.policy = shipped.actor_local.for_actor(ctx) if shipped.actor_local is not None else policy
-        self.caps = capabilities_of(self.policy) if self.policy is not policy else shipped
-        self.ctx = ctx
-        self._limit: asyncio.Semaphore | None = None  # shared by the chunks of a step; made on the actor's loop
-        self._cut_calls: list[Any] = []  # calls of a step cancelled by the driver, until drain_calls
-        self._deciding: set[asyncio.Task[Any]] = set()  # running decide tasks (drain_calls waits for them)
-        # The policy lives as long as the actor: out of the collector's view, as the driver's world is
-        # after it is built (Simulation.__init__), so full collections do not walk it every time.
-        gc.collect()
-        gc.freeze()
-
-    async def info(self) -> dict[str, Any]:
-        """Where this actor runs: pid, node id and host (tests kill the pid; docs show placement)."""
-        return {
-            "shard": self.ctx.shard,
-            "pid": os.getpid(),
-            "node_id": ray.get_runtime_context().get_node_id(),
-            "host": socket.gethostname(),
-        }
-
-    async def decide(self, packed: list[tuple], allowance: Any = None) -> tuple[list[tuple], dict[str, Any]]:
-        """One shard's step: packed observations in, packed decisions (and any drained rows) out.
-
-        ``allowance``: this shard's share of the run's budgets for the step (``policy.shard_allowances``).
-        """
-        task = asyncio.current_task()
-        if task is not None:
-            self._deciding.add(task)
-            task.add_done_callback(self._deciding.discard)
-        caps = self.caps
-        if allowance is not None:
-            if caps.shard_budgets is None:
-                raise ExecutorError(f"shard {self.ctx.shard}: a budget share was sent to a policy that keeps none")
-            caps.shard_budgets.set_allowance(allowance, f"Ray shard {self.ctx.shard} of {self.ctx.n_shards}")
-        with step_gc():  # as in the driver's step (socium.simulator.step_gc)
-            observations = unpack_observations(packed)
-            if caps.adecide_batch is not None:
-                decisions = list(await caps.adecide_batch.adecide_batch(observations))
-            elif caps.adecide is not None:
-                if self._limit is None:
-                    self._limit = asyncio.Semaphore(self.ctx.concurrency)
-                finished: list[Decision] = []
-                try:
-                    decisions = await adecide_all(
-                        caps.adecide, observations, self.ctx.concurrency, self._limit, finished
-                    )
-                except BaseException:  # cancelled by a stopped driver: the calls of the decisions made are kept
-                    self._cut_calls += [c for d in finished for c in (d.meta.get("llm_calls") or [])]
-                    raise
-            else:
-                decisions = decide_sync(caps, observations)
-            return pack_decisions(decisions), (caps.rows.drain_rows() if caps.rows is not None else {})
-
-    async def drain_calls(self) -> list[Any]:
-        """Calls made here that no decision carried back: those of a ``decide`` cancelled by a stopped driver,
-        answered and interrupted alike (``socium.llm.interrupted``), for the driver to log with the aborted step."""
-        running = {t for t in self._deciding if t is not asyncio.current_task()}
-        if running:  # the driver's cancel reaches them asynchronously: let them unwind and note their calls first
-            await asyncio.wait(running, timeout=SALVAGE_WAIT_S)
-        cut, self._cut_calls = self._cut_calls, []
-        return cut + (self.caps.calls.drain_calls() if self.caps.calls is not None else [])
-
-    async def close(self) -> None:
-        if self.caps.closer is not None:
-            self.caps.closer.close()
-
-
-_RemoteShardActor = ray.remote(ShardActor)
+#: Seconds a stopped driver waits for its actors to hand over the calls of the step it cut off (one wait
+#: for all of them). Unwinding takes milliseconds; the bound is for an actor that cannot answer (its node
+#: lost), and stays under the usual grace between SIGTERM and SIGKILL (Slurm, Kubernetes: 30 s).
+STOP_WAIT_S = 10.0
 
 
 def connect(cfg: ExecutorConfig) -> bool:
@@ -304,6 +100,7 @@ class RayExecutor:
         self.restarts = 0  # actor re-creations over the run (for tests and logs)
         self._owns_ray = False
         self._policy_ref: Any = None
+        self._batch = 0  # number of the last run (one per step or chunk); the actors' stop names it
 
     @property
     def caps(self) -> PolicyCapabilities:
@@ -347,7 +144,7 @@ class RayExecutor:
             shard_urls(self.cfg.base_urls, shard, self.n),
             self.cfg.num_gpus,
         )
-        return _RemoteShardActor.options(**self._actor_options()).remote(self._policy_ref, ctx)
+        return RemoteShardActor.options(**self._actor_options()).remote(self._policy_ref, ctx)
 
     def _restart(self, shard: int, exc: BaseException) -> None:
         self.restarts += 1
@@ -368,21 +165,26 @@ class RayExecutor:
         """One message per shard and step. (Splitting a shard into pipelined chunks was measured
         slower for async policies: ~25% fewer activations/s at 10^4 calls per actor and step.)"""
         self.start()
+        self._batch += 1
+        batch = self._batch
         batches = self._partition(observations)
         budgets = self.caps.shard_budgets
         shares = budgets.shard_allowances(batches) if budgets is not None else None  # the run's budgets, split
         refs = {s: ray.put(pack_observations(b)) for s, b in enumerate(batches) if b}  # a re-run reuses it
         share = {s: None if shares is None else shares[s] for s in refs}
-        pending = {self.actors[s].decide.remote(ref, share[s]): (s, self.actors[s]) for s, ref in refs.items()}
-        attempts = [0] * self.n
-        results: dict[int, tuple[list[tuple], dict[str, Any]]] = {}
-        try:
+        pending: dict[Any, tuple[int, Any]] = {}
+        results: dict[int, ShardAnswer] = {}
+        try:  # everything up to the return: a signal anywhere in it must not lose a shard's calls
+            for s, ref in refs.items():
+                pending[self.actors[s].decide.remote(ref, share[s], batch)] = (s, self.actors[s])
+            attempts = [0] * self.n
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1)
-                s, actor = pending.pop(done[0])
+                s, actor = pending[done[0]]
                 try:
-                    results[s] = ray.get(done[0])
+                    answer = ray.get(done[0])
                 except RayActorError as exc:
+                    del pending[done[0]]
                     if actor is self.actors[s]:  # not already replaced
                         attempts[s] += 1
                         if attempts[s] > self.cfg.max_actor_restarts:
@@ -390,43 +192,68 @@ class RayExecutor:
                                 f"shard {s}: actor died {attempts[s]} times in one step; giving up"
                             ) from exc
                         self._restart(s, exc)
-                    pending[self.actors[s].decide.remote(refs[s], share[s])] = (s, self.actors[s])
+                    pending[self.actors[s].decide.remote(refs[s], share[s], batch)] = (s, self.actors[s])
+                    continue
+                if answer.stopped is not None:
+                    raise ExecutorError(f"shard {s}: its actor was stopped by another driver mid-step")
+                results[s] = answer  # then out of pending: a signal in between finds it in results only
+                del pending[done[0]]
+            keys = sorted(results)
+            decisions = [d for k in keys for d in unpack_decisions(results[k].decisions)]
+            if budgets is not None:  # the driver's ledgers now hold what the actors spent
+                budgets.count_shard_calls(decisions)
+            self._collect_rows([results[k].rows for k in keys])
+            return sorted(decisions, key=lambda d: d.agent_id)
         except BaseException:  # a signal (or an error) mid-step: the step's calls must still reach the trace
-            self._salvage(pending, results)
+            self._salvage(batch, pending, results)
             raise
-        keys = sorted(results)
-        decisions = [d for k in keys for d in unpack_decisions(results[k][0])]
-        if budgets is not None:  # the driver's ledgers now hold what the actors spent
-            budgets.count_shard_calls(decisions)
-        self._collect_rows([results[k][1] for k in keys])
-        return sorted(decisions, key=lambda d: d.agent_id)
 
-    def _salvage(self, pending: dict[Any, tuple[int, Any]], results: dict[int, Any]) -> None:
-        """Hand the driver's policy every call of a step cut off mid-wait, for the aborted step's log.
-
-        Why: a stopped driver read no answer of the shards still deciding, and not the calls inside the answers
-        it had read: 48 of 1,419 requests the server received were in no trace. Each pending ``decide`` is
-        cancelled (the actor's requests unwind and are noted as interrupted, ``socium.llm.interrupted``), then
-        each actor hands over what it holds; the finished shards' calls are taken from their decisions. Best
-        effort within a few seconds: a second signal (the default handler again) ends it at once.
-        """
-        keep = getattr(self.policy, "keep_calls", None)
-        if keep is None:
-            return
-        calls: list[Any] = [
-            c for r in results.values() for d in unpack_decisions(r[0]) for c in (d.meta.get("llm_calls") or [])
-        ]
-        actors = [actor for _s, actor in pending.values()]
+    def _salvage(self, batch: int, pending: dict[Any, tuple[int, Any]], results: dict[int, ShardAnswer]) -> None:
+        """Hand the driver's policy every call of a step cut off mid-way (``LLMPolicy.keep_calls``), for the
+        aborted step's log: those of the shards already read, and those each shard still deciding hands over
+        when stopped (the stop protocol of :mod:`socium.simulator.ray_actor`). What cannot be had (a dead
+        actor, one that does not answer within ``STOP_WAIT_S``) is logged by shard. A second signal (the
+        default handler again) ends it at once."""
+        calls = [c for a in results.values() for c in self._calls_in(a)]
+        waiting = {ref: sa for ref, sa in pending.items() if sa[0] not in results}
+        missing: list[str] = []
         try:
-            for ref in pending:
-                ray.cancel(ref)
-            ray.wait(list(pending), num_returns=len(pending), timeout=SALVAGE_WAIT_S)
-            for got in ray.get([a.drain_calls.remote() for a in actors], timeout=SALVAGE_WAIT_S):
-                calls += got
-        except Exception as exc:  # a dead actor or a timeout: keep what was salvaged, say what was not
-            logging.getLogger(__name__).warning("could not collect the in-flight calls of every Ray actor: %s", exc)
-        if calls:
-            keep(calls)
+            for actor in {id(a): a for _s, a in waiting.values()}.values():
+                actor.stop.remote(batch)
+            deadline = time.monotonic() + STOP_WAIT_S
+            while waiting:
+                left = deadline - time.monotonic()
+                done, _ = ray.wait(list(waiting), num_returns=1, timeout=max(0.0, left))
+                if not done:
+                    missing += [f"shard {s}: no answer within {STOP_WAIT_S:.0f} s" for s, _a in waiting.values()]
+                    break
+                s, _a = waiting.pop(done[0])
+                try:
+                    answer = ray.get(done[0])
+                except Exception as exc:  # the actor died, or its policy raised
+                    missing.append(f"shard {s}: {type(exc).__name__}")
+                    continue
+                calls += answer.stopped if answer.stopped is not None else self._calls_in(answer)
+        except Exception as exc:  # Ray itself failed on the way out: keep what was salvaged, say what was not
+            missing.append(f"{type(exc).__name__}: {exc}")
+        if missing:
+            log.warning(
+                "the calls in flight inside some Ray actors at the stop are not in the trace (%s)", "; ".join(missing)
+            )
+        keep = getattr(self.policy, "keep_calls", None)
+        if not calls:
+            return
+        if keep is None:
+            log.warning(
+                "%d calls made inside Ray actors in the stopped step cannot be logged: the policy has no keep_calls",
+                len(calls),
+            )
+            return
+        keep(calls)
+
+    @staticmethod
+    def _calls_in(answer: ShardAnswer) -> list[Any]:
+        return [c for d in unpack_decisions(answer.decisions) for c in d.calls]
 
     def _partition(self, observations: Sequence[Observation]) -> list[list[Observation]]:
         hook = self.caps.partitioner
@@ -489,15 +316,4 @@ def _concat(batches: list[Any]) -> Any:
     return pa.concat_tables(tables, promote_options="default")
 
 
-__all__ = [
-    "ActorContext",
-    "ExecutorError",
-    "RayExecutor",
-    "ShardActor",
-    "connect",
-    "pack_decisions",
-    "pack_observations",
-    "shard_urls",
-    "unpack_decisions",
-    "unpack_observations",
-]
+__all__ = ["RayExecutor", "connect"]

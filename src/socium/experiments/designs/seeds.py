@@ -27,6 +27,7 @@ from typing import Any
 from socium.core.intervals import Interval, interval_from_dict, mean_interval, nonnegative_interval
 from socium.errors import ConfigError
 from socium.experiments.spec import read_results
+from socium.experiments.studies import STUDIES, study
 from socium.reporting.card import run_smoke_banner
 from socium.reporting.page import ReportTable, counted
 from socium.trace.rundir import own_folder, read_json_file, replace_file
@@ -148,9 +149,6 @@ def propagation_values(res: dict[str, Any]) -> Flat:
     return out
 
 
-EXTRACT = {"herding": herding_values, "polarisation": polarisation_values, "propagation": propagation_values}
-
-
 def replicate_values(exp_dir: Path) -> tuple[str, Flat, dict[str, Any]]:
     """(kind, flat metric values, spec) of one experiment directory.
 
@@ -164,14 +162,15 @@ def replicate_values(exp_dir: Path) -> tuple[str, Flat, dict[str, Any]]:
         out: Flat = {}
         for persp, row in res["perspectives"].items():
             sub = read_results(Path(row["dir"]))
-            for k, v in EXTRACT[res["of"]](sub).items():
+            for k, v in study(res["of"]).values(sub).items():
                 out[f"{persp}.{k}"] = v
             for k in ("tokens_per_agent_step", "posts", "reshares", "crowd_votes", "prompt_tokens"):
                 out[f"{persp}.{k}"] = _num(row["totals"].get(k))
         return f"compare:{res['of']}", out, res["spec"]
-    if kind not in EXTRACT:
-        raise ConfigError(f"{exp_dir}: seed pooling covers herding, polarisation, propagation and compare, not {kind}")
-    return kind, EXTRACT[kind](res), res["spec"]
+    pooled = [name for name, s in STUDIES.items() if s.seed_values is not None]
+    if kind not in pooled:
+        raise ConfigError(f"{exp_dir}: seed pooling covers {', '.join(pooled)} and compare, not {kind}")
+    return kind, study(kind).values(res), res["spec"]
 
 
 def _design(spec: dict[str, Any]) -> tuple[dict[str, Any], tuple[Any, ...]]:

@@ -1,4 +1,6 @@
-"""socium.experiments.propagation: simulated against real retweet cascades.
+"""socium.experiments.propagation: simulated against real retweet cascades, and forecasting them.
 
-Spec, run, fit, cross-validation and report of the propagation study together.
+Rooms by role, each importing only those below it (the ``propagation rooms`` contract in pyproject.toml):
+``study`` on top; ``cv/`` and ``forecast_run``; ``fit/``, ``sim/``, ``counterfactual``, ``report/``;
+``spec`` and ``forecast/``; ``data/`` at the ground (docs/architecture.md).
 """

@@ -47,85 +47,18 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import ConfigDict, Field, model_validator
 
-from socium.config.base import StrictNumbers
-from socium.core.intervals import MAX_BOOT, MIN_N, N_BOOT, Interval, mean_interval, nonnegative_interval
+from socium.core.intervals import MIN_N, N_BOOT, Interval, mean_interval, nonnegative_interval
 from socium.core.rng import component_rng
 from socium.experiments.propagation.forecast.forecast import CascadeArrays, curves_from_times, replica_times
+from socium.experiments.propagation.spec import CounterfactualSpec, StrategySpec
 from socium.simulator.timing import TimingParams
 from socium.trace.queries.curves import node_depths
 
-LABEL_EFFECT = 0.247
-"""Relative drop in sharing of a labelled false post (Martel & Rand 2024, 21 experiments)."""
-PREBUNK_EFFECT = 0.19
-"""Relative drop in sharing by an inoculated user (Lu et al. 2023, d = 0.24, probit at a 0.5 base rate)."""
 NEVER = 1e12
 """Time (minutes) given to a reshare that does not happen: past every window."""
 CF_BOOT_PURPOSE = 43
 """socium.core.rng stream of the two-level bootstrap (apart from rng.py's 1..7, intervals' 29, forecast's 41)."""
-
-
-class _Cfg(StrictNumbers):
-    model_config = ConfigDict(extra="forbid")
-
-
-class StrategySpec(_Cfg):
-    """One arm: what the platform does from the action minute on (keys as in ``moderation:``)."""
-
-    remove: bool = Field(False, description="Remove the post and its reposts: no reshare after the action.")
-    downrank: float = Field(
-        1.0, ge=0, le=1, description="Rank factor: the share of would-be reshares a down-ranked post keeps (1: none)."
-    )
-    label: bool = Field(False, description="Show a fact-check label: each later reshare drops by label_effect.")
-    prebunk: float = Field(
-        0.0, ge=0, le=1, description="Share of users still to react who are inoculated (each drops by prebunk_effect)."
-    )
-
-
-def default_strategies() -> dict[str, StrategySpec]:
-    return {
-        "remove": StrategySpec(remove=True),
-        "downrank": StrategySpec(downrank=0.5),
-        "label": StrategySpec(label=True),
-        "prebunk": StrategySpec(prebunk=0.5),
-    }
-
-
-class CounterfactualSpec(_Cfg):
-    """``counterfactual:`` in a propagation spec (needs ``observe_minutes`` and ``cv:``)."""
-
-    strategies: dict[str, StrategySpec] = Field(
-        default_factory=default_strategies,
-        description="Arm name -> {remove, downrank, label, prebunk}; keys combine (e.g. {label: true, downrank: 0.5}).",
-    )
-    act_minutes: list[int] = Field(
-        default_factory=list,
-        description="Minutes at which the platform acts (each >= observe_minutes); empty: at observe_minutes.",
-    )
-    label_effect: float = Field(
-        LABEL_EFFECT, ge=0, le=1, description="Relative drop in a labelled post's reshares (Martel & Rand 2024: 0.247)."
-    )
-    prebunk_effect: float = Field(
-        PREBUNK_EFFECT, ge=0, le=1, description="Relative drop in an inoculated user's reshares (Lu et al. 2023)."
-    )
-    bootstrap: int = Field(
-        N_BOOT, ge=0, le=MAX_BOOT, description="Resamples of the two-level bootstrap (0: no intervals)."
-    )
-
-    @model_validator(mode="after")
-    def _arms(self) -> CounterfactualSpec:
-        if not self.strategies:
-            raise ValueError("counterfactual.strategies: name at least one arm")
-        for name in self.strategies:
-            if not name or "@" in name or name == "none":
-                raise ValueError(
-                    f"counterfactual.strategies: arm name {name!r} must be non-empty, without '@', not 'none'"
-                )
-        return self
-
-    def minutes_for(self, observe_minutes: int) -> list[int]:
-        return sorted(set(self.act_minutes)) or [observe_minutes]
 
 
 def keep_probability(

@@ -39,12 +39,8 @@ import pyarrow.parquet as pq
 import socium
 from socium.core.rng import component_rng
 from socium.errors import ConfigError, RunDirError
-from socium.experiments.propagation.counterfactual import (
-    CounterfactualSpec,
-    counterfactual_cascade,
-    counterfactual_summary,
-)
-from socium.experiments.propagation.data.realcascades import CascadeTree
+from socium.experiments.propagation.counterfactual import counterfactual_cascade, counterfactual_summary
+from socium.experiments.propagation.data.realcascades import CascadeTree, earliest_users, subtree_curves
 from socium.experiments.propagation.fit.fit_file import Fit, cascades_digest
 from socium.experiments.propagation.fit.transfer_check import compare_populations
 from socium.experiments.propagation.forecast.forecast import cascade_arrays
@@ -59,7 +55,7 @@ from socium.experiments.propagation.forecast.predictive import (
     summarise,
     widen,
 )
-from socium.experiments.propagation.sim.population import earliest_users, subtree_curves
+from socium.experiments.propagation.spec import CounterfactualSpec
 from socium.experiments.spec import write_results
 from socium.trace.queries.curves import CURVE_NAMES
 

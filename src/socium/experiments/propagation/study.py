@@ -16,43 +16,38 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from socium.config.loading import config_from_dict
 from socium.data.datadir import data_dir
 from socium.errors import ConfigError, InputFileError
 from socium.experiments.nullfit import fit_independent_cascade
-from socium.experiments.propagation.counterfactual import CounterfactualSpec
 from socium.experiments.propagation.cv.cv import run_propagation_cv
-from socium.experiments.propagation.cv.transfer import fit_file, run_propagation_transfer
+from socium.experiments.propagation.cv.transfer import run_propagation_transfer
 from socium.experiments.propagation.data.ced import CUTOFF, load_ced
 from socium.experiments.propagation.data.curves import nrmse_curves
 from socium.experiments.propagation.data.realcascades import (
-    DEFAULT_HORIZON_MIN,
     CascadeTree,
     DefectReport,
+    earliest_users,
     load_labels,
     load_twitter15,
     normalise_label,
     oasis_cascade_ids,
     parse_tree,
+    subtree_curves,
 )
-from socium.experiments.propagation.sim.cv_config import CVSpec
 from socium.experiments.propagation.sim.population import (
     cascade_population,
-    earliest_users,
     oasis_topic_users,
     oasis_topics,
     run_defaults,
     simulated_curves,
-    subtree_curves,
 )
+from socium.experiments.propagation.spec import PropagationSpec, fit_file
 from socium.experiments.spec import (
-    PATH_FIELD,
-    ExperimentSpec,
     build_config,
     llm_usage,
     run_config,
@@ -61,151 +56,6 @@ from socium.experiments.spec import (
 )
 from socium.reporting import progress
 from socium.trace.queries.curves import CURVE_NAMES, cascade_curves_from_events
-
-
-class PropagationSpec(ExperimentSpec):
-    experiment: Literal["propagation"] = "propagation"
-    name: str = "propagation"
-    cascades: list[str] = Field(
-        default_factory=list, description="Twitter15 source tweet ids; empty: a seeded sample of OASIS's list."
-    )
-    sample: int = Field(
-        5,
-        ge=1,
-        description="How many OASIS Twitter15 cascades to sample when neither `cascades` nor `tree_files` is given "
-        "(setting it with either is an error).",
-    )
-    sample_seed: int = Field(0, ge=0, description="Seed of that sample.")
-    sample_max_users: int | None = Field(None, ge=2, description="Sample only cascades with at most this many users.")
-    tree_files: list[str] = Field(
-        json_schema_extra=PATH_FIELD,
-        default_factory=list,
-        description="Your own trees in the Ma et al. format (id = file stem).",
-    )
-    source_texts: dict[str, str] = Field(
-        default_factory=dict, description="Source tweet text per cascade id (else OASIS's list)."
-    )
-    dataset: Literal["twitter15", "ced"] = Field(
-        "twitter15",
-        description="Where `cascades` ids and the sample come from: Twitter15 (OASIS's list) or CED's Weibo repost "
-        "cascades posted before 2013-07-01 (socium.experiments.propagation.data.ced; sampled from all of them).",
-    )
-    min_observed: int | None = Field(
-        None,
-        ge=1,
-        description="dataset: ced only: keep cascades with at least this many reshares within observe_minutes (a "
-        "selection on the observed prefix only, as SEISMIC's evaluation does: the window NRMSE of a cascade that has "
-        "not started is normalised by almost nothing).",
-    )
-    tarball: str | None = Field(
-        None,
-        json_schema_extra=PATH_FIELD,
-        description="The data set's archive (Twitter15 trees tarball; CED: its tarball or CED_Dataset folder); "
-        "default: the data folder.",
-    )
-    topics_csv: str | None = Field(
-        None, json_schema_extra=PATH_FIELD, description="OASIS all_topics.csv (default: shared data)."
-    )
-    oasis_users_dir: str | None = Field(
-        None, json_schema_extra=PATH_FIELD, description="OASIS per-topic user CSVs (default: shared data)."
-    )
-    horizon_min: float | None = Field(DEFAULT_HORIZON_MIN, description="Drop real nodes later than this (minutes).")
-    max_users: int | None = Field(None, ge=2, description="Cap the population at the earliest N users of each tree.")
-    activation: float = Field(0.3, gt=0, le=1, description="Probability that an agent is active in a step.")
-    follows: Literal["tree", "real", "both"] = Field(
-        "both", description="Follow edges: child->parent of the tree, OASIS's real ones, or both."
-    )
-    extra_follows: int = Field(0, ge=0, description="Random extra followees per agent (noise edges).")
-    minutes: int = Field(150, ge=1, description="Comparison window in minutes.")
-    cv: CVSpec | None = Field(
-        None,
-        description="Cross-validated scoring: {folds, seed, models, runs, ...}; fit timing on train folds, score "
-        "held-out cascades (experiments/propcv.py).",
-    )
-    timing_file: str | None = Field(
-        None,
-        json_schema_extra=PATH_FIELD,
-        description="A saved fit (`socium fit propagation`'s JSON; base.timing.params_file works too): score it on "
-        "these trees with replicas (cv.runs, default 40) and no refit; cv: may give models, runs, seed only.",
-    )
-    observe_minutes: int | None = Field(
-        None,
-        ge=1,
-        description="Forecast from an observed prefix (needs cv:): the first m minutes of each held-out cascade are "
-        "observed, its speed is inferred from them, the rest is simulated; scored on minutes m..minutes only.",
-    )
-    counterfactual: CounterfactualSpec | None = Field(
-        None,
-        description="Interventions on the conditioned forecast (needs observe_minutes): {strategies: {name: {remove, "
-        "downrank, label, prebunk}}, act_minutes, label_effect, prebunk_effect}; change in reach with two-level "
-        "bootstrap intervals (cascades, replicas).",
-    )
-
-    @model_serializer(mode="wrap")
-    def _omit_default_dataset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Leave ``dataset`` out while it is Twitter15, so every spec written before it existed dumps as before."""
-        data = handler(self)
-        if data.get("dataset") == "twitter15":
-            del data["dataset"]
-        if data.get("min_observed", 0) is None:
-            del data["min_observed"]
-        return data
-
-    @model_validator(mode="after")
-    def _sample_only_without_explicit_trees(self) -> PropagationSpec:
-        given = [k for k in ("sample", "sample_seed", "sample_max_users") if k in self.model_fields_set]
-        if given and (self.cascades or self.tree_files):
-            which = "cascades" if self.cascades else "tree_files"
-            raise ValueError(f"{', '.join(given)}: sampling applies only when no trees are named; remove it or {which}")
-        return self
-
-    @model_validator(mode="after")
-    def _min_observed_on_ced(self) -> PropagationSpec:
-        if self.min_observed is not None and (self.dataset != "ced" or self.observe_minutes is None):
-            raise ValueError(
-                "min_observed: selects CED cascades by their observed prefix; needs dataset: ced and observe_minutes"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _forecast_in_cv(self) -> PropagationSpec:
-        if self.observe_minutes is not None:
-            if fit_file(self):  # cv: without the fit would refit on the very cascades to be forecast
-                raise ValueError(
-                    f"observe_minutes: a saved fit ({fit_file(self)}) forecasts with `socium forecast --fit FILE "
-                    "--cascades ...` (never refitted); a spec's observe_minutes is the cross-validation's, which "
-                    "fits its own folds"
-                )
-            if self.cv is None:
-                raise ValueError(
-                    "observe_minutes: the forecast is scored in cross-validation here (add cv:); to apply a saved "
-                    "fit use `socium forecast`"
-                )
-            if self.observe_minutes >= self.minutes:
-                raise ValueError(f"observe_minutes: {self.observe_minutes} leaves nothing of minutes={self.minutes}")
-        if self.cv is not None and "forecast_sim" in self.cv.models:
-            if self.observe_minutes is None:
-                raise ValueError("cv.models: forecast_sim is the prefix-conditioned forecast; set observe_minutes")
-            if self.follows != "tree" or self.max_users is not None:
-                raise ValueError(
-                    "cv.models: forecast_sim runs on the whole tree population; needs follows: tree, no max_users"
-                )
-        if self.counterfactual is not None:
-            if self.observe_minutes is None:
-                raise ValueError("counterfactual: interventions act on the conditioned forecast; set observe_minutes")
-            for a in self.counterfactual.act_minutes:
-                if not self.observe_minutes <= a < self.minutes:
-                    raise ValueError(
-                        f"counterfactual.act_minutes: {a} must lie in [observe_minutes={self.observe_minutes}, "
-                        f"minutes={self.minutes})"
-                    )
-        return self
-
-    @field_validator("cascades", mode="before")
-    @classmethod
-    def _ids_as_text(cls, v: Any) -> Any:
-        """Tweet ids written unquoted in YAML arrive as ints; they are names, not numbers."""
-        return [str(x) for x in v] if isinstance(v, list) else v
 
 
 # ---- inputs ------------------------------------------------------------------------------------

@@ -39,6 +39,8 @@ from socium.core.rng import component_rng
 from socium.errors import ConfigError
 from socium.experiments.propagation.counterfactual import counterfactual_cascade, counterfactual_summary
 from socium.experiments.propagation.data.curves import nrmse_curves
+from socium.experiments.propagation.data.folds import train_and_held
+from socium.experiments.propagation.data.realcascades import earliest_users, subtree_curves
 from socium.experiments.propagation.fit.fit import fit_timing, write_fit
 from socium.experiments.propagation.forecast.forecast import (
     CascadeArrays,
@@ -47,16 +49,11 @@ from socium.experiments.propagation.forecast.forecast import (
     window_nrmse,
 )
 from socium.experiments.propagation.forecast.predictive import forecast_cascade
-from socium.experiments.propagation.sim.cv_config import CVSpec, cv_run_config, replicate_rows
-from socium.experiments.propagation.sim.population import (
-    cascade_population,
-    earliest_users,
-    oasis_topics,
-    simulated_curves,
-    subtree_curves,
-)
+from socium.experiments.propagation.sim.cv_config import cv_run_config, replicate_rows
+from socium.experiments.propagation.sim.population import cascade_population, oasis_topics, simulated_curves
 from socium.experiments.propagation.sim.simcheck import events_curves
 from socium.experiments.propagation.sim.simforecast import draw_shifts, grid_prefix, simulate_forecast
+from socium.experiments.propagation.spec import CVSpec, PropagationSpec
 from socium.experiments.spec import run_config, write_population_csv, write_results
 from socium.simulator.timing import TimingParams
 from socium.trace.queries.curves import CURVE_NAMES
@@ -67,27 +64,6 @@ FORECAST_SIM_PURPOSE = 44
 """Stream of the simulator forecast's per-replica cascade speeds (``cv.models: [forecast_sim]``)."""
 COUNTERFACTUAL_PURPOSE = 42
 """Stream of the counterfactual's replicas: its own, so adding arms never changes the forecast's scores."""
-
-
-def fold_split(ids: list[str], folds: int, seed: int) -> list[list[str]]:
-    """Cascade ids shuffled with ``seed`` and cut into ``folds`` near-equal parts."""
-    if len(ids) < folds:
-        raise ConfigError(f"cv.folds: {folds} folds need at least {folds} cascades, got {len(ids)}")
-    perm = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(31,))).permutation(len(ids))
-    return [[ids[i] for i in part] for part in np.array_split(perm, folds)]
-
-
-def train_and_held(ids: list[str], folds: int, seed: int) -> list[tuple[list[str], list[str]]]:
-    """Per fold of :func:`fold_split`: the ids fitted on (every other fold, in ``ids`` order) and the held-out ids.
-
-    The one place the split becomes train/held pairs, so the CV and the benchmarks that reproduce a fold
-    (``benchmarks/forecast_vs_simulator.py``, ``bench_propagation_cv.py``, ...) cannot drift apart.
-    """
-    out = []
-    for held in fold_split(ids, folds, seed):
-        held_set = set(held)
-        out.append(([c for c in ids if c not in held_set], held))
-    return out
 
 
 def chronological_split(
@@ -135,7 +111,7 @@ def bootstrap_ci(values: np.ndarray, n_boot: int, seed: int) -> list[float] | No
 
 
 def simulator_forecast(
-    spec: Any,
+    spec: PropagationSpec,
     cv: CVSpec,
     tree: Any,
     arrays: CascadeArrays,
@@ -153,6 +129,7 @@ def simulator_forecast(
     wake only after minute ``m`` (:mod:`~socium.experiments.propagation.sim.simforecast`).
     """
     m, dt = spec.observe_minutes, cv.step_minutes
+    assert m is not None  # cv.models: forecast_sim needs observe_minutes (PropagationSpec checks it)
     g = draw_shifts(grid_prefix(arrays, m, dt), tp, casc_sd, m, cv.runs, rng)
     events = simulate_forecast(tree, tp, casc_sd, m, g, out, seed=cv.seed, dt=dt, minutes=spec.minutes)
     sims = events_curves(events, spec.minutes)
@@ -162,7 +139,7 @@ def simulator_forecast(
 
 
 def score_cascade(
-    spec: Any,
+    spec: PropagationSpec,
     cv: CVSpec,
     cid: str,
     tree: Any,
@@ -196,7 +173,7 @@ def score_cascade(
     runs_dir = out / "transfer" if fold is None else out / "cv" / f"fold{fold}"
     for model in sim_models:  # forecast_sim, the prefix-conditioned forecast in the simulator: below
         acc = {c: np.zeros(spec.minutes) for c in CURVE_NAMES}
-        cfg = cv_run_config(model, spec, cid, pop_csv, text, timing, cv.seed, len(rows))
+        cfg = cv_run_config(model, spec, cv, cid, pop_csv, text, timing, cv.seed, len(rows))
         info = run_config(cfg, runs_dir / model / cid, force=force)
         for r in range(cv.runs):  # seed posts are applied first at step 0: copy r's source is post r
             sim = simulated_curves(info.run_dir, r, spec.minutes)
@@ -206,12 +183,12 @@ def score_cascade(
             "nrmse": nrmse_curves(acc, real, spec.minutes),
             "final": {c: float(acc[c][-1]) for c in CURVE_NAMES},
         }
-        if getattr(spec, "observe_minutes", None):  # scored like the forecast: on the window after the prefix
+        if spec.observe_minutes:  # scored like the forecast: on the window after the prefix
             m = spec.observe_minutes
             row["models"][model]["nrmse_remaining"] = {
                 c: window_nrmse(acc[c], real[c], m, spec.minutes) for c in CURVE_NAMES
             }
-    if getattr(spec, "observe_minutes", None) and timing is not None and fold is not None:
+    if spec.observe_minutes and timing is not None and fold is not None:
         tp = TimingParams.from_dict(timing)
         rng = component_rng(cv.seed, FORECAST_PURPOSE, fold, zlib.crc32(cid.encode()))
         arrays = cascade_arrays(tree, users)
@@ -221,7 +198,7 @@ def score_cascade(
             row["forecast"]["forecast_sim"] = simulator_forecast(
                 spec, cv, tree, arrays, tp, casc_sd, real, runs_dir / "forecast_sim" / cid, sim_rng
             )
-        if getattr(spec, "counterfactual", None) is not None:
+        if spec.counterfactual is not None:
             row["label"] = topics.get(cid, {}).get("label") or "unknown"
             row["counterfactual"] = counterfactual_cascade(
                 arrays,
@@ -238,7 +215,7 @@ def score_cascade(
 
 
 def run_propagation_cv(
-    spec: Any,
+    spec: PropagationSpec,
     out: Path,
     trees: dict[str, Any],
     *,
@@ -250,7 +227,8 @@ def run_propagation_cv(
 
     ``info``: per-cascade facts of a data set other than OASIS's list (CED: label, posted_at); with it every
     row carries its label and the forecast is also summarised per label."""
-    cv: CVSpec = spec.cv
+    cv = spec.cv
+    assert cv is not None  # the study calls this only for a spec with cv:
     ids = list(trees)
     posted = {c: datetime.datetime.fromisoformat(v["posted_at"]) for c, v in (info or {}).items() if v.get("posted_at")}
     folds = cv_pairs(ids, cv, posted or None)
@@ -326,7 +304,7 @@ def run_propagation_cv(
                 for f in range(len(folds))
             ]
         summary[model] = entry
-    if getattr(spec, "observe_minutes", None):
+    if spec.observe_minutes:
         summary["forecast"] = forecast_summary(per_cascade, spec.observe_minutes, cv.seed)
         if info:  # side by side per label (CED: rumour vs non-rumour), each on its own held-out cascades
             labels = sorted({str(p.get("label")) for p in per_cascade})
@@ -336,7 +314,7 @@ def run_propagation_cv(
                 )
                 for lab in labels
             }
-    if getattr(spec, "counterfactual", None) is not None:
+    if spec.counterfactual is not None and spec.observe_minutes:  # the spec has both or neither
         summary["counterfactual"] = counterfactual_summary(
             per_cascade, spec.counterfactual, spec.observe_minutes, cv.seed
         )

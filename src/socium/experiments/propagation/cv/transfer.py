@@ -30,8 +30,8 @@ from socium.experiments.propagation.data.realcascades import CascadeTree
 from socium.experiments.propagation.data.trained_on import population_kind, training_population
 from socium.experiments.propagation.fit.fit_file import population_stats
 from socium.experiments.propagation.fit.transfer_check import ks_table, ks_warning
-from socium.experiments.propagation.sim.cv_config import CVSpec
 from socium.experiments.propagation.sim.population import oasis_topics
+from socium.experiments.propagation.spec import CVSpec, PropagationSpec, fit_file
 from socium.experiments.spec import write_results
 from socium.simulator.timing import TimingParams
 from socium.trace.queries.curves import CURVE_NAMES
@@ -43,7 +43,7 @@ SIZE_RATIO_WARN = 2.0
 _FIT_ONLY = ("folds", "families", "root_effects", "fit_bootstrap")
 
 
-def scored_population(spec: Any, trees: Mapping[str, CascadeTree]) -> dict[str, Any]:
+def scored_population(spec: PropagationSpec, trees: Mapping[str, CascadeTree]) -> dict[str, Any]:
     """The spec's population described as :func:`training_population` describes a fit's."""
     own = {Path(f).stem for f in spec.tree_files}
     named = [i for i in trees if i not in own]
@@ -70,15 +70,7 @@ def population_warning(train: dict[str, Any] | None, scored: dict[str, Any]) -> 
     return None
 
 
-def fit_file(spec: Any) -> str | None:
-    """The saved fit a spec names: ``timing_file``, else ``base.timing.params_file`` (None: none)."""
-    if getattr(spec, "timing_file", None):
-        return str(spec.timing_file)
-    timing = (spec.base or {}).get("timing")
-    return str(timing["params_file"]) if isinstance(timing, dict) and timing.get("params_file") else None
-
-
-def transfer_settings(spec: Any) -> CVSpec:
+def transfer_settings(spec: PropagationSpec) -> CVSpec:
     """Models, replicas and seed from the spec's ``cv:`` block (its fitting keys refused), or the defaults."""
     if spec.cv is None:
         return CVSpec(models=["calibrated"], runs=TRANSFER_RUNS)
@@ -92,7 +84,7 @@ def transfer_settings(spec: Any) -> CVSpec:
 
 
 def run_propagation_transfer(
-    spec: Any,
+    spec: PropagationSpec,
     out: Path,
     trees: dict[str, CascadeTree],
     *,

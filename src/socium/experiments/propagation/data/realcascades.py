@@ -388,6 +388,24 @@ def real_curves(tree: CascadeTree, minutes: int = DEFAULT_MINUTES) -> dict[str, 
     return cascade_curves_from_events(parent, delay, minutes)
 
 
+def earliest_users(tree: CascadeTree, max_users: int | None) -> list[str]:
+    """Users ordered by (delay, attachment order); a prefix is always a connected subtree."""
+    users = list(tree.nodes)
+    delays = [tree.nodes[u].delay for u in users]
+    order = sorted(range(len(users)), key=lambda i: (delays[i], i))
+    ranked = [users[i] for i in order]
+    return ranked if max_users is None else ranked[:max_users]
+
+
+def subtree_curves(tree: CascadeTree, users: list[str], minutes: int) -> dict[str, np.ndarray]:
+    """Real curves of the cascade restricted to ``users`` (a prefix from :func:`earliest_users`)."""
+    idx = {u: i for i, u in enumerate(users)}
+    parent = [-1 if (p := tree.nodes[u].parent) is None else idx[p] for u in users]
+    return cascade_curves_from_events(
+        np.array(parent, dtype=np.int64), np.array([tree.nodes[u].delay for u in users]), minutes
+    )
+
+
 def defect_summary(
     tar_path: _PathArg = None,
     *,

@@ -21,12 +21,11 @@ import numpy as np
 from scipy import stats
 
 from socium.core.rng import component_rng
-from socium.experiments.propagation.cv.cv import train_and_held
-from socium.experiments.propagation.data.realcascades import CascadeTree
+from socium.experiments.propagation.data.folds import train_and_held
+from socium.experiments.propagation.data.realcascades import CascadeTree, earliest_users, subtree_curves
 from socium.experiments.propagation.fit.fit import fit_timing
 from socium.experiments.propagation.forecast.forecast import cascade_arrays
 from socium.experiments.propagation.forecast.predictive import LEVELS, predict_cascade
-from socium.experiments.propagation.sim.population import earliest_users, subtree_curves
 from socium.simulator.timing import FAMILIES, TimingParams
 
 DISPERSION_PURPOSE = 47

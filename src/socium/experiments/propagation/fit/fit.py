@@ -468,50 +468,5 @@ def fit_timing(
     }
 
 
-def load_training_trees(sources: Sequence[str]) -> dict[str, CascadeTree]:
-    """Trees named by ``--train`` values: a tree file, a folder of ``*.txt`` trees, a cascade-format file
-    (CSV/Parquet/JSONL, docs/data.md) or a registered data set name ('twitter15', 'oasis', 'ced', ...).
-
-    Any real retweet-tree set in the Ma et al. format works; ids are file stems (Twitter15: tweet ids).
-    'twitter15' and 'oasis' load the trees directly (as every earlier fit did, so refits are unchanged).
-    """
-    # lazy: the cascade readers, only for fits from files or data set names
-    from socium.experiments.propagation.data.cascade_format import FILE_SUFFIXES, cascade_trees
-
-    # lazy: the cascade readers, only for fits from files or data set names
-    from socium.experiments.propagation.data.cascade_sources import load_cascade_table, source_names
-
-    # lazy: the real-data readers, only for fits from Twitter15
-    from socium.experiments.propagation.data.realcascades import load_twitter15, oasis_cascade_ids, parse_tree
-
-    out: dict[str, CascadeTree] = {}
-    for src in sources:
-        p = Path(src)
-        if src == "twitter15":
-            out.update(load_twitter15(None, strict=False))
-        elif src == "oasis":
-            out.update(load_twitter15(None, oasis_cascade_ids(), strict=False))
-        elif src == "ced":  # Weibo (CED) cascades posted before 2013-07-01 only: the later ones are held back
-            # lazy: the CED reader, only for fits from Weibo cascades
-            from socium.experiments.propagation.data.ced import load_ced
-
-            out.update(load_ced()[0])
-        elif src in source_names() or (p.is_file() and p.suffix.lower() in FILE_SUFFIXES):
-            out.update(cascade_trees(load_cascade_table(src), source=src))
-        elif p.is_dir():
-            files = sorted(p.glob("*.txt"))
-            if not files:
-                out.update(cascade_trees(load_cascade_table(p), source=src))
-                continue
-            out.update({f.stem: parse_tree(f) for f in files})
-        elif p.is_file():  # the user's own files parse strictly: a broken line is file:line, not a silent skip
-            out[p.stem] = parse_tree(p)
-        else:
-            raise ConfigError(f"--train {src!r}: not a tree file, a folder, a cascade file or a data set name")
-    if not out:
-        raise ConfigError("--train: no trees given")
-    return out
-
-
 def write_fit(result: dict[str, Any], out: str | Path) -> Path:
     return write_out_file(Path(out), json.dumps(result, indent=2))

@@ -21,7 +21,6 @@ from socium.errors import ConfigError, InputFileError
 from socium.experiments.propagation.data.realcascades import CascadeTree
 from socium.experiments.spec import PersonRow
 from socium.trace.queries.cascades import propagation_curves
-from socium.trace.queries.curves import cascade_curves_from_events
 from socium.trace.queries.runs import open_run
 
 DEFAULT_ACTIONS = [
@@ -95,24 +94,6 @@ def oasis_topic_users(path: Path) -> dict[str, dict[str, Any]] | None:
 
 
 # ---- a cascade's agents and real curves --------------------------------------------------------
-def earliest_users(tree: CascadeTree, max_users: int | None) -> list[str]:
-    """Users ordered by (delay, attachment order); a prefix is always a connected subtree."""
-    users = list(tree.nodes)
-    delays = [tree.nodes[u].delay for u in users]
-    order = sorted(range(len(users)), key=lambda i: (delays[i], i))
-    ranked = [users[i] for i in order]
-    return ranked if max_users is None else ranked[:max_users]
-
-
-def subtree_curves(tree: CascadeTree, users: list[str], minutes: int) -> dict[str, np.ndarray]:
-    """Real curves of the cascade restricted to ``users`` (a prefix from :func:`earliest_users`)."""
-    idx = {u: i for i, u in enumerate(users)}
-    parent = [-1 if (p := tree.nodes[u].parent) is None else idx[p] for u in users]
-    return cascade_curves_from_events(
-        np.array(parent, dtype=np.int64), np.array([tree.nodes[u].delay for u in users]), minutes
-    )
-
-
 def cascade_population(
     tree: CascadeTree, users: list[str], spec: PopulationSpec, real: dict[str, dict] | None, seed: int
 ) -> tuple[list[PersonRow], dict[str, int]]:

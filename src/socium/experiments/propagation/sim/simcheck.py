@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from socium.experiments.propagation.data.realcascades import CascadeTree
-from socium.experiments.propagation.sim.cv_config import CVSpec, cv_run_config, replicate_rows
-from socium.experiments.propagation.sim.population import cascade_population, earliest_users
+from socium.experiments.propagation.data.realcascades import CascadeTree, earliest_users
+from socium.experiments.propagation.sim.cv_config import cv_run_config, replicate_rows
+from socium.experiments.propagation.sim.population import cascade_population
+from socium.experiments.propagation.spec import CVSpec, PropagationSpec
 from socium.experiments.spec import run_config, write_population_csv
 from socium.simulator.timing import MIN_DELAY_MIN, TimingParams
 from socium.trace.queries.cascades import RESHARE_AT, cascade_events
@@ -55,8 +56,9 @@ def simulate_calibrated(
     users = earliest_users(tree, None)
     rows, _ = cascade_population(tree, users, TREE_POPULATION, None, 0)
     pop = write_population_csv(out / "pop.csv", replicate_rows(rows, runs))
-    spec = SimpleNamespace(name="forecast-vs-sim", base={}, minutes=minutes, cv=CVSpec(runs=runs, step_minutes=dt))
-    cfg = cv_run_config("calibrated", spec, "x", pop, "source", tp.to_dict(), seed, len(rows))
+    cv = CVSpec(runs=runs, step_minutes=dt)
+    spec = PropagationSpec(name="forecast-vs-sim", minutes=minutes, cv=cv)
+    cfg = cv_run_config("calibrated", spec, cv, "x", pop, "source", tp.to_dict(), seed, len(rows))
     if moderation is not None:
         data = cfg.model_dump(mode="json")
         data["moderation"] = moderation

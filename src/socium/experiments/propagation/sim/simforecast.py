@@ -28,18 +28,18 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from socium.core import actions as A
-from socium.experiments.propagation.data.realcascades import CascadeTree
+from socium.experiments.propagation.data.realcascades import CascadeTree, earliest_users
 from socium.experiments.propagation.forecast.forecast import CascadeArrays, observed_mask, speed_posterior
-from socium.experiments.propagation.sim.cv_config import CVSpec, cv_run_config, replicate_rows
-from socium.experiments.propagation.sim.population import cascade_population, earliest_users
+from socium.experiments.propagation.sim.cv_config import cv_run_config, replicate_rows
+from socium.experiments.propagation.sim.population import cascade_population
 from socium.experiments.propagation.sim.simcheck import TREE_POPULATION, Events
+from socium.experiments.propagation.spec import CVSpec, PropagationSpec
 from socium.experiments.spec import run_config, write_population_csv
 from socium.simulator.timing import TimingParams
 from socium.trace.queries.cascades import RESHARE_AT, cascade_events
@@ -123,9 +123,10 @@ def simulate_forecast(
     parent = np.array([-1 if (p := tree.nodes[u].parent) is None else idx[p] for u in users], np.int64)
     c = grid_prefix(CascadeArrays(parent, np.array([tree.nodes[u].delay for u in users]), tree.root_user), m, dt)
     pop = write_population_csv(out / "pop.csv", replicate_rows(rows, runs))
-    spec = SimpleNamespace(name="forecast-sim", base={}, minutes=minutes, cv=CVSpec(runs=runs, step_minutes=dt))
+    cv = CVSpec(runs=runs, step_minutes=dt)
+    spec = PropagationSpec(name="forecast-sim", minutes=minutes, cv=cv)
     timing = replay_timing(tp, casc_sd, tree.root_user, g).to_dict()
-    cfg = cv_run_config("calibrated", spec, "x", pop, "source", timing, seed, len(rows))
+    cfg = cv_run_config("calibrated", spec, cv, "x", pop, "source", timing, seed, len(rows))
     data = cfg.model_dump(mode="json")
     data["timing"]["condition_minute"] = float(m)
     data["seed_actions"] = seed_reposts(c, m, dt, runs)
