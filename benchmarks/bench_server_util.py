@@ -1,7 +1,7 @@
 """A real server's utilisation: how busy socium keeps a llama.cpp server, against a saturating load.
 
     python benchmarks/bench_server_util.py [--sizes 100,1000] [--steps 2] [--warmup 0] [--activity 0.2]
-        [--rounds 3] [--slots 4] [--threads 1] [--port 0]
+        [--rounds 3] [--slots 4] [--threads 1] [--port 0] [--orders arrival,longest_first]
 
 Why: the instant fake server of ``bench_http.py`` measures socium's own CPU; what decides GPU hours is
 how much of a real server's capacity a simulation uses. So this starts llama.cpp's own server (the
@@ -19,6 +19,10 @@ B. a load generator: an aiohttp client keeping ``2 x slots`` requests in flight,
    the bodies socium sent, checked against the run's ``llm_calls`` rows (same prompts and seeds):
    rebuilt from the rows, the schema's keys come sorted and llama.cpp then generates another field
    order (see the comment in ``run_socium``).
+
+With ``--orders arrival,longest_first`` each round runs A once per ``llm.request_order`` (the same
+requests, another order at the connection limit), each against the same round's B, which replays the
+first order's requests.
 
 Utilisation is completion tokens/s of A over B. Where A's rest goes, from the call timestamps of the
 timed steps: the share of wall time with no request in flight (between steps: observation, feeds,
@@ -196,7 +200,10 @@ def run_socium(spec: dict[str, Any]) -> dict[str, Any]:
 
     openai_compat.OpenAIBackend._one = timed  # type: ignore[method-assign]
     openai_compat.OpenAIBackend.encode_request = keep  # type: ignore[method-assign]
-    cfg = config_from_dict(_config(spec["agents"], spec["steps"], spec["url"], spec["activity"]))
+    raw_cfg = _config(spec["agents"], spec["steps"], spec["url"], spec["activity"])
+    if spec.get("order", "arrival") != "arrival":  # an older tree knows no request_order: only ask for others
+        raw_cfg["llm"]["request_order"] = spec["order"]
+    cfg = config_from_dict(raw_cfg)
     with tempfile.TemporaryDirectory() as d:
         sim = Simulation(cfg, d, force=True)
         for _ in range(spec["warmup"]):  # untimed steps: connections, the first prompts
@@ -329,6 +336,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="the server's inference threads")
     ap.add_argument("--n-ctx", type=int, default=2048, help="context tokens per slot")
     ap.add_argument("--port", type=int, default=0, help="0: a free port")
+    ap.add_argument("--orders", default="arrival", help="llm.request_order values, one socium run each per round")
     ap.add_argument("--serve", help=argparse.SUPPRESS)
     ap.add_argument("--socium", help=argparse.SUPPRESS)
     ap.add_argument("--loadgen", help=argparse.SUPPRESS)
@@ -354,16 +362,20 @@ def main() -> None:
     table = []
     try:
         for n in [int(x) for x in a.sizes.split(",") if x]:
-            got: dict[str, list[dict[str, Any]]] = {"socium": [], "loadgen": []}
+            orders = [o for o in a.orders.split(",") if o]
+            arms = ["socium" if o == "arrival" else f"socium {o}" for o in orders]
+            got: dict[str, list[dict[str, Any]]] = {**{arm: [] for arm in arms}, "loadgen": []}
             for r in range(a.rounds):
                 spec = {**base, "agents": n, "steps": a.steps, "warmup": a.warmup, "activity": a.activity}
-                raw = child("socium", spec)
-                s = {**summarise(raw, a.slots), "load": load()}  # the 1-minute average at the run's end
-                got["socium"].append(s)
-                gen = {**base, "requests": raw["requests"], "in_flight": 2 * a.slots}
+                first = None
+                for arm, order in zip(arms, orders):
+                    raw = child("socium", {**spec, "order": order})
+                    first = first or raw
+                    got[arm].append({**summarise(raw, a.slots), "load": load()})  # 1-minute load at the run's end
+                gen = {**base, "requests": first["requests"], "in_flight": 2 * a.slots}  # type: ignore[index]
                 g = {**summarise(child("loadgen", gen), a.slots), "load": load()}
                 got["loadgen"].append(g)
-                for name, m in (("socium", s), ("load gen", g)):
+                for name, m in [*((arm, got[arm][-1]) for arm in arms), ("load gen", g)]:
                     print(f"  {n:,} agents round {r + 1} {name:<8}: {m['calls']} calls, {m['tokens']} completion "
                           f"tokens ({m['usage_tokens']} by usage) in {m['wall']:.1f} s = {m['tok_s']:.1f} tok/s; "
                           f"prompt tokens evaluated {m['prompt_evaluated']:.0f} (cached {m['prompt_cached']:.0f}); "
@@ -372,14 +384,17 @@ def main() -> None:
                           f"{m['gap_s']:.2f} s; client CPU {m['cpu']:.2f} s; server {m['server_cores']:.2f} cores, "
                           f"{m['tok_per_cpu_s']:.1f} tok per server CPU s; other jobs {m['elsewhere']:.2f} cores; "
                           f"failed {m['failed']}; load {m['load']:.1f}", flush=True)  # fmt: skip
-                print(f"  round {r + 1} ratio: {s['tok_s'] / g['tok_s']:.0%}", flush=True)
+                for arm in arms:
+                    print(f"  round {r + 1} ratio, {arm}: {got[arm][-1]['tok_s'] / g['tok_s']:.0%}", flush=True)
             med = {k: {f: statistics.median(m[f] for m in ms) for f in ms[0]} for k, ms in got.items()}
-            pairs = list(zip(got["socium"], got["loadgen"]))
-            ratios = {  # per round, socium over the load generator; then the median over rounds
-                key: statistics.median(s[key] / g[key] for s, g in pairs)
-                for key in ("tok_s", "tok_per_cpu_s", "slots_busy")
-            }
-            table.append((n, med, ratios))
+            for arm in arms:
+                pairs = list(zip(got[arm], got["loadgen"]))
+                ratios = {  # per round, socium over the load generator; then the median over rounds
+                    key: statistics.median(s[key] / g[key] for s, g in pairs)
+                    for key in ("tok_s", "tok_per_cpu_s", "slots_busy")
+                }
+                label = f"{n:,}" + ("" if arm == "socium" else f" ({arm[7:]})")
+                table.append((label, med[arm], med["loadgen"], ratios))
     finally:
         proc.kill()
     print(f"\nmedians of {a.rounds} ABAB rounds; {machine}; load average after: {load():.1f}")
@@ -387,9 +402,8 @@ def main() -> None:
           "slots busy: ratio | socium idle / under-filled / full | gap between steps | server cores: socium / "
           "gen | other jobs' cores: socium / gen | load: socium / gen |")  # fmt: skip
     print("|" + " --- |" * 11)
-    for n, med, ratio in table:
-        s, g = med["socium"], med["loadgen"]
-        print(f"| {n:,} | {s['calls']:.0f} | {s['tok_s']:.1f} / {g['tok_s']:.1f} | {ratio['tok_s']:.0%} | "
+    for n, s, g, ratio in table:
+        print(f"| {n} | {s['calls']:.0f} | {s['tok_s']:.1f} / {g['tok_s']:.1f} | {ratio['tok_s']:.0%} | "
               f"{ratio['tok_per_cpu_s']:.0%} | {ratio['slots_busy']:.0%} | "
               f"{s['idle']:.0%} / {s['partial']:.0%} / {s['full']:.0%} | {s['gap_s']:.2f} s | "
               f"{s['server_cores']:.2f} / {g['server_cores']:.2f} | {s['elsewhere']:.1f} / {g['elsewhere']:.1f} | "

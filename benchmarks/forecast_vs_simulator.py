@@ -28,6 +28,13 @@ as the CV scores it, on the real prefix in continuous minutes (``z cont``, over 
 two differ by construction, the prefix's grid times); ``prefix ok``: every replica
 has exactly the replayed reshares by minute M. Then the scale NRMSE against the real cascade over minutes
 M..149 of the CV's forecast (continuous), the numpy forecast on the grid and the simulator's forecast.
+
+The cascades, the fit and its speed prior come through the public :mod:`socium.forecast` (``load_cascades``
+of the registered ``oasis`` set, the CV's 134 in the CV's order; ``fit``; a fit file read back with
+``load_fit``, so ``cascade_sigma`` is the fit file's and never a silent 0); ``--cascades`` is the quick
+look's limit. What it compares lies below that API on purpose: the forecast's numpy sampler
+(``propagation.forecast.forecast``) against the simulator (``propagation.sim.simcheck`` / ``simforecast``), on
+the CV's own fold split (``propagation.data.folds.train_and_held``).
 """
 
 from __future__ import annotations
@@ -41,18 +48,16 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from socium import forecast as fc
 from socium.core.rng import component_rng
 from socium.experiments.propagation.counterfactual import apply_arm
 from socium.experiments.propagation.data.curves import nrmse
 from socium.experiments.propagation.data.folds import train_and_held
 from socium.experiments.propagation.data.realcascades import CascadeTree, earliest_users, subtree_curves
-from socium.experiments.propagation.fit.fit import fit_timing
 from socium.experiments.propagation.forecast import forecast as F
 from socium.experiments.propagation.forecast.forecast import window_nrmse
 from socium.experiments.propagation.sim.simcheck import Events, events_curves, max_z, on_step_grid, simulate_calibrated
 from socium.experiments.propagation.sim.simforecast import draw_shifts, grid_prefix, simulate_forecast
-from socium.experiments.propagation.spec import PropagationSpec
-from socium.experiments.propagation.study import load_trees
 from socium.simulator.timing import TimingParams
 from socium.trace.queries.curves import cascade_curves_from_events, node_depths
 
@@ -70,20 +75,19 @@ def main() -> None:
     ap.add_argument("--out", default="runs/forecast-vs-sim")
     ap.add_argument("--forecast", type=int, default=0, help="observed minutes: check the conditioned forecast")
     a = ap.parse_args()
-    spec = PropagationSpec.model_validate(yaml.safe_load(SPEC.read_text(encoding="utf-8")))
-    cv = spec.cv
-    assert cv is not None
-    trees = load_trees(spec)
-    ids = list(trees)
-    train, held = train_and_held(ids, cv.folds, cv.seed)[0]
-    fit = fit_timing([trees[c] for c in train], families=cv.families, bootstrap=0, seed=cv.seed, sources=train)
-    tp = TimingParams.from_dict(fit["timing"])
+    cv = yaml.safe_load(SPEC.read_text(encoding="utf-8"))["cv"]  # the CV's folds and seed (its families: fit's)
+    cascades = fc.load_cascades("oasis")  # the spec's 134 (sample 134 of OASIS's 134), same ids and order
+    trees = cascades.trees
+    train, held = train_and_held(list(trees), cv["folds"], cv["seed"])[0]
     out = Path(a.out)
+    fit_path = fc.write_fit_file(fc.fit(cascades.subset(train), bootstrap=0, seed=cv["seed"]), out / "fold0-fit.json")
+    fit = fc.load_fit(fit_path)
+    tp = fit.params
     if a.forecast:
-        forecast_table(trees, held[: a.cascades], tp, float(fit["estimates"]["cascade_sigma"]), a, out)
+        forecast_table(trees, held[: a.cascades], tp, fit.cascade_sigma, a, out)
         return
     print(f"machine: {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"load {os.getloadavg()[0]:.2f}; fold 0: fit on {len(train)}, {fit['timing']['delay']['family']}; "
+          f"load {os.getloadavg()[0]:.2f}; fold 0: fit on {len(train)}, {fit.timing['delay']['family']}; "
           f"simulator {a.sim_runs} replicas (seed 3), numpy {a.np_runs} (stream 91)")  # fmt: skip
     print("| cascade | users | depth | z grid (scale/depth/breadth) | z cont | lag at 5/10/30/149 min "
           "| scale NRMSE all / after act | sim s |")  # fmt: skip

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import duckdb
+import filelock
 
 from socium.trace.store import VOLATILE, trace_digest
 
@@ -146,6 +147,13 @@ SCRATCH = Path("/tmp/socium-trace-digests")
 
 
 def record(out: Path, only: list[str]) -> dict[str, object]:
+    """Run and digest every run (or ``only`` these), one invocation at a time on this machine: two at once
+    (engineers checking their refactors side by side) shared SCRATCH and deleted each other's runs."""
+    with filelock.FileLock(str(SCRATCH) + ".lock"):
+        return _record(out, only)
+
+
+def _record(out: Path, only: list[str]) -> dict[str, object]:
     out.mkdir(parents=True, exist_ok=True)
     old = out / "digests.json"
     got: dict[str, object] = json.loads(old.read_text())["runs"] if only and old.exists() else {}

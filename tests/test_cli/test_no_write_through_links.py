@@ -118,7 +118,7 @@ def test_query_csv_escapes_control_and_bidi_characters(tmp_path, run_dir) -> Non
 
 
 def test_replace_file_and_own_folder_unit(tmp_path) -> None:
-    from socium.trace.rundir import own_folder, replace_file
+    from socium.trace.safe_write import own_folder, replace_file
 
     target = tmp_path / "t.txt"
     target.write_text("original")

@@ -103,3 +103,49 @@ def test_a_stop_the_loop_swallowed_still_ends_the_loop() -> None:
         assert time.monotonic() - t0 < 10
     finally:
         loop.close()
+
+
+def test_a_stop_lost_in_a_callback_that_cannot_raise_still_ends_the_loop(capsys) -> None:
+    """A signal that lands inside uvloop's getaddrinfo callback (or any ``__del__``) cannot leave it: Python
+    printed "Exception ignored in" with a traceback and the run went on until its requests timed out. Now the
+    loop ends and the block raises the stop, with nothing printed."""
+    import asyncio
+
+    from socium.cli.signals import Stopped, stop_on_signals
+    from socium.llm.base import new_event_loop
+
+    class SignalledOnDrop:
+        def __del__(self) -> None:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler raises here, inside __del__: an unraisable exception
+
+    loop = new_event_loop()
+    try:
+        loop.call_soon(SignalledOnDrop)  # made and dropped inside a loop callback
+        t0 = time.monotonic()
+        with pytest.raises(Stopped) as info:
+            with stop_on_signals():
+                loop.run_until_complete(asyncio.sleep(60))
+        assert time.monotonic() - t0 < 30  # the loop ended on the stop, not after the 60 s sleep
+    finally:
+        loop.close()
+    assert info.value.signum == signal.SIGTERM
+    assert "Exception ignored" not in capsys.readouterr().err
+
+
+def test_the_traceback_cython_prints_before_losing_a_stop_is_quiet(capsys) -> None:
+    """uvloop's callbacks are Cython ``noexcept``: a stop raised there is first printed through
+    ``sys.excepthook`` (a traceback in the run's log, seen under load), then handed to the unraisable hook."""
+    import sys
+
+    from socium.cli.signals import Stopped, stop_on_signals
+
+    with stop_on_signals():
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        except Stopped as exc:
+            sys.excepthook(type(exc), exc, exc.__traceback__)  # what Cython's PyErr_PrintEx does with it
+        sys.excepthook(ValueError, ValueError("real"), None)  # anything else is printed as always
+    err = capsys.readouterr().err
+    assert "Stopped" not in err and "SIGINT" not in err and "ValueError: real" in err

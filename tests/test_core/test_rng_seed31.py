@@ -43,3 +43,24 @@ def test_keys_outside_the_fast_path_go_to_numpy(key: tuple[int, ...]) -> None:
 def test_distinct_keys_give_distinct_seeds() -> None:
     got = {component_seed31(7, LLM, a, s, 0) for a in range(200) for s in range(5)}
     assert len(got) > 990  # 1,000 draws from 2**31 - 1 values: collisions are rare
+
+
+def test_kept_first_word_pools_give_numpy_seeds_at_every_step() -> None:
+    """The pool after an agent's id is kept (``rng._FIRST_WORD``) and reused at later steps and re-asks:
+    seeds from a kept pool, and after the store is emptied when full, are still numpy's."""
+    from socium.core import rng as R
+
+    R._FIRST_WORD.clear()
+    keys = [(agent, step, attempt) for step in range(3) for agent in (0, 5, 2**31, 2**32 - 1) for attempt in (0, 1)]
+    for key in keys:  # the first step fills the store, later steps read it
+        assert component_seed31(9, LLM, *key) == _numpy(9, LLM, *key), key
+    assert len(R._FIRST_WORD) == 4
+    old = R._FIRST_WORD_MAX
+    R._FIRST_WORD_MAX = 2
+    R._FIRST_WORD.clear()
+    try:
+        for key in keys:
+            assert component_seed31(9, LLM, *key) == _numpy(9, LLM, *key), key
+        assert len(R._FIRST_WORD) <= 2
+    finally:
+        R._FIRST_WORD_MAX = old

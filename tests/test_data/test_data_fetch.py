@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 from socium.cli.main import app
 from socium.data.datadir import data_dir, require
-from socium.data.fetch import DataFetchError, fetch, sha256_of
+from socium.data.fetch import DataFetchError, fetch
+from socium.data.fetch_file import sha256_of
 from socium.errors import InputFileError
 
 __all__ = ["mirror", "no_network", "served", "sink"]  # fixtures, imported for pytest

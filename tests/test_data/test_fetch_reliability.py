@@ -23,7 +23,8 @@ from typer.testing import CliRunner
 from socium.cli.main import app
 from socium.data import registry
 from socium.data.datadir import describe, require
-from socium.data.fetch import DataFetchError, fetch, sha256_of
+from socium.data.fetch import DataFetchError, fetch
+from socium.data.fetch_file import sha256_of
 from socium.errors import InputFileError
 
 __all__ = ["mirror", "no_network", "served", "sink"]  # fixtures, imported for pytest
@@ -181,7 +182,9 @@ def test_an_endless_body_stops_at_the_cap_for_a_file_of_unknown_size(mirror) -> 
     t0 = time.monotonic()
     with pytest.raises(DataFetchError, match="runs past .*200,000-byte cap"):
         fetch(sets=[snap], root=root, **QUIET)
-    assert time.monotonic() - t0 < 20 and leftovers(root) == [] and not (root / snap.files[0].dest).exists()
+    # the body never ends: returning at all is the cap's doing (the bound only catches a read that goes on for
+    # minutes; loose, so a loaded machine passes)
+    assert time.monotonic() - t0 < 120 and leftovers(root) == [] and not (root / snap.files[0].dest).exists()
 
 
 def test_a_trickling_mirror_is_stopped_by_the_deadline(mirror) -> None:
@@ -191,7 +194,9 @@ def test_a_trickling_mirror_is_stopped_by_the_deadline(mirror) -> None:
     t0 = time.monotonic()
     with pytest.raises(DataFetchError, match="deadline of 2 s passed") as exc:
         fetch(["sotopia"], root, deadline=2.0, **QUIET)
-    assert time.monotonic() - t0 < 8, "the deadline did not stop the read"
+    # the trickle lasts 100 s (1,000 bytes at one per 0.1 s, and no stall): ending in well under that is the 2 s
+    # deadline's doing; loose, so a loaded machine passes
+    assert time.monotonic() - t0 < 50, "the deadline did not stop the read"
     assert "\n" not in str(exc.value) and leftovers(root) == []
 
 
@@ -214,13 +219,15 @@ def test_ctrl_c_stops_a_fetch_at_once_with_one_line(mirror) -> None:
         assert any(folder.glob("tmp*")), "the fetch never started"
         t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=15)
+        out, err = proc.communicate(timeout=60)
         took = time.monotonic() - t0
     finally:
         Handler.release.set()
         if proc.poll() is None:
             proc.kill()
-    assert took < 5, f"Ctrl-C took {took:.1f} s"
+    # the server stalls for 30 s before it drops the connection: ending well before that is Ctrl-C's doing, not
+    # the stall's end (loose, so that a loaded machine's slow exit passes)
+    assert took < 20, f"Ctrl-C took {took:.1f} s"
     assert proc.returncode == 130
     assert _one_error_line(err).startswith("error: interrupted") and "Traceback" not in out + err
     assert not (root / f.dest).exists() and leftovers(root) == []
@@ -267,12 +274,16 @@ def test_two_fetches_into_one_folder_wait_for_each_other(mirror) -> None:
         while not any(p.stat().st_size for p in folder.glob("tmp*")) and time.monotonic() < end:
             time.sleep(0.05)
         second = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(3)  # the second starts, and waits
-        assert second.poll() is None and any(folder.glob("tmp*"))
+        assert second.stdout is not None
+        waiting = ""  # the second starts, and says it waits (read, not slept for: under load 3 s were too few)
+        while "waiting for another" not in waiting and (line := second.stdout.readline()):
+            waiting += line
+        assert "waiting for another" in waiting and second.poll() is None and any(folder.glob("tmp*")), waiting
         Handler.overrides = {}  # the stalled body fails its size check; the first fetch reports it, the second gets it
         Handler.release.set()
         out1, err1 = first.communicate(timeout=60)
         out2, err2 = second.communicate(timeout=60)
+        out2 = waiting + out2
     finally:
         Handler.release.set()
         for p in (first, second):

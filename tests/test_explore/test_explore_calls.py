@@ -130,7 +130,7 @@ def test_the_calls_page_shows_each_fate_and_filters_by_it(run: Path) -> None:
                 page.locator(f".v-menu__content .v-list-item:has-text('{fate}')").first.click()
                 n = sum(1 for v in want.values() if v == fate)
                 page.locator(".pager-range").first.filter(has_text=re.compile(rf"of {n:,}$")).wait_for()
-                deadline = time.monotonic() + 30
+                deadline = time.monotonic() + 60  # as long as the page's own default wait
                 js = "els => els.map(e => e.dataset.fate)"
                 while (fates := set(page.eval_on_selector_all(".call", js))) != {fate}:
                     assert time.monotonic() < deadline, (fate, fates)

@@ -116,7 +116,7 @@ def test_charts_tree_and_neighbourhood_are_drawn(run: Path) -> None:
             page.locator(".v-menu__content .v-list-item:has-text('followers')").first.click()
             page.locator("label:has-text('descending')").first.click()
             want = [f"agent {r.agent_id}" for r in top_followed]
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 60  # as long as the page's own default wait
             js = "els => els.map(e => e.innerText)"
             while page.eval_on_selector_all(".agents-table .agent-link", js)[:5] != want:
                 assert time.monotonic() < deadline

@@ -159,7 +159,11 @@ def test_a_live_source_reads_committed_steps_through_the_writer(tmp_path: Path) 
     for _ in range(cfg.steps):
         stats = sim.advance()
         posts_after[stats.step + 1] = posts_after[stats.step] + stats.n_posts
-    time.sleep(0.2)
+    # until the reader has seen the last step (a fixed 0.2 s was not enough under load)
+    deadline = time.monotonic() + 60
+    while not (seen and seen[-1][0] == cfg.steps) and not errors:
+        assert time.monotonic() < deadline and watcher.is_alive(), "the reader never saw the last step"
+        time.sleep(0.01)
     src.detach()
     stop.set()
     watcher.join(timeout=30)

@@ -16,6 +16,9 @@ from socium.llm.types import user_request
 from socium.llm.wrappers import RetryingBackend
 from socium.testing.fault_server import FAULT_KINDS, FaultyOpenAIServer
 
+HANG_S = 60.0
+"""How long a hanging fault holds its connection (the server wakes it when it stops)."""
+
 # fault kind -> (error kind the client must report, words its message must contain)
 EXPECTED = {
     "truncated": ("bad_response", "truncated"),
@@ -32,8 +35,10 @@ EXPECTED = {
 
 @pytest.mark.parametrize("fault", sorted(EXPECTED))
 def test_each_fault_kind_is_a_typed_retryable_failure(fault: str) -> None:
-    with FaultyOpenAIServer({fault: 1.0}, hang_s=5.0) as srv:
-        be = OpenAIBackend(srv.base_url, "m", timeout_s=0.6)
+    # Only the hang needs the deadline to fire, so only it gets a short one: a 0.6 s deadline on every
+    # fault made a slow answer on a loaded machine a "timeout" instead of the fault it was.
+    with FaultyOpenAIServer({fault: 1.0}, hang_s=HANG_S) as srv:
+        be = OpenAIBackend(srv.base_url, "m", timeout_s=0.6 if fault == "hang" else 10.0)
         t0 = time.perf_counter()
         results = generate_sync(be, [user_request(f"r{i}", f"prompt {i}") for i in range(3)])
         elapsed = time.perf_counter() - t0
@@ -46,7 +51,9 @@ def test_each_fault_kind_is_a_typed_retryable_failure(fault: str) -> None:
         assert r.text == "" and r.prompt_tokens == 0 and r.completion_tokens == 0
     if fault == "rate_limit":
         assert results[0].retry_after_s == 86400.0
-    assert elapsed < 3.0, f"{fault}: a total deadline must bound every attempt ({elapsed:.1f}s)"
+    # the hang holds each connection for HANG_S: returning in well under that is the deadline's doing (the
+    # bound is loose on purpose; a loaded machine stretches the 0.6 s, it cannot stretch it to 60 s)
+    assert elapsed < HANG_S / 2, f"{fault}: a total deadline must bound every attempt ({elapsed:.1f}s)"
 
 
 def test_slow_answers_within_the_deadline_are_fine() -> None:
@@ -73,11 +80,14 @@ def test_every_fault_mixed_behind_retries_every_request_gets_its_answer() -> Non
     assert all(r.ok and r.text == "This is a fake completion." for r in results), [r.error for r in results if not r.ok]
     injected = sum(srv.injected.values())
     assert set(srv.injected) == set(FAULT_KINDS)  # every kind was served at least once
-    # every attempt reached the server; each fault cost one (a slow answer none, unless the loaded
-    # machine made it miss the deadline: then it was retried too)
-    assert sum(r.attempts for r in results) == len(srv.requests) >= n + injected - srv.injected["slow"]
-    # Retry-After: 86400 was capped at max_delay_s: the whole batch took seconds, not a day
-    assert elapsed < 30
+    # every fault the server served cost one more attempt (a slow answer none, unless the loaded machine
+    # made it miss the deadline: then it was retried too), and the client sent no attempt it did not count.
+    # Not "==": at load 23 an attempt whose deadline passed before the starved server thread read it was
+    # counted by the client and never received (392 attempts, 386 received)
+    assert sum(r.attempts for r in results) >= len(srv.requests) >= n + injected - srv.injected["slow"]
+    # Retry-After: 86400 was capped at max_delay_s: the whole batch took minutes at most, not a day (seconds
+    # on a quiet machine; the bound is loose so that a loaded one passes too)
+    assert elapsed < 120
 
 
 def test_parse_completion_names_what_is_wrong() -> None:

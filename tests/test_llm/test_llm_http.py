@@ -40,6 +40,10 @@ def _no_proxy_from_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name.lower(), raising=False)
 
 
+SILENCE_S = 10.0
+"""How long a scripted ``<silence>`` lasts (a test's deadline is far shorter)."""
+
+
 async def _serve(script: Script, seen: list[bytes], tls: ssl.SSLContext | None = None) -> tuple[asyncio.Server, int]:
     conns = iter(script)
 
@@ -49,7 +53,7 @@ async def _serve(script: Script, seen: list[bytes], tls: ssl.SSLContext | None =
             if chunk == b"<close>":
                 break
             if chunk == b"<silence>":
-                await asyncio.sleep(2.0)
+                await asyncio.sleep(SILENCE_S)
                 continue
             if chunk == b"<read>":
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -140,7 +144,9 @@ def test_broken_answers_are_typed_retryable_failures(answer: list[bytes], kinds:
 
 def test_deadline_covers_a_silent_server() -> None:
     out, _ = _post([[b"<read>", b"HTTP/1.1 200 OK\r\nContent-Length: 90\r\n\r\n{", b"<silence>"]], timeout=0.3)
-    assert out[0].error_kind == "timeout" and 0.3 <= out[0].latency_s < 1.5, out[0]
+    # after the silence the server closes (a truncation, not a timeout), so "timeout" is the 0.3 s deadline's
+    # doing; the upper bound is loose so a loaded machine passes, and still far below the silence
+    assert out[0].error_kind == "timeout" and 0.3 <= out[0].latency_s < SILENCE_S / 2, out[0]
 
 
 def test_proxy_from_the_environment_and_no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -113,12 +113,13 @@ def test_http_errors_become_results_with_retry_after() -> None:
         if "bad" in prompt:
             return FakeReply(status=400, error_message="schema invalid")
         if "slow" in prompt:
-            return FakeReply(text="late", delay_s=1.5)
+            return FakeReply(text="late", delay_s=60.0)  # never inside the deadline (a stop wakes it)
         return "fine"
 
     prompts = ["rate", "down", "bad", "slow", "ok"]
     with FakeOpenAIServer(responder) as srv:
-        be = OpenAIBackend(srv.base_url, "m", timeout_s=0.5)
+        # 2 s: the quick answers must not time out on a loaded machine; "slow" must, and does at 2 s
+        be = OpenAIBackend(srv.base_url, "m", timeout_s=2.0)
         res = generate_sync(be, [user_request(p, p) for p in prompts])
     by = {r.request_id: r for r in res}
     assert by["rate"].error_kind == "rate_limit" and by["rate"].retry_after_s == 3.0 and by["rate"].retryable
@@ -153,14 +154,32 @@ def test_retry_after_honoured_then_success() -> None:
     assert calls[1] - calls[0] >= 0.29 and calls[2] - calls[1] >= 0.29
 
 
+class GatedServer(FakeOpenAIServer):
+    """Answers nothing until ``gate`` requests are in the server at once (or ``limit_s`` passed), and
+    keeps the most it ever held: overlap counted on the server, not inferred from a wall time (which
+    a loaded machine stretches)."""
+
+    def __init__(self, gate: int, limit_s: float = 60.0) -> None:
+        super().__init__()
+        self.gate, self.limit_s = gate, limit_s
+        self.held = self.most_held = 0
+
+    async def _decode(self, delay: float) -> None:  # runs on the server's one loop: no lock needed
+        self.held += 1
+        self.most_held = max(self.most_held, self.held)
+        end = time.monotonic() + self.limit_s
+        while self.most_held < self.gate and time.monotonic() < end and not self._stopping:
+            await asyncio.sleep(0.005)
+        self.held -= 1
+        await super()._decode(delay)
+
+
 def test_concurrent_requests_overlap_on_server() -> None:
-    with FakeOpenAIServer(delay_s=0.3) as srv:
-        be = OpenAIBackend(srv.base_url, "m")
-        t0 = time.perf_counter()
-        res = generate_sync(be, [user_request(f"c{i}", "hi") for i in range(20)])
-        elapsed = time.perf_counter() - t0
+    with GatedServer(gate=20) as srv:
+        res = generate_sync(OpenAIBackend(srv.base_url, "m"), [user_request(f"c{i}", "hi") for i in range(20)])
     assert all(r.ok for r in res)
-    assert elapsed < 0.3 * 20 / 3, f"requests did not overlap: {elapsed:.2f}s"
+    # all 20 were in flight together: one at a time, the first would have waited out the gate alone
+    assert srv.most_held == 20, f"requests did not overlap: at most {srv.most_held} in flight"
 
 
 def test_generate_sync_inside_running_loop() -> None:

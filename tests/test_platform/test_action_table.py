@@ -14,7 +14,7 @@ from tests.test_platform.test_rules import assert_invalid, make, snapshot
 
 from socium.core import actions as A
 from socium.platform.posts import COMMENT
-from socium.platform.state import MARKS, RULES
+from socium.platform.rules import MARKS, RULES
 from socium.trace.store import _schema_sql
 
 
@@ -153,7 +153,7 @@ def test_the_marks_offer_exactly_what_the_platform_accepts(seed):
                 if cls is A.Repost and not accepted:
                     assert i not in offered, (agent, cls.type_name, i)
                 elif cls is A.Repost:
-                    assert i in offered or st._own_chain(agent, i), (agent, i)
+                    assert i in offered or st.marked(agent, "own_chain", [i]), (agent, i)
                 else:
                     assert (i in offered) == accepted, (agent, cls.type_name, i)
 

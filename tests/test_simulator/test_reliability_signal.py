@@ -10,13 +10,16 @@ request it receives, is stopped mid-step, and is resumed until its call budget s
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -58,20 +61,46 @@ def _socium(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
 
 
-def _stop_mid_step(proc: subprocess.Popen[str], srv: FakeOpenAIServer, sig: int, after: int) -> str:
-    """Send ``sig`` just after a request arrived (its answer is 0.3 s away: the step is in flight)."""
+class HoldingServer(FakeOpenAIServer):
+    """Answers as usual until ``hold_after`` requests came, then holds every later answer until ``release``
+    is set: a signal sent while it holds lands mid-step by construction. (Sent "just after a request
+    arrived, its answer 0.3 s away", a loaded machine could let the step finish before the signal.)"""
+
+    def __init__(self, hold_after: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.hold_after = hold_after
+        self.release = threading.Event()
+        self.held = 0  # answers being held now (server loop only)
+
+    async def _decode(self, delay: float) -> None:
+        if self.n_requests > self.hold_after:
+            self.held += 1
+            while not self.release.is_set() and not self._stopping:
+                await asyncio.sleep(0.01)
+            self.held -= 1
+        await super()._decode(delay)
+
+    def received(self, limit_s: float = 60.0) -> int:
+        """Requests received, once every connection has ended: a request the stopped run wrote just before
+        it died may still be in the socket, read later by this (loaded) server thread."""
+        end = time.monotonic() + limit_s
+        while self._handlers and time.monotonic() < end:
+            time.sleep(0.02)
+        return self.n_requests
+
+
+def _stop_mid_step(proc: subprocess.Popen[str], srv: HoldingServer, sig: int) -> str:
+    """Send ``sig`` while the server holds answers (the step is in flight), then let the server answer again."""
     deadline = time.monotonic() + 240
     try:
-        while True:
+        while srv.held == 0:
             assert proc.poll() is None, proc.communicate()[0]
             assert time.monotonic() < deadline, "the run never reached the server"
-            before = srv.n_requests
             time.sleep(0.02)
-            if before >= after and srv.n_requests > before:
-                break
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=120)
     finally:
+        srv.release.set()
         if proc.poll() is None:
             proc.kill()
             proc.wait()
@@ -93,23 +122,26 @@ def _calls(run_dir: Path) -> tuple[int, int, list[dict], int]:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_mid_step_leaves_every_request_in_the_trace_and_the_budget(tmp_path, sig):
     out = tmp_path / "run"
-    with FakeOpenAIServer(delay_s=0.3) as srv:
+    with HoldingServer(hold_after=30, delay_s=0.3) as srv:
         cfg = _config(tmp_path, srv.base_url)
-        log = _stop_mid_step(_socium(str(cfg), "--out", str(out)), srv, sig, after=30)
-        received = srv.n_requests
+        log = _stop_mid_step(_socium(str(cfg), "--out", str(out)), srv, sig)
+        received = srv.received()
         attempts, cut, meta, last = _calls(out)
         assert "stopped after step" in log and "Traceback" not in log, log
         assert received < BUDGET  # stopped by the signal, not the budget
-        # every request the server received is a call-log row: the answered ones and those cut off
-        assert attempts == received, log
+        # every request the server received is a call-log row: the answered ones and those cut off. A call cut
+        # while it was still being sent is logged (and budgeted) though the server never read it, so the log
+        # may hold more than the server saw, but only among the cut calls (the signal lands mid-burst here)
+        assert received <= attempts <= received + cut, log
         assert cut > 0  # the signal came while requests were in flight
         assert {m["aborted_step"] for m in meta} == {last + 1}  # logged as the uncommitted step's calls
         # the resumed run's budget starts from the trace: the server never answers more than the budget
         resumed = _socium("--resume", "--out", str(out))
         rest, _ = resumed.communicate(timeout=300)
         assert resumed.returncode == 3 and "call budget" in rest, rest
-        assert srv.n_requests <= BUDGET, rest
-        assert _calls(out)[0] == srv.n_requests
+        assert srv.received() <= BUDGET, rest
+        # the resumed run's calls all reached the server: the only excess is the cut calls the first run never sent
+        assert _calls(out)[0] - srv.n_requests == attempts - received
 
 
 def test_unrecorded_interviews_go_to_the_side_log_and_count_against_the_budget(tmp_path) -> None:

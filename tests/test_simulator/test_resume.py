@@ -1,6 +1,7 @@
 """A run killed with SIGKILL at random points and resumed equals the uninterrupted run."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,38 +24,69 @@ CFG = {
 }
 
 
+STEP_LINE = re.compile(rb": step (\d+) committed ")
+
+
 def _cmd(cfg_path, out, resume):
-    cmd = [sys.executable, "-m", "socium.cli", "run", str(cfg_path), "--out", str(out), "--quiet"]
+    """The run, not quiet: through a pipe it prints one flushed line per committed step, which paces the kills."""
+    cmd = [sys.executable, "-m", "socium.cli", "run", str(cfg_path), "--out", str(out)]
     return cmd + (["--resume"] if resume else [])
 
 
+def _step_lines(p: subprocess.Popen, n: int, t0: float) -> list[tuple[int, float]]:
+    """Read until ``n`` step lines came (fewer if the run ended first): each step and when it came."""
+    got: list[tuple[int, float]] = []
+    assert p.stdout is not None
+    while len(got) < n and (line := p.stdout.readline()):
+        if m := STEP_LINE.search(line):
+            got.append((int(m.group(1)), time.perf_counter() - t0))
+    return got
+
+
 def test_sigkill_then_resume_equals_clean_run(tmp_path):
+    """Kills land at random points of the run, paced by its own step lines rather than by the clock: a kill
+    comes a random fraction of one step (or of the set-up) after the j-th step line, j drawn so that steps are
+    left, so every kill lands mid-run however loaded the machine is. (Timed from the clean run's length, the
+    kills missed when the machine got faster between the clean run and the killed ones.)"""
     cfg_path = tmp_path / "cfg.yaml"
     cfg_path.write_text(yaml.safe_dump(CFG))
     clean = tmp_path / "clean"
     t0 = time.perf_counter()
-    subprocess.run(_cmd(cfg_path, clean, False), check=True, capture_output=True, timeout=300)
-    full = time.perf_counter() - t0  # kill times scale with how fast this machine is right now
+    p = subprocess.Popen(_cmd(cfg_path, clean, False), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines = _step_lines(p, CFG["steps"], t0)
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == 0 and [s for s, _ in lines] == list(range(CFG["steps"])), err.decode()
+    setup_s = lines[0][1]  # start to step 0's line: imports, set-up, step 0
+    step_s = (lines[-1][1] - lines[0][1]) / (len(lines) - 1)
     ref = trace_digest(clean / "trace.duckdb")
     rng = np.random.default_rng(7)
     kills_that_landed_mid_run = 0
     for trial in range(3):
         out = tmp_path / f"killed{trial}"
         resume = False
+        done = 0  # steps known committed (a lower bound: a kill may land after a line not yet read)
         for attempt in range(4):
-            p = subprocess.Popen(_cmd(cfg_path, out, resume), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            if attempt == 3:  # after three kills the run is left to finish: the test ends on a loaded machine too
+            t0 = time.perf_counter()
+            p = subprocess.Popen(_cmd(cfg_path, out, resume), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            left = CFG["steps"] - done
+            if attempt == 3 or left < 4:  # then the run is left to finish: the test ends on a loaded machine too
                 _, err = p.communicate(timeout=300)
                 assert p.returncode == 0, err.decode()
                 break
-            time.sleep(float(rng.uniform(0.35, 0.95)) * full)
+            j = int(rng.integers(0, left - 3))  # step lines to wait for; at least 3 steps are left after them
+            seen = _step_lines(p, j, t0)
+            done = max([done] + [s + 1 for s, _ in seen])
+            time.sleep(float(rng.uniform(0.0, 1.0)) * (step_s if seen else setup_s))
             if p.poll() is None:
                 os.kill(p.pid, signal.SIGKILL)
                 p.wait()
                 kills_that_landed_mid_run += 1
             else:
-                assert p.returncode == 0, p.stderr.read().decode()
+                _, err = p.communicate()
+                assert p.returncode == 0, err.decode()
                 break
+            p.stdout.close()
+            p.stderr.close()
             resume = (out / "trace.duckdb").exists()
         got = trace_digest(out / "trace.duckdb")
         assert got == ref, trial
@@ -62,7 +94,7 @@ def test_sigkill_then_resume_equals_clean_run(tmp_path):
         assert set(check_no_duplicates(con).values()) == {0}
         assert con.execute("SELECT count(*) FROM steps").fetchone()[0] == CFG["steps"] + 1
         con.close()
-    assert kills_that_landed_mid_run >= 2  # the test really interrupted runs
+    assert kills_that_landed_mid_run >= 3  # the test really interrupted runs (each trial at least once)
 
 
 def test_resume_of_finished_run_is_a_noop_and_overwrite_needs_force(tmp_path):

@@ -63,7 +63,9 @@ def _cmd(cfg_path, out, *extra):
 
 def _start_holding(cfg_path, out, *extra) -> subprocess.Popen:
     """Start a slow run and return once it holds the directory's lock and has committed its set-up."""
-    p = subprocess.Popen(_cmd(cfg_path, out, *extra), env=_env(1.5), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # 6 s a step: the holder holds for 40 x 6 s, longer than any refused run takes to start and give up even on
+    # a loaded machine (at 1.5 s a step, three refused CLI starts under load could outlast the holder)
+    p = subprocess.Popen(_cmd(cfg_path, out, *extra), env=_env(6), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     lock = out / ".socium.lock"
     deadline = time.time() + 120
     while time.time() < deadline:

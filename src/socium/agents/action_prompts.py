@@ -5,6 +5,7 @@ constrained decoding, with ids restricted to what the agent was shown."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from socium.core.actions import ACTION_CLASSES, ACTION_TYPES, BY_TYPE
@@ -81,19 +82,39 @@ def action_schema(
         "member_group": member_ids,
         "joinable_group": join_ids,
     }
-    for a in actions:
-        cls = BY_TYPE[a]
-        props: dict[str, Any] = {"type": {"const": a}}
-        key = cls.meta.id_field
-        if key is not None:
-            ids = ids_for[a] if ids_for and a in ids_for else ids_of[cls.meta.target]
-            if not ids:
-                continue
-            props[key] = {"enum": sorted(set(ids))}
-        if cls.text_field is not None:
-            props[cls.text_field] = {"type": "string", "maxLength": max_chars}
+    for a, key, target, text_field, fixed in _variant_plan(tuple(actions), max_chars):
+        if fixed is not None:
+            variants.append(fixed)
+            continue
+        ids = ids_for[a] if ids_for and a in ids_for else ids_of[target]
+        if not ids:
+            continue
+        props: dict[str, Any] = {"type": {"const": a}, key: {"enum": sorted(set(ids))}}
+        if text_field is not None:
+            props[text_field] = {"type": "string", "maxLength": max_chars}
         variants.append({"type": "object", "properties": props, "required": list(props), "additionalProperties": False})
     return {"anyOf": variants}
+
+
+@lru_cache(maxsize=256)
+def _variant_plan(
+    actions: tuple[str, ...], max_chars: int
+) -> tuple[tuple[str, str, str, str | None, dict[str, Any] | None], ...]:
+    """Per offered action: its id field, target kind and text field, read from the action table once per
+    (actions, max_chars) rather than per schema; and for an action that takes no id, its whole variant,
+    built once and shared by every schema (the schemas are serialised, never changed in place)."""
+    out = []
+    for a in actions:
+        cls = BY_TYPE[a]
+        key, text_field = cls.meta.id_field, cls.text_field
+        fixed = None
+        if key is None:
+            props: dict[str, Any] = {"type": {"const": a}}
+            if text_field is not None:
+                props[text_field] = {"type": "string", "maxLength": max_chars}
+            fixed = {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+        out.append((a, key or "", cls.meta.target or "", text_field, fixed))
+    return tuple(out)
 
 
 def answer_schema(one: dict[str, Any], max_actions: int, reason: bool, max_reason_chars: int) -> dict[str, Any]:

@@ -79,6 +79,7 @@ class LLMPolicy:
         self._ledgers: dict[str, BudgetLedger] = {}  # per llms name with a budget; the run's, on the driver
         self._posts_memo: dict[tuple, str] = {}  # this step's rendered feed posts (prompt_blocks.render_post_memo)
         self._posts_memo_step: int | None = None
+        self._system_messages: dict[str, ChatMessage] = {}  # system prompt text -> its message (request)
         self._deciding_step: int | None = None  # the step of the batch being decided (llm_engines rows)
         self._engine_rows: dict[str, list] = {"step": [], "llm": [], "engine": []}  # not yet in the trace
         self.narrator = Narrator(self, cfg, self.allowed)
@@ -244,13 +245,24 @@ class LLMPolicy:
             meta = {**meta, "llm": name}
         return LLMRequest(
             request_id=rid,
-            messages=[ChatMessage(**m) for m in messages],
+            messages=[self._message(m) for m in messages],
             json_schema=schema,
             max_tokens=max_tokens or llm.max_tokens,
             temperature=llm.temperature,
             seed=seed,
             metadata={**meta, "perspective": self.cfg.perspective},
         )
+
+    def _message(self, m: dict[str, str]) -> ChatMessage:
+        """A request's message; the system prompt's (the same text for every agent) built once per text."""
+        if m["role"] != "system":
+            return ChatMessage(**m)
+        got = self._system_messages.get(m["content"])
+        if got is None:
+            if len(self._system_messages) >= 16:
+                self._system_messages.clear()
+            got = self._system_messages[m["content"]] = ChatMessage(**m)  # frozen: safe to share
+        return got
 
     async def ask(self, req: LLMRequest) -> LLMResult:
         return (await self.backend_for(req.metadata.get("llm", "default")).generate([req]))[0]

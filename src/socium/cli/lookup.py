@@ -14,7 +14,7 @@ from rich.table import Table
 from socium.cli.app import _fail, _read_run, _result_table, app, console, err_console
 from socium.core.console_text import neutralise, plain
 from socium.errors import SociumError
-from socium.trace.rundir import not_a_run_hint
+from socium.trace.run_facts import not_a_run_hint
 
 TABLE_ROWS = 50  # a table is for reading; csv and json print every row unless --limit says otherwise
 

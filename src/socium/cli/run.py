@@ -18,7 +18,8 @@ from socium.cli.app import _fail, app, console, err_console
 from socium.cli.signals import Stopped, stop_on_signals
 from socium.errors import BudgetExceeded, LLMUnavailable, SociumError
 from socium.reporting.progress import StepProgress
-from socium.trace.rundir import default_out, last_committed_step, out_dir_error
+from socium.trace.run_facts import last_committed_step, out_dir_error
+from socium.trace.rundir import default_out
 
 if TYPE_CHECKING:  # lazy at run time: importing the simulator costs CLI start-up
     from socium.config.experiment import ExperimentConfig

@@ -7,7 +7,9 @@ is this one, shared).
 
 from __future__ import annotations
 
+import asyncio
 import signal
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -52,12 +54,36 @@ def stop_on_signals() -> Iterator[None]:
         got.append(signum)
         raise Stopped(signum)
 
+    previous_hook, previous_excepthook = sys.unraisablehook, sys.excepthook
+
+    def unraisable(args: Any) -> None:
+        """A stop raised where no exception can leave (uvloop's C callbacks, such as the one that hands
+        back a ``getaddrinfo`` answer, or a ``__del__``) is printed as "Exception ignored in" with a
+        traceback, and lost: the run went on until its requests timed out (seen under load 20). Such a
+        stop ends the running loop instead, as :func:`socium.llm.base.new_event_loop`'s handler does for
+        the loop's own callbacks, and what leaves the block is then the stop."""
+        if not (got and isinstance(args.exc_value, KeyboardInterrupt)):
+            previous_hook(args)
+            return
+        try:
+            asyncio.get_running_loop().stop()
+        except RuntimeError:  # no loop here: the stop is lost where it was raised; say so as before
+            previous_hook(args)
+
+    def excepthook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        """Cython prints such a stop's traceback (``sys.excepthook``) before it hands it to the unraisable
+        hook: quiet after a signal, since the run ends with its own line."""
+        if not (got and isinstance(value, KeyboardInterrupt)):
+            previous_excepthook(kind, value, tb)
+
     try:
         for s in sigs:
             old[s] = signal.signal(s, handler)
     except ValueError:  # not the main thread
         restore()
         old.clear()
+    if old:
+        sys.unraisablehook, sys.excepthook = unraisable, excepthook
     try:
         yield
     except Stopped:
@@ -68,3 +94,5 @@ def stop_on_signals() -> Iterator[None]:
         raise
     finally:
         restore()
+        if old:
+            sys.unraisablehook, sys.excepthook = previous_hook, previous_excepthook

@@ -89,8 +89,9 @@ class StrictNumbers(BaseModel):
         return v
 
 
-class _Cfg(StrictNumbers):
-    model_config = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=False)
+class OmitsDefaults(BaseModel):
+    """A model whose :class:`OmitWhenDefault` fields are left out of its dump while at their defaults (the
+    serializer every ``_Cfg`` section has; sections with another base, e.g. ``llm``, take it from here)."""
 
     @model_serializer(mode="wrap")
     def _omit_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -105,6 +106,10 @@ class _Cfg(StrictNumbers):
             ):
                 del data[name]
         return data
+
+
+class _Cfg(StrictNumbers, OmitsDefaults):
+    model_config = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=False)
 
 
 def _known_perspective(name: str) -> str:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from socium.config.base import InputPath, StrictNumbers
+from socium.config.base import InputPath, OmitsDefaults, OmitWhenDefault, StrictNumbers
 from socium.core.actions import DoNothing
 from socium.errors import ConfigError
 
@@ -34,7 +34,7 @@ def url_problem(url: str) -> str | None:
 BackendKind = Literal["embedded", "openai", "vllm", "replay", "scripted", "random", "fake"]
 
 
-class LLMConfig(StrictNumbers):
+class LLMConfig(StrictNumbers, OmitsDefaults):
     """How agents' language model is reached and guarded."""
 
     model_config = ConfigDict(extra="forbid")
@@ -73,6 +73,12 @@ class LLMConfig(StrictNumbers):
     max_tokens: int = Field(256, ge=1, description="Completion-token cap of agent requests.")
     seed: int = Field(0, description="Seed for retry jitter and the random/fake backends.")
     max_concurrency: int = Field(64, ge=1, description="Requests in flight at once against HTTP servers.")
+    request_order: Annotated[Literal["arrival", "longest_first"], OmitWhenDefault()] = Field(
+        "arrival",
+        description="Which waiting request takes a free connection slot (HTTP, at llm.max_concurrency): arrival: "
+        "the order agents' prompts were built; longest_first: the longest prompt waiting, so a step's last wave "
+        "holds its shortest calls rather than stragglers (the requests and answers are the same either way).",
+    )
     retries: int = Field(3, ge=0, description="Extra attempts for transient failures (429, 5xx, timeouts).")
     retry_base_delay_s: float = Field(0.5, ge=0.0, description="First retry's backoff; doubles per attempt, jittered.")
     retry_max_delay_s: float = Field(

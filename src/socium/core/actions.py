@@ -3,7 +3,7 @@
 Why one table: an action's meaning was scattered over ten files (the prompt catalogue, the schema's id
 sets, answer validation, memory importance, config checks, the trace's ``votes`` view...). Each now asks
 the class instead (:data:`ActionMeta`), as the perspective table does for perspectives, so a new action
-is one class here plus its rule in :mod:`socium.platform.state` and nothing else.
+is one class here plus its rule in :mod:`socium.platform.rules` and nothing else.
 
 One discriminated union, built from the classes as they are defined, means an LLM's JSON is validated
 by the same schema that is sent to the backend for constrained decoding, and the trace records exactly

@@ -98,6 +98,10 @@ def _hash_consts(init: int, mult: int, n: int) -> list[tuple[int, int]]:
 _HASH_A = _hash_consts(_INIT_A, _MULT_A, 4 + 12 + 4 * 64)  # room for 64 spawn-key words
 _HASH_B = _hash_consts(_INIT_B, _MULT_B, 8)
 _PREFIX: dict[tuple[int, int], tuple[list[int], list[int]]] = {}  # (seed, purpose) -> (mixer, words so far)
+#: (seed, purpose, first key word) -> the pool after mixing that word in (per agent, for LLM call seeds);
+#: emptied when full, which bounds it at ~10 MB.
+_FIRST_WORD: dict[tuple[int, int, int], list[int]] = {}
+_FIRST_WORD_MAX = 1 << 16
 
 
 def _prefix(seed: int, purpose: int) -> tuple[list[int], list[int]]:
@@ -156,7 +160,16 @@ def component_seed31(seed: int, purpose: int, *extra: int) -> int:
         return int(component_rng(seed, purpose, *extra).integers(0, _BOUND31))  # numpy's own path
     mixer, run = _prefix(seed, purpose)
     used = 16 + 4 * (len(run) - 4 + len(_words(purpose)))
-    pool = _mix_in(mixer, list(extra), used)
+    if extra:  # the pool after the first key word (an LLM call's agent) is the same at every step: kept
+        first = (seed, purpose, extra[0])
+        head = _FIRST_WORD.get(first)
+        if head is None:
+            if len(_FIRST_WORD) >= _FIRST_WORD_MAX:
+                _FIRST_WORD.clear()
+            head = _FIRST_WORD[first] = _mix_in(mixer, [extra[0]], used)
+        pool = _mix_in(head, list(extra[1:]), used + 4)
+    else:
+        pool = mixer
     w32 = []
     for i, (a, b) in enumerate(_HASH_B):  # generate_state(4, uint64): 8 words cycling over the pool
         v = ((pool[i & 3] ^ a) * b) & _MASK32

@@ -12,26 +12,22 @@ after the body verified; a lock, so two fetches into one folder wait for each ot
 each other's temporary files; the files of a data set that must be packed (Twitter15, CED) packed into
 one tarball, byte-identical on every fetch; and failures reported as one line per cause, with the
 folders a failed fetch created removed again so they are never listed as found.
+
+One file's verified download is :mod:`socium.data.fetch_file`; the packing, :mod:`socium.data.packing`;
+this module runs a whole fetch (lock, worker threads, deadline, Ctrl-C, reports).
 """
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import io
 import os
 import queue
 import re
-import shutil
 import stat
-import tarfile
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import filelock
 import platformdirs
@@ -39,13 +35,13 @@ import pooch
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
 from socium.data.datadir import ENV_VAR
-from socium.data.download import DataFetchError, DownloadError, HttpDownload, Watch, check_mirror, redact
-from socium.data.formats import BodyError, check_body
-from socium.data.registry import MIRROR_ENV, DataSet, RemoteFile, mirrored, select
+from socium.data.download import DataFetchError, DownloadError, Watch, check_mirror, redact
+from socium.data.fetch_file import ProgressBar, fetch_file
+from socium.data.packing import pack, pack_ok
+from socium.data.registry import MIRROR_ENV, DataSet, RemoteFile, select
 
-__all__ = ["DataFetchError", "FetchInterrupted", "FetchReport", "fetch", "fetch_dataset", "fetch_file"]
+__all__ = ["DataFetchError", "FetchInterrupted", "FetchReport", "fetch", "fetch_dataset"]
 
-_TAR_MTIME = 1651881600  # 2022-05-07, the Twitter15 commit's date: the packed tarball is the same on every fetch
 _POOCH_TMP = re.compile(r"^tmp[a-z0-9_]{8}$")  # tempfile's names, which pooch downloads into
 DEFAULT_DEADLINE_S = 3600.0  #: the whole fetch; a resumed fetch downloads only what is missing
 LOCK_NAME = ".socium-fetch.lock"
@@ -77,15 +73,6 @@ def default_target() -> Path:
     return Path(env).expanduser() if env else user_data_dir()
 
 
-def sha256_of(path: Path) -> str:
-    """The sha256 of a file, read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def describe(ds: DataSet) -> list[str]:
     """What is printed before ``ds`` is downloaded: what it is, from where, which version, how big, terms."""
     size = f"{ds.size / 1e6:.1f} MB in {len(ds.files):,} files" if ds.files else "listed by all_topics.csv"
@@ -100,21 +87,6 @@ def describe(ds: DataSet) -> list[str]:
     return lines + [f"  note:     {n}" for n in ds.notes]
 
 
-class _Bar:
-    """One file's bytes added to its data set's rich progress task (and taken back if the file fails)."""
-
-    def __init__(self, progress: Progress, task: Any) -> None:
-        self.progress, self.task, self._done = progress, task, 0
-
-    def update(self, n: int) -> None:
-        self._done += n
-        self.progress.advance(self.task, n)
-
-    def reset(self) -> None:
-        self.progress.advance(self.task, -self._done)
-        self._done = 0
-
-
 @dataclass
 class FetchReport:
     """What one data set's fetch did (files downloaded, already there, skipped as optional, failures)."""
@@ -127,113 +99,6 @@ class FetchReport:
     total: int = 0
 
 
-def _file_mode() -> int:
-    """The mode a new file gets under the process umask: temporary files are made 0600, and a data
-    folder shared on a cluster must stay readable by whoever the umask allows."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def _sidecar(path: Path) -> Path:
-    return path.with_name(path.name + ".sha256")
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, prefix=".part-") as tmp:
-        tmp.write(data)
-    os.chmod(tmp.name, _file_mode())
-    os.replace(tmp.name, path)
-
-
-def _body_ok(f: RemoteFile, path: Path) -> bool:
-    try:
-        check_body(path, f.dest, columns=f.columns, content_sha256=f.content_sha256)
-    except (BodyError, OSError):
-        return False
-    return True
-
-
-def _known_hash(f: RemoteFile, path: Path) -> str | None:
-    """The sha256 ``path`` must have: the registry's, else the one recorded at the first fetch (a sidecar).
-
-    A file whose decompressed content is pinned has no recorded hash to hold it to: its content decides
-    (a sidecar left by a corrupt download can then never refuse the genuine file). A file on disk that is
-    not the kind of file it should be (an HTML page pinned by an older socium) is removed with its sidecar.
-    """
-    if f.sha256 is not None:
-        return f.sha256
-    side = _sidecar(path)
-    if f.content_sha256 is not None:
-        return None
-    if path.is_file() and not _body_ok(f, path):
-        path.unlink(missing_ok=True)
-        side.unlink(missing_ok=True)
-        return None
-    return side.read_text(encoding="utf-8").strip() if side.is_file() else None
-
-
-def fetch_file(f: RemoteFile, root: Path, watch: Watch, *, bar: _Bar | None = None) -> bool:
-    """Fetch one file into ``root`` unless a verified copy is there; True when it was downloaded.
-
-    Raises :class:`DownloadError` (nothing of the failed body is kept under the file's name).
-    """
-    path = root / f.dest
-    url = mirrored(f.url)
-    watch.check()
-    try:
-        known = _known_hash(f, path)
-        if path.is_file():
-            if known is not None and sha256_of(path) == known:
-                return False
-            if known is None and _body_ok(f, path):
-                _record(f, path)
-                return False
-            if known is None:
-                path.unlink()  # not the file it should be: pooch would keep a file it has no hash for
-        downloader = HttpDownload(
-            watch,
-            f.dest,
-            size=f.size,
-            max_size=f.max_size,
-            columns=f.columns,
-            content_sha256=f.content_sha256,
-            progress=bar.update if bar is not None else None,
-        )
-        try:
-            pooch.retrieve(
-                url,
-                known_hash=f"sha256:{known}" if known else None,
-                fname=path.name,
-                path=path.parent,
-                downloader=downloader,
-            )
-        except ValueError as exc:  # pooch's hash mismatch (the downloader raises no ValueError)
-            if f.sha256:
-                where = "the registry's"
-            else:  # trust on first use: say how to accept a file that really changed upstream
-                where = f"the one recorded at the first fetch; delete {_sidecar(path)} to accept the new file"
-            raise DownloadError("checksum", f"{url}: sha256 does not match {where} ({known}); nothing kept") from exc
-        _record(f, path)
-        os.chmod(path, _file_mode())
-    except OSError as exc:
-        raise DownloadError("write", f"{path}: cannot write ({exc.strerror or exc}); nothing kept") from exc
-    except DownloadError:
-        if bar is not None:
-            bar.reset()
-        raise
-    return True
-
-
-def _record(f: RemoteFile, path: Path) -> None:
-    """Write (or correct) the sidecar of a file the registry gives no sha256 for, after it verified."""
-    if f.sha256 is not None:
-        return
-    side, digest = _sidecar(path), sha256_of(path)
-    if not side.is_file() or side.read_text(encoding="utf-8").strip() != digest:
-        _write_atomic(side, (digest + "\n").encode())
-
-
 def _clean_stale_parts(dirs: Iterable[Path]) -> None:
     """Remove pooch's temporary files left by a download that was killed (never a finished file).
 
@@ -244,58 +109,6 @@ def _clean_stale_parts(dirs: Iterable[Path]) -> None:
             for p in d.iterdir():
                 if (p.name.startswith(".part-") or _POOCH_TMP.match(p.name)) and p.is_file():
                     p.unlink(missing_ok=True)
-
-
-def pack_ok(ds: DataSet, root: Path) -> bool:
-    """Whether ``ds``'s tarball is there and every registered member has its pinned sha256."""
-    if ds.pack is None or not (root / ds.pack).is_file():
-        return False
-    want = {Path(f.dest).relative_to(ds.pack_root or "").as_posix(): f.sha256 for f in ds.files}
-    try:
-        with tarfile.open(root / ds.pack, "r:gz") as tf:
-            for m in tf:
-                if m.name in want and m.isfile():
-                    fh = tf.extractfile(m)
-                    if fh is None or hashlib.sha256(fh.read()).hexdigest() != want.pop(m.name):
-                        return False
-    except (OSError, tarfile.TarError, EOFError):
-        return False
-    return not want
-
-
-def _pack(ds: DataSet, root: Path) -> None:
-    """Pack the fetched files into ``ds.pack`` in registry order (temporary name, then rename).
-
-    The same bytes on every fetch: fixed mtimes, modes and owner, GNU format, and the gzip header's file
-    name set to the tarball's own (gzip otherwise records the temporary file's random name).
-    """
-    assert ds.pack is not None and ds.pack_root is not None
-    base, out = root / ds.pack_root, root / ds.pack
-    dirs: set[str] = set()
-    with tempfile.NamedTemporaryFile(dir=out.parent, delete=False, prefix=".part-") as raw:
-        try:
-            with (
-                gzip.GzipFile(filename=out.name, fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz,
-                tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tf,
-            ):
-                for f in ds.files:
-                    rel = Path(f.dest).relative_to(ds.pack_root)
-                    for parent in reversed(rel.parents[:-1]):
-                        if parent.as_posix() not in dirs:
-                            dirs.add(parent.as_posix())
-                            info = tarfile.TarInfo(parent.as_posix())
-                            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, _TAR_MTIME
-                            tf.addfile(info)
-                    data = (base / rel).read_bytes()
-                    info = tarfile.TarInfo(rel.as_posix())
-                    info.size, info.mode, info.mtime = len(data), 0o644, _TAR_MTIME
-                    tf.addfile(info, io.BytesIO(data))
-        except BaseException:
-            os.unlink(raw.name)
-            raise
-    os.chmod(raw.name, _file_mode())
-    os.replace(raw.name, out)
-    shutil.rmtree(base)
 
 
 def _new_dirs(root: Path, files: Iterable[RemoteFile], extra: Iterable[str] = ()) -> list[Path]:
@@ -383,7 +196,7 @@ def fetch_dataset(
     lock = threading.Lock()
 
     def one(f: RemoteFile) -> None:
-        bar = _Bar(progress, task) if progress is not None else None
+        bar = ProgressBar(progress, task) if progress is not None else None
         try:
             got = fetch_file(f, root, watch, bar=bar)
         except DownloadError as exc:
@@ -403,7 +216,7 @@ def fetch_dataset(
     try:
         _run_all(files, one, workers, watch)
         if ds.pack is not None and not report.errors:
-            _pack(ds, root)
+            pack(ds, root)
     finally:
         _remove_empty(made)
     return report

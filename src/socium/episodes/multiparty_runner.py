@@ -38,7 +38,8 @@ from socium.llm.factory import build_backend
 from socium.llm.wrappers import CachingBackend
 from socium.platform.text import clean_text
 from socium.reporting import progress
-from socium.trace.rundir import default_out, locked_out_dir, replace_file
+from socium.trace.rundir import default_out, locked_out_dir
+from socium.trace.safe_write import replace_file
 from socium.trace.store import open_trace
 
 DB_NAME = "group_episodes.duckdb"

@@ -23,7 +23,7 @@ import duckdb
 from socium.core.intervals import MIN_N
 from socium.episodes.judge import judge_vs_objective
 from socium.reporting.card import smoke_banner
-from socium.trace.rundir import own_folder, replace_file
+from socium.trace.safe_write import own_folder, replace_file
 
 #: Zhou et al. 2024 (arXiv 2403.05020), goal completion 0-10 on SOTOPIA, judged by GPT-4. Shown only beside
 #: a like measurement (:func:`paper_comparable`): SOTOPIA scenarios judged by a GPT-4 model. Beside socium's

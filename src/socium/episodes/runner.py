@@ -35,7 +35,9 @@ from socium.llm.factory import build_backend
 from socium.llm.wrappers import CachingBackend, find_wrapper
 from socium.reporting import progress
 from socium.simulator.ray_start import start_ray
-from socium.trace.rundir import locked_out_dir, read_json_file, replace_file
+from socium.trace.run_facts import read_json_file
+from socium.trace.rundir import locked_out_dir
+from socium.trace.safe_write import replace_file
 
 _KIND_CODE = {"mutual_friend": 1, "bargaining": 2, "sotopia": 3}
 

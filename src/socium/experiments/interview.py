@@ -21,7 +21,8 @@ from socium.simulator.world import build_population
 from socium.trace.queries import calls as C
 from socium.trace.queries import population as Q
 from socium.trace.queries import runs as R
-from socium.trace.rundir import INTERVIEW_LOG, RunDirLock, append_run_file
+from socium.trace.rundir import INTERVIEW_LOG, RunDirLock
+from socium.trace.safe_write import append_run_file
 from socium.trace.store import TraceStore, open_trace, read_run_row, require_store
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ from socium.reporting.labels import source_labels
 from socium.reporting.page import Report, ReportTable, counted, fmt, render_html
 from socium.reporting.run_report import MEMORY_CHARS
 from socium.trace.queries import cascades, population, posts, runs
-from socium.trace.rundir import own_folder, replace_file
+from socium.trace.safe_write import own_folder, replace_file
 
 # What other modules and users import from here: the page, its formatting and the legend names.
 __all__ = [

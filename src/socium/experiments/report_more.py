@@ -20,7 +20,7 @@ from socium.reporting import plots as P
 from socium.reporting.card import smoke_banner
 from socium.reporting.guardrails import model_support
 from socium.reporting.page import Report, ReportTable, counted, fmt
-from socium.trace.rundir import read_json_file
+from socium.trace.run_facts import read_json_file
 
 EPISODES_FILE = "episodes.duckdb"
 GROUP_EPISODES_FILE = "group_episodes.duckdb"

@@ -36,7 +36,8 @@ from socium.simulator.simulation import Simulation
 from socium.trace.queries import calls as C
 from socium.trace.queries import runs as R
 from socium.trace.queries.runs import config_hash, last_step
-from socium.trace.rundir import own_folder, read_json_file, replace_file
+from socium.trace.run_facts import read_json_file
+from socium.trace.safe_write import own_folder, replace_file
 from socium.trace.store import open_trace, read_run_row, require_store
 
 #: The most agents an experiment spec may build as rows of a population file (``n_agents`` of herding and

@@ -122,7 +122,7 @@ def build_backend(
         return MeteredBackend(ReplayBackend(cache, cfg.model), stats)
     backend, is_http = _base_backend(cfg)
     if is_http:
-        backend = ConcurrencyLimit(backend, cfg.max_concurrency)
+        backend = ConcurrencyLimit(backend, cfg.max_concurrency, cfg.request_order == "longest_first")
     if cfg.circuit_breaker_threshold is not None:
         backend = CircuitBreaker(backend, cfg.circuit_breaker_threshold, cfg.circuit_breaker_reset_s)
     if cfg.token_budget is not None or cfg.call_budget is not None:

@@ -173,6 +173,18 @@ def parse_completion(data: Any) -> tuple[str, int, int, str | None]:
     return text, pt, ct, (finish if isinstance(finish, str) else None)
 
 
+def _loads(raw: bytes) -> Any:
+    """A response body parsed: orjson where it accepts the body (what it parses, it parses as ``json``
+    does), else ``json``, which also reads what orjson refuses (a lone surrogate escape, NaN, integers
+    past 64 bits, UTF-16) and raises the errors :meth:`OpenAIBackend._one` reports."""
+    if _orjson is not None:
+        try:
+            return _orjson.loads(raw)
+        except ValueError:  # orjson.JSONDecodeError: let json decide, and word the error
+            pass
+    return json.loads(raw)
+
+
 def _error_message(body: bytes) -> str:
     """The server's own error message when it sent OpenAI's error shape, else the start of the body."""
     try:
@@ -399,7 +411,7 @@ class OpenAIBackend:
             return fail(f"HTTP {status}: {_error_message(raw)}", kind, parse_retry_after(retry_after))
         latency = time.perf_counter() - t0
         try:
-            text, pt, ct, finish = parse_completion(json.loads(raw))
+            text, pt, ct, finish = parse_completion(_loads(raw))
         except BadResponse as exc:
             return fail(f"unusable 200 response: {exc}", "bad_response")
         except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors

@@ -9,11 +9,17 @@ attempt: a request that has started is finished first, which is also what bounds
 A retry is marked by :data:`RETRYING` (a :class:`~contextvars.ContextVar` the retry layer sets around its
 re-sends; the layers between it and the gate need not know). Slots are handed straight to the next waiter
 on release, so a newcomer never overtakes a waiter of its own class.
+
+``longest_first``: waiting first attempts are served largest ``size`` first (ties in arrival order), a
+step's requests then go out as in longest-processing-time-first scheduling, so the step's last wave is its
+shortest calls rather than a long straggler with the other slots empty (``llm.request_order``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 from collections import deque
 from contextvars import ContextVar
 
@@ -22,39 +28,48 @@ RETRYING: ContextVar[bool] = ContextVar("socium_retrying", default=False)
 
 
 class PriorityGate:
-    """At most ``slots`` holders; waiting retries are served before waiting first attempts, each FIFO."""
+    """At most ``slots`` holders; waiting retries are served before waiting first attempts, each FIFO (first
+    attempts largest ``size`` first with ``longest_first``)."""
 
-    def __init__(self, slots: int) -> None:
+    def __init__(self, slots: int, longest_first: bool = False) -> None:
         if slots < 1:
             raise ValueError("slots must be at least 1")
         self.free = slots
+        self.longest_first = longest_first
         self._retries: deque[asyncio.Future[None]] = deque()
         self._firsts: deque[asyncio.Future[None]] = deque()
+        self._sized: list[tuple[int, int, asyncio.Future[None]]] = []  # longest_first: (-size, arrival, waiter)
+        self._arrival = itertools.count()
 
     @property
     def waiting(self) -> tuple[int, int]:
-        """(retries, first attempts) waiting for a slot."""
-        return len(self._retries), len(self._firsts)
+        """(retries, first attempts) waiting for a slot (a cancelled sized waiter counts until skipped)."""
+        return len(self._retries), len(self._firsts) + len(self._sized)
 
-    async def acquire(self, retry: bool | None = None) -> None:
+    async def acquire(self, retry: bool | None = None, size: int = 0) -> None:
         retry = RETRYING.get() if retry is None else retry
-        queue = self._retries if retry else self._firsts
-        ahead = self._retries or (not retry and self._firsts)
+        ahead = self._retries or (not retry and (self._firsts or self._sized))
         if self.free > 0 and not ahead:
             self.free -= 1
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        queue.append(fut)
+        if retry:
+            self._retries.append(fut)
+        elif self.longest_first:
+            heapq.heappush(self._sized, (-size, next(self._arrival), fut))
+        else:
+            self._firsts.append(fut)
         try:
             await fut
         except BaseException:
             if fut.done() and not fut.cancelled():
                 self.release()  # the slot was handed over as the waiter was cancelled: pass it on
-            else:
-                try:
-                    queue.remove(fut)
-                except ValueError:
-                    pass
+            else:  # a cancelled sized waiter stays in its heap: release() skips waiters already done
+                for queue in (self._retries, self._firsts):
+                    try:
+                        queue.remove(fut)
+                    except ValueError:
+                        pass
             raise
 
     def release(self) -> None:
@@ -64,6 +79,11 @@ class PriorityGate:
                 if not fut.done():
                     fut.set_result(None)  # the slot goes straight to this waiter
                     return
+        while self._sized:
+            fut = heapq.heappop(self._sized)[2]
+            if not fut.done():
+                fut.set_result(None)
+                return
         self.free += 1
 
     async def __aenter__(self) -> PriorityGate:

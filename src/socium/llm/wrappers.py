@@ -203,17 +203,21 @@ class ConcurrencyLimit(BackendWrapper):
     ``request_deadline_s`` behind requests never tried.
     """
 
-    def __init__(self, inner: LLMBackend, max_concurrency: int) -> None:
+    def __init__(self, inner: LLMBackend, max_concurrency: int, longest_first: bool = False) -> None:
         super().__init__(inner)
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
         self.max_concurrency = max_concurrency
-        self._sem = LoopLocal(lambda: PriorityGate(self.max_concurrency))
+        self.longest_first = longest_first  # llm.request_order: longest prompts take free slots first
+        self._sem = LoopLocal(lambda: PriorityGate(self.max_concurrency, self.longest_first))
 
     async def _one(self, sem: PriorityGate, req: LLMRequest) -> LLMResult:
-        async with sem:
+        await sem.acquire(size=sum(len(m.content) for m in req.messages) if self.longest_first else 0)
+        try:
             with sending(req):  # past the limit: on the wire, so cut off it still counts (socium.llm.interrupted)
                 return check_results([req], await self.inner.generate([req]), self.inner)[0]
+        finally:
+            sem.release()
 
     async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
         if not requests:

@@ -26,7 +26,7 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 from socium.core.intervals import MIN_N, mean_interval, nonnegative_interval
-from socium.trace.rundir import replace_file
+from socium.trace.safe_write import replace_file
 
 CURVE_TITLES = {"scale": "scale (users reached)", "depth": "depth", "max_breadth": "max breadth"}
 CURVE_YLABELS = {

@@ -39,7 +39,9 @@ from socium.simulator.step_agents import memory_line, remember
 from socium.simulator.world import World
 from socium.trace.queries import exposures
 from socium.trace.queries import restore as rq
-from socium.trace.rundir import REPLACED_BY_FORCE, check_run_files, held_run_error, refuse_foreign, write_run_file
+from socium.trace.run_facts import held_run_error
+from socium.trace.rundir import REPLACED_BY_FORCE, check_run_files, refuse_foreign
+from socium.trace.safe_write import write_run_file
 from socium.trace.store import TraceStore, read_run_row
 
 

@@ -19,7 +19,8 @@ import pyarrow as pa
 
 from socium.core.console_text import neutralise
 from socium.errors import ConfigError, RunDirError
-from socium.trace.rundir import refuse_run_file, replace_file
+from socium.trace.rundir import refuse_run_file
+from socium.trace.safe_write import replace_file
 
 FileFormat = Literal["csv", "json", "parquet"]
 

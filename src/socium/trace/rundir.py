@@ -12,20 +12,19 @@ run can name the holder.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import socket
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from socium.errors import InputFileError, RunDirError, SociumError
+from socium.errors import RunDirError
+from socium.trace.safe_write import not_ours, open_run_file
 
 LOCK_NAME = ".socium.lock"
 # Everything socium itself writes into a run directory; anything else is the user's.
@@ -147,124 +146,6 @@ def locked_out_dir(out: Path, note: Callable[[str], None] | None = None, force: 
         yield lock
 
 
-# ---- run-folder files: never written through a link -------------------------------------------------------
-# Why: in a shared runs folder a ``.socium.lock`` or ``config.json`` planted as a symlink (or a hard link) to
-# another user's file made that user's run truncate or overwrite it. Every file socium opens for writing in a
-# run directory is opened with ``O_NOFOLLOW`` and must be a regular file with one link.
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-
-
-def _not_ours(path: Path, what: str) -> RunDirError:
-    return RunDirError(
-        f"{path}: {what}; socium writes only regular files it made in a run directory "
-        "(remove it, or choose another --out)"
-    )
-
-
-def _open_fd(path: Path, flags: int) -> int:
-    """``os.open`` with no-follow semantics; the descriptor of a regular, singly linked file, else RunDirError."""
-    try:
-        fd = os.open(path, flags | _NOFOLLOW, 0o644)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise _not_ours(path, "is a symbolic link") from None
-        if exc.errno in (errno.EISDIR, errno.ENXIO):
-            raise _not_ours(path, "is not a regular file") from None
-        raise
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
-        os.close(fd)
-        raise _not_ours(path, "is not a regular file" if not stat.S_ISREG(st.st_mode) else "has other hard links")
-    return fd
-
-
-def open_run_file(path: Path) -> Any:
-    """Open (creating it) a run-directory file for reading and writing, refusing links and non-regular files."""
-    return os.fdopen(_open_fd(path, os.O_RDWR | os.O_CREAT), "r+", encoding="utf-8")
-
-
-def write_run_file(path: Path, text: str) -> None:
-    """Replace the contents of a run-directory file (``config.json``) without following a link to elsewhere.
-
-    Truncated only after the checks, so a refused file is left exactly as it was."""
-    fd = _open_fd(path, os.O_WRONLY | os.O_CREAT)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.truncate(0)
-        fh.write(text)
-
-
-def append_run_file(path: Path, text: str) -> None:
-    """Append to a run-directory file (``interview_calls.jsonl``), creating it, without following a link."""
-    with os.fdopen(_open_fd(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND), "a", encoding="utf-8") as fh:
-        fh.write(text)
-
-
-def replace_file(path: Path, data: str | bytes) -> Path:
-    """Write ``data`` as the file ``path`` by writing a new file beside it and renaming it over the name.
-
-    Why: ``path.write_text`` opens the name and so writes through whatever it is. A planted symlink
-    (``RUN/report/index.html -> ~/.bashrc``) had its target overwritten, and ``query --out`` naming a hard
-    link to a trace truncated the trace. A rename replaces the directory entry only: a link there is
-    replaced, its target (or the other names of a hard-linked file) keeps its bytes. It is also atomic: a
-    reader never sees half a file, and a failed write leaves the old one. An unwritable place is one
-    :class:`RunDirError` naming it.
-    """
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    try:
-        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            os.fchmod(fd, 0o644 & ~_UMASK)  # what write_text would have made
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(raw)
-            os.replace(name, path)
-        except BaseException:
-            Path(name).unlink(missing_ok=True)
-            raise
-    except OSError as exc:
-        raise RunDirError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    return path
-
-
-def _read_umask() -> int:
-    mask = os.umask(0o022)  # read once, at import (umask can only be read by setting it; not thread-safe later)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _read_umask()
-
-
-def own_folder(folder: Path, named: bool = False) -> Path:
-    """Create (or reuse) a folder socium fills itself (``report/``, ``plots/``, ``inputs/``), never a link.
-
-    A ``report`` symlink planted in a run folder made ``socium report`` write its pages into the folder
-    it named; a link is refused by name (socium does not delete what it did not make), and every file
-    written inside goes through :func:`replace_file`. A read-only parent is one ``error:`` line. ``named``: the
-    user named this folder (``--out``), so a link there is theirs to follow."""
-    try:
-        st = folder.lstat()
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise RunDirError(f"{folder}: cannot read: {exc.strerror or exc}") from None
-    if st is not None and named and stat.S_ISLNK(st.st_mode) and folder.is_dir():
-        return folder
-    if st is not None:
-        if stat.S_ISLNK(st.st_mode):
-            raise RunDirError(
-                f"{folder}: is a symbolic link; socium never writes through a link "
-                "(remove the link, and socium makes the folder)"
-            )
-        if not stat.S_ISDIR(st.st_mode):
-            raise RunDirError(f"{folder}: is a file; socium needs it to be a folder (move the file away)")
-        return folder
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise RunDirError(f"{folder}: cannot create the folder: {exc.strerror or exc}") from None
-    return folder
-
-
 def check_run_files(run_dir: Path, names: tuple[str, ...] = REPLACED_BY_FORCE) -> None:
     """Refuse a run directory whose trace, WAL or config is a symlink or not a regular file (DuckDB opens the
     trace by path, so it is checked here before DuckDB ever follows it)."""
@@ -275,9 +156,9 @@ def check_run_files(run_dir: Path, names: tuple[str, ...] = REPLACED_BY_FORCE) -
         except FileNotFoundError:
             continue
         if stat.S_ISLNK(st.st_mode):
-            raise _not_ours(path, "is a symbolic link")
+            raise not_ours(path, "is a symbolic link")
         if not stat.S_ISREG(st.st_mode):
-            raise _not_ours(path, "is not a regular file")
+            raise not_ours(path, "is not a regular file")
 
 
 def refuse_run_file(out: Path) -> None:
@@ -403,126 +284,3 @@ def write_out_file(path: Path, text: str) -> Path:
     except OSError as exc:
         raise RunDirError(f"--out {path}: cannot write: {exc.strerror or exc}") from None
     return path
-
-
-# ---- what a folder holds, for errors that say what to do instead -----------------------------------------
-def _trace_facts(db: Path) -> tuple[int | None, int | None, str | None]:
-    """(last committed step, the steps its own config runs to, its config hash) of a trace; Nones where
-    the trace cannot tell (corrupt, killed before the set-up committed)."""
-    import duckdb  # imported only when a trace is read
-
-    from socium.trace.store import open_trace  # lazy: duckdb; rundir is on CLI start-up
-
-    try:
-        con = open_trace(db)
-    except SociumError:
-        return None, None, None
-    try:
-        (last,) = con.execute("SELECT max(step) FROM steps").fetchone() or (None,)
-        row = con.execute("SELECT config, config_hash FROM runs LIMIT 1").fetchone()
-    except duckdb.Error:  # no schema yet (killed before it was made), or not a socium trace
-        return None, None, None
-    finally:
-        con.close()
-    steps = None
-    if row is not None:
-        try:
-            steps = int(json.loads(row[0]).get("steps"))
-        except (TypeError, ValueError, AttributeError):
-            steps = None
-    return (None if last is None else int(last)), steps, (None if row is None else str(row[1]))
-
-
-def last_committed_step(run_dir: str | Path) -> int | None:
-    """The last step the run's trace committed (-1: only the set-up); None without a readable trace."""
-    db = Path(run_dir) / "trace.duckdb"
-    return _trace_facts(db)[0] if db.is_file() else None
-
-
-def held_run_error(run_dir: Path, config_hash: str) -> RunDirError:
-    """The refusal for a fresh run into a folder that already holds a run, saying what to do instead.
-
-    Why its own steps: a finished 24-step run targeted by a 48-step config was called "unfinished (use
-    --resume)" because it was measured against the new config, and following that advice then failed
-    (another config is another world). Finished or not is judged by the run's own recorded ``steps``, and
-    the way on depends on whether the new config is the same world (hash without ``steps``).
-    """
-    last, steps, recorded = _trace_facts(run_dir / "trace.duckdb")
-    elsewhere = "pass --force to overwrite it, or choose another --out"
-    if last is None or steps is None:
-        return RunDirError(f"{run_dir} already holds a trace with no readable set-up; {elsewhere}")
-    done = f"{last + 1} of {steps} steps committed"
-    if recorded != config_hash:
-        state = "a finished run" if last >= steps - 1 else "an unfinished run"
-        return RunDirError(f"{run_dir} already holds {state} of another config ({done}); {elsewhere}")
-    if last >= steps - 1:
-        return RunDirError(
-            f"{run_dir} already holds a finished run of this config ({done}); extend it with "
-            f"`socium run --resume --out {run_dir} --steps N`, or {elsewhere}"
-        )
-    return RunDirError(
-        f"{run_dir} already holds an unfinished run of this config ({done}); continue it with "
-        f"`socium run --resume --out {run_dir}`, or {elsewhere}"
-    )
-
-
-def out_dir_error(run_dir: Path, exc: OSError) -> RunDirError | None:
-    """One line for a run directory that cannot be created or written (``--out /proc/foo/bar`` was a
-    60-line traceback); None when ``exc`` is about another file, which the caller must not mislabel."""
-    if exc.filename is None:
-        return None
-    failed = Path(exc.filename)
-    if failed != run_dir and failed not in run_dir.parents and failed.parent != run_dir:
-        return None
-    return RunDirError(f"--out {run_dir}: cannot create or write {failed}: {exc.strerror or exc}; choose another --out")
-
-
-def runs_below(folder: Path, limit: int = 5, depth: int = 3) -> tuple[list[Path], int]:
-    """Run directories (holding ``trace.duckdb``) at most ``depth`` levels below ``folder``: the first
-    ``limit`` in name order, and how many there are in all."""
-    found: list[Path] = []
-    for root, dirs, files in os.walk(folder):
-        here = Path(root)
-        if len(here.relative_to(folder).parts) >= depth:
-            dirs.clear()
-        dirs.sort()
-        if here != folder and "trace.duckdb" in files:
-            found.append(here)
-    found.sort()
-    return found[:limit], len(found)
-
-
-def not_a_run_hint(path: Path, command: str) -> str | None:
-    """What to do when ``path`` is a folder socium wrote but not a run: an experiment, sweep or
-    sensitivity folder (its runs are below it) or an episodes folder. None when it is none of these."""
-    if not path.is_dir() or (path / "trace.duckdb").exists():
-        return None
-    if any((path / n).exists() for n in ("episodes.duckdb", "group_episodes.duckdb")):
-        return f"{path} is an episodes folder, not a run; `socium report {path}` summarises it"
-    shown, total = runs_below(path)
-    if not shown:
-        return None
-    more = f" and {total - len(shown)} more" if total > len(shown) else ""
-    names = ", ".join(str(p) for p in shown) + more
-    whole = f", or `socium report {path}` for the whole experiment" if (path / "results.json").exists() else ""
-    return (
-        f"{path} is not a run but holds {total} run{'s' * (total != 1)}: {names}; "
-        f"`socium {command} {shown[0]}` for one of them{whole}"
-    )
-
-
-def read_json_file(p: Path, key: str) -> dict[str, Any]:
-    """A JSON object socium wrote (``results.json``, ``sensitivity.json``, ``summary.json``), holding ``key``.
-
-    A file cut off mid-write or edited by hand is an :class:`InputFileError` naming file and line, not
-    json's or a ``KeyError`` traceback from whichever reader touched it first.
-    """
-    try:
-        res = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputFileError(p, None, f"cannot read: {exc}") from None
-    except json.JSONDecodeError as exc:  # a run cut off while writing it, or a hand edit
-        raise InputFileError(p, exc.lineno, f"not valid JSON ({exc.msg}); rerun to rewrite it") from None
-    if not isinstance(res, dict) or key not in res:
-        raise InputFileError(p, None, f"not a socium {p.name} (no {key!r} at its top level)")
-    return res

@@ -30,7 +30,8 @@ from socium.experiments.spec import read_results
 from socium.experiments.studies import STUDIES, study
 from socium.reporting.card import run_smoke_banner
 from socium.reporting.page import ReportTable, counted
-from socium.trace.rundir import own_folder, read_json_file, replace_file
+from socium.trace.run_facts import read_json_file
+from socium.trace.safe_write import own_folder, replace_file
 
 SEED_FIELDS = ("seed", "item_seed", "split_seed", "sample_seed")
 """Spec fields (top level or in ``base``) that make a replicate; every other field must agree."""

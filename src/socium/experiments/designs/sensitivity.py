@@ -45,7 +45,8 @@ from socium.experiments.designs.sweep import RunSpec, SweepSpec, run_one, run_sw
 from socium.experiments.opinions.polarisation import bimodality_coefficient
 from socium.trace.queries import cascades, population, posts
 from socium.trace.queries import runs as run_q
-from socium.trace.rundir import check_out_path, default_out, own_folder, replace_file
+from socium.trace.rundir import check_out_path, default_out
+from socium.trace.safe_write import own_folder, replace_file
 
 
 class ParamRange(StrictNumbers):

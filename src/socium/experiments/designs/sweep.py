@@ -39,7 +39,8 @@ from socium.simulator.ray_start import start_ray
 from socium.simulator.simulation import Simulation
 from socium.trace.queries import cascades, posts
 from socium.trace.queries import runs as run_q
-from socium.trace.rundir import check_out_path, own_folder, replace_file
+from socium.trace.rundir import check_out_path
+from socium.trace.safe_write import own_folder, replace_file
 
 
 @dataclass

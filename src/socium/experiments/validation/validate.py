@@ -30,7 +30,7 @@ from socium.reporting.card import simulation_card
 from socium.reporting.page import counted
 from socium.trace.queries.runs import open_run
 from socium.trace.queries.stylized import stylized_inputs
-from socium.trace.rundir import own_folder, replace_file
+from socium.trace.safe_write import own_folder, replace_file
 
 BIG_CASCADE = 100
 """Twitter15's trees are all of roughly this size or more, so shapes are compared at this size."""
