@@ -252,6 +252,14 @@ def forecast_cascades(
             "18-39% of held-out Twitter15 final sizes at 50-90%); refit with `socium fit propagation "
             "--calibrate-intervals` before reading coverage as a property of the forecast"
         )
+    elif fit.dispersion_window and any(
+        fit.dispersion_window != (m, H) for m in settings.observe_minutes
+    ):  # an interval width chosen for another window is not a calibration of this one
+        log(
+            f"NOTE: the fit's intervals were calibrated for observe minute {fit.dispersion_window[0]}, horizon "
+            f"{fit.dispersion_window[1]} min; this forecast uses {list(settings.observe_minutes)}, {H}: coverage "
+            "here is not calibrated (refit with --calibrate-observe-minutes / --calibrate-horizon-minutes)"
+        )
     qcols = [f"q{int(q * 100):02d}" for q in QUANTILES]
     curve_cols: dict[str, list[np.ndarray]] = {k: [] for k in _CURVE_COLUMNS}
     table_rows: list[dict[str, Any]] = []
