@@ -1,23 +1,32 @@
 """foryou vs x: feed time per step at 10^4 and 10^5 active users, interleaved, with memory per agent.
 
-Run: ``python benchmarks/bench_foryou.py`` (a few minutes on 2 cores; ``--quick`` for a smoke run).
+Run: ``python benchmarks/bench_foryou.py`` (~10 minutes on 2 busy cores; ``--quick`` for a smoke run).
 Same world as ``bench_recsys.py`` (``--posts`` posts over the 48-step window, 100 synthetic topics,
 20 followees per user, hashing embeddings): both recommenders share the embedded posts, interest
 vectors and IVF index (one-time costs, excluded), and each has served one warm-up step (so foryou's
-already-seen filter has history). Repetitions alternate x, foryou, x, foryou... so load changes on the
-shared machine hit both alike; the table gives each one's median and the ratio of medians.
-Memory: foryou's state between steps (served keys, impressions, engagement counts) per agent, and the
-peak Python/numpy allocation during one feeds call (tracemalloc) per ranked user, beside x's.
+already-seen filter has history). ``x`` is the default ``recsys.kind: x`` (3 in-network + 2
+out-of-network slots, recency half-life 12 steps, ``ann: auto``, so IVF with nprobe 8), called
+exactly as the simulator calls it. Repetitions alternate x, foryou, x, foryou... so load changes on
+the shared machine hit both alike; each repetition's ratio is foryou's time over the x time just
+before it, and the table gives min / median / max of those ratios over the repetitions (n is small:
+a range, no t interval).
+
+Memory: the process's peak resident set (``VmHWM``, reset before each size where Linux allows) per
+agent, which holds the world (posts, texts, follows), the shared vectors and both recommenders;
+foryou's own state between steps (served keys, impressions, engagement counts) per agent; and the
+peak Python/numpy allocation during one feeds call (tracemalloc) per ranked user, x beside foryou.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import platform
 import statistics
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 
 import numpy as np
 from bench_recsys import build_world
@@ -29,6 +38,44 @@ from socium.recsys.x import XRecommender
 
 def load() -> str:
     return open("/proc/loadavg").read().split()[0] if os.path.exists("/proc/loadavg") else "?"
+
+
+def machine() -> str:
+    cpu = platform.processor() or "?"
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} CPUs visible"
+
+
+def _status_kib(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as fh:
+            line = next((ln for ln in fh if ln.startswith(field + ":")), None)
+        return int(line.split()[1]) if line else None
+    except OSError:
+        return None
+
+
+def reset_peak_rss() -> bool:
+    """Reset the kernel's peak-RSS mark (Linux: write 5 to /proc/self/clear_refs); False where not allowed."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_bytes() -> int:
+    kib = _status_kib("VmHWM")
+    if kib is None:
+        import resource  # lazy: only where /proc is missing
+
+        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kib * 1024
 
 
 def share(fy: ForYouRecommender, x: XRecommender) -> None:
@@ -43,7 +90,7 @@ def share(fy: ForYouRecommender, x: XRecommender) -> None:
     )
 
 
-def peak_bytes(fn) -> int:
+def peak_bytes(fn: Callable[[], object]) -> int:
     tracemalloc.start()
     fn()
     peak = tracemalloc.get_traced_memory()[1]
@@ -51,7 +98,8 @@ def peak_bytes(fn) -> int:
     return peak
 
 
-def bench(n_users: int, n_posts: int, reps: int, k: int = 5) -> list[tuple[str, str]]:
+def bench(n_users: int, n_posts: int, reps: int, k: int = 5) -> dict[str, object]:
+    reset = reset_peak_rss()
     st, profiles = build_world(n_users, n_posts)
     emb = HashingEmbedder(384, bigrams=False)
     x = XRecommender(48, embedder=emb, profile_texts=profiles)
@@ -65,30 +113,83 @@ def bench(n_users: int, n_posts: int, reps: int, k: int = 5) -> list[tuple[str, 
     shown_u = np.repeat(users, [len(f.post_ids) for f in warm])
     shown_p = np.asarray([p for f in warm for p in f.post_ids], np.int64)
     fy.served(st, st.step, shown_u, shown_p)
+    del warm
+    x.feeds(st, users, k, st.step, np.random.default_rng(0))  # x's warm-up too
+    loads = [load()]
     times: dict[str, list[float]] = {"x": [], "foryou": []}
     for r in range(reps):
         for name, rec in (("x", x), ("foryou", fy)):
             t = time.perf_counter()
             rec.feeds(st, users, k, st.step, np.random.default_rng(r))
             times[name].append(time.perf_counter() - t)
-    mx, mf = statistics.median(times["x"]), statistics.median(times["foryou"])
+        loads.append(load())
+    ratios = [f / x_ for f, x_ in zip(times["foryou"], times["x"])]
     h = fy.history
     state_bytes = h.seen.nbytes + h.impressions.nbytes + h.pair_keys.nbytes + h.pair_counts.nbytes + h.activity.nbytes
+    rss = peak_rss_bytes()
     sub = users[: min(n_users, 4096)]
     px = peak_bytes(lambda: x.feeds(st, sub, k, st.step, np.random.default_rng(0)))
     pf = peak_bytes(lambda: fy.feeds(st, sub, k, st.step, np.random.default_rng(0)))
-    tag = f"{n_users:,} users x {n_posts:,} posts, k={k}"
-    each = {name: ", ".join(f"{t:.2f}" for t in ts) for name, ts in times.items()}
+    return {
+        "users": n_users,
+        "posts": n_posts,
+        "k": k,
+        "x": times["x"],
+        "foryou": times["foryou"],
+        "ratios": ratios,
+        "rss": rss,
+        "rss_reset": reset,
+        "state": state_bytes / n_users,
+        "peak_x": px / len(sub),
+        "peak_fy": pf / len(sub),
+        "sub": len(sub),
+        "loads": loads,
+    }
+
+
+def lines(b: dict) -> list[tuple[str, str]]:
+    """One size's detail rows (``bench_foryou_ab.py`` reads the first three and the load)."""
+    tag = f"{b['users']:,} users x {b['posts']:,} posts, k={b['k']}"
+    reps = len(b["x"])
+    each = {name: ", ".join(f"{t:.2f}" for t in b[name]) for name in ("x", "foryou")}
+    mx, mf = statistics.median(b["x"]), statistics.median(b["foryou"])
     return [
         (f"x feeds, {tag} (median of {reps})", f"{mx:.2f} s/step  [{each['x']}]"),
         (f"foryou feeds, {tag} (median of {reps})", f"{mf:.2f} s/step  [{each['foryou']}]"),
-        (f"  ratio foryou / x at {n_users:,} users (target <= 2)", f"{mf / mx:.2f}"),
-        (f"  foryou state between steps, per agent ({n_users:,} agents, 1 served step)",
-         f"{state_bytes / n_users:,.0f} bytes"),
-        (f"  peak allocation in one feeds call, per ranked user ({len(sub):,} users): x / foryou",
-         f"{px / len(sub):,.0f} / {pf / len(sub):,.0f} bytes"),
-        ("  load average after this size", load()),
+        (f"  ratio foryou / x at {b['users']:,} users (target <= 2)", f"{mf / mx:.2f}"),
+        (f"  foryou state between steps, per agent ({b['users']:,} agents, 1 served step)",
+         f"{b['state']:,.0f} bytes"),
+        (f"  peak allocation in one feeds call, per ranked user ({b['sub']:,} users): x / foryou",
+         f"{b['peak_x']:,.0f} / {b['peak_fy']:,.0f} bytes"),
+        ("  load average after this size", b["loads"][-1]),
     ]  # fmt: skip
+
+
+def _span(loads: list[str]) -> str:
+    nums = sorted(float(v) for v in loads if v != "?")
+    return f"{nums[0]:.1f}-{nums[-1]:.1f}" if nums else "?"
+
+
+def table(results: list[dict]) -> str:
+    """The summary: per size, medians, each repetition's ratio as min / median / max, memory, load."""
+    head = (
+        "| users | posts | x s/step, median (min-max) | foryou s/step, median (min-max) "
+        "| ratio foryou/x per rep: median (min-max), n | peak RSS (per agent) | foryou state / agent | load |"
+    )
+    out = [head, "|" + "---|" * 8]
+    for b in results:
+        x, f, r = b["x"], b["foryou"], b["ratios"]
+        rss = f"{b['rss'] / 2**20:,.0f} MiB ({b['rss'] / b['users'] / 1024:,.1f} KiB)"
+        if not b["rss_reset"]:
+            rss += " (process peak so far)"
+        out.append(
+            f"| {b['users']:,} | {b['posts']:,} "
+            f"| {statistics.median(x):.2f} ({min(x):.2f}-{max(x):.2f}) "
+            f"| {statistics.median(f):.2f} ({min(f):.2f}-{max(f):.2f}) "
+            f"| **{statistics.median(r):.2f}** ({min(r):.2f}-{max(r):.2f}), n = {len(r)} "
+            f"| {rss} | {b['state']:,.0f} B | {_span(b['loads'])} |"
+        )
+    return "\n".join(out)
 
 
 def main() -> None:
@@ -101,15 +202,21 @@ def main() -> None:
     if a.quick:
         a.users, a.posts, a.reps = [2000], 20_000, 2
     print(
-        f"socium foryou benchmark: {os.cpu_count()} CPUs visible, load average {load()} at start, "
-        f"numpy {np.__version__}, python {sys.version.split()[0]}"
+        f"socium foryou benchmark: {machine()}, load average {load()} at start, "
+        f"numpy {np.__version__}, python {sys.version.split()[0]}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
     w = 82
     print(f"{'measure':<{w}}  value")
     print("-" * (w + 20))
+    results = []
     for n in a.users:  # each size's rows as soon as it is measured (10^5 users takes long on a busy machine)
-        for name, val in bench(n, a.posts, a.reps):
+        b = bench(n, a.posts, a.reps)
+        results.append(b)
+        for name, val in lines(b):
             print(f"{name:<{w}}  {val}", flush=True)
+    print()
+    print(table(results))
+    print(f"(finished {time.strftime('%H:%M UTC', time.gmtime())}; peak RSS includes the world and both recommenders)")
 
 
 if __name__ == "__main__":

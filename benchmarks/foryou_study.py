@@ -230,28 +230,6 @@ def propagation(kind: str, seed: int, out: Path, a: argparse.Namespace) -> dict[
     return m
 
 
-def guard_empty_dpp() -> None:
-    """Work around a foryou bug this study found (reported, not fixed here: another branch owns the package).
-
-    ``rerank.dpp`` indexes ``score[0]`` when a chunk of active users has no candidate at all (every post
-    filtered: own, already served), an IndexError; the propagation world reaches that (4 posts, many
-    wakers). With no candidates the right answer is an empty feed for each user, which this returns;
-    every other call goes to the original unchanged."""
-    from socium.recsys.foryou import rerank  # lazy: patched only when the study runs
-
-    if getattr(rerank.dpp, "guarded", False):
-        return
-    original = rerank.dpp
-
-    def dpp(row: np.ndarray, n_rows: int, score: np.ndarray, *args: Any, **kw: Any) -> list[np.ndarray]:
-        if len(score) == 0:
-            return [np.zeros(0, np.int64) for _ in range(n_rows)]
-        return original(row, n_rows, score, *args, **kw)
-
-    dpp.guarded = True  # type: ignore[attr-defined]
-    rerank.dpp = dpp
-
-
 RUNNERS = {"quickstart": quickstart, "polarisation": polarisation, "herding": herding, "propagation": propagation}
 
 
@@ -343,7 +321,6 @@ def print_paired(runs: list[dict[str, Any]], world: str, cols: list[str]) -> Non
 
 # ---- main ------------------------------------------------------------------------------------------
 def run_study(a: argparse.Namespace) -> dict[str, Any]:
-    guard_empty_dpp()
     out = Path(a.out)
     path = out / "study.json"
     study: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {"runs": []}

@@ -53,3 +53,7 @@ class UnusableModelOutput(LLMUnavailable):
 
 class ReplayMiss(LLMError):
     """The replay backend was asked a request that is not in the recorded cache."""
+
+
+class ExecutorError(SociumError):
+    """A shard could not be computed even after re-creating its actor (the Ray executor)."""

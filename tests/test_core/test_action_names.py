@@ -20,7 +20,7 @@ HOMONYMS: dict[str, set[str]] = {
         "agents/perspectives.py",
         "trace/queries/cascades.py",
         "trace/queries/interventions.py",
-        "trace/queries/explore.py",
+        "trace/queries/explore/posts.py",
         "experiments/designs/compare.py",
         "experiments/designs/sweep.py",
         "experiments/validation/validate.py",

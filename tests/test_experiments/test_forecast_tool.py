@@ -311,6 +311,30 @@ def test_cli_forecast_and_report(world: dict, tmp_path: Path) -> None:
     assert runner.invoke(app, ["report", str(out)]).exit_code == 0
 
 
+def test_cli_calibrates_at_the_forecasts_window_and_says_when_it_differs(world: dict, tmp_path: Path) -> None:
+    """``--calibrate-observe-minutes`` / ``--calibrate-horizon-minutes`` reach the CV (Weibo forecasts from minute
+    60 over 24 h, not Twitter15's 10 / 150); a forecast at another window says its coverage is not calibrated."""
+    fit = tmp_path / "fit.json"
+    train = synth_csv(tmp_path / "train.csv", 16, 1)
+    r = runner.invoke(
+        app,
+        ["fit", "propagation", "--train", str(train), "--bootstrap", "0", "--calibrate-intervals"]
+        + ["--calibrate-observe-minutes", "5", "--calibrate-horizon-minutes", "60", "--out", str(fit)],
+    )
+    assert r.exit_code == 0, r.output
+    cal = json.loads(fit.read_text())["dispersion_cv"]
+    assert (cal["observe_minutes"], cal["horizon_minutes"], cal["n"]) == (5, 60, 16)
+    assert load_fit(fit).dispersion_window == (5, 60) and load_fit(world["fit"]).dispersion_window is None
+    base = ["forecast", "--fit", str(fit), "--cascades", str(world["test_csv"]), "--horizon-minutes", "60"]
+    base += ["--replicas", "10", "--limit", "2"]
+    same = runner.invoke(app, [*base, "--observe-minutes", "5", "--out", str(tmp_path / "same")])
+    other = runner.invoke(app, [*base, "--observe-minutes", "10", "--out", str(tmp_path / "other")])
+    assert same.exit_code == 0 and other.exit_code == 0, same.output + other.output
+    said = " ".join(other.output.split())
+    assert "calibrated for observe minute 5, horizon 60 min" in said and "not calibrated" in said
+    assert "calibrated for observe minute" not in " ".join(same.output.split())
+
+
 @pytest.mark.parametrize(
     ("rows", "extra", "msg"),
     [

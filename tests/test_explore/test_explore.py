@@ -173,6 +173,8 @@ def test_post_page_queries(con) -> None:
         [root],
     ).fetchall()
     assert set(reshares) <= acted
+    every = con.execute("SELECT step, agent_id, type, args FROM actions").fetchall()  # every action, parsed here
+    assert acted == {(s, a, t) for s, a, t, args in every if json.loads(args or "{}").get("post_id") == root}
 
 
 def test_shown_to_counts_exposures_through_reposts_and_quotes(con) -> None:
@@ -297,6 +299,21 @@ def test_cli_refuses_a_folder_without_runs(tmp_path: Path) -> None:
 # --- in a browser -------------------------------------------------------------------------------------
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+
+
+def step_time(run_dir: Path, step: int) -> str:
+    """The simulated time a step stands for, as the pages should label it, from what the simulator recorded:
+    ``steps.sim_datetime`` (a run with a start date) or ``steps.sim_time_s`` after the config's start hour."""
+    from socium.config.experiment import ExperimentConfig
+
+    with open_run(run_dir) as con:
+        sim_s, sim_dt = con.execute("SELECT sim_time_s, sim_datetime FROM steps WHERE step = ?", [step]).fetchone()
+        cfg = json.loads(con.execute("SELECT config FROM runs").fetchone()[0])
+    if sim_dt is not None:
+        return sim_dt.strftime("%Y-%m-%d %H:%M")
+    start = cfg.get("start_hour", ExperimentConfig.model_fields["start_hour"].default)
+    t = int(start) * 3600 + int(round(sim_s))
+    return f"day {t // 86400 + 1} {t % 86400 // 3600:02d}:{t % 3600 // 60:02d}"
 
 
 def _free_port() -> int:

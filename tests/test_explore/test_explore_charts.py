@@ -151,3 +151,51 @@ def test_agents_list_columns_sort_and_filter(run: Path) -> None:
         assert page2 == sorted(rows, key=lambda r: (r.followers, r.agent_id))[10:20]
         with pytest.raises(ValueError, match="not one of"):
             q.agents_table(con, sort="agent_id; DROP TABLE posts")
+
+
+def test_a_sorted_agents_order_is_kept_until_the_trace_changes(run: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from socium.explore.source import open_source
+
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    src = open_source(copy)
+    view = src.view(0)
+    calls: list[int] = []
+
+    def order() -> list[int]:
+        calls.append(1)
+        return view(q.agent_order, sort="activations", descending=True)
+
+    first = view.memo(("order",), order)
+    assert view.memo(("order",), order) == first and len(calls) == 1  # the second page does not scan again
+    with open_run(copy) as con:
+        rows = q.agents_table(con, sort="activations", descending=True, limit=10_000)
+        assert first == [r.agent_id for r in rows]
+        assert q.agent_rows(con, first[5:9]) == rows[5:9]
+    src.close()
+    import duckdb
+
+    last = first[-1]  # the run resumed: 50 later steps each show the least shown agent a feed
+    con = duckdb.connect(str(copy / "trace.duckdb"))
+    con.execute("INSERT INTO exposures SELECT s, ?, 0, 0, 'in_network' FROM range(100, 150) t(s)", [last])
+    con.close()
+    again = view.memo(("order",), order)
+    assert len(calls) == 2 and again[0] == last and sorted(again) == sorted(first)
+
+
+def test_warm_up_queries_the_first_page_and_survives_a_bad_trace(run: Path, tmp_path: Path) -> None:
+    from socium.explore.source import open_source
+
+    src = open_source(run)
+    assert src._last == {}
+    src.warm()  # what `socium explore` runs in a thread while the browser loads Solara
+    assert set(src._last) == {"."}
+    src.close()
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "trace.duckdb").write_bytes(b"not a duckdb file")
+    broken = open_source(bad)
+    broken.warm()  # nothing raised: the page says what is wrong when it is opened
+    broken.close()

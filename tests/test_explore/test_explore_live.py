@@ -298,7 +298,11 @@ def test_run_with_explore_is_watched_live_and_writes_the_same_trace(tmp_path: Pa
                     break
                 time.sleep(0.3)
             assert state == "finished", counts
-            assert live.inner_text() == "steps 5 of 5 committed · run finished (exit status 0)"
+            # the marker names the simulated time of the last step (the trace's sim_time_s from the config's start hour)
+            from test_explore import step_time
+
+            when = step_time(tmp_path / "live", 4)
+            assert live.inner_text() == f"steps 5 of 5 committed · run finished (exit status 0) · last: {when}"
             # the timeline shows the last step's posts, and another page opens from the finished trace
             with open_run(tmp_path / "live") as c:
                 last = c.execute("SELECT max(step) FROM posts").fetchone()[0]

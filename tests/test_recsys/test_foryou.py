@@ -162,6 +162,13 @@ def test_cold_start_lifts_the_best_small_author_post_to_slot_15():
 
 
 # ---- re-ranking ------------------------------------------------------------------------------------
+def test_dpp_with_no_candidates_at_all_gives_each_user_an_empty_feed():
+    """Every post filtered for a whole chunk of users (the foryou study's propagation world): no IndexError."""
+    empty = np.zeros(0, np.int64)
+    feeds = rerank.dpp(empty, 3, np.zeros(0), np.zeros((0, 8), np.float32), empty, 5, 0.65, 15)
+    assert [f.tolist() for f in feeds] == [[], [], []]
+
+
 def test_dpp_prefers_a_dissimilar_post_over_a_near_duplicate_and_theta_near_one_is_score_order():
     v = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]], np.float32)  # 0 and 1 identical, 2 different
     row = np.zeros(3, np.int64)

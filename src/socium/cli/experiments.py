@@ -241,6 +241,18 @@ def fit(
         "--calibrate-intervals",
         help="Choose the forecast intervals' dispersion by 5-fold CV on the training cascades (five more fits).",
     ),
+    calibrate_observe_minutes: int = typer.Option(
+        10,
+        "--calibrate-observe-minutes",
+        min=1,
+        help="With --calibrate-intervals: the observe minute the CV forecasts from (use the forecast's own).",
+    ),
+    calibrate_horizon_minutes: int = typer.Option(
+        150,
+        "--calibrate-horizon-minutes",
+        min=2,
+        help="With --calibrate-intervals: the horizon the CV scores the final size at (use the forecast's own).",
+    ),
 ) -> None:
     """Fit response delays, influence slopes and per-user activity to real retweet trees; write a parameter file."""
     from socium.experiments.propagation.data.training import load_training_trees  # lazy: CLI start-up
@@ -260,6 +272,7 @@ def fit(
             seed=seed,
             root_effects=root_effects,
             calibrate=calibrate_intervals,
+            calibrate_window=(calibrate_observe_minutes, calibrate_horizon_minutes),
             log=lambda s: err_console.print(s, highlight=False),
         )
         path = write_fit_file(res, out)

@@ -175,6 +175,7 @@ def serve(path: str | Path, sock: socket.socket, allowed_hosts: Sequence[str] = 
 
     src = open_source(path)
     use_source(src)
+    threading.Thread(target=src.warm, name="socium-explore-warm", daemon=True).start()
     try:
         Server(sock, allowed_hosts).run()
     finally:

@@ -49,18 +49,18 @@ def Persona(run: RunView, agent_id: int) -> Any:
             Say(f"goal: {a['goal']}", tag="div", classes="persona-goal")
         series = run(q.stance_over_time, agent_id)
         if series:
-            text = "  →  ".join(("set-up" if s < 0 else f"step {s}") + f": {v:+.2f}" for s, v in series)
+            text = "  →  ".join(f"{run.when(s)}: {v:+.2f}" for s, v in series)
             Plain(f"stance: {text}", classes=["stance"])
         for row in run(q.surveys, agent_id):
             with vue.Html(tag="div", class_="survey"):
                 value = row.get("value")
                 outcome = row.get("outcome")
-                head = f"survey (step {row['step']}" + (f", {outcome}" if outcome else "") + "): "
+                head = f"survey ({run.when(row['step'])}" + (f", {outcome}" if outcome else "") + "): "
                 Plain(head + (f"{value:+.2f} · " if value is not None else ""), "font-weight: bold")
                 Say(f"{row.get('question')} → {row.get('answer')}")
         for step, question, answer in run(q.interviews, agent_id):
             with vue.Html(tag="div", class_="interview"):
-                Plain(f"interview (step {step}): ", style="font-weight: bold")
+                Plain(f"interview ({run.when(step)}): ", style="font-weight: bold")
                 Say(question)
                 Say(answer, tag="div")
     return main
@@ -137,7 +137,7 @@ def CallBlock(c: q.CallView, run: RunView) -> Any:
         tag="div", class_="call", attributes=attrs(call=c.call_id, outcome=c.outcome or "", fate=c.fate)
     ) as main:
         head = (
-            f"call {c.call_id} · step {c.step} · {c.model or 'no model'} · transport {c.outcome} · "
+            f"call {c.call_id} · {run.when(c.step)} · {c.model or 'no model'} · transport {c.outcome} · "
             f"{c.prompt_tokens or 0}+{c.completion_tokens or 0} tokens · {c.latency_s or 0:.2f} s"
         )
         with solara.Row(style="gap: 0.5em; align-items: baseline"):
@@ -222,7 +222,7 @@ def AgentPage(run: RunView, agent_id: int) -> Any:
         if not steps:
             solara.Info("This agent was never activated (no feed, action or call in the trace).")
         for s in steps[:ACTIVATIONS]:
-            with solara.Card(title=f"Step {s}", classes=["activation"]):
+            with solara.Card(title=run.when(s).capitalize(), classes=["activation"]):
                 vue.Html(tag="div", attributes=attrs(step=s), class_="activation-step")
                 if run.source.is_experiment:
                     Go(f"{run.base}/compare/{agent_id}/{s}", "this step in other runs, side by side", "compare-link")
@@ -262,11 +262,11 @@ def PostPage(run: RunView, post_id: int) -> Any:
                 growth = run(q.cascade_size_by_step, root)
                 first, last = (growth[0][0], growth[-1][0]) if growth else (0, 0)
                 at = last if until is None else min(max(until, first), last)
-                Plain("size over time: " + ", ".join(f"step {s}: {n}" for s, n in growth), classes=["growth"])
+                Plain("size over time: " + ", ".join(f"{run.when(s)}: {n}" for s, n in growth), classes=["growth"])
                 if last > first:
                     solara.SliderInt("as of step", value=at, min=first, max=last, on_value=as_of)
                 total = next((n for s, n in reversed(growth) if s <= at), 0)
-                Plain(f"as of step {at}: {total:,} posts in the cascade", "font-weight: bold")
+                Plain(f"as of {run.when(at)}: {total:,} posts in the cascade", "font-weight: bold", ["as-of"])
                 CascadeTree(run, root, at, post_id)
                 Pager(total, node_off, set_node_off, page)
                 for nid, parent, author, step, depth in run(q.cascade, root, until=at, limit=page, offset=node_off):
@@ -277,7 +277,7 @@ def PostPage(run: RunView, post_id: int) -> Any:
                         style_=f"margin-left: {min(depth, 20) * 1.5}em; {here}",
                         attributes=attrs(post=nid, parent=parent, depth=depth),
                     ):
-                        Plain(f"{'└ ' if depth else ''}step {step} · ")
+                        Plain(f"{'└ ' if depth else ''}{run.when(step)} · ")
                         Go(f"{run.base}/post/{nid}", f"post {nid}", "post-link")
                         Plain(" by ")
                         Go(f"{run.base}/agent/{author}", f"agent {author}")
@@ -296,7 +296,7 @@ def PostPage(run: RunView, post_id: int) -> Any:
             Pager(n, exp_off, set_exp_off, page)
             for step, agent_id, rank, source, via, via_kind in run(q.exposed_to, post_id, limit=page, offset=exp_off):
                 with vue.Html(tag="div", class_="exposure", attributes=attrs(agent=agent_id, step=step, via=via or "")):
-                    Plain(f"step {step} · ")
+                    Plain(f"{run.when(step)} · ")
                     Go(f"{run.base}/agent/{agent_id}", f"agent {agent_id}", "agent-link")
                     Plain(f" · rank {rank} · {source or 'unknown source'}")
                     if via is not None:
@@ -308,7 +308,7 @@ def PostPage(run: RunView, post_id: int) -> Any:
                 Plain("nobody")
             for step, agent_id, typ, outcome in acted:
                 with vue.Html(tag="div", class_="acted-row"):
-                    Plain(f"step {step} · ")
+                    Plain(f"{run.when(step)} · ")
                     Go(f"{run.base}/agent/{agent_id}", f"agent {agent_id}", "agent-link")
                     Plain(f" · {typ} [{outcome}]")
         comments = run(q.replies, post_id, limit=page)

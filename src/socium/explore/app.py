@@ -2,7 +2,8 @@
 
 URLs: ``/`` (an experiment's runs, or a lone run's timeline), ``/run/I`` (timeline of run I),
 ``/run/I/agent/K``, ``/run/I/post/P``, ``/run/I/calls``, ``/run/I/call/C``, ``/run/I/charts``,
-``/run/I/agents``, ``/run/I/compare/K/S``
+``/run/I/agents``, ``/run/I/compare/K/S``, ``/study`` and ``/study/cascade/I`` (an emulator-only study's
+cascades)
 (agent K at step S in run I and its peers, side by side). Every page is a URL, so
 a view can be bookmarked or sent to a colleague. The path opened comes from ``SOCIUM_EXPLORE_PATH``
 (``socium explore`` sets it): Solara imports this module by name in its own server. A live run
@@ -27,6 +28,7 @@ from socium.explore.compare_page import ComparePage
 from socium.explore.live import Live, refreshed
 from socium.explore.run_pages import Agents, CallsPage, Experiment, Timeline, as_int
 from socium.explore.source import RunView, Source, open_source
+from socium.explore.study_pages import StudyCascadePage, StudyPage
 from socium.explore.widgets import Go
 from socium.trace.queries import explore as q
 
@@ -37,6 +39,7 @@ CSS = """
 details > summary { cursor: pointer; color: #1d4ed8; }
 .post .content { margin: 4px 0; font-size: 15px; }
 .v-card__title { font-size: 16px !important; padding: 8px 12px !important; }
+.nowrap { white-space: nowrap; }
 """
 
 _source: Source | None = None
@@ -68,9 +71,11 @@ def current_root() -> Path | None:
 def Nav(run: RunView | None, src: Source) -> Any:
     """The header: what is open, and links to the run's pages."""
     with solara.Row(style="gap: 1.5em; align-items: baseline; border-bottom: 1px solid #ddd; padding: 4px 8px") as main:
-        solara.Text("socium explore", style="font-weight: bold")
+        solara.Text("socium explore", style="font-weight: bold; white-space: nowrap")
         if src.is_experiment:
-            Go("/", "all runs", "nav-runs")
+            Go("/", "all runs" if src.runs else "the study", "nav-runs nowrap")
+        if src.study is not None:
+            Go("/study", "cascades", "nav-study")
         if run is not None:
             info = run(q.overview)
             label = "" if run.label == "." else f"{run.label} · "
@@ -105,6 +110,8 @@ def Page() -> Any:
                     Experiment(src)
                 return top
             parts = ["run", "0"]
+        if parts[0] == "study":
+            return _study(src, parts)
         index = as_int(parts[1]) if len(parts) > 1 and parts[0] == "run" else None
         if index is None:
             raise UsageError(f"no page {router.path!r}: pages are /run/I, /run/I/agent/K, /run/I/post/P, /run/I/calls")
@@ -149,11 +156,32 @@ def Page() -> Any:
         return solara.Error(f"{type(exc).__name__}: {exc}")
 
 
+def _study(src: Source, parts: list[str]) -> Any:
+    """``/study`` (the cascades of an emulator-only study) and ``/study/cascade/I`` (one of them)."""
+    if src.study is None:
+        raise UsageError("this folder holds no forecast or counterfactual study")
+    with solara.Column(style="max-width: 980px; margin: 0 auto") as main:
+        Nav(None, src)
+        if parts == ["study"]:
+            solara.Title("socium explore: study")
+            StudyPage(src.study)
+        elif len(parts) == 3 and parts[1] == "cascade" and as_int(parts[2]) is not None:
+            solara.Title(f"cascade {parts[2]}")
+            StudyCascadePage(src.study, int(parts[2])).key(f"study/{parts[2]}")
+        else:
+            raise UsageError(f"no page {'/'.join(parts)!r}: pages are /study and /study/cascade/I")
+    return main
+
+
 @solara.component
 def Layout(children: list[Any] = []) -> Any:  # noqa: B006 (Solara's signature for a layout)
     """No app bar or tabs: the explorer's own header (:func:`Nav`) says where you are."""
     return solara.Column(children=children, style="padding: 8px")
 
 
-routes = [solara.Route(path="/", component=Page, layout=Layout), solara.Route(path="run", component=Page)]
+routes = [
+    solara.Route(path="/", component=Page, layout=Layout),
+    solara.Route(path="run", component=Page),
+    solara.Route(path="study", component=Page),
+]
 """Solara's router only serves URLs its routes match: ``/`` and everything under ``/run`` (``Page`` reads the rest)."""

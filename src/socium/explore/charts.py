@@ -1,5 +1,6 @@
 """The explorer's pictures: a run's activity, stance distribution and largest cascades over simulated
-time; a cascade drawn as a tree; an agent's follow neighbourhood.
+time (and, for a propagation study's run, its cascade beside the real one); a cascade drawn as a tree; an
+agent's follow neighbourhood.
 
 Drawn with matplotlib (the project's plotting library: its reports use it) and networkx's layouts, and
 shown with Solara's own ``FigureMatplotlib``; every number comes from a named query in
@@ -15,9 +16,12 @@ from typing import Any
 import solara
 from matplotlib.figure import Figure
 
+from socium.errors import SociumError
+from socium.explore.real_curve import RealCurve, real_curve_of
 from socium.explore.source import RunView
-from socium.explore.widgets import Plain
+from socium.explore.widgets import Plain, attrs
 from socium.trace.queries import explore as q
+from socium.trace.queries.cascades import propagation_curves
 
 TREE_NODES = 200
 """Cascade nodes drawn at most (the first in the order they happened); the page lists them all."""
@@ -67,12 +71,47 @@ def RunCharts(run: RunView) -> Any:
         if top:
             fig = _fig()
             ax = fig.add_subplot()
+            last = activity[-1][0]
             for root, growth in top.items():
-                ax.step([hours.get(s, float(s)) for s, _ in growth], [n for _, n in growth], where="post",
-                        marker="o", label=f"post {root}")  # fmt: skip
+                xs, ys = [hours.get(s, float(s)) for s, _ in growth], [n for _, n in growth]
+                if growth and growth[-1][0] < last:  # flat to the last committed step: it stopped growing
+                    xs, ys = [*xs, hours[last]], [*ys, ys[-1]]
+                ax.step(xs, ys, where="post", marker="o", markevery=range(len(growth)), label=f"post {root}")
             ax.set(xlabel="simulated time (h)", ylabel="posts in the cascade", title="Largest cascades over time")
             ax.legend(fontsize=8)
             solara.FigureMatplotlib(fig, format="png")
+        real = real_curve_of(run.source.runs[run.label]) if run.label in run.source.runs else None
+        if real is not None:
+            RealBeside(run, real)
+    return main
+
+
+@solara.component
+def RealBeside(run: RunView, real: RealCurve) -> Any:
+    """A propagation run's source-post cascade (users reached per minute, the study's measure, from this
+    trace) beside the real cascade it simulates (from the experiment's results.json)."""
+    minutes = len(real.real)
+    try:
+        sim = [float(v) for v in run(propagation_curves, 0, minutes)["scale"]]
+    except SociumError as exc:  # e.g. the source post is not in this trace (yet)
+        return solara.Info(f"the real cascade {real.cascade_id} is not drawn: {exc}")
+    fig = _fig()
+    ax = fig.add_subplot()
+    hours = [m / 60 for m in range(minutes)]
+    ax.plot(hours, real.real, color="black", lw=1.6, label=f"real cascade {real.cascade_id}")
+    ax.plot(hours, sim, color="tab:blue", lw=1.4, label=f"simulated ({real.arm} run, post 0)")
+    ax.set(xlabel="simulated time (h)", ylabel="users reached", title="The source post's cascade against the real one")
+    ax.legend(fontsize=8)
+    with solara.Column(classes=["real-beside"]) as main:
+        solara.FigureMatplotlib(fig, format="png", dependencies=[run.label, sim[-1] if sim else 0])
+        nrmse = "" if real.nrmse is None else f" · the study's NRMSE of this run: {real.nrmse:.3f}"
+        Plain(
+            f"after {minutes} min: real {real.real[-1]:,.0f}, simulated {sim[-1]:,.0f} users{nrmse}",
+            "color: #666",
+            classes=["real-caption"],
+        )
+        data = attrs(cascade=real.cascade_id, real_final=real.real[-1], sim_final=sim[-1] if sim else "")
+        solara.v.Html(tag="span", attributes=data, class_="real-data")
     return main
 
 

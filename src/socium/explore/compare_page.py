@@ -28,8 +28,9 @@ def ComparePage(src: Source, ref: int, agent_id: int, step: int) -> Any:
     labels = src.labels()
     chosen, set_chosen = solara.use_state(peers(labels, labels[ref]))
     views = [src.view(labels.index(label)) for label in chosen if label in labels][:MOST]
+    when = src.view(ref).when(step)
     with solara.Column() as main:
-        Plain(f"Agent {agent_id} at step {step}, side by side", "font-weight: bold; font-size: 18px")
+        Plain(f"Agent {agent_id} at {when}, side by side", "font-weight: bold; font-size: 18px")
         Plain(pairing(labels, labels[ref]), "color: #666", classes=["pairing"])
         solara.SelectMultiple(f"runs (at most {MOST})", values=chosen, all_values=labels, on_value=set_chosen)
         export_menu(compare_exports(views, agent_id, step))

@@ -3,7 +3,8 @@
 Why: an experiment folder holds more than runs (``results.json``, ``report/`` with its HTML and
 figures), and an emulator-only study (a forecast or counterfactual) holds no run at all; the explorer
 links to those files rather than showing absolute paths. Only files the experiment wrote are served:
-``results.json`` and the files directly in ``report/``, regular files with a known suffix, resolved
+``results.json`` (and a forecast's ``cascades.parquet`` and ``curves.parquet``) and the files directly in
+``report/``, regular files with a known suffix, resolved
 inside the folder (no ``..``, no symlink out). HTML is sent with a ``sandbox`` Content-Security-Policy:
 a report quotes agent text, so its page runs no script and has no origin of its own.
 """
@@ -19,7 +20,12 @@ from socium.explore.guard import ASGIApp, Receive, Scope, Send
 
 PREFIX = "/_socium/files/"
 SUFFIXES = {".html": "text/html", ".png": "image/png", ".svg": "image/svg+xml", ".json": "application/json",
-            ".csv": "text/csv", ".md": "text/markdown", ".txt": "text/plain", ".pdf": "application/pdf"}  # fmt: skip
+            ".csv": "text/csv", ".md": "text/markdown", ".txt": "text/plain", ".pdf": "application/pdf",
+            ".parquet": "application/vnd.apache.parquet"}  # fmt: skip
+RESULTS = ("results.json", "cascades.parquet", "curves.parquet")
+"""An experiment's own result files at its top (``socium forecast`` writes the Parquet tables too)."""
+FIGURES = (".png", ".svg")
+"""Suffixes of the report's files the experiment page shows as pictures."""
 MOST = 200
 """Files listed at most (a report folder holds tens)."""
 
@@ -32,8 +38,8 @@ def _regular(path: Path) -> bool:
 
 
 def experiment_files(root: Path) -> list[str]:
-    """The experiment's own files under ``root`` (relative paths): ``results.json`` and ``report/*``."""
-    found = [p for p in (root / "results.json",) if _regular(p)]
+    """The experiment's own files under ``root`` (relative paths): :data:`RESULTS` and ``report/*``."""
+    found = [p for p in (root / name for name in RESULTS) if _regular(p)]
     report = root / "report"
     if report.is_dir() and not report.is_symlink():
         found += sorted(p for p in report.iterdir() if p.suffix.lower() in SUFFIXES and _regular(p))
@@ -48,6 +54,18 @@ def experiment_files(root: Path) -> list[str]:
 
 def file_link(rel: str) -> str:
     return PREFIX + quote(rel)
+
+
+def shown_path(value: object, root: Path) -> object:
+    """A config value as the experiment page shows it: an absolute path inside ``root`` relative to it, any
+    other absolute path as its last two parts (``…/inputs/x.csv``), so no page shows where a folder lives."""
+    if not isinstance(value, str) or not value.startswith("/"):
+        return value
+    path = Path(value)
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return "…/" + "/".join(path.parts[-2:])
 
 
 class FolderFiles:

@@ -67,6 +67,8 @@ def Live(run: RunView) -> Any:
     text = f"live: step {done} of {total}"
     if finished is not None:
         text = f"steps {done} of {total} committed · run finished ({finished})"
+    if done:  # the simulated time the last committed step stands for
+        text += f" · last: {run.clock.time(done - 1)}"
     with solara.Row(style="gap: 0.5em; align-items: center") as main:
         vue.Html(
             tag="span",

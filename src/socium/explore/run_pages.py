@@ -16,13 +16,15 @@ from solara import v as vue
 from socium.experiments.studies import study_in
 from socium.explore.agent_page import CallBlock
 from socium.explore.export import export_rows, fields_of, paged, records
-from socium.explore.files import file_link
+from socium.explore.files import FIGURES, file_link, shown_path
 from socium.explore.source import RunView, Source, overrides
 from socium.explore.widgets import ROWS, Go, Pager, Plain, PostCard, Say, attrs
 from socium.trace.queries import explore as q
 from socium.trace.queries.runs import run_config
 
 ALL = "all"
+MAX_FIGURES = 12
+"""The experiment's own figures drawn on its page at most (the rest are linked)."""
 SHOWN_OVERRIDES = 16
 """Config differences listed per run of an experiment (the rest are counted)."""
 
@@ -93,7 +95,12 @@ def Agents(run: RunView) -> Any:
     sort, set_sort = solara.use_state("id")
     descending, set_descending = solara.use_state(False)
     offset, set_offset = solara.use_state(0)
-    rows = run(q.agents_table, text or None, sort=sort, descending=descending, limit=ROWS + 1, offset=offset)
+    if sort == "id":  # the default: one page of ids, no scan
+        rows = run(q.agents_table, text or None, sort=sort, descending=descending, limit=ROWS + 1, offset=offset)
+    else:  # sorted by a measure: the order costs a scan, so it is built once and paged through
+        order = run.memo(("agent_order", text, sort, descending),
+                         lambda: run(q.agent_order, text or None, sort=sort, descending=descending))  # fmt: skip
+        rows = run(q.agent_rows, order[offset : offset + ROWS + 1])
     with solara.Column() as main:
         with solara.Row(style="gap: 1em; align-items: baseline"):
             solara.InputText("id, username or name", value=text, on_value=rewinding(set_text, set_offset))
@@ -180,12 +187,28 @@ def Experiment(source: Source) -> Any:
                 for rel in source.files:
                     vue.Html(tag="a", attributes={"href": file_link(rel), "target": "_blank", "rel": "noopener"},
                              class_="experiment-file", children=[rel])  # fmt: skip
+        if source.study is not None:
+            n = len(source.study.cascades())
+            Go("/study", f"its {n:,} cascades, one page each (observed prefix, forecast, real future, arms)",
+               "study-link")  # fmt: skip
+        figures = [rel for rel in source.files if rel.lower().endswith(FIGURES)]
+        if figures:  # open where they are all there is; folded above a list of runs
+            with vue.Html(tag="details", attributes={} if labels else {"open": "open"}, class_="experiment-figures"):
+                vue.Html(tag="summary", children=[f"the experiment's figures ({len(figures)})"])
+                for rel in figures[:MAX_FIGURES]:
+                    with vue.Html(tag="figure", class_="experiment-figure", style_="margin: 8px 0"):
+                        vue.Html(tag="img", attributes={"src": file_link(rel), "alt": rel, "loading": "lazy"},
+                                 style_="max-width: 100%; border: 1px solid #eee")  # fmt: skip
+                        vue.Html(tag="figcaption", style_="color: #666; font-size: 13px", children=[rel])
+                if len(figures) > MAX_FIGURES:
+                    Plain(f"{len(figures) - MAX_FIGURES} more figures are linked above", "color: #666")
         if not labels:
             known = study_in(source.root)
             what = f"This {known.name} experiment ({known.about})" if known else "This experiment"
             solara.Info(
                 f"{what} simulated no run (an emulator study: forecasts or counterfactuals); "
-                "its numbers and figures are in the files above."
+                "its numbers and figures are in the files above"
+                + (" and on its cascades' pages." if source.study else ".")
             )
             return main
         Plain(f"{len(labels)} runs under {source.root.name}/", style="font-weight: bold")
@@ -201,7 +224,9 @@ def Experiment(source: Source) -> Any:
                     style="color: #666",
                 )
                 if i:
-                    shown = "; ".join(f"{k}={v}" for k, v in list(diff.items())[:SHOWN_OVERRIDES])
+                    shown = "; ".join(
+                        f"{k}={shown_path(v, source.root)}" for k, v in list(diff.items())[:SHOWN_OVERRIDES]
+                    )
                     more = len(diff) - SHOWN_OVERRIDES
                     shown = (shown + (f"; and {more} more" if more > 0 else "")) or "same config as the first run"
                     Say(f"differs from the first run: {shown}", tag="div", classes="overrides")

@@ -23,13 +23,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import duckdb
 
-from socium.errors import UsageError
+from socium.errors import SociumError, UsageError
+from socium.explore.clock import StepClock
 from socium.explore.files import experiment_files
-from socium.trace.queries.explore import overview
+from socium.explore.studies import Study, open_study
+from socium.trace.queries.explore import committed_steps, count_timeline, overview, timeline
 from socium.trace.store import open_trace
 
 T = TypeVar("T")
@@ -44,6 +46,10 @@ IDLE_S = 3.0
 lock would refuse ``socium run --resume`` while it is open; reopening costs milliseconds)."""
 
 
+MEMO = 8
+"""Answers :meth:`Source.memo` keeps (an agents list sorted by a measure: 10^5 ids, a few MB)."""
+WARM_ROWS = 20
+"""Rows the warm-up asks for: the first page's (:data:`socium.explore.widgets.ROWS`)."""
 FINISH_WAIT_S = 30.0
 """Seconds a live run's page waits, between the writer letting go and the file being opened, for the latter."""
 
@@ -73,9 +79,12 @@ class Source:
     _reaper: threading.Thread | None = None
     files: list[str] = field(default_factory=list)
     """The experiment's own report and results files (:func:`socium.explore.files.experiment_files`)."""
+    study: Study | None = None
+    """An emulator-only study (a forecast folder, a counterfactual experiment): its cascades have pages."""
     finished: str | None = None
     """A live run that has ended: how ("exit status 0"); its pages then read the finished trace."""
     _finished: threading.Event = field(default_factory=threading.Event)
+    _memo: dict[tuple[Any, ...], Any] = field(default_factory=dict)
 
     @classmethod
     def live(cls, con: duckdb.DuckDBPyConnection, run_dir: str | Path, steps: int) -> Source:
@@ -179,7 +188,54 @@ class Source:
         if not 0 <= index < len(labels):
             raise UsageError(f"no run {index} here: runs are numbered 0 to {len(labels) - 1}")
         bare = RunView(self, labels[index], index)
-        return RunView(self, labels[index], index, bare(overview)["preset"])
+        info = bare(overview)
+        return RunView(self, labels[index], index, info["preset"], StepClock.of(info["config"]))
+
+    def version(self, label: str) -> tuple[Any, ...]:
+        """What changes when run ``label``'s trace does: a live run's committed steps; else its files' sizes
+        and times (a finished run may be resumed once the explorer lets go of it)."""
+        if self.is_live and self.finished is None:
+            with self.cursor(label) as cur:
+                return ("live", committed_steps(cur))
+        out: list[Any] = []
+        for name in (TRACE, TRACE + ".wal"):
+            try:
+                st = (self.runs[label] / name).stat()
+                out += [st.st_size, st.st_mtime_ns]
+            except OSError:
+                out += [None, None]
+        return tuple(out)
+
+    def memo(self, label: str, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        """``compute()`` for run ``label`` once per version of its trace (:meth:`version`): what a page
+        pages through but costs a scan to build (a sorted agents list), kept for its next pages. At most
+        :data:`MEMO` answers are kept."""
+        k = (label, self.version(label), *key)
+        with self._lock:
+            if k in self._memo:
+                return cast(T, self._memo[k])
+        got = compute()
+        with self._lock:
+            self._memo[k] = got
+            while len(self._memo) > MEMO:
+                self._memo.pop(next(iter(self._memo)))
+        return got
+
+    def warm(self) -> None:
+        """Run the first page's queries once, so the first browser does not wait for DuckDB's first query in
+        this process (loading its catalog and JSON functions: 0.4-0.6 s at load 20, then 0.02 s); called from
+        a thread while the browser still loads Solara's scripts (2-3 s). A trace that cannot be read is left
+        to the page, which says why."""
+        try:
+            if self.runs and not self.is_experiment:
+                run = self.view(0)
+                run(timeline, limit=WARM_ROWS)
+                run(count_timeline)
+            else:
+                for i in range(min(len(self.runs), WARM_ROWS)):
+                    self.view(i)
+        except (SociumError, duckdb.Error):
+            return
 
     def close(self) -> None:
         self.detach()
@@ -223,7 +279,7 @@ def open_source(path: str | Path) -> Source:
         raise UsageError(
             f"{path}: no run here (no {TRACE} at or below it, {MAX_DEPTH} levels deep) and no experiment results"
         )
-    return Source(root, runs, files=files)
+    return Source(root, runs, files=files, study=open_study(root))
 
 
 def flat(config: Any, prefix: str = "") -> dict[str, Any]:
@@ -253,10 +309,20 @@ class RunView:
     label: str
     index: int
     preset: str | None = None
+    clock: StepClock = field(default_factory=StepClock)
+    """When each step happened (:meth:`when` labels a step with it)."""
 
     @property
     def base(self) -> str:
         return f"/run/{self.index}"
+
+    def when(self, step: int | None) -> str:
+        """A step as the pages label it: ``step 3 · day 1 12:00`` (simulated time)."""
+        return self.clock.label(step)
+
+    def memo(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        """:meth:`Source.memo` for this run."""
+        return self.source.memo(self.label, key, compute)
 
     def __call__(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         with self.source.cursor(self.label) as cur:

@@ -94,7 +94,7 @@ def PostCard(post: PostView, run: RunView) -> Any:
     with vue.Html(tag="div", class_="post", style_=CARD, attributes=attrs(post=post.post_id, kind=post.kind)) as main:
         with vue.Html(tag="div", class_="post-head"):
             Go(f"{base}/agent/{post.author}", who(post.username, post.author, preset), "author")
-            Plain(f" {VERB.get(post.kind, post.kind)} · step {post.step} · ", grey)
+            Plain(f" {VERB.get(post.kind, post.kind)} · {run.when(post.step)} · ", grey)
             Go(f"{base}/post/{post.post_id}", f"post {post.post_id}", "post-link")
             for label in post.labels:
                 Plain(f" {label} ", "background: #fde68a; padding: 0 4px; border-radius: 3px; margin-left: 4px")

@@ -14,20 +14,54 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from socium.core import actions as A
-from socium.platform.posts import COMMENT, ORIGINAL, QUOTE, REPOST
+from socium.platform.events import StepEvents
+from socium.platform.graph import FollowIndex
+from socium.platform.marks import ModerationMarks
+from socium.platform.posts import COMMENT, ORIGINAL, QUOTE, REPOST, PostTable
 from socium.platform.text import clean_text
 
-if TYPE_CHECKING:
-    from socium.platform.state import PlatformState
+
+class PlatformState(Protocol):
+    """What the rules read and change of :class:`socium.platform.state.PlatformState`: named here so the
+    rules need not import the state that dispatches to them (the two would be one import circle)."""
+
+    n_users: int
+    max_post_chars: int
+    allow_self_rating: bool
+    step: int
+    posts: PostTable
+    follows: FollowIndex
+    mod: ModerationMarks
+    events: StepEvents
+    likes: set[tuple[int, int]]
+    dislikes: set[tuple[int, int]]
+    reposted: set[tuple[int, int]]
+    reported: set[tuple[int, int]]
+    mutes: dict[int, set[int]]
+    blocks: dict[int, set[int]]
+    dismissed: dict[int, set[int]]
+    comments_of: dict[int, list[int]]
+    groups: list[tuple[str, set[int]]]
+    group_log: list[deque[tuple[int, int, str]]]
+    member_of: dict[int, set[int]]
+    joined: np.ndarray | None
+
+    def hidden(self, post: int) -> bool: ...
+    def muted(self, user: int) -> set[int]: ...
+    def new_post(self, agent: int, kind: int, parent: int, root: int, raw: str) -> A.Outcome: ...
+    def search_posts(self, query: str) -> list[int]: ...
+    def search_user(self, query: str) -> list[int]: ...
+    def trend(self, k: int | None = None) -> list[int]: ...
+
 
 GROUP_HISTORY = 50  # messages kept per group for observations; the trace keeps all of them
 
-Rule = Callable[["PlatformState", int, Any], A.Outcome]
+Rule = Callable[[PlatformState, int, Any], A.Outcome]
 RULES: dict[type[A.ActionBase], Rule] = {}
 """The platform's rule for each action class (registered by :func:`rule`), so :meth:`PlatformState.apply`
 dispatches on the class, never on a name."""

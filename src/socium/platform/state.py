@@ -11,12 +11,12 @@ import re
 from array import array
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from socium.core import actions as A
 from socium.platform.adopters import Adopters
+from socium.platform.events import StepEvents
 from socium.platform.graph import FollowIndex
 from socium.platform.marks import ModerationMarks
 from socium.platform.posts import COMMENT, ORIGINAL, QUOTE, PostTable
@@ -28,20 +28,6 @@ _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 def _tokens(text: str) -> set[str]:
     return {t for t in _TOKEN.findall(text.lower()) if len(t) > 1}
-
-
-@dataclass
-class StepEvents:
-    """What changed during the current step, drained by the simulator into the trace."""
-
-    post_flags: dict[int, tuple[bool, bool]] = field(default_factory=dict)
-    follows: list[tuple[int, int, int]] = field(default_factory=list)  # (src, dst, +1 follow / -1 unfollow)
-    groups: list[tuple[int, int, str]] = field(default_factory=list)  # (group_id, creator, name)
-    group_messages: list[tuple[int, int, str]] = field(default_factory=list)  # (group_id, author, text)
-    likes: list[tuple[int, int]] = field(
-        default_factory=list
-    )  # (user, post) up-votes, so recommenders learn incrementally
-    first_post: int = 0
 
 
 class PlatformState:

@@ -66,6 +66,15 @@ def key_score(keys: np.ndarray) -> np.ndarray:
     return bits.view(np.float32)
 
 
+def _scaled(data: np.ndarray, rows: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """``data[rows] * scale[:, None]``, skipping the product where every scale is 1 (no recency decay,
+    as ``foryou``'s retrieval asks): x * 1 is x to the bit, and the pass over the gathered vectors
+    costs as much as the gather."""
+    out = data[rows]
+    same_type = np.result_type(out, scale) == out.dtype
+    return out if same_type and bool(np.all(scale == 1)) else out * scale[:, None]
+
+
 def _top_keys(keys: np.ndarray, t: int) -> np.ndarray:
     """The ``t`` largest keys of each row, unordered (all of them if the row is shorter)."""
     n = keys.shape[1]
@@ -95,7 +104,7 @@ def exact_top(
     n_u, n_p = len(u), len(rows)
     if n_p == 0 or n_u == 0:
         return np.full((n_u, t), -1, np.int64)
-    pt = np.ascontiguousarray((data[rows] * scale[:, None]).T)
+    pt = np.ascontiguousarray(_scaled(data, rows, scale).T)
     pos = np.arange(n_p, dtype=np.uint64)[None, :]
     step = max(1, chunk_elems // n_p)
     starts = list(range(0, n_u, step))
@@ -105,7 +114,7 @@ def exact_top(
         s += bias
         return _top_keys(sort_keys(s, pos), t)
 
-    with _single_threaded_blas():  # one chunk per thread: no BLAS thread team spinning on a busy machine
+    with single_threaded_blas():  # one chunk per thread: no BLAS thread team spinning on a busy machine
         workers = min(_cpus(), len(starts), 8)
         if workers <= 1:
             parts = [one(lo) for lo in starts]
@@ -178,7 +187,7 @@ def ivf_top(
     u_lo = np.searchsorted(probe.ravel()[by_cl], np.arange(n_c + 1))
     p_order = np.argsort(clusters, kind="stable")  # candidates grouped by cluster, ascending within
     p_lo = np.searchsorted(clusters[p_order], np.arange(n_c + 1))
-    p_sorted = data[rows[p_order]] * scale[p_order, None]
+    p_sorted = _scaled(data, rows[p_order], scale[p_order])
     b_sorted = bias[p_order]
     pos_sorted = p_order.astype(np.uint64)
     buf = np.zeros((n_u, nprobe, t), dtype=np.uint64)  # 0 = empty slot
@@ -194,7 +203,7 @@ def ivf_top(
 
     todo = np.flatnonzero((np.diff(u_lo) > 0) & (np.diff(p_lo) > 0)).tolist()
     workers = max(1, min(_cpus(), len(todo) // 8, 8)) if threads is None else max(1, threads)
-    with _single_threaded_blas():  # many small products: a BLAS thread team per product only spins
+    with single_threaded_blas():  # many small products: a BLAS thread team per product only spins
         if workers == 1:
             run(todo)
         else:
@@ -210,7 +219,7 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _single_threaded_blas() -> Any:
+def single_threaded_blas() -> Any:
     """Limit BLAS to one thread per call (threadpoolctl); parallelism comes from our own threads."""
     try:
         from threadpoolctl import threadpool_limits

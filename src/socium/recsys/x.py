@@ -255,12 +255,20 @@ class XRecommender:
             feeds.append(Feed(tuple(post_ids), tuple(sources)))
         return feeds
 
-    def out_of_network(self, state: PlatformState, users: np.ndarray, step: int, t: int) -> list[np.ndarray]:
+    def out_of_network(
+        self,
+        state: PlatformState,
+        users: np.ndarray,
+        step: int,
+        t: int,
+        pairs: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> list[np.ndarray]:
         """Each user's best ``t`` out-of-network post ids (about ``t - 16`` when many authors are
-        excluded), by this recommender's out-of-network score: the retrieval the ``foryou`` feed reuses."""
+        excluded), by this recommender's out-of-network score: the retrieval the ``foryou`` feed reuses.
+        ``pairs``: ``followee_pairs(state, users)`` when the caller already has them."""
         users = np.asarray(users, dtype=np.int64)
         self._catch_up(state)
-        owner, fol = followee_pairs(state, users)
+        owner, fol = followee_pairs(state, users) if pairs is None else pairs
         return self._out_of_network(state, users, owner, fol, step, t + _SLACK)
 
     # ---- introspection (tests, benchmarks, notebooks) -----------------------------------------

@@ -18,15 +18,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from socium.core.contracts import Decision, Observation
 from socium.core.policy import Policy, PolicyCapabilities, capabilities_of
-from socium.errors import SociumError
 from socium.simulator.deciding import adecide_all, decide_sync
 
 if TYPE_CHECKING:
     from socium.config.executor import ExecutorConfig
-
-
-class ExecutorError(SociumError):
-    """A shard could not be computed even after re-creating its actor (the Ray executor)."""
 
 
 class Executor(Protocol):

@@ -40,8 +40,8 @@ import ray
 
 from socium.core.contracts import Decision
 from socium.core.policy import Policy, capabilities_of
+from socium.errors import ExecutorError
 from socium.simulator.deciding import adecide_all, decide_sync
-from socium.simulator.executors import ExecutorError
 from socium.simulator.ray_wire import pack_decisions, unpack_observations
 from socium.simulator.step_gc import step_gc
 

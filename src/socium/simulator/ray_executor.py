@@ -56,7 +56,7 @@ from ray.exceptions import RayActorError
 from socium.config.executor import ExecutorConfig
 from socium.core.contracts import Decision, Observation
 from socium.core.policy import Policy, PolicyCapabilities, capabilities_of
-from socium.simulator.executors import ExecutorError
+from socium.errors import ExecutorError
 from socium.simulator.ray_actor import ActorContext, RemoteShardActor, ShardAnswer, shard_urls
 from socium.simulator.ray_start import start_ray
 from socium.simulator.ray_wire import pack_observations, unpack_decisions

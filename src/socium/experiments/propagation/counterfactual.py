@@ -98,6 +98,7 @@ def counterfactual_cascade(
     spec: CounterfactualSpec,
     rng: np.random.Generator,
     real_scale: NDArray[np.float64] | None = None,
+    quantiles: tuple[float, ...] = (),
 ) -> dict[str, Any]:
     """Per-replica reach of the conditioned forecast (arm ``none``) and of every strategy at every action minute.
 
@@ -106,6 +107,8 @@ def counterfactual_cascade(
     share of the still-to-come reach an arm averts), the mean scale curve per arm (folded into the pooled
     curves by :func:`counterfactual_summary`), the observed count, and ``oracle``: each arm applied with the
     same draws to the real cascade's actual times (its reach at minute ``minutes - 1`` per replica).
+    With ``quantiles`` each arm also carries ``quantiles``: those quantiles of its replicas' scale per minute
+    (``socium forecast`` writes them to curves.parquet, so each arm of each cascade can be drawn as a fan).
     """
     times = replica_times(c, tp, casc_sd, m, runs, rng, True)
     n = len(c.parent)
@@ -140,6 +143,8 @@ def counterfactual_cascade(
             "eventual": (t < NEVER).sum(1).astype(int).tolist(),
             "curve": scale.mean(0).round(2).tolist(),
         }
+        if quantiles:
+            out["arms"][key]["quantiles"] = np.quantile(scale, quantiles, axis=0)
     return out
 
 

@@ -16,8 +16,9 @@ cannot be forecast by this model (docs/validation.md, 3e).
 Outputs under ``--out``: ``results.json`` (settings, the fit's summary, the transfer check, per observe
 minute the measures with intervals), ``cascades.parquet`` (one row per cascade, observe minute and model)
 and ``curves.parquet`` (per minute: the mean and the 5/25/50/75/95% predictive quantiles beside the real
-curve). Everything is computed before anything is written, and the three files are written to temporary
-names and renamed, so a failure leaves no half result.
+curve; with ``--counterfactual`` also each arm's scale curve, model ``arm:<strategy>@<minute>``). Everything
+is computed before anything is written, and the three files are written to temporary names and renamed, so a
+failure leaves no half result.
 """
 
 from __future__ import annotations
@@ -175,9 +176,32 @@ class _CascadeJob:
         if st.counterfactual is not None:
             cf_rng = component_rng(st.seed, COUNTERFACTUAL_TOOL_PURPOSE, m, key)
             cf = counterfactual_cascade(
-                arrays, self.tp, self.sigma, m, st.replicas, H, st.counterfactual, cf_rng, real["scale"]
+                arrays, self.tp, self.sigma, m, st.replicas, H, st.counterfactual, cf_rng, real["scale"], QUANTILES
             )
+            _arm_rows(cid, m, cf, real["scale"], cols)
         return scores, cols, cf
+
+
+ARM_PREFIX = "arm:"
+"""curves.parquet's ``model`` of a counterfactual arm's rows: ``arm:none`` (the conditioned replicas, no
+intervention) and ``arm:<strategy>@<act minute>``; only the ``scale`` curve, mean and quantiles over replicas."""
+
+
+def _arm_rows(cid: str, m: int, cf: dict[str, Any], real: np.ndarray, out: dict[str, list[np.ndarray]]) -> None:
+    """Each counterfactual arm's scale curve as curves.parquet rows (its per-minute quantiles leave ``cf``:
+    results.json keeps the pooled curves only)."""
+    minutes = len(real)
+    for key, arm in cf["arms"].items():
+        q = arm.pop("quantiles")
+        out["cascade_id"].append(np.full(minutes, cid, dtype=object))
+        out["observe_minutes"].append(np.full(minutes, m, np.int32))
+        out["model"].append(np.full(minutes, ARM_PREFIX + key, dtype=object))
+        out["curve"].append(np.full(minutes, "scale", dtype=object))
+        out["minute"].append(np.arange(minutes, dtype=np.int32))
+        out["mean"].append(np.asarray(arm["curve"], float))
+        out["real"].append(np.asarray(real, float))
+        for j, qq in enumerate(QUANTILES):
+            out[f"q{int(qq * 100):02d}"].append(np.asarray(q[j], float))
 
 
 _CURVE_COLUMNS = (
@@ -227,6 +251,14 @@ def forecast_cascades(
             "NOTE: the fit's intervals are not calibrated (dispersion 1: the replicas' own spread, which covered "
             "18-39% of held-out Twitter15 final sizes at 50-90%); refit with `socium fit propagation "
             "--calibrate-intervals` before reading coverage as a property of the forecast"
+        )
+    elif fit.dispersion_window and any(
+        fit.dispersion_window != (m, H) for m in settings.observe_minutes
+    ):  # an interval width chosen for another window is not a calibration of this one
+        log(
+            f"NOTE: the fit's intervals were calibrated for observe minute {fit.dispersion_window[0]}, horizon "
+            f"{fit.dispersion_window[1]} min; this forecast uses {list(settings.observe_minutes)}, {H}: coverage "
+            "here is not calibrated (refit with --calibrate-observe-minutes / --calibrate-horizon-minutes)"
         )
     qcols = [f"q{int(q * 100):02d}" for q in QUANTILES]
     curve_cols: dict[str, list[np.ndarray]] = {k: [] for k in _CURVE_COLUMNS}

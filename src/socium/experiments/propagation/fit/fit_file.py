@@ -95,12 +95,15 @@ def fit_cascades(
     families: Sequence[str] = FAMILIES,
     root_effects: bool = True,
     calibrate: bool = False,
+    calibrate_window: tuple[int, int] = (10, 150),
     log: Callable[[str], None] = lambda s: None,
 ) -> dict[str, Any]:
     """Fit the timing layer on ``trees`` and return the self-contained fit file's dict (format 2).
 
     ``calibrate``: also choose the intervals' dispersion by 5-fold CV on these same training cascades
-    (:func:`~socium.experiments.propagation.fit.dispersion.calibrate_dispersion`; five more fits); else 1."""
+    (:func:`~socium.experiments.propagation.fit.dispersion.calibrate_dispersion`; five more fits); else 1.
+    ``calibrate_window``: (observe minute, horizon minutes) the CV forecasts at; the intervals are calibrated
+    for that window only (Twitter15: 10 / 150; Weibo's CED: 60 / 1440, docs/results.md)."""
     res = fit_timing(
         list(trees.values()),
         families=families,
@@ -133,7 +136,16 @@ def fit_cascades(
             calibrate_dispersion,
         )  # lazy: imports the CV, only when asked
 
-        cal = calibrate_dispersion(trees, seed=seed, families=families, root_effects=root_effects, log=log)
+        m, horizon = calibrate_window
+        cal = calibrate_dispersion(
+            trees,
+            seed=seed,
+            observe_minutes=m,
+            horizon_minutes=horizon,
+            families=families,
+            root_effects=root_effects,
+            log=log,
+        )
         head["dispersion"], head["dispersion_cv"] = cal["dispersion"], cal
         head["dispersion_sd"] = cal["dispersion_sd"]
     return {**head, **{k: v for k, v in res.items() if k != "timing"}}
@@ -149,6 +161,8 @@ class Fit:
     dispersion: float = 1.0
     dispersion_sd: tuple[float, float] = (0.0, 0.0)
     """(floor, per_node) of the log-growth sd added to the intervals (:func:`predictive.prefix_sd`)."""
+    dispersion_window: tuple[int, int] | None = None
+    """(observe minute, horizon) the dispersion was chosen at in CV; None when not calibrated (or unknown)."""
     training_ids: list[str] = field(default_factory=list)
     training_digest: str | None = None
     training_stats: dict[str, list[float]] | None = None
@@ -231,6 +245,8 @@ def load_fit(path: str | Path, *, cascade_sigma: float | None = None) -> Fit:
         _number(sd.get("per_node", 0.0), f"{p}: dispersion_sd.per_node"),
     )
     training: dict[str, Any] = data["training"] if isinstance(data.get("training"), dict) else {}
+    cal: dict[str, Any] = data["dispersion_cv"] if isinstance(data.get("dispersion_cv"), dict) else {}
+    m, horizon = cal.get("observe_minutes"), cal.get("horizon_minutes")
     legacy = (timing.get("meta") or {}).get("training") or {}
     return Fit(
         path=str(p),
@@ -238,6 +254,7 @@ def load_fit(path: str | Path, *, cascade_sigma: float | None = None) -> Fit:
         cascade_sigma=sigma,
         dispersion=_number(data.get("dispersion", 1.0), f"{p}: dispersion"),
         dispersion_sd=dispersion_sd,
+        dispersion_window=(m, horizon) if isinstance(m, int) and isinstance(horizon, int) else None,
         training_ids=[str(i) for i in training.get("ids") or legacy.get("ids") or []],
         training_digest=training.get("digest"),
         training_stats=training.get("stats"),
