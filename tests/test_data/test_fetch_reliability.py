@@ -202,16 +202,28 @@ def test_a_trickling_mirror_is_stopped_by_the_deadline(mirror) -> None:
     assert "\n" not in str(exc.value) and leftovers(root) == []
 
 
+def _as_a_terminal_starts_it() -> None:
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_a_fetch_at_once_with_one_line(mirror) -> None:
     _, reg, root = mirror
     f = reg["sotopia"].files[0]
     Handler.overrides[url_path(f)] = "stall"
     Handler.release.clear()
+    # What this process passes on to a child (an ignored or blocked SIGINT survives exec) is the test
+    # harness's, not a user's shell's: the fetch starts as a terminal starts it, and the failure message
+    # names the harness's state, so a hang can be told apart from an inherited mask.
+    harness = (
+        f"harness SIGINT: {signal.getsignal(signal.SIGINT)!r}, blocked: {signal.pthread_sigmask(signal.SIG_BLOCK, [])}"
+    )
     proc = subprocess.Popen(
         [sys.executable, "-m", "socium.cli", "data", "fetch", "sotopia"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_as_a_terminal_starts_it,
     )
     folder = (root / f.dest).parent
     try:
@@ -229,7 +241,7 @@ def test_ctrl_c_stops_a_fetch_at_once_with_one_line(mirror) -> None:
             proc.kill()
     # the server stalls for 30 s before it drops the connection: ending well before that is Ctrl-C's doing, not
     # the stall's end (loose, so that a loaded machine's slow exit passes)
-    assert took < 20, f"Ctrl-C took {took:.1f} s"
+    assert took < 20, f"Ctrl-C took {took:.1f} s ({harness}); stderr: {err[-2000:]}"
     assert proc.returncode == 130
     assert _one_error_line(err).startswith("error: interrupted") and "Traceback" not in out + err
     assert not (root / f.dest).exists() and leftovers(root) == []
