@@ -202,6 +202,24 @@ def test_a_trickling_mirror_is_stopped_by_the_deadline(mirror) -> None:
     assert "\n" not in str(exc.value) and leftovers(root) == []
 
 
+def test_a_fetch_started_with_ctrl_c_ignored_keeps_it_ignored() -> None:
+    """`cmd &` in a non-interactive shell starts a program with SIGINT ignored; the fetch must not take that back
+    (CI's xdist workers run this way: a fetch they start ignored Ctrl-C, and must)."""
+    harness = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    watch = download.Watch(60)
+    try:
+        with fetch_module._cancel_on_sigint(watch):
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        with fetch_module._cancel_on_sigint(watch):
+            assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler  # cancels first, then raises
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        watch.close()
+        signal.signal(signal.SIGINT, harness)
+
+
 def _as_a_terminal_starts_it() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
     signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -275,16 +293,19 @@ def test_a_ctrl_c_whose_exception_is_lost_still_stops_the_fetch(mirror) -> None:
     # a bound for the code before the fix: the stall ends (and the fetch fails, not interrupted) after 10 s
     releaser = threading.Timer(10, Handler.release.set)
     Handler.hits.clear()
+    # as a terminal starts a process (a pytest-xdist worker may hold SIGINT ignored, which the fetch keeps)
+    harness = signal.signal(signal.SIGINT, signal.default_int_handler)
     helper.start()
     releaser.start()
     try:
         with pytest.raises(FetchInterrupted):
             fetch(["sotopia"], **QUIET)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the fetch's handler is gone
     finally:
+        signal.signal(signal.SIGINT, harness)
         releaser.cancel()
         Handler.release.set()
         helper.join(60)
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the fetch's handler is gone
     assert not (root / f.dest).exists() and leftovers(root) == []
 
 

@@ -357,7 +357,8 @@ def _cancel_on_sigint(watch: Watch) -> Iterator[None]:
     exception loses nothing: the workers stop at once and the main thread's waits poll ``watch.reason``.
     While the workers run (``watch.polled``) it raises nothing: the wait raises the KeyboardInterrupt
     itself, never from inside a lock's acquire or release. The previous handler is put back at the first
-    Ctrl-C, so a second one stops at once. Outside the main thread nothing changes.
+    Ctrl-C, so a second one stops at once. Outside the main thread, or where SIGINT is ignored (as the
+    process was started), nothing changes.
     """
 
     def handler(signum: int, frame: Any) -> None:
@@ -368,6 +369,9 @@ def _cancel_on_sigint(watch: Watch) -> Iterator[None]:
         if not watch.polled:
             raise KeyboardInterrupt
 
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started with Ctrl-C ignored (e.g. `cmd &` in sh):
+        yield  # so it stays; a POSIX program does not take back what its parent chose to ignore
+        return
     try:
         previous = signal.signal(signal.SIGINT, handler) or signal.default_int_handler  # None: set from C
     except ValueError:  # not the main thread: signals cannot be handled here
