@@ -350,11 +350,11 @@ def _cancel_on_sigint(watch: Watch) -> Iterator[None]:
     """While the fetch runs, Ctrl-C cancels the watch itself, then raises ``KeyboardInterrupt`` as usual.
 
     Why: Python's default handler only raises, in the main thread, wherever it happens to be; everything
-    else hung on that exception reaching ``_run_all``. Raised inside a finalizer (e.g. ``SocketIO.close``
-    of a worker's dropped response, run by a garbage collection the main thread's wait happened to trigger)
-    it is printed as "Exception ignored" and lost: nothing was cancelled and the fetch waited out the
-    stalled read (once in 7 runs under load 12: 31 s). Cancelling in the handler first means a lost
-    exception loses nothing: the workers stop at once and the main thread's waits poll ``watch.reason``.
+    else hung on that exception reaching ``_run_all``. Raised inside a finalizer it would be printed as
+    "Exception ignored" and lost, and the fetch would wait out a stalled read. (The 30 s stops seen in CI
+    had another cause: the test harness's worker held SIGINT ignored, which its child inherited; see the
+    SIG_IGN rule below.) Cancelling in the handler first means a lost exception loses nothing: the workers
+    stop at once and the main thread's waits poll ``watch.reason``.
     While the workers run (``watch.polled``) it raises nothing: the wait raises the KeyboardInterrupt
     itself, never from inside a lock's acquire or release. The previous handler is put back at the first
     Ctrl-C, so a second one stops at once. Outside the main thread, or where SIGINT is ignored (as the
