@@ -291,9 +291,13 @@ def test_run_with_explore_is_watched_live_and_writes_the_same_trace(tmp_path: Pa
             deadline = time.monotonic() + 180
             state = ""
             while time.monotonic() < deadline:
-                state = live.get_attribute("data-state") or ""
-                counts.append(int(live.get_attribute("data-committed") or -1))
-                assert int(live.get_attribute("data-planned") or -1) == 5
+                # the marker is re-rendered as each step lands (and the page with it while "follow" is on): wait
+                # for it up to the deadline, then read its attributes in one call, never from a vanished node
+                live.wait_for(timeout=max(1.0, deadline - time.monotonic()) * 1000)
+                marks = live.evaluate("e => ['state', 'committed', 'planned'].map(k => e.getAttribute('data-' + k))")
+                state = marks[0] or ""
+                counts.append(int(marks[1] or -1))
+                assert int(marks[2] or -1) == 5
                 if state == "finished":
                     break
                 time.sleep(0.3)
