@@ -15,23 +15,7 @@ from socium import forecast as fc
 from socium.experiments.propagation.counterfactual import CounterfactualSpec
 from socium.explore.files import experiment_files, shown_path
 from socium.explore.studies import QCOLS, open_study
-
-
-def _csv(path: Path, n: int, seed: int) -> Path:
-    """``n`` random reshare trees in socium's cascade row format (times lognormal after the parent's)."""
-    rng = np.random.default_rng(seed)
-    lines = ["cascade_id,node_id,parent_id,user_id,time_s"]
-    for c in range(n):
-        t = [0.0]
-        lines.append(f"k{seed}-{c},0,,a{c % 3},0")
-        g = rng.normal(0, 0.6)
-        for j in range(1, int(rng.integers(15, 40))):
-            p = int(rng.integers(0, j))
-            t.append(t[p] + float(np.exp(rng.normal(1.2 + g, 1.0))))
-            lines.append(f"k{seed}-{c},{j},{p},u{seed}-{c}-{j},{t[j] * 60:.2f}")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
+from socium.testing.cascades import write_cascade_csv
 
 ARMS = {"act_minutes": [10, 20], "bootstrap": 20, "strategies": {"remove": {"remove": True}, "label": {"label": True}}}
 
@@ -41,9 +25,9 @@ def forecast_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny forecast (4 cascades, observed for 5 and 10 minutes, 60-minute horizon) with two arms at two
     minutes, and a report figure."""
     tmp = tmp_path_factory.mktemp("study")
-    train = fc.load_cascades(_csv(tmp / "train.csv", 12, 0))
+    train = fc.load_cascades(write_cascade_csv(tmp / "train.csv", 12, 0))
     fit = fc.load_fit(fc.write_fit_file(fc.fit(train, families=["lognormal"]), tmp / "fit.json"))
-    test = fc.load_cascades(_csv(tmp / "test.csv", 4, 1))
+    test = fc.load_cascades(write_cascade_csv(tmp / "test.csv", 4, 1))
     res = fc.forecast(
         fit, test, observe_minutes=[5, 10], horizon_minutes=60, replicas=16, baselines=["null"],
         counterfactual=CounterfactualSpec.model_validate(ARMS),
