@@ -32,17 +32,7 @@ def propagation_cv(rep: Report, res: dict[str, Any]) -> list[Path]:
     s = res["summary"]
     models = [m for m in cv["models"] if m in s]
     if models:  # cv.models: [] runs only the forecast (and its counterfactual): no simulator scores to show
-        rep.table(
-            ReportTable(
-                "Mean NRMSE on held-out cascades [95% CI]",
-                ["model", "n", *P.CURVE_TITLES],
-                [
-                    [m, str(s[m]["n"]), *(f"{fmt(s[m]['nrmse'][k])} {fmt(s[m]['ci95'][k])}" for k in P.CURVE_TITLES)]
-                    for m in models
-                ],
-                summary=True,
-            )
-        )
+        _nrmse_table(rep, "Mean NRMSE on held-out cascades [95% CI]", s, models)
     rep.series["nrmse"] = {m: s[m]["nrmse"] for m in models}
     if "forecast" in s:
         _forecast_table(rep, s["forecast"], res["minutes"])
@@ -153,19 +143,18 @@ def propagation_transfer(rep: Report, res: dict[str, Any]) -> list[Path]:
     if res.get("population_warning"):
         rep.note(f"WARNING: {res['population_warning']}")
     models = [m for m in s if isinstance(s[m], dict) and "nrmse" in s[m]]
-    rep.table(
-        ReportTable(
-            "Mean NRMSE of the saved fit [95% CI over cascades]",
-            ["model", "n", *P.CURVE_TITLES],
-            [
-                [m, str(s[m]["n"]), *(f"{fmt(s[m]['nrmse'][k])} {fmt(s[m]['ci95'][k])}" for k in P.CURVE_TITLES)]
-                for m in models
-            ],
-            summary=True,
-        )
-    )
+    _nrmse_table(rep, "Mean NRMSE of the saved fit [95% CI over cascades]", s, models)
     rep.series["nrmse"] = {m: s[m]["nrmse"] for m in models}
     return []
+
+
+def _nrmse_table(rep: Report, title: str, s: dict[str, Any], models: list[str]) -> None:
+    """One row per model: n and each curve's mean NRMSE with its interval (the CV's and the saved fit's)."""
+    rows = [
+        [m, str(s[m]["n"]), *(f"{fmt(s[m]['nrmse'][k])} {fmt(s[m]['ci95'][k])}" for k in P.CURVE_TITLES)]
+        for m in models
+    ]
+    rep.table(ReportTable(title, ["model", "n", *P.CURVE_TITLES], rows, summary=True))
 
 
 def propagation(rep: Report, res: dict[str, Any]) -> list[Path]:
