@@ -50,6 +50,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import slot_timeline  # this script's folder is on sys.path
+
 HERE = Path(__file__).resolve()
 
 #: Driver CPU components: the first rule matching a frame, walking from the innermost frame out.
@@ -113,10 +115,11 @@ def _cpu_s(pid: int) -> float:
 
 
 def _start_server(delay: float, batch_limit: int | None = None) -> tuple[subprocess.Popen, str]:
-    """The fake server, always from this tree's sources (so ``--src`` trees meet the same server)."""
+    """The fake server, always from this tree's sources (so ``--src`` trees meet the same server); GPU-like
+    ones keep a timeline of their slots (``slot_timeline``)."""
     cmd = [sys.executable, "-m", "socium.testing.fault_server", "--port", "0", "--delay-s", str(delay)]
     if batch_limit:
-        cmd += ["--batch-limit", str(batch_limit)]
+        cmd += ["--batch-limit", str(batch_limit), "--timeline"]
     env = {**os.environ, "PYTHONPATH": str(HERE.parent.parent / "src")}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     line = proc.stdout.readline()  # type: ignore[union-attr]
@@ -145,11 +148,12 @@ def _tree_cpu(exclude: int) -> float:
     return total
 
 
-def _server_metrics(url: str) -> dict[str, float]:
-    """The fake server's counters (``GET /metrics``: busy slot-seconds, idle seconds, its clock)."""
+def _server_metrics(url: str, what: str = "metrics") -> Any:
+    """The fake server's counters (``GET /metrics``: busy slot-seconds, idle seconds, its clock) or its
+    requests' slot times since the last read (``GET /timeline``)."""
     import urllib.request
 
-    with urllib.request.urlopen(f"{url}/metrics", timeout=30) as r:  # loopback only
+    with urllib.request.urlopen(f"{url}/{what}", timeout=30) as r:  # loopback only
         return json.loads(r.read())
 
 
@@ -257,13 +261,19 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             phase: list[float] = []
             idle: list[float] = []  # per LLM phase: the server's idle share (GET /metrics), GPU-like rows
             occupied: list[float] = []  # per LLM phase: busy slot-time over batch x wall
+            slots: list[dict[str, Any]] = []  # per LLM phase: where the slot time went (slot_timeline)
 
             def timed(observations):  # type: ignore[no-untyped-def]
                 m0 = _server_metrics(url) if spec.get("batch_limit") else None
-                t = time.perf_counter()
+                if m0 is not None:
+                    _server_metrics(url, "timeline")  # empty it: only this phase's requests
+                t, mt = time.perf_counter(), time.monotonic()
                 out = inner(observations)
                 phase.append(time.perf_counter() - t)
+                mt1 = time.monotonic()
                 if m0 is not None:
+                    tl = _server_metrics(url, "timeline")["requests"]
+                    slots.append(slot_timeline.decompose([tuple(r) for r in tl], mt, mt1, spec["batch_limit"]))
                     m1 = _server_metrics(url)
                     span = max(1e-9, m1["monotonic"] - m0["monotonic"])
                     idle.append((m1["idle_s"] - m0["idle_s"]) / span)
@@ -347,9 +357,8 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         proc.kill()
     llm_s = sum(phase[p0:])
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the driver's peak (server: own process)
-    idle = idle[len(idle) - (spec["steps"] - 1) :] if idle else []  # the timed steps'
-    occupied = occupied[len(occupied) - (spec["steps"] - 1) :] if occupied else []
-    return {"step": acts / wall, "phase": acts / llm_s, "idle": idle, "occupied": occupied, "all_cpu_ms": 1e3 * (cpu + kids) / acts, "cpu_ms": 1e3 * cpu / acts, "server_ms": 1e3 * scpu / acts,
+    idle, occupied, slots = idle[p0:], occupied[p0:], slots[p0:]  # the timed steps' (a step's chunks each a phase)
+    return {"step": acts / wall, "phase": acts / llm_s, "idle": idle, "occupied": occupied, "slots": slots, "all_cpu_ms": 1e3 * (cpu + kids) / acts, "cpu_ms": 1e3 * cpu / acts, "server_ms": 1e3 * scpu / acts,
             "rss_mb": rss_mb, "acts": acts, "samples": samples, "phases": phases, "loop": _loop_kind(),
             "gc_us": [1e6 * c / acts for c in gc_cpu], "gc_n": gc_n}  # fmt: skip
 
@@ -433,6 +442,8 @@ def interleaved(trees: list[tuple[str, str]], a: argparse.Namespace) -> None:
                 if m.get("idle"):
                     share += "; server idle per LLM phase " + "/".join(f"{x:.0%}" for x in m["idle"])
                     share += ", slots busy " + "/".join(f"{x:.0%}" for x in m["occupied"])
+                if m.get("slots"):
+                    share += "; " + slot_timeline.summary(m["slots"])
                 if spec.get("executor"):
                     share += f"; driver + Ray processes CPU {m['all_cpu_ms']:.2f} ms/act"
                 print(f"  run {rep + 1} {name:<14} {label}: {m['step']:,.0f} act/s step, {m['phase']:,.0f} act/s "

@@ -118,9 +118,11 @@ class FakeOpenAIServer:
         hang_s: float = 3600.0,
         record: bool = True,
         batch_limit: int | None = None,
+        timeline: bool = False,
     ) -> None:
         """``batch_limit``: a GPU-like server (see :meth:`_decode`); None: every request answers after
-        ``delay_s`` however many are in flight (unbounded parallelism, the instant-server default)."""
+        ``delay_s`` however many are in flight (unbounded parallelism, the instant-server default).
+        ``timeline``: keep each request's (arrived, slot taken, slot freed) times for ``GET /timeline``."""
         if batch_limit is not None and batch_limit < 1:
             raise ValueError(f"batch_limit: must be at least 1, got {batch_limit}")
         self.batch_limit = batch_limit
@@ -129,6 +131,8 @@ class FakeOpenAIServer:
         self._since = time.monotonic()  # last change of _decoding
         self.busy_slot_s = 0.0  # integral of _decoding over time
         self.idle_s = 0.0  # time with nothing being answered, since start
+        # (arrived, slot taken, slot freed) per request, monotonic s; read and emptied by GET /timeline
+        self.timeline: list[tuple[float, float, float]] | None = [] if timeline else None
         self.responder: FakeResponder = responder or default_responder
         # Tests read ``requests``; a simulation on ``llm.backend: fake`` must not keep every body
         # (measured: the largest Python growth per step at 10^3 LLM agents in bench_scale.py).
@@ -273,18 +277,28 @@ class FakeOpenAIServer:
             "monotonic": self._since,
         }
 
-    async def _decode(self, delay: float) -> None:
+    def drain_timeline(self) -> list[tuple[float, float, float]]:
+        """The requests' (arrived, slot taken, slot freed) times kept since the last call (``GET /timeline``):
+        where a benchmark tells a slot left empty by the client (freed, not yet refilled) from one
+        waiting for the server."""
+        got, self.timeline = self.timeline or [], [] if self.timeline is not None else None
+        return got
+
+    async def _decode(self, delay: float, arrived: float = 0.0) -> None:
         """Hold a slot while a request is answered. With ``batch_limit`` B, like a GPU server's
         continuous batching, up to B requests decode together in ``delay`` each (throughput grows with
         what is in flight: k / delay for k <= B), the rest queue in arrival order for a slot (B / delay)."""
         if self._slots is not None:
             await self._slots.acquire()
         self._note(+1)
+        taken = self._since
         try:
             if delay > 0:
                 await self._sleep(delay)
         finally:
             self._note(-1)
+            if self.timeline is not None:
+                self.timeline.append((arrived or taken, taken, self._since))
             if self._slots is not None:
                 self._slots.release()
 
@@ -343,6 +357,8 @@ class FakeOpenAIServer:
                 self._send(writer, 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]})
             elif route.endswith("/metrics"):
                 self._send(writer, 200, self.utilisation())
+            elif route.endswith("/timeline") and self.timeline is not None:
+                self._send(writer, 200, {"requests": self.drain_timeline()})
             else:
                 self._send(writer, 404, {"error": {"message": "not found", "type": "not_found"}})
             return True
@@ -354,9 +370,10 @@ class FakeOpenAIServer:
         except ValueError:
             self._send(writer, 400, {"error": {"message": "invalid JSON body", "type": "invalid_request_error"}})
             return True
+        arrived = time.monotonic()
         self._record(body, headers)
         reply = self.reply_for(body)
-        await self._decode(self.delay_s + reply.delay_s)
+        await self._decode(self.delay_s + reply.delay_s, arrived)
         if self._stopping:
             return False
         if reply.fault == "hang":
