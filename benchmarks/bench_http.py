@@ -252,9 +252,12 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     proc, url = _start_server(spec["delay"], spec.get("batch_limit"))
     spy = flame = None
     try:
-        cfg = _config(
-            spec["agents"], spec["steps"], url, spec.get("executor"), spec["concurrency"], spec.get("activity", 1.0)
-        )
+        executor = spec.get("executor")
+        if spec.get("step_chunk") is not None:  # --step-chunk: 0 decides a step's agents in one batch
+            executor = {"kind": "inprocess", **(executor or {}), "step_chunk": spec["step_chunk"]}
+        cfg = _config(spec["agents"], spec["steps"], url, executor, spec["concurrency"], spec.get("activity", 1.0))
+        if spec.get("reddit"):  # the OASIS-parity prompts: reddit preset, 13 actions, 5 comments per post
+            cfg = _workloads().oasis_reddit(cfg)
         with tempfile.TemporaryDirectory() as d:
             sim = Simulation(config_from_dict(cfg), d, force=True)
             inner = sim.executor.run
@@ -422,8 +425,12 @@ def interleaved(trees: list[tuple[str, str]], a: argparse.Namespace) -> None:
         configs.append((f"instant, {n:,} agents, concurrency 64", {"agents": n, "delay": 0.0, "concurrency": 64}, 0))
     for delay in [float(x) for x in a.delays.split(",") if x]:
         conc = a.inflight or max(1, round(a.bound * delay))
-        spec = {"agents": a.slow_agents, "delay": delay, "concurrency": conc}
+        spec: dict[str, Any] = {"agents": a.slow_agents, "delay": delay, "concurrency": conc}
         kind = "server"
+        if a.reddit:
+            spec["reddit"] = True
+        if a.step_chunk is not None:
+            spec["step_chunk"] = a.step_chunk
         if a.inflight:  # a GPU-like server: a batch of `inflight` decodes in `delay`
             spec["batch_limit"] = a.inflight
             kind = f"GPU-like server (batch {a.inflight})"
@@ -431,7 +438,12 @@ def interleaved(trees: list[tuple[str, str]], a: argparse.Namespace) -> None:
             spec["executor"] = {"kind": "ray", "actors": a.ray_actors,
                                 "concurrency_per_actor": max(1, conc // a.ray_actors)}  # fmt: skip
             kind += f", Ray {a.ray_actors} actor(s)"
-        configs.append((f"{delay * 1e3:g} ms {kind}, {a.slow_agents:,} agents, concurrency {conc}", spec, conc / delay))
+        extra = (", OASIS-parity reddit prompts" if a.reddit else "") + (
+            f", step_chunk {a.step_chunk}" if a.step_chunk is not None else ""
+        )
+        configs.append(
+            (f"{delay * 1e3:g} ms {kind}, {a.slow_agents:,} agents, concurrency {conc}{extra}", spec, conc / delay)
+        )
     for label, spec, bound in configs:
         got: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in trees}
         for rep in range(a.interleave):
@@ -501,6 +513,10 @@ def main() -> None:
     )
     ap.add_argument("--interleave", type=int, default=0, metavar="N",
                     help="only the instant and --delays rows, N runs per tree, alternated; medians")  # fmt: skip
+    ap.add_argument("--reddit", action="store_true",
+                    help="--interleave: the --delays rows on OASIS-parity prompts (reddit preset, 13 actions)")  # fmt: skip
+    ap.add_argument("--step-chunk", type=int, default=None, metavar="N",
+                    help="--interleave: executor.step_chunk of the --delays rows (0: a step in one batch)")  # fmt: skip
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:

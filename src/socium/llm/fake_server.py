@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import hashlib
 import itertools
 import json
@@ -94,6 +95,10 @@ def completion_payload(body: dict[str, Any], reply: FakeReply, model: str, n: in
             "total_tokens": prompt_tokens + completion_tokens,
         },
     }
+
+
+#: When the request being answered arrived (the timeline's first time; subclasses keep ``_decode(delay)``).
+_ARRIVED: contextvars.ContextVar[float] = contextvars.ContextVar("fake_server_arrived", default=0.0)
 
 
 def _wake(fut: asyncio.Future[None]) -> None:
@@ -284,7 +289,7 @@ class FakeOpenAIServer:
         got, self.timeline = self.timeline or [], [] if self.timeline is not None else None
         return got
 
-    async def _decode(self, delay: float, arrived: float = 0.0) -> None:
+    async def _decode(self, delay: float) -> None:
         """Hold a slot while a request is answered. With ``batch_limit`` B, like a GPU server's
         continuous batching, up to B requests decode together in ``delay`` each (throughput grows with
         what is in flight: k / delay for k <= B), the rest queue in arrival order for a slot (B / delay)."""
@@ -298,7 +303,7 @@ class FakeOpenAIServer:
         finally:
             self._note(-1)
             if self.timeline is not None:
-                self.timeline.append((arrived or taken, taken, self._since))
+                self.timeline.append((_ARRIVED.get() or taken, taken, self._since))
             if self._slots is not None:
                 self._slots.release()
 
@@ -370,10 +375,10 @@ class FakeOpenAIServer:
         except ValueError:
             self._send(writer, 400, {"error": {"message": "invalid JSON body", "type": "invalid_request_error"}})
             return True
-        arrived = time.monotonic()
+        _ARRIVED.set(time.monotonic())  # each connection's handler is a task: its own context
         self._record(body, headers)
         reply = self.reply_for(body)
-        await self._decode(self.delay_s + reply.delay_s, arrived)
+        await self._decode(self.delay_s + reply.delay_s)
         if self._stopping:
             return False
         if reply.fault == "hang":
