@@ -183,3 +183,69 @@ def test_trace_is_the_same_whatever_the_order_of_sending(tmp_path: Path, slots: 
 
 async def _no_wait() -> None:
     return None
+
+
+def _chunked_run(tmp_path: Path, monkeypatch: Any, overlap: bool) -> tuple[list[str], list[tuple], int]:
+    """12 agents in chunks of 4 (the floor: twice the 2 in flight), answers in waves of 2: the event log
+    (observe / send / parse per agent), the trace's calls and actions, and how often ``executor.run`` ran."""
+    from socium.simulator import step_agents  # lazy: only these tests look inside the step
+
+    log: list[str] = []
+    parse, observe = llm_policy.validate_answer, step_agents.StepAgents.observe
+
+    def logged_parse(answer: Any, obs: Any, *a: Any) -> Any:
+        log.append(f"parse {obs.agent_id}")
+        return parse(answer, obs, *a)
+
+    def logged_observe(self: Any, users: Any, *a: Any, **k: Any) -> Any:
+        log.extend(f"observe {u}" for u in users.tolist())
+        return observe(self, users, *a, **k)
+
+    monkeypatch.setattr(llm_policy, "validate_answer", logged_parse)
+    monkeypatch.setattr(step_agents.StepAgents, "observe", logged_observe)
+    if not overlap:
+        monkeypatch.setattr(step_agents.StepAgents, "overlapped_batch", lambda self, n: None)
+    n = 12
+    base = _cfg(n).model_dump(mode="json", exclude_none=True)
+    cfg = config_from_dict({**base, "llm": {**base["llm"], "max_concurrency": 2}, "executor": {"step_chunk": 4, "concurrency_per_actor": 1}})
+    server = _WaveServer(2, n, log)
+    pol = LLMPolicy(cfg, backend_factory=lambda cache: CachingBackend(ConcurrencyLimit(server, 2), cache))
+    sim = Simulation(cfg, tmp_path / ("overlap" if overlap else "serial"), policy=pol)
+    runs = 0
+    inner = sim.executor.run
+
+    def counted(obs: Any) -> Any:
+        nonlocal runs
+        runs += 1
+        return inner(obs)
+
+    sim.executor.run = counted  # type: ignore[method-assign]
+    assert len(sim.agent_steps.chunks(sim.active_agents(0))) == 3
+    sim.run()
+    sim.close()
+    monkeypatch.undo()
+    return log, _calls(tmp_path / ("overlap" if overlap else "serial")), runs
+
+
+def test_the_next_chunk_is_observed_and_sent_while_this_ones_answers_are_out(tmp_path: Path, monkeypatch: Any) -> None:
+    """Chunks of a step overlap: chunk 1's agents are observed and its first requests sent before chunk 0's
+    last answer is parsed (one after the other, nothing of chunk 1 happens before chunk 0 is done); the
+    trace is the same either way."""
+    log, trace, runs = _chunked_run(tmp_path, monkeypatch, overlap=True)
+    serial_log, serial_trace, serial_runs = _chunked_run(tmp_path, monkeypatch, overlap=False)
+    assert runs == 0 and serial_runs == 3  # the overlapped path decides without executor.run, chunk by chunk
+    for got in (log, serial_log):  # every agent observed, sent and parsed once
+        for what in ("observe", "send", "parse"):
+            assert sorted(int(e.split()[1]) for e in got if e.startswith(what)) == list(range(12))
+
+    def first(events: list[str], what: str, agents: range) -> int:
+        return min(events.index(f"{what} {a}") for a in agents)
+
+    def last(events: list[str], what: str, agents: range) -> int:
+        return max(events.index(f"{what} {a}") for a in agents)
+
+    chunk0, chunk1 = range(0, 4), range(4, 8)
+    assert first(log, "observe", chunk1) < last(log, "parse", chunk0)
+    assert first(log, "send", chunk1) < last(log, "parse", chunk0)
+    assert first(serial_log, "observe", chunk1) > last(serial_log, "parse", chunk0)
+    assert trace == serial_trace and trace
