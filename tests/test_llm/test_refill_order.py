@@ -207,7 +207,13 @@ def _chunked_run(tmp_path: Path, monkeypatch: Any, overlap: bool) -> tuple[list[
         monkeypatch.setattr(step_agents.StepAgents, "overlapped_batch", lambda self, n: None)
     n = 12
     base = _cfg(n).model_dump(mode="json", exclude_none=True)
-    cfg = config_from_dict({**base, "llm": {**base["llm"], "max_concurrency": 2}, "executor": {"step_chunk": 4, "concurrency_per_actor": 1}})
+    cfg = config_from_dict(
+        {
+            **base,
+            "llm": {**base["llm"], "max_concurrency": 2},
+            "executor": {"step_chunk": 4, "concurrency_per_actor": 1},
+        }
+    )
     server = _WaveServer(2, n, log)
     pol = LLMPolicy(cfg, backend_factory=lambda cache: CachingBackend(ConcurrencyLimit(server, 2), cache))
     sim = Simulation(cfg, tmp_path / ("overlap" if overlap else "serial"), policy=pol)
