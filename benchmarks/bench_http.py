@@ -260,19 +260,28 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             cfg = _workloads().oasis_reddit(cfg)
         with tempfile.TemporaryDirectory() as d:
             sim = Simulation(config_from_dict(cfg), d, force=True)
-            inner = sim.executor.run
-            phase: list[float] = []
-            idle: list[float] = []  # per LLM phase: the server's idle share (GET /metrics), GPU-like rows
-            occupied: list[float] = []  # per LLM phase: busy slot-time over batch x wall
-            slots: list[dict[str, Any]] = []  # per LLM phase: where the slot time went (slot_timeline)
+            inner, decide = sim.executor.run, sim.agent_steps.decide
+            phase: list[float] = []  # executor.run walls (none where a step's chunks overlap: one decide)
+            decided: list[float] = []  # per step: StepAgents.decide wall (observation + LLM phase)
+            idle: list[float] = []  # per step's decide: the server's idle share (GET /metrics), GPU-like rows
+            occupied: list[float] = []  # per step's decide: busy slot-time over batch x wall
+            slots: list[dict[str, Any]] = []  # per step's decide: where the slot time went (slot_timeline)
 
             def timed(observations):  # type: ignore[no-untyped-def]
-                m0 = _server_metrics(url) if spec.get("batch_limit") else None
-                if m0 is not None:
-                    _server_metrics(url, "timeline")  # empty it: only this phase's requests
-                t, mt = time.perf_counter(), time.monotonic()
+                t = time.perf_counter()
                 out = inner(observations)
                 phase.append(time.perf_counter() - t)
+                return out
+
+            def timed_decide(*a: Any) -> Any:
+                """A step's observation and LLM phase, measured as one window: since the chunks of a step
+                overlap (issue 41, third round) the LLM phase is not a separate span any more."""
+                m0 = _server_metrics(url) if spec.get("batch_limit") else None
+                if m0 is not None:
+                    _server_metrics(url, "timeline")  # empty it: only this step's requests
+                t, mt = time.perf_counter(), time.monotonic()
+                out = decide(*a)
+                decided.append(time.perf_counter() - t)
                 mt1 = time.monotonic()
                 if m0 is not None:
                     tl = _server_metrics(url, "timeline")["requests"]
@@ -284,19 +293,20 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
                 return out
 
             sim.executor.run = timed  # type: ignore[method-assign]
+            sim.agent_steps.decide = timed_decide  # type: ignore[method-assign]
             sim.advance()  # warm-up: connections, imports, Ray actors
             phase_cpu: list[float] = []
             if spec.get("phases"):
                 totals, undo = _time_phases()
 
-                def cpu_timed(observations):  # type: ignore[no-untyped-def]
+                def cpu_timed(*a: Any) -> Any:
                     c = time.process_time()
                     try:
-                        return timed(observations)
+                        return timed_decide(*a)
                     finally:
                         phase_cpu.append(time.process_time() - c)
 
-                sim.executor.run = cpu_timed  # type: ignore[method-assign]
+                sim.agent_steps.decide = cpu_timed  # type: ignore[method-assign]
             pyspy = shutil.which(
                 "py-spy", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
             )
@@ -326,7 +336,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             ray = (spec.get("executor") or {}).get("kind") == "ray"
             k0 = _tree_cpu(proc.pid) if ray else 0.0
             t0, c0, s0 = time.perf_counter(), time.process_time(), _cpu_s(proc.pid)
-            p0 = len(phase)
+            p0, d0 = len(phase), len(decided)
             for _ in range(spec["steps"] - 1):
                 acts += sim.advance().n_active
             wall, cpu, scpu = time.perf_counter() - t0, time.process_time() - c0, _cpu_s(proc.pid) - s0
@@ -336,7 +346,9 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             if spec.get("phases"):
                 undo()
                 phases = {k: 1e6 * v / acts for k, v in totals.items()}
-                llm = 1e6 * sum(phase_cpu) / acts
+                # decide's CPU less what it spends outside the LLM phase (feeds, observation), timed inside it
+                outside = sum(v for k, v in phases.items() if k.startswith(("feeds ranked", "observation")))
+                llm = 1e6 * sum(phase_cpu) / acts - outside
                 inside = sum(v for k, v in phases.items() if k.startswith("LLM: "))  # disjoint calls
                 phases["LLM phase, all of it"] = llm
                 phases["LLM: the rest (wrappers, HTTP, event loop)"] = llm - inside
@@ -358,10 +370,10 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             if sampler is not None:
                 sampler.kill()
         proc.kill()
-    llm_s = sum(phase[p0:])
+    llm_s, decide_s = sum(phase[p0:]), sum(decided[d0:])
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the driver's peak (server: own process)
-    idle, occupied, slots = idle[p0:], occupied[p0:], slots[p0:]  # the timed steps' (a step's chunks each a phase)
-    return {"step": acts / wall, "phase": acts / llm_s, "idle": idle, "occupied": occupied, "slots": slots, "all_cpu_ms": 1e3 * (cpu + kids) / acts, "cpu_ms": 1e3 * cpu / acts, "server_ms": 1e3 * scpu / acts,
+    idle, occupied, slots = idle[d0:], occupied[d0:], slots[d0:]  # the timed steps'
+    return {"step": acts / wall, "phase": acts / (llm_s or decide_s), "llm_phase_timed": bool(llm_s), "decide": acts / decide_s, "idle": idle, "occupied": occupied, "slots": slots, "all_cpu_ms": 1e3 * (cpu + kids) / acts, "cpu_ms": 1e3 * cpu / acts, "server_ms": 1e3 * scpu / acts,
             "rss_mb": rss_mb, "acts": acts, "samples": samples, "phases": phases, "loop": _loop_kind(),
             "gc_us": [1e6 * c / acts for c in gc_cpu], "gc_n": gc_n}  # fmt: skip
 
@@ -451,8 +463,12 @@ def interleaved(trees: list[tuple[str, str]], a: argparse.Namespace) -> None:
                 m = run_child(src, {"steps": a.steps, **spec})
                 got[name].append(m)
                 share = f"; {m['phase'] / bound:.0%} of the {bound:,.0f}/s bound" if bound else ""
+                if not m.get("llm_phase_timed", True):
+                    share += " (no separate LLM phase: chunks overlapped; observation + LLM)"
+                if bound and "decide" in m:
+                    share += f"; observation + LLM {m['decide']:,.0f} act/s = {m['decide'] / bound:.0%} of the bound"
                 if m.get("idle"):
-                    share += "; server idle per LLM phase " + "/".join(f"{x:.0%}" for x in m["idle"])
+                    share += "; server idle per step's observation + LLM " + "/".join(f"{x:.0%}" for x in m["idle"])
                     share += ", slots busy " + "/".join(f"{x:.0%}" for x in m["occupied"])
                 if m.get("slots"):
                     share += "; " + slot_timeline.summary(m["slots"])
@@ -463,12 +479,17 @@ def interleaved(trees: list[tuple[str, str]], a: argparse.Namespace) -> None:
         for name, ms in got.items():
             phase = statistics.median(m["phase"] for m in ms)
             share = f" = {phase / bound:.0%} of the {bound:,.0f}/s bound" if bound else ""
+            if bound and "decide" in ms[0]:
+                dec = statistics.median(m["decide"] for m in ms)
+                share += f"; observation + LLM {dec:,.0f} act/s = {dec / bound:.0%} of the bound"
             if ms[0].get("idle"):
-                share += f", server idle {statistics.median(x for m in ms for x in m['idle']):.0%} of the LLM phase"
+                share += f", server idle {statistics.median(x for m in ms for x in m['idle']):.0%} of it"
                 share += f", slots busy {statistics.median(x for m in ms for x in m['occupied']):.0%}"
             print(f"median of {a.interleave}, {name:<14} {label}: {statistics.median(m['step'] for m in ms):,.0f} "
                   f"act/s step, {phase:,.0f} act/s LLM phase{share}, driver CPU "
                   f"{statistics.median(m['cpu_ms'] for m in ms):.2f} ms/act", flush=True)  # fmt: skip
+            if ms[0].get("slots"):
+                print(f"  {name}: " + slot_timeline.summary([p for m in ms for p in m["slots"]]), flush=True)
 
 
 def _gc_note(m: dict[str, Any]) -> str:
@@ -514,7 +535,7 @@ def main() -> None:
     ap.add_argument("--interleave", type=int, default=0, metavar="N",
                     help="only the instant and --delays rows, N runs per tree, alternated; medians")  # fmt: skip
     ap.add_argument("--reddit", action="store_true",
-                    help="--interleave: the --delays rows on OASIS-parity prompts (reddit preset, 13 actions)")  # fmt: skip
+                    help="--interleave: the --delays rows on OASIS-parity prompts (reddit, 13 actions)")  # fmt: skip
     ap.add_argument("--step-chunk", type=int, default=None, metavar="N",
                     help="--interleave: executor.step_chunk of the --delays rows (0: a step in one batch)")  # fmt: skip
     ap.add_argument("--child", help=argparse.SUPPRESS)
