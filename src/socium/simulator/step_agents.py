@@ -76,7 +76,7 @@ class StepAgents:
         decisions: list[Decision] = []
         fixed: list[Decision] = []
         kept: list[Observation] = []
-        chunks = self.chunks(active)
+        chunks = self.chunks(active, lead=self.overlapped_batch(2) is not None)
 
         Prepared = tuple[list[Observation], list[Decision]]  # a chunk's observations and its bots' decisions
 
@@ -129,10 +129,13 @@ class StepAgents:
 
         return batch
 
-    def chunks(self, active: np.ndarray) -> list[tuple[int, int]]:
+    def chunks(self, active: np.ndarray, lead: bool = False) -> list[tuple[int, int]]:
         """``[lo, hi)`` slices of ``active`` (sorted) that each hold the policy's chunk of policy-bound
-        agents (bots are not counted: they make no call); one slice when the policy cannot be split
-        or agents use the stream memory."""
+        agents (bots are not counted: they make no call); one slice when the policy cannot be split,
+        agents use the stream memory or ``step_chunk`` is 0. ``lead`` (the chunks of the step overlap): the
+        first slice holds only twice what can be in flight, so the server waits for that slice's
+        observations rather than a whole chunk's before the first request, and the rest is observed while
+        its requests are out."""
         ex = self.cfg.executor
         size = ex.step_chunk
         hook = self.caps.chunker
@@ -148,10 +151,13 @@ class StepAgents:
             in_flight = max(in_flight, llm.max_concurrency)
         floor = 2 * in_flight
         per = hook.step_chunk(max(size, floor))
-        if per is None or per >= len(active):
+        first = hook.step_chunk(floor) if lead else per
+        if per is None or first is None or not len(active):
             return [(0, len(active))]
         counted = np.cumsum(self.moderation.policy_bound(active))
-        cuts = np.searchsorted(counted, np.arange(per, int(counted[-1]), per), side="right").tolist()
+        total = int(counted[-1])
+        marks = [first, *range(first + per, total, per)]
+        cuts = np.searchsorted(counted, [m for m in marks if m < total], side="right").tolist()
         bounds = [0, *cuts, len(active)]
         return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
 
