@@ -239,3 +239,20 @@ def test_the_call_log_counts_replayed_answers_and_the_ray_budget_count_skips_the
     led = BudgetLedger(max_calls=10, max_tokens=100)
     count_calls({"default": led}, [("k", req, served, "m"), ("k2", req, fresh, "m")])
     assert (led.spent_calls, led.spent_tokens) == (1, 7)  # the served answer was paid in the stopped step
+
+
+def test_a_sync_call_made_inside_a_running_loop_keeps_the_answers_being_served():
+    """``run_coro_sync`` inside a running loop runs the coroutine on a worker thread: it gets the caller's context
+    (without it, a policy called that way, as in Jupyter, asked the stopped step's answered calls again)."""
+    from socium.llm.base import run_coro_sync
+
+    record = StoppedAnswers(0, {})
+
+    async def seen() -> StoppedAnswers | None:
+        return current()
+
+    async def outer() -> StoppedAnswers | None:
+        with serving(record):
+            return run_coro_sync(seen())
+
+    assert asyncio.run(outer()) is record
