@@ -147,7 +147,7 @@ class Simulation(mesa.Model):
         self.stopped_answers = stopped_answers(self.trace_store, self.next_step)
         if self.stopped_answers is not None:
             self.notes.append(
-                f"step {self.next_step}: {len(self.stopped_answers):,} answers the stopped run had received are read "
+                f"step {self.next_step}: {len(self.stopped_answers):,} answers the stopped run had received are served "
                 "from its trace, not asked again"
             )
         return True
