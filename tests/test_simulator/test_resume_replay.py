@@ -18,6 +18,7 @@ from typing import Any
 
 import duckdb
 import yaml
+from test_reliability_signal import HoldingServer, _socium
 
 from socium.config.loading import config_from_dict
 from socium.llm.cache import MemoryCache
@@ -29,7 +30,6 @@ from socium.llm.types import user_request
 from socium.llm.wrappers import find_wrapper
 from socium.simulator.simulation import Simulation
 from socium.trace.store import VOLATILE, trace_digest
-from test_simulator.test_reliability_signal import HoldingServer, _socium
 
 STEPS, CUT = 4, 2  # the run is stopped in step CUT
 SLOTS = 4  # llm.max_concurrency: a request is sent only once an answer before it was read (see the test)
