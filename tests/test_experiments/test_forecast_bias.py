@@ -14,6 +14,7 @@ from socium.experiments.propagation.forecast.bias import (
     learn_bias,
     shift_growth,
 )
+from socium.experiments.propagation.forecast.predictive import bias_note, final_bias
 from socium.experiments.propagation.spec import CVSpec, PropagationSpec
 from socium.experiments.propagation.study import run_propagation
 
@@ -55,6 +56,20 @@ def test_shift_growth_scales_growth_after_m_and_respects_the_cap() -> None:
     assert curves["scale"][3] == pytest.approx(31.0)
 
 
+def test_final_bias_and_its_warning() -> None:
+    real = [100.0 + 10 * i for i in range(40)]
+    low = final_bias([0.9 * r for r in real], real)
+    assert low["median_log_ratio"]["estimate"] == pytest.approx(math.log(0.9))
+    assert low["share_low"]["estimate"] == 1.0 and low["n"] == 40
+    note = bias_note(low)
+    assert note is not None and "biased low" in note and "low on 100% of 40" in note
+    mixed = final_bias([r * (1.1 if i % 2 else 0.9) for i, r in enumerate(real)], real)
+    assert bias_note(mixed) is None  # the interval holds 0: nothing to warn about
+    assert bias_note(final_bias([1.0, 2.0], [2.0, 4.0])) is None  # n = 2: no interval, no claim
+    high = bias_note(final_bias([1.2 * r for r in real], real), "forecast_bc")
+    assert high is not None and high.startswith("forecast_bc is biased high")
+
+
 def test_bias_calibration_key_is_omitted_from_the_dump_while_off() -> None:
     assert "bias_calibration" not in CVSpec().model_dump(mode="json")
     assert CVSpec(bias_calibration=True).model_dump(mode="json")["bias_calibration"] is True
@@ -88,6 +103,9 @@ def test_cv_bias_calibration_adds_forecast_bc_and_leaves_the_forecast_as_it_was(
         assert learnt["n_train"] == len(fold["train"])  # learnt on the fold's training cascades, all of them
         assert set(learnt["beta"]) == {"scale", "depth", "max_breadth"}
     assert "forecast_minus_forecast_bc" in calibrated["summary"]["forecast"]
+    summ = calibrated["summary"]["bias_calibration"]
+    assert summ["forecast"]["n"] == summ["forecast_bc"]["n"] == len(calibrated["cascades"])
+    assert "bias_calibration" not in plain["summary"]
 
     # What is learnt is applied to the held-out cascades: a forecast scaled up by exp(1) on the growth scale.
     def seen(rows):

@@ -355,13 +355,13 @@ def run_propagation_cv(
         summary["bias_calibration"] = {
             "beta_by_fold": [f.get("bias_calibration", {}).get("beta") for f in fold_fits],
             **{
-                model: final_bias([float(p["forecast"][model]["final_scale"]) for p in per_cascade], real)
-                for model in ("forecast", "forecast_bc")
+                name: final_bias([float(p["forecast"][name]["final_scale"]) for p in per_cascade], real)
+                for name in ("forecast", "forecast_bc")
             },
         }
-        for model in ("forecast", "forecast_bc"):
-            note = bias_note(summary["bias_calibration"][model], model)
-            log(f"WARNING: {note}" if note else f"{model}: no bias of the final size distinguishable from 0")
+        for name in ("forecast", "forecast_bc"):
+            note = bias_note(summary["bias_calibration"][name], name)
+            log(f"WARNING: {note}" if note else f"{name}: no bias of the final size distinguishable from 0")
     if spec.counterfactual is not None and spec.observe_minutes:  # the spec has both or neither
         summary["counterfactual"] = counterfactual_summary(
             per_cascade, spec.counterfactual, spec.observe_minutes, cv.seed
