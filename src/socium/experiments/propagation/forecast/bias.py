@@ -5,8 +5,8 @@ forecast in 62% of 400 held-out cascades of chronological folds (median log(fore
 cause is the model's structure, not what it is shown (docs/results.md, "Weibo: why the forecast is low"): the
 same bias appears on the fold's *training* cascades and with each cascade's full-information speed in place of
 the speed read off its first hour; the 30-day tree horizon and the Beijing-time reading are not it, and no
-posting-hour group is high. Reposts of reposts still to come arrive by the horizon more often than one fitted per-edge law drawn
-independently along each chain allows (the forecast has 79% of their real count).
+posting-hour group is high. Reposts of reposts still to come arrive by the horizon more often than one fitted
+per-edge law drawn independently along each chain allows (the forecast has 79% of their real count).
 
 So the stated calibration: per curve, ``beta`` = the median over training cascades of ``log(1 + real growth) -
 log(1 + forecast growth)`` at the horizon (growth: the value at the horizon minus the real value at ``m``),
