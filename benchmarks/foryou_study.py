@@ -300,9 +300,7 @@ def run_arm(world: str, label: str, seed: int, out: Path, a: argparse.Namespace)
     from foryou_study_arms import calibration_record  # lazy: the arms' tables, only when a fitted arm runs
 
     first = arm_dir(out, world, label.replace("+fitted", ""), seed) / RUN_SUB[world]
-    model = fit_run(first)
-    where.mkdir(parents=True, exist_ok=True)
-    (where / "value_model.json").write_text(json.dumps(model.to_json(), indent=1))
+    model = fit_run(first)  # the served run's config.json holds its coefficients (recsys.params.value_model)
     m = RUNNERS[world](label, seed, where, a, model)
     m["calibration"] = calibration_record(model, first, where / RUN_SUB[world])
     return m
