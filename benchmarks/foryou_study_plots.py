@@ -144,7 +144,7 @@ def ccdf_figure(study: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def outcomes_figure(study: dict[str, Any], summary: dict[str, Any], path: Path) -> Path:
+def outcomes_figure(study: dict[str, Any], summary: dict[str, Any], path: Path, order: tuple[str, ...] = ORDER) -> Path:
     """Each opinion world's own outcome per recommender (95% t interval over seeds), against 0 (no effect)."""
     gap = "change of the camp gap (mean of the + camp minus mean of the\n- camp), last survey minus assigned stances"
     herd = "crowd score of up-treated minus control items\n(score-blind voters: no herding in the agents)"
@@ -152,7 +152,7 @@ def outcomes_figure(study: dict[str, Any], summary: dict[str, Any], path: Path) 
     panels = [p for p in panels if p[0] in summary]
     fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(6.2 * max(1, len(panels)), 3.6), squeeze=False)
     for ax, (world, key, label) in zip(axes[0], panels, strict=False):
-        _panel(ax, study["runs"], summary, world, key)
+        _panel(ax, study["runs"], summary, world, key, order)
         ax.axvline(0, color="k", lw=0.8)
         ax.set_xlabel(label, fontsize=9)
         n = len({r["seed"] for r in study["runs"] if r["world"] == world})
@@ -185,13 +185,13 @@ def reliability_figure(study: dict[str, Any], path: Path) -> Path | None:
             ax.errorbar(pred, np.maximum(obs, 1e-4), yerr=err if len(b) else None, fmt=mark, color=colour,
                         label=f"{model} model", ms=6, capsize=3)  # fmt: skip
         shown = [v for ln in ax.get_lines() for v in (*ln.get_xdata(), *ln.get_ydata()) if v > 0]
-        lim = (max(1e-4, 10 ** np.floor(np.log10(min(shown, default=1e-4) / 1.5))), 1.0)
+        lim = (max(1e-4, 10 ** np.floor(np.log10(min(shown, default=1e-4) / 1.5))), 1.6)  # p = 1 stays in view
         ax.plot(lim, lim, color="0.5", ls="--", lw=0.8, label="perfect calibration")
         ax.set(xscale="log", yscale="log", xlim=lim, ylim=lim, xlabel="predicted probability (bin mean)")
         ax.set_ylabel("observed action rate (Wilson 95%, nominal)")
         ax.set_title(f"{world}: {HEADS[h]} head, {len(cells)} seeds", fontsize=10)
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=8, loc="upper left")
+        ax.legend(fontsize=8, loc="lower right")
     fig.suptitle("foryou's value model on the served runs' rows\n(fitted on each seed's first run; bins of >= 20 rows)",
                  fontsize=10)  # fmt: skip
     fig.tight_layout(rect=(0, 0, 1, 0.94))
@@ -211,5 +211,6 @@ def draw(study: dict[str, Any], summary: dict[str, Any], folder: Path) -> list[P
     if any("+" in r["kind"] for r in study["runs"]):
         title = "foryou with MiniLM, and with a value model fitted to its first run, beside the hashing fallback"
         out.append(measures_figure(study, summary, folder / "foryou-study-arms.png", ARMS_ORDER, title))
+        out.append(outcomes_figure(study, summary, folder / "foryou-study-arms-outcomes.png", (*ARMS_ORDER, "random")))
         out.append(reliability_figure(study, folder / "foryou-study-calibration.png"))
     return [p for p in out if p is not None]
