@@ -73,8 +73,15 @@ def measure(url: str, calls: int, inflight: int) -> dict[str, float]:
 
     def requests(tag: str) -> list[Any]:
         return [
-            LLMRequest(request_id=f"{tag}-{i}", messages=msgs, json_schema=schema, max_tokens=256, temperature=0.7,
-                       seed=i, metadata={"step": 1, "agent_id": i})  # fmt: skip
+            LLMRequest(
+                request_id=f"{tag}-{i}",
+                messages=msgs,
+                json_schema=schema,
+                max_tokens=256,
+                temperature=0.7,
+                seed=i,
+                metadata={"step": 1, "agent_id": i},
+            )  # fmt: skip
             for i in range(calls + warm)
         ]
 
@@ -134,7 +141,8 @@ def main() -> None:
         for _ in range(a.rounds):
             for name, src in trees:
                 env = {**os.environ, "PYTHONPATH": src, "OMP_WAIT_POLICY": "PASSIVE"}
-                cmd = [sys.executable, str(HERE), "--child", url, "--calls", str(a.calls), "--inflight", str(a.inflight)]
+                cmd = [sys.executable, str(HERE), "--child", url, "--calls", str(a.calls)]
+                cmd += ["--inflight", str(a.inflight)]
                 out = subprocess.run(cmd, env=env, capture_output=True, text=True)
                 if out.returncode != 0:
                     raise RuntimeError(f"{name} failed:\n{out.stderr[-3000:]}")
