@@ -9,7 +9,9 @@ Each stack sends ``--calls`` prebuilt requests (the bench_http workload's: the '
 prompt, a persona and a feed of 5 posts, an action schema) with ``--inflight`` tasks each awaiting one
 ``generate([request])`` at a time, as ``LLMPolicy.ask`` does, on the loop ``new_event_loop`` gives (uvloop
 where installed), against ``python -m socium.testing.fault_server`` (this tree's, in its own process).
-Stacks (``process_time`` of the client per call, µs; the first 200 calls warm up and are not timed):
+Stacks (``process_time`` of the client per call, µs; the stacks take turns in 3 slices of ``--calls``
+requests each, and the first 200 calls of a slice are not timed; "minus bare" is a run's stack less the
+same run's bare client, the wrappers' own cost):
 
 - ``bare``: ``OpenAIBackend.generate`` alone;
 - ``bench_http stack``: ``build_backend`` of bench_http's ``llm`` section (retries 0; usage, cache and
@@ -34,6 +36,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve()
+
+#: Slices per run: each stack sends ``--calls`` requests SLICES times, the stacks taking turns.
+SLICES = 3
 
 
 def _start_server() -> tuple[subprocess.Popen, str]:
@@ -71,7 +76,7 @@ def measure(url: str, calls: int, inflight: int) -> dict[str, float]:
     msgs = [ChatMessage(role="system", content=system), ChatMessage(role="user", content=user)]
     warm = 200
 
-    def requests(tag: str) -> list[Any]:
+    def requests(tag: str, first_seed: int) -> list[Any]:  # distinct seeds: no answer comes from the cache
         return [
             LLMRequest(
                 request_id=f"{tag}-{i}",
@@ -79,17 +84,18 @@ def measure(url: str, calls: int, inflight: int) -> dict[str, float]:
                 json_schema=schema,
                 max_tokens=256,
                 temperature=0.7,
-                seed=i,
+                seed=first_seed + i,
                 metadata={"step": 1, "agent_id": i},
             )  # fmt: skip
             for i in range(calls + warm)
         ]
 
     llm = {"backend": "openai", "base_urls": [url], "model": "fake-model", "max_concurrency": inflight}
+    logs = [RecordingCache(), RecordingCache()]  # the policy's call log, drained after each slice (a step)
     stacks = {
         "bare": lambda: OpenAIBackend(url, "fake-model"),
-        "bench_http stack": lambda: build_backend({**llm, "retries": 0}, cache=RecordingCache(), typed_budget=True),
-        "default stack": lambda: build_backend(llm, cache=RecordingCache(), typed_budget=True),
+        "bench_http stack": lambda: build_backend({**llm, "retries": 0}, cache=logs[0], typed_budget=True),
+        "default stack": lambda: build_backend(llm, cache=logs[1], typed_budget=True),
     }
 
     async def drive(backend: Any, reqs: list[Any]) -> float:
@@ -108,16 +114,24 @@ def measure(url: str, calls: int, inflight: int) -> dict[str, float]:
         await asyncio.gather(*(worker() for _ in range(inflight)))
         return time.process_time() - cpu[0]
 
-    out: dict[str, float] = {}
+    spent = dict.fromkeys(stacks, 0.0)
     loop = new_event_loop()
-    try:
-        for name, make in stacks.items():
-            backend = make()
-            spent = loop.run_until_complete(drive(backend, requests(name)))
-            out[name] = 1e6 * spent / calls
+    try:  # the stacks alternate in slices, so that a change of the machine's load falls on all of them
+        built = {name: make() for name, make in stacks.items()}
+        for part in range(SLICES):
+            for name, backend in built.items():
+                spent[name] += loop.run_until_complete(
+                    drive(backend, requests(f"{name}-{part}", part * (calls + warm)))
+                )
+                for log in logs:
+                    log.drain()
+        for backend in built.values():
             backend.close()
     finally:
         loop.close()
+    out = {name: 1e6 * s / (calls * SLICES) for name, s in spent.items()}
+    for name in list(out)[1:]:
+        out[f"{name} minus bare"] = out[name] - out["bare"]
     return out
 
 
@@ -125,7 +139,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--src", action="append", default=[], metavar="NAME=PATH", help="another source tree")
     ap.add_argument("--rounds", type=int, default=3, help="runs per tree, the trees alternated")
-    ap.add_argument("--calls", type=int, default=3000, help="timed calls per stack and run")
+    ap.add_argument("--calls", type=int, default=1000, help="timed calls per stack and slice (3 slices a run)")
     ap.add_argument("--inflight", type=int, default=64, help="calls in flight (and llm.max_concurrency)")
     ap.add_argument("--child", metavar="URL", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -152,8 +166,8 @@ def main() -> None:
         proc.kill()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
           f"1-minute load during the runs {min(loads):.1f}-{max(loads):.1f}")  # fmt: skip
-    print(f"client CPU µs per call, {a.calls:,} calls per run, {a.inflight} in flight, median of {a.rounds} runs "
-          "per tree (each run's value in brackets)")  # fmt: skip
+    print(f"client CPU µs per call, {SLICES} x {a.calls:,} calls per stack and run, {a.inflight} in flight, "
+          f"median of {a.rounds} runs per tree (each run's value in brackets)")  # fmt: skip
     print("| stack | " + " | ".join(n for n, _ in trees) + " |")
     print("|---|" + "---:|" * len(trees))
     for stack in got[trees[0][0]][0]:
