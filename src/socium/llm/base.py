@@ -10,12 +10,10 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
-import gc
 import os
 import threading
 import weakref
-from collections.abc import Callable, Coroutine, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from socium.errors import LLMError
@@ -139,33 +137,6 @@ def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
         loop.close()
 
 
-#: The collector's young-generation threshold while :func:`run_coro_sync` runs a batch (Python's default: 700).
-YOUNG_THRESHOLD = 10_000
-
-
-@contextmanager
-def fewer_young_collections() -> Iterator[None]:
-    """Run the young generation's collection ~14x less often for a while, then as before.
-
-    Why: a step of LLM calls allocates hundreds of short-lived objects per call (prompt pieces, request
-    and result models, aiohttp's per-request objects), most freed by reference counting within the
-    call; at 700 allocations per young collection the collector still ran about once per call and
-    walked what was young then: ~30 µs per activation in ``bench_http.py --phases`` on a quiet machine.
-    Collection itself is unchanged (cycles are still found, by the same generations, a little later),
-    and so is everything a run writes. Left as it is where collection is off or already rarer (a
-    caller's own setting, or a nested call)."""
-    young, middle, old = gc.get_threshold()
-    if young == 0 or young >= YOUNG_THRESHOLD:
-        yield
-        return
-    gc.set_threshold(YOUNG_THRESHOLD, middle, old)
-    try:
-        yield
-    finally:
-        if gc.get_threshold()[0] == YOUNG_THRESHOLD:  # nobody changed it meanwhile
-            gc.set_threshold(young, middle, old)
-
-
 def run_coro_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine to completion from sync code, even when this thread already runs a loop.
 
@@ -182,8 +153,7 @@ def run_coro_sync(coro: Coroutine[Any, Any, T]) -> T:
     except RuntimeError:
         loop = _thread_loop()
         try:
-            with fewer_young_collections():
-                return loop.run_until_complete(coro)
+            return loop.run_until_complete(coro)
         finally:
             _cancel_leftovers(loop)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="socium-llm-sync") as pool:
