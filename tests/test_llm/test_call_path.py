@@ -14,6 +14,7 @@ from socium.llm.base import new_event_loop
 from socium.llm.call_path import plan_of
 from socium.llm.factory import build_backend
 from socium.llm.interrupted import INTERRUPTED
+from socium.llm.resume_replay import ResumeReplay, StoppedAnswers, serving
 from socium.llm.types import user_request
 from socium.llm.wrappers import CachingBackend, CircuitBreaker, ConcurrencyLimit, RetryingBackend, find_wrapper
 from socium.testing.fault_server import FaultyOpenAIServer
@@ -26,16 +27,17 @@ def _llm(url: str, **kw: Any) -> dict[str, Any]:
 def test_the_http_stack_is_recognised_and_nothing_else() -> None:
     url = "http://127.0.0.1:9/v1"
     full = build_backend(_llm(url, call_budget=10), cache=RecordingCache(), typed_budget=True)
-    caching, retrying, budget, breaker, limit, bottom, send = plan_of(full.inner)  # type: ignore[misc]
-    assert (type(caching), type(retrying), type(breaker), type(limit)) == (
+    caching, resume, retrying, budget, breaker, limit, bottom, send = plan_of(full.inner)  # type: ignore[misc]
+    assert (type(caching), type(resume), type(retrying), type(breaker), type(limit)) == (
         CachingBackend,
+        ResumeReplay,
         RetryingBackend,
         CircuitBreaker,
         ConcurrencyLimit,
     )
     assert budget is not None and send is not None and send.__self__ is bottom
     bare = build_backend(_llm(url, retries=0, circuit_breaker_threshold=None))  # no cache given
-    assert plan_of(bare.inner)[:4] == (None, None, None, None)  # type: ignore[index]
+    assert plan_of(bare.inner)[:5] == (None, None, None, None, None)  # type: ignore[index]
     assert plan_of(build_backend({"backend": "random"}).inner) is None  # not HTTP: no connection limit
     limit = find_wrapper(full, ConcurrencyLimit)
 
@@ -47,8 +49,11 @@ def test_the_http_stack_is_recognised_and_nothing_else() -> None:
     assert plan_of(RetryingBackend(CachingBackend(limit, RecordingCache()))) is None  # another order
 
 
-def _run(layered: bool, monkeypatch: pytest.MonkeyPatch, faults: dict[str, float], llm: dict[str, Any]) -> Any:
-    """Requests one at a time (repeats included), then concurrently, through a fresh server and stack."""
+def _run(
+    layered: bool, monkeypatch: pytest.MonkeyPatch, faults: dict[str, float], llm: dict[str, Any], resumed: bool = False
+) -> Any:
+    """Requests one at a time (repeats included), then concurrently, through a fresh server and stack;
+    ``resumed``: as a resumed step, with recorded answers for some of them (``resume_replay.serving``)."""
     with monkeypatch.context() as m:
         if layered:
             m.setattr(usage, "plan_of", lambda _inner: None)
@@ -57,9 +62,12 @@ def _run(layered: bool, monkeypatch: pytest.MonkeyPatch, faults: dict[str, float
             stack = build_backend(_llm(srv.base_url, **llm), cache=cache, typed_budget=True)
             reqs = [user_request(f"r{i}", f"prompt {i % 9}", seed=i % 9) for i in range(14)]
 
+            record = {r.cache_key("m"): (f"recorded {i}", 5, 2, "stop", i) for i, r in enumerate(reqs) if i % 3 == 1}
+
             async def go() -> list[Any]:
-                one_by_one = [(await stack.generate([r]))[0] for r in reqs]
-                together = await asyncio.gather(*(stack.generate([r]) for r in reqs[:6]))
+                with serving(StoppedAnswers(1, record) if resumed else None):
+                    one_by_one = [(await stack.generate([r]))[0] for r in reqs]
+                    together = await asyncio.gather(*(stack.generate([r]) for r in reqs[:6]))
                 return one_by_one + [g[0] for g in together]
 
             loop = new_event_loop()
@@ -72,6 +80,7 @@ def _run(layered: bool, monkeypatch: pytest.MonkeyPatch, faults: dict[str, float
     caching = find_wrapper(stack, CachingBackend)
     retry = find_wrapper(stack, RetryingBackend)
     breaker = find_wrapper(stack, CircuitBreaker)
+    resume = find_wrapper(stack, ResumeReplay)
     summary = stack.stats.summary()
     summary.pop("latency_s")
     return {
@@ -83,6 +92,7 @@ def _run(layered: bool, monkeypatch: pytest.MonkeyPatch, faults: dict[str, float
         "retries": retry.retries if retry else None,
         "breaker": (breaker.times_opened, breaker.recent_failures) if breaker else None,
         "injected": injected,
+        "replayed": resume.replayed if resume else None,
     }
 
 
@@ -108,6 +118,13 @@ def test_fused_and_layered_paths_agree(
         assert any(r["error_kind"] == "budget" for r in fused["results"])
     if llm.get("circuit_breaker_threshold") == 3:
         assert fused["breaker"][0] == 1 and any(r["error_kind"] == "circuit_open" for r in fused["results"])
+
+
+def test_a_resumed_steps_recorded_answers_are_served_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    llm = {"retries": 1, "retry_base_delay_s": 0.001, "retry_max_delay_s": 0.002}
+    fused = _run(False, monkeypatch, {"server_error": 0.2}, llm, resumed=True)
+    assert fused == _run(True, monkeypatch, {"server_error": 0.2}, llm, resumed=True)
+    assert fused["replayed"] > 0 and any(r["text"].startswith("recorded") for r in fused["results"])
 
 
 @pytest.mark.parametrize("layered", [False, True])

@@ -8,7 +8,8 @@ HTTP client's own (docs/inference.md, "Third round of issue 41"). Here the commo
 runs inline, reading and updating the same layer objects (their counters, the cache, the breaker's
 window, the connection gate), and every uncommon path hands the request to the layer whose path it is:
 
-- a cache hit is served as :class:`~socium.llm.wrappers.CachingBackend` serves it;
+- a cache hit is served as :class:`~socium.llm.wrappers.CachingBackend` serves it, and a resumed step's
+  recorded answer as :class:`~socium.llm.resume_replay.ResumeReplay` serves it;
 - a first attempt that failed transiently goes to :meth:`RetryingBackend._retry
   <socium.llm.wrappers.RetryingBackend._retry>`, whose re-sends go down the layered stack;
 - a token or call budget (rare, and with its own batch refusal) is the layered
@@ -30,20 +31,24 @@ from socium.llm.base import check_results
 from socium.llm.breaker import CircuitBreaker
 from socium.llm.cache import get_many, put_many
 from socium.llm.interrupted import close_note, note_finished, open_note, salvage
+from socium.llm.resume_replay import ResumeReplay
+from socium.llm.resume_replay import current as stopped_answers
 from socium.llm.types import LLMRequest, LLMResult
 from socium.llm.wrappers import CachingBackend, ConcurrencyLimit, RetryingBackend, TokenBudget
 
-Plan = tuple[Any, Any, Any, Any, ConcurrencyLimit, Any, Any]
+Plan = tuple[Any, Any, Any, Any, Any, ConcurrencyLimit, Any, Any]
 
 
 def plan_of(top: Any) -> Plan | None:
-    """``(caching, retrying, budget, breaker, limit, bottom, send)`` under a usage layer whose inner is ``top``
-    (absent layers None; ``send``: the bottom's own one-request call, where it is the aiohttp client), or
-    None when the stack is not the one :func:`~socium.llm.factory.build_backend` composes for HTTP."""
+    """``(caching, resume, retrying, budget, breaker, limit, bottom, send)`` under a usage layer whose inner is
+    ``top`` (absent layers None; ``send``: the bottom's own one-request call, where it is the aiohttp client),
+    or None when the stack is not the one :func:`~socium.llm.factory.build_backend` composes for HTTP."""
     b = top
-    caching = retrying = budget = breaker = None
+    caching = resume = retrying = budget = breaker = None
     if type(b) is CachingBackend:
         caching, b = b, b.inner
+        if type(b) is ResumeReplay:  # a resumed step's recorded answers, just inside the cache
+            resume, b = b, b.inner
     if type(b) is RetryingBackend:
         retrying, b = b, b.inner
     if type(b) is TokenBudget:
@@ -54,7 +59,7 @@ def plan_of(top: Any) -> Plan | None:
         return None
     bottom: Any = b.inner
     send = bottom.send if getattr(type(bottom), "SENDS_ONE", False) else None
-    return caching, retrying, budget, breaker, b, bottom, send
+    return caching, resume, retrying, budget, breaker, b, bottom, send
 
 
 async def call_one(plan: Plan, req: LLMRequest) -> LLMResult:
@@ -62,7 +67,7 @@ async def call_one(plan: Plan, req: LLMRequest) -> LLMResult:
 
     One coroutine for all the layers: each coroutine frame in the chain is also resumed every time the
     request's task is (connection, answer, body), so the chain's depth is paid several times per call."""
-    caching, retrying, budget, breaker, limit, bottom, send = plan
+    caching, resume, retrying, budget, breaker, limit, bottom, send = plan
     note = None
     if caching is not None:
         model = caching.inner.model_name
@@ -73,26 +78,32 @@ async def call_one(plan: Plan, req: LLMRequest) -> LLMResult:
             return hit.model_copy(update={"request_id": req.request_id, "cached": True, "attempts": 0})
         note, token = open_note()  # as CachingBackend's recording_interruptions
     try:
-        sent = retrying.clock() if retrying is not None else 0.0
-        if budget is not None:  # the layered budget and what is below it
-            res = _only(req, await budget.generate([req]), budget)
-        elif breaker is not None and breaker.opened_at is not None:  # open or half open: fail fast or probe
-            res = _only(req, await breaker.generate([req]), breaker)
-        else:  # ConcurrencyLimit, the client, then the breaker's window
-            gate = limit._sem.get()
-            await gate.acquire(size=sum(len(m.content) for m in req.messages) if limit.longest_first else 0)
-            try:
+        res = None
+        if resume is not None and (answers := stopped_answers()) is not None:  # ResumeReplay (same cache key)
+            res = answers.result(key, req.request_id)
+            if res is not None:
+                resume.replayed += 1
+        if res is None:
+            sent = retrying.clock() if retrying is not None else 0.0
+            if budget is not None:  # the layered budget and what is below it
+                res = _only(req, await budget.generate([req]), budget)
+            elif breaker is not None and breaker.opened_at is not None:  # open or half open: fail fast or probe
+                res = _only(req, await breaker.generate([req]), breaker)
+            else:  # ConcurrencyLimit, the client, then the breaker's window
+                gate = limit._sem.get()
+                await gate.acquire(size=sum(len(m.content) for m in req.messages) if limit.longest_first else 0)
                 try:
-                    res = await (send(bottom.session(), req) if send is not None else _bottom(bottom, req))
-                except BaseException:  # past the limit: on the wire, so cut off it still counts (``sending``)
-                    note_finished(req, 1)
-                    raise
-            finally:
-                gate.release()
-            if breaker is not None:
-                breaker._observe((res,))
-        if retrying is not None and res.retryable:  # RetryingBackend: its re-sends go down the layers
-            res = await retrying._retry(req, res, retrying._started(res, sent, retrying.clock()))
+                    try:
+                        res = await (send(bottom.session(), req) if send is not None else _bottom(bottom, req))
+                    except BaseException:  # past the limit: on the wire, so cut off it still counts (``sending``)
+                        note_finished(req, 1)
+                        raise
+                finally:
+                    gate.release()
+                if breaker is not None:
+                    breaker._observe((res,))
+            if retrying is not None and res.retryable:  # RetryingBackend: its re-sends go down the layers
+                res = await retrying._retry(req, res, retrying._started(res, sent, retrying.clock()))
     except BaseException:
         if note is not None:
             salvage(caching.cache, ((key, req),), note, model, caching.meta)
