@@ -201,7 +201,7 @@ PHASES: list[tuple[str, str, str]] = [
     ("socium.llm.openai_compat", "parse_completion", "LLM: response parsing"),
     ("socium.agents.llm_policy", "parse_json_lenient", "LLM: answer JSON"),
     ("socium.agents.llm_policy", "validate_answer", "LLM: answer validation"),
-    ("socium.agents.llm_policy", "RenderedRequest.__init__", "LLM: llm_calls JSON strings (RenderedRequest)"),
+    ("socium.agents.call_log", "RenderedRequest.__init__", "LLM: llm_calls JSON strings (RenderedRequest)"),
     ("socium.simulator.simulation", "call_rows", "llm_calls rows (call_rows)"),
     ("socium.simulator.simulation", "Simulation.apply_decisions", "applying actions"),
     ("socium.trace.store", "TraceStore.append_step", "DuckDB write of the step"),
