@@ -108,40 +108,41 @@ def feed_item(
     followees: set[int] | None = None,
 ) -> FeedItem:
     """One post as ``viewer`` sees it in a list (feed, results, global feed): text, counts, author."""
-    p = state.posts
-    root = p.get("root", pid)
-    author = p.get("author", pid)
+    v = state.posts.ints  # memoryviews: a Python int per read (see platform.posts)
+    root = v.root[pid]
+    author = v.author[pid]
     s = float(stance[author])
     return FeedItem(
-        post_id=pid,
-        author=author,
-        kind=KIND_NAMES[p.get("kind", pid)],
-        text=p.text[pid],
-        root_id=root,
-        likes=p.get("likes", pid),
-        dislikes=p.get("dislikes", pid),
-        reposts=p.get("reposts", pid),
-        comments=p.get("comments", pid),
-        source=source,
-        rank=rank,
-        adopted=state.adopters.has(root, viewer),
-        liked=(viewer, pid) in state.likes,
-        disliked=(viewer, pid) in state.dislikes,
-        adoption=(len(followees & state.adopters.get(root, set())) / len(followees)) if followees else 0.0,
-        author_stance=None if np.isnan(s) else s,
-        author_username=usernames[author],
+        pid,
+        author,
+        KIND_NAMES[v.kind[pid]],
+        state.posts.text[pid],
+        root,
+        v.likes[pid],
+        v.dislikes[pid],
+        v.reposts[pid],
+        v.comments[pid],
+        source,
+        rank,
+        state.adopters.has(root, viewer),
+        (viewer, pid) in state.likes,
+        (viewer, pid) in state.dislikes,
+        (len(followees & state.adopters.get(root, set())) / len(followees)) if followees else 0.0,
+        None if s != s else s,  # NaN: no stance
+        usernames[author],
     )
 
 
 def shared_chain(state: Any, usernames: list[str], pid: int, depth: int) -> tuple[list[SharedPost], bool]:
     """What post ``pid`` shares: for a repost or quote its parent, then the parent's parent while that
     is itself a repost or quote, at most ``depth`` links; the flag says the chain continues."""
-    p = state.posts
+    v = state.posts.ints
+    n = len(state.posts)
     out: list[SharedPost] = []
     cur = pid
-    while p.get("kind", cur) in (REPOST, QUOTE):
-        parent = p.get("parent", cur)
-        if parent < 0 or not p.exists(parent):
+    while v.kind[cur] in (REPOST, QUOTE):
+        parent = v.parent[cur]
+        if not 0 <= parent < n:
             break
         if len(out) >= depth:
             return out, True
@@ -152,17 +153,18 @@ def shared_chain(state: Any, usernames: list[str], pid: int, depth: int) -> tupl
 
 def _linked(state: Any, usernames: list[str], pid: int) -> SharedPost:
     p = state.posts
-    a = p.get("author", pid)
+    v = p.ints
+    a = v.author[pid]
     return SharedPost(
         pid,
         a,
         usernames[a],
-        KIND_NAMES[p.get("kind", pid)],
+        KIND_NAMES[v.kind[pid]],
         p.text[pid],
-        p.get("likes", pid),
-        p.get("dislikes", pid),
-        p.get("reposts", pid),
-        p.get("comments", pid),
+        v.likes[pid],
+        v.dislikes[pid],
+        v.reposts[pid],
+        v.comments[pid],
     )
 
 

@@ -22,7 +22,7 @@ from socium.core import actions as A
 from socium.platform.events import StepEvents
 from socium.platform.graph import FollowIndex
 from socium.platform.marks import ModerationMarks
-from socium.platform.posts import COMMENT, ORIGINAL, QUOTE, REPOST, PostTable
+from socium.platform.posts import COMMENT, ORIGINAL, QUOTE, REPOST, PostInts, PostTable
 from socium.platform.text import clean_text
 
 
@@ -393,14 +393,14 @@ def _do_nothing(st: PlatformState, agent: int, a: A.DoNothing) -> A.Outcome:
 
 
 # ---- marks: what the rules check, asked ahead ---------------------------------------------------
-def _own_chain(st: PlatformState, agent: int, post: int, cols: tuple[np.ndarray, ...] | None = None) -> bool:
+def _own_chain(st: PlatformState, agent: int, post: int, cols: PostInts | None = None) -> bool:
     """``post`` or one it shares, up its chain to the root, is ``agent``'s."""
-    p = st.posts
-    author, kind, parent = cols or (p.col("author"), p.col("kind"), p.col("parent"))
+    v = cols or st.posts.ints
+    author, kind, parent = v.author, v.kind, v.parent
     while True:
         if author[post] == agent:
             return True
-        if kind[post] not in (REPOST, QUOTE) or (post := int(parent[post])) < 0:
+        if kind[post] not in (REPOST, QUOTE) or (post := parent[post]) < 0:
             return False
 
 
@@ -415,12 +415,12 @@ def _pairs(pairs_of: Callable[[PlatformState], set[tuple[int, int]]]) -> Callabl
 def _own_authored(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:
     if st.allow_self_rating:
         return set()
-    author = st.posts.col("author")
+    author = st.posts.ints.author
     return {i for i in ids if author[i] == agent}
 
 
 def _comments(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:
-    kind = st.posts.col("kind")
+    kind = st.posts.ints.kind
     return {i for i in ids if kind[i] == COMMENT}
 
 
@@ -429,7 +429,7 @@ def _hidden(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:
 
 
 def _own_chains(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:
-    cols = (st.posts.col("author"), st.posts.col("kind"), st.posts.col("parent"))
+    cols = st.posts.ints
     return {i for i in ids if _own_chain(st, agent, i, cols)}
 
 
