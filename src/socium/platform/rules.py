@@ -79,6 +79,11 @@ def rule(cls: type[A.ActionBase]) -> Callable[[Rule], Rule]:
     return register
 
 
+#: The plain accepted outcome, one frozen instance shared by the rules that return nothing else
+#: (building one validates it: ~3 µs per action).
+_OK = A.Outcome(status="ok")
+
+
 # ---- checks the rules share ---------------------------------------------------------------------
 def _bad(reason: str) -> A.Outcome:
     return A.Outcome(status="invalid", reason=reason)
@@ -153,7 +158,7 @@ def _vote(st: PlatformState, agent: int, post_id: int, comment: bool, up: bool) 
     st.posts.bump("likes" if up else "dislikes", post_id)
     if up:
         st.events.likes.append(key)
-    return A.Outcome(status="ok")
+    return _OK
 
 
 def _unvote(st: PlatformState, agent: int, post_id: int, up: bool, comment: bool | None = None) -> A.Outcome:
@@ -164,7 +169,7 @@ def _unvote(st: PlatformState, agent: int, post_id: int, up: bool, comment: bool
         return _bad(f"has not {'liked' if up else 'disliked'} {'comment' if comment else 'post'} {post_id}")
     mine.discard((agent, post_id))
     st.posts.bump("likes" if up else "dislikes", post_id, -1)
-    return A.Outcome(status="ok")
+    return _OK
 
 
 @rule(A.LikePost)
@@ -230,7 +235,7 @@ def _follow(st: PlatformState, agent: int, a: A.Follow) -> A.Outcome:
         return _bad(f"user {a.user_id} has blocked you")
     st.follows.add(agent, a.user_id)
     st.events.follows.append((agent, a.user_id, 1))
-    return A.Outcome(status="ok")
+    return _OK
 
 
 @rule(A.Unfollow)
@@ -241,7 +246,7 @@ def _unfollow(st: PlatformState, agent: int, a: A.Unfollow) -> A.Outcome:
         return _bad(f"not following user {a.user_id}")
     st.follows.remove(agent, a.user_id)
     st.events.follows.append((agent, a.user_id, -1))
-    return A.Outcome(status="ok")
+    return _OK
 
 
 @rule(A.Mute)
@@ -252,7 +257,7 @@ def _mute(st: PlatformState, agent: int, a: A.Mute) -> A.Outcome:
     if a.user_id in m:
         return _bad(f"already muted user {a.user_id}")
     m.add(a.user_id)
-    return A.Outcome(status="ok")
+    return _OK
 
 
 @rule(A.Unmute)
@@ -264,7 +269,7 @@ def _unmute(st: PlatformState, agent: int, a: A.Unmute) -> A.Outcome:
     if a.user_id in st.blocks.get(agent, ()):
         return _bad(f"user {a.user_id} is blocked (and so muted)")
     st.mutes[agent].discard(a.user_id)
-    return A.Outcome(status="ok")
+    return _OK
 
 
 @rule(A.Block)
@@ -283,7 +288,7 @@ def _block(st: PlatformState, agent: int, a: A.Block) -> A.Outcome:
         if st.follows.is_following(src, dst):
             st.follows.remove(src, dst)
             st.events.follows.append((src, dst, -1))
-    return A.Outcome(status="ok")
+    return _OK
 
 
 @rule(A.NotInterested)
@@ -295,7 +300,7 @@ def _not_interested(st: PlatformState, agent: int, a: A.NotInterested) -> A.Outc
     if a.post_id in d:
         return _bad(f"already marked post {a.post_id} not interested")
     d.add(a.post_id)
-    return A.Outcome(status="ok")
+    return _OK
 
 
 @rule(A.SearchPosts)
@@ -318,7 +323,7 @@ def _trend(st: PlatformState, agent: int, a: A.Trend) -> A.Outcome:
 
 @rule(A.Refresh)
 def _refresh(st: PlatformState, agent: int, a: A.Refresh) -> A.Outcome:
-    return A.Outcome(status="ok")
+    return _OK
 
 
 @rule(A.ReportPost)
@@ -329,7 +334,7 @@ def _report_post(st: PlatformState, agent: int, a: A.ReportPost) -> A.Outcome:
         return _bad(f"already reported post {a.post_id}")
     st.reported.add((agent, a.post_id))
     st.posts.bump("reports", a.post_id)
-    return A.Outcome(status="ok")
+    return _OK
 
 
 @rule(A.CreateGroup)
@@ -389,7 +394,7 @@ def _send_to_group(st: PlatformState, agent: int, a: A.SendToGroup) -> A.Outcome
 
 @rule(A.DoNothing)
 def _do_nothing(st: PlatformState, agent: int, a: A.DoNothing) -> A.Outcome:
-    return A.Outcome(status="ok")
+    return _OK
 
 
 # ---- marks: what the rules check, asked ahead ---------------------------------------------------
