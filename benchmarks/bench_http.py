@@ -188,6 +188,7 @@ PHASES: list[tuple[str, str, str]] = [
     ("socium.simulator.step_agents", "StepAgents.observe", "observation and feed"),
     ("socium.agents.perspectives", "fill_observation", "  of which profile, memory, groups (fill_observation)"),
     ("socium.agents.perspectives", "feed_item", "  of which feed items (feed_item)"),
+    ("socium.agents.perspectives", "feed_items", "  of which feed items (feed_item)"),  # newer trees: per feed
     ("socium.agents.perspectives", "target_marks", "    of which action marks (target_marks)"),
     ("socium.agents.llm_policy", "LLMPolicy._messages", "LLM: prompt text (_messages)"),
     ("socium.agents.llm_policy", "LLMPolicy.answer_schema", "LLM: answer schema"),

@@ -108,29 +108,53 @@ def feed_item(
     followees: set[int] | None = None,
 ) -> FeedItem:
     """One post as ``viewer`` sees it in a list (feed, results, global feed): text, counts, author."""
-    v = state.posts.ints  # memoryviews: a Python int per read (see platform.posts)
-    root = v.root[pid]
-    author = v.author[pid]
-    s = float(stance[author])
-    return FeedItem(
-        pid,
-        author,
-        KIND_NAMES[v.kind[pid]],
-        state.posts.text[pid],
-        root,
-        v.likes[pid],
-        v.dislikes[pid],
-        v.reposts[pid],
-        v.comments[pid],
-        source,
-        rank,
-        state.adopters.has(root, viewer),
-        (viewer, pid) in state.likes,
-        (viewer, pid) in state.dislikes,
-        (len(followees & state.adopters.get(root, set())) / len(followees)) if followees else 0.0,
-        None if s != s else s,  # NaN: no stance
-        usernames[author],
-    )
+    return feed_items(state, usernames, stance, viewer, (pid,), (source,), followees, rank)[0]
+
+
+def feed_items(
+    state: Any,
+    usernames: list[str],
+    stance: np.ndarray,
+    viewer: int,
+    post_ids: Sequence[int],
+    sources: Sequence[str],
+    followees: set[int] | None = None,
+    first_rank: int = 0,
+) -> list[FeedItem]:
+    """:func:`feed_item` of each post of one list (ranked from ``first_rank`` in order), the state's
+    columns and sets looked up once per list rather than once per post."""
+    p = state.posts
+    v = p.ints  # memoryviews: a Python int per read (see platform.posts)
+    text, likes, dislikes, adopters = p.text, state.likes, state.dislikes, state.adopters
+    if isinstance(stance, np.ndarray) and stance.ndim == 1 and stance.flags.c_contiguous:
+        stance = memoryview(stance)  # type: ignore[assignment]  # a Python float per read, as float(x) gives
+    out = []
+    for rank, (pid, source) in enumerate(zip(post_ids, sources), first_rank):
+        root = v.root[pid]
+        author = v.author[pid]
+        s = float(stance[author])
+        out.append(
+            FeedItem(
+                pid,
+                author,
+                KIND_NAMES[v.kind[pid]],
+                text[pid],
+                root,
+                v.likes[pid],
+                v.dislikes[pid],
+                v.reposts[pid],
+                v.comments[pid],
+                source,
+                rank,
+                adopters.has(root, viewer),
+                (viewer, pid) in likes,
+                (viewer, pid) in dislikes,
+                (len(followees & adopters.get(root, set())) / len(followees)) if followees else 0.0,
+                None if s != s else s,  # NaN: no stance
+                usernames[author],
+            )
+        )
+    return out
 
 
 def shared_chain(state: Any, usernames: list[str], pid: int, depth: int) -> tuple[list[SharedPost], bool]:

@@ -22,7 +22,7 @@ from socium.core import actions as A
 from socium.platform.events import StepEvents
 from socium.platform.graph import FollowIndex
 from socium.platform.marks import ModerationMarks
-from socium.platform.posts import COMMENT, ORIGINAL, QUOTE, REPOST, PostInts, PostTable
+from socium.platform.posts import COMMENT, ORIGINAL, QUOTE, REPOST, PostTable
 from socium.platform.text import clean_text
 
 
@@ -398,17 +398,6 @@ def _do_nothing(st: PlatformState, agent: int, a: A.DoNothing) -> A.Outcome:
 
 
 # ---- marks: what the rules check, asked ahead ---------------------------------------------------
-def _own_chain(st: PlatformState, agent: int, post: int, cols: PostInts | None = None) -> bool:
-    """``post`` or one it shares, up its chain to the root, is ``agent``'s."""
-    v = cols or st.posts.ints
-    author, kind, parent = v.author, v.kind, v.parent
-    while True:
-        if author[post] == agent:
-            return True
-        if kind[post] not in (REPOST, QUOTE) or (post := parent[post]) < 0:
-            return False
-
-
 def _pairs(pairs_of: Callable[[PlatformState], set[tuple[int, int]]]) -> Callable[..., set[int]]:
     def marked(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:
         pairs = pairs_of(st)
@@ -434,8 +423,20 @@ def _hidden(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:
 
 
 def _own_chains(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:
-    cols = st.posts.ints
-    return {i for i in ids if _own_chain(st, agent, i, cols)}
+    """The ids whose post, or one it shares up its chain to the root, is ``agent``'s (a walk per id,
+    written out in one loop: a prompt shows ~10 posts, and a call per id was a third of the cost)."""
+    v = st.posts.ints
+    author, kind, parent = v.author, v.kind, v.parent
+    out = set()
+    for i in ids:
+        post = i
+        while True:
+            if author[post] == agent:
+                out.add(i)
+                break
+            if kind[post] not in (REPOST, QUOTE) or (post := parent[post]) < 0:
+                break
+    return out
 
 
 def _blocked_by(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:

@@ -116,10 +116,7 @@ class StepAgents:
         for u, feed in zip(users.tolist(), feeds):
             rec.exposure(u, feed.post_ids, feed.sources, getattr(feed, "explain", None))
             followees = set(st.follows.followees(u).tolist()) if need_adopt else None
-            items = [
-                perspectives.feed_item(st, names, stance, u, pid, src, rank, followees)
-                for rank, (pid, src) in enumerate(zip(feed.post_ids, feed.sources))
-            ]
+            items = perspectives.feed_items(st, names, stance, u, feed.post_ids, feed.sources, followees)
             s_u = float(stance[u])
             o = Observation(u, step, st.time, self.world.clock.hour(step), items, None if np.isnan(s_u) else s_u)
             if self.needs_profile:  # what the perspective shows an LLM agent: agents/perspectives.py
