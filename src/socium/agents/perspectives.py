@@ -126,13 +126,14 @@ def feed_items(
     p = state.posts
     v = p.ints  # memoryviews: a Python int per read (see platform.posts)
     text, likes, dislikes, adopters = p.text, state.likes, state.dislikes, state.adopters
+    sv: Any = stance  # a memoryview where it can be: a Python float per read, as float(x) gives
     if isinstance(stance, np.ndarray) and stance.ndim == 1 and stance.flags.c_contiguous:
-        stance = memoryview(stance)  # type: ignore[assignment]  # a Python float per read, as float(x) gives
+        sv = stance.data
     out = []
     for rank, (pid, source) in enumerate(zip(post_ids, sources), first_rank):
         root = v.root[pid]
         author = v.author[pid]
-        s = float(stance[author])
+        s = float(sv[author])
         out.append(
             FeedItem(
                 pid,

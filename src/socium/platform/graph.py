@@ -406,7 +406,7 @@ class FollowIndex:
         """``indptr`` and ``indices`` as memoryviews (rebuilt when :meth:`compact` replaced the arrays)."""
         got = self.__dict__.get("_views")
         if got is None or got[0] is not self.indptr or got[1] is not self.indices:
-            got = (self.indptr, self.indices, memoryview(self.indptr), memoryview(self.indices))
+            got = (self.indptr, self.indices, self.indptr.data, self.indices.data)
             self.__dict__["_views"] = got
         return got[2], got[3]
 

@@ -63,7 +63,7 @@ class PostTable:
 
     def _views(self) -> None:
         cols = [self._cols[c] for c in _INT_COLS]
-        self.ints = PostInts(*(memoryview(a).toreadonly() for a in (*cols, self._time)))
+        self.ints = PostInts(*(a.data.toreadonly() for a in (*cols, self._time)))
         self._mv: dict[str, memoryview] = self.ints._asdict()
 
     def __getstate__(self) -> dict[str, Any]:  # memoryviews do not pickle: rebuilt from the columns
@@ -107,7 +107,7 @@ class PostTable:
         return view
 
     def get(self, name: str, i: int) -> int:
-        return self._mv[name][i]  # type: ignore[no-any-return]
+        return self._mv[name][i]
 
     def set(self, name: str, i: int, value: int) -> None:
         self._cols[name][i] = value

@@ -31,7 +31,7 @@ _ARGS_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
 
 
 @lru_cache(maxsize=256)
-def _text_fields(cls: type) -> tuple[str, ...]:
+def _text_fields(cls: Any) -> tuple[str, ...]:
     """The :data:`TEXT_FIELDS` an action class has. Why: ``getattr(action, name, None)`` on a pydantic
     model that lacks ``name`` goes through its slow ``__getattr__`` (~5 µs each, four per action)."""
     fields = getattr(cls, "model_fields", None)
@@ -44,7 +44,7 @@ def clean_action(action: Any, max_chars: int) -> tuple[Any, bool, bool]:
     """Bound and sanitise every free-text field of an action before it is applied or recorded."""
     update: dict[str, str] = {}
     truncated = sanitized = False
-    for f in _text_fields(type(action)):
+    for f in _text_fields(action.__class__):
         v = getattr(action, f, None)
         if isinstance(v, str):
             limit = max_chars if f == "content" else min(max_chars, 500)
