@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from socium.llm.resume_replay import is_replayed
 from socium.llm.types import LLMRequest, LLMResult
 from socium.platform.text import clean_text
 
@@ -133,6 +134,7 @@ class CallLog:
         self.every = every or COMPACT_EVERY
         self.n = 0  # calls added
         self.tokens = 0  # prompt + completion tokens of all of them
+        self.replayed = 0  # of them answered from a stopped step's record on resume (socium.llm.resume_replay)
         self.kept: list[LLMResult] = []  # results with an error or an error kind (step_problem reads them)
         self._pending: list[tuple[str, Any, LLMResult, str]] = []
         self._batches: list[pa.Table] = []
@@ -146,6 +148,8 @@ class CallLog:
             self.tokens += (res.prompt_tokens or 0) + (res.completion_tokens or 0)
             if res.error is not None or res.error_kind is not None:
                 self.kept.append(res)
+            elif is_replayed(res):
+                self.replayed += 1
         self._pending.extend(calls)
         self.n += len(calls)
         if len(self._pending) >= self.every:

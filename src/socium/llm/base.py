@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextvars
 import os
 import threading
 import weakref
@@ -157,7 +158,8 @@ def run_coro_sync(coro: Coroutine[Any, Any, T]) -> T:
         finally:
             _cancel_leftovers(loop)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="socium-llm-sync") as pool:
-        return pool.submit(_run_on_new_loop, coro).result()
+        # with this thread's context: what the caller is serving (a resumed step's answers) holds there too
+        return pool.submit(contextvars.copy_context().run, _run_on_new_loop, coro).result()
 
 
 def _cancel_leftovers(loop: asyncio.AbstractEventLoop, keep_daemons: bool = True) -> None:
