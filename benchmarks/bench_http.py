@@ -192,6 +192,8 @@ PHASES: list[tuple[str, str, str]] = [
     ("socium.simulator.step_agents", "StepAgents.observe", "observation and feed"),
     ("socium.agents.perspectives", "fill_observation", "  of which profile, memory, groups (fill_observation)"),
     ("socium.agents.perspectives", "feed_item", "  of which feed items (feed_item)"),
+    ("socium.agents.perspectives", "feed_items", "  of which feed items (feed_item)"),  # newer trees: per feed
+    ("socium.agents.perspectives", "target_marks", "    of which action marks (target_marks)"),
     ("socium.agents.llm_policy", "LLMPolicy._messages", "LLM: prompt text (_messages)"),
     ("socium.agents.llm_policy", "LLMPolicy.answer_schema", "LLM: answer schema"),
     ("socium.agents.llm_policy", "LLMPolicy.request", "LLM: request object"),
@@ -203,7 +205,8 @@ PHASES: list[tuple[str, str, str]] = [
     ("socium.agents.llm_policy", "validate_answer", "LLM: answer validation"),
     ("socium.agents.call_log", "RenderedRequest.__init__", "LLM: llm_calls JSON strings (RenderedRequest)"),
     ("socium.simulator.simulation", "call_rows", "llm_calls rows (call_rows)"),
-    ("socium.simulator.simulation", "Simulation.apply_decisions", "applying actions"),
+    ("socium.simulator.step_agents", "StepAgents.apply_decisions", "applying actions"),
+    ("socium.simulator.recording", "StepRecorder.batches", "trace rows of the step (StepRecorder.batches)"),
     ("socium.trace.store", "TraceStore.append_step", "DuckDB write of the step"),
 ]
 

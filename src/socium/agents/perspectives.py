@@ -108,40 +108,66 @@ def feed_item(
     followees: set[int] | None = None,
 ) -> FeedItem:
     """One post as ``viewer`` sees it in a list (feed, results, global feed): text, counts, author."""
+    return feed_items(state, usernames, stance, viewer, (pid,), (source,), followees, rank)[0]
+
+
+def feed_items(
+    state: Any,
+    usernames: list[str],
+    stance: np.ndarray,
+    viewer: int,
+    post_ids: Sequence[int],
+    sources: Sequence[str],
+    followees: set[int] | None = None,
+    first_rank: int = 0,
+) -> list[FeedItem]:
+    """:func:`feed_item` of each post of one list (ranked from ``first_rank`` in order), the state's
+    columns and sets looked up once per list rather than once per post."""
     p = state.posts
-    root = p.get("root", pid)
-    author = p.get("author", pid)
-    s = float(stance[author])
-    return FeedItem(
-        post_id=pid,
-        author=author,
-        kind=KIND_NAMES[p.get("kind", pid)],
-        text=p.text[pid],
-        root_id=root,
-        likes=p.get("likes", pid),
-        dislikes=p.get("dislikes", pid),
-        reposts=p.get("reposts", pid),
-        comments=p.get("comments", pid),
-        source=source,
-        rank=rank,
-        adopted=state.adopters.has(root, viewer),
-        liked=(viewer, pid) in state.likes,
-        disliked=(viewer, pid) in state.dislikes,
-        adoption=(len(followees & state.adopters.get(root, set())) / len(followees)) if followees else 0.0,
-        author_stance=None if np.isnan(s) else s,
-        author_username=usernames[author],
-    )
+    v = p.ints  # memoryviews: a Python int per read (see platform.posts)
+    text, likes, dislikes, adopters = p.text, state.likes, state.dislikes, state.adopters
+    sv: Any = stance  # a memoryview where it can be: a Python float per read, as float(x) gives
+    if isinstance(stance, np.ndarray) and stance.ndim == 1 and stance.flags.c_contiguous:
+        sv = stance.data
+    out = []
+    for rank, (pid, source) in enumerate(zip(post_ids, sources), first_rank):
+        root = v.root[pid]
+        author = v.author[pid]
+        s = float(sv[author])
+        out.append(
+            FeedItem(
+                pid,
+                author,
+                KIND_NAMES[v.kind[pid]],
+                text[pid],
+                root,
+                v.likes[pid],
+                v.dislikes[pid],
+                v.reposts[pid],
+                v.comments[pid],
+                source,
+                rank,
+                adopters.has(root, viewer),
+                (viewer, pid) in likes,
+                (viewer, pid) in dislikes,
+                (len(followees & adopters.get(root, set())) / len(followees)) if followees else 0.0,
+                None if s != s else s,  # NaN: no stance
+                usernames[author],
+            )
+        )
+    return out
 
 
 def shared_chain(state: Any, usernames: list[str], pid: int, depth: int) -> tuple[list[SharedPost], bool]:
     """What post ``pid`` shares: for a repost or quote its parent, then the parent's parent while that
     is itself a repost or quote, at most ``depth`` links; the flag says the chain continues."""
-    p = state.posts
+    v = state.posts.ints
+    n = len(state.posts)
     out: list[SharedPost] = []
     cur = pid
-    while p.get("kind", cur) in (REPOST, QUOTE):
-        parent = p.get("parent", cur)
-        if parent < 0 or not p.exists(parent):
+    while v.kind[cur] in (REPOST, QUOTE):
+        parent = v.parent[cur]
+        if not 0 <= parent < n:
             break
         if len(out) >= depth:
             return out, True
@@ -152,17 +178,18 @@ def shared_chain(state: Any, usernames: list[str], pid: int, depth: int) -> tupl
 
 def _linked(state: Any, usernames: list[str], pid: int) -> SharedPost:
     p = state.posts
-    a = p.get("author", pid)
+    v = p.ints
+    a = v.author[pid]
     return SharedPost(
         pid,
         a,
         usernames[a],
-        KIND_NAMES[p.get("kind", pid)],
+        KIND_NAMES[v.kind[pid]],
         p.text[pid],
-        p.get("likes", pid),
-        p.get("dislikes", pid),
-        p.get("reposts", pid),
-        p.get("comments", pid),
+        v.likes[pid],
+        v.dislikes[pid],
+        v.reposts[pid],
+        v.comments[pid],
     )
 
 
@@ -295,6 +322,15 @@ def pending_from(action_type: str, query: str, results: tuple[int, ...]) -> tupl
     if cls is None or cls.meta.needs != "results":
         return None
     return action_type, query, list(results)
+
+
+def pending_for(action: Any, results: tuple[int, ...]) -> tuple[str, str, list[int]] | None:
+    """:func:`pending_from` for an applied action object; its query is read only for a search / trend
+    request (asking a pydantic action for a field it lacks costs ~5 µs, and most actions lack one)."""
+    cls = A.BY_TYPE.get(action.type)
+    if cls is None or cls.meta.needs != "results":
+        return None
+    return action.type, getattr(action, "query", ""), list(results)
 
 
 # ---- documentation ---------------------------------------------------------------------------------

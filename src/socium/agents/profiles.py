@@ -98,7 +98,7 @@ class Population:
             interests=list(self.interests[i]),
             stance=None if np.isnan(s) else s,
             goal=self.goals[i],
-            activity=[float(x) for x in self.activity[i]],
+            activity=self.activity[i].tolist(),  # the same floats as float(x) per element, ~8x cheaper
             extra=dict(self.extra[i]) if self.extra is not None else {},
         )
 

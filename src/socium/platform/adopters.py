@@ -22,9 +22,10 @@ class Adopters:
 
     def _author(self, root: int) -> int | None:
         p = self._posts
-        if not 0 <= root < len(p) or p.get("kind", root) == COMMENT:
-            return None  # comments are never adopted
-        return p.get("author", root)
+        if not 0 <= root < len(p):
+            return None
+        v = p.ints
+        return None if v.kind[root] == COMMENT else v.author[root]  # comments are never adopted
 
     def add(self, root: int, agent: int) -> None:
         if agent != self._author(root):

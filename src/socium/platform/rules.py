@@ -79,6 +79,11 @@ def rule(cls: type[A.ActionBase]) -> Callable[[Rule], Rule]:
     return register
 
 
+#: The plain accepted outcome, one frozen instance shared by the rules that return nothing else
+#: (building one validates it: ~3 µs per action).
+_OK = A.Outcome(status="ok")
+
+
 # ---- checks the rules share ---------------------------------------------------------------------
 def _bad(reason: str) -> A.Outcome:
     return A.Outcome(status="invalid", reason=reason)
@@ -153,7 +158,7 @@ def _vote(st: PlatformState, agent: int, post_id: int, comment: bool, up: bool) 
     st.posts.bump("likes" if up else "dislikes", post_id)
     if up:
         st.events.likes.append(key)
-    return A.Outcome(status="ok")
+    return _OK
 
 
 def _unvote(st: PlatformState, agent: int, post_id: int, up: bool, comment: bool | None = None) -> A.Outcome:
@@ -164,7 +169,7 @@ def _unvote(st: PlatformState, agent: int, post_id: int, up: bool, comment: bool
         return _bad(f"has not {'liked' if up else 'disliked'} {'comment' if comment else 'post'} {post_id}")
     mine.discard((agent, post_id))
     st.posts.bump("likes" if up else "dislikes", post_id, -1)
-    return A.Outcome(status="ok")
+    return _OK
 
 
 @rule(A.LikePost)
@@ -230,7 +235,7 @@ def _follow(st: PlatformState, agent: int, a: A.Follow) -> A.Outcome:
         return _bad(f"user {a.user_id} has blocked you")
     st.follows.add(agent, a.user_id)
     st.events.follows.append((agent, a.user_id, 1))
-    return A.Outcome(status="ok")
+    return _OK
 
 
 @rule(A.Unfollow)
@@ -241,7 +246,7 @@ def _unfollow(st: PlatformState, agent: int, a: A.Unfollow) -> A.Outcome:
         return _bad(f"not following user {a.user_id}")
     st.follows.remove(agent, a.user_id)
     st.events.follows.append((agent, a.user_id, -1))
-    return A.Outcome(status="ok")
+    return _OK
 
 
 @rule(A.Mute)
@@ -252,7 +257,7 @@ def _mute(st: PlatformState, agent: int, a: A.Mute) -> A.Outcome:
     if a.user_id in m:
         return _bad(f"already muted user {a.user_id}")
     m.add(a.user_id)
-    return A.Outcome(status="ok")
+    return _OK
 
 
 @rule(A.Unmute)
@@ -264,7 +269,7 @@ def _unmute(st: PlatformState, agent: int, a: A.Unmute) -> A.Outcome:
     if a.user_id in st.blocks.get(agent, ()):
         return _bad(f"user {a.user_id} is blocked (and so muted)")
     st.mutes[agent].discard(a.user_id)
-    return A.Outcome(status="ok")
+    return _OK
 
 
 @rule(A.Block)
@@ -283,7 +288,7 @@ def _block(st: PlatformState, agent: int, a: A.Block) -> A.Outcome:
         if st.follows.is_following(src, dst):
             st.follows.remove(src, dst)
             st.events.follows.append((src, dst, -1))
-    return A.Outcome(status="ok")
+    return _OK
 
 
 @rule(A.NotInterested)
@@ -295,7 +300,7 @@ def _not_interested(st: PlatformState, agent: int, a: A.NotInterested) -> A.Outc
     if a.post_id in d:
         return _bad(f"already marked post {a.post_id} not interested")
     d.add(a.post_id)
-    return A.Outcome(status="ok")
+    return _OK
 
 
 @rule(A.SearchPosts)
@@ -318,7 +323,7 @@ def _trend(st: PlatformState, agent: int, a: A.Trend) -> A.Outcome:
 
 @rule(A.Refresh)
 def _refresh(st: PlatformState, agent: int, a: A.Refresh) -> A.Outcome:
-    return A.Outcome(status="ok")
+    return _OK
 
 
 @rule(A.ReportPost)
@@ -329,7 +334,7 @@ def _report_post(st: PlatformState, agent: int, a: A.ReportPost) -> A.Outcome:
         return _bad(f"already reported post {a.post_id}")
     st.reported.add((agent, a.post_id))
     st.posts.bump("reports", a.post_id)
-    return A.Outcome(status="ok")
+    return _OK
 
 
 @rule(A.CreateGroup)
@@ -389,21 +394,10 @@ def _send_to_group(st: PlatformState, agent: int, a: A.SendToGroup) -> A.Outcome
 
 @rule(A.DoNothing)
 def _do_nothing(st: PlatformState, agent: int, a: A.DoNothing) -> A.Outcome:
-    return A.Outcome(status="ok")
+    return _OK
 
 
 # ---- marks: what the rules check, asked ahead ---------------------------------------------------
-def _own_chain(st: PlatformState, agent: int, post: int, cols: tuple[np.ndarray, ...] | None = None) -> bool:
-    """``post`` or one it shares, up its chain to the root, is ``agent``'s."""
-    p = st.posts
-    author, kind, parent = cols or (p.col("author"), p.col("kind"), p.col("parent"))
-    while True:
-        if author[post] == agent:
-            return True
-        if kind[post] not in (REPOST, QUOTE) or (post := int(parent[post])) < 0:
-            return False
-
-
 def _pairs(pairs_of: Callable[[PlatformState], set[tuple[int, int]]]) -> Callable[..., set[int]]:
     def marked(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:
         pairs = pairs_of(st)
@@ -415,12 +409,12 @@ def _pairs(pairs_of: Callable[[PlatformState], set[tuple[int, int]]]) -> Callabl
 def _own_authored(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:
     if st.allow_self_rating:
         return set()
-    author = st.posts.col("author")
+    author = st.posts.ints.author
     return {i for i in ids if author[i] == agent}
 
 
 def _comments(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:
-    kind = st.posts.col("kind")
+    kind = st.posts.ints.kind
     return {i for i in ids if kind[i] == COMMENT}
 
 
@@ -429,8 +423,20 @@ def _hidden(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:
 
 
 def _own_chains(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:
-    cols = (st.posts.col("author"), st.posts.col("kind"), st.posts.col("parent"))
-    return {i for i in ids if _own_chain(st, agent, i, cols)}
+    """The ids whose post, or one it shares up its chain to the root, is ``agent``'s (a walk per id,
+    written out in one loop: a prompt shows ~10 posts, and a call per id was a third of the cost)."""
+    v = st.posts.ints
+    author, kind, parent = v.author, v.kind, v.parent
+    out = set()
+    for i in ids:
+        post = i
+        while True:
+            if author[post] == agent:
+                out.add(i)
+                break
+            if kind[post] not in (REPOST, QUOTE) or (post := parent[post]) < 0:
+                break
+    return out
 
 
 def _blocked_by(st: PlatformState, agent: int, ids: Iterable[int]) -> set[int]:

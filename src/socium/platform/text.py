@@ -30,11 +30,12 @@ def clean_text(raw: object, max_chars: int) -> CleanText:
     if "\x00" in text:
         text = text.replace("\x00", "")
         sanitized = True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "replace").decode("utf-8")
-        sanitized = True
+    if not text.isascii():  # ASCII (most text) always encodes: skip making the bytes
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = text.encode("utf-8", "replace").decode("utf-8")
+            sanitized = True
     truncated = len(text) > max_chars
     if truncated:
         text = text[:max_chars]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
@@ -24,11 +25,26 @@ _ARROW = {
 }  # Arrow type of each core.exposure.EXPLANATION_COLUMNS type
 
 
+#: ``json.dumps(args, ensure_ascii=False, sort_keys=True)`` with its encoder built once (``dumps`` builds
+#: one per call when given options): the same text.
+_ARGS_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+
+
+@lru_cache(maxsize=256)
+def _text_fields(cls: Any) -> tuple[str, ...]:
+    """The :data:`TEXT_FIELDS` an action class has. Why: ``getattr(action, name, None)`` on a pydantic
+    model that lacks ``name`` goes through its slow ``__getattr__`` (~5 µs each, four per action)."""
+    fields = getattr(cls, "model_fields", None)
+    if not isinstance(fields, dict) or getattr(cls, "model_config", {}).get("extra") != "forbid":
+        return TEXT_FIELDS  # not a closed pydantic model: ask the object itself
+    return tuple(f for f in TEXT_FIELDS if f in fields)
+
+
 def clean_action(action: Any, max_chars: int) -> tuple[Any, bool, bool]:
     """Bound and sanitise every free-text field of an action before it is applied or recorded."""
     update: dict[str, str] = {}
     truncated = sanitized = False
-    for f in TEXT_FIELDS:
+    for f in _text_fields(action.__class__):
         v = getattr(action, f, None)
         if isinstance(v, str):
             limit = max_chars if f == "content" else min(max_chars, 500)
@@ -63,14 +79,24 @@ class StepRecorder:
         }
     )
 
-    def action(self, agent: int, origin: str, action: Any, outcome: Outcome, rationale: str | None = None) -> None:
+    def action(
+        self,
+        agent: int,
+        origin: str,
+        action: Any,
+        outcome: Outcome,
+        rationale: str | None = None,
+        args: dict[str, Any] | None = None,
+    ) -> None:
+        """One ``actions`` row; ``args``: the action's :func:`~socium.core.actions.action_args` when the
+        caller already has them."""
         a = self.actions
         a["step"].append(self.step)
         a["agent_id"].append(agent)
         a["seq"].append(len(a["seq"]))
         a["origin"].append(origin)
         a["type"].append(action.type)
-        a["args"].append(json.dumps(action_args(action), ensure_ascii=False, sort_keys=True))
+        a["args"].append(_ARGS_JSON(action_args(action) if args is None else args))
         a["outcome"].append(outcome.status)
         a["reason"].append(outcome.reason)
         a["post_id"].append(outcome.post_id)

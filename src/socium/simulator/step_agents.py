@@ -17,6 +17,7 @@ import numpy as np
 
 from socium.agents import perspectives
 from socium.agents.memory import MemoryStream, feed_query
+from socium.core.actions import action_args
 from socium.core.contracts import Decision, Observation
 from socium.core.policy import PolicyCapabilities
 from socium.core.rng import RECSYS, component_rng
@@ -175,10 +176,7 @@ class StepAgents:
         for u, feed in zip(users.tolist(), feeds):
             rec.exposure(u, feed.post_ids, feed.sources, getattr(feed, "explain", None))
             followees = set(st.follows.followees(u).tolist()) if need_adopt else None
-            items = [
-                perspectives.feed_item(st, names, stance, u, pid, src, rank, followees)
-                for rank, (pid, src) in enumerate(zip(feed.post_ids, feed.sources))
-            ]
+            items = perspectives.feed_items(st, names, stance, u, feed.post_ids, feed.sources, followees)
             s_u = float(stance[u])
             o = Observation(u, step, st.time, self.world.clock.hour(step), items, None if np.isnan(s_u) else s_u)
             if self.needs_profile:  # what the perspective shows an LLM agent: agents/perspectives.py
@@ -266,15 +264,12 @@ class StepAgents:
                     self.moderation.seed_veracity[out.post_id] = d.meta["veracity"]
                 if out.post_id is not None and (trunc or san):
                     rec.flags[out.post_id] = (trunc, san)
-                rec.action(d.agent_id, d.origin, action, out, d.reason)
+                args = action_args(action)  # dumped once: the trace row and the memory line read it
+                rec.action(d.agent_id, d.origin, action, out, d.reason, args)
                 if self.needs_profile and d.origin != "seed":
-                    self.remember(
-                        d.agent_id,
-                        memory_line(self.state.step, action.type, action.model_dump(exclude={"type"}), out.status),
-                        action.type,
-                    )
+                    self.remember(d.agent_id, memory_line(self.state.step, action.type, args, out.status), action.type)
                 if self.needs_profile:  # shown (and only then recorded as exposures) in its next observation
-                    pending = perspectives.pending_from(action.type, getattr(action, "query", ""), out.results)
+                    pending = perspectives.pending_for(action, out.results)
                     if pending is not None:
                         self.pending_results[d.agent_id] = pending
                 n += 1
