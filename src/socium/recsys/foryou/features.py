@@ -130,13 +130,18 @@ def similarity(interest: np.ndarray, row: np.ndarray, post_vecs: np.ndarray, pos
         return out
     counts = np.bincount(row)
     starts = np.cumsum(counts) - counts
+    dim = post_vecs.shape[1]
+    buf = np.empty((max(_CHUNK, int(counts.max())), dim), post_vecs.dtype)  # reused by every gather
     for cnt in np.unique(counts[counts > 0]).tolist():
         us = np.flatnonzero(counts == cnt)
         step = max(1, _CHUNK // cnt)
         for lo in range(0, len(us), step):
             u = us[lo : lo + step]
             idx = starts[u][:, None] + np.arange(cnt)  # (users, cnt) candidate positions
-            out[idx] = np.einsum("uwd,ud->uw", post_vecs[post[idx]], interest[u], optimize=False)
+            # np.take into the one buffer (mode 'clip': ids are valid; 'raise' buffers the copy), not
+            # post_vecs[...]: no fresh array to fault in per gather
+            vecs = np.take(post_vecs, post[idx.ravel()], axis=0, out=buf[: idx.size], mode="clip")
+            out[idx] = np.einsum("uwd,ud->uw", vecs.reshape(len(u), cnt, dim), interest[u], optimize=False)
     return out
 
 
