@@ -30,13 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from socium.platform.posts import REPOST
 from socium.recsys.ann import _cpus, single_threaded_blas
 from socium.recsys.base import Feed, RecsysContext
 from socium.recsys.candidates import followee_pairs
 from socium.recsys.embeddings import Embedder
 from socium.recsys.foryou import factors, filters, rerank
-from socium.recsys.foryou.features import History, author_engagement, feature_matrix, follow_keys, similarity
+from socium.recsys.foryou.features import History, StepFacts, feature_matrix, similarity
 from socium.recsys.foryou.params import ForYouParams
 from socium.recsys.foryou.sources import Candidates, in_network_source, out_of_network_source
 from socium.recsys.foryou.value_model import ValueModel, weighted_score
@@ -185,16 +184,25 @@ class ForYouRecommender:
         """Feeds in chunks of ``CHUNK_USERS`` users: a step's working memory (features, probabilities,
         DPP vectors) stays bounded whatever the number of active agents."""
         users = np.asarray(users, dtype=np.int64)
-        shared = (follow_keys(state), author_engagement(state))  # per step, not per chunk
         pairs = followee_pairs(state, users)  # one walk over the follow lists for both sources
-        # retrieval for every user at once: the IVF search batches users by cluster, so chunking it costs
-        oon = out_of_network_source(
-            self.retrieval, state, users, step, min(self.p.oon_max_results, self.p.pool_per_slot * k), pairs
-        )
-        # the in-network source ranks the window's posts once globally: once per step, not per chunk
-        inn = in_network_source(
-            state, users, step, self.window_steps, min(self.p.in_network_max_results, self.p.pool_per_slot * k), pairs
-        )
+        quota = self.p.pool_per_slot * k
+        with ThreadPoolExecutor(1) as ex:
+            # the in-network source (it ranks the window's posts once globally: once per step, not per
+            # chunk) runs beside the retrieval, whose own serial parts leave a CPU idle; it reads only state
+            inn_job = ex.submit(
+                in_network_source,
+                state,
+                users,
+                step,
+                self.window_steps,
+                min(self.p.in_network_max_results, quota),
+                pairs,
+            )
+            # retrieval for every user at once: the IVF search batches users by cluster, so chunking it costs
+            oon = out_of_network_source(self.retrieval, state, users, step, min(self.p.oon_max_results, quota), pairs)
+            inn = inn_job.result()
+        first = min(int(oon.post.min(initial=len(state.posts))), int(inn.post.min(initial=len(state.posts))))
+        facts = StepFacts.of(state, first)  # per step, not per chunk
         interest = self.retrieval.interests.vectors(users)  # every user's row exists now (the retrieval made it)
         cuts = np.arange(0, len(users) + CHUNK_USERS, CHUNK_USERS)
         b_oon, b_inn = np.searchsorted(oon.row, cuts), np.searchsorted(inn.row, cuts)
@@ -210,7 +218,7 @@ class ForYouRecommender:
             ]
             try:
                 return self._feeds(
-                    state, mine, k, step, rng, shared, parts[0], parts[1], interest[lo : lo + CHUNK_USERS], turns, i
+                    state, mine, k, step, rng, facts, parts[0], parts[1], interest[lo : lo + CHUNK_USERS], turns, i
                 )
             finally:
                 turns.done(i)  # also on an error, so no later chunk waits for ever
@@ -235,7 +243,7 @@ class ForYouRecommender:
         k: int,
         step: int,
         rng: np.random.Generator,
-        shared: tuple[np.ndarray, np.ndarray],
+        facts: StepFacts,
         retrieved: Candidates,
         in_net: Candidates,
         interest: np.ndarray,
@@ -245,12 +253,11 @@ class ForYouRecommender:
         p = self.p
         c = self.candidates(state, users, k, step, retrieved, in_net)
         n_rows = len(users)
-        posts = state.posts
-        author = posts.col("author")[c.post]
-        repost = posts.col("kind")[c.post] == REPOST
+        at = c.post - facts.first
+        author, repost = facts.author[at], facts.repost[at]
         vecs = self.retrieval.posts.m.data
         sim = similarity(interest, c.row, vecs, c.post)
-        x = feature_matrix(state, c, self.history, shared[0], sim, shared[1])
+        x = feature_matrix(state, c, self.history, facts, sim)
         probs = self.model.probabilities(x)
         value = weighted_score(probs, (x[:, 2] > 0) & ~repost, p)
         eligible = (
