@@ -1,8 +1,10 @@
 """foryou's third cost round keeps every result: chunks ranked on threads, the duplicate pass folded
-into repost de-duplication, the per-user feedback loops visiting only users with feedback.
+into repost de-duplication, the per-user feedback loops visiting only users with feedback, per-line
+sorts by numpy's (unstable) default sort where it cannot differ from a stable one.
 
-Each test compares the faster path with the plain one on a world the pinned digests do not reach
-(several chunks, a cold-start slot range wide enough to draw from the rng, every kind of feedback).
+Each test compares the faster path with the plain one on inputs the pinned digests do not reach
+(several chunks, a cold-start slot range wide enough to draw from the rng, every kind of feedback,
+keys with ties and keys equal to the padding).
 """
 
 import threading
@@ -129,3 +131,24 @@ def test_only_users_with_feedback_are_visited_and_others_states_ask_everyone():
     none = filters.negative_feedback_of(object())
     st.mutes = {5: {1}}
     assert filters.may_have_feedback(st, none, users, {7: {2}}).tolist() == [u in (5, 7) for u in users.tolist()]
+
+
+@pytest.mark.parametrize("kind", ["ties", "inf", "distinct", "int", "uint8", "huge"])
+def test_within_rows_equals_a_stable_sort_inside_each_row(kind):
+    from socium.recsys.foryou.factors import within_rows
+
+    rng = np.random.default_rng(11)
+    row = np.sort(rng.integers(0, 70, 2500))
+    key = {
+        "ties": rng.integers(0, 5, 2500) * 0.5,  # many equal keys: the lines with ties are re-sorted stably
+        "inf": np.where(rng.random(2500) < 0.1, np.inf, rng.random(2500)),  # keys equal to the pad
+        "distinct": rng.random(2500),
+        "int": rng.integers(0, 40, 2500),
+        "uint8": rng.integers(0, 255, 2500).astype(np.uint8),
+        "huge": rng.integers(2**61, 2**62, 2500),  # too wide to pack with the column: the general path
+    }[kind]
+    by_key = np.argsort(key, kind="stable")
+    want = by_key[np.argsort(row[by_key], kind="stable")]
+    got = within_rows(row, key)
+    assert got is not None
+    assert np.array_equal(got, want)
