@@ -50,6 +50,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import slot_timeline  # this script's folder is on sys.path
+
 HERE = Path(__file__).resolve()
 
 #: Driver CPU components: the first rule matching a frame, walking from the innermost frame out.
@@ -113,10 +115,11 @@ def _cpu_s(pid: int) -> float:
 
 
 def _start_server(delay: float, batch_limit: int | None = None) -> tuple[subprocess.Popen, str]:
-    """The fake server, always from this tree's sources (so ``--src`` trees meet the same server)."""
+    """The fake server, always from this tree's sources (so ``--src`` trees meet the same server); GPU-like
+    ones keep a timeline of their slots (``slot_timeline``)."""
     cmd = [sys.executable, "-m", "socium.testing.fault_server", "--port", "0", "--delay-s", str(delay)]
     if batch_limit:
-        cmd += ["--batch-limit", str(batch_limit)]
+        cmd += ["--batch-limit", str(batch_limit), "--timeline"]
     env = {**os.environ, "PYTHONPATH": str(HERE.parent.parent / "src")}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     line = proc.stdout.readline()  # type: ignore[union-attr]
@@ -145,11 +148,12 @@ def _tree_cpu(exclude: int) -> float:
     return total
 
 
-def _server_metrics(url: str) -> dict[str, float]:
-    """The fake server's counters (``GET /metrics``: busy slot-seconds, idle seconds, its clock)."""
+def _server_metrics(url: str, what: str = "metrics") -> Any:
+    """The fake server's counters (``GET /metrics``: busy slot-seconds, idle seconds, its clock) or its
+    requests' slot times since the last read (``GET /timeline``)."""
     import urllib.request
 
-    with urllib.request.urlopen(f"{url}/metrics", timeout=30) as r:  # loopback only
+    with urllib.request.urlopen(f"{url}/{what}", timeout=30) as r:  # loopback only
         return json.loads(r.read())
 
 
@@ -197,7 +201,7 @@ PHASES: list[tuple[str, str, str]] = [
     ("socium.llm.openai_compat", "parse_completion", "LLM: response parsing"),
     ("socium.agents.llm_policy", "parse_json_lenient", "LLM: answer JSON"),
     ("socium.agents.llm_policy", "validate_answer", "LLM: answer validation"),
-    ("socium.agents.llm_policy", "RenderedRequest.__init__", "LLM: llm_calls JSON strings (RenderedRequest)"),
+    ("socium.agents.call_log", "RenderedRequest.__init__", "LLM: llm_calls JSON strings (RenderedRequest)"),
     ("socium.simulator.simulation", "call_rows", "llm_calls rows (call_rows)"),
     ("socium.simulator.simulation", "Simulation.apply_decisions", "applying actions"),
     ("socium.trace.store", "TraceStore.append_step", "DuckDB write of the step"),
@@ -248,22 +252,40 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     proc, url = _start_server(spec["delay"], spec.get("batch_limit"))
     spy = flame = None
     try:
-        cfg = _config(
-            spec["agents"], spec["steps"], url, spec.get("executor"), spec["concurrency"], spec.get("activity", 1.0)
-        )
+        executor = spec.get("executor")
+        if spec.get("step_chunk") is not None:  # --step-chunk: 0 decides a step's agents in one batch
+            executor = {"kind": "inprocess", **(executor or {}), "step_chunk": spec["step_chunk"]}
+        cfg = _config(spec["agents"], spec["steps"], url, executor, spec["concurrency"], spec.get("activity", 1.0))
+        if spec.get("reddit"):  # the OASIS-parity prompts: reddit preset, 13 actions, 5 comments per post
+            cfg = _workloads().oasis_reddit(cfg)
         with tempfile.TemporaryDirectory() as d:
             sim = Simulation(config_from_dict(cfg), d, force=True)
-            inner = sim.executor.run
-            phase: list[float] = []
-            idle: list[float] = []  # per LLM phase: the server's idle share (GET /metrics), GPU-like rows
-            occupied: list[float] = []  # per LLM phase: busy slot-time over batch x wall
+            inner, decide = sim.executor.run, sim.agent_steps.decide
+            phase: list[float] = []  # executor.run walls (none where a step's chunks overlap: one decide)
+            decided: list[float] = []  # per step: StepAgents.decide wall (observation + LLM phase)
+            idle: list[float] = []  # per step's decide: the server's idle share (GET /metrics), GPU-like rows
+            occupied: list[float] = []  # per step's decide: busy slot-time over batch x wall
+            slots: list[dict[str, Any]] = []  # per step's decide: where the slot time went (slot_timeline)
 
             def timed(observations):  # type: ignore[no-untyped-def]
-                m0 = _server_metrics(url) if spec.get("batch_limit") else None
                 t = time.perf_counter()
                 out = inner(observations)
                 phase.append(time.perf_counter() - t)
+                return out
+
+            def timed_decide(*a: Any) -> Any:
+                """A step's observation and LLM phase, measured as one window: since the chunks of a step
+                overlap (issue 41, third round) the LLM phase is not a separate span any more."""
+                m0 = _server_metrics(url) if spec.get("batch_limit") else None
                 if m0 is not None:
+                    _server_metrics(url, "timeline")  # empty it: only this step's requests
+                t, mt = time.perf_counter(), time.monotonic()
+                out = decide(*a)
+                decided.append(time.perf_counter() - t)
+                mt1 = time.monotonic()
+                if m0 is not None:
+                    tl = _server_metrics(url, "timeline")["requests"]
+                    slots.append(slot_timeline.decompose([tuple(r) for r in tl], mt, mt1, spec["batch_limit"]))
                     m1 = _server_metrics(url)
                     span = max(1e-9, m1["monotonic"] - m0["monotonic"])
                     idle.append((m1["idle_s"] - m0["idle_s"]) / span)
@@ -271,19 +293,20 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
                 return out
 
             sim.executor.run = timed  # type: ignore[method-assign]
+            sim.agent_steps.decide = timed_decide  # type: ignore[method-assign]
             sim.advance()  # warm-up: connections, imports, Ray actors
             phase_cpu: list[float] = []
             if spec.get("phases"):
                 totals, undo = _time_phases()
 
-                def cpu_timed(observations):  # type: ignore[no-untyped-def]
+                def cpu_timed(*a: Any) -> Any:
                     c = time.process_time()
                     try:
-                        return timed(observations)
+                        return timed_decide(*a)
                     finally:
                         phase_cpu.append(time.process_time() - c)
 
-                sim.executor.run = cpu_timed  # type: ignore[method-assign]
+                sim.agent_steps.decide = cpu_timed  # type: ignore[method-assign]
             pyspy = shutil.which(
                 "py-spy", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
             )
@@ -313,7 +336,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             ray = (spec.get("executor") or {}).get("kind") == "ray"
             k0 = _tree_cpu(proc.pid) if ray else 0.0
             t0, c0, s0 = time.perf_counter(), time.process_time(), _cpu_s(proc.pid)
-            p0 = len(phase)
+            p0, d0 = len(phase), len(decided)
             for _ in range(spec["steps"] - 1):
                 acts += sim.advance().n_active
             wall, cpu, scpu = time.perf_counter() - t0, time.process_time() - c0, _cpu_s(proc.pid) - s0
@@ -323,7 +346,9 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             if spec.get("phases"):
                 undo()
                 phases = {k: 1e6 * v / acts for k, v in totals.items()}
-                llm = 1e6 * sum(phase_cpu) / acts
+                # decide's CPU less what it spends outside the LLM phase (feeds, observation), timed inside it
+                outside = sum(v for k, v in phases.items() if k.startswith(("feeds ranked", "observation")))
+                llm = 1e6 * sum(phase_cpu) / acts - outside
                 inside = sum(v for k, v in phases.items() if k.startswith("LLM: "))  # disjoint calls
                 phases["LLM phase, all of it"] = llm
                 phases["LLM: the rest (wrappers, HTTP, event loop)"] = llm - inside
@@ -345,11 +370,10 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             if sampler is not None:
                 sampler.kill()
         proc.kill()
-    llm_s = sum(phase[p0:])
+    llm_s, decide_s = sum(phase[p0:]), sum(decided[d0:])
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the driver's peak (server: own process)
-    idle = idle[len(idle) - (spec["steps"] - 1) :] if idle else []  # the timed steps'
-    occupied = occupied[len(occupied) - (spec["steps"] - 1) :] if occupied else []
-    return {"step": acts / wall, "phase": acts / llm_s, "idle": idle, "occupied": occupied, "all_cpu_ms": 1e3 * (cpu + kids) / acts, "cpu_ms": 1e3 * cpu / acts, "server_ms": 1e3 * scpu / acts,
+    idle, occupied, slots = idle[d0:], occupied[d0:], slots[d0:]  # the timed steps'
+    return {"step": acts / wall, "phase": acts / (llm_s or decide_s), "llm_phase_timed": bool(llm_s), "decide": acts / decide_s, "idle": idle, "occupied": occupied, "slots": slots, "all_cpu_ms": 1e3 * (cpu + kids) / acts, "cpu_ms": 1e3 * cpu / acts, "server_ms": 1e3 * scpu / acts,
             "rss_mb": rss_mb, "acts": acts, "samples": samples, "phases": phases, "loop": _loop_kind(),
             "gc_us": [1e6 * c / acts for c in gc_cpu], "gc_n": gc_n}  # fmt: skip
 
@@ -413,8 +437,12 @@ def interleaved(trees: list[tuple[str, str]], a: argparse.Namespace) -> None:
         configs.append((f"instant, {n:,} agents, concurrency 64", {"agents": n, "delay": 0.0, "concurrency": 64}, 0))
     for delay in [float(x) for x in a.delays.split(",") if x]:
         conc = a.inflight or max(1, round(a.bound * delay))
-        spec = {"agents": a.slow_agents, "delay": delay, "concurrency": conc}
+        spec: dict[str, Any] = {"agents": a.slow_agents, "delay": delay, "concurrency": conc}
         kind = "server"
+        if a.reddit:
+            spec["reddit"] = True
+        if a.step_chunk is not None:
+            spec["step_chunk"] = a.step_chunk
         if a.inflight:  # a GPU-like server: a batch of `inflight` decodes in `delay`
             spec["batch_limit"] = a.inflight
             kind = f"GPU-like server (batch {a.inflight})"
@@ -422,7 +450,12 @@ def interleaved(trees: list[tuple[str, str]], a: argparse.Namespace) -> None:
             spec["executor"] = {"kind": "ray", "actors": a.ray_actors,
                                 "concurrency_per_actor": max(1, conc // a.ray_actors)}  # fmt: skip
             kind += f", Ray {a.ray_actors} actor(s)"
-        configs.append((f"{delay * 1e3:g} ms {kind}, {a.slow_agents:,} agents, concurrency {conc}", spec, conc / delay))
+        extra = (", OASIS-parity reddit prompts" if a.reddit else "") + (
+            f", step_chunk {a.step_chunk}" if a.step_chunk is not None else ""
+        )
+        configs.append(
+            (f"{delay * 1e3:g} ms {kind}, {a.slow_agents:,} agents, concurrency {conc}{extra}", spec, conc / delay)
+        )
     for label, spec, bound in configs:
         got: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in trees}
         for rep in range(a.interleave):
@@ -430,9 +463,15 @@ def interleaved(trees: list[tuple[str, str]], a: argparse.Namespace) -> None:
                 m = run_child(src, {"steps": a.steps, **spec})
                 got[name].append(m)
                 share = f"; {m['phase'] / bound:.0%} of the {bound:,.0f}/s bound" if bound else ""
+                if not m.get("llm_phase_timed", True):
+                    share += " (no separate LLM phase: chunks overlapped; observation + LLM)"
+                if bound and "decide" in m:
+                    share += f"; observation + LLM {m['decide']:,.0f} act/s = {m['decide'] / bound:.0%} of the bound"
                 if m.get("idle"):
-                    share += "; server idle per LLM phase " + "/".join(f"{x:.0%}" for x in m["idle"])
+                    share += "; server idle per step's observation + LLM " + "/".join(f"{x:.0%}" for x in m["idle"])
                     share += ", slots busy " + "/".join(f"{x:.0%}" for x in m["occupied"])
+                if m.get("slots"):
+                    share += "; " + slot_timeline.summary(m["slots"])
                 if spec.get("executor"):
                     share += f"; driver + Ray processes CPU {m['all_cpu_ms']:.2f} ms/act"
                 print(f"  run {rep + 1} {name:<14} {label}: {m['step']:,.0f} act/s step, {m['phase']:,.0f} act/s "
@@ -440,12 +479,17 @@ def interleaved(trees: list[tuple[str, str]], a: argparse.Namespace) -> None:
         for name, ms in got.items():
             phase = statistics.median(m["phase"] for m in ms)
             share = f" = {phase / bound:.0%} of the {bound:,.0f}/s bound" if bound else ""
+            if bound and "decide" in ms[0]:
+                dec = statistics.median(m["decide"] for m in ms)
+                share += f"; observation + LLM {dec:,.0f} act/s = {dec / bound:.0%} of the bound"
             if ms[0].get("idle"):
-                share += f", server idle {statistics.median(x for m in ms for x in m['idle']):.0%} of the LLM phase"
+                share += f", server idle {statistics.median(x for m in ms for x in m['idle']):.0%} of it"
                 share += f", slots busy {statistics.median(x for m in ms for x in m['occupied']):.0%}"
             print(f"median of {a.interleave}, {name:<14} {label}: {statistics.median(m['step'] for m in ms):,.0f} "
                   f"act/s step, {phase:,.0f} act/s LLM phase{share}, driver CPU "
                   f"{statistics.median(m['cpu_ms'] for m in ms):.2f} ms/act", flush=True)  # fmt: skip
+            if ms[0].get("slots"):
+                print(f"  {name}: " + slot_timeline.summary([p for m in ms for p in m["slots"]]), flush=True)
 
 
 def _gc_note(m: dict[str, Any]) -> str:
@@ -490,6 +534,10 @@ def main() -> None:
     )
     ap.add_argument("--interleave", type=int, default=0, metavar="N",
                     help="only the instant and --delays rows, N runs per tree, alternated; medians")  # fmt: skip
+    ap.add_argument("--reddit", action="store_true",
+                    help="--interleave: the --delays rows on OASIS-parity prompts (reddit, 13 actions)")  # fmt: skip
+    ap.add_argument("--step-chunk", type=int, default=None, metavar="N",
+                    help="--interleave: executor.step_chunk of the --delays rows (0: a step in one batch)")  # fmt: skip
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:

@@ -15,7 +15,8 @@ a persona and a feed of 5 posts, a schema with 5 posts and 3 users. Pieces (µs 
 - ``request + cache key``: the same plus ``cache_key`` (a fresh request each time);
 - ``request body``: ``OpenAIBackend.encode_request``;
 - ``response parse``: a chat.completion body read and checked (``parse_completion``);
-- ``request + llm_calls strings``: a fresh request plus ``RenderedRequest`` (the call log's strings).
+- ``request + llm_calls strings``: a fresh request plus ``RenderedRequest`` (the call log's strings);
+- ``answer JSON``: ``parse_json_lenient`` of the fake server's answer.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def measure(calls: int, reps: int) -> dict[str, float]:
     from socium.core import actions as A
     from socium.core.rng import component_seed31
     from socium.llm import openai_compat as OC
+    from socium.llm.parsing import parse_json_lenient
     from socium.llm.types import ChatMessage, LLMRequest
 
     acts = list(A.DEFAULT_LLM_ACTIONS["x"])
@@ -81,6 +83,7 @@ def measure(calls: int, reps: int) -> dict[str, float]:
         "request body": lambda i: backend.encode_request(req),
         "response parse": lambda i: OC.parse_completion(loads(body)),
         "request + llm_calls strings": lambda i: RenderedRequest(request(i)),
+        "answer JSON": lambda i: parse_json_lenient(answer["content"]),
     }
     out = {}
     for name, fn in pieces.items():

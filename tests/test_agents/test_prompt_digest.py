@@ -20,7 +20,7 @@ import pytest
 
 from socium.config.loading import config_from_dict, load_config
 from socium.simulator.simulation import Simulation
-from socium.testing.workloads import bench_http_config
+from socium.testing.workloads import bench_http_config, oasis_reddit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,27 +36,7 @@ DIGESTS = {
 def _bench_http(n: int, reddit: bool) -> dict[str, Any]:
     cfg = bench_http_config(n, 3, "http://127.0.0.1:9", None, 8)
     cfg["llm"] = {"backend": "random"}
-    if reddit:
-        cfg["platform"] = {"preset": "reddit"}
-        cfg["llm_agents"] = {
-            "actions": [
-                "create_post",
-                "like_post",
-                "dislike_post",
-                "create_comment",
-                "like_comment",
-                "dislike_comment",
-                "search_posts",
-                "search_user",
-                "trend",
-                "refresh",
-                "follow",
-                "mute",
-                "do_nothing",
-            ],  # fmt: skip
-            "comments_per_post": 5,
-        }
-    return cfg
+    return oasis_reddit(cfg) if reddit else cfg
 
 
 def _digest(cfg: Any, out: Path) -> tuple[str, int]:

@@ -6,6 +6,7 @@ import inspect
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from socium.errors import ConfigError
 from socium.experiments import spec as spec_module
 from socium.experiments.spec import ExperimentSpec
 from socium.experiments.studies import EXPERIMENT_KINDS, RESULTS_FILE, SPEC_KINDS, STUDIES, study, study_in
+from socium.reporting import labels
 
 
 @pytest.mark.parametrize("name", list(STUDIES))
@@ -29,8 +31,9 @@ def test_every_part_a_study_names_resolves(name: str) -> None:
     if s.run is not None:
         params = inspect.signature(s.runner()).parameters
         assert "force" in params and "log" in params
-    if s.seed_values is not None:
-        assert callable(__import__(s.seed_values.split(":")[0], fromlist=["_"]).__dict__[s.seed_values.split(":")[1]])
+    for ref in (s.seed_values, s.model_runs, s.headline):
+        if ref is not None:
+            assert callable(__import__(ref.split(":")[0], fromlist=["_"]).__dict__[ref.split(":")[1]])
 
 
 def test_the_kinds_derive_from_the_entries() -> None:
@@ -40,6 +43,41 @@ def test_the_kinds_derive_from_the_entries() -> None:
     # config sits below experiments, so it keeps its own copy for `socium run`'s message; held equal here
     assert loading._EXPERIMENT_KINDS == EXPERIMENT_KINDS
     assert RESULTS_FILE == spec_module.RESULTS_FILE
+    # reporting sits below experiments too: its null legend names are a copy of the entries', held equal here
+    assert labels.NULL_LABELS == {n: s.null_label for n, s in STUDIES.items() if s.null_label is not None}
+    assert set(labels.NULL_LABELS) == {"propagation", "herding", "polarisation"}
+
+
+def test_compare_reads_each_studys_runs_and_headline_from_its_entry(tmp_path) -> None:
+    """compare switched on the experiment kind in two helpers; now each study's entry names its readers."""
+    from socium.experiments.designs import compare
+
+    assert [n for n, s in STUDIES.items() if s.compared()] == ["propagation", "herding", "polarisation"]
+    herding = {
+        "experiment": "herding",
+        "runs": {
+            "model": {
+                "dir": "h/m",
+                "metrics": {"effects": {"up": 0.2}, "groups": {"up": {"p_next_positive": 0.7, "n": 3}}},
+            }
+        },
+    }
+    assert compare.model_dirs(herding) == [Path("h/m")]
+    assert compare.headline(herding) == {"effects": {"up": 0.2}, "p_next_positive": {"up": 0.7}}
+    prop = {
+        "experiment": "propagation",
+        "cascades": [{"runs": {"model": {"dir": f"c{i}"}}} for i in range(2)],
+        "summary": {"model": {"nrmse": {"scale": 0.3}}},
+    }
+    assert compare.model_dirs(prop) == [Path("c0"), Path("c1")] and compare.headline(prop) == {"nrmse": {"scale": 0.3}}
+    with pytest.raises(ConfigError, match="'intervention' names no model runs"):
+        compare.model_dirs({"experiment": "intervention"})
+    # a study compare cannot read is refused before any arm runs (it failed after all of them had run)
+    spec = STUDIES["intervention"].spec_class().model_construct(experiment="intervention", base={})
+    ran = []
+    with pytest.raises(ConfigError, match="compare: experiment 'intervention' cannot be compared"):
+        compare.run_compare(spec, tmp_path / "x", lambda *a, **k: ran.append(a) or {})
+    assert ran == [] and not (tmp_path / "x").exists()
 
 
 def test_a_part_a_study_lacks_is_one_clear_error() -> None:

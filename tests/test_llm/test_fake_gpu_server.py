@@ -115,3 +115,29 @@ def test_server_sockets_have_nodelay() -> None:
 def test_batch_limit_must_be_positive() -> None:
     with pytest.raises(ValueError, match="batch_limit"):
         FakeOpenAIServer(batch_limit=0)
+
+
+def test_timeline_gives_each_requests_slot_times_and_is_emptied_by_reading() -> None:
+    """``timeline=True``: GET /timeline returns (arrived, slot taken, slot freed) per request since the last
+    read; 6 requests on 3 slots: at most 3 hold a slot at any moment. Off by default."""
+
+    async def go(url: str) -> tuple[list[list[float]], list[list[float]]]:
+        await _burst(url, 6)
+        async with aiohttp.ClientSession() as s:
+            async with s.get(f"{url}/timeline") as r:
+                first = (await r.json())["requests"]
+            async with s.get(f"{url}/timeline") as r:
+                again = (await r.json())["requests"]
+        return first, again
+
+    with FakeOpenAIServer(delay_s=0.05, batch_limit=3, record=False, timeline=True) as gpu:
+        got, again = asyncio.run(go(gpu.base_url))
+    assert len(got) == 6 and again == []
+    assert all(a <= t <= f for a, t, f in got)
+    assert all(f - t >= 0.05 - 1e-3 for _, t, f in got)  # each held its slot for the decode time
+    holding = [sum(1 for _, t, f in got if t <= at < f) for _, at, _ in got]
+    assert max(holding) <= 3
+    # 6 x 0.05 slot-seconds on at most 3 slots: the slots were held over at least two decode times
+    assert max(f for *_, f in got) - min(t for _, t, _ in got) >= 2 * 0.05 - 1e-3
+    with FakeOpenAIServer(record=False) as plain:
+        assert plain.timeline is None and plain.drain_timeline() == []

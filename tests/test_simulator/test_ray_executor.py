@@ -348,9 +348,11 @@ def _q(path, sql: str) -> list[tuple]:
 
 def _without_aborted_calls(path) -> dict[str, str]:
     """:func:`comparable_digest` with the call log's rows of the stopped step (``aborted_step``, in the stopped
-    run only) left out, and ``call_id`` with them: they shift the ids of the later rows."""
+    run only) left out, and ``call_id`` with them: they shift the ids of the later rows; ``attempts`` too: an
+    answer a resume served from the stopped step's record has 0 (nothing was sent), checked apart."""
     digest = comparable_digest(path)
-    cols = [c for (c, *_r) in _q(path, "DESCRIBE llm_calls") if c not in VOLATILE["llm_calls"] | {"call_id"}]
+    drop = VOLATILE["llm_calls"] | {"call_id", "attempts"}
+    cols = [c for (c, *_r) in _q(path, "DESCRIBE llm_calls") if c not in drop]
     where = "metadata->>'aborted_step' IS NULL"
     digest["llm_calls"] = repr(_q(path, f"SELECT {', '.join(cols)} FROM llm_calls WHERE {where} ORDER BY ALL"))
     return digest
@@ -427,5 +429,19 @@ def test_sigterm_mid_step_keeps_every_call_made_in_actors_and_resume_equals_unin
         assert sum(aborted.values()) == per[(CUT, 0)][0] + b_cut, aborted  # shard 0's calls were the ones lost
         assert aborted.get("interrupted", 0) >= b_cut and set(aborted) <= {"ok", "interrupted"}, aborted
         hang["after"] = None  # the server is well again: resumed, the run ends as if never stopped
+        a1, b1 = srv_a.n_requests, srv_b.n_requests
         Simulation(config_from_dict(_stop_cfg(urls, executor=executor)), out, resume=True).run()
+        asked = (srv_a.n_requests - a1, srv_b.n_requests - b1)
     assert _without_aborted_calls(out) == _without_aborted_calls(ref)
+    # resumed, each shard's server was asked only what the stopped step had no answer for (issue 36 leftover:
+    # before, every call again): shard 0's answered calls came from the trace, inside its actor
+    kept = aborted.get("ok", 0)
+    from_cut = [sum(n for (step, shard), (n, _f) in per.items() if shard == sh and step >= CUT) for sh in (0, 1)]
+    assert kept > 0 and asked == (from_cut[0] - kept, from_cut[1]), (asked, from_cut, kept)
+    done = "metadata->>'aborted_step' IS NULL"
+    replayed = _q(out, f"SELECT request_id FROM llm_calls WHERE outcome = 'ok' AND attempts = 0 AND {done}")
+    got = dict(_q(out, f"SELECT request_id, attempts FROM llm_calls WHERE {done}"))
+    assert len(replayed) == kept and got == {
+        rid: 0 if (rid,) in replayed else n for rid, n in _q(ref, "SELECT request_id, attempts FROM llm_calls")
+    }
+    assert _q(out, "SELECT sum(attempts) FROM llm_calls")[0][0] == received + sum(asked)

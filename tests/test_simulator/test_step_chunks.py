@@ -13,7 +13,8 @@ from socium.trace.store import trace_digest
 
 
 def _run(path: Path, chunk: int, **over: Any) -> tuple[dict[str, str], int]:
-    """The trace digest and how many times the executor was asked (chunks over all steps)."""
+    """The trace digest and how many batches the policy was asked (chunks over all steps; the chunks of a
+    step overlap, issue 41 third round, so they are counted at the policy, not at ``executor.run``)."""
     cfg = small_config(
         steps=4,
         population={"n_agents": 80, "mean_activity": 0.5},
@@ -24,14 +25,14 @@ def _run(path: Path, chunk: int, **over: Any) -> tuple[dict[str, str], int]:
     )
     sim = Simulation(cfg, path)
     runs = 0
-    inner = sim.executor.run
+    inner = sim.policy.adecide_batch
 
-    def counted(obs: Any) -> Any:
+    async def counted(obs: Any) -> Any:
         nonlocal runs
         runs += 1
-        return inner(obs)
+        return await inner(obs)
 
-    sim.executor.run = counted
+    sim.policy.adecide_batch = counted
     sim.run()
     return trace_digest(path / "trace.duckdb"), runs
 
@@ -110,5 +111,27 @@ def test_stream_memory_steps_stay_whole(tmp_path: Path) -> None:
     try:
         active = sim.active_agents(0)
         assert len(active) > 10 and sim.agent_steps.chunks(active) == [(0, len(active))]
+    finally:
+        sim.close()
+
+
+def test_overlapped_steps_lead_with_a_small_chunk(tmp_path: Path) -> None:
+    """When a step's chunks overlap (in-process, LLM policy), the first holds only twice what can be in
+    flight, so the first requests wait for 80 observations, not a whole chunk's; then chunks as before."""
+    cfg = small_config(
+        population={"n_agents": 300, "mean_activity": 0.9},
+        policy={"kind": "llm"},
+        llm={"backend": "random", "max_concurrency": 40},
+        executor={"step_chunk": 100, "concurrency_per_actor": 1},
+    )
+    sim = Simulation(cfg, tmp_path / "r")
+    try:
+        active = sim.active_agents(0)
+        steps = sim.agent_steps
+        assert len(active) > 200 and steps.overlapped_batch(2) is not None
+        plain, led = steps.chunks(active), steps.chunks(active, lead=True)
+        assert [hi - lo for lo, hi in plain][:-1] == [100] * (len(plain) - 1)
+        sizes = [hi - lo for lo, hi in led]
+        assert sizes[0] == 80 and sizes[1:-1] == [100] * (len(sizes) - 2) and sum(sizes) == len(active)
     finally:
         sim.close()

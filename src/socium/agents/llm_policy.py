@@ -38,6 +38,7 @@ from socium.llm.base import run_coro_sync
 from socium.llm.budget_shares import Allowance, apply_allowance, count_calls, shard_allowances
 from socium.llm.factory import build_backend
 from socium.llm.parsing import parse_json_lenient
+from socium.llm.priority_gate import refills_sent
 from socium.llm.replay import ReplayBackend
 from socium.llm.types import ChatMessage, LLMRequest, LLMResult
 from socium.llm.wrappers import BudgetLedger, find_wrapper
@@ -345,6 +346,7 @@ class LLMPolicy:
                 self.seed(obs.agent_id, obs.step, attempt),
             )
             res = await self.ask(req)
+            await refills_sent()  # the slot this answer freed is refilled before the answer is parsed
             if not res.ok:
                 return Decision(
                     obs.agent_id, [], invalid_reason=f"backend error ({res.error_kind}): {res.error}"[:500], raw=None

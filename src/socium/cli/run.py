@@ -219,16 +219,19 @@ def _run_steps(sim: Simulation, cfg: ExperimentConfig, quiet: bool) -> int:
         err_console.print(note)
     todo = cfg.steps - sim.next_step
     t_steps = time.perf_counter()
-    totals = {"actions": 0, "calls": 0, "tokens": 0}
+    totals = {"actions": 0, "calls": 0, "tokens": 0, "replayed": 0}
     with StepProgress(cfg.name, cfg.steps, sim.next_step, console, disable=quiet) as prog:
 
         def on_step(s: Any) -> None:
             totals["actions"] += s.n_actions
             totals["calls"] += s.llm_calls
             totals["tokens"] += s.tokens
+            totals["replayed"] += s.replayed_calls  # a resumed step's answers read from the stopped run's trace
             rate = totals["actions"] / max(time.perf_counter() - t_steps, 1e-9)
             hours = s.sim_time_s / 3600
             llm = f" LLM calls={totals['calls']:,} tokens={totals['tokens']:,}" if totals["calls"] else ""
+            if totals["replayed"]:
+                llm += f" (replayed={totals['replayed']:,}: answered before the stop, not asked again)"
             prog.step(s.step, f"t={hours:.1f}h active={s.n_active} actions/s={rate:,.1f}{llm}")
 
         try:

@@ -1,9 +1,10 @@
 """The study registry: one entry per experiment kind, from which the CLI, the reports and the explorer derive.
 
 A study is what ``results.json``'s ``experiment`` names: its spec (what ``socium experiment NAME SPEC`` reads),
-its runner, its report, how the seeds design pools its replicates, and one line saying what it is. Adding a
-study is one entry here; ``socium experiment``'s choices, ``socium report``'s dispatch, the seeds design and
-the explorer's note on a folder without runs all read this table (they kept parallel tables before: the spec
+its runner, its report, how the seeds design pools its replicates, which runs and numbers the compare design
+reads, its null run's legend name, and one line saying what it is. Adding a
+study is one entry here; ``socium experiment``'s choices, ``socium report``'s dispatch, the seeds and compare
+designs and the explorer's note on a folder without runs all read this table (they kept parallel tables before: the spec
 and runner maps of ``phenomena``, the report builders, the CLI's literal choices).
 
 Why the parts are named as ``module:attribute`` text, imported on first use: the CLI reads the study names at
@@ -51,6 +52,13 @@ class Study:
     """``(spec, out, *, force, log) -> results``; None: not started by ``socium experiment`` (``socium forecast``)."""
     seed_values: str | None = None
     """``results -> {metric: value}`` the seeds design pools over replicates (None: not pooled)."""
+    model_runs: str | None = None
+    """``results -> [run dir]``: the model (non-null) runs the compare design totals over (None: not compared)."""
+    headline: str | None = None
+    """``results -> {name: value}``: the study's own key numbers for its model run(s), compare's per-arm headline."""
+    null_label: str | None = None
+    """The legend name of its rule-based null run (None: it has none); ``reporting.labels.NULL_LABELS`` holds a
+    copy (reporting sits below experiments), held equal by ``tests/test_experiments/test_studies.py``."""
 
     def spec_class(self) -> type[ExperimentSpec]:
         if self.spec is None:
@@ -68,6 +76,22 @@ class Study:
         build: Callable[[Report, dict[str, Any]], list[Path]] = _load(self.report)
         return build(rep, results)
 
+    def compared(self) -> bool:
+        """Whether the compare design can take this study (it names its model runs and headline)."""
+        return self.model_runs is not None and self.headline is not None
+
+    def model_dirs(self, results: dict[str, Any]) -> list[Path]:
+        if self.model_runs is None:
+            raise ConfigError(f"experiment {self.name!r} names no model runs to compare")
+        fn: Callable[[dict[str, Any]], list[Path]] = _load(self.model_runs)
+        return fn(results)
+
+    def key_numbers(self, results: dict[str, Any]) -> dict[str, Any]:
+        if self.headline is None:
+            raise ConfigError(f"experiment {self.name!r} names no headline to compare")
+        fn: Callable[[dict[str, Any]], dict[str, Any]] = _load(self.headline)
+        return fn(results)
+
     def values(self, results: dict[str, Any]) -> dict[str, float | None]:
         if self.seed_values is None:
             raise ConfigError(f"experiment {self.name!r} is not pooled over seeds")
@@ -77,6 +101,7 @@ class Study:
 
 _P = "socium.experiments.propagation"
 _O = "socium.experiments.opinions"
+_C = "socium.experiments.designs.compare"  # the compare design's readers of each study's results
 STUDIES: dict[str, Study] = {
     s.name: s
     for s in (
@@ -87,6 +112,9 @@ STUDIES: dict[str, Study] = {
             spec=f"{_P}.spec:PropagationSpec",
             run=f"{_P}.study:run_propagation",
             seed_values="socium.experiments.designs.seeds:propagation_values",
+            model_runs=f"{_C}:propagation_model_dirs",
+            headline=f"{_C}:propagation_headline",
+            null_label="IC null",
         ),
         Study(
             "herding",
@@ -95,6 +123,9 @@ STUDIES: dict[str, Study] = {
             spec=f"{_O}.herding:HerdingSpec",
             run=f"{_O}.herding:run_herding",
             seed_values="socium.experiments.designs.seeds:herding_values",
+            model_runs=f"{_C}:model_dir",
+            headline=f"{_C}:herding_headline",
+            null_label="random-voting null",
         ),
         Study(
             "polarisation",
@@ -103,6 +134,9 @@ STUDIES: dict[str, Study] = {
             spec=f"{_O}.polarisation:PolarisationSpec",
             run=f"{_O}.polarisation:run_polarisation",
             seed_values="socium.experiments.designs.seeds:polarisation_values",
+            model_runs=f"{_C}:model_dir",
+            headline=f"{_C}:polarisation_headline",
+            null_label="bounded-confidence null",
         ),
         Study(
             "intervention",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextvars
 import os
 import threading
 import weakref
@@ -157,7 +158,8 @@ def run_coro_sync(coro: Coroutine[Any, Any, T]) -> T:
         finally:
             _cancel_leftovers(loop)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="socium-llm-sync") as pool:
-        return pool.submit(_run_on_new_loop, coro).result()
+        # with this thread's context: what the caller is serving (a resumed step's answers) holds there too
+        return pool.submit(contextvars.copy_context().run, _run_on_new_loop, coro).result()
 
 
 def _cancel_leftovers(loop: asyncio.AbstractEventLoop, keep_daemons: bool = True) -> None:
@@ -214,20 +216,30 @@ class LoopLocal:
 
     asyncio primitives and HTTP connection pools are bound to the loop that first used them, and
     :func:`generate_sync` may run a batch on another loop (a worker thread's); one object per loop
-    avoids "attached to a different loop" errors. Entries vanish with their loop.
+    avoids "attached to a different loop" errors. Entries vanish with their loop (the one last asked
+    for is held until another loop asks, or :meth:`clear`).
+
+    The last loop's object is answered without the lock and the weak-key lookup (each builds a weak
+    reference): two look-ups per LLM call (its connection gate and its session).
     """
 
     def __init__(self, factory: Callable[[], Any]) -> None:
         self._factory = factory
         self._values: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
+        self._last: tuple[weakref.ref[asyncio.AbstractEventLoop], Any] | None = None
 
     def get(self) -> Any:
         loop = asyncio.get_running_loop()
+        last = self._last  # one read: another thread may replace it meanwhile
+        if last is not None and last[0]() is loop:
+            return last[1]
         with self._lock:
             if loop not in self._values:
                 self._values[loop] = self._factory()
-            return self._values[loop]
+            value = self._values[loop]
+            self._last = (weakref.ref(loop), value)
+            return value
 
     def items(self) -> list[tuple[asyncio.AbstractEventLoop, Any]]:
         with self._lock:
@@ -236,3 +248,4 @@ class LoopLocal:
     def clear(self) -> None:
         with self._lock:
             self._values.clear()
+            self._last = None

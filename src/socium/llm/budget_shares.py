@@ -83,6 +83,6 @@ def count_calls(ledgers: Mapping[str, BudgetLedger], calls: Sequence[Any]) -> No
     counted as :func:`~socium.simulator.llm_health.spent_from_trace` counts the trace."""
     for _key, req, res, _model in calls:
         led = ledgers.get(req.metadata.get("llm", "default"))
-        if led is not None:
-            led.spent_calls += int(res.attempts or 0)
+        if led is not None and res.attempts:  # none sent (refused, or replayed on resume): nothing spent here
+            led.spent_calls += int(res.attempts)
             led.spent_tokens += int(res.prompt_tokens or 0) + int(res.completion_tokens or 0)

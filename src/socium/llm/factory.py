@@ -17,6 +17,7 @@ from socium.llm.embedded import EmbeddedBackend
 from socium.llm.fake_server import FakeOpenAIServer
 from socium.llm.model_free import RandomBackend, ScriptedBackend
 from socium.llm.replay import ReplayBackend
+from socium.llm.resume_replay import ResumeReplay
 from socium.llm.usage import MeteredBackend, UsageStats
 from socium.llm.vllm_engine import VLLMBackend
 from socium.llm.wrappers import (
@@ -101,13 +102,14 @@ def build_backend(
 ) -> LLMBackend:
     """Compose the backend stack a config asks for.
 
-    From the outside in: usage accounting, cache (when ``cache`` is given and ``cfg.cache``),
-    retries, token/call budget (inside the retries, so every attempt is reserved and counted),
-    circuit breaker, concurrency limit (HTTP only), the model backend (round-robin over several
-    base_urls). ``replay`` reads answers from ``cache`` and needs it. ``ledger`` carries calls and
-    tokens already spent (a resumed run's trace); ``typed_budget`` turns a refused request into a
-    ``budget`` failed result instead of :class:`~socium.errors.BudgetExceeded` (the simulator's
-    choice: it stops the step after recording the calls already made).
+    From the outside in: usage accounting, cache (when ``cache`` is given and ``cfg.cache``), a resumed
+    step's recorded answers (:mod:`socium.llm.resume_replay`; inert outside that step), retries,
+    token/call budget (inside the retries, so every attempt is reserved and counted), circuit breaker,
+    concurrency limit (HTTP only), the model backend (round-robin over several base_urls). ``replay``
+    reads answers from ``cache`` and needs it. ``ledger`` carries calls and tokens already spent (a
+    resumed run's trace); ``typed_budget`` turns a refused request into a ``budget`` failed result
+    instead of :class:`~socium.errors.BudgetExceeded` (the simulator's choice: it stops the step after
+    recording the calls already made).
     Find a layer afterwards with :func:`socium.llm.wrappers.find_wrapper`.
     """
     cfg = LLMConfig.parse(cfg)
@@ -140,6 +142,6 @@ def build_backend(
             # HTTP requests retry on their own; not with an untyped budget, which refuses a whole batch up front
             per_request=is_http and (typed_budget or (cfg.token_budget is None and cfg.call_budget is None)),
         )
-    if cache is not None and cfg.cache:
-        backend = CachingBackend(backend, cache)
+    if cache is not None and cfg.cache:  # a resumed step's answered calls come from the trace (resume_replay)
+        backend = CachingBackend(ResumeReplay(backend), cache)
     return MeteredBackend(backend, stats)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import hashlib
 import itertools
 import json
@@ -96,6 +97,10 @@ def completion_payload(body: dict[str, Any], reply: FakeReply, model: str, n: in
     }
 
 
+#: When the request being answered arrived (the timeline's first time; subclasses keep ``_decode(delay)``).
+_ARRIVED: contextvars.ContextVar[float] = contextvars.ContextVar("fake_server_arrived", default=0.0)
+
+
 def _wake(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
@@ -118,9 +123,11 @@ class FakeOpenAIServer:
         hang_s: float = 3600.0,
         record: bool = True,
         batch_limit: int | None = None,
+        timeline: bool = False,
     ) -> None:
         """``batch_limit``: a GPU-like server (see :meth:`_decode`); None: every request answers after
-        ``delay_s`` however many are in flight (unbounded parallelism, the instant-server default)."""
+        ``delay_s`` however many are in flight (unbounded parallelism, the instant-server default).
+        ``timeline``: keep each request's (arrived, slot taken, slot freed) times for ``GET /timeline``."""
         if batch_limit is not None and batch_limit < 1:
             raise ValueError(f"batch_limit: must be at least 1, got {batch_limit}")
         self.batch_limit = batch_limit
@@ -129,6 +136,8 @@ class FakeOpenAIServer:
         self._since = time.monotonic()  # last change of _decoding
         self.busy_slot_s = 0.0  # integral of _decoding over time
         self.idle_s = 0.0  # time with nothing being answered, since start
+        # (arrived, slot taken, slot freed) per request, monotonic s; read and emptied by GET /timeline
+        self.timeline: list[tuple[float, float, float]] | None = [] if timeline else None
         self.responder: FakeResponder = responder or default_responder
         # Tests read ``requests``; a simulation on ``llm.backend: fake`` must not keep every body
         # (measured: the largest Python growth per step at 10^3 LLM agents in bench_scale.py).
@@ -273,6 +282,13 @@ class FakeOpenAIServer:
             "monotonic": self._since,
         }
 
+    def drain_timeline(self) -> list[tuple[float, float, float]]:
+        """The requests' (arrived, slot taken, slot freed) times kept since the last call (``GET /timeline``):
+        where a benchmark tells a slot left empty by the client (freed, not yet refilled) from one
+        waiting for the server."""
+        got, self.timeline = self.timeline or [], [] if self.timeline is not None else None
+        return got
+
     async def _decode(self, delay: float) -> None:
         """Hold a slot while a request is answered. With ``batch_limit`` B, like a GPU server's
         continuous batching, up to B requests decode together in ``delay`` each (throughput grows with
@@ -280,11 +296,14 @@ class FakeOpenAIServer:
         if self._slots is not None:
             await self._slots.acquire()
         self._note(+1)
+        taken = self._since
         try:
             if delay > 0:
                 await self._sleep(delay)
         finally:
             self._note(-1)
+            if self.timeline is not None:
+                self.timeline.append((_ARRIVED.get() or taken, taken, self._since))
             if self._slots is not None:
                 self._slots.release()
 
@@ -343,6 +362,8 @@ class FakeOpenAIServer:
                 self._send(writer, 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]})
             elif route.endswith("/metrics"):
                 self._send(writer, 200, self.utilisation())
+            elif route.endswith("/timeline") and self.timeline is not None:
+                self._send(writer, 200, {"requests": self.drain_timeline()})
             else:
                 self._send(writer, 404, {"error": {"message": "not found", "type": "not_found"}})
             return True
@@ -354,6 +375,7 @@ class FakeOpenAIServer:
         except ValueError:
             self._send(writer, 400, {"error": {"message": "invalid JSON body", "type": "invalid_request_error"}})
             return True
+        _ARRIVED.set(time.monotonic())  # each connection's handler is a task: its own context
         self._record(body, headers)
         reply = self.reply_for(body)
         await self._decode(self.delay_s + reply.delay_s)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any
 
 from socium.llm.cache import ResultCache, put_many
@@ -57,6 +57,34 @@ def note_finished(req: LLMRequest, attempts: int) -> None:
     _add(req.request_id, attempts)
 
 
+def open_note() -> tuple[dict[str, int], Token[dict[str, int] | None]]:
+    """Start noting the attempts of requests about to be sent (what :func:`recording_interruptions` opens);
+    close with :func:`close_note`, and on a cut-off hand the note to :func:`salvage` first."""
+    note: dict[str, int] = {}
+    return note, _NOTE.set(note)
+
+
+def close_note(token: Token[dict[str, int] | None]) -> None:
+    _NOTE.reset(token)
+
+
+def salvage(
+    cache: ResultCache,
+    sent: Sequence[tuple[str, LLMRequest]],
+    note: Mapping[str, int],
+    model: str,
+    meta: Mapping[str, Any] | None = None,
+) -> None:
+    """Hand the cache one ``interrupted`` failure per request of ``sent`` that reached the server (``note``)."""
+    rows = [
+        (key, req, LLMResult.failure(req.request_id, INTERRUPTED, "interrupted", attempts=note[req.request_id]))
+        for key, req in sent
+        if note.get(req.request_id, 0) > 0
+    ]
+    if rows:
+        put_many(cache, rows, model, meta)
+
+
 @contextmanager
 def recording_interruptions(
     cache: ResultCache,
@@ -66,18 +94,11 @@ def recording_interruptions(
 ) -> Iterator[None]:
     """Around sending ``sent`` (``(cache key, request)`` pairs): when they are cut off, hand the cache one
     ``interrupted`` failure per request that reached the server, with the attempts it made, then re-raise."""
-    note: dict[str, int] = {}
-    token = _NOTE.set(note)
+    note, token = open_note()
     try:
         yield
     except BaseException:
-        rows = [
-            (key, req, LLMResult.failure(req.request_id, INTERRUPTED, "interrupted", attempts=note[req.request_id]))
-            for key, req in sent
-            if note.get(req.request_id, 0) > 0
-        ]
-        if rows:
-            put_many(cache, rows, model, meta)
+        salvage(cache, sent, note, model, meta)
         raise
     finally:
-        _NOTE.reset(token)
+        close_note(token)

@@ -176,7 +176,7 @@ def parse_completion(data: Any) -> tuple[str, int, int, str | None]:
 def _loads(raw: bytes) -> Any:
     """A response body parsed: orjson where it accepts the body (what it parses, it parses as ``json``
     does), else ``json``, which also reads what orjson refuses (a lone surrogate escape, NaN, integers
-    past 64 bits, UTF-16) and raises the errors :meth:`OpenAIBackend._one` reports."""
+    past 64 bits, UTF-16) and raises the errors :meth:`OpenAIBackend.send` reports."""
     if _orjson is not None:
         try:
             return _orjson.loads(raw)
@@ -246,6 +246,9 @@ class OpenAIBackend:
     or tenant header); like the key, no repr shows them. ``max_connections`` caps open connections
     (0: no cap; ``llm.max_concurrency`` bounds calls in flight anyway).
     """
+
+    #: :meth:`send` answers one request on :meth:`session` (what :mod:`socium.llm.call_path` calls).
+    SENDS_ONE = True
 
     def __init__(
         self,
@@ -374,7 +377,13 @@ class OpenAIBackend:
                 pass
         return json.dumps(body).encode("ascii")
 
-    async def _one(self, session: aiohttp.ClientSession, req: LLMRequest) -> LLMResult:
+    def session(self) -> aiohttp.ClientSession:
+        """The running loop's session (made on first use)."""
+        return self._sessions.get()[0]
+
+    async def send(self, session: aiohttp.ClientSession, req: LLMRequest) -> LLMResult:
+        """One request on ``session``: its result, a typed failure for whatever the server did
+        (:mod:`socium.llm.call_path` calls it directly, below the connection limit)."""
         t0 = time.perf_counter()
 
         def fail(msg: str, kind: ErrorKind, retry_after: float | None = None) -> LLMResult:
@@ -431,8 +440,8 @@ class OpenAIBackend:
             return []
         session = self._sessions.get()[0]
         if len(requests) == 1:
-            return [await self._one(session, requests[0])]
-        return list(await asyncio.gather(*(self._one(session, r) for r in requests)))
+            return [await self.send(session, requests[0])]
+        return list(await asyncio.gather(*(self.send(session, r) for r in requests)))
 
     def close(self) -> None:
         """Close the sessions of loops still alive; those of finished loops closed with them."""

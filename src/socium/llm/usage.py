@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from socium.llm.base import BackendWrapper, LLMBackend, check_results
+from socium.llm.call_path import call_one, plan_of
 from socium.llm.types import LLMRequest, LLMResult
 
 
@@ -78,13 +79,20 @@ class UsageStats:
 
 
 class MeteredBackend(BackendWrapper):
-    """Feeds every result passing through into a :class:`UsageStats`."""
+    """Feeds every result passing through into a :class:`UsageStats`.
+
+    One request under the standard HTTP stack goes through its layers in one coroutine
+    (:mod:`socium.llm.call_path`: same results, counters and call log, less CPU per call)."""
 
     def __init__(self, inner: LLMBackend, stats: UsageStats | None = None) -> None:
         super().__init__(inner)
         self.stats = stats if stats is not None else UsageStats()
 
     async def generate(self, requests: Sequence[LLMRequest]) -> list[LLMResult]:
+        if len(requests) == 1 and (plan := plan_of(self.inner)) is not None:
+            res = await call_one(plan, requests[0])
+            self.stats.record(res)
+            return [res]
         results = check_results(requests, await self.inner.generate(requests), self.inner)
         for r in results:
             self.stats.record(r)

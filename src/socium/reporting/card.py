@@ -150,6 +150,9 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
             aborted = calls_q.aborted_calls(con)
             if aborted:  # made in steps that were stopped (server down, budget) and redone on resume
                 llm["calls_in_aborted_steps"] = aborted
+            replayed = calls_q.replayed_calls(con)
+            if replayed:  # of the calls of committed steps: answers read from a stopped step's record on resume
+                llm["replayed_calls"] = replayed
         narrated = run["perspective"] in perspective_names() and perspective(run["perspective"]).narrated
         narrator = calls_q.narrator_quality(con) if narrated and "llm_calls" in tables else None
         engines = _engines(con) if "llm_engines" in tables else []

@@ -34,6 +34,8 @@ def model_label(run_dir: Path | str) -> str:
 
 
 NULL_LABELS = {"propagation": "IC null", "herding": "random-voting null", "polarisation": "bounded-confidence null"}
+"""Each study's null-run legend name: a copy of the study registry's ``null_label`` s (reporting sits below
+``socium.experiments``, so it cannot read the registry; ``tests/test_experiments/test_studies.py`` holds them equal)."""
 
 
 def source_labels(kind: str, model_dir: Path | str | None) -> dict[str, str]:

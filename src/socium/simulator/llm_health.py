@@ -15,9 +15,12 @@ from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import duckdb
+
 from socium.errors import BudgetExceeded, LLMUnavailable, UnusableModelOutput
+from socium.llm.resume_replay import StoppedAnswers
 from socium.llm.types import LLMResult
-from socium.trace.queries.calls import spend_by_backend
+from socium.trace.queries.calls import spend_by_backend, stopped_step_answers
 from socium.trace.queries.runs import step_is_committed
 
 
@@ -130,12 +133,23 @@ def describe_failures(failed: Sequence[LLMResult], examples: int = 3) -> str:
 def spent_from_trace(con: Any, table: str = "llm_calls") -> dict[str, tuple[int, int]]:
     """(calls, tokens) already spent per backend (``llms`` name, ``default`` for ``llm``): every attempt
     in the call log, aborted steps included. Answers served from the cache are not in the log, so
-    they cost nothing here either.
+    they cost nothing here either; answers a resume read from a stopped step's record are (``attempts``
+    0), and their tokens count once, in the stopped step's row.
     """
     try:
         return spend_by_backend(con, table)
     except Exception:  # no call log yet: nothing spent
         return {}
+
+
+def stopped_answers(store: Any, step: int) -> StoppedAnswers | None:
+    """The answers a stopped session received in ``step`` (not committed), for its resume to serve instead of
+    asking again (:mod:`socium.llm.resume_replay`); None when it has none (or the run keeps no call log)."""
+    try:
+        rows = stopped_step_answers(store.con, step)
+    except duckdb.CatalogException:  # no call log
+        return None
+    return StoppedAnswers.from_rows(step, rows) if rows else None
 
 
 def log_aborted_calls(store: Any, calls: Any, first_id: int, step: int) -> int:

@@ -41,6 +41,7 @@ import ray
 from socium.core.contracts import Decision
 from socium.core.policy import Policy, capabilities_of
 from socium.errors import ExecutorError
+from socium.llm.resume_replay import StoppedAnswers, serving
 from socium.simulator.deciding import adecide_all, decide_sync
 from socium.simulator.ray_wire import pack_decisions, unpack_observations
 from socium.simulator.step_gc import step_gc
@@ -102,16 +103,21 @@ class ShardActor:
             "host": socket.gethostname(),
         }
 
-    async def decide(self, packed: list[tuple], allowance: Any = None, batch: int = 0) -> ShardAnswer:
+    async def decide(
+        self, packed: list[tuple], allowance: Any = None, batch: int = 0, answers: StoppedAnswers | None = None
+    ) -> ShardAnswer:
         """One shard's step: packed observations in, packed decisions (and any drained rows) out.
 
         ``allowance``: this shard's share of the run's budgets for the step (``policy.shard_allowances``).
-        ``batch``: the driver's number for this ``run``; :meth:`stop` names it.
+        ``batch``: the driver's number for this ``run``; :meth:`stop` names it. ``answers``: on resume, what
+        the stopped step's calls for this shard's agents were answered (served, not asked again:
+        :mod:`socium.llm.resume_replay`).
         """
         if batch <= self._stopped_upto:  # the stop overtook this message: nothing was asked
             return ShardAnswer([], {}, [])
         finished: list[Decision] = []  # decisions made so far (the adecide path), for a stop
-        work = asyncio.ensure_future(self._decide(packed, allowance, finished))
+        with serving(answers):  # the task (and every task it starts) keeps them: it copies this context
+            work = asyncio.ensure_future(self._decide(packed, allowance, finished))
         self._work[work] = batch
         try:
             return await work

@@ -57,6 +57,7 @@ from socium.config.executor import ExecutorConfig
 from socium.core.contracts import Decision, Observation
 from socium.core.policy import Policy, PolicyCapabilities, capabilities_of
 from socium.errors import ExecutorError
+from socium.llm import resume_replay
 from socium.simulator.ray_actor import ActorContext, RemoteShardActor, ShardAnswer, shard_urls
 from socium.simulator.ray_start import start_ray
 from socium.simulator.ray_wire import pack_observations, unpack_decisions
@@ -172,11 +173,12 @@ class RayExecutor:
         shares = budgets.shard_allowances(batches) if budgets is not None else None  # the run's budgets, split
         refs = {s: ray.put(pack_observations(b)) for s, b in enumerate(batches) if b}  # a re-run reuses it
         share = {s: None if shares is None else shares[s] for s in refs}
+        told = _answers_by_shard(batches, refs)  # a resumed step's recorded answers, each shard its agents'
         pending: dict[Any, tuple[int, Any]] = {}
         results: dict[int, ShardAnswer] = {}
         try:  # everything up to the return: a signal anywhere in it must not lose a shard's calls
             for s, ref in refs.items():
-                pending[self.actors[s].decide.remote(ref, share[s], batch)] = (s, self.actors[s])
+                pending[self.actors[s].decide.remote(ref, share[s], batch, told[s])] = (s, self.actors[s])
             attempts = [0] * self.n
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1)
@@ -192,7 +194,7 @@ class RayExecutor:
                                 f"shard {s}: actor died {attempts[s]} times in one step; giving up"
                             ) from exc
                         self._restart(s, exc)
-                    pending[self.actors[s].decide.remote(refs[s], share[s], batch)] = (s, self.actors[s])
+                    pending[self.actors[s].decide.remote(refs[s], share[s], batch, told[s])] = (s, self.actors[s])
                     continue
                 if answer.stopped is not None:
                     raise ExecutorError(f"shard {s}: its actor was stopped by another driver mid-step")
@@ -299,6 +301,16 @@ class RayExecutor:
         if self._owns_ray:
             ray.shutdown()
             self._owns_ray = False
+
+
+def _answers_by_shard(batches: Sequence[Sequence[Observation]], shards: Any) -> dict[int, Any]:
+    """Each shard's part of the answers a stopped step received, while a resume redoes that step
+    (:mod:`socium.llm.resume_replay`): its own agents' only, put once (a re-run after an actor died reuses it)."""
+    answers = resume_replay.current()
+    if answers is None:
+        return {s: None for s in shards}
+    parts = {s: answers.for_agents({o.agent_id for o in batches[s]}) for s in shards}
+    return {s: None if part is None else ray.put(part) for s, part in parts.items()}
 
 
 def _n_rows(batch: Any) -> int:

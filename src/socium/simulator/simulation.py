@@ -30,11 +30,19 @@ from socium.core.policy import Policy
 from socium.core.rng import ACTIVATION, uniform
 from socium.errors import UsageError
 from socium.llm.cache import llm_calls_ddl
+from socium.llm.resume_replay import StoppedAnswers, serving
 from socium.simulator import interviews as iv
 from socium.simulator import steering
 from socium.simulator.executors import Executor, make_executor
 from socium.simulator.inputs import preflight
-from socium.simulator.llm_health import OutputHealth, log_aborted_calls, spent_from_trace, step_committed, step_problem
+from socium.simulator.llm_health import (
+    OutputHealth,
+    log_aborted_calls,
+    spent_from_trace,
+    step_committed,
+    step_problem,
+    stopped_answers,
+)
 from socium.simulator.recording import StepRecorder
 from socium.simulator.run_setup import RunSetUp, _now
 from socium.simulator.step_agents import StepAgents
@@ -57,6 +65,7 @@ class StepStats:
     wall_s: float
     llm_calls: int = 0
     tokens: int = 0
+    replayed_calls: int = 0  # of llm_calls: answers a resume read from the stopped step's record
 
 
 class Simulation(mesa.Model):
@@ -121,6 +130,7 @@ class Simulation(mesa.Model):
             else make_executor(self.cfg.executor, self.policy, self.cfg.seed, self.caps)
         )
         self.next_call_id = self.next_step = 0
+        self.stopped_answers: StoppedAnswers | None = None  # set on resume (socium.llm.resume_replay)
         self.health = OutputHealth(getattr(self.cfg.llm, "min_valid_fraction", None))  # llm.min_valid_fraction
         self.agent_steps = StepAgents(self.world, self.executor, self.caps)
 
@@ -134,6 +144,12 @@ class Simulation(mesa.Model):
         if self.caps.restorer is not None:
             self.caps.restorer.restore(last)
         self.next_step = last + 1
+        self.stopped_answers = stopped_answers(self.trace_store, self.next_step)
+        if self.stopped_answers is not None:
+            self.notes.append(
+                f"step {self.next_step}: {len(self.stopped_answers):,} answers the stopped run had received are served "
+                "from its trace, not asked again"
+            )
         return True
 
     def _abandon(self, created: bool) -> None:
@@ -210,8 +226,14 @@ class Simulation(mesa.Model):
         sign_up: Sequence[int] | None = None,
     ) -> StepStats:
         """Simulate and commit one step (see :meth:`step` for the arguments)."""
-        with step_gc():
-            return self._advance(actions, active, sign_up)
+        answers = self.stopped_answers
+        if answers is not None and answers.step != self.next_step:
+            answers = None
+        with step_gc(), serving(answers):  # the stopped step's answered calls are not asked again
+            stats = self._advance(actions, active, sign_up)
+        if answers is not None:
+            self.stopped_answers = None
+        return stats
 
     def _advance(
         self,
@@ -303,7 +325,8 @@ class Simulation(mesa.Model):
                 self._log_aborted_calls(step, rec.calls)
             raise
         self.next_step = step + 1
-        return StepStats(step, st.time, len(who), n_actions, n_posts, wall, len(rec.calls), rec.calls.tokens)
+        made = rec.calls
+        return StepStats(step, st.time, len(who), n_actions, n_posts, wall, len(made), made.tokens, made.replayed)
 
     def interview(self, agents: Sequence[int], question: str) -> dict[int, str]:
         """Ask agents a question now, with their memory as of the last committed step; the answers are

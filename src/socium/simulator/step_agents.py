@@ -10,7 +10,8 @@ asks the policy only through its :class:`~socium.core.policy.PolicyCapabilities`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -19,11 +20,28 @@ from socium.agents.memory import MemoryStream, feed_query
 from socium.core.contracts import Decision, Observation
 from socium.core.policy import PolicyCapabilities
 from socium.core.rng import RECSYS, component_rng
+from socium.llm.base import run_coro_sync
 from socium.platform.text import quote_inline
 from socium.recsys.base import Feed
-from socium.simulator.executors import Executor
+from socium.simulator.deciding import decide_overlapped
+from socium.simulator.executors import Executor, InProcessExecutor
 from socium.simulator.recording import StepRecorder, clean_action
 from socium.simulator.world import World
+
+#: Observations built per turn of the event loop while a step's chunks overlap (the calls of the previous
+#: chunk are read between slices); also the slices of a chunk decided alone, where nothing is in flight.
+OBSERVE_SLICE = 16
+
+T = TypeVar("T")
+
+
+def _drained(work: Generator[None, None, T]) -> T:
+    """A sliced generator run to its end at once (nothing to interleave it with)."""
+    while True:
+        try:
+            next(work)
+        except StopIteration as done:
+            return done.value
 
 
 class StepAgents:
@@ -58,11 +76,23 @@ class StepAgents:
         decisions: list[Decision] = []
         fixed: list[Decision] = []
         kept: list[Observation] = []
-        for lo, hi in self.chunks(active):
-            observations = self.observe(active[lo:hi], step, rec, feeds[lo:hi])
+        chunks = self.chunks(active, lead=self.overlapped_batch(2) is not None)
+
+        Prepared = tuple[list[Observation], list[Decision]]  # a chunk's observations and its bots' decisions
+
+        def prepare(i: int, size: int = OBSERVE_SLICE) -> Generator[None, None, Prepared]:
+            lo, hi = chunks[i]
+            observations: list[Observation] = []
+            for a in range(lo, hi, size):  # a slice per turn of the loop when chunks overlap
+                b = min(hi, a + size)
+                observations += self.observe(active[a:b], step, rec, feeds[a:b])
+                yield
             observations, bots = self.moderation.split(observations, st)  # bots act by rule, not by the policy
             self.moderation.annotate(observations, st)  # labels, notes, ground truth, prebunking: as users see them
-            got = self.executor.run(observations)
+            return observations, bots
+
+        def collect(i: int, observations: list[Observation], bots: list[Decision], got: list[Decision]) -> None:
+            nonlocal decisions
             for d in got:  # the calls leave the decisions now, as log rows only (RenderedRequest)
                 if d.calls:
                     rec.calls.extend(d.calls)
@@ -70,15 +100,42 @@ class StepAgents:
                 if unshown := d.meta.pop("unshown", None):  # trimmed to fit the context: not shown after all
                     rec.withdraw_exposures(d.agent_id, unshown)
             decisions += got
-            fixed += bots
-            kept += [o for o in observations if self.moderation.needed_after_actions(o)]
-            del observations, got
+            fixed.extend(bots)
+            kept.extend(o for o in observations if self.moderation.needed_after_actions(o))
+
+        batch = self.overlapped_batch(len(chunks))
+        if batch is not None:
+            run_coro_sync(decide_overlapped(batch, len(chunks), prepare, collect))
+        else:
+            for i in range(len(chunks)):
+                observations, bots = _drained(prepare(i, max(1, chunks[i][1] - chunks[i][0])))  # whole, as before
+                collect(i, observations, bots, self.executor.run(observations))
+                del observations
         return (sorted(fixed + decisions, key=lambda d: d.agent_id) if fixed else decisions), kept
 
-    def chunks(self, active: np.ndarray) -> list[tuple[int, int]]:
+    def overlapped_batch(self, n_chunks: int) -> Callable[[list[Observation]], Awaitable[list[Decision]]] | None:
+        """The policy's async batch when a step's chunks can overlap (:func:`decide_overlapped`): more than one
+        chunk, the in-process executor, a policy that decides a batch both ways (its ``decide_batch`` runs
+        its ``adecide_batch``: :class:`~socium.agents.llm_policy.LLMPolicy`); None: one chunk after another."""
+        caps = self.caps
+        if n_chunks < 2 or caps.batch is None or caps.adecide_batch is None:
+            return None
+        if not isinstance(self.executor, InProcessExecutor) or self.cfg.executor.kind != "inprocess":
+            return None
+        adecide = caps.adecide_batch.adecide_batch
+
+        async def batch(observations: list[Observation]) -> list[Decision]:
+            return sorted(await adecide(observations), key=lambda d: d.agent_id)  # as InProcessExecutor.run
+
+        return batch
+
+    def chunks(self, active: np.ndarray, lead: bool = False) -> list[tuple[int, int]]:
         """``[lo, hi)`` slices of ``active`` (sorted) that each hold the policy's chunk of policy-bound
-        agents (bots are not counted: they make no call); one slice when the policy cannot be split
-        or agents use the stream memory."""
+        agents (bots are not counted: they make no call); one slice when the policy cannot be split,
+        agents use the stream memory or ``step_chunk`` is 0. ``lead`` (the chunks of the step overlap): the
+        first slice holds only twice what can be in flight, so the server waits for that slice's
+        observations rather than a whole chunk's before the first request, and the rest is observed while
+        its requests are out."""
         ex = self.cfg.executor
         size = ex.step_chunk
         hook = self.caps.chunker
@@ -94,10 +151,13 @@ class StepAgents:
             in_flight = max(in_flight, llm.max_concurrency)
         floor = 2 * in_flight
         per = hook.step_chunk(max(size, floor))
-        if per is None or per >= len(active):
+        first = hook.step_chunk(floor) if lead else per
+        if per is None or first is None or not len(active):
             return [(0, len(active))]
         counted = np.cumsum(self.moderation.policy_bound(active))
-        cuts = np.searchsorted(counted, np.arange(per, int(counted[-1]), per), side="right").tolist()
+        total = int(counted[-1])
+        marks = [first, *range(first + per, total, per)]
+        cuts = np.searchsorted(counted, [m for m in marks if m < total], side="right").tolist()
         bounds = [0, *cuts, len(active)]
         return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
 

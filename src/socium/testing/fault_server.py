@@ -146,6 +146,9 @@ def server_from_args(argv: list[str] | None = None) -> FaultyOpenAIServer:
         "--batch-limit", type=int, default=None, help="GPU-like: at most this many decode at once; the rest queue"
     )
     ap.add_argument("--slow-s", type=float, default=0.5, help="how late a 'slow' fault answers")
+    ap.add_argument(
+        "--timeline", action="store_true", help="keep each request's arrival and slot times for GET /timeline"
+    )
     a = ap.parse_args(argv)
     return FaultyOpenAIServer(
         _parse_rates(a.fault),
@@ -156,6 +159,7 @@ def server_from_args(argv: list[str] | None = None) -> FaultyOpenAIServer:
         slow_s=a.slow_s,
         record=False,
         batch_limit=a.batch_limit,
+        timeline=a.timeline,
     )
 
 

@@ -36,3 +36,31 @@ def bench_http_config(
             for i in range(min(n, 500))
         ],
     }
+
+
+#: OASIS's 13 Reddit actions (the OASIS-parity workload of issue 41), in the order the prompt lists them.
+OASIS_REDDIT_ACTIONS = (
+    "create_post",
+    "like_post",
+    "dislike_post",
+    "create_comment",
+    "like_comment",
+    "dislike_comment",
+    "search_posts",
+    "search_user",
+    "trend",
+    "refresh",
+    "follow",
+    "mute",
+    "do_nothing",
+)
+
+
+def oasis_reddit(cfg: dict[str, Any]) -> dict[str, Any]:
+    """``cfg`` on the reddit preset with OASIS's 13 Reddit actions and 5 comments per post (the
+    OASIS-parity prompts of ``benchmarks/bench_http.py --reddit`` and the prompt digest test)."""
+    return {
+        **cfg,
+        "platform": {"preset": "reddit"},
+        "llm_agents": {"actions": list(OASIS_REDDIT_ACTIONS), "comments_per_post": 5},
+    }

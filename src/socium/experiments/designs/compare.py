@@ -9,6 +9,8 @@ so against ``local`` it changes both; ``omniscient_agents`` has the same knowled
 agent, so ``omniscient`` vs ``omniscient_agents`` isolates narration and ``omniscient_agents`` vs
 ``local`` isolates information. Each arm's table row and the differences between consecutive arms
 are stored in ``results.json`` for the report. Null models are skipped here: they have no perspective.
+What differs by experiment (which runs are the model's, which numbers are its headline) is named by the
+experiment's entry in the study registry (:mod:`socium.experiments.studies`), read here without a switch.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from socium.core.perspective import differences, perspective, perspective_names
 from socium.errors import ConfigError
 from socium.experiments.spec import ExperimentSpec, deep_merge, llm_usage, write_results
+from socium.experiments.studies import study
 from socium.trace.queries import cascades, population, posts, runs
 
 
@@ -59,20 +62,37 @@ def trace_stats(run_dir: Path) -> dict[str, Any]:
 
 
 def model_dirs(results: dict[str, Any]) -> list[Path]:
-    """The model (non-null) run directories of an experiment's results."""
-    if results["experiment"] == "propagation":
-        return [Path(c["runs"]["model"]["dir"]) for c in results["cascades"]]
-    return [Path(results["runs"]["model"]["dir"])]
+    """The model (non-null) run directories of an experiment's results (its study's ``model_runs``)."""
+    return study(results["experiment"]).model_dirs(results)
 
 
 def headline(results: dict[str, Any]) -> dict[str, Any]:
-    """The experiment's own key numbers for its model run(s)."""
-    kind = results["experiment"]
-    if kind == "propagation":
-        return {"nrmse": results["summary"]["model"]["nrmse"]}
+    """The experiment's own key numbers for its model run(s) (its study's ``headline``)."""
+    return study(results["experiment"]).key_numbers(results)
+
+
+# ---- what each study's results hold, named by its entry in socium.experiments.studies --------------
+def model_dir(results: dict[str, Any]) -> list[Path]:
+    """A study with one model run (``runs.model``): herding, polarisation."""
+    return [Path(results["runs"]["model"]["dir"])]
+
+
+def propagation_model_dirs(results: dict[str, Any]) -> list[Path]:
+    """Propagation: one model run per cascade."""
+    return [Path(c["runs"]["model"]["dir"]) for c in results["cascades"]]
+
+
+def propagation_headline(results: dict[str, Any]) -> dict[str, Any]:
+    return {"nrmse": results["summary"]["model"]["nrmse"]}
+
+
+def herding_headline(results: dict[str, Any]) -> dict[str, Any]:
     m = results["runs"]["model"]["metrics"]
-    if kind == "herding":
-        return {"effects": m["effects"], "p_next_positive": {g: d["p_next_positive"] for g, d in m["groups"].items()}}
+    return {"effects": m["effects"], "p_next_positive": {g: d["p_next_positive"] for g, d in m["groups"].items()}}
+
+
+def polarisation_headline(results: dict[str, Any]) -> dict[str, Any]:
+    m = results["runs"]["model"]["metrics"]
     last = m["points"][-1]
     return {
         "group_extremity_shift": m["group_extremity_shift"],
@@ -127,6 +147,11 @@ def run_compare(
     :func:`~socium.core.perspective.perspective_names`) and tabulate the differences."""
     if "perspective" in spec.base:
         raise ConfigError("compare: remove base.perspective; every perspective is run")
+    if not study(spec.experiment).compared():  # refused before any run (it failed after every arm had run)
+        raise ConfigError(
+            f"compare: experiment {spec.experiment!r} cannot be compared across perspectives "
+            "(its study names no model runs and headline: socium.experiments.studies)"
+        )
     arms = perspective_names() if perspectives is None else tuple(perspectives)
     for name in arms:
         perspective(name)  # an unknown arm fails before any run, naming it

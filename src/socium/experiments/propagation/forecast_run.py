@@ -49,7 +49,9 @@ from socium.experiments.propagation.forecast.predictive import (
     QUANTILES,
     SAMPLED,
     TOOL_BASELINES,
+    bias_note,
     calibration_curve,
+    final_bias,
     predict_cascade,
     score_cascade,
     summarise,
@@ -316,6 +318,10 @@ def forecast_cascades(
         log(f"m = {m}: {len(rows[m])} cascades forecast" + (f" (first: scale NRMSE {f['scale']:.3f})" if f else ""))
     by_m = {}
     for m, rr in rows.items():
+        mine = [r for r in table_rows if r["observe_minutes"] == m and r["model"] == "forecast"]
+        note = bias_note(final_bias([r["final_mean"] for r in mine], [r["real_scale"] for r in mine]))
+        if note:  # said, not stored: results.json stays as it was (its summary has the PIT histogram)
+            log(f"WARNING: m = {m}: {note}")
         summ = summarise(rr, settings.seed)
         summ["calibration"] = {mo: calibration_curve(rr, mo) for mo in SAMPLED if rr and mo in rr[0]}
         if settings.counterfactual is not None:

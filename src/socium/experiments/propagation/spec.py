@@ -72,13 +72,21 @@ class CVSpec(StrictNumbers):
         description="random: seeded folds; chronological: cascades ordered by posting time and cut into `folds` "
         "blocks, block k scored by a fit on blocks 0..k-1 (train on earlier cascades, score later ones).",
     )
+    bias_calibration: bool = Field(
+        False,
+        description="Also score forecast_bc: the forecast with its growth after observe_minutes scaled per curve by "
+        "the median log-growth ratio real / forecast on the fold's training cascades (forecast/bias.py).",
+    )
 
     @model_serializer(mode="wrap")
     def _omit_default_split(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Leave ``split`` out while it is 'random', so every spec written before the key dumps as it did."""
+        """Leave ``split`` out while it is 'random' and ``bias_calibration`` while false, so every spec written
+        before those keys dumps as it did."""
         data = handler(self)
         if data.get("split") == "random":
             del data["split"]
+        if data.get("bias_calibration") is False:
+            del data["bias_calibration"]
         return data
 
 

@@ -56,15 +56,40 @@ def aborted_calls(con: Con) -> int:
     return int(row[0][0])
 
 
+#: SQL: a call-log row answered from a stopped step's record on resume (socium.llm.resume_replay): nothing was
+#: sent for it, its answer's cost is in the stopped step's row.
+REPLAYED = "(outcome = 'ok' AND attempts = 0)"
+
+
 def spend_by_backend(con: Con, table: str = "llm_calls") -> dict[str, tuple[int, int]]:
-    """(attempts, tokens) per backend (``llms`` name, ``default`` for ``llm``), aborted steps included."""
+    """(attempts, tokens) per backend (``llms`` name, ``default`` for ``llm``), aborted steps included; the
+    tokens of answers replayed on resume are counted once, in the stopped step's row."""
     if table not in CALL_TABLES:
         raise TraceError(f"spend_by_backend: {table!r} is not a call log table")
+    tokens = f"sum(prompt_tokens + completion_tokens) FILTER (WHERE NOT coalesce({REPLAYED}, false))"
     rows = con.execute(
-        f"SELECT coalesce(metadata->>'llm', 'default'), sum(attempts), "
-        f"sum(prompt_tokens + completion_tokens) FROM {table} GROUP BY 1"
+        f"SELECT coalesce(metadata->>'llm', 'default'), sum(attempts), coalesce({tokens}, 0) FROM {table} GROUP BY 1"
     ).fetchall()
     return {name: (int(c or 0), int(t or 0)) for name, c, t in rows}
+
+
+def stopped_step_answers(
+    con: Con, step: int
+) -> list[tuple[str, str | None, int | None, int | None, str | None, int | None]]:
+    """(request hash, response, prompt tokens, completion tokens, finish reason, agent id) of every call answered
+    in ``step`` of a session that was stopped before committing it (``aborted_step``), in call order: what a
+    resume serves instead of asking again (socium.llm.resume_replay)."""
+    return con.execute(
+        "SELECT request_hash, response, prompt_tokens, completion_tokens, finish_reason, agent_id FROM llm_calls "
+        "WHERE outcome = 'ok' AND metadata->>'aborted_step' = CAST(? AS VARCHAR) ORDER BY call_id",
+        [int(step)],
+    ).fetchall()
+
+
+def replayed_calls(con: Con) -> int:
+    """Calls of committed steps answered from a stopped session's record on resume, not asked again."""
+    row = con.execute(f"SELECT count(*) FROM llm_calls WHERE {REPLAYED} AND metadata->>'aborted_step' IS NULL")
+    return int(row.fetchall()[0][0])
 
 
 def usage_per_step(con: Con) -> list[tuple[int, int, int, int, float | None, float | None]]:

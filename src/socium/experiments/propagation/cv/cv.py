@@ -42,13 +42,14 @@ from socium.experiments.propagation.data.curves import nrmse_curves
 from socium.experiments.propagation.data.folds import train_and_held
 from socium.experiments.propagation.data.realcascades import earliest_users, subtree_curves
 from socium.experiments.propagation.fit.fit import fit_timing, write_fit
+from socium.experiments.propagation.forecast.bias import learn_bias
 from socium.experiments.propagation.forecast.forecast import (
     CascadeArrays,
     cascade_arrays,
     forecast_summary,
     window_nrmse,
 )
-from socium.experiments.propagation.forecast.predictive import forecast_cascade
+from socium.experiments.propagation.forecast.predictive import bias_note, final_bias, forecast_cascade, predict_cascade
 from socium.experiments.propagation.sim.cv_config import cv_run_config, replicate_rows
 from socium.experiments.propagation.sim.population import cascade_population, oasis_topics, simulated_curves
 from socium.experiments.propagation.sim.simcheck import events_curves
@@ -64,6 +65,33 @@ FORECAST_SIM_PURPOSE = 44
 """Stream of the simulator forecast's per-replica cascade speeds (``cv.models: [forecast_sim]``)."""
 COUNTERFACTUAL_PURPOSE = 42
 """Stream of the counterfactual's replicas: its own, so adding arms never changes the forecast's scores."""
+BIAS_PURPOSE = 49
+"""Stream of the forecasts of the training cascades that learn ``cv.bias_calibration`` (apart from the scores')."""
+
+
+def tree_caps(tree: Any, users: list[str]) -> dict[str, float]:
+    """What the tree can reach: its size, depth and max breadth (the bias calibration's caps)."""
+    return {"scale": float(len(users)), "depth": float(tree.max_depth), "max_breadth": float(tree.max_breadth)}
+
+
+def learn_fold_bias(
+    spec: PropagationSpec, cv: CVSpec, train: list[str], trees: Mapping[str, Any], tp: TimingParams, casc_sd: float
+) -> dict[str, Any]:
+    """``cv.bias_calibration``'s per-curve ``beta`` of one fold, from forecasts of its *training* cascades by the
+    fold's own fit (in-sample for the fit; the held-out fold is never read). Why in-sample is enough here: the
+    bias is the model's structure, measured as large on training cascades as on held-out ones (docs/results.md)."""
+    m = spec.observe_minutes
+    assert m is not None
+    rows = []
+    for cid in train:
+        tree = trees[cid]
+        users = earliest_users(tree, spec.max_users)
+        real = subtree_curves(tree, users, spec.minutes)
+        rng = component_rng(cv.seed, BIAS_PURPOSE, zlib.crc32(cid.encode()))
+        pred = predict_cascade(cascade_arrays(tree, users), tp, casc_sd, m, cv.runs, spec.minutes, rng, baselines=())
+        mean = pred.points["forecast"]
+        rows.append({k: (float(mean[k][-1]), float(real[k][-1]), float(real[k][m])) for k in CURVE_NAMES})
+    return {"beta": learn_bias(rows), "n_train": len(rows)}
 
 
 def chronological_split(
@@ -149,6 +177,7 @@ def score_cascade(
     topics: dict[str, dict[str, str]],
     force: bool = False,
     casc_sd: float = 0.0,
+    bias: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """Run every ``cv.models`` model on one cascade with ``timing`` (``cv.runs`` replicas) and score it.
 
@@ -192,7 +221,9 @@ def score_cascade(
         tp = TimingParams.from_dict(timing)
         rng = component_rng(cv.seed, FORECAST_PURPOSE, fold, zlib.crc32(cid.encode()))
         arrays = cascade_arrays(tree, users)
-        row["forecast"] = forecast_cascade(arrays, tp, casc_sd, spec.observe_minutes, cv.runs, spec.minutes, real, rng)
+        row["forecast"] = forecast_cascade(
+            arrays, tp, casc_sd, spec.observe_minutes, cv.runs, spec.minutes, real, rng, bias, tree_caps(tree, users)
+        )
         if "forecast_sim" in cv.models:
             sim_rng = component_rng(cv.seed, FORECAST_SIM_PURPOSE, fold, zlib.crc32(cid.encode()))
             row["forecast"]["forecast_sim"] = simulator_forecast(
@@ -259,13 +290,18 @@ def run_propagation_cv(
                 "families": fit["families"],
             }
         )
+        sigma = fit["estimates"]["cascade_sigma"]
+        bias = None
+        if cv.bias_calibration and spec.observe_minutes:  # learnt on this fold's training cascades only
+            learnt = learn_fold_bias(spec, cv, train, trees, TimingParams.from_dict(fit["timing"]), sigma)
+            fold_fits[-1]["bias_calibration"] = learnt
+            bias = learnt["beta"]
+            log(f"fold {k}: bias calibration beta {bias} from {learnt['n_train']} training cascades")
         for cid in held:
             row = {
                 "id": cid,
                 "fold": k,
-                **score_cascade(
-                    spec, cv, cid, trees[cid], fit["timing"], out, k, topics, force, fit["estimates"]["cascade_sigma"]
-                ),
+                **score_cascade(spec, cv, cid, trees[cid], fit["timing"], out, k, topics, force, sigma, bias),
             }
             if info and cid in info:
                 row["label"] = info[cid].get("label") or "unknown"
@@ -314,6 +350,18 @@ def run_propagation_cv(
                 )
                 for lab in labels
             }
+    if cv.bias_calibration and spec.observe_minutes and per_cascade:  # the before / after, on the same replicas
+        real = [float(p["real_final"]["scale"]) for p in per_cascade]
+        summary["bias_calibration"] = {
+            "beta_by_fold": [f.get("bias_calibration", {}).get("beta") for f in fold_fits],
+            **{
+                name: final_bias([float(p["forecast"][name]["final_scale"]) for p in per_cascade], real)
+                for name in ("forecast", "forecast_bc")
+            },
+        }
+        for name in ("forecast", "forecast_bc"):
+            note = bias_note(summary["bias_calibration"][name], name)
+            log(f"WARNING: {note}" if note else f"{name}: no bias of the final size distinguishable from 0")
     if spec.counterfactual is not None and spec.observe_minutes:  # the spec has both or neither
         summary["counterfactual"] = counterfactual_summary(
             per_cascade, spec.counterfactual, spec.observe_minutes, cv.seed

@@ -65,6 +65,7 @@ BASELINES = (
     "hawkes_powerlaw",
     "hawkes_cv_kernel",
     "forecast_sim",
+    "forecast_bc",
 )
 """The forecast first, then what it is compared with on the same cascades and window."""
 
@@ -174,11 +175,14 @@ def replica_times(
     runs: int,
     rng: np.random.Generator,
     condition: bool = True,
+    future_shift: float = 0.0,
 ) -> NDArray[np.float64]:
     """Node times (runs x n, minutes): observed nodes at their real times, the rest simulated.
 
     ``condition=False`` is the unconditioned calibrated null: nothing observed but the source, ``g = 0``
-    and the fitted (not narrowed) law, as the simulator draws it.
+    and the fitted (not narrowed) law, as the simulator draws it. ``future_shift``: a log-delay shift
+    added to every drawn ``g`` of the conditioned forecast (the bias calibration learnt on training
+    cascades, :mod:`~socium.experiments.propagation.forecast.bias`; 0 leaves the draws untouched).
     """
     n = len(c.parent)
     mm = m if condition else 0.0
@@ -186,7 +190,7 @@ def replica_times(
     u = rng.random((runs, n))  # drawn first: the null and the forecast share them (common random numbers)
     if condition:
         grid, w = speed_posterior(c, tp, casc_sd, m)
-        g = rng.choice(grid, size=runs, p=w)
+        g = rng.choice(grid, size=runs, p=w) + future_shift
         law = log_law(tp.delay.narrowed(casc_sd) if casc_sd > 0 else tp.delay)
     else:
         g = np.zeros(runs)
