@@ -14,7 +14,12 @@ a range, no t interval).
 Memory: the process's peak resident set (``VmHWM``, reset before each size where Linux allows) per
 agent, which holds the world (posts, texts, follows), the shared vectors and both recommenders;
 foryou's own state between steps (served keys, impressions, engagement counts) per agent; and the
-peak Python/numpy allocation during one feeds call (tracemalloc) per ranked user, x beside foryou.
+peak Python/numpy allocation during one feeds call (tracemalloc) per ranked user, x beside foryou,
+over up to three of foryou's 4,096-user chunks (it ranks two at once on two threads).
+
+CPU: each repetition also records the process's CPU time (all threads): foryou ranks its chunks on two
+threads, as x's IVF search does its clusters, so on a quiet machine wall time is below CPU time, and
+on a loaded one (no idle core) the wall-time ratio tends to the CPU-time ratio.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from bench_recsys import build_world
 
 from socium.recsys.embeddings import HashingEmbedder
 from socium.recsys.foryou import ForYouRecommender
+from socium.recsys.foryou.recommender import CHUNK_USERS
 from socium.recsys.x import XRecommender
 
 
@@ -117,17 +123,19 @@ def bench(n_users: int, n_posts: int, reps: int, k: int = 5) -> dict[str, object
     x.feeds(st, users, k, st.step, np.random.default_rng(0))  # x's warm-up too
     loads = [load()]
     times: dict[str, list[float]] = {"x": [], "foryou": []}
+    cpu: dict[str, list[float]] = {"x": [], "foryou": []}
     for r in range(reps):
         for name, rec in (("x", x), ("foryou", fy)):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             rec.feeds(st, users, k, st.step, np.random.default_rng(r))
             times[name].append(time.perf_counter() - t)
+            cpu[name].append(time.process_time() - c)  # all of the process's threads
         loads.append(load())
     ratios = [f / x_ for f, x_ in zip(times["foryou"], times["x"])]
     h = fy.history
     state_bytes = h.seen.nbytes + h.impressions.nbytes + h.pair_keys.nbytes + h.pair_counts.nbytes + h.activity.nbytes
     rss = peak_rss_bytes()
-    sub = users[: min(n_users, 4096)]
+    sub = users[: min(n_users, 3 * CHUNK_USERS)]  # three chunks: two ranked at once, as in a step
     px = peak_bytes(lambda: x.feeds(st, sub, k, st.step, np.random.default_rng(0)))
     pf = peak_bytes(lambda: fy.feeds(st, sub, k, st.step, np.random.default_rng(0)))
     return {
@@ -137,6 +145,8 @@ def bench(n_users: int, n_posts: int, reps: int, k: int = 5) -> dict[str, object
         "x": times["x"],
         "foryou": times["foryou"],
         "ratios": ratios,
+        "cpu_x": cpu["x"],
+        "cpu_fy": cpu["foryou"],
         "rss": rss,
         "rss_reset": reset,
         "state": state_bytes / n_users,
@@ -153,10 +163,12 @@ def lines(b: dict) -> list[tuple[str, str]]:
     reps = len(b["x"])
     each = {name: ", ".join(f"{t:.2f}" for t in b[name]) for name in ("x", "foryou")}
     mx, mf = statistics.median(b["x"]), statistics.median(b["foryou"])
+    cx, cf = statistics.median(b["cpu_x"]), statistics.median(b["cpu_fy"])
     return [
         (f"x feeds, {tag} (median of {reps})", f"{mx:.2f} s/step  [{each['x']}]"),
         (f"foryou feeds, {tag} (median of {reps})", f"{mf:.2f} s/step  [{each['foryou']}]"),
         (f"  ratio foryou / x at {b['users']:,} users (target <= 2)", f"{mf / mx:.2f}"),
+        ("  CPU time per step (all threads), x / foryou, median (ratio)", f"{cx:.2f} / {cf:.2f} s  ({cf / cx:.2f})"),
         (f"  foryou state between steps, per agent ({b['users']:,} agents, 1 served step)",
          f"{b['state']:,.0f} bytes"),
         (f"  peak allocation in one feeds call, per ranked user ({b['sub']:,} users): x / foryou",
@@ -174,9 +186,10 @@ def table(results: list[dict]) -> str:
     """The summary: per size, medians, each repetition's ratio as min / median / max, memory, load."""
     head = (
         "| users | posts | x s/step, median (min-max) | foryou s/step, median (min-max) "
-        "| ratio foryou/x per rep: median (min-max), n | peak RSS (per agent) | foryou state / agent | load |"
+        "| ratio foryou/x per rep: median (min-max), n | CPU s/step x / foryou (ratio) "
+        "| peak RSS (per agent) | foryou state / agent | load |"
     )
-    out = [head, "|" + "---|" * 8]
+    out = [head, "|" + "---|" * 9]
     for b in results:
         x, f, r = b["x"], b["foryou"], b["ratios"]
         rss = f"{b['rss'] / 2**20:,.0f} MiB ({b['rss'] / b['users'] / 1024:,.1f} KiB)"
@@ -187,6 +200,8 @@ def table(results: list[dict]) -> str:
             f"| {statistics.median(x):.2f} ({min(x):.2f}-{max(x):.2f}) "
             f"| {statistics.median(f):.2f} ({min(f):.2f}-{max(f):.2f}) "
             f"| **{statistics.median(r):.2f}** ({min(r):.2f}-{max(r):.2f}), n = {len(r)} "
+            f"| {statistics.median(b['cpu_x']):.2f} / {statistics.median(b['cpu_fy']):.2f} "
+            f"({statistics.median(b['cpu_fy']) / statistics.median(b['cpu_x']):.2f}) "
             f"| {rss} | {b['state']:,.0f} B | {_span(b['loads'])} |"
         )
     return "\n".join(out)

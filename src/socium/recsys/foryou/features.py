@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -130,42 +131,79 @@ def similarity(interest: np.ndarray, row: np.ndarray, post_vecs: np.ndarray, pos
         return out
     counts = np.bincount(row)
     starts = np.cumsum(counts) - counts
+    dim = post_vecs.shape[1]
+    buf = np.empty((max(_CHUNK, int(counts.max())), dim), post_vecs.dtype)  # reused by every gather
     for cnt in np.unique(counts[counts > 0]).tolist():
         us = np.flatnonzero(counts == cnt)
         step = max(1, _CHUNK // cnt)
         for lo in range(0, len(us), step):
             u = us[lo : lo + step]
             idx = starts[u][:, None] + np.arange(cnt)  # (users, cnt) candidate positions
-            out[idx] = np.einsum("uwd,ud->uw", post_vecs[post[idx]], interest[u], optimize=False)
+            # np.take into the one buffer (mode 'clip': ids are valid; 'raise' buffers the copy), not
+            # post_vecs[...]: no fresh array to fault in per gather
+            vecs = np.take(post_vecs, post[idx.ravel()], axis=0, out=buf[: idx.size], mode="clip")
+            out[idx] = np.einsum("uwd,ud->uw", vecs.reshape(len(u), cnt, dim), interest[u], optimize=False)
     return out
 
 
+@dataclass(frozen=True)
+class StepFacts:
+    """What the value model reads of each window post and author, computed once per step.
+
+    Why: every chunk of users gathers one column per feature from here instead of re-reading five post
+    columns per candidate row (a post is a candidate of many users). The operations are elementwise and
+    the same as on the candidate rows, so the features are the same to the bit.
+    """
+
+    follows: np.ndarray  # sorted follow-edge keys (follow_keys)
+    first: int  # post id of row 0 of the per-post columns
+    author: np.ndarray  # per post
+    repost: np.ndarray  # per post: a repost (bool)
+    post_engagement: np.ndarray  # per post: log1p(max(engagement of its root, 0))
+    author_engagement: np.ndarray  # per post: log1p(max(engagement its author's posts received, 0))
+    age_hours: np.ndarray  # per post: simulated hours since it appeared
+
+    @staticmethod
+    def of(state: PlatformState, first: int) -> StepFacts:
+        """The facts of posts ``first ..`` (the step's candidates are all among them) as of now."""
+        p = state.posts
+        n = len(p)
+        first = max(0, min(int(first), n))
+        ids = np.arange(first, n)
+        author = p.col("author")[first:n]
+        per_author = np.log1p(np.maximum(author_engagement(state), 0.0))
+        return StepFacts(
+            follows=follow_keys(state),
+            first=first,
+            author=author,
+            repost=p.col("kind")[first:n] == REPOST,
+            post_engagement=np.log1p(np.maximum(engagement(state, ids, via_root=True), 0.0)),
+            author_engagement=per_author[author],
+            age_hours=np.maximum(state.time - p.col("time")[first:n], 0.0) / 3600.0,
+        )
+
+
 def feature_matrix(
-    state: PlatformState,
-    c: Candidates,
-    history: History,
-    follows: np.ndarray,
-    sim: np.ndarray,
-    author_eng: np.ndarray,
+    state: PlatformState, c: Candidates, history: History, facts: StepFacts, sim: np.ndarray
 ) -> np.ndarray:
     """(n, len(FEATURES)) rows in FEATURES order for candidates ``c`` (see value_model.FEATURES)."""
-    p = state.posts
-    author = p.col("author")[c.post]
+    at = c.post - facts.first
+    author = facts.author[at]
     users = c.users[c.row]
     n = len(c)
     x = np.empty((n, len(FEATURES)), np.float64)
     x[:, 0] = 1.0
     fol = c.in_network.copy()  # in-network candidates are followees' posts; look up only the others
     out = ~fol
-    fol[out] = is_edge(follows, state.n_users, users[out], author[out])
+    fol[out] = is_edge(facts.follows, state.n_users, users[out], author[out])
     x[:, 1] = fol
     mutual = np.zeros(n, bool)
-    mutual[fol] = is_edge(follows, state.n_users, author[fol], users[fol])
+    mutual[fol] = is_edge(facts.follows, state.n_users, author[fol], users[fol])
     x[:, 2] = mutual
     x[:, 3] = sim
-    x[:, 4] = np.log1p(np.maximum(engagement(state, c.post, via_root=True), 0.0))
-    x[:, 5] = np.log1p(np.maximum(author_eng[author], 0.0))
-    x[:, 6] = np.maximum(state.time - p.col("time")[c.post], 0.0) / 3600.0
+    x[:, 4] = facts.post_engagement[at]
+    x[:, 5] = facts.author_engagement[at]
+    x[:, 6] = facts.age_hours[at]
     x[:, 7] = np.log1p(history.affinity(users, author))
     x[:, 8] = np.log1p(history.user_activity(users))
     return x

@@ -22,19 +22,20 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import threading
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from socium.platform.posts import REPOST
-from socium.recsys.ann import single_threaded_blas
+from socium.recsys.ann import _cpus, single_threaded_blas
 from socium.recsys.base import Feed, RecsysContext
 from socium.recsys.candidates import followee_pairs
 from socium.recsys.embeddings import Embedder
 from socium.recsys.foryou import factors, filters, rerank
-from socium.recsys.foryou.features import History, author_engagement, feature_matrix, follow_keys, similarity
+from socium.recsys.foryou.features import History, StepFacts, feature_matrix, similarity
 from socium.recsys.foryou.params import ForYouParams
 from socium.recsys.foryou.sources import Candidates, in_network_source, out_of_network_source
 from socium.recsys.foryou.value_model import ValueModel, weighted_score
@@ -44,7 +45,9 @@ if TYPE_CHECKING:
     from socium.platform.state import PlatformState
 
 
+_SOURCE_NAME = {True: "in_network", False: "out_of_network"}
 CHUNK_USERS = 4096  # users ranked together: ~80 candidates each, so ~330k candidate rows per chunk
+RANK_THREADS = 2  # chunks ranked at once (each holds a chunk's working memory)
 
 
 def resolve_embedder(spec: str | Embedder) -> str | Embedder:
@@ -66,6 +69,27 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+class _InTurn:
+    """Chunk ``i`` runs a ``turn`` block only after chunk ``i - 1`` has run it (or failed): chunks are
+    ranked on several threads, and the cold-start slot draws must take the rng's numbers in chunk order,
+    as a single thread would."""
+
+    def __init__(self, n: int) -> None:
+        self._done = [threading.Event() for _ in range(n)]
+
+    def done(self, i: int) -> None:
+        self._done[i].set()
+
+    @contextmanager
+    def turn(self, i: int) -> Iterator[None]:
+        if i:
+            self._done[i - 1].wait()
+        try:
+            yield
+        finally:
+            self.done(i)
 
 
 class ForYouRecommender:
@@ -132,7 +156,9 @@ class ForYouRecommender:
         if inn is None:
             inn = in_network_source(state, users, step, self.window_steps, min(p.in_network_max_results, pool))
         c = Candidates.concat(inn, oon)
-        c = c.take(filters.drop_duplicates(c))
+        # X's duplicate filter comes first; its pass is left out because repost de-duplication keeps the
+        # same candidates: copies of a post share its root, and the age and own-post filters between
+        # read only the (user, post), so they keep or drop every copy alike (the test checks both ways)
         c = c.take(filters.too_old(state, c, p.max_post_age_s) & filters.own_posts(state, c))
         c = c.take(filters.repost_dedup(state, c))
         if p.exclude_seen:
@@ -144,7 +170,8 @@ class ForYouRecommender:
         out = np.ones(len(c))
         fb = filters.negative_feedback_of(state)
         bounds = np.searchsorted(c.row, np.arange(len(c.users) + 1))
-        for r, u in enumerate(c.users.tolist()):
+        ask = np.flatnonzero(filters.may_have_feedback(state, fb, c.users, {}))
+        for r, u in zip(ask.tolist(), c.users[ask].tolist()):
             marked = [m for m in fb.not_interested(u) if 0 <= m < len(vecs)]
             lo, hi = int(bounds[r]), int(bounds[r + 1])
             if not marked or hi == lo:
@@ -157,30 +184,57 @@ class ForYouRecommender:
         """Feeds in chunks of ``CHUNK_USERS`` users: a step's working memory (features, probabilities,
         DPP vectors) stays bounded whatever the number of active agents."""
         users = np.asarray(users, dtype=np.int64)
-        shared = (follow_keys(state), author_engagement(state))  # per step, not per chunk
         pairs = followee_pairs(state, users)  # one walk over the follow lists for both sources
-        # retrieval for every user at once: the IVF search batches users by cluster, so chunking it costs
-        oon = out_of_network_source(
-            self.retrieval, state, users, step, min(self.p.oon_max_results, self.p.pool_per_slot * k), pairs
-        )
-        # the in-network source ranks the window's posts once globally: once per step, not per chunk
-        inn = in_network_source(
-            state, users, step, self.window_steps, min(self.p.in_network_max_results, self.p.pool_per_slot * k), pairs
-        )
+        quota = self.p.pool_per_slot * k
+        with ThreadPoolExecutor(1) as ex:
+            # the in-network source (it ranks the window's posts once globally: once per step, not per
+            # chunk) runs beside the retrieval, whose own serial parts leave a CPU idle; it reads only state
+            inn_job = ex.submit(
+                in_network_source,
+                state,
+                users,
+                step,
+                self.window_steps,
+                min(self.p.in_network_max_results, quota),
+                pairs,
+            )
+            # retrieval for every user at once: the IVF search batches users by cluster, so chunking it costs
+            oon = out_of_network_source(self.retrieval, state, users, step, min(self.p.oon_max_results, quota), pairs)
+            inn = inn_job.result()
+        first = min(int(oon.post.min(initial=len(state.posts))), int(inn.post.min(initial=len(state.posts))))
+        facts = StepFacts.of(state, first)  # per step, not per chunk
+        interest = self.retrieval.interests.vectors(users)  # every user's row exists now (the retrieval made it)
         cuts = np.arange(0, len(users) + CHUNK_USERS, CHUNK_USERS)
         b_oon, b_inn = np.searchsorted(oon.row, cuts), np.searchsorted(inn.row, cuts)
-        out: list[Feed] = []
-        # BLAS on one thread: the value model's and DPP's products are small, and a BLAS thread team
-        # only spins on them on a shared machine (the same bits: threads split rows, not sums)
-        with single_threaded_blas():
-            for i, lo in enumerate(range(0, len(users), CHUNK_USERS)):
-                mine = users[lo : lo + CHUNK_USERS]
-                parts = [
-                    Candidates(mine, x.row[a:b] - lo, x.post[a:b], x.in_network[a:b])
-                    for x, a, b in ((oon, int(b_oon[i]), int(b_oon[i + 1])), (inn, int(b_inn[i]), int(b_inn[i + 1])))
-                ]
-                out += self._feeds(state, mine, k, step, rng, shared, parts[0], parts[1])
-        return out
+        starts = list(range(0, len(users), CHUNK_USERS))
+        turns = _InTurn(len(starts))
+
+        def chunk(i: int) -> list[Feed]:
+            lo = starts[i]
+            mine = users[lo : lo + CHUNK_USERS]
+            parts = [
+                Candidates(mine, x.row[a:b] - lo, x.post[a:b], x.in_network[a:b])
+                for x, a, b in ((oon, int(b_oon[i]), int(b_oon[i + 1])), (inn, int(b_inn[i]), int(b_inn[i + 1])))
+            ]
+            try:
+                return self._feeds(
+                    state, mine, k, step, rng, facts, parts[0], parts[1], interest[lo : lo + CHUNK_USERS], turns, i
+                )
+            finally:
+                turns.done(i)  # also on an error, so no later chunk waits for ever
+
+        # Chunks are ranked on up to RANK_THREADS threads (numpy releases the GIL in its gathers, products
+        # and sorts), each chunk start to finish, so at most that many chunks' working memory is held. BLAS
+        # on one thread: the value model's and DPP's products are small, and a BLAS thread team only
+        # spins on them on a shared machine (the same bits: threads split rows, not sums).
+        workers = max(1, min(RANK_THREADS, _cpus(), len(starts)))
+        with single_threaded_blas(), _gc_paused():
+            if workers == 1:
+                ranked = [chunk(i) for i in range(len(starts))]
+            else:
+                with ThreadPoolExecutor(workers) as ex:
+                    ranked = list(ex.map(chunk, range(len(starts))))
+        return [f for part in ranked for f in part]
 
     def _feeds(
         self,
@@ -189,20 +243,21 @@ class ForYouRecommender:
         k: int,
         step: int,
         rng: np.random.Generator,
-        shared: tuple[np.ndarray, np.ndarray],
+        facts: StepFacts,
         retrieved: Candidates,
         in_net: Candidates,
+        interest: np.ndarray,
+        turns: _InTurn,
+        chunk: int,
     ) -> list[Feed]:
         p = self.p
         c = self.candidates(state, users, k, step, retrieved, in_net)
         n_rows = len(users)
-        posts = state.posts
-        author = posts.col("author")[c.post]
-        repost = posts.col("kind")[c.post] == REPOST
+        at = c.post - facts.first
+        author, repost = facts.author[at], facts.repost[at]
         vecs = self.retrieval.posts.m.data
-        interest = self.retrieval.interests.vectors(users)
         sim = similarity(interest, c.row, vecs, c.post)
-        x = feature_matrix(state, c, self.history, shared[0], sim, shared[1])
+        x = feature_matrix(state, c, self.history, facts, sim)
         probs = self.model.probabilities(x)
         value = weighted_score(probs, (x[:, 2] > 0) & ~repost, p)
         eligible = (
@@ -210,7 +265,8 @@ class ForYouRecommender:
             & (state.follows.follower_counts[author] <= p.cold_start_follower_cap)
             & (self.history.post_impressions(c.post) < p.cold_start_impression_threshold)
         )
-        lifted_score, lifted = factors.cold_start(c.row, value, eligible, p, rng)
+        with turns.turn(chunk):  # the rng's draws in chunk order, whichever thread ranks which chunk
+            lifted_score, lifted = factors.cold_start(c.row, value, eligible, p, rng)
         div = factors.author_diversity(c.row, author, lifted_score, p)
         oon = factors.oon_factor(c.in_network, repost, p)
         score = lifted_score * div * oon * self._not_interested_factor(state, c, vecs)
@@ -232,8 +288,7 @@ class ForYouRecommender:
         else:
             picks = rerank.by_score(c.row, n_rows, score, k, order)
         picks = [sel[:k] for sel in picks]
-        with _gc_paused():
-            return self._build_feeds(picks, c, score, value, oon, div, lifted, rank_before, x)
+        return self._build_feeds(picks, c, score, value, oon, div, lifted, rank_before, x)
 
     @staticmethod
     def _build_feeds(
@@ -262,12 +317,9 @@ class ForYouRecommender:
             rank_after.tolist(),
             x[allsel].tolist(),
         )
-        rows = list(zip(*cols))
-        post_ids = c.post[allsel].tolist()
-        sources = ["in_network" if b else "out_of_network" for b in c.in_network[allsel].tolist()]
-        out: list[Feed] = []
-        at = 0
-        for n in lens:
-            out.append(Feed(tuple(post_ids[at : at + n]), tuple(sources[at : at + n]), tuple(rows[at : at + n])))
-            at += n
-        return out
+        # tuples throughout, so each feed's three fields are slices (a tuple slice is a tuple: no copies)
+        rows = tuple(zip(*cols))
+        post_ids = tuple(c.post[allsel].tolist())
+        sources = tuple(map(_SOURCE_NAME.__getitem__, c.in_network[allsel].tolist()))
+        ends = np.cumsum(n_of).tolist()
+        return [Feed(post_ids[a:b], sources[a:b], rows[a:b]) for a, b in zip([0, *ends], ends)]

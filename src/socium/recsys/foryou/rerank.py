@@ -68,6 +68,9 @@ def dpp(
     out: list[np.ndarray] = []
     d = vectors.shape[1] if vectors.ndim == 2 else 0
     step = max(1, _CHUNK_ELEMS // max(1, width * max(d, 1)))
+    # one gather buffer for every chunk: ``np.take`` into it (mode 'clip': the ids are valid, and 'raise'
+    # buffers the copy) costs a quarter of ``vectors[...]``, which faults in a fresh 4 MiB array each time
+    buf = np.empty((min(step, n_rows) * width, d), vectors.dtype) if vectors.ndim == 2 else None
     for lo in range(0, n_rows, step):
         m = mat[lo : lo + step]
         ok = valid[lo : lo + step]
@@ -76,8 +79,10 @@ def dpp(
         best = np.max(np.where(ok, s, -np.inf), axis=1, keepdims=True)
         rel = np.where(ok, s / np.where(best > 0, best, 1.0), 0.0)
         q = np.where(ok, np.exp(alpha * (rel - 1.0)), 0.0)  # / exp(alpha): same picks, no overflow near theta 1
-        v = vectors[post[safe]]  # (u, w, d) float32, gathered per chunk
         u = len(m)
+        ids = post[safe]
+        v = vectors[ids] if buf is None else np.take(vectors, ids.ravel(), axis=0, out=buf[: u * width], mode="clip")
+        v = v.reshape(u, width, -1)  # (u, w, d) float32
         c = np.zeros((u, width, kk), np.float32)
         d2 = np.where(ok, q * q, -np.inf)
         picks = np.full((u, kk), -1, np.int64)
