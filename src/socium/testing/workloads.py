@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from socium.core import actions
+
 
 def bench_http_config(
     n: int, steps: int, url: str, executor: dict[str, Any] | None, concurrency: int, activity: float = 1.0
@@ -39,20 +41,23 @@ def bench_http_config(
 
 
 #: OASIS's 13 Reddit actions (the OASIS-parity workload of issue 41), in the order the prompt lists them.
-OASIS_REDDIT_ACTIONS = (
-    "create_post",
-    "like_post",
-    "dislike_post",
-    "create_comment",
-    "like_comment",
-    "dislike_comment",
-    "search_posts",
-    "search_user",
-    "trend",
-    "refresh",
-    "follow",
-    "mute",
-    "do_nothing",
+OASIS_REDDIT_ACTIONS: tuple[str, ...] = tuple(
+    c.type_name
+    for c in (
+        actions.CreatePost,
+        actions.LikePost,
+        actions.DislikePost,
+        actions.CreateComment,
+        actions.LikeComment,
+        actions.DislikeComment,
+        actions.SearchPosts,
+        actions.SearchUser,
+        actions.Trend,
+        actions.Refresh,
+        actions.Follow,
+        actions.Mute,
+        actions.DoNothing,
+    )
 )
 
 
