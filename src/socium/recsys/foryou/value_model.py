@@ -175,7 +175,10 @@ def fit(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 30, prior: n
 
     ``x``: (n, len(FEATURES)) feature rows of served candidates; ``y``: (n, len(HEADS)) 0/1, whether the
     user took that action on the post. The penalty pulls coefficients toward the defaults (not zero), so
-    a head the run never shows (no blocks at all) keeps its default instead of drifting to -inf.
+    they stay finite and a coefficient the rows cannot inform (a feature constant in the run) keeps its
+    default. A head the run never shows is not kept at its default: with many rows and no such action its
+    intercept is pulled toward the run's zero rate (quickstart's favorite head: mean predicted
+    probability 0.23 -> under 1e-4; docs/recsys.md, "Fitting"), which is the calibrated answer for that run.
     Hand-rolled because it is ~20 lines of numpy and scikit-learn is not a dependency.
     """
     x = np.asarray(x, dtype=np.float64)
