@@ -399,8 +399,11 @@ def run_child(src: str, spec: dict[str, Any]) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def phase_table(trees: list[tuple[str, str]], sizes: list[int], steps: int, repeat: int, activity: float) -> None:
-    """Driver CPU µs per activation by phase (medians over ``repeat`` runs, the trees alternated)."""
+def phase_table(
+    trees: list[tuple[str, str]], sizes: list[int], steps: int, repeat: int, activity: float, reddit: bool = False
+) -> None:
+    """Driver CPU µs per activation by phase (medians over ``repeat`` runs, the trees alternated);
+    ``reddit``: on the OASIS-parity prompts."""
     import statistics
 
     for n in sizes:
@@ -408,11 +411,13 @@ def phase_table(trees: list[tuple[str, str]], sizes: list[int], steps: int, repe
         for _ in range(repeat):
             for name, src in trees:
                 got[name].append(run_child(src, {"steps": steps, "delay": 0.0, "concurrency": 64, "agents": n,
-                                                 "phases": True, "activity": activity}))  # fmt: skip
+                                                 "phases": True, "activity": activity,
+                                                 "reddit": reddit}))  # fmt: skip
         per_step = statistics.median(m["acts"] for ms in got.values() for m in ms) / (steps - 1)
         active = f", activity {activity:g} (~{per_step:,.0f} activations per step)"
+        active = (active if activity != 1.0 else "") + (", OASIS-parity reddit prompts" if reddit else "")
         print(
-            f"\n{n:,} agents{active if activity != 1.0 else ''}, instant server: driver CPU µs per activation "
+            f"\n{n:,} agents{active}, instant server: driver CPU µs per activation "
             f"(median of {repeat}; load {load()})"
         )
         labels = list(dict.fromkeys(k for ms in got.values() for m in ms for k in m["phases"]))
@@ -538,7 +543,7 @@ def main() -> None:
     ap.add_argument("--interleave", type=int, default=0, metavar="N",
                     help="only the instant and --delays rows, N runs per tree, alternated; medians")  # fmt: skip
     ap.add_argument("--reddit", action="store_true",
-                    help="--interleave: the --delays rows on OASIS-parity prompts (reddit, 13 actions)")  # fmt: skip
+                    help="--interleave / --phases: on OASIS-parity prompts (reddit, 13 actions)")  # fmt: skip
     ap.add_argument("--step-chunk", type=int, default=None, metavar="N",
                     help="--interleave: executor.step_chunk of the --delays rows (0: a step in one batch)")  # fmt: skip
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -552,7 +557,7 @@ def main() -> None:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
           f"load average before: {load()}")  # fmt: skip
     if a.phases:
-        phase_table(trees, sizes, a.steps, a.repeat, a.activity)
+        phase_table(trees, sizes, a.steps, a.repeat, a.activity, a.reddit)
         print(f"load average after: {load()}")
         return
     if a.interleave:

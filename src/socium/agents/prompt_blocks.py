@@ -199,19 +199,32 @@ def render_post_memo(memo: dict[tuple, str], it: FeedItem, max_chars: int, show_
 
 
 def results_block(
-    obs: Observation, max_item_chars: int, mindreader: bool, told: set[int] | None = None, narrated: bool = False
+    obs: Observation,
+    max_item_chars: int,
+    mindreader: bool,
+    told: set[int] | None = None,
+    narrated: bool = False,
+    memo: dict[tuple, str] | None = None,
 ) -> str | None:
     """Results of the agent's last search / trend request (None when it made none).
 
-    ``narrated``: a line inside a character's section of a narrator prompt, not a section of its own."""
+    ``narrated``: a line inside a character's section of a narrator prompt, not a section of its own.
+    ``memo``: as :func:`feed_block`'s (a result is the same post text as in a feed: on the OASIS-parity
+    workload, where a third of the actions search or ask for trends, rendering results was ~8% of the
+    prompt's CPU)."""
     if not obs.results_from:
         return None
     if obs.found_users:
         body = "\n".join(f"- @{quote_inline(name, 60)} (user_id={u})" for u, name in obs.found_users)
-    else:
+    elif memo is None or mindreader:  # a mindreader's render depends on the prompt (``told``): not shared
         body = (
             "\n".join(render_post(it, max_item_chars, mindreader, obs.show_score, told) for it in obs.results)
             or "(nothing found)"
+        )
+    else:
+        show_score = obs.show_score
+        body = "\n".join(render_post_memo(memo, it, max_item_chars, show_score) for it in obs.results) or (
+            "(nothing found)"
         )
     head = "They asked for" if narrated else "## You asked for"
     return f"{head} {quote_inline(obs.results_from, 240)}" + (":" if narrated else "") + f"\n{body}"

@@ -55,7 +55,7 @@ def agent_messages(
         parts.append(f"## Notice from the platform\n{quote_untrusted(notice, 1000)}")
     when = obs.datetime or f"hour {obs.hour:02d}:00"
     parts.append(f"## Your feed ({when})\n{feed_block(obs, max_item_chars, mindreader, told, memo)}")
-    results = results_block(obs, max_item_chars, mindreader, told)
+    results = results_block(obs, max_item_chars, mindreader, told, memo=memo)
     if results:
         parts.append(results)
     if obs.groups:
