@@ -7,9 +7,9 @@ applied in full, or rejected with a reason, leaving the state untouched). No LLM
 
 from __future__ import annotations
 
+import heapq
 import re
 from array import array
-from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable
 
@@ -29,11 +29,6 @@ _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 def _tokens(text: str) -> set[str]:
     return {t for t in _TOKEN.findall(text.lower()) if len(t) > 1}
-
-
-def _has(ascending: array[int], x: int) -> bool:
-    i = bisect_left(ascending, x)
-    return i < len(ascending) and ascending[i] == x
 
 
 class PlatformState:
@@ -73,7 +68,7 @@ class PlatformState:
         self.group_log: list[deque[tuple[int, int, str]]] = []  # per group: recent (step, author, text)
         self.member_of: dict[int, set[int]] = {}  # agent -> group ids, so an observation needs no scan
         self.joined: np.ndarray | None = None  # who has signed up (None: everyone; see simulator.signups)
-        self._lowered: tuple[list[str], list[str]] | None = None  # (usernames, lowered): search_user
+        self._lowered: tuple[list[str], list[str], str] | None = None  # search_user: (names, lowered, joined)
         self._index: dict[str, array[int]] = {}  # token -> post ids (4 bytes each, no int objects)
         self.step = 0
         self.time = 0.0
@@ -153,13 +148,15 @@ class PlatformState:
         if not toks:
             return []
         lists = sorted((self._index.get(t, ()) for t in toks), key=len)
-        shortest, others = lists[0], lists[1:]
         hide = bool(self.mod.removed or self.mod.suspended)
-        out: list[int] = []
-        # newest first, stopping at the limit: an index list is ascending (posts are only appended), so
-        # a hit is found by bisection, not by making a set of every post a common word is in
-        for h in reversed(shortest):
-            if all(_has(ids, h) for ids in others) and not (hide and self.hidden(h)):
+        if len(lists) > 1:  # C-level set intersection: a random query's words rarely meet
+            hits = set(lists[0]).intersection(*lists[1:]) if lists[0] else set()
+            if not hide:
+                return heapq.nlargest(self.search_limit, hits)
+            return [h for h in sorted(hits, reverse=True) if not self.hidden(h)][: self.search_limit]
+        out: list[int] = []  # one word: its index list is ascending (posts are only appended), newest last
+        for h in reversed(lists[0]):
+            if not (hide and self.hidden(h)):
                 out.append(h)
                 if len(out) >= self.search_limit:
                     break
@@ -169,23 +166,28 @@ class PlatformState:
         q = query.strip().lower()
         if not q or self.usernames is None:
             return []
+        lowered, every = self._lowered_usernames()
+        if q not in every:  # no name holds it (a name holding it is part of the joined text)
+            return []
         j = self.joined
         out: list[int] = []
-        for i, u in enumerate(self._lowered_usernames()):  # first matches in id order, as many as shown
+        for i, u in enumerate(lowered):  # first matches in id order, as many as shown
             if q in u and (j is None or j[i]):
                 out.append(i)
                 if len(out) >= self.search_limit:
                     break
         return out[: self.search_limit]
 
-    def _lowered_usernames(self) -> list[str]:
-        """The usernames in lower case, made once per list (lowering all 2,000 on every search_user was
-        ~60% of applying the OASIS-parity workload's actions); a list replaced or grown is lowered again."""
+    def _lowered_usernames(self) -> tuple[list[str], str]:
+        """The usernames in lower case and all of them joined, made once per list (lowering all 2,000 on
+        every search_user was ~60% of applying the OASIS-parity workload's actions, most of whose queries
+        match no name); a list replaced or grown is lowered again."""
         names = self.usernames or []
         got = self._lowered
         if got is None or got[0] is not names or len(got[1]) != len(names):
-            got = self._lowered = (names, [u.lower() for u in names])
-        return got[1]
+            lowered = [u.lower() for u in names]
+            got = self._lowered = (names, lowered, "\n".join(lowered))
+        return got[1], got[2]
 
     # ---- applying actions -------------------------------------------------------------------
     def apply(self, agent: int, action: A.Action) -> A.Outcome:
