@@ -203,17 +203,11 @@ def private_of(population: Any, agent: int) -> dict[str, Any]:
     }
 
 
-def fill_observation(
-    world: ObservedWorld, o: Observation, rec: ExposureSink, replies_memo: dict[int, list[SharedPost]] | None = None
-) -> None:
+def fill_observation(world: ObservedWorld, o: Observation, rec: ExposureSink) -> None:
     """Add to an LLM agent's observation what ``world.cfg.perspective`` allows, and nothing more.
 
     ``o.feed`` already holds the feed (its exposures recorded by the simulator); this adds the rest
-    and records an exposure for every other post it puts in front of the agent. ``replies_memo``: a
-    post's latest comments, shared by the observations of one batch that the state does not change
-    during (the caller's promise): every viewer of a post sees the same comments, and building them
-    for each (5 per post on the OASIS-parity workload) was ~a fifth of filling an observation there.
-    A mindreader's comments carry its own view of their authors, so they are never shared.
+    and records an exposure for every other post it puts in front of the agent.
     """
     cfg, pop, st = world.cfg, world.population, world.state
     ac = cfg.llm_agents
@@ -245,19 +239,12 @@ def fill_observation(
             ids = [pid for pid in ids if not st.hidden(pid)]  # removed by moderation since the request
             o.results = [feed_item(st, pop.usernames, pop.stance, o.agent_id, pid, src, r) for r, pid in enumerate(ids)]
             rec.exposure(o.agent_id, [it.post_id for it in o.results], src)
-    if persp.others_private == "shown_authors":
-        replies_memo = None
     for it in (*o.feed, *o.results):
         if it.kind in ("repost", "quote"):
             it.shared, it.shared_more = shared_chain(st, pop.usernames, it.post_id, ac.quote_depth)
         if ac.comments_per_post:
-            got = None if replies_memo is None else replies_memo.get(it.post_id)
-            if got is None:
-                latest = st.comments_of.get(it.post_id, [])[-ac.comments_per_post :]
-                got = [_linked(st, pop.usernames, c) for c in latest]
-                if replies_memo is not None:
-                    replies_memo[it.post_id] = got
-            it.replies = got
+            latest = st.comments_of.get(it.post_id, [])[-ac.comments_per_post :]
+            it.replies = [_linked(st, pop.usernames, c) for c in latest]
     o.marks = target_marks(st, o, ac.actions)
     if persp.others_private == "shown_authors":  # "everyone": its group's views, joined by the policy
         for it in (*o.feed, *o.results):

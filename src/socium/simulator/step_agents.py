@@ -18,7 +18,7 @@ import numpy as np
 from socium.agents import perspectives
 from socium.agents.memory import MemoryStream, feed_query
 from socium.core.actions import action_args
-from socium.core.contracts import Decision, Observation, SharedPost
+from socium.core.contracts import Decision, Observation
 from socium.core.policy import PolicyCapabilities
 from socium.core.rng import RECSYS, component_rng
 from socium.llm.base import run_coro_sync
@@ -173,7 +173,6 @@ class StepAgents:
         stance = self.population.stance
         names = self.population.usernames
         obs = []
-        replies: dict[int, list[SharedPost]] = {}  # a post's latest comments: the state is still here
         for u, feed in zip(users.tolist(), feeds):
             rec.exposure(u, feed.post_ids, feed.sources, getattr(feed, "explain", None))
             followees = set(st.follows.followees(u).tolist()) if need_adopt else None
@@ -181,7 +180,7 @@ class StepAgents:
             s_u = float(stance[u])
             o = Observation(u, step, st.time, self.world.clock.hour(step), items, None if np.isnan(s_u) else s_u)
             if self.needs_profile:  # what the perspective shows an LLM agent: agents/perspectives.py
-                perspectives.fill_observation(self.world, o, rec, replies)
+                perspectives.fill_observation(self.world, o, rec)
             obs.append(o)
         if self.needs_profile and isinstance(self.memory, MemoryStream):
             self.recall_stream(obs)
