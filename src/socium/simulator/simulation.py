@@ -330,7 +330,8 @@ class Simulation(mesa.Model):
             raise
         self.next_step = step + 1
         made = rec.calls
-        slots = take_slots(self.policy) if made else None
+        # the limits of this process's backends (Ray actors hold their own, unseen here: not measured there)
+        slots = take_slots(self.policy) if made and self.cfg.executor.kind == "inprocess" else None
         if slots is not None:
             note_slots(self.run_dir, slots)
         return StepStats(
