@@ -232,6 +232,8 @@ def _run_steps(sim: Simulation, cfg: ExperimentConfig, quiet: bool) -> int:
             llm = f" LLM calls={totals['calls']:,} tokens={totals['tokens']:,}" if totals["calls"] else ""
             if totals["replayed"]:
                 llm += f" (replayed={totals['replayed']:,}: answered before the stop, not asked again)"
+            if s.slots is not None:  # an HTTP backend's connection limit: how busy it kept the server this step
+                llm += f" {s.slots.describe()}"
             prog.step(s.step, f"t={hours:.1f}h active={s.n_active} actions/s={rate:,.1f}{llm}")
 
         try:

@@ -20,6 +20,10 @@ validate, calls :func:`refills_sent` first. That moves it behind every waiter ha
 own release, so when a whole wave of answers lands in one turn of the loop (a GPU server decodes a
 batch together), all the freed slots are refilled before any of the wave's answers is parsed, instead
 of after all of them.
+
+``meter`` (:class:`~socium.llm.slot_meter.SlotMeter`): told when the number of slots held changes (a slot
+taken from ``free`` or given back to it; a slot handed from one holder to a waiter is no change), so a run
+can say per step how busy the limit kept its slots.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ import itertools
 import weakref
 from collections import deque
 from contextvars import ContextVar
+
+from socium.llm.slot_meter import SlotMeter
 
 #: True while the retry layer re-sends a request (read by :class:`PriorityGate`).
 RETRYING: ContextVar[bool] = ContextVar("socium_retrying", default=False)
@@ -84,11 +90,12 @@ class PriorityGate:
     """At most ``slots`` holders; waiting retries are served before waiting first attempts, each FIFO (first
     attempts largest ``size`` first with ``longest_first``)."""
 
-    def __init__(self, slots: int, longest_first: bool = False) -> None:
+    def __init__(self, slots: int, longest_first: bool = False, meter: SlotMeter | None = None) -> None:
         if slots < 1:
             raise ValueError("slots must be at least 1")
         self.free = slots
         self.longest_first = longest_first
+        self.meter = meter
         self._retries: deque[asyncio.Future[None]] = deque()
         self._firsts: deque[asyncio.Future[None]] = deque()
         self._sized: list[tuple[int, int, asyncio.Future[None]]] = []  # longest_first: (-size, arrival, waiter)
@@ -104,6 +111,8 @@ class PriorityGate:
         ahead = self._retries or (not retry and (self._firsts or self._sized))
         if self.free > 0 and not ahead:
             self.free -= 1
+            if self.meter is not None:
+                self.meter.up()
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         if retry:
@@ -140,6 +149,8 @@ class PriorityGate:
                 self._hand(fut)
                 return
         self.free += 1
+        if self.meter is not None:
+            self.meter.down()
 
     @staticmethod
     def _hand(fut: asyncio.Future[None]) -> None:

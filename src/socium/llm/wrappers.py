@@ -20,6 +20,7 @@ from socium.llm.breaker import CircuitBreaker
 from socium.llm.cache import ResultCache, get_many, put_many
 from socium.llm.interrupted import note_finished, recording_interruptions, sending
 from socium.llm.priority_gate import RETRYING, PriorityGate
+from socium.llm.slot_meter import SlotMeter
 from socium.llm.types import LLMRequest, LLMResult
 
 __all__ = [
@@ -200,7 +201,8 @@ class ConcurrencyLimit(BackendWrapper):
     Requests are sent one per inner call so a slow one does not hold a whole chunk's slots; meant
     for HTTP backends where batching happens on the server. A retry waiting for a slot goes before the first
     attempts waiting (:class:`~socium.llm.priority_gate.PriorityGate`): in one queue it could wait past its
-    ``request_deadline_s`` behind requests never tried.
+    ``request_deadline_s`` behind requests never tried. ``meter`` counts the slots held over time (the run's
+    per-step ``slots N% busy, idle M%``; :mod:`socium.llm.slot_meter`).
     """
 
     def __init__(self, inner: LLMBackend, max_concurrency: int, longest_first: bool = False) -> None:
@@ -209,7 +211,8 @@ class ConcurrencyLimit(BackendWrapper):
             raise ValueError("max_concurrency must be at least 1")
         self.max_concurrency = max_concurrency
         self.longest_first = longest_first  # llm.request_order: longest prompts take free slots first
-        self._sem = LoopLocal(lambda: PriorityGate(self.max_concurrency, self.longest_first))
+        self.meter = SlotMeter(max_concurrency)
+        self._sem = LoopLocal(lambda: PriorityGate(self.max_concurrency, self.longest_first, self.meter))
 
     async def _one(self, sem: PriorityGate, req: LLMRequest) -> LLMResult:
         await sem.acquire(size=sum(len(m.content) for m in req.messages) if self.longest_first else 0)

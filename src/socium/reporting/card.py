@@ -21,6 +21,7 @@ from socium.core.perspective import perspective, perspective_names
 from socium.errors import SociumError, TraceError
 from socium.llm.models import KNOWN, SMOLLM2
 from socium.reporting import guardrails
+from socium.simulator.llm_health import slots_summary
 from socium.trace.queries import calls as calls_q
 from socium.trace.queries import runs as runs_q
 from socium.trace.store import open_trace, recorded_config, require_store
@@ -197,6 +198,9 @@ def simulation_card(run_dir: str | Path) -> dict[str, Any]:
         card["llm"]["output_quality"] = guardrails.card_section(checks)
         if engines:
             card["llm"]["engines"] = engines
+        slots = slots_summary(Path(run_dir))  # only runs that measured it (an HTTP backend with a limit)
+        if slots is not None:
+            card["llm"]["slots"] = slots
     card.update(
         {
             "agents": n_agents,

@@ -10,18 +10,24 @@ redoes it once the server is back. The calls that were made are still written (m
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from socium.errors import BudgetExceeded, LLMUnavailable, UnusableModelOutput
 from socium.llm.resume_replay import StoppedAnswers
+from socium.llm.slot_meter import SlotWindow, combine
 from socium.llm.types import LLMResult
+from socium.llm.wrappers import ConcurrencyLimit, find_wrapper
 from socium.trace.queries.calls import spend_by_backend, stopped_step_answers
 from socium.trace.queries.runs import step_is_committed
+from socium.trace.rundir import SLOTS_FILE
+from socium.trace.safe_write import replace_file
 
 
 def step_problem(n_calls: int, results: Sequence[LLMResult], llm: Any, step: int) -> Exception | None:
@@ -115,6 +121,56 @@ class OutputHealth:
             "without JSON / structured output (check llm.model and the server's settings). Step "
             f"{step} was not committed; fix the model, then continue with: socium run --resume --out RUN_DIR"
         )
+
+
+def take_slots(policy: Any) -> SlotWindow | None:
+    """How busy the connection limits of this process's LLM backends kept their slots since the last call
+    (the step's LLM window), or None when no backend with a limit made a call.
+
+    In-process only: under the Ray executor each actor's backend has its own limit, which this process
+    does not see, so a Ray run reports nothing here."""
+    # the policy's built backends (LLMPolicy: ``_backend`` and the named ``llms``); reading them builds nothing
+    backends = [getattr(policy, "_backend", None), *(getattr(policy, "_named", None) or {}).values()]
+    limits = {id(lim): lim for b in backends if (lim := find_wrapper(b, ConcurrencyLimit)) is not None}
+    return combine(lim.meter.take() for lim in limits.values())
+
+
+def note_slots(run_dir: Path, got: SlotWindow) -> dict[str, float]:
+    """Add a step's window to the run's totals in ``llm_slots.json`` (beside the trace, never in it: wall-clock
+    facts must not change a trace's digest); returns the totals. Continues the file a resumed run left."""
+    path = run_dir / SLOTS_FILE
+    try:
+        tot = {k: float(v) for k, v in json.loads(path.read_text(encoding="utf-8")).items()}
+    except (OSError, ValueError, AttributeError, TypeError):  # none yet (or unreadable): start again
+        tot = {}
+    tot["steps"] = tot.get("steps", 0.0) + 1
+    for key, add in (
+        ("window_s", got.window_s),
+        ("busy_slot_s", got.busy_slot_s),
+        ("idle_s", got.idle_s),
+        ("slot_s", got.slots * got.window_s),
+    ):
+        tot[key] = tot.get(key, 0.0) + add
+    replace_file(path, json.dumps(tot, sort_keys=True))
+    return tot
+
+
+def slots_summary(run_dir: Path) -> dict[str, Any] | None:
+    """The run card's ``llm.slots``: occupancy and idle share over every measured step's LLM window, or None
+    when the run measured none (no HTTP backend with a connection limit, or a Ray run)."""
+    try:
+        tot = json.loads((run_dir / SLOTS_FILE).read_text(encoding="utf-8"))
+        win, cap = float(tot["window_s"]), float(tot["slot_s"])
+        busy, idle, steps = float(tot["busy_slot_s"]), float(tot["idle_s"]), int(tot["steps"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return {
+        "occupancy": round(min(1.0, busy / cap), 4) if cap > 0 else 0.0,
+        "idle_share": round(min(1.0, idle / win), 4) if win > 0 else 0.0,
+        "steps_measured": steps,
+        "llm_window_s": round(win, 2),
+        "measured_by": "the client's connection limit (llm.max_concurrency), in-process executor",
+    }
 
 
 def describe_failures(failed: Sequence[LLMResult], examples: int = 3) -> str:

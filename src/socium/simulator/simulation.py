@@ -31,6 +31,7 @@ from socium.core.rng import ACTIVATION, uniform
 from socium.errors import UsageError
 from socium.llm.cache import llm_calls_ddl
 from socium.llm.resume_replay import StoppedAnswers, serving
+from socium.llm.slot_meter import SlotWindow
 from socium.simulator import interviews as iv
 from socium.simulator import steering
 from socium.simulator.executors import Executor, make_executor
@@ -38,10 +39,12 @@ from socium.simulator.inputs import preflight
 from socium.simulator.llm_health import (
     OutputHealth,
     log_aborted_calls,
+    note_slots,
     spent_from_trace,
     step_committed,
     step_problem,
     stopped_answers,
+    take_slots,
 )
 from socium.simulator.recording import StepRecorder
 from socium.simulator.run_setup import RunSetUp, _now
@@ -66,6 +69,7 @@ class StepStats:
     llm_calls: int = 0
     tokens: int = 0
     replayed_calls: int = 0  # of llm_calls: answers a resume read from the stopped step's record
+    slots: SlotWindow | None = None  # how busy the connection limit kept its slots (None: not measured)
 
 
 class Simulation(mesa.Model):
@@ -326,7 +330,13 @@ class Simulation(mesa.Model):
             raise
         self.next_step = step + 1
         made = rec.calls
-        return StepStats(step, st.time, len(who), n_actions, n_posts, wall, len(made), made.tokens, made.replayed)
+        # the limits of this process's backends (Ray actors hold their own, unseen here: not measured there)
+        slots = take_slots(self.policy) if made and self.cfg.executor.kind == "inprocess" else None
+        if slots is not None:
+            note_slots(self.run_dir, slots)
+        return StepStats(
+            step, st.time, len(who), n_actions, n_posts, wall, len(made), made.tokens, made.replayed, slots
+        )
 
     def interview(self, agents: Sequence[int], question: str) -> dict[int, str]:
         """Ask agents a question now, with their memory as of the last committed step; the answers are

@@ -31,9 +31,12 @@ LOCK_NAME = ".socium.lock"
 #: The model calls of interviews not stored in the trace (``socium interview`` without ``--record``), one JSON
 #: object a line: they were made, so they are kept where a user finds them and count against the run's budget.
 INTERVIEW_LOG = "interview_calls.jsonl"
-OWN_FILES = frozenset({LOCK_NAME, "trace.duckdb", "trace.duckdb.wal", "config.json", "report", INTERVIEW_LOG})
+SLOTS_FILE = "llm_slots.json"  # how busy the connection limit kept its slots (socium.simulator.llm_health)
+OWN_FILES = frozenset(
+    {LOCK_NAME, "trace.duckdb", "trace.duckdb.wal", "config.json", "report", INTERVIEW_LOG, SLOTS_FILE}
+)
 # Deleted by --force before a fresh run (never the lock file: it is held while deleting).
-REPLACED_BY_FORCE = ("trace.duckdb", "trace.duckdb.wal", "config.json", INTERVIEW_LOG)
+REPLACED_BY_FORCE = ("trace.duckdb", "trace.duckdb.wal", "config.json", INTERVIEW_LOG, SLOTS_FILE)
 
 try:  # POSIX; on other systems the directory is not locked (documented in docs/reliability.md)
     import fcntl
