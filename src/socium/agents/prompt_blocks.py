@@ -210,7 +210,7 @@ def results_block(
 
     ``narrated``: a line inside a character's section of a narrator prompt, not a section of its own.
     ``memo``: as :func:`feed_block`'s (a result is the same post text as in a feed: on the OASIS-parity
-    workload, where a third of the actions search or ask for trends, rendering results was ~8% of the
+    workload, where 3 of the 13 actions search or ask for trends, rendering results was ~a sixth of the
     prompt's CPU)."""
     if not obs.results_from:
         return None
