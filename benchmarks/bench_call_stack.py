@@ -27,13 +27,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from tree_runs import alternate, machine_line, source_trees  # benchmarks/ is on sys.path when run as a script
 
 HERE = Path(__file__).resolve()
 
@@ -146,26 +147,14 @@ def main() -> None:
     if a.child:
         print(json.dumps(measure(a.child, a.calls, a.inflight)))
         return
-    trees = [(n, str(Path(p).resolve())) for n, _, p in (s.partition("=") for s in a.src)]
-    trees.append(("this tree", str(HERE.parent.parent / "src")))
+    trees = source_trees(a.src, HERE)
     proc, url = _start_server()
-    loads = []
-    got: dict[str, list[dict[str, float]]] = {n: [] for n, _ in trees}
     try:
-        for _ in range(a.rounds):
-            for name, src in trees:
-                env = {**os.environ, "PYTHONPATH": src, "OMP_WAIT_POLICY": "PASSIVE"}
-                cmd = [sys.executable, str(HERE), "--child", url, "--calls", str(a.calls)]
-                cmd += ["--inflight", str(a.inflight)]
-                out = subprocess.run(cmd, env=env, capture_output=True, text=True)
-                if out.returncode != 0:
-                    raise RuntimeError(f"{name} failed:\n{out.stderr[-3000:]}")
-                got[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
-                loads.append(os.getloadavg()[0])
+        child = [str(HERE), "--child", url, "--calls", str(a.calls), "--inflight", str(a.inflight)]
+        got, loads = alternate(trees, a.rounds, child)
     finally:
         proc.kill()
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"1-minute load during the runs {min(loads):.1f}-{max(loads):.1f}")  # fmt: skip
+    print(machine_line(loads))
     print(f"client CPU µs per call, {SLICES} x {a.calls:,} calls per stack and run, {a.inflight} in flight, "
           f"median of {a.rounds} runs per tree (each run's value in brackets)")  # fmt: skip
     print("| stack | " + " | ".join(n for n, _ in trees) + " |")

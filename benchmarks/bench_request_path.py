@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from tree_runs import alternate, machine_line, source_trees  # benchmarks/ is on sys.path when run as a script
 
 HERE = Path(__file__).resolve()
 
@@ -108,19 +106,9 @@ def main() -> None:
     if a.child:
         print(json.dumps(measure(a.calls, a.reps)))
         return
-    trees = [(n, str(Path(p).resolve())) for n, _, p in (s.partition("=") for s in a.src)]
-    trees.append(("this tree", str(HERE.parent.parent / "src")))
-    loads = []
-    got: dict[str, list[dict[str, float]]] = {n: [] for n, _ in trees}
-    for _ in range(a.rounds):
-        for name, src in trees:
-            env = {**os.environ, "PYTHONPATH": src}
-            cmd = [sys.executable, str(HERE), "--child", "--calls", str(a.calls), "--reps", str(a.reps)]
-            out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
-            got[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
-            loads.append(os.getloadavg()[0])
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"1-minute load during the runs {min(loads):.1f}-{max(loads):.1f}")  # fmt: skip
+    trees = source_trees(a.src, HERE)
+    got, loads = alternate(trees, a.rounds, [str(HERE), "--child", "--calls", str(a.calls), "--reps", str(a.reps)])
+    print(machine_line(loads))
     print(f"µs per call, best of {a.reps} x {a.calls:,} calls per run, the lowest of {a.rounds} runs per tree")
     print("| piece | " + " | ".join(n for n, _ in trees) + " |")
     print("|---|" + "---:|" * len(trees))
